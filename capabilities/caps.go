@@ -1,0 +1,162 @@
+// Package capabilities owns what the two eras say about each other at the
+// start of a session: era detection by a server/discover probe (eras.md
+// §2.4), the legacy InitializeResult synthesized from the DiscoverResult
+// (§3.1), the capability mappings in both directions (§3.2, §3.3), and the
+// _meta block the proxy injects on every upstream request (§4.2).
+//
+// The mappings are pure functions over raw JSON. The probe is the only code
+// here that does I/O, and it does it through routing.
+package capabilities
+
+import (
+	"net/url"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// Protocol versions.
+const (
+	ModernVersion = "2026-07-28"
+	LegacyVersion = "2025-11-25"
+	// TasksExtension is the tasks extension's identifier (tasks.md §4).
+	TasksExtension = "io.modelcontextprotocol/tasks"
+)
+
+// LegacyVersions are the 2025-era versions a legacy client may ask for and
+// that the proxy answers with as they are (eras.md §3.1 POLICY).
+var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// NegotiateLegacy picks the InitializeResult protocolVersion for a client
+// that asked for requested: the same when the proxy supports it, otherwise
+// 2025-11-25, which the 2025 rules allow.
+func NegotiateLegacy(requested string) string {
+	for _, v := range LegacyVersions {
+		if v == requested {
+			return v
+		}
+	}
+	return LegacyVersion
+}
+
+// LegacyTasksCapability is the 2025 server capability that stands for the
+// tasks extension (tasks.md §4).
+const LegacyTasksCapability = `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`
+
+// ClientCapabilities maps a legacy initialize params.capabilities object to
+// the 2026 per-request clientCapabilities (eras.md §3.3): roots loses
+// listChanged, client-hosted tasks are dropped, and the tasks extension is
+// declared. Unknown members are copied.
+func ClientCapabilities(legacy []byte) []byte {
+	out := []byte(`{}`)
+	caps := gjson.ParseBytes(legacy)
+	if caps.IsObject() {
+		caps.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "tasks":
+				return true
+			case "roots":
+				out, _ = sjson.SetRawBytes(out, "roots", []byte(`{}`))
+				return true
+			}
+			out, _ = sjson.SetRawBytes(out, gjson.Escape(k.Str), []byte(v.Raw))
+			return true
+		})
+	}
+	ext := gjson.GetBytes(out, "extensions")
+	if !ext.IsObject() {
+		out, _ = sjson.SetRawBytes(out, "extensions", []byte(`{}`))
+	}
+	out, _ = sjson.SetRawBytes(out, "extensions."+gjson.Escape(TasksExtension), []byte(`{}`))
+	return out
+}
+
+// ServerCapabilities maps a 2026 ServerCapabilities object to the 2025 shape
+// (eras.md §3.2). The extensions member is dropped, since 2025 has none; when
+// tasks is true and the server declares the tasks extension, the legacy tasks
+// capability takes its place. It reports whether the extension was declared.
+func ServerCapabilities(modern []byte, tasks bool) (legacy []byte, hasTasks bool) {
+	out := []byte(`{}`)
+	caps := gjson.ParseBytes(modern)
+	if !caps.IsObject() {
+		return out, false
+	}
+	caps.ForEach(func(k, v gjson.Result) bool {
+		if k.Str == "extensions" {
+			hasTasks = v.Get(gjson.Escape(TasksExtension)).Exists()
+			return true
+		}
+		if k.Str == "tasks" {
+			return true // a 2026 server has no core tasks capability
+		}
+		out, _ = sjson.SetRawBytes(out, gjson.Escape(k.Str), []byte(v.Raw))
+		return true
+	})
+	if tasks && hasTasks {
+		out, _ = sjson.SetRawBytes(out, "tasks", []byte(LegacyTasksCapability))
+	}
+	return out, hasTasks
+}
+
+// InitializeOptions tunes InitializeResult.
+type InitializeOptions struct {
+	// RequestedVersion is the client's params.protocolVersion.
+	RequestedVersion string
+	// UpstreamURL names the server when discover carries no serverInfo.
+	UpstreamURL string
+	// Tasks advertises the legacy tasks capability when the server declares
+	// the tasks extension.
+	Tasks bool
+}
+
+// InitializeResult synthesizes the legacy InitializeResult from a 2026
+// DiscoverResult (eras.md §3.1). serverInfo comes from _meta, then from a
+// pre-final top-level serverInfo, and is otherwise synthesized from the
+// upstream host with version "unknown".
+func InitializeResult(discover []byte, o InitializeOptions) []byte {
+	d := gjson.ParseBytes(discover)
+	caps, _ := ServerCapabilities([]byte(d.Get("capabilities").Raw), o.Tasks)
+	out := []byte(`{}`)
+	out, _ = sjson.SetBytes(out, "protocolVersion", NegotiateLegacy(o.RequestedVersion))
+	out, _ = sjson.SetRawBytes(out, "capabilities", caps)
+	info := d.Get("_meta." + gjson.Escape(rewrite.MetaServerInfo))
+	if !validImplementation(info) {
+		info = d.Get("serverInfo")
+	}
+	if validImplementation(info) {
+		out, _ = sjson.SetRawBytes(out, "serverInfo", []byte(info.Raw))
+	} else {
+		name := "mcp-server"
+		if u, err := url.Parse(o.UpstreamURL); err == nil && u.Hostname() != "" {
+			name = u.Hostname()
+		}
+		out, _ = sjson.SetBytes(out, "serverInfo", map[string]string{"name": name, "version": "unknown"})
+	}
+	if ins := d.Get("instructions"); ins.Type == gjson.String {
+		out, _ = sjson.SetRawBytes(out, "instructions", []byte(ins.Raw))
+	}
+	return out
+}
+
+func validImplementation(v gjson.Result) bool {
+	return v.IsObject() && v.Get("name").Type == gjson.String && v.Get("version").Type == gjson.String
+}
+
+// Meta builds the proxy-owned _meta block for upstream requests (eras.md
+// §4.2): the protocol version, the mapped client capabilities, the client's
+// clientInfo when it sent one, and the log level when one was set.
+func Meta(clientCaps, clientInfo []byte, logLevel string) rewrite.MetaBlock {
+	pairs := []rewrite.MetaPair{
+		{Key: rewrite.MetaProtocolVersion, Value: []byte(`"` + ModernVersion + `"`)},
+		{Key: rewrite.MetaClientCapabilities, Value: clientCaps},
+	}
+	if len(clientInfo) > 0 {
+		pairs = append(pairs, rewrite.MetaPair{Key: rewrite.MetaClientInfo, Value: clientInfo})
+	}
+	if logLevel != "" {
+		pairs = append(pairs, rewrite.MetaPair{Key: rewrite.MetaLogLevel, Value: rewrite.AppendString(nil, logLevel)})
+	}
+	return rewrite.NewMetaBlock(pairs...)
+}

@@ -1,0 +1,223 @@
+package capabilities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// Era is the verdict of a probe.
+type Era int
+
+// The verdicts. Only Modern and Legacy are evidence about the server and may
+// be cached; Unknown is a failure to learn anything (try again later).
+const (
+	Unknown Era = iota
+	Modern
+	Legacy
+)
+
+func (e Era) String() string {
+	switch e {
+	case Modern:
+		return "modern"
+	case Legacy:
+		return "legacy"
+	}
+	return "unknown"
+}
+
+// Verdict is the outcome of a server/discover probe.
+type Verdict struct {
+	Era Era
+	// Discover is the raw DiscoverResult object when Era is Modern.
+	Discover []byte
+	// Status is the HTTP status of the answer (0 when there was none).
+	Status int
+	// Reason says, in a sentence, what the answer showed.
+	Reason string
+	// Err is set when the probe failed or the answer rules out bridging: it
+	// explains the cause and the likely fix, for the initialize error.
+	Err error
+}
+
+// Prober runs the era probe against one upstream.
+type Prober struct {
+	Client *routing.Client
+	// NextID mints upstream request ids.
+	NextID func() []byte
+}
+
+// Probe POSTs server/discover with the given _meta block and classifies the
+// answer per eras.md §2.4. A -32022 that names 2026-07-28 as supported is
+// retried once.
+func (p *Prober) Probe(ctx context.Context, meta rewrite.MetaBlock) Verdict {
+	v := p.once(ctx, meta)
+	if v.Era == Modern && v.Discover == nil && v.Err == nil {
+		// -32022 naming our version: corrective retry, once.
+		v = p.once(ctx, meta)
+		if v.Era == Modern && v.Discover == nil && v.Err == nil {
+			v.Era = Unknown
+			v.Err = fmt.Errorf("%s rejected protocol version %s twice while listing it as supported; the server is misbehaving", p.Client.URL(), ModernVersion)
+		}
+	}
+	return v
+}
+
+// DiscoverBody builds a server/discover request.
+func DiscoverBody(id []byte, meta rewrite.MetaBlock) []byte {
+	b := make([]byte, 0, 96+len(id)+len(meta.Raw()))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"method":"server/discover","params":{"_meta":{`...)
+	b = append(b, meta.Raw()...)
+	return append(b, "}}}"...)
+}
+
+func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
+	id := p.NextID()
+	resp, err := p.Client.Post(ctx, DiscoverBody(id, meta), nil)
+	if err != nil {
+		return Verdict{Era: Unknown, Reason: "no answer", Err: p.transportErr(err)}
+	}
+	defer resp.Close()
+	url := p.Client.URL()
+	status := resp.Status
+	switch {
+	case status == 401 || status == 403:
+		hint := "pass credentials with --header 'Authorization: Bearer <token>'"
+		if status == 403 {
+			hint = "check that the credentials passed with --header are allowed to use this server"
+		}
+		return Verdict{Era: Unknown, Status: status, Reason: "authentication required",
+			Err: fmt.Errorf("%s answered HTTP %d to server/discover: %s", url, status, hint)}
+	case status >= 500:
+		return Verdict{Era: Unknown, Status: status, Reason: "server error",
+			Err: fmt.Errorf("%s answered HTTP %d to server/discover: the server is failing; check its logs and try again", url, status)}
+	}
+	msg, err := firstAnswer(resp, id)
+	if err != nil && !errors.Is(err, io.EOF) {
+		if errors.Is(err, routing.ErrContentType) && status < 300 {
+			return Verdict{Era: Unknown, Status: status, Reason: "not an MCP endpoint",
+				Err: fmt.Errorf("%s answered server/discover with %s, not JSON: this does not look like an MCP endpoint; check the URL (it often ends in /mcp)", url, resp.ContentType)}
+		}
+		if ctx.Err() != nil || status < 400 {
+			return Verdict{Era: Unknown, Status: status, Reason: "unreadable answer", Err: p.transportErr(err)}
+		}
+	}
+	res := gjson.ParseBytes(msg)
+	if len(msg) == 0 || !res.IsObject() {
+		if status >= 400 {
+			return Verdict{Era: Legacy, Status: status, Reason: fmt.Sprintf("HTTP %d without a JSON-RPC body", status)}
+		}
+		return Verdict{Era: Unknown, Status: status, Reason: "empty answer",
+			Err: fmt.Errorf("%s answered server/discover with HTTP %d and no JSON-RPC message; check the URL", url, status)}
+	}
+	if e := res.Get("error"); e.Exists() {
+		return classifyError(url, status, e)
+	}
+	result := res.Get("result")
+	versions := result.Get("supportedVersions")
+	if !result.IsObject() || !versions.IsArray() {
+		return Verdict{Era: Legacy, Status: status, Reason: "answer is not a DiscoverResult"}
+	}
+	return classifyVersions(url, status, versions, []byte(result.Raw))
+}
+
+func classifyVersions(url string, status int, versions gjson.Result, discover []byte) Verdict {
+	var modern, legacy, others []string
+	for _, v := range versions.Array() {
+		switch {
+		case v.Str == ModernVersion:
+			modern = append(modern, v.Str)
+		case isLegacyVersion(v.Str):
+			legacy = append(legacy, v.Str)
+		default:
+			others = append(others, v.Str)
+		}
+	}
+	switch {
+	case len(modern) > 0:
+		if discover == nil {
+			return Verdict{Era: Modern, Status: status, Reason: "-32022 lists " + ModernVersion}
+		}
+		return Verdict{Era: Modern, Status: status, Discover: discover, Reason: "DiscoverResult supports " + ModernVersion}
+	case len(others) == 0 && len(legacy) > 0:
+		return Verdict{Era: Legacy, Status: status, Reason: "supports only " + strings.Join(legacy, ", ")}
+	}
+	return Verdict{Era: Unknown, Status: status, Reason: "no common version",
+		Err: fmt.Errorf("%s supports protocol versions %s but not %s, the only modern version this proxy speaks; upgrade mcp-tasks-proxy", url, versions.Raw, ModernVersion)}
+}
+
+func classifyError(url string, status int, e gjson.Result) Verdict {
+	code := e.Get("code").Int()
+	switch code {
+	case rewrite.CodeUnsupportedProtocolVersion:
+		sup := e.Get("data.supported")
+		if !sup.IsArray() || len(sup.Array()) == 0 {
+			return Verdict{Era: Legacy, Status: status, Reason: "-32022 without data.supported"}
+		}
+		return classifyVersions(url, status, sup, nil)
+	case rewrite.CodeHeaderMismatch, rewrite.CodeMissingRequiredCapability:
+		return Verdict{Era: Unknown, Status: status, Reason: "modern server rejected the probe",
+			Err: fmt.Errorf("%s is a modern MCP server but rejected the proxy's server/discover with %d %q; this is a proxy bug or a header added with --header; please report it", url, code, e.Get("message").String())}
+	}
+	return Verdict{Era: Legacy, Status: status, Reason: fmt.Sprintf("error %d to server/discover", code)}
+}
+
+func isLegacyVersion(v string) bool {
+	return strings.HasPrefix(v, "2025-") || strings.HasPrefix(v, "2024-")
+}
+
+// firstAnswer reads messages until the one that answers id, or an id-less
+// (null id) error, which legacy servers send.
+func firstAnswer(resp *routing.Response, id []byte) ([]byte, error) {
+	for {
+		msg, err := resp.Next()
+		if err != nil {
+			return append([]byte(nil), msg...), err
+		}
+		r := gjson.ParseBytes(msg)
+		if !r.Get("result").Exists() && !r.Get("error").Exists() {
+			continue // a notification on the stream
+		}
+		rid := r.Get("id")
+		if rid.Raw == string(id) || rid.Type == gjson.Null || !rid.Exists() {
+			return append([]byte(nil), msg...), nil
+		}
+	}
+}
+
+func (p *Prober) transportErr(err error) error {
+	var te *routing.TransportError
+	if errors.As(err, &te) {
+		switch te.Kind {
+		case routing.KindDial:
+			return fmt.Errorf("%w: is the server running, and is the URL right?", err)
+		case routing.KindTimeout:
+			return fmt.Errorf("%w: the server did not answer in time; check that it is up", err)
+		}
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s did not answer server/discover in time: check that the server is up and reachable", p.Client.URL())
+	}
+	return fmt.Errorf("reading the answer of %s to server/discover: %w", p.Client.URL(), err)
+}
+
+// StatusText formats an HTTP status for messages ("HTTP 503", or "no HTTP
+// answer").
+func StatusText(status int) string {
+	if status == 0 {
+		return "no HTTP answer"
+	}
+	return "HTTP " + strconv.Itoa(status)
+}

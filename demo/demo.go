@@ -1,0 +1,367 @@
+// Package demo owns the embedded modern MCP server that `mcp-tasks-proxy --demo`
+// and the end-to-end tests talk to.
+//
+// It is a test and demonstration peer, not part of the data path: the bridge
+// never imports it, and nothing it does decides what is correct on the wire.
+// It is built on the go-sdk and speaks only protocol 2026-07-28 over stateless
+// Streamable HTTP (no sessions, no initialize, per-request _meta), with:
+//
+//   - tool "echo": returns its "text" argument as one TextContent;
+//   - tool "slow_count": sends n progress notifications and one info log on
+//     its SSE response stream, then answers "counted to n";
+//   - tool "whoami": reports the request _meta and Mcp-* headers it saw;
+//   - prompt "greeting": one user message "Hello, NAME!";
+//   - resource "demo://readme" and resource template "demo://echo/{text}".
+//
+// Calls to slow_count are answered with text/event-stream; every other
+// request is answered with application/json, so both response kinds of the
+// transport are exercised.
+//
+//	url, stop, err := demo.Start(ctx)
+//	if err != nil { ... }
+//	defer stop()
+//	// point the proxy at url
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	// ServerName is the name the server reports in
+	// _meta["io.modelcontextprotocol/serverInfo"].
+	ServerName = "mcp-tasks-proxy-demo"
+	// ServerVersion is the version the server reports alongside ServerName.
+	ServerVersion = "1.0.0"
+	// ProtocolVersion is the only protocol revision the server accepts.
+	ProtocolVersion = "2026-07-28"
+	// Path is where Start serves Handler.
+	Path = "/mcp"
+
+	instructions = "Demo server for mcp-tasks-proxy: echo, slow_count, whoami, " +
+		"a greeting prompt, a readme resource and a demo://echo/{text} resource template."
+
+	readmeURI  = "demo://readme"
+	echoPrefix = "demo://echo/"
+
+	maxCount = 50
+	maxDelay = 10000 // milliseconds
+
+	stopTimeout = 2 * time.Second
+)
+
+// readme is the text of the demo://readme resource.
+const readme = `# mcp-tasks-proxy demo server
+
+This server speaks MCP 2026-07-28 over stateless Streamable HTTP.
+
+- ` + "`echo`" + ` returns the text you give it.
+- ` + "`slow_count`" + ` counts to n, reporting progress on the way.
+- ` + "`whoami`" + ` shows the request metadata the server received.
+- The ` + "`greeting`" + ` prompt says hello.
+`
+
+// streamingTools are the tools whose calls are answered with
+// text/event-stream, because they emit notifications before their result.
+var streamingTools = map[string]bool{"slow_count": true}
+
+// NewServer returns the go-sdk server with the demo's tools, prompt and
+// resources. It accepts only protocol 2026-07-28. The server holds no
+// per-client state, so one server can serve any number of handlers.
+func NewServer() *mcp.Server {
+	s := mcp.NewServer(
+		&mcp.Implementation{Name: ServerName, Version: ServerVersion},
+		&mcp.ServerOptions{
+			Instructions:              instructions,
+			SupportedProtocolVersions: []string{ProtocolVersion},
+		},
+	)
+
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "echo",
+		Description: "Return the given text unchanged.",
+		InputSchema: json.RawMessage(`{"type":"object",` +
+			`"properties":{"text":{"type":"string","description":"Text to return."}},` +
+			`"required":["text"],"additionalProperties":false}`),
+	}, echoTool)
+
+	mcp.AddTool(s, &mcp.Tool{
+		Name: "slow_count",
+		Description: "Count from 1 to n, sending a progress notification per step " +
+			"(when the request has a progressToken) and one info log (when the " +
+			"request's log level permits), waiting delay_ms between steps.",
+		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
+			`"n":{"type":"integer","minimum":1,"maximum":%d,"default":3,"description":"How far to count."},`+
+			`"delay_ms":{"type":"integer","minimum":0,"maximum":%d,"default":0,"description":"Pause between steps, in milliseconds."}},`+
+			`"additionalProperties":false}`, maxCount, maxDelay)),
+	}, slowCountTool)
+
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "whoami",
+		Description: "Report the request _meta and Mcp-* headers the server received (for tests and debugging).",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+	}, whoamiTool)
+
+	s.AddPrompt(&mcp.Prompt{
+		Name:        "greeting",
+		Description: "A one-line greeting.",
+		Arguments: []*mcp.PromptArgument{{
+			Name:        "name",
+			Description: "Who to greet.",
+			Required:    true,
+		}},
+	}, greetingPrompt)
+
+	s.AddResource(&mcp.Resource{
+		Name:        "readme",
+		Description: "What this demo server offers.",
+		MIMEType:    "text/markdown",
+		URI:         readmeURI,
+	}, readReadme)
+
+	s.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name:        "echo",
+		Description: "A text resource whose content is the {text} part of its URI.",
+		MIMEType:    "text/plain",
+		URITemplate: echoPrefix + "{text}",
+	}, readEcho)
+
+	return s
+}
+
+// Handler returns an http.Handler serving NewServer statelessly at protocol
+// 2026-07-28. Calls to slow_count get text/event-stream responses; all other
+// requests get application/json. Closing a response stream cancels the
+// request's handler.
+//
+// A Base64-encoded Mcp-Name header (=?base64?...?=) is decoded before the
+// go-sdk compares it with the body; go-sdk v1.8.0 would compare the encoded
+// form and reject it.
+func Handler() http.Handler {
+	srv := NewServer()
+	getServer := func(*http.Request) *mcp.Server { return srv }
+	sseOpts := mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+	}
+	jsonOpts := sseOpts
+	jsonOpts.JSONResponse = true
+	sse := mcp.NewStreamableHTTPHandler(getServer, &sseOpts)
+	plain := mcp.NewStreamableHTTPHandler(getServer, &jsonOpts)
+
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, ok := decodeNameHeader(w, r)
+		if !ok {
+			return
+		}
+		if r.Header.Get("Mcp-Method") == "tools/call" && streamingTools[r.Header.Get("Mcp-Name")] {
+			sse.ServeHTTP(w, r)
+			return
+		}
+		plain.ServeHTTP(w, r)
+	})
+}
+
+// Start serves Handler at Path on a free loopback port and returns its URL,
+// e.g. "http://127.0.0.1:41234/mcp". The server runs until stop is called or
+// ctx is done. stop shuts it down gracefully, forcing it closed after 2 s; it
+// is idempotent, safe for concurrent use, and returns when the server has
+// stopped accepting connections.
+func Start(ctx context.Context) (url string, stop func(), err error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("demo: listen on loopback: %w", err)
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle(Path, Handler())
+	// Handlers see a context that is cancelled when a graceful stop runs out
+	// of time, so long-running calls end promptly.
+	base, cancelBase := context.WithCancel(context.Background())
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln) // always returns http.ErrServerClosed after Shutdown or Close
+	}()
+
+	var (
+		once      sync.Once
+		stopAfter func() bool
+	)
+	stop = func() {
+		once.Do(func() {
+			stopAfter()
+			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+			defer cancel()
+			if err := hs.Shutdown(sctx); err != nil {
+				cancelBase()
+				_ = hs.Close()
+			}
+			cancelBase()
+			<-served
+		})
+	}
+	stopAfter = context.AfterFunc(ctx, stop)
+
+	return "http://" + ln.Addr().String() + Path, stop, nil
+}
+
+// echoArgs are the arguments of the echo tool.
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+func echoTool(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+}
+
+// slowCountArgs are the arguments of the slow_count tool, after the schema
+// defaults are applied.
+type slowCountArgs struct {
+	N       int `json:"n"`
+	DelayMS int `json:"delay_ms"`
+}
+
+func slowCountTool(ctx context.Context, req *mcp.CallToolRequest, in slowCountArgs) (*mcp.CallToolResult, any, error) {
+	n := in.N
+	// Log is deprecated with the logging feature (SEP-2577) but still part of
+	// 2026-07-28. The go-sdk sends the message only if the request's
+	// _meta["io.modelcontextprotocol/logLevel"] is at or below "info".
+	//lint:ignore SA1019 the demo exercises the deprecated logging feature on purpose.
+	if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{
+		Level:  "info",
+		Logger: "slow_count",
+		Data:   fmt.Sprintf("counting to %d", n),
+	}); err != nil {
+		return nil, nil, fmt.Errorf("sending log message: %w", err)
+	}
+
+	token := req.Params.GetProgressToken()
+	delay := time.Duration(in.DelayMS) * time.Millisecond
+	for i := 1; i <= n; i++ {
+		if i > 1 && delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil, ctx.Err()
+			case <-t.C:
+			}
+		}
+		if token == nil {
+			continue
+		}
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token,
+			Progress:      float64(i),
+			Total:         float64(n),
+			Message:       fmt.Sprintf("step %d of %d", i, n),
+		}); err != nil {
+			return nil, nil, fmt.Errorf("sending progress %d of %d: %w", i, n, err)
+		}
+	}
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("counted to %d", n)}},
+	}, nil, nil
+}
+
+// WhoAmI is the structured result of the whoami tool: what the server saw of
+// the request. Absent _meta keys are omitted.
+type WhoAmI struct {
+	// ProtocolVersion is the request's protocol version as the go-sdk read it.
+	ProtocolVersion string `json:"protocolVersion"`
+	// LogLevel is _meta["io.modelcontextprotocol/logLevel"] as sent.
+	LogLevel any `json:"logLevel,omitempty"`
+	// ClientInfo is _meta["io.modelcontextprotocol/clientInfo"] as sent.
+	ClientInfo any `json:"clientInfo,omitempty"`
+	// ClientCapabilities is _meta["io.modelcontextprotocol/clientCapabilities"] as sent.
+	ClientCapabilities any `json:"clientCapabilities,omitempty"`
+	// ProgressToken is _meta.progressToken as sent.
+	ProgressToken any `json:"progressToken,omitempty"`
+	// Meta is the whole request _meta as decoded by the go-sdk (numbers
+	// become float64, so large integers may lose precision).
+	Meta map[string]any `json:"meta"`
+	// Headers holds the request's Mcp-* and MCP-Protocol-Version headers,
+	// keyed by canonical name; no other header is reported.
+	Headers map[string]string `json:"headers"`
+}
+
+func whoamiTool(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, *WhoAmI, error) {
+	meta := map[string]any(req.Params.GetMeta())
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	out := &WhoAmI{
+		ProtocolVersion:    req.ProtocolVersion(),
+		LogLevel:           meta[mcp.MetaKeyLogLevel],
+		ClientInfo:         meta[mcp.MetaKeyClientInfo],
+		ClientCapabilities: meta[mcp.MetaKeyClientCapabilities],
+		ProgressToken:      meta["progressToken"],
+		Meta:               meta,
+		Headers:            map[string]string{},
+	}
+	if req.Extra != nil {
+		for k, v := range req.Extra.Header {
+			if strings.HasPrefix(k, "Mcp-") && len(v) > 0 {
+				out.Headers[k] = v[0]
+			}
+		}
+	}
+	return nil, out, nil
+}
+
+func greetingPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	name, ok := req.Params.Arguments["name"]
+	if !ok || name == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `prompt "greeting" requires argument "name"`}
+	}
+	return &mcp.GetPromptResult{
+		Description: "A one-line greeting.",
+		Messages: []*mcp.PromptMessage{{
+			Role:    "user",
+			Content: &mcp.TextContent{Text: "Hello, " + name + "!"},
+		}},
+	}, nil
+}
+
+func readReadme(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+		URI:      req.Params.URI,
+		MIMEType: "text/markdown",
+		Text:     readme,
+	}}}, nil
+}
+
+func readEcho(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	raw, ok := strings.CutPrefix(req.Params.URI, echoPrefix)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	text, err := url.PathUnescape(raw)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("bad escape in %q: %v", req.Params.URI, err)}
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+		URI:      req.Params.URI,
+		MIMEType: "text/plain",
+		Text:     text,
+	}}}, nil
+}

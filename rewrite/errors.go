@@ -1,0 +1,98 @@
+package rewrite
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// JSON-RPC and MCP error codes the proxy reads or writes.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+
+	// 2026-07-28 transport errors (eras.md §14.1).
+	CodeHeaderMismatch             = -32020
+	CodeMissingRequiredCapability  = -32021
+	CodeUnsupportedProtocolVersion = -32022
+)
+
+// NullID is the id of an answer to a message whose id could not be read.
+var NullID = []byte("null")
+
+// ErrorFrame builds a JSON-RPC error response. id is the raw id (NullID when
+// unknown); data is raw JSON or nil.
+func ErrorFrame(id []byte, code int, message string, data []byte) []byte {
+	if len(id) == 0 {
+		id = NullID
+	}
+	b := make([]byte, 0, 64+len(id)+len(message)+len(data))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = AppendString(b, message)
+	if len(data) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, data...)
+	}
+	return append(b, "}}"...)
+}
+
+// ResultFrame builds a JSON-RPC result response from a raw result object.
+func ResultFrame(id []byte, result []byte) []byte {
+	b := make([]byte, 0, 36+len(id)+len(result))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string. Unlike encoding/json it does not
+// escape <, > and &, and it replaces invalid UTF-8 bytes with U+FFFD.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == 0xFFFD && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

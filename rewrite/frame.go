@@ -1,0 +1,153 @@
+// Package rewrite holds the pure frame transforms of mcp-tasks-proxy: legacy
+// (2025-11-25) requests up to the modern (2026-07-28) shape, modern results
+// down to the legacy shape, and the JSON-RPC error frames the proxy mints.
+//
+// Every function here is []byte in, []byte out. The package owns no state,
+// starts no goroutines, performs no I/O and writes no logs. Frames are read
+// with gjson and changed by splicing only the bytes the rewrite owns, in one
+// copy per frame (see edits.apply): ids stay byte-exact, key order and unknown
+// fields are untouched, and a large result is never decoded.
+//
+//	legacy client ──RequestUp──▶ modern server
+//	legacy client ◀─ResponseDown─ modern server
+package rewrite
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/tidwall/gjson"
+)
+
+// Kind is what a JSON-RPC message is.
+type Kind int
+
+// The kinds of JSON-RPC message.
+const (
+	KindInvalid Kind = iota
+	KindRequest
+	KindNotification
+	KindResponse
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindNotification:
+		return "notification"
+	case KindResponse:
+		return "response"
+	}
+	return "invalid"
+}
+
+// Frame is a read-only view of one JSON-RPC message. The gjson results point
+// into Raw and carry their byte offsets, so rewrites can splice them.
+type Frame struct {
+	Raw    []byte
+	Kind   Kind
+	ID     gjson.Result // raw id; absent for notifications
+	Method string
+	Params gjson.Result
+	Result gjson.Result
+	Error  gjson.Result
+}
+
+// Parse errors. Each maps to the JSON-RPC code the proxy answers with.
+var (
+	// ErrParse: the bytes are not JSON (-32700).
+	ErrParse = errors.New("not valid JSON")
+	// ErrBatch: a JSON array; batching was removed in 2025-06-18 (-32600).
+	ErrBatch = errors.New("JSON-RPC batches are not supported by MCP 2025-06-18 and later; send one message per line")
+	// ErrNotObject: valid JSON that is not an object (-32600).
+	ErrNotObject = errors.New("a JSON-RPC message must be a JSON object")
+	// ErrVersion: "jsonrpc" is not "2.0" (-32600).
+	ErrVersion = errors.New(`"jsonrpc" must be "2.0"`)
+	// ErrID: an id that is not a string or a number (-32600).
+	ErrID = errors.New(`"id" must be a string or a number`)
+	// ErrShape: neither a request, a notification nor a response (-32600).
+	ErrShape = errors.New(`a JSON-RPC message needs a string "method", or an "id" with "result" or "error"`)
+	// ErrParams: "params" that is not an object (-32602 for requests).
+	ErrParams = errors.New(`"params" must be an object`)
+)
+
+// Code returns the JSON-RPC error code for a Parse error.
+func Code(err error) int {
+	switch {
+	case errors.Is(err, ErrParse):
+		return CodeParseError
+	case errors.Is(err, ErrParams):
+		return CodeInvalidParams
+	}
+	return CodeInvalidRequest
+}
+
+// TrimFrame strips the surrounding whitespace of a line, including the "\r"
+// of a "\r\n" line ending.
+func TrimFrame(b []byte) []byte { return bytes.TrimSpace(b) }
+
+// Parse classifies one trimmed JSON-RPC message. On an error the returned
+// Frame still carries the id when one could be read, so the caller can answer
+// the request that was malformed.
+func Parse(raw []byte) (Frame, error) {
+	f := Frame{Raw: raw}
+	if len(raw) == 0 || !gjson.Valid(view(raw)) {
+		return f, ErrParse
+	}
+	switch raw[0] {
+	case '[':
+		return f, ErrBatch
+	case '{':
+	default:
+		return f, ErrNotObject
+	}
+	var jsonrpc gjson.Result
+	var method gjson.Result
+	hasID := false
+	gjson.Parse(view(raw)).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "jsonrpc":
+			jsonrpc = v
+		case "id":
+			f.ID, hasID = v, true
+		case "method":
+			method = v
+		case "params":
+			f.Params = v
+		case "result":
+			f.Result = v
+		case "error":
+			f.Error = v
+		}
+		return true
+	})
+	if hasID && f.ID.Type != gjson.String && f.ID.Type != gjson.Number {
+		if f.ID.Type != gjson.Null || method.Exists() {
+			f.ID = gjson.Result{}
+			return f, ErrID
+		}
+	}
+	if jsonrpc.Type != gjson.String || jsonrpc.Str != "2.0" {
+		return f, ErrVersion
+	}
+	switch {
+	case method.Exists():
+		if method.Type != gjson.String {
+			return f, ErrShape
+		}
+		f.Method = method.Str
+		f.Kind = KindNotification
+		if hasID {
+			f.Kind = KindRequest
+		}
+		if f.Params.Exists() && f.Params.Type != gjson.Null && !f.Params.IsObject() {
+			return f, ErrParams
+		}
+	case hasID && (f.Result.Exists() || f.Error.Exists()):
+		f.Kind = KindResponse
+	default:
+		return f, ErrShape
+	}
+	return f, nil
+}

@@ -1,0 +1,161 @@
+package rewrite
+
+import (
+	"github.com/tidwall/gjson"
+)
+
+// The request _meta keys of 2026-07-28 (eras.md §4.2).
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// MetaBlock is the set of _meta members the proxy owns on upstream requests,
+// pre-serialized once so that each request costs one splice.
+type MetaBlock struct {
+	raw  []byte   // `"k1":v1,"k2":v2` without braces
+	keys []string // the member names, to drop the client's copies
+}
+
+// NewMetaBlock builds a block from key / raw JSON value pairs, in order.
+// Values must be valid JSON.
+func NewMetaBlock(pairs ...MetaPair) MetaBlock {
+	var m MetaBlock
+	for i, p := range pairs {
+		if i > 0 {
+			m.raw = append(m.raw, ',')
+		}
+		m.raw = AppendString(m.raw, p.Key)
+		m.raw = append(m.raw, ':')
+		m.raw = append(m.raw, p.Value...)
+		m.keys = append(m.keys, p.Key)
+	}
+	return m
+}
+
+// MetaPair is one _meta member: a key and its raw JSON value.
+type MetaPair struct {
+	Key   string
+	Value []byte
+}
+
+// Raw returns the members as they are spliced, `"k":v,...`.
+func (m MetaBlock) Raw() []byte { return m.raw }
+
+func (m MetaBlock) owns(key string) bool {
+	for _, k := range m.keys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Up says how to rewrite one request for the modern server.
+type Up struct {
+	// ID is the proxy-minted upstream id, raw JSON.
+	ID []byte
+	// Meta is spliced into params._meta; the client's own members are kept
+	// unless the block owns their key.
+	Meta MetaBlock
+	// DropParams names top-level params members to remove (e.g. "task").
+	DropParams []string
+}
+
+// RequestUp rewrites a legacy request f for the modern server: the id becomes
+// up.ID and params._meta gains up.Meta, creating params and _meta when
+// absent. Everything else is copied byte for byte.
+func RequestUp(f *Frame, up Up) ([]byte, error) {
+	if f.Kind != KindRequest {
+		return nil, ErrShape
+	}
+	var e edits
+	var buf [8]member
+	e.replace(f.ID.Index, f.ID.Index+len(f.ID.Raw), up.ID)
+	switch {
+	case !f.Params.Exists():
+		end := len(f.Raw) - 1 // the frame's closing '}'
+		e.replace(end, end, wrapMeta(`,"params":{"_meta":{`, up.Meta.raw, "}}"))
+	case f.Params.Type == gjson.Null:
+		e.replace(f.Params.Index, f.Params.Index+len(f.Params.Raw), wrapMeta(`{"_meta":{`, up.Meta.raw, "}}"))
+	case f.Params.IsObject():
+		ms := members(f.Params, buf[:0])
+		var meta *member
+		for i := range ms {
+			if ms[i].key.Str == "_meta" {
+				meta = &ms[i]
+				break
+			}
+		}
+		if len(up.DropParams) > 0 {
+			e.removeMembers(f.Raw, f.Params, ms, func(m *member) bool { return contains(up.DropParams, m.key.Str) })
+		}
+		switch {
+		case meta == nil:
+			sep := ","
+			if len(ms) == 0 || len(ms) == countDropped(ms, up.DropParams) {
+				sep = ""
+			}
+			e.replace(f.Params.Index+1, f.Params.Index+1, wrapMeta(`"_meta":{`, up.Meta.raw, "}"+sep))
+		case meta.value.IsObject():
+			spliceMeta(&e, f.Raw, meta.value, up.Meta)
+		default:
+			// A non-object _meta cannot carry the required keys: replace it.
+			e.replace(meta.value.Index, meta.value.Index+len(meta.value.Raw), wrapMeta("{", up.Meta.raw, "}"))
+		}
+	default:
+		return nil, ErrParams
+	}
+	return e.apply(f.Raw), nil
+}
+
+// spliceMeta puts block at the front of the _meta object obj, dropping the
+// client's members whose keys the block owns.
+func spliceMeta(e *edits, doc []byte, obj gjson.Result, block MetaBlock) {
+	var buf [8]member
+	ms := members(obj, buf[:0])
+	kept := len(ms)
+	for i := range ms {
+		if block.owns(ms[i].key.Str) {
+			kept = e.removeMembers(doc, obj, ms, func(m *member) bool { return block.owns(m.key.Str) })
+			break
+		}
+	}
+	if kept > 0 {
+		e.replace(obj.Index+1, obj.Index+1, block.raw, comma)
+	} else {
+		e.replace(obj.Index+1, obj.Index+1, block.raw)
+	}
+}
+
+var comma = []byte{','}
+
+func wrapMeta(prefix string, raw []byte, suffix string) []byte {
+	b := make([]byte, 0, len(prefix)+len(raw)+len(suffix))
+	b = append(b, prefix...)
+	b = append(b, raw...)
+	return append(b, suffix...)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func countDropped(ms []member, drop []string) int {
+	n := 0
+	for i := range ms {
+		if contains(drop, ms[i].key.Str) {
+			n++
+		}
+	}
+	return n
+}

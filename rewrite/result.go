@@ -1,0 +1,181 @@
+package rewrite
+
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// Result types of 2026-07-28 (eras.md §6) and of the tasks extension.
+const (
+	ResultComplete      = "complete"
+	ResultInputRequired = "input_required"
+	ResultTask          = "task"
+)
+
+// Down says how to rewrite one modern response for the legacy client.
+type Down struct {
+	// ID is the legacy client's original id, raw JSON; it replaces the
+	// upstream id byte for byte.
+	ID []byte
+	// Method is the method of the request being answered; it decides which
+	// fields are stripped (cache fields only on cacheable results).
+	Method string
+	// HTTPStatus, when neither 0 nor 200, is recorded as error.data.httpStatus
+	// on an error response.
+	HTTPStatus int
+	// TaskSupport marks every tool of a tools/list result with
+	// execution.taskSupport "optional" (tasks.md §4).
+	TaskSupport bool
+}
+
+// Downed is the outcome of ResponseDown.
+type Downed struct {
+	// Frame is the legacy frame, or nil when ResultType is not "complete":
+	// the caller decides what to do with input_required, task and unknown
+	// result types.
+	Frame []byte
+	// ResultType is the upstream resultType, "complete" when absent.
+	ResultType string
+	// IsError is true for a JSON-RPC error response.
+	IsError bool
+	// Tools lists the valid x-mcp-header annotations of a tools/list page.
+	Tools []ToolHeaders
+	// Rejected lists tools removed from a tools/list page, with the reason.
+	Rejected []RejectedTool
+}
+
+// cacheable reports whether a method's result carries ttlMs and cacheScope
+// (eras.md §7). Only these lose them: a task's ttlMs is unrelated.
+func cacheable(method string) bool {
+	switch method {
+	case "server/discover", "tools/list", "prompts/list", "resources/list",
+		"resources/templates/list", "resources/read":
+		return true
+	}
+	return false
+}
+
+// ResponseDown rewrites a modern response f (an answer to d.Method) for the
+// legacy client: the id is restored, and resultType, the cache fields and
+// the serverInfo _meta are removed. Everything else is copied byte for byte.
+func ResponseDown(f *Frame, d Down) (Downed, error) {
+	if f.Kind != KindResponse {
+		return Downed{}, ErrShape
+	}
+	var e edits
+	e.replace(f.ID.Index, f.ID.Index+len(f.ID.Raw), d.ID)
+	if f.Error.Exists() {
+		if d.HTTPStatus != 0 && d.HTTPStatus != 200 && f.Error.IsObject() {
+			addErrorStatus(&e, f.Error, d.HTTPStatus)
+		}
+		return Downed{Frame: e.apply(f.Raw), ResultType: ResultComplete, IsError: true}, nil
+	}
+	res := f.Result
+	if !res.IsObject() {
+		return Downed{}, errResultNotObject
+	}
+	var buf [16]member
+	ms := members(res, buf[:0])
+	out := Downed{ResultType: ResultComplete}
+	var meta, tools *member
+	for i := range ms {
+		switch ms[i].key.Str {
+		case "resultType":
+			if ms[i].value.Type == gjson.String {
+				out.ResultType = ms[i].value.Str
+			} else {
+				out.ResultType = ms[i].value.Raw
+			}
+		case "_meta":
+			meta = &ms[i]
+		case "tools":
+			tools = &ms[i]
+		}
+	}
+	if out.ResultType != ResultComplete {
+		return out, nil
+	}
+	strip := cacheable(d.Method)
+	call := d.Method == "tools/call"
+	var metaGone bool
+	if meta != nil && meta.value.IsObject() {
+		metaGone = stripServerInfo(&e, f.Raw, meta.value)
+	}
+	e.removeMembers(f.Raw, res, ms, func(m *member) bool {
+		switch m.key.Str {
+		case "resultType":
+			return true
+		case "ttlMs", "cacheScope":
+			return strip
+		case "_meta":
+			return metaGone
+		case "structuredContent":
+			// 2026 allows any JSON value; 2025 requires an object
+			// (eras.md §17, POLICY: drop a non-object).
+			return call && !m.value.IsObject()
+		}
+		return false
+	})
+	if d.Method == "tools/list" && tools != nil && tools.value.IsArray() {
+		out.Tools, out.Rejected = toolsList(&e, f.Raw, tools.value, d.TaskSupport)
+	}
+	out.Frame = e.apply(f.Raw)
+	return out, nil
+}
+
+type rewriteError string
+
+func (e rewriteError) Error() string { return string(e) }
+
+const errResultNotObject = rewriteError(`"result" must be a JSON object`)
+
+// stripServerInfo removes _meta["io.modelcontextprotocol/serverInfo"]. It
+// reports true when the whole _meta should go because nothing else is left.
+func stripServerInfo(e *edits, doc []byte, meta gjson.Result) (dropAll bool) {
+	var buf [8]member
+	ms := members(meta, buf[:0])
+	found := false
+	for i := range ms {
+		if ms[i].key.Str == MetaServerInfo {
+			found = true
+		}
+	}
+	if !found {
+		return false
+	}
+	if len(ms) == 1 {
+		return true
+	}
+	e.removeMembers(doc, meta, ms, func(m *member) bool { return m.key.Str == MetaServerInfo })
+	return false
+}
+
+// addErrorStatus records the HTTP status in error.data: it creates data when
+// absent and adds httpStatus to an object data that lacks it.
+func addErrorStatus(e *edits, errObj gjson.Result, status int) {
+	var buf [8]member
+	ms := members(errObj, buf[:0])
+	for i := range ms {
+		if ms[i].key.Str != "data" {
+			continue
+		}
+		data := ms[i].value
+		if !data.IsObject() || data.Get("httpStatus").Exists() {
+			return
+		}
+		b := strconv.AppendInt([]byte(`"httpStatus":`), int64(status), 10)
+		if !objectIsEmpty(data.Raw) {
+			b = append(b, ',')
+		}
+		e.replace(data.Index+1, data.Index+1, b)
+		return
+	}
+	b := strconv.AppendInt([]byte(`,"data":{"httpStatus":`), int64(status), 10)
+	b = append(b, '}')
+	end := lastBrace(errObj)
+	if objectIsEmpty(errObj.Raw) {
+		b = b[1:]
+	}
+	e.replace(end, end, b)
+}

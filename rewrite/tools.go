@@ -1,0 +1,213 @@
+package rewrite
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// ToolHeaders are the valid x-mcp-header annotations of one tool: on
+// tools/call their argument values are mirrored into Mcp-Param-{Name}
+// headers (eras.md §15.4).
+type ToolHeaders struct {
+	Tool   string
+	Params []ParamHeader
+}
+
+// ParamHeader is one x-mcp-header annotation.
+type ParamHeader struct {
+	// Name is the header suffix: the header is "Mcp-Param-" + Name.
+	Name string
+	// Path is the gjson path of the argument in a tools/call body, escaped,
+	// e.g. `params.arguments.city`.
+	Path string
+}
+
+// RejectedTool is a tool removed from a tools/list result, and why.
+type RejectedTool struct {
+	Tool   string
+	Reason string
+}
+
+const taskSupportOptional = `"execution":{"taskSupport":"optional"}`
+
+// toolsList edits the tools array of a tools/list result: tools with invalid
+// x-mcp-header annotations are removed (a Streamable HTTP client MUST exclude
+// them), an outputSchema that is not type "object" is dropped (2025 requires
+// one), and with taskSupport every tool is marked execution.taskSupport
+// "optional".
+func toolsList(e *edits, doc []byte, tools gjson.Result, taskSupport bool) ([]ToolHeaders, []RejectedTool) {
+	var elems []member
+	tools.ForEach(func(_, v gjson.Result) bool {
+		elems = append(elems, member{value: v, start: v.Index, end: v.Index + len(v.Raw)})
+		return true
+	})
+	var headers []ToolHeaders
+	var rejected []RejectedTool
+	drop := make(map[int]bool)
+	for i := range elems {
+		tool := elems[i].value
+		if !tool.IsObject() {
+			continue
+		}
+		name := tool.Get("name").String()
+		params, reason := xMCPHeaders(tool.Get("inputSchema"))
+		if reason != "" {
+			drop[i] = true
+			rejected = append(rejected, RejectedTool{Tool: name, Reason: reason})
+			continue
+		}
+		if len(params) > 0 {
+			headers = append(headers, ToolHeaders{Tool: name, Params: params})
+		}
+		editTool(e, doc, tool, taskSupport)
+	}
+	if len(drop) > 0 {
+		i := -1
+		e.removeMembers(doc, tools, elems, func(*member) bool { i++; return drop[i] })
+	}
+	return headers, rejected
+}
+
+func editTool(e *edits, doc []byte, tool gjson.Result, taskSupport bool) {
+	var buf [16]member
+	ms := members(tool, buf[:0])
+	var execution *member
+	for i := range ms {
+		if ms[i].key.Str == "execution" {
+			execution = &ms[i]
+		}
+	}
+	e.removeMembers(doc, tool, ms, func(m *member) bool {
+		return m.key.Str == "outputSchema" && m.value.Get("type").String() != "object"
+	})
+	if !taskSupport {
+		return
+	}
+	switch {
+	case execution == nil:
+		end := lastBrace(tool)
+		e.replace(end, end, []byte(","+taskSupportOptional))
+	case execution.value.IsObject():
+		ts := execution.value.Get("taskSupport")
+		if ts.Exists() {
+			e.replace(ts.Index, ts.Index+len(ts.Raw), []byte(`"optional"`))
+		} else {
+			b := []byte(`"taskSupport":"optional"`)
+			if !objectIsEmpty(execution.value.Raw) {
+				b = append(b, ',')
+			}
+			e.replace(execution.value.Index+1, execution.value.Index+1, b)
+		}
+	default:
+		e.replace(execution.value.Index, execution.value.Index+len(execution.value.Raw), []byte(`{"taskSupport":"optional"}`))
+	}
+}
+
+// xMCPHeaders returns the valid x-mcp-header annotations of an inputSchema,
+// or the reason the tool must be rejected (eras.md §15.4).
+func xMCPHeaders(schema gjson.Result) ([]ParamHeader, string) {
+	if !schema.IsObject() || !strings.Contains(schema.Raw, "x-mcp-header") {
+		return nil, ""
+	}
+	w := headerWalk{seen: map[string]string{}}
+	w.walk(schema, nil, true)
+	if w.reason != "" {
+		return nil, w.reason
+	}
+	return w.params, ""
+}
+
+type headerWalk struct {
+	params []ParamHeader
+	seen   map[string]string // lower-case name -> property path
+	reason string
+}
+
+// walk visits every object under node. path is the property chain from the
+// root; onChain is true when node was reached through "properties" keys only.
+func (w *headerWalk) walk(node gjson.Result, path []string, onChain bool) {
+	if w.reason != "" {
+		return
+	}
+	if node.IsArray() {
+		node.ForEach(func(_, v gjson.Result) bool {
+			w.walk(v, nil, false)
+			return w.reason == ""
+		})
+		return
+	}
+	if !node.IsObject() {
+		return
+	}
+	node.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "x-mcp-header":
+			w.check(node, v, path, onChain)
+		case "properties":
+			if v.IsObject() {
+				v.ForEach(func(pk, pv gjson.Result) bool {
+					w.walk(pv, append(path[:len(path):len(path)], pk.Str), onChain)
+					return w.reason == ""
+				})
+			}
+		case "default", "const", "enum", "examples":
+			// Instance data, not schemas.
+		default:
+			if v.IsObject() || v.IsArray() {
+				w.walk(v, nil, false)
+			}
+		}
+		return w.reason == ""
+	})
+}
+
+func (w *headerWalk) check(prop, name gjson.Result, path []string, onChain bool) {
+	where := "the schema root"
+	if len(path) > 0 {
+		where = "property " + strings.Join(path, ".")
+	}
+	switch {
+	case len(path) == 0 || !onChain:
+		w.reason = fmt.Sprintf("x-mcp-header on %s is not reachable from the root through properties", where)
+	case name.Type != gjson.String || name.Str == "":
+		w.reason = fmt.Sprintf("x-mcp-header on %s must be a non-empty string", where)
+	case !isToken(name.Str):
+		w.reason = fmt.Sprintf("x-mcp-header %q on %s is not a valid header name token", name.Str, where)
+	default:
+		t := prop.Get("type")
+		if t.Type != gjson.String || (t.Str != "string" && t.Str != "integer" && t.Str != "boolean") {
+			w.reason = fmt.Sprintf("x-mcp-header %q on %s: the property type must be string, integer or boolean, not %s", name.Str, where, t.Raw)
+			return
+		}
+		lower := strings.ToLower(name.Str)
+		if other, dup := w.seen[lower]; dup {
+			w.reason = fmt.Sprintf("x-mcp-header %q on %s duplicates the one on property %s", name.Str, where, other)
+			return
+		}
+		w.seen[lower] = strings.Join(path, ".")
+		esc := make([]string, len(path))
+		for i, p := range path {
+			esc[i] = gjson.Escape(p)
+		}
+		w.params = append(w.params, ParamHeader{Name: name.Str, Path: "params.arguments." + strings.Join(esc, ".")})
+	}
+}
+
+// isToken reports whether s is an RFC 9110 token (1*tchar).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

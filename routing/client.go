@@ -1,0 +1,310 @@
+// Package routing is the upstream HTTP face of mcp-tasks-proxy: it POSTs one
+// JSON-RPC request per HTTP request to a Streamable HTTP endpoint, derives
+// the MCP headers from the body (DeriveHeaders), and reads the answer as
+// application/json or text/event-stream, one message at a time.
+//
+// It owns connection reuse, proxies from the environment, TLS and timeouts.
+// It knows nothing of JSON-RPC ids or MCP semantics beyond the header rules:
+// it never rewrites a body. Cancelling a request's context closes its
+// stream, which is how 2026-07-28 cancels a request over HTTP.
+//
+// Errors are split into two families, so callers can decide on retries:
+//   - *TransportError with Kind KindDial: no byte of the request left the
+//     machine (connection refused, DNS, TLS handshake). Always safe to retry.
+//   - every other error: bytes may have reached the server.
+package routing
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config is the upstream client's configuration. Zero values take the
+// documented defaults.
+type Config struct {
+	// URL is the modern server's Streamable HTTP endpoint.
+	URL string
+	// Header holds the user's extra headers (--header), sent on every POST.
+	Header http.Header
+	// ConnectTimeout bounds dialing and the TLS handshake. Default 10s.
+	ConnectTimeout time.Duration
+	// MaxIdleConnsPerHost is the keep-alive pool size. Default 128.
+	MaxIdleConnsPerHost int
+	// MaxMessageBytes bounds one upstream message. Default 128 MiB.
+	MaxMessageBytes int
+	// UserAgent is sent on every request.
+	UserAgent string
+	// Transport, when set, replaces the default transport (tests).
+	Transport http.RoundTripper
+}
+
+// Defaults.
+const (
+	DefaultConnectTimeout      = 10 * time.Second
+	DefaultMaxIdleConnsPerHost = 128
+	DefaultMaxMessageBytes     = 128 << 20
+)
+
+// Client is safe for concurrent use; one Client serves a whole session.
+type Client struct {
+	http   *http.Client
+	url    string
+	header http.Header
+	max    int
+	ua     string
+}
+
+// New validates cfg and builds the client with one shared keep-alive pool.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("upstream URL %q must be an absolute http:// or https:// URL", Redact(cfg.URL))
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.MaxIdleConnsPerHost <= 0 {
+		cfg.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+		rt = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           dialer.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          cfg.MaxIdleConnsPerHost * 2,
+			MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   cfg.ConnectTimeout,
+			ExpectContinueTimeout: time.Second,
+			TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		}
+	}
+	h := cfg.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	return &Client{
+		// No Client.Timeout: long tool calls and streams stay open for
+		// minutes; per-request deadlines come from the caller's context.
+		http:   &http.Client{Transport: rt},
+		url:    cfg.URL,
+		header: h,
+		max:    cfg.MaxMessageBytes,
+		ua:     cfg.UserAgent,
+	}, nil
+}
+
+// URL returns the endpoint with credentials and query values redacted, for
+// messages and logs.
+func (c *Client) URL() string { return Redact(c.url) }
+
+// CloseIdle closes idle keep-alive connections (on exit).
+func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
+
+// Kind classifies a transport failure.
+type Kind int
+
+// Transport failure kinds.
+const (
+	// KindDial: the connection could not be made; nothing was sent.
+	KindDial Kind = iota + 1
+	// KindTimeout: the request timed out after it may have been sent.
+	KindTimeout
+	// KindBroken: the connection failed after bytes may have left.
+	KindBroken
+)
+
+// TransportError is an HTTP exchange that failed below HTTP status level.
+type TransportError struct {
+	Kind Kind
+	URL  string
+	Err  error
+}
+
+func (e *TransportError) Error() string {
+	switch e.Kind {
+	case KindDial:
+		return fmt.Sprintf("cannot connect to %s: %v", e.URL, rootCause(e.Err))
+	case KindTimeout:
+		return fmt.Sprintf("request to %s timed out: %v", e.URL, rootCause(e.Err))
+	}
+	return fmt.Sprintf("connection to %s failed: %v", e.URL, rootCause(e.Err))
+}
+
+func (e *TransportError) Unwrap() error { return e.Err }
+
+func rootCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
+	}
+	return err
+}
+
+// Post sends body with the derived MCP headers and the user's headers. It
+// returns a Response for every HTTP status; the caller reads the messages and
+// must Close it. A *TransportError reports a failure before any status.
+func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &TransportError{Kind: KindDial, URL: c.URL(), Err: err}
+	}
+	h := req.Header
+	for k, v := range c.header {
+		h[k] = v
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	if c.ua != "" {
+		h.Set("User-Agent", c.ua)
+	}
+	DeriveHeaders(h, body, params)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.classify(ctx, err)
+	}
+	return newResponse(resp, c.max), nil
+}
+
+func (c *Client) classify(ctx context.Context, err error) error {
+	kind := KindBroken
+	var op *net.OpError
+	var ne net.Error
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &op) && op.Op == "dial":
+		kind = KindDial
+	case isDNSError(err):
+		kind = KindDial
+	case errors.As(err, &ne) && ne.Timeout():
+		kind = KindTimeout
+	}
+	return &TransportError{Kind: kind, URL: c.URL(), Err: err}
+}
+
+func isDNSError(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+// Response is one HTTP answer. Next yields its JSON-RPC messages: exactly one
+// for application/json, any number for text/event-stream.
+type Response struct {
+	Status      int
+	ContentType string // media type, lower case, without parameters
+	Header      http.Header
+
+	body io.ReadCloser
+	sse  *SSEReader
+	max  int
+	size int64 // Content-Length, -1 when unknown
+	done bool
+}
+
+func newResponse(resp *http.Response, max int) *Response {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	r := &Response{
+		Status:      resp.StatusCode,
+		ContentType: strings.ToLower(mt),
+		Header:      resp.Header,
+		body:        resp.Body,
+		max:         max,
+		size:        resp.ContentLength,
+	}
+	if r.ContentType == "text/event-stream" {
+		r.sse = NewSSEReader(resp.Body, max)
+	}
+	return r
+}
+
+// IsSSE reports whether the answer is an event stream.
+func (r *Response) IsSSE() bool { return r.sse != nil }
+
+// ErrContentType is returned by Next for a body that is neither JSON nor SSE.
+var ErrContentType = errors.New("upstream answered with an unexpected content type")
+
+// Next returns the next message. For SSE the slice is only valid until the
+// following call. It returns io.EOF after the last message.
+func (r *Response) Next() ([]byte, error) {
+	if r.sse != nil {
+		return r.sse.Next()
+	}
+	if r.done {
+		return nil, io.EOF
+	}
+	r.done = true
+	body, err := readLimited(r.body, r.max, r.size)
+	if err != nil {
+		return nil, err
+	}
+	if r.ContentType != "application/json" && !strings.HasSuffix(r.ContentType, "+json") {
+		if len(bytes.TrimSpace(body)) == 0 {
+			return nil, io.EOF
+		}
+		return body, fmt.Errorf("%w %q", ErrContentType, r.ContentType)
+	}
+	return body, nil
+}
+
+// Close releases the connection; for a stream still open this is the
+// 2026-07-28 cancellation of the request.
+func (r *Response) Close() error { return r.body.Close() }
+
+// readLimited reads all of r, failing with ErrTooLarge past max bytes. A
+// known size is allocated up front, so the body is buffered once.
+func readLimited(r io.Reader, max int, size int64) ([]byte, error) {
+	if size > int64(max) {
+		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	}
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(size) + bytes.MinRead)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > int64(max) {
+		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	}
+	return buf.Bytes(), nil
+}
+
+// Redact hides URL userinfo and query values, for messages and logs.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<invalid URL>"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
