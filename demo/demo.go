@@ -24,6 +24,7 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,6 +52,10 @@ const (
 
 	instructions = "Demo server for mcp-tasks-proxy: echo, slow_count, whoami, " +
 		"a greeting prompt, a readme resource and a demo://echo/{text} resource template."
+
+	// logLevelKey is the request _meta key of the 2026-07-28 log level
+	// (mcp.MetaKeyLogLevel, deprecated with the logging feature).
+	logLevelKey = "io.modelcontextprotocol/logLevel"
 
 	readmeURI  = "demo://readme"
 	echoPrefix = "demo://echo/"
@@ -87,6 +92,8 @@ func NewServer() *mcp.Server {
 			SupportedProtocolVersions: []string{ProtocolVersion},
 		},
 	)
+
+	s.AddReceivingMiddleware(guard)
 
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "echo",
@@ -179,6 +186,9 @@ func Handler() http.Handler {
 // is idempotent, safe for concurrent use, and returns when the server has
 // stopped accepting connections.
 func Start(ctx context.Context) (url string, stop func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, fmt.Errorf("demo: not starting: %w", err)
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -202,13 +212,9 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 		_ = hs.Serve(ln) // always returns http.ErrServerClosed after Shutdown or Close
 	}()
 
-	var (
-		once      sync.Once
-		stopAfter func() bool
-	)
-	stop = func() {
+	var once sync.Once
+	shutdown := func() {
 		once.Do(func() {
-			stopAfter()
 			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 			defer cancel()
 			if err := hs.Shutdown(sctx); err != nil {
@@ -219,9 +225,37 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 			<-served
 		})
 	}
-	stopAfter = context.AfterFunc(ctx, stop)
+	stopAfter := context.AfterFunc(ctx, shutdown)
+	stop = func() {
+		stopAfter()
+		shutdown()
+	}
 
 	return "http://" + ln.Addr().String() + Path, stop, nil
+}
+
+// guard is the outermost receiving middleware. It works around go-sdk v1.8.0
+// crashing the whole process on a tools/call whose "arguments" is null for a
+// tool with schema defaults (it applies the defaults to a nil map), by
+// treating null as absent; and it turns any other panic in a handler into an
+// internal error, so a misbehaving peer cannot take down the process that
+// embeds the demo.
+func guard(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil &&
+			string(bytes.TrimSpace(p.Arguments)) == "null" {
+			p.Arguments = nil
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				res, err = nil, &jsonrpc.Error{
+					Code:    jsonrpc.CodeInternalError,
+					Message: fmt.Sprintf("demo server: %s handler panicked: %v", method, v),
+				}
+			}
+		}()
+		return next(ctx, method, req)
+	}
 }
 
 // echoArgs are the arguments of the echo tool.
@@ -311,7 +345,7 @@ func whoamiTool(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.C
 	}
 	out := &WhoAmI{
 		ProtocolVersion:    req.ProtocolVersion(),
-		LogLevel:           meta[mcp.MetaKeyLogLevel],
+		LogLevel:           meta[logLevelKey],
 		ClientInfo:         meta[mcp.MetaKeyClientInfo],
 		ClientCapabilities: meta[mcp.MetaKeyClientCapabilities],
 		ProgressToken:      meta["progressToken"],

@@ -1,0 +1,271 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// forward sends one client request upstream and returns its one answer for
+// the client, or nil when the client cancelled it or the session is ending.
+func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+	meta := s.meta.Load()
+	if meta == nil {
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
+			fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", f.Method), nil)
+	}
+	upID := s.nextUpstreamID()
+	body, err := rewrite.RequestUp(f, rewrite.Up{ID: upID, Meta: *meta})
+	if err != nil {
+		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil)
+	}
+	start := time.Now()
+	resp, err := s.client.Post(ctx, body, s.paramHeaders(f))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.warn("upstream request failed", zap.String("method", f.Method), zap.String("id", string(c.id)),
+			zap.ByteString("upstreamId", upID), zap.Error(err))
+		return s.transportError(c.id, f.Method, err)
+	}
+	defer resp.Close()
+	frame := s.answer(ctx, c, f, upID, resp)
+	if ce := s.log.Check(zapcore.InfoLevel, "request"); ce != nil {
+		ce.Write(zap.String("method", f.Method), zap.ByteString("id", c.id), zap.ByteString("upstreamId", upID),
+			zap.Int("httpStatus", resp.Status), zap.Duration("latency", time.Since(start)),
+			zap.Int("bytesUp", len(body)), zap.Int("bytesDown", len(frame)))
+	}
+	return frame
+}
+
+// answer reads the upstream messages of one request: notifications go to the
+// client as they come, and the response for upID becomes the client's answer.
+func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response) []byte {
+	var skipped string // why the last unusable stream event was skipped
+	for {
+		msg, err := resp.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			switch {
+			case errors.Is(err, io.EOF):
+				return s.noAnswer(c, f.Method, resp, skipped)
+			case errors.Is(err, routing.ErrContentType):
+				return s.httpFailure(c.id, f.Method, resp, msg)
+			case errors.Is(err, routing.ErrTooLarge):
+				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", f.Method),
+					errorData(s.client.URL(), resp.Status, "", ""))
+			}
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
+				errorData(s.client.URL(), resp.Status, "", ""))
+		}
+		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
+		if perr != nil {
+			if !resp.IsSSE() {
+				return s.httpFailure(c.id, f.Method, resp, msg)
+			}
+			skipped = "an event that is not a JSON-RPC message (" + perr.Error() + ")"
+			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", capBytes(msg)))
+			continue
+		}
+		switch m.Kind {
+		case rewrite.KindNotification:
+			s.streamNotification(c, &m)
+			continue
+		case rewrite.KindRequest:
+			// 2026-07-28 forbids server requests on a response stream.
+			s.warn("upstream sent a request on a response stream; ignored", zap.String("method", m.Method))
+			continue
+		}
+		if m.ID.Raw != string(upID) && !(m.ID.Type == 0 || m.ID.Raw == "null") {
+			skipped = "a response for another id (" + m.ID.Raw + ")"
+			s.warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", upID))
+			if resp.IsSSE() {
+				continue
+			}
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
+				errorData(s.client.URL(), resp.Status, "", ""))
+		}
+		return s.down(c, f.Method, &m, resp.Status)
+	}
+}
+
+// down rewrites the upstream response for the client.
+func (s *Session) down(c *call, method string, m *rewrite.Frame, status int) []byte {
+	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status})
+	if err != nil {
+		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", capBytes(m.Raw)))
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("invalid upstream result for %s: %v", method, err), errorData(s.client.URL(), status, "", ""))
+	}
+	switch d.ResultType {
+	case rewrite.ResultComplete:
+		if method == "tools/list" {
+			s.rememberTools(d)
+		}
+		return d.Frame
+	case rewrite.ResultInputRequired:
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("the server needs input from the client to finish %s (resultType input_required), which this version of mcp-tasks-proxy does not bridge yet", method),
+			errorData(s.client.URL(), status, "resultType", d.ResultType))
+	case rewrite.ResultTask:
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("the server turned %s into a task (resultType task), which this version of mcp-tasks-proxy does not bridge yet", method),
+			errorData(s.client.URL(), status, "resultType", d.ResultType))
+	}
+	s.warn("unrecognized upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
+		zap.ByteString("frame", capBytes(m.Raw)))
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		fmt.Sprintf("invalid upstream result for %s: unrecognized resultType %q", method, d.ResultType),
+		errorData(s.client.URL(), status, "resultType", d.ResultType))
+}
+
+// streamNotification forwards request-scoped notifications (progress, log
+// messages) to the client before the response.
+func (s *Session) streamNotification(c *call, m *rewrite.Frame) {
+	switch m.Method {
+	case "notifications/progress", "notifications/message":
+		if c.cancelled.Load() {
+			return
+		}
+		s.send(clone(m.Raw)) // the stream reader reuses its buffer
+	default:
+		s.debug("upstream notification on a response stream dropped", zap.String("method", m.Method))
+	}
+}
+
+// rememberTools keeps the x-mcp-header annotations of listed tools, for the
+// Mcp-Param-* headers of later calls, and reports the tools removed.
+func (s *Session) rememberTools(d rewrite.Downed) {
+	for _, r := range d.Rejected {
+		s.warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
+	}
+	if len(d.Tools) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range d.Tools {
+		ps := make([]routing.ParamHeader, len(t.Params))
+		for i, p := range t.Params {
+			ps[i] = routing.ParamHeader{Name: p.Name, Path: p.Path}
+		}
+		s.params[t.Tool] = ps
+	}
+}
+
+func (s *Session) paramHeaders(f *rewrite.Frame) []routing.ParamHeader {
+	if f.Method != "tools/call" {
+		return nil
+	}
+	name := f.Params.Get("name").String()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.params[name]
+}
+
+// noAnswer is the error for a body or stream that ended without a response.
+func (s *Session) noAnswer(c *call, method string, resp *routing.Response, skipped string) []byte {
+	if resp.Status >= 300 {
+		return s.httpFailure(c.id, method, resp, nil)
+	}
+	msg := fmt.Sprintf("the upstream server answered HTTP %d with no JSON-RPC response to %s", resp.Status, method)
+	if resp.IsSSE() {
+		msg = fmt.Sprintf("the upstream event stream for %s ended before the response", method)
+		if skipped != "" {
+			msg += "; it carried " + skipped
+		}
+		if method != "tools/call" {
+			msg += "; retrying the request is safe"
+		} else {
+			msg += "; the tool may or may not have run"
+		}
+	}
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, errorData(s.client.URL(), resp.Status, "", ""))
+}
+
+// httpFailure is the error for an HTTP answer that carries no usable
+// JSON-RPC response: its message names the status and the likely fix, and
+// error.data holds the status, the URL and the start of the body.
+func (s *Session) httpFailure(id []byte, method string, resp *routing.Response, body []byte) []byte {
+	url := s.client.URL()
+	st := resp.Status
+	var hint string
+	switch {
+	case st == http.StatusUnauthorized:
+		hint = "authentication required: pass credentials with --header 'Authorization: Bearer <token>'"
+	case st == http.StatusForbidden:
+		hint = "access denied: check the credentials passed with --header"
+	case st == http.StatusNotFound:
+		hint = "endpoint not found: check the URL path (MCP endpoints often end in /mcp)"
+	case st == http.StatusTooManyRequests:
+		hint = "rate limited: try again later"
+	case st >= 500:
+		hint = "the server or a gateway in front of it is failing: try again later or check the server's logs"
+	case st >= 400:
+		hint = "the server rejected the request"
+	default:
+		hint = "the URL may point at a web page rather than an MCP endpoint"
+	}
+	ct := resp.ContentType
+	if ct == "" {
+		ct = "no content type"
+	}
+	msg := fmt.Sprintf("upstream %s answered %s with HTTP %d (%s): %s", url, method, st, ct, hint)
+	data := []byte(`{"url":`)
+	data = rewrite.AppendString(data, url)
+	data = fmt.Appendf(data, `,"httpStatus":%d,"contentType":`, st)
+	data = rewrite.AppendString(data, resp.ContentType)
+	if len(body) > 0 {
+		data = append(data, `,"body":`...)
+		data = rewrite.AppendString(data, string(capSnippet(body)))
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		data = append(data, `,"retryAfter":`...)
+		data = rewrite.AppendString(data, ra)
+	}
+	data = append(data, '}')
+	return rewrite.ErrorFrame(id, rewrite.CodeInternalError, msg, data)
+}
+
+func capSnippet(b []byte) []byte {
+	const n = 256
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// transportError is the error for an exchange that failed before any status.
+func (s *Session) transportError(id []byte, method string, err error) []byte {
+	var te *routing.TransportError
+	msg := fmt.Sprintf("the request %s to the upstream server failed: %v", method, err)
+	cause := "network"
+	if errors.As(err, &te) {
+		switch te.Kind {
+		case routing.KindDial:
+			cause = "connect"
+			msg = fmt.Sprintf("cannot reach the upstream server for %s: %v; is the server running, and is the URL right?", method, err)
+		case routing.KindTimeout:
+			cause = "timeout"
+			msg = fmt.Sprintf("the upstream server did not answer %s in time: %v", method, err)
+		default:
+			msg = fmt.Sprintf("the connection to the upstream server broke during %s: %v; the request may or may not have run", method, err)
+		}
+	}
+	return rewrite.ErrorFrame(id, rewrite.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", cause))
+}

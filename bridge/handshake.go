@@ -1,0 +1,125 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// initialize answers the legacy handshake locally from a server/discover
+// probe (eras.md §3.1). A failed probe is not cached: the next initialize
+// probes again, and the process keeps serving.
+func (s *Session) initialize(ctx context.Context, f *rewrite.Frame) []byte {
+	id := []byte(f.ID.Raw)
+	p := f.Params
+	if !p.IsObject() {
+		return rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
+			"Invalid params: initialize needs params with protocolVersion, capabilities and clientInfo", nil)
+	}
+	requested := p.Get("protocolVersion").String()
+	caps := capabilities.ClientCapabilities([]byte(p.Get("capabilities").Raw))
+	var info []byte
+	if ci := p.Get("clientInfo"); ci.IsObject() {
+		info = []byte(ci.Raw)
+	}
+
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
+	s.mu.Lock()
+	level := s.level
+	s.mu.Unlock()
+	meta := capabilities.Meta(caps, info, level)
+
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
+	defer cancel()
+	prober := capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
+	v := prober.Probe(pctx, meta)
+	if ctx.Err() != nil {
+		return nil // the session is ending
+	}
+	url := s.client.URL()
+	switch v.Era {
+	case capabilities.Modern:
+		s.info("upstream era detected", zap.String("era", "modern"), zap.String("url", url), zap.String("reason", v.Reason))
+	case capabilities.Legacy:
+		s.warn("upstream era detected", zap.String("era", "legacy"), zap.String("url", url), zap.String("reason", v.Reason))
+		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+			fmt.Sprintf("the upstream server at %s speaks MCP 2025 (legacy era: %s), and passthrough to legacy servers is not available in this version of mcp-tasks-proxy; connect the client to that server directly, or point the proxy at a 2026-07-28 server", url, v.Reason),
+			errorData(url, v.Status, "upstreamEra", "legacy"))
+	default:
+		s.warn("server/discover probe failed", zap.String("url", url), zap.Int("httpStatus", v.Status), zap.Error(v.Err))
+		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+			fmt.Sprintf("cannot initialize: %v (%s); the next initialize will try again", v.Err, capabilities.StatusText(v.Status)),
+			errorData(url, v.Status, "", ""))
+	}
+
+	result, hasTasks := s.initializeResult(v.Discover, requested)
+	s.tasks.Store(hasTasks)
+	s.mu.Lock()
+	s.caps, s.clientInfo, s.ready = caps, info, true
+	m := capabilities.Meta(caps, info, s.level) // the level may have changed during the probe
+	s.meta.Store(&m)
+	s.mu.Unlock()
+	return rewrite.ResultFrame(id, result)
+}
+
+func (s *Session) initializeResult(discover []byte, requested string) ([]byte, bool) {
+	res := capabilities.InitializeResult(discover, capabilities.InitializeOptions{
+		RequestedVersion: requested,
+		UpstreamURL:      s.client.URL(),
+	})
+	_, hasTasks := capabilities.ServerCapabilities([]byte(gjson.GetBytes(discover, "capabilities").Raw), false)
+	return res, hasTasks
+}
+
+// logLevels are the levels of both eras (eras.md §10).
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// setLevel answers logging/setLevel locally and remembers the level; it rides
+// every later upstream request as _meta logLevel (eras.md §10).
+func (s *Session) setLevel(f *rewrite.Frame) {
+	id := []byte(f.ID.Raw)
+	lv := f.Params.Get("level")
+	valid := false
+	for _, l := range logLevels {
+		if lv.Type == gjson.String && lv.Str == l {
+			valid = true
+		}
+	}
+	if !valid {
+		s.send(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
+			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil))
+		return
+	}
+	s.mu.Lock()
+	s.level = lv.Str
+	if s.ready {
+		m := capabilities.Meta(s.caps, s.clientInfo, s.level)
+		s.meta.Store(&m)
+	}
+	s.mu.Unlock()
+	s.send(rewrite.ResultFrame(id, []byte(`{}`)))
+}
+
+// errorData builds error.data for proxy-made errors: the upstream URL
+// (secrets redacted), the HTTP status when there was one, and one extra
+// string member.
+func errorData(url string, status int, key, value string) []byte {
+	b := []byte(`{"url":`)
+	b = rewrite.AppendString(b, url)
+	if status != 0 {
+		b = fmt.Appendf(b, `,"httpStatus":%d`, status)
+	}
+	if key != "" {
+		b = append(b, ',')
+		b = rewrite.AppendString(b, key)
+		b = append(b, ':')
+		b = rewrite.AppendString(b, value)
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,69 @@
+package bridge
+
+import (
+	"bufio"
+	"errors"
+	"io"
+)
+
+// errLineTooLong reports a stdin line over the size limit; the rest of the
+// line has been discarded and reading can go on.
+var errLineTooLong = errors.New("line too long")
+
+// lineReader splits stdin into lines of any length up to max bytes. Unlike
+// bufio.Scanner it has no 64 KiB ceiling, and each line it returns is a
+// fresh slice the caller may keep.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// next returns the next line without its "\n". At the end of input it returns
+// the final unterminated line, if any, then io.EOF.
+func (l *lineReader) next() ([]byte, error) {
+	chunk, err := l.r.ReadSlice('\n')
+	if err == nil {
+		return clone(chunk[:len(chunk)-1]), nil
+	}
+	if err != bufio.ErrBufferFull {
+		if len(chunk) > 0 && err == io.EOF {
+			return clone(chunk), nil
+		}
+		return nil, err
+	}
+	line := clone(chunk)
+	for {
+		chunk, err = l.r.ReadSlice('\n')
+		if len(line)+len(chunk) > l.max {
+			return nil, l.discard(err)
+		}
+		line = append(line, chunk...)
+		switch err {
+		case nil:
+			return line[:len(line)-1], nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			return line, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// discard skips to the end of an over-long line.
+func (l *lineReader) discard(err error) error {
+	for err == bufio.ErrBufferFull {
+		_, err = l.r.ReadSlice('\n')
+	}
+	if err != nil && err != io.EOF {
+		return err
+	}
+	return errLineTooLong
+}
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }

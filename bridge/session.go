@@ -1,0 +1,359 @@
+// Package bridge runs one legacy (2025-11-25) MCP session over stdio against
+// a modern (2026-07-28) Streamable HTTP server.
+//
+// A Session owns the stdio framing, the single stdout writer, the map from
+// the client's request ids to in-flight upstream work, the locally answered
+// handshake (initialize, ping, logging/setLevel), and dispatch. Frame bytes
+// are changed only through package rewrite; HTTP goes through package
+// routing; era detection and capability mapping come from capabilities.
+//
+//	stdin ─▶ reader ─▶ dispatch ─┬─ local answers (initialize, ping, setLevel)
+//	                            └─ one goroutine per forwarded request ─▶ routing
+//	stdout ◀─ writer (the only goroutine that touches stdout) ◀─ answers
+//
+// Invariants kept here: stdout carries only complete JSON-RPC lines; every
+// request id gets exactly one answer unless the client cancelled it;
+// upstream ids are minted by the proxy; in-flight work is bounded, and the
+// reader stops reading stdin while the bound is reached.
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// Config configures a Session. Zero values take the documented defaults.
+type Config struct {
+	// Client is the upstream HTTP client (required).
+	Client *routing.Client
+	// Logger receives diagnostics; never stdout. Default: no logs.
+	Logger *zap.Logger
+	// MaxInFlight bounds concurrently forwarded requests. Default 64.
+	MaxInFlight int
+	// MaxMessageBytes bounds one stdin line. Default 128 MiB.
+	MaxMessageBytes int
+	// DiscoverTimeout bounds the server/discover probe. Default 30s.
+	DiscoverTimeout time.Duration
+}
+
+// Defaults.
+const (
+	DefaultMaxInFlight     = 64
+	DefaultDiscoverTimeout = 30 * time.Second
+)
+
+// Session is one legacy client session. Create it with New and call Run once.
+type Session struct {
+	cfg    Config
+	log    *zap.Logger
+	client *routing.Client
+
+	out     chan []byte   // frames for the writer goroutine
+	sem     chan struct{} // in-flight bound
+	wg      sync.WaitGroup
+	ctx     context.Context // cancelled when the session ends
+	upID    atomic.Int64
+	initMu  sync.Mutex // serializes initialize
+	meta    atomic.Pointer[rewrite.MetaBlock]
+	tasks   atomic.Bool // the upstream declares the tasks extension
+	discard atomic.Bool // stdout failed: frames are dropped
+
+	mu         sync.Mutex
+	inflight   map[string]*call // by the client's raw id
+	ready      bool             // initialize succeeded
+	caps       []byte           // mapped client capabilities
+	clientInfo []byte           // the client's clientInfo
+	level      string           // logging/setLevel
+	params     map[string][]routing.ParamHeader
+}
+
+// call is one forwarded client request.
+type call struct {
+	id        []byte // the client's raw id
+	method    string
+	cancel    context.CancelFunc
+	cancelled atomic.Bool // the client sent notifications/cancelled
+}
+
+// New prepares a session.
+func New(cfg Config) *Session {
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = routing.DefaultMaxMessageBytes
+	}
+	if cfg.DiscoverTimeout <= 0 {
+		cfg.DiscoverTimeout = DefaultDiscoverTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Session{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		client:   cfg.Client,
+		out:      make(chan []byte, 256),
+		sem:      make(chan struct{}, cfg.MaxInFlight),
+		inflight: make(map[string]*call),
+		params:   make(map[string][]routing.ParamHeader),
+	}
+}
+
+// Run serves the session until stdin ends or ctx is cancelled. Then it
+// cancels in-flight work, waits for it, flushes stdout and returns. It
+// returns nil on a normal end (EOF or cancellation).
+func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.ctx = ctx
+	writerDone := make(chan error, 1)
+	go func() { writerDone <- s.write(out) }()
+
+	readerDone := make(chan error, 1)
+	go func() { readerDone <- s.read(ctx, in) }()
+
+	var err error
+	select {
+	case err = <-readerDone:
+	case <-ctx.Done():
+	}
+	// Stop everything in flight; answers that race the cancel are dropped.
+	cancel()
+	s.wg.Wait()
+	close(s.out)
+	werr := <-writerDone
+	if err == nil || errors.Is(err, io.EOF) {
+		err = werr
+	}
+	return err
+}
+
+// read is the stdin loop: one line, one message.
+func (s *Session) read(ctx context.Context, in io.Reader) error {
+	lr := newLineReader(in, s.cfg.MaxMessageBytes)
+	for {
+		line, err := lr.next()
+		switch {
+		case errors.Is(err, errLineTooLong):
+			s.warn("stdin line over the size limit discarded", zap.Int("limit", s.cfg.MaxMessageBytes))
+			s.send(rewrite.ErrorFrame(nil, rewrite.CodeInvalidRequest,
+				fmt.Sprintf("message larger than %d bytes discarded; raise --max-message-size", s.cfg.MaxMessageBytes), nil))
+			continue
+		case err != nil:
+			if err == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("reading stdin: %w", err)
+		}
+		line = rewrite.TrimFrame(line)
+		if len(line) == 0 {
+			continue
+		}
+		if !s.dispatch(ctx, line) {
+			return nil
+		}
+	}
+}
+
+// dispatch handles one message. It returns false when the session is over.
+func (s *Session) dispatch(ctx context.Context, line []byte) bool {
+	f, err := rewrite.Parse(line)
+	if ce := s.log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
+		ce.Write(zap.ByteString("frame", capBytes(line)), zap.String("method", f.Method))
+	}
+	if err != nil {
+		var id []byte
+		if f.Kind == rewrite.KindRequest || f.ID.Exists() {
+			id = []byte(f.ID.Raw)
+		}
+		s.warn("invalid message from client", zap.Error(err), zap.ByteString("frame", capBytes(line)))
+		if f.Kind != rewrite.KindNotification { // notifications are never answered
+			s.send(rewrite.ErrorFrame(id, rewrite.Code(err), invalidMessage(err), nil))
+		}
+		return true
+	}
+	switch f.Kind {
+	case rewrite.KindNotification:
+		s.notification(&f)
+		return true
+	case rewrite.KindResponse:
+		// The proxy sends no requests to the client in this mode, so no
+		// response can match.
+		s.warn("response from client for an unknown request id ignored", zap.String("id", f.ID.Raw))
+		return true
+	}
+	// A request.
+	switch f.Method {
+	case "ping":
+		s.send(rewrite.ResultFrame([]byte(f.ID.Raw), []byte(`{}`)))
+		return true
+	case "logging/setLevel":
+		s.setLevel(&f)
+		return true
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	c, ok := s.register(&f)
+	if !ok {
+		<-s.sem
+		s.send(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
+			"a request with this id is already in flight; ids must be unique among pending requests", nil))
+		return true
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	c.cancel = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.sem }()
+		defer cancel()
+		var frame []byte
+		if f.Method == "initialize" {
+			frame = s.initialize(cctx, &f)
+		} else {
+			frame = s.forward(cctx, c, &f)
+		}
+		s.finish(c, frame)
+	}()
+	return true
+}
+
+func invalidMessage(err error) string {
+	switch {
+	case errors.Is(err, rewrite.ErrParse):
+		return "Parse error: the line is not valid JSON; send one JSON-RPC message per line"
+	case errors.Is(err, rewrite.ErrParams):
+		return "Invalid params: " + err.Error()
+	}
+	return "Invalid Request: " + err.Error()
+}
+
+// register records a request as in flight under the client's id.
+func (s *Session) register(f *rewrite.Frame) (*call, bool) {
+	c := &call{id: []byte(f.ID.Raw), method: f.Method}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.inflight[f.ID.Raw]; dup {
+		return nil, false
+	}
+	s.inflight[f.ID.Raw] = c
+	return c, true
+}
+
+// finish delivers a request's one answer, unless the client cancelled it or
+// the session is ending.
+func (s *Session) finish(c *call, frame []byte) {
+	s.mu.Lock()
+	delete(s.inflight, string(c.id))
+	s.mu.Unlock()
+	if c.cancelled.Load() || frame == nil {
+		return
+	}
+	if s.ctx.Err() != nil {
+		return // shutting down: the client has gone
+	}
+	s.send(frame)
+}
+
+// notification handles a client notification; none is forwarded upstream in
+// 2026-07-28 (eras.md §5.2).
+func (s *Session) notification(f *rewrite.Frame) {
+	switch f.Method {
+	case "notifications/initialized":
+		s.debug("client initialized")
+	case "notifications/cancelled":
+		id := f.Params.Get("requestId")
+		s.mu.Lock()
+		c := s.inflight[id.Raw]
+		s.mu.Unlock()
+		if c == nil || c.method == "initialize" {
+			s.debug("cancel for an unknown or finished request ignored", zap.String("requestId", id.Raw))
+			return
+		}
+		c.cancelled.Store(true)
+		c.cancel()
+		s.info("request cancelled by the client", zap.String("id", id.Raw), zap.String("method", c.method))
+	default:
+		s.debug("client notification consumed", zap.String("method", f.Method))
+	}
+}
+
+// send queues a frame for stdout.
+func (s *Session) send(frame []byte) {
+	s.out <- frame
+}
+
+// write is the only code that touches stdout. It flushes whenever the queue
+// runs dry, so a burst costs one write.
+func (s *Session) write(w io.Writer) error {
+	bw := newFlusher(w)
+	var failed error
+	for frame := range s.out {
+		if failed != nil {
+			continue // keep draining so senders never block
+		}
+		if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
+			ce.Write(zap.ByteString("frame", capBytes(frame)))
+		}
+		if err := bw.writeLine(frame, len(s.out) == 0); err != nil {
+			failed = err
+			s.discard.Store(true)
+			s.log.Error("writing to stdout failed; frames are dropped", zap.Error(err))
+		}
+	}
+	if failed == nil {
+		failed = bw.flush()
+	}
+	return failed
+}
+
+// nextUpstreamID mints a proxy-owned upstream id (eras.md §18).
+func (s *Session) nextUpstreamID() []byte {
+	return strconv.AppendInt(nil, s.upID.Add(1), 10)
+}
+
+func (s *Session) warn(msg string, fields ...zap.Field) {
+	if ce := s.log.Check(zapcore.WarnLevel, msg); ce != nil {
+		ce.Write(fields...)
+	}
+}
+
+func (s *Session) info(msg string, fields ...zap.Field) {
+	if ce := s.log.Check(zapcore.InfoLevel, msg); ce != nil {
+		ce.Write(fields...)
+	}
+}
+
+func (s *Session) debug(msg string, fields ...zap.Field) {
+	if ce := s.log.Check(zapcore.DebugLevel, msg); ce != nil {
+		ce.Write(fields...)
+	}
+}
+
+// debugFrameCap bounds frame copies in debug logs.
+const debugFrameCap = 4 << 10
+
+func capBytes(b []byte) []byte {
+	if len(b) <= debugFrameCap {
+		return b
+	}
+	out := make([]byte, 0, debugFrameCap+32)
+	out = append(out, b[:debugFrameCap]...)
+	return append(out, "…(truncated)"...)
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// envURL names the environment variable that can carry the upstream URL.
+const envURL = "MCP_TASKS_PROXY_URL"
+
+// config is the parsed command line. Field comments are the user docs; the
+// --help text is built from the same words.
+type config struct {
+	// url is the modern server's Streamable HTTP endpoint.
+	url string
+	// header holds extra HTTP headers sent on every upstream request.
+	header http.Header
+	// demo starts the embedded 2026-07-28 demo server and bridges to it.
+	demo bool
+	// logLevel is the minimum level written to the log (default warn).
+	logLevel string
+	// logFormat is console (for people) or json (for machines).
+	logFormat string
+	// logFile receives the log instead of stderr.
+	logFile string
+	// maxInFlight bounds concurrently forwarded requests; stdin is not read
+	// while the bound is reached.
+	maxInFlight int
+	// maxMessage bounds one message, on stdin and from the server.
+	maxMessage int
+	// connectTimeout bounds dialing and the TLS handshake.
+	connectTimeout time.Duration
+	// discoverTimeout bounds the server/discover probe at initialize.
+	discoverTimeout time.Duration
+	version, help   bool
+}
+
+// usageError is a command-line mistake: one line on stderr, exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// headerList collects repeated --header flags.
+type headerList struct{ h http.Header }
+
+func (l *headerList) String() string { return "" }
+
+func (l *headerList) Set(v string) error {
+	name, value, err := parseHeader(v, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	l.h.Add(name, value)
+	return nil
+}
+
+// parseHeader reads 'Name: value' (the space is optional). ${VAR} in the
+// value is replaced by the environment variable VAR, so secrets can stay out
+// of client configuration files.
+func parseHeader(v string, lookup func(string) (string, bool)) (string, string, error) {
+	name, value, ok := strings.Cut(v, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return "", "", fmt.Errorf("header %q must look like 'Name: value'", v)
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return "", "", fmt.Errorf("header name %q has a character not allowed in HTTP header names", name)
+		}
+	}
+	value = strings.TrimSpace(value)
+	var missing []string
+	value = os.Expand(value, func(k string) string {
+		s, found := lookup(k)
+		if !found {
+			missing = append(missing, k)
+		}
+		return s
+	})
+	if len(missing) > 0 {
+		return "", "", fmt.Errorf("header %s uses ${%s}, which is not set in the environment", name, missing[0])
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return "", "", fmt.Errorf("header %s: the value must not contain CR, LF or NUL", name)
+	}
+	return name, value, nil
+}
+
+func isTokenChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// byteSize is a size flag that takes 1048576, 1MiB, 64KiB or 2GiB.
+type byteSize struct{ n *int }
+
+func (b byteSize) String() string {
+	if b.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*b.n)
+}
+
+func (b byteSize) Set(v string) error {
+	mult := 1
+	s := strings.TrimSpace(v)
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n <= 0 {
+		return fmt.Errorf("size %q must be a positive number of bytes, optionally with KiB, MiB or GiB", v)
+	}
+	*b.n = n * mult
+	return nil
+}
+
+func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcp-tasks-proxy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&c.url, "url", "", "")
+	fs.Var(hl, "header", "")
+	fs.BoolVar(&c.demo, "demo", false, "")
+	fs.StringVar(&c.logLevel, "log-level", "warn", "")
+	fs.StringVar(&c.logFormat, "log-format", "console", "")
+	fs.StringVar(&c.logFile, "log-file", "", "")
+	fs.IntVar(&c.maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "")
+	fs.Var(byteSize{&c.maxMessage}, "max-message-size", "")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", routing.DefaultConnectTimeout, "")
+	fs.DurationVar(&c.discoverTimeout, "discover-timeout", bridge.DefaultDiscoverTimeout, "")
+	fs.BoolVar(&c.version, "version", false, "")
+	fs.BoolVar(&c.help, "help", false, "")
+	fs.BoolVar(&c.help, "h", false, "")
+	return fs
+}
+
+// parseArgs reads the command line. Flags may come before or after the URL.
+func parseArgs(args []string, getenv func(string) string) (*config, error) {
+	c := &config{maxMessage: routing.DefaultMaxMessageBytes}
+	hl := &headerList{h: http.Header{}}
+	fs := newFlagSet(c, hl)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, flagError(err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	c.header = hl.h
+	if c.help || c.version {
+		return c, nil
+	}
+	switch len(positional) {
+	case 0:
+	case 1:
+		if c.url != "" && c.url != positional[0] {
+			return nil, usagef("the URL is given twice (%s and --url %s); give it once", positional[0], c.url)
+		}
+		c.url = positional[0]
+	default:
+		return nil, usagef("unexpected argument %q: give one upstream URL", positional[1])
+	}
+	if c.url == "" && !c.demo {
+		c.url = getenv(envURL)
+	}
+	switch {
+	case c.demo && c.url != "":
+		return nil, usagef("--demo starts its own server; drop the URL %s, or drop --demo", c.url)
+	case !c.demo && c.url == "":
+		return nil, usagef("no upstream URL: pass it as an argument (mcp-tasks-proxy https://host/mcp), with --url, or in %s; or try --demo", envURL)
+	}
+	if c.url != "" {
+		if _, err := routing.New(routing.Config{URL: c.url}); err != nil {
+			return nil, usagef("%v", err)
+		}
+	}
+	switch c.logLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return nil, usagef("--log-level %q: use debug, info, warn or error", c.logLevel)
+	}
+	switch c.logFormat {
+	case "console", "json":
+	default:
+		return nil, usagef("--log-format %q: use console or json", c.logFormat)
+	}
+	if c.maxInFlight < 1 {
+		return nil, usagef("--max-in-flight must be at least 1")
+	}
+	if c.connectTimeout <= 0 || c.discoverTimeout <= 0 {
+		return nil, usagef("timeouts must be positive durations such as 10s or 2m")
+	}
+	return c, nil
+}
+
+func flagError(err error) error {
+	msg := err.Error()
+	if errors.Is(err, flag.ErrHelp) {
+		return usagef("unknown flag -h; use --help")
+	}
+	if strings.HasPrefix(msg, "flag provided but not defined: ") {
+		return usagef("unknown flag %s; run mcp-tasks-proxy --help for the list", strings.TrimPrefix(msg, "flag provided but not defined: "))
+	}
+	return usagef("%s", msg)
+}
+
+const helpText = `mcp-tasks-proxy bridges a legacy MCP client (protocol 2025-11-25, stdio) to a
+modern MCP server (protocol 2026-07-28, Streamable HTTP). The client launches it
+as its stdio server; it forwards every request to the server over HTTP and
+rewrites frames in flight, so neither side sees the gap.
+
+Usage:
+  mcp-tasks-proxy [flags] URL
+  mcp-tasks-proxy [flags] --url URL
+  MCP_TASKS_PROXY_URL=URL mcp-tasks-proxy [flags]
+  mcp-tasks-proxy --demo
+
+Examples:
+  # Bridge to a modern server
+  mcp-tasks-proxy https://mcp.example.com/mcp
+
+  # With a bearer token kept in the environment (${VAR} is expanded)
+  mcp-tasks-proxy --header 'Authorization: Bearer ${MCP_TOKEN}' https://mcp.example.com/mcp
+
+  # Try it without a server: an embedded demo server on loopback
+  mcp-tasks-proxy --demo
+
+  # See one log line per request, as JSON, in a file
+  mcp-tasks-proxy --log-level info --log-format json --log-file /tmp/mcp-proxy.log https://mcp.example.com/mcp
+
+Flags:
+  --url URL                 modern server endpoint (or the first argument, or $MCP_TASKS_PROXY_URL)
+  --header 'Name: value'    extra HTTP header on every upstream request; repeatable;
+                            ${VAR} in the value is read from the environment
+  --demo                    start the embedded 2026-07-28 demo server and bridge to it
+  --log-level LEVEL         debug, info, warn or error (default warn: stderr stays quiet)
+  --log-format FORMAT       console or json (default console)
+  --log-file PATH           write logs to PATH instead of stderr
+  --max-in-flight N         concurrent forwarded requests; stdin waits beyond it (default 64)
+  --max-message-size SIZE   largest message on stdin or from the server (default 128MiB)
+  --connect-timeout D       dial and TLS handshake timeout (default 10s)
+  --discover-timeout D      server/discover probe timeout at initialize (default 30s)
+  --version                 print the version and exit
+  --help                    print this help and exit
+
+stdout carries only JSON-RPC lines; logs go to stderr or --log-file.
+Exit status: 0 on a normal end (stdin closed, SIGINT, SIGTERM); 2 on a usage error.
+`

@@ -1,0 +1,163 @@
+// Command mcp-tasks-proxy lets a legacy MCP client (protocol 2025-11-25 over
+// stdio) use a modern MCP server (protocol 2026-07-28 over Streamable HTTP).
+// The client launches it as its stdio server:
+//
+//	mcp-tasks-proxy https://host/mcp
+//
+// This package owns flags, the logger, signals and wiring; the session lives
+// in package bridge. Run with --help for the flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// version is set at link time (-ldflags "-X main.version=v1.2.3"); otherwise
+// it comes from the module's build information.
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+// exitGrace bounds the shutdown once stdin ends or a signal arrives.
+const exitGrace = 5 * time.Second
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	cfg, err := parseArgs(args, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+		return 2
+	}
+	switch {
+	case cfg.help:
+		fmt.Fprint(stdout, helpText)
+		return 0
+	case cfg.version:
+		fmt.Fprintf(stdout, "mcp-tasks-proxy %s\n", versionString())
+		return 0
+	}
+
+	logger, closeLog, err := newLogger(cfg, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+		return 2
+	}
+	defer closeLog()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	url := cfg.url
+	if cfg.demo {
+		demoURL, stopDemo, err := demo.Start(context.Background())
+		if err != nil {
+			logger.Error("cannot start the demo server", zap.Error(err))
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot start the demo server: %v\n", err)
+			return 1
+		}
+		defer stopDemo()
+		url = demoURL
+		logger.Info("demo server started", zap.String("url", url))
+	}
+
+	client, err := routing.New(routing.Config{
+		URL:            url,
+		Header:         cfg.header,
+		ConnectTimeout: cfg.connectTimeout,
+		// Enough idle connections for every request in flight.
+		MaxIdleConnsPerHost: max(cfg.maxInFlight, routing.DefaultMaxIdleConnsPerHost),
+		MaxMessageBytes:     cfg.maxMessage,
+		UserAgent:           "mcp-tasks-proxy/" + versionString(),
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+		return 2
+	}
+	defer client.CloseIdle()
+
+	sess := bridge.New(bridge.Config{
+		Client:          client,
+		Logger:          logger,
+		MaxInFlight:     cfg.maxInFlight,
+		MaxMessageBytes: cfg.maxMessage,
+		DiscoverTimeout: cfg.discoverTimeout,
+	})
+	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
+
+	done := make(chan error, 1)
+	go func() { done <- sess.Run(ctx, stdin, stdout) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// A signal: Run is cancelling its work; give it the grace period.
+		select {
+		case err = <-done:
+		case <-time.After(exitGrace):
+			logger.Warn("shutdown took longer than the grace period; exiting anyway", zap.Duration("grace", exitGrace))
+		}
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error("session ended with an error", zap.Error(err))
+		return 1
+	}
+	logger.Info("mcp-tasks-proxy stopped")
+	return 0
+}
+
+// newLogger builds the zap logger: stderr (or --log-file) only, never stdout.
+func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func(), error) {
+	var level zapcore.Level
+	if err := level.Set(cfg.logLevel); err != nil {
+		return nil, nil, usagef("--log-level %q: use debug, info, warn or error", cfg.logLevel)
+	}
+	encCfg := zap.NewProductionEncoderConfig()
+	encCfg.TimeKey = "ts"
+	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if cfg.logFormat == "json" {
+		enc = zapcore.NewJSONEncoder(encCfg)
+	} else {
+		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(encCfg)
+	}
+	var sink zapcore.WriteSyncer = zapcore.AddSync(stderr)
+	closeFn := func() {}
+	if cfg.logFile != "" {
+		f, err := os.OpenFile(cfg.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, usagef("--log-file: %v", err)
+		}
+		sink = zapcore.Lock(f)
+		closeFn = func() { _ = f.Close() }
+	} else {
+		sink = zapcore.Lock(sink)
+	}
+	logger := zap.New(zapcore.NewCore(enc, sink, level))
+	return logger, func() { _ = logger.Sync(); closeFn() }, nil
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
