@@ -172,17 +172,30 @@ func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*
 	for k, v := range c.header {
 		h[k] = v
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
 	if c.ua != "" {
 		h.Set("User-Agent", c.ua)
 	}
-	DeriveHeaders(h, body, params)
+	writeHeaders(h, body, params)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, c.classify(ctx, err)
 	}
 	return newResponse(resp, c.max), nil
+}
+
+// Headers returns the protocol headers of a POST that carries body:
+// Content-Type, Accept and the MCP headers derived from the body. The user's
+// --header values and User-Agent come on top of these in Post.
+func Headers(body []byte, params []ParamHeader) http.Header {
+	h := make(http.Header, 6)
+	writeHeaders(h, body, params)
+	return h
+}
+
+func writeHeaders(h http.Header, body []byte, params []ParamHeader) {
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	DeriveHeaders(h, body, params)
 }
 
 func (c *Client) classify(ctx context.Context, err error) error {
