@@ -1,0 +1,405 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
+)
+
+// rawProc is the binary driven by a raw NDJSON client: the test writes exact
+// bytes to stdin and sees exact bytes from stdout. It checks every line the
+// proxy writes: a complete line holding one JSON object, valid against the
+// 2025-11-25 schema for the request it answers, free of modern fields. At the
+// end of the test it checks that no id was answered more often than it was
+// sent.
+type rawProc struct {
+	t      *testing.T
+	v      *schematest.Validator
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stderr *syncBuffer
+
+	exited  chan struct{} // closed when the process has been reaped
+	waitErr error         // cmd.Wait's error, valid after exited
+	readEOF chan struct{} // closed when stdout hit EOF
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every new line and at EOF
+	lines    [][]byte      // every stdout line, without "\n"
+	claimed  map[int]bool  // lines returned by expect
+	methods  map[string]string
+	sent     map[string]int // requests written, by raw id
+	problems []string
+}
+
+// startProxy launches the binary with args and the test environment plus env.
+func startProxy(t *testing.T, args []string, env ...string) *rawProc {
+	t.Helper()
+	p := &rawProc{
+		t:       t,
+		v:       schematest.Load(t),
+		stderr:  &syncBuffer{},
+		exited:  make(chan struct{}),
+		readEOF: make(chan struct{}),
+		changed: make(chan struct{}),
+		claimed: map[int]bool{},
+		methods: map[string]string{},
+		sent:    map[string]int{},
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(binPath, args...)
+	p.cmd.Env = proxyEnv(env...)
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = inR, outW, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", binPath, err)
+	}
+	inR.Close()
+	outW.Close()
+	p.stdin = inW
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	go p.read(outR)
+	t.Cleanup(p.cleanup)
+	return p
+}
+
+// read collects stdout lines and checks each one.
+func (p *rawProc) read(r *os.File) {
+	defer close(p.readEOF)
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 1<<16)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			line = line[:len(line)-1]
+			p.check(line)
+			p.mu.Lock()
+			p.lines = append(p.lines, line)
+			p.notify()
+			p.mu.Unlock()
+		} else if len(line) > 0 {
+			p.addProblem("stdout ended with an incomplete line (no newline): %s", shortBytes(line))
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.addProblem("reading stdout: %v", err)
+			}
+			p.mu.Lock()
+			p.notify()
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (p *rawProc) notify() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// check validates one stdout line.
+func (p *rawProc) check(line []byte) {
+	if len(line) == 0 || line[0] != '{' || line[len(line)-1] != '}' || !gjson.ValidBytes(line) {
+		p.addProblem("stdout line is not one complete JSON object: %s", shortBytes(line))
+		return
+	}
+	method := ""
+	if !gjson.GetBytes(line, "method").Exists() {
+		p.mu.Lock()
+		method = p.methods[gjson.GetBytes(line, "id").Raw]
+		p.mu.Unlock()
+	}
+	if err := p.v.ValidateClientBound(line, method); err != nil {
+		p.addProblem("stdout line does not validate against 2025-11-25 (request method %q): %v", method, err)
+	}
+	if err := schematest.CheckLegacyClean(line, method); err != nil {
+		p.addProblem("stdout line leaks modern fields: %v", err)
+	}
+}
+
+func (p *rawProc) addProblem(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.problems = append(p.problems, fmt.Sprintf(format, args...))
+}
+
+// cleanup stops the process if the test did not, then reports every problem
+// seen on stdout and every id answered more often than it was sent.
+func (p *rawProc) cleanup() {
+	p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(waitTimeout):
+		p.t.Errorf("the proxy did not exit within %v of stdin closing; killing it", waitTimeout)
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	select {
+	case <-p.readEOF:
+	case <-time.After(waitTimeout):
+		p.t.Errorf("stdout did not reach EOF within %v of the proxy exiting", waitTimeout)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, prob := range p.problems {
+		p.t.Errorf("stdout: %s", prob)
+	}
+	got := map[string]int{}
+	for _, l := range p.lines {
+		if isResponse(l) {
+			got[gjson.GetBytes(l, "id").Raw]++
+		}
+	}
+	ids := make([]string, 0, len(got))
+	for id := range got {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if id != "null" && got[id] > p.sent[id] {
+			p.t.Errorf("id %s was answered %d times for %d requests (every id gets exactly one answer)", id, got[id], p.sent[id])
+		}
+	}
+	if p.t.Failed() {
+		p.t.Logf("proxy stderr:\n%s", p.stderr.String())
+	}
+}
+
+// isResponse reports whether a line is a JSON-RPC response.
+func isResponse(line []byte) bool {
+	r := gjson.ParseBytes(line)
+	return !r.Get("method").Exists() && (r.Get("result").Exists() || r.Get("error").Exists())
+}
+
+// writeRaw writes b to stdin as it is.
+func (p *rawProc) writeRaw(b []byte) {
+	p.t.Helper()
+	if _, err := p.stdin.Write(b); err != nil {
+		p.t.Fatalf("writing to the proxy's stdin: %v", err)
+	}
+}
+
+// send writes one frame and a "\n", and records requests by id.
+func (p *rawProc) send(frame string) {
+	p.t.Helper()
+	r := gjson.Parse(frame)
+	if r.IsObject() && r.Get("method").Exists() && r.Get("id").Exists() {
+		p.mu.Lock()
+		id := r.Get("id").Raw
+		p.methods[id] = r.Get("method").String()
+		p.sent[id]++
+		p.mu.Unlock()
+	}
+	p.writeRaw([]byte(frame + "\n"))
+}
+
+// request sends a request; params is raw JSON or "".
+func (p *rawProc) request(id, method, params string) {
+	p.t.Helper()
+	f := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
+	if params != "" {
+		f += `,"params":` + params
+	}
+	p.send(f + "}")
+}
+
+// call sends a request and waits for its answer.
+func (p *rawProc) call(id, method, params string) []byte {
+	p.t.Helper()
+	p.request(id, method, params)
+	return p.expect(id)
+}
+
+// expect waits for the next unclaimed response whose raw id is id.
+func (p *rawProc) expect(id string) []byte {
+	p.t.Helper()
+	i, line := p.waitLine(0, "a response with id "+id, func(i int, l []byte) bool {
+		return !p.claimed[i] && isResponse(l) && gjson.GetBytes(l, "id").Raw == id
+	})
+	p.mu.Lock()
+	p.claimed[i] = true
+	p.mu.Unlock()
+	return line
+}
+
+// waitLine waits for the first line at index from or later that matches
+// pred (called with p.mu held), and returns its index and bytes.
+func (p *rawProc) waitLine(from int, desc string, pred func(int, []byte) bool) (int, []byte) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	for {
+		p.mu.Lock()
+		for i := from; i < len(p.lines); i++ {
+			if pred(i, p.lines[i]) {
+				l := p.lines[i]
+				p.mu.Unlock()
+				return i, l
+			}
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-p.readEOF:
+			// Check the lines once more: EOF may have raced the last one.
+			p.mu.Lock()
+			for i := from; i < len(p.lines); i++ {
+				if pred(i, p.lines[i]) {
+					l := p.lines[i]
+					p.mu.Unlock()
+					return i, l
+				}
+			}
+			p.mu.Unlock()
+			p.t.Fatalf("stdout closed before %s; stderr:\n%s", desc, p.stderr.String())
+		case <-ctx.Done():
+			p.t.Fatalf("no %s on stdout within %v; stdout so far:\n%s\nstderr:\n%s", desc, waitTimeout, p.dump(), p.stderr.String())
+		}
+	}
+}
+
+// line waits for the line at index i.
+func (p *rawProc) line(i int) []byte {
+	p.t.Helper()
+	_, l := p.waitLine(i, fmt.Sprintf("line #%d", i), func(j int, _ []byte) bool { return j == i })
+	return l
+}
+
+// mark is the index the next stdout line will have.
+func (p *rawProc) mark() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.lines)
+}
+
+// all returns every stdout line so far.
+func (p *rawProc) all() [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([][]byte(nil), p.lines...)
+}
+
+func (p *rawProc) dump() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b bytes.Buffer
+	for _, l := range p.lines {
+		fmt.Fprintf(&b, "  %s\n", shortBytes(l))
+	}
+	return b.String()
+}
+
+// initialize runs the legacy handshake and requires it to succeed.
+func (p *rawProc) initialize() []byte {
+	p.t.Helper()
+	resp := p.call(`"init"`, "initialize", initParams)
+	if !gjson.GetBytes(resp, "result").Exists() {
+		p.t.Fatalf("initialize failed: %s", resp)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return resp
+}
+
+const initParams = `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e-raw","version":"1"}}`
+
+// closeStdin signals EOF to the proxy.
+func (p *rawProc) closeStdin() {
+	p.t.Helper()
+	if err := p.stdin.Close(); err != nil {
+		p.t.Fatalf("closing stdin: %v", err)
+	}
+}
+
+// waitExit waits up to d for the process to end, failing the test (and
+// killing the process) otherwise, and returns its exit status after stdout
+// has been read to the end.
+func (p *rawProc) waitExit(d time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(d):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		p.t.Fatalf("the proxy did not exit within %v; stderr:\n%s", d, p.stderr.String())
+	}
+	select {
+	case <-p.readEOF:
+	case <-time.After(waitTimeout):
+		p.t.Fatalf("stdout did not reach EOF within %v after exit", waitTimeout)
+	}
+	return exitCode(p.waitErr)
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// errorOf returns the error object of a response, failing the test when the
+// response is not an error.
+func errorOf(t *testing.T, resp []byte) gjson.Result {
+	t.Helper()
+	e := gjson.GetBytes(resp, "error")
+	if !e.IsObject() {
+		t.Fatalf("want a JSON-RPC error, got %s", shortBytes(resp))
+	}
+	return e
+}
+
+// resultOf returns the result object of a response, failing the test when
+// the response is not a result.
+func resultOf(t *testing.T, resp []byte) gjson.Result {
+	t.Helper()
+	r := gjson.GetBytes(resp, "result")
+	if !r.IsObject() {
+		t.Fatalf("want a JSON-RPC result, got %s", shortBytes(resp))
+	}
+	return r
+}

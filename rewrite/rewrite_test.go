@@ -1,0 +1,265 @@
+package rewrite_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+var testMeta = rewrite.NewMetaBlock(
+	rewrite.MetaPair{Key: rewrite.MetaProtocolVersion, Value: []byte(`"2026-07-28"`)},
+	rewrite.MetaPair{Key: rewrite.MetaClientCapabilities, Value: []byte(`{}`)},
+)
+
+const metaIn = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+
+func mustParse(t *testing.T, s string) rewrite.Frame {
+	t.Helper()
+	f, err := rewrite.Parse([]byte(s))
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", s, err)
+	}
+	return f
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in     string
+		kind   rewrite.Kind
+		err    error
+		code   int
+		method string
+		id     string
+	}{
+		{in: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, kind: rewrite.KindRequest, method: "ping", id: "1"},
+		{in: `{"jsonrpc":"2.0","id":"abc","method":"tools/list","params":{}}`, kind: rewrite.KindRequest, method: "tools/list", id: `"abc"`},
+		{in: `{"jsonrpc":"2.0","id":9007199254740993,"method":"x"}`, kind: rewrite.KindRequest, id: "9007199254740993", method: "x"},
+		{in: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, kind: rewrite.KindNotification, method: "notifications/initialized"},
+		{in: `{"jsonrpc":"2.0","id":1,"result":{}}`, kind: rewrite.KindResponse, id: "1"},
+		{in: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, kind: rewrite.KindResponse, id: "null"},
+		{in: `not json`, err: rewrite.ErrParse, code: -32700},
+		{in: `{"jsonrpc":"2.0","id":1,`, err: rewrite.ErrParse, code: -32700},
+		{in: `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, err: rewrite.ErrBatch, code: -32600},
+		{in: `"str"`, err: rewrite.ErrNotObject, code: -32600},
+		{in: `{"id":1,"method":"ping"}`, err: rewrite.ErrVersion, code: -32600, id: "1"},
+		{in: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, err: rewrite.ErrVersion, code: -32600, id: "1"},
+		{in: `{"jsonrpc":"2.0","id":{},"method":"ping"}`, err: rewrite.ErrID, code: -32600},
+		{in: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, err: rewrite.ErrID, code: -32600},
+		{in: `{"jsonrpc":"2.0","id":1,"method":7}`, err: rewrite.ErrShape, code: -32600, id: "1"},
+		{in: `{"jsonrpc":"2.0","id":1}`, err: rewrite.ErrShape, code: -32600, id: "1"},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}`, err: rewrite.ErrParams, code: -32602, id: "1"},
+	}
+	for _, tt := range tests {
+		f, err := rewrite.Parse([]byte(tt.in))
+		if !errors.Is(err, tt.err) {
+			t.Errorf("Parse(%s) error = %v, want %v", tt.in, err, tt.err)
+			continue
+		}
+		if err != nil {
+			if got := rewrite.Code(err); got != tt.code {
+				t.Errorf("Code(Parse(%s)) = %d, want %d", tt.in, got, tt.code)
+			}
+			if f.ID.Raw != tt.id {
+				t.Errorf("Parse(%s) kept id %q, want %q", tt.in, f.ID.Raw, tt.id)
+			}
+			continue
+		}
+		if f.Kind != tt.kind || f.Method != tt.method || f.ID.Raw != tt.id {
+			t.Errorf("Parse(%s) = kind %v method %q id %q, want %v %q %q", tt.in, f.Kind, f.Method, f.ID.Raw, tt.kind, tt.method, tt.id)
+		}
+	}
+}
+
+func TestRequestUp(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		drop []string
+		want string
+	}{
+		{"no params", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			nil, `{"jsonrpc":"2.0","id":77,"method":"tools/list","params":{"_meta":{` + metaIn + `}}}`},
+		{"null params", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}`,
+			nil, `{"jsonrpc":"2.0","id":77,"method":"tools/list","params":{"_meta":{` + metaIn + `}}}`},
+		{"empty params", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`,
+			nil, `{"jsonrpc":"2.0","id":77,"method":"tools/list","params":{"_meta":{` + metaIn + `}}}`},
+		{"params without _meta", `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":{"b":2,"a":1}}}`,
+			nil, `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"_meta":{` + metaIn + `},"name":"x","arguments":{"b":2,"a":1}}}`},
+		{"client _meta kept", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p","traceparent":"00-1"}}}`,
+			nil, `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"x","_meta":{` + metaIn + `,"progressToken":"p","traceparent":"00-1"}}}`},
+		{"client copies of owned keys replaced", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+			nil, `{"jsonrpc":"2.0","id":77,"method":"m","params":{"_meta":{` + metaIn + `,"progressToken":1}}}`},
+		{"only owned keys", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"x":1}}}}`,
+			nil, `{"jsonrpc":"2.0","id":77,"method":"m","params":{"_meta":{` + metaIn + `}}}`},
+		{"empty _meta", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{}}}`,
+			nil, `{"jsonrpc":"2.0","id":77,"method":"m","params":{"_meta":{` + metaIn + `}}}`},
+		{"null _meta", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":null}}`,
+			nil, `{"jsonrpc":"2.0","id":77,"method":"m","params":{"_meta":{` + metaIn + `}}}`},
+		{"bytes kept: escapes, big numbers, key order, <>&", `{"method":"m","id":1.5,"params":{"z":"\u003c\u00e9<>&","n":123456789012345678901234567890,"a":[1.0,2e3]},"jsonrpc":"2.0"}`,
+			nil, `{"method":"m","id":77,"params":{"_meta":{` + metaIn + `},"z":"\u003c\u00e9<>&","n":123456789012345678901234567890,"a":[1.0,2e3]},"jsonrpc":"2.0"}`},
+		{"whitespace inside", "{ \"jsonrpc\" : \"2.0\" , \"id\" : 1 , \"method\" : \"m\" , \"params\" : { \"a\" : 1 } }",
+			nil, "{ \"jsonrpc\" : \"2.0\" , \"id\" : 77 , \"method\" : \"m\" , \"params\" : {\"_meta\":{" + metaIn + "}, \"a\" : 1 } }"},
+		{"drop task", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","task":{"ttl":1000},"arguments":{}}}`,
+			[]string{"task"}, `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"_meta":{` + metaIn + `},"name":"x","arguments":{}}}`},
+		{"drop the only member", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"task":{}}}`,
+			[]string{"task"}, `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"_meta":{` + metaIn + `}}}`},
+		{"drop last member", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"a":1},"task":{}}}`,
+			[]string{"task"}, `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"x","_meta":{` + metaIn + `,"a":1}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustParse(t, tt.in)
+			got, err := rewrite.RequestUp(&f, rewrite.Up{ID: []byte("77"), Meta: testMeta, DropParams: tt.drop})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("RequestUp\n got: %s\nwant: %s", got, tt.want)
+			}
+			if !gjson.ValidBytes(got) {
+				t.Errorf("output is not valid JSON: %s", got)
+			}
+		})
+	}
+}
+
+func TestRequestUpRejectsNonRequests(t *testing.T) {
+	f := mustParse(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if _, err := rewrite.RequestUp(&f, rewrite.Up{ID: []byte("1"), Meta: testMeta}); err == nil {
+		t.Fatal("RequestUp accepted a notification")
+	}
+}
+
+func TestResponseDown(t *testing.T) {
+	tests := []struct {
+		name, method, in string
+		status           int
+		tasks            bool
+		want             string
+		resultType       string
+	}{
+		{"strip all", "tools/list",
+			`{"jsonrpc":"2.0","id":5,"result":{"resultType":"complete","tools":[],"nextCursor":"","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}}`,
+			0, false, `{"jsonrpc":"2.0","id":"orig","result":{"tools":[],"nextCursor":""}}`, "complete"},
+		{"cache fields kept on non-cacheable results", "tools/call",
+			`{"jsonrpc":"2.0","id":5,"result":{"content":[],"ttlMs":5,"cacheScope":"x","resultType":"complete"}}`,
+			0, false, `{"jsonrpc":"2.0","id":"orig","result":{"content":[],"ttlMs":5,"cacheScope":"x"}}`, "complete"},
+		{"absent resultType is complete", "prompts/get",
+			`{"jsonrpc":"2.0","id":5,"result":{"messages":[]}}`,
+			0, false, `{"jsonrpc":"2.0","id":"orig","result":{"messages":[]}}`, "complete"},
+		{"other _meta kept", "resources/read",
+			`{"jsonrpc":"2.0","id":5,"result":{"contents":[],"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":{},"b":2},"ttlMs":1,"cacheScope":"private"}}`,
+			0, false, `{"jsonrpc":"2.0","id":"orig","result":{"contents":[],"_meta":{"a":1,"b":2}}}`, "complete"},
+		{"everything removed", "ping",
+			`{"jsonrpc":"2.0","id":5,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{}}}}`,
+			0, false, `{"jsonrpc":"2.0","id":"orig","result":{}}`, "complete"},
+		{"non-object structuredContent dropped", "tools/call",
+			`{"jsonrpc":"2.0","id":5,"result":{"content":[],"structuredContent":[1,2]}}`,
+			0, false, `{"jsonrpc":"2.0","id":"orig","result":{"content":[]}}`, "complete"},
+		{"object structuredContent kept", "tools/call",
+			`{"jsonrpc":"2.0","id":5,"result":{"content":[],"structuredContent":{"a":1}}}`,
+			0, false, `{"jsonrpc":"2.0","id":"orig","result":{"content":[],"structuredContent":{"a":1}}}`, "complete"},
+		{"input_required left to the caller", "tools/call",
+			`{"jsonrpc":"2.0","id":5,"result":{"resultType":"input_required","inputRequests":{}}}`,
+			0, false, ``, "input_required"},
+		{"error passes through with the status", "tools/call",
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"bad"}}`,
+			400, false, `{"jsonrpc":"2.0","id":"orig","error":{"code":-32602,"message":"bad","data":{"httpStatus":400}}}`, "complete"},
+		{"error data object gains the status", "tools/call",
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32022,"message":"v","data":{"supported":["2026-07-28"]}}}`,
+			400, false, `{"jsonrpc":"2.0","id":"orig","error":{"code":-32022,"message":"v","data":{"httpStatus":400,"supported":["2026-07-28"]}}}`, "complete"},
+		{"error data that is not an object is left alone", "tools/call",
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32000,"message":"v","data":"text"}}`,
+			500, false, `{"jsonrpc":"2.0","id":"orig","error":{"code":-32000,"message":"v","data":"text"}}`, "complete"},
+		{"error on 200 unchanged", "tools/call",
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"nope"}}`,
+			200, false, `{"jsonrpc":"2.0","id":"orig","error":{"code":-32601,"message":"nope"}}`, "complete"},
+		{"null id error gets the client id", "tools/call",
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}`,
+			0, false, `{"jsonrpc":"2.0","id":"orig","error":{"code":-32600,"message":"x"}}`, "complete"},
+		{"task support marked", "tools/list",
+			`{"jsonrpc":"2.0","id":5,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{"type":"object"},"execution":{}},{"name":"c","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"}}]}}`,
+			0, true, `{"jsonrpc":"2.0","id":"orig","result":{"tools":[{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}},{"name":"b","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}},{"name":"c","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}]}}`, "complete"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustParse(t, tt.in)
+			d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: []byte(`"orig"`), Method: tt.method, HTTPStatus: tt.status, TaskSupport: tt.tasks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.ResultType != tt.resultType {
+				t.Errorf("ResultType = %q, want %q", d.ResultType, tt.resultType)
+			}
+			if string(d.Frame) != tt.want {
+				t.Errorf("ResponseDown\n got: %s\nwant: %s", d.Frame, tt.want)
+			}
+		})
+	}
+}
+
+func TestToolsListHeaders(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"result":{"tools":[
+	{"name":"ok","inputSchema":{"type":"object","properties":{"city":{"type":"string","x-mcp-header":"City"},"deep":{"type":"object","properties":{"n":{"type":"integer","x-mcp-header":"N"}}},"a.b":{"type":"boolean","x-mcp-header":"Dot"}}}},
+	{"name":"space","inputSchema":{"type":"object","properties":{"q":{"type":"string","x-mcp-header":"Bad Header"}}}},
+	{"name":"number","inputSchema":{"type":"object","properties":{"q":{"type":"number","x-mcp-header":"Q"}}}},
+	{"name":"items","inputSchema":{"type":"object","properties":{"q":{"type":"array","items":{"type":"string","x-mcp-header":"Q"}}}}},
+	{"name":"dup","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"X"},"b":{"type":"string","x-mcp-header":"x"}}}},
+	{"name":"empty","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":""}}}},
+	{"name":"root","inputSchema":{"type":"object","x-mcp-header":"R"}},
+	{"name":"anyof","inputSchema":{"type":"object","anyOf":[{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}]}},
+	{"name":"plain","inputSchema":{"type":"object","properties":{"d":{"type":"string","default":{"x-mcp-header":"not a schema"}}}}}
+	]}}`
+	f := mustParse(t, strings.NewReplacer("\n", "", "\t", "").Replace(in))
+	d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: []byte("1"), Method: "tools/list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range gjson.GetBytes(d.Frame, "result.tools").Array() {
+		names = append(names, tool.Get("name").Str)
+	}
+	if got := strings.Join(names, ","); got != "ok,plain" {
+		t.Errorf("tools kept = %s, want ok,plain", got)
+	}
+	rejected := map[string]string{}
+	for _, r := range d.Rejected {
+		rejected[r.Tool] = r.Reason
+	}
+	for _, name := range []string{"space", "number", "items", "dup", "empty", "root", "anyof"} {
+		if rejected[name] == "" {
+			t.Errorf("tool %s was not rejected", name)
+		}
+	}
+	if len(d.Tools) != 1 || d.Tools[0].Tool != "ok" {
+		t.Fatalf("Tools = %+v, want the annotations of ok", d.Tools)
+	}
+	want := map[string]string{"City": "params.arguments.city", "N": "params.arguments.deep.n", "Dot": `params.arguments.a\.b`}
+	for _, p := range d.Tools[0].Params {
+		if want[p.Name] != p.Path {
+			t.Errorf("param %s path %q, want %q", p.Name, p.Path, want[p.Name])
+		}
+		delete(want, p.Name)
+	}
+	if len(want) != 0 {
+		t.Errorf("missing params %v", want)
+	}
+	if !gjson.ValidBytes(d.Frame) {
+		t.Errorf("invalid JSON: %s", d.Frame)
+	}
+}
+
+func TestErrorFrame(t *testing.T) {
+	got := rewrite.ErrorFrame(nil, -32700, "bad \"line\"\n<&>\x01\xff", []byte(`{"a":1}`))
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad \"line\"\n<&>\u0001\ufffd","data":{"a":1}}}`
+	if string(got) != want {
+		t.Errorf("ErrorFrame\n got: %s\nwant: %s", got, want)
+	}
+	if got := rewrite.ResultFrame([]byte(`"x"`), []byte(`{}`)); string(got) != `{"jsonrpc":"2.0","id":"x","result":{}}` {
+		t.Errorf("ResultFrame = %s", got)
+	}
+}
