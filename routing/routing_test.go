@@ -1,0 +1,229 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestEncodeValue(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"get_weather", "get_weather"},
+		{"file:///tmp/a b.txt", "file:///tmp/a b.txt"},
+		{"demo://readme", "demo://readme"},
+		{"", ""},
+		{"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
+		{" lead", "=?base64?IGxlYWQ=?="},
+		{"trail ", "=?base64?dHJhaWwg?="},
+		{"tab\there", "=?base64?dGFiCWhlcmU=?="},
+		{"cr\rlf\n", "=?base64?Y3INbGYK?="},
+		{"del\x7f", "=?base64?ZGVsfw==?="},
+		{"=?base64?abc?=", "=?base64?PT9iYXNlNjQ/YWJjPz0=?="}, // a lookalike is encoded
+		{"=?base64?abc", "=?base64?abc"},                     // not a full lookalike: plain
+		{"é", "=?base64?w6k=?="},
+	}
+	for _, tt := range tests {
+		got := EncodeValue(tt.in)
+		if got != tt.want {
+			t.Errorf("EncodeValue(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if back, ok := DecodeValue(got); !ok || back != tt.in {
+			t.Errorf("DecodeValue(%q) = %q, %v; want %q", got, back, ok, tt.in)
+		}
+	}
+}
+
+func FuzzEncodeValue(f *testing.F) {
+	f.Add("plain")
+	f.Add("=?base64?x?=")
+	f.Add(" \t\r\n世界")
+	f.Fuzz(func(t *testing.T, s string) {
+		v := EncodeValue(s)
+		for i := 0; i < len(v); i++ {
+			if v[i] < 0x20 || v[i] > 0x7e {
+				t.Fatalf("EncodeValue(%q) = %q has byte %#x", s, v, v[i])
+			}
+		}
+		if back, ok := DecodeValue(v); !ok || back != s {
+			t.Fatalf("round trip of %q gave %q", s, back)
+		}
+	})
+}
+
+func TestDeriveHeaders(t *testing.T) {
+	const pv = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	tests := []struct {
+		name   string
+		body   string
+		params []ParamHeader
+		want   map[string]string // "" means absent
+	}{
+		{"tools/call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Paris"},` + pv + `}}`,
+			[]ParamHeader{{Name: "City", Path: "params.arguments.city"}},
+			map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "get_weather", "Mcp-Param-City": "Paris", "Mcp-Protocol-Version": "2026-07-28"}},
+		{"prompts/get", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p",` + pv + `}}`, nil,
+			map[string]string{"Mcp-Method": "prompts/get", "Mcp-Name": "p"}},
+		{"resources/read", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///ü.txt",` + pv + `}}`, nil,
+			map[string]string{"Mcp-Name": "=?base64?ZmlsZTovLy/DvC50eHQ=?="}},
+		{"tasks/get", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-1",` + pv + `}}`, nil,
+			map[string]string{"Mcp-Name": "t-1"}},
+		{"list has no name", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"x",` + pv + `}}`, nil,
+			map[string]string{"Mcp-Method": "tools/list", "Mcp-Name": ""}},
+		{"discover", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + pv + `}}`, nil,
+			map[string]string{"Mcp-Method": "server/discover", "Mcp-Name": "", "Mcp-Protocol-Version": "2026-07-28"}},
+		{"param types", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"i":42,"b":false,"n":null,"o":{},"s":" x"},` + pv + `}}`,
+			[]ParamHeader{{"I", "params.arguments.i"}, {"B", "params.arguments.b"}, {"N", "params.arguments.n"}, {"O", "params.arguments.o"}, {"S", "params.arguments.s"}, {"Absent", "params.arguments.zz"}},
+			map[string]string{"Mcp-Param-I": "42", "Mcp-Param-B": "false", "Mcp-Param-N": "", "Mcp-Param-O": "", "Mcp-Param-S": "=?base64?IHg=?=", "Mcp-Param-Absent": ""}},
+		{"name with newline", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\nb",` + pv + `}}`, nil,
+			map[string]string{"Mcp-Name": "=?base64?YQpi?="}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := Headers([]byte(tt.body), tt.params)
+			for k, want := range tt.want {
+				if got := h.Get(k); got != want {
+					t.Errorf("%s = %q, want %q", k, got, want)
+				}
+			}
+			if h.Get("Accept") != "application/json, text/event-stream" || h.Get("Content-Type") != "application/json" {
+				t.Errorf("Accept/Content-Type = %q / %q", h.Get("Accept"), h.Get("Content-Type"))
+			}
+		})
+	}
+}
+
+func TestSSEReader(t *testing.T) {
+	in := ": keep-alive\n\nevent: message\nid: 7\nretry: 100\ndata: {\"a\":1}\n\n" +
+		"data: {\"b\":\r\ndata: 2}\r\n\r\n" +
+		"data:{\"c\":3}\n\n" +
+		"event: other\n\n" +
+		"data: {\"last\":true}"
+	r := NewSSEReader(strings.NewReader(in), 0)
+	want := []string{`{"a":1}`, "{\"b\":\n2}", `{"c":3}`, `{"last":true}`}
+	for _, w := range want {
+		got, err := r.Next()
+		if err != nil || string(got) != w {
+			t.Fatalf("Next() = %q, %v; want %q", got, err, w)
+		}
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("after the last event: %v, want EOF", err)
+	}
+}
+
+func TestSSEReaderLimit(t *testing.T) {
+	r := NewSSEReader(strings.NewReader("data: "+strings.Repeat("x", 100)+"\n\n"), 50)
+	if _, err := r.Next(); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+	long := strings.Repeat("y", 200<<10) // longer than the reader's buffer
+	r = NewSSEReader(strings.NewReader("data: "+long+"\n\n"), 0)
+	if got, err := r.Next(); err != nil || string(got) != long {
+		t.Fatalf("long event: len %d, %v", len(got), err)
+	}
+}
+
+func TestPostClassifiesDialErrors(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+	c, err := New(Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdle()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.Post(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), nil)
+	var te *TransportError
+	if !errors.As(err, &te) || te.Kind != KindDial {
+		t.Fatalf("err = %v, want a dial TransportError", err)
+	}
+	if !strings.Contains(err.Error(), "cannot connect to "+url) {
+		t.Errorf("message %q does not name the URL", err)
+	}
+}
+
+func TestPostSendsUserHeadersAndReadsJSON(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL, Header: http.Header{"Authorization": {"Bearer t"}, "Mcp-Method": {"spoof"}}, UserAgent: "ua/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdle()
+	resp, err := c.Post(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Close()
+	msg, err := resp.Next()
+	if err != nil || string(msg) != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Fatalf("Next() = %s, %v", msg, err)
+	}
+	if _, err := resp.Next(); err != io.EOF {
+		t.Fatalf("second Next() = %v, want EOF", err)
+	}
+	if got.Get("Authorization") != "Bearer t" || got.Get("User-Agent") != "ua/1" {
+		t.Errorf("user headers not sent: %v", got)
+	}
+	if got.Get("Mcp-Method") != "tools/list" {
+		t.Errorf("Mcp-Method = %q: a --header must not override a derived header", got.Get("Mcp-Method"))
+	}
+	if resp.ContentType != "application/json" || resp.Status != 200 {
+		t.Errorf("status %d content type %q", resp.Status, resp.ContentType)
+	}
+}
+
+func TestNextRejectsHTML(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html>login</html>")
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL})
+	defer c.CloseIdle()
+	resp, err := c.Post(context.Background(), []byte(`{}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Close()
+	body, err := resp.Next()
+	if !errors.Is(err, ErrContentType) || string(body) != "<html>login</html>" {
+		t.Fatalf("Next() = %q, %v; want the body and ErrContentType", body, err)
+	}
+}
+
+func TestNewRejectsBadURLs(t *testing.T) {
+	for _, u := range []string{"", "host/mcp", "ftp://x/y", "http://", "://x"} {
+		if _, err := New(Config{URL: u}); err == nil {
+			t.Errorf("New(%q) accepted", u)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	got := Redact("https://user:pass@host.example/mcp?token=abc&x=1")
+	if strings.Contains(got, "pass") || strings.Contains(got, "abc") || !strings.Contains(got, "host.example/mcp") {
+		t.Errorf("Redact = %q", got)
+	}
+}
