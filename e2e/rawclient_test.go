@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 )
@@ -25,8 +27,16 @@ import (
 // 2025-11-25 schema for the request it answers, free of modern fields. At the
 // end of the test it checks that no id was answered more often than it was
 // sent.
+//
+// Its methods fail the test they are bound to; a subtest uses p.bind(t).
 type rawProc struct {
-	t      *testing.T
+	t *testing.T
+	*procState
+}
+
+// procState is the process and its output, shared by every binding.
+type procState struct {
+	owner  *testing.T // the test that started the process; gets the final report
 	v      *schematest.Validator
 	cmd    *exec.Cmd
 	stdin  *os.File
@@ -38,7 +48,7 @@ type rawProc struct {
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every new line and at EOF
-	lines    [][]byte      // every stdout line, without "\n"
+	lines    []outLine     // every stdout line, without "\n"
 	claimed  map[int]bool  // lines returned by expect
 	methods  map[string]string
 	sent     map[string]int // requests written, by raw id
@@ -48,8 +58,8 @@ type rawProc struct {
 // startProxy launches the binary with args and the test environment plus env.
 func startProxy(t *testing.T, args []string, env ...string) *rawProc {
 	t.Helper()
-	p := &rawProc{
-		t:       t,
+	p := &rawProc{t: t, procState: &procState{
+		owner:   t,
 		v:       schematest.Load(t),
 		stderr:  &syncBuffer{},
 		exited:  make(chan struct{}),
@@ -58,7 +68,7 @@ func startProxy(t *testing.T, args []string, env ...string) *rawProc {
 		claimed: map[int]bool{},
 		methods: map[string]string{},
 		sent:    map[string]int{},
-	}
+	}}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +95,11 @@ func startProxy(t *testing.T, args []string, env ...string) *rawProc {
 	return p
 }
 
+// bind returns p reporting to t (a subtest).
+func (p *rawProc) bind(t *testing.T) *rawProc { return &rawProc{t: t, procState: p.procState} }
+
 // read collects stdout lines and checks each one.
-func (p *rawProc) read(r *os.File) {
+func (p *procState) read(r *os.File) {
 	defer close(p.readEOF)
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 1<<16)
@@ -94,9 +107,9 @@ func (p *rawProc) read(r *os.File) {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			line = line[:len(line)-1]
-			p.check(line)
+			ol := p.check(line)
 			p.mu.Lock()
-			p.lines = append(p.lines, line)
+			p.lines = append(p.lines, ol)
 			p.notify()
 			p.mu.Unlock()
 		} else if len(line) > 0 {
@@ -114,62 +127,87 @@ func (p *rawProc) read(r *os.File) {
 	}
 }
 
-func (p *rawProc) notify() {
+func (p *procState) notify() {
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
 
+// outLine is one stdout line and what the tests look up in it, parsed once.
+type outLine struct {
+	raw    []byte
+	resp   bool   // a response (result or error, no method)
+	id     string // raw id, "" when absent
+	method string // for requests and notifications
+	token  string // params.progressToken, raw
+}
+
+func parseOutLine(line []byte) outLine {
+	r := gjson.ParseBytes(line)
+	ol := outLine{raw: line, id: r.Get("id").Raw, method: r.Get("method").String()}
+	ol.resp = !r.Get("method").Exists() && (r.Get("result").Exists() || r.Get("error").Exists())
+	if ol.method != "" {
+		ol.token = r.Get("params.progressToken").Raw
+	}
+	return ol
+}
+
 // check validates one stdout line.
-func (p *rawProc) check(line []byte) {
+func (p *procState) check(line []byte) outLine {
 	if len(line) == 0 || line[0] != '{' || line[len(line)-1] != '}' || !gjson.ValidBytes(line) {
 		p.addProblem("stdout line is not one complete JSON object: %s", shortBytes(line))
-		return
+		return outLine{raw: line}
 	}
+	ol := parseOutLine(line)
 	method := ""
-	if !gjson.GetBytes(line, "method").Exists() {
+	if ol.resp {
 		p.mu.Lock()
-		method = p.methods[gjson.GetBytes(line, "id").Raw]
+		method = p.methods[ol.id]
 		p.mu.Unlock()
 	}
-	if err := p.v.ValidateClientBound(line, method); err != nil {
+	if err := p.v.ValidateClientBound(schemaID(line), method); err != nil {
 		p.addProblem("stdout line does not validate against 2025-11-25 (request method %q): %v", method, err)
 	}
 	if err := schematest.CheckLegacyClean(line, method); err != nil {
 		p.addProblem("stdout line leaks modern fields: %v", err)
 	}
+	return ol
 }
 
-func (p *rawProc) addProblem(format string, args ...any) {
+func (p *procState) addProblem(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.problems = append(p.problems, fmt.Sprintf(format, args...))
 }
 
+// cleanupExitTimeout bounds the wait for the process to exit once stdin is
+// closed at the end of a test: twice the 5 s the product promises.
+const cleanupExitTimeout = 10 * time.Second
+
 // cleanup stops the process if the test did not, then reports every problem
 // seen on stdout and every id answered more often than it was sent.
-func (p *rawProc) cleanup() {
+func (p *procState) cleanup() {
 	p.stdin.Close()
 	select {
 	case <-p.exited:
-	case <-time.After(waitTimeout):
-		p.t.Errorf("the proxy did not exit within %v of stdin closing; killing it", waitTimeout)
+	case <-time.After(cleanupExitTimeout):
+		p.owner.Errorf("the proxy did not exit within %v of stdin closing; killing it", cleanupExitTimeout)
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	}
 	select {
 	case <-p.readEOF:
 	case <-time.After(waitTimeout):
-		p.t.Errorf("stdout did not reach EOF within %v of the proxy exiting", waitTimeout)
+		p.owner.Errorf("stdout did not reach EOF within %v of the proxy exiting", waitTimeout)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, prob := range p.problems {
-		p.t.Errorf("stdout: %s", prob)
+		p.owner.Errorf("stdout: %s", prob)
 	}
 	got := map[string]int{}
 	for _, l := range p.lines {
-		if isResponse(l) {
-			got[gjson.GetBytes(l, "id").Raw]++
+		if l.resp {
+			got[l.id]++
 		}
 	}
 	ids := make([]string, 0, len(got))
@@ -179,12 +217,41 @@ func (p *rawProc) cleanup() {
 	sort.Strings(ids)
 	for _, id := range ids {
 		if id != "null" && got[id] > p.sent[id] {
-			p.t.Errorf("id %s was answered %d times for %d requests (every id gets exactly one answer)", id, got[id], p.sent[id])
+			p.owner.Errorf("id %s was answered %d times for %d requests (every id gets exactly one answer)", id, got[id], p.sent[id])
 		}
 	}
-	if p.t.Failed() {
-		p.t.Logf("proxy stderr:\n%s", p.stderr.String())
+	if p.owner.Failed() {
+		p.owner.Logf("proxy stderr:\n%s", p.stderr.String())
 	}
+}
+
+// schemaID returns line with a non-integer numeric id (1.5, 1e3) replaced by
+// 0, for schema validation only: MCP ids are strings or integers, but the
+// proxy must echo whatever id the client chose, byte for byte, so such an id
+// in a response is the client's doing, not the proxy's.
+func schemaID(line []byte) []byte {
+	id := gjson.GetBytes(line, "id")
+	if id.Type != gjson.Number || isPlainInteger(id.Raw) {
+		return line
+	}
+	out, err := sjson.SetRawBytes(append([]byte(nil), line...), "id", []byte("0"))
+	if err != nil {
+		return line
+	}
+	return out
+}
+
+func isPlainInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isResponse reports whether a line is a JSON-RPC response.
@@ -235,8 +302,8 @@ func (p *rawProc) call(id, method, params string) []byte {
 // expect waits for the next unclaimed response whose raw id is id.
 func (p *rawProc) expect(id string) []byte {
 	p.t.Helper()
-	i, line := p.waitLine(0, "a response with id "+id, func(i int, l []byte) bool {
-		return !p.claimed[i] && isResponse(l) && gjson.GetBytes(l, "id").Raw == id
+	i, line := p.waitLine(0, "a response with id "+id, func(i int, l outLine) bool {
+		return !p.claimed[i] && l.resp && l.id == id
 	})
 	p.mu.Lock()
 	p.claimed[i] = true
@@ -246,7 +313,7 @@ func (p *rawProc) expect(id string) []byte {
 
 // waitLine waits for the first line at index from or later that matches
 // pred (called with p.mu held), and returns its index and bytes.
-func (p *rawProc) waitLine(from int, desc string, pred func(int, []byte) bool) (int, []byte) {
+func (p *rawProc) waitLine(from int, desc string, pred func(int, outLine) bool) (int, []byte) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -254,7 +321,7 @@ func (p *rawProc) waitLine(from int, desc string, pred func(int, []byte) bool) (
 		p.mu.Lock()
 		for i := from; i < len(p.lines); i++ {
 			if pred(i, p.lines[i]) {
-				l := p.lines[i]
+				l := p.lines[i].raw
 				p.mu.Unlock()
 				return i, l
 			}
@@ -268,7 +335,7 @@ func (p *rawProc) waitLine(from int, desc string, pred func(int, []byte) bool) (
 			p.mu.Lock()
 			for i := from; i < len(p.lines); i++ {
 				if pred(i, p.lines[i]) {
-					l := p.lines[i]
+					l := p.lines[i].raw
 					p.mu.Unlock()
 					return i, l
 				}
@@ -284,7 +351,7 @@ func (p *rawProc) waitLine(from int, desc string, pred func(int, []byte) bool) (
 // line waits for the line at index i.
 func (p *rawProc) line(i int) []byte {
 	p.t.Helper()
-	_, l := p.waitLine(i, fmt.Sprintf("line #%d", i), func(j int, _ []byte) bool { return j == i })
+	_, l := p.waitLine(i, fmt.Sprintf("line #%d", i), func(j int, _ outLine) bool { return j == i })
 	return l
 }
 
@@ -299,7 +366,11 @@ func (p *rawProc) mark() int {
 func (p *rawProc) all() [][]byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([][]byte(nil), p.lines...)
+	out := make([][]byte, len(p.lines))
+	for i, l := range p.lines {
+		out[i] = l.raw
+	}
+	return out
 }
 
 func (p *rawProc) dump() string {
@@ -307,7 +378,7 @@ func (p *rawProc) dump() string {
 	defer p.mu.Unlock()
 	var b bytes.Buffer
 	for _, l := range p.lines {
-		fmt.Fprintf(&b, "  %s\n", shortBytes(l))
+		fmt.Fprintf(&b, "  %s\n", shortBytes(l.raw))
 	}
 	return b.String()
 }

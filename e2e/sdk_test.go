@@ -52,7 +52,7 @@ func TestSDKClient(t *testing.T) {
 	// notifications on a queue of its own, so they may be handled just after
 	// the call that carried them returns (see TestRawProgressBeforeResponse
 	// for the ordering on the wire).
-	waitFor := func(desc string, cond func() bool) {
+	waitFor := func(t *testing.T, desc string, cond func() bool) {
 		t.Helper()
 		deadline := time.After(waitTimeout)
 		for {
@@ -198,7 +198,7 @@ func TestSDKClient(t *testing.T) {
 		mu.Lock()
 		atReturn := len(progress)
 		mu.Unlock()
-		waitFor("5 progress notifications", func() bool { return len(progress) >= n })
+		waitFor(t, "5 progress notifications", func() bool { return len(progress) >= n })
 		mu.Lock()
 		defer mu.Unlock()
 		if len(progress) != n {
@@ -213,7 +213,8 @@ func TestSDKClient(t *testing.T) {
 		// The answer came on text/event-stream: the SSE path was exercised.
 		calls := up.requests("tools/call")
 		last := calls[len(calls)-1]
-		if ct := last.RespHeader.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		_, respHeader, _ := up.response(t, last)
+		if ct := respHeader.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 			t.Errorf("slow_count was answered with %q, want text/event-stream (the test needs the SSE path)", ct)
 		}
 		if got := gjson.GetBytes(last.Body, "params._meta.progressToken").String(); got != "sdk-progress" {
@@ -249,7 +250,7 @@ func TestSDKClient(t *testing.T) {
 		if _, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "slow_count", Arguments: map[string]any{"n": 3}}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor("a log notification from slow_count", func() bool { return len(logs) > before })
+		waitFor(t, "a log notification from slow_count", func() bool { return len(logs) > before })
 		mu.Lock()
 		defer mu.Unlock()
 		l := logs[before]

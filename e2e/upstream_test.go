@@ -34,10 +34,12 @@ type exchange struct {
 	RPCMethod  string // the JSON-RPC method of Body
 	ID         string // the raw JSON-RPC id of Body
 
-	// Filled in when the handler returns.
-	Status     int
-	RespHeader http.Header
-	RespBody   []byte
+	// The answer: read them with upstream.response, which waits for the
+	// handler to return.
+	status     int
+	respHeader http.Header
+	respBody   []byte
+	done       chan struct{} // closed when the handler has returned
 }
 
 // upstream is an httptest server with a recording middleware in front of a
@@ -106,6 +108,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Body:       body,
 		RPCMethod:  gjson.GetBytes(body, "method").String(),
 		ID:         gjson.GetBytes(body, "id").Raw,
+		done:       make(chan struct{}),
 	}
 	var probs []string
 	if r.Method != http.MethodPost {
@@ -138,15 +141,29 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.next.ServeHTTP(rw, r)
 
 	u.mu.Lock()
-	ex.Status = rw.status // 0 when the handler wrote nothing (or hijacked)
-	ex.RespHeader = w.Header().Clone()
-	ex.RespBody = rw.body.Bytes()
+	ex.status = rw.status // 0 when the handler wrote nothing (or hijacked)
+	ex.respHeader = w.Header().Clone()
+	ex.respBody = rw.body.Bytes()
 	u.mu.Unlock()
+	close(ex.done)
+}
+
+// response waits (bounded) for the handler of ex to return and gives its
+// answer: status (0 when nothing was written), header and body.
+func (u *upstream) response(t testing.TB, ex *exchange) (int, http.Header, []byte) {
+	t.Helper()
+	select {
+	case <-ex.done:
+	case <-time.After(waitTimeout):
+		t.Fatalf("the upstream handler for %s did not return within %v", ex.RPCMethod, waitTimeout)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return ex.status, ex.respHeader, ex.respBody
 }
 
 // requests returns the recorded exchanges whose JSON-RPC method is method
-// ("" for all). The request fields are stable; the response fields may still
-// be in progress.
+// ("" for all).
 func (u *upstream) requests(method string) []*exchange {
 	u.mu.Lock()
 	defer u.mu.Unlock()

@@ -1,0 +1,492 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/goleak"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wait bounds every wait in these tests; nothing here depends on speed.
+const wait = 10 * time.Second
+
+// upstream is a scriptable modern server.
+type upstream struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []string
+	handle func(w http.ResponseWriter, r *http.Request, body string) // for everything but discover
+	disc   string                                                    // discover result
+}
+
+const discoverResult = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"extensions":{"io.modelcontextprotocol/tasks":{}}},"instructions":"hi","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"9"}}}`
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{disc: discoverResult}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		body := string(b)
+		u.mu.Lock()
+		u.bodies = append(u.bodies, body)
+		h := u.handle
+		disc := u.disc
+		u.mu.Unlock()
+		id := gjson.Get(body, "id").Raw
+		if gjson.Get(body, "method").Str == "server/discover" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, disc)
+			return
+		}
+		if h == nil {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","echo":%s}}`, id, orNull(gjson.Get(body, "params.arguments").Raw))
+			return
+		}
+		h(w, r, body)
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func orNull(s string) string {
+	if s == "" {
+		return "null"
+	}
+	return s
+}
+
+func (u *upstream) setHandler(h func(w http.ResponseWriter, r *http.Request, body string)) {
+	u.mu.Lock()
+	u.handle = h
+	u.mu.Unlock()
+}
+
+func (u *upstream) lastBody(method string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for i := len(u.bodies) - 1; i >= 0; i-- {
+		if gjson.Get(u.bodies[i], "method").Str == method {
+			return u.bodies[i]
+		}
+	}
+	return ""
+}
+
+// harness runs a Session over pipes.
+type harness struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	lines  chan string
+	done   chan error
+	cancel context.CancelFunc
+}
+
+func start(t *testing.T, url string, cfg Config) *harness {
+	t.Helper()
+	client, err := routing.New(routing.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Client = client
+	s := New(cfg)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, in: inW, lines: make(chan string, 1024), done: make(chan error, 1), cancel: cancel}
+	go func() {
+		h.done <- s.Run(ctx, inR, outW)
+		outW.Close()
+		client.CloseIdle()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+		close(h.lines)
+	}()
+	t.Cleanup(func() { h.stop() })
+	return h
+}
+
+func (h *harness) send(lines ...string) {
+	h.t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(h.in, l+"\n"); err != nil {
+			h.t.Fatalf("write: %v", err)
+		}
+	}
+}
+
+// next returns the next frame the session wrote.
+func (h *harness) next() string {
+	h.t.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			h.t.Fatal("stdout closed")
+		}
+		if !gjson.Valid(l) {
+			h.t.Fatalf("stdout line is not JSON: %q", l)
+		}
+		return l
+	case <-time.After(wait):
+		h.t.Fatal("no frame from the session")
+	}
+	return ""
+}
+
+// stop ends stdin and waits for Run; every remaining line is returned.
+func (h *harness) stop() []string {
+	h.in.Close()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			h.t.Errorf("Run: %v", err)
+		}
+		h.done <- nil
+	case <-time.After(wait):
+		h.t.Fatal("Run did not return after stdin EOF")
+	}
+	var rest []string
+	for l := range h.lines {
+		rest = append(rest, l)
+	}
+	return rest
+}
+
+const initReq = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true},"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}}`
+
+func initialized(t *testing.T, u *upstream, cfg Config) *harness {
+	h := start(t, u.URL, cfg)
+	h.send(initReq)
+	if r := h.next(); gjson.Get(r, "result.protocolVersion").Str != "2025-06-18" {
+		t.Fatalf("initialize answer: %s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h
+}
+
+func TestInitializeFromDiscover(t *testing.T) {
+	u := newUpstream(t)
+	h := start(t, u.URL, Config{})
+	h.send(initReq)
+	r := h.next()
+	want := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"up","version":"9"},"instructions":"hi"}}`
+	if r != want {
+		t.Errorf("initialize\n got: %s\nwant: %s", r, want)
+	}
+	d := u.lastBody("server/discover")
+	caps := gjson.Get(d, `params._meta.io\.modelcontextprotocol/clientCapabilities`).Raw
+	if caps != `{"roots":{},"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}` {
+		t.Errorf("discover clientCapabilities = %s", caps)
+	}
+	if ci := gjson.Get(d, `params._meta.io\.modelcontextprotocol/clientInfo`).Raw; ci != `{"name":"c","version":"1"}` {
+		t.Errorf("discover clientInfo = %s", ci)
+	}
+}
+
+func TestInitializeSynthesizesServerInfoAndVersion(t *testing.T) {
+	u := newUpstream(t)
+	u.disc = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`
+	h := start(t, u.URL, Config{})
+	h.send(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2099-01-01","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	r := h.next()
+	if gjson.Get(r, "result.protocolVersion").Str != "2025-11-25" {
+		t.Errorf("protocolVersion for an unknown request: %s", r)
+	}
+	if gjson.Get(r, "result.serverInfo").Raw != `{"name":"127.0.0.1","version":"unknown"}` {
+		t.Errorf("serverInfo not synthesized: %s", r)
+	}
+}
+
+func TestLocalPingAndSetLevel(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{})
+	before := len(u.bodies)
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if r := h.next(); r != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Errorf("ping: %s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"bogus"}}`)
+	if r := h.next(); gjson.Get(r, "error.code").Int() != -32602 {
+		t.Errorf("bad level: %s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"notice"}}`)
+	if r := h.next(); r != `{"jsonrpc":"2.0","id":3,"result":{}}` {
+		t.Errorf("setLevel: %s", r)
+	}
+	u.mu.Lock()
+	after := len(u.bodies)
+	u.mu.Unlock()
+	if after != before {
+		t.Errorf("ping/setLevel reached the upstream (%d requests)", after-before)
+	}
+	h.send(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	h.next()
+	if lv := gjson.Get(u.lastBody("tools/list"), `params._meta.io\.modelcontextprotocol/logLevel`).Str; lv != "notice" {
+		t.Errorf("logLevel in upstream _meta = %q, want notice", lv)
+	}
+}
+
+func TestRequestBeforeInitialize(t *testing.T) {
+	u := newUpstream(t)
+	h := start(t, u.URL, Config{})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	r := h.next()
+	if gjson.Get(r, "error.code").Int() != -32600 || !strings.Contains(r, "initialize") {
+		t.Errorf("request before initialize: %s", r)
+	}
+}
+
+func TestDuplicateInFlightID(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{})
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		arrived <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, gjson.Get(body, "id").Raw)
+	})
+	h.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`)
+	<-arrived
+	h.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`)
+	if r := h.next(); gjson.Get(r, "error.code").Int() != -32600 || gjson.Get(r, "id").Raw != "7" {
+		t.Errorf("duplicate id: %s", r)
+	}
+	close(release)
+	if r := h.next(); r != `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}` {
+		t.Errorf("first request: %s", r)
+	}
+}
+
+func TestCancelledRequestGetsNoAnswer(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{})
+	arrived := make(chan struct{})
+	upstreamGone := make(chan struct{})
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		if gjson.Get(body, "params.name").Str != "slow" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, gjson.Get(body, "id").Raw)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
+		w.(http.Flusher).Flush()
+		close(arrived)
+		<-r.Context().Done()
+		close(upstreamGone)
+	})
+	h.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":1}}}`)
+	if r := h.next(); gjson.Get(r, "method").Str != "notifications/progress" {
+		t.Fatalf("want progress first, got %s", r)
+	}
+	<-arrived
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"user"}}`)
+	select {
+	case <-upstreamGone:
+	case <-time.After(wait):
+		t.Fatal("the upstream request was not cancelled")
+	}
+	h.send(`{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"fast"}}`)
+	if r := h.next(); gjson.Get(r, "id").Str != "after" {
+		t.Errorf("after the cancel, got %s", r)
+	}
+	for _, l := range h.stop() {
+		if gjson.Get(l, "id").Str == "slow" {
+			t.Errorf("an answer was sent for the cancelled id: %s", l)
+		}
+	}
+}
+
+func TestInFlightBound(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{MaxInFlight: 2})
+	var active, peak atomic.Int32
+	arrived := make(chan struct{}, 16)
+	release := make(chan struct{})
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		n := active.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		arrived <- struct{}{}
+		<-release
+		active.Add(-1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, gjson.Get(body, "id").Raw)
+	})
+	// stdin is a synchronous pipe: with the bound reached the session stops
+	// reading, so the writes block until answers free a slot.
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range 8 {
+			io.WriteString(h.in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`+"\n", 100+i))
+		}
+	}()
+	<-arrived
+	<-arrived
+	close(release)
+	seen := map[string]bool{}
+	for range 8 {
+		seen[gjson.Get(h.next(), "id").Raw] = true
+	}
+	if len(seen) != 8 {
+		t.Errorf("answers for %d distinct ids, want 8", len(seen))
+	}
+	<-sent
+	if p := peak.Load(); p > 2 {
+		t.Errorf("%d requests were in flight upstream at once; the bound is 2", p)
+	}
+}
+
+func TestExitOnEOFWithWorkInFlight(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{})
+	arrived := make(chan struct{})
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		close(arrived)
+		<-r.Context().Done()
+	})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
+	<-arrived
+	h.stop() // fails the test if Run does not return within the bound
+}
+
+func TestBadInputKeepsServing(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{MaxMessageBytes: 1 << 20})
+	h.send("this is not json")
+	if r := h.next(); r != `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not valid JSON; send one JSON-RPC message per line"}}` {
+		t.Errorf("parse error: %s", r)
+	}
+	h.send(`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`)
+	if r := h.next(); gjson.Get(r, "error.code").Int() != -32600 || gjson.Get(r, "id").Raw != "null" {
+		t.Errorf("batch: %s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","id":"r","result":{}}`) // a response nobody asked for: ignored
+	h.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1]}`)
+	if r := h.next(); gjson.Get(r, "error.code").Int() != -32602 || gjson.Get(r, "id").Raw != "5" {
+		t.Errorf("array params: %s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}` + "\r")
+	if r := h.next(); r != `{"jsonrpc":"2.0","id":6,"result":{}}` {
+		t.Errorf("CRLF line: %s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"t":"` + strings.Repeat("a", 2<<20) + `"}}}`)
+	if r := h.next(); gjson.Get(r, "id").Raw != "null" || !strings.Contains(r, "--max-message-size") {
+		t.Errorf("oversized line: %.200s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	if r := h.next(); r != `{"jsonrpc":"2.0","id":8,"result":{}}` {
+		t.Errorf("after bad input: %s", r)
+	}
+}
+
+func TestUpstreamFailuresAnswerOnce(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{})
+	cases := []struct {
+		name    string
+		handler func(w http.ResponseWriter, r *http.Request, id string)
+		status  int64
+		code    int64
+		text    string
+	}{
+		{"500 html", func(w http.ResponseWriter, r *http.Request, id string) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(500)
+			io.WriteString(w, "<h1>oops</h1>")
+		}, 500, -32603, "HTTP 500"},
+		{"502 empty", func(w http.ResponseWriter, r *http.Request, id string) { w.WriteHeader(502) }, 502, -32603, "HTTP 502"},
+		{"200 html", func(w http.ResponseWriter, r *http.Request, id string) {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html></html>")
+		}, 200, -32603, "web page"},
+		{"400 json-rpc", func(w http.ResponseWriter, r *http.Request, id string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"Unknown tool"}}`, id)
+		}, 400, -32602, "Unknown tool"},
+		{"404 plain", func(w http.ResponseWriter, r *http.Request, id string) { http.NotFound(w, r) }, 404, -32603, "check the URL path"},
+		{"401", func(w http.ResponseWriter, r *http.Request, id string) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			w.WriteHeader(401)
+		}, 401, -32603, "Authorization"},
+		{"invalid json", func(w http.ResponseWriter, r *http.Request, id string) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`)
+		}, 200, -32603, "HTTP 200"},
+		{"wrong id", func(w http.ResponseWriter, r *http.Request, id string) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":999999,"result":{}}`)
+		}, 200, -32603, "instead of"},
+		{"sse ends early", func(w http.ResponseWriter, r *http.Request, id string) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n")
+		}, 200, -32603, "ended before the response"},
+		{"reset", func(w http.ResponseWriter, r *http.Request, id string) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}, 0, -32603, "broke"},
+		{"unknown resultType", func(w http.ResponseWriter, r *http.Request, id string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"mystery"}}`, id)
+		}, 200, -32603, "unrecognized resultType"},
+	}
+	for i, c := range cases {
+		u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) { c.handler(w, r, gjson.Get(body, "id").Raw) })
+		id := fmt.Sprintf(`"case-%d"`, i)
+		h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"x"}}`)
+		var r string
+		for {
+			r = h.next()
+			if gjson.Get(r, "method").Exists() {
+				continue // a forwarded notification
+			}
+			break
+		}
+		if gjson.Get(r, "id").Raw != id {
+			t.Errorf("%s: answer for %s, want %s", c.name, gjson.Get(r, "id").Raw, id)
+		}
+		if got := gjson.Get(r, "error.code").Int(); got != c.code {
+			t.Errorf("%s: code %d, want %d: %s", c.name, got, c.code, r)
+		}
+		if c.status != 0 && gjson.Get(r, "error.data.httpStatus").Int() != c.status {
+			t.Errorf("%s: error.data.httpStatus missing: %s", c.name, r)
+		}
+		if !strings.Contains(r, c.text) {
+			t.Errorf("%s: message does not say %q: %s", c.name, c.text, r)
+		}
+	}
+	// Still serving, and nothing more was sent for any case.
+	u.setHandler(nil)
+	h.send(`{"jsonrpc":"2.0","id":"last","method":"ping"}`)
+	if r := h.next(); gjson.Get(r, "id").Str != "last" {
+		t.Errorf("after the faults: %s", r)
+	}
+}
