@@ -161,6 +161,9 @@ func Handler() http.Handler {
 	sseOpts := mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		PropagateRequestCancellation: true,
+		// The proxy accepts messages up to 128 MiB by default; so does
+		// the demo, so large payloads can be tried end to end.
+		MaxRequestBodyBytes: 128 << 20,
 	}
 	jsonOpts := sseOpts
 	jsonOpts.JSONResponse = true

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -371,7 +372,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}, desc string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-timeAfter(waitTimeout):
+	case <-time.After(waitTimeout):
 		t.Fatalf("%s did not happen within %v", desc, waitTimeout)
 	}
 }

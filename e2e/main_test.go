@@ -98,6 +98,3 @@ func proxyEnv(extra ...string) []string {
 	}
 	return append(env, extra...)
 }
-
-// timeAfter is time.After, named for the bounded waits that use it.
-func timeAfter(d time.Duration) <-chan time.Time { return time.After(d) }

@@ -237,6 +237,10 @@ func TestRawLargeMessage(t *testing.T) {
 		h    func() http.Handler
 	}{
 		{"plain echo upstream", func() http.Handler { return &fakeServer{} }},
+		// The demo is what `mcp-tasks-proxy --demo` users get. (go-sdk's
+		// StreamableHTTPHandler limits request bodies to
+		// DefaultMaxRequestBodyBytes, 4 MiB, unless
+		// StreamableHTTPOptions.MaxRequestBodyBytes says otherwise.)
 		{"demo upstream", demo.Handler},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,8 +25,9 @@ func TestSDKClient(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		progress []*mcp.ProgressNotificationParams
-		logs     []*mcp.LoggingMessageParams
-		changed  = make(chan struct{}, 1)
+		//lint:ignore SA1019 the legacy logging feature is what the proxy bridges.
+		logs    []*mcp.LoggingMessageParams
+		changed = make(chan struct{}, 1)
 	)
 	poke := func() {
 		select {
@@ -41,6 +42,7 @@ func TestSDKClient(t *testing.T) {
 			mu.Unlock()
 			poke()
 		},
+		//lint:ignore SA1019 the legacy logging feature is what the proxy bridges.
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			mu.Lock()
 			logs = append(logs, req.Params)

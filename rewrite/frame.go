@@ -105,23 +105,23 @@ func Parse(raw []byte) (Frame, error) {
 	var jsonrpc gjson.Result
 	var method gjson.Result
 	hasID := false
-	gjson.Parse(view(raw)).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
+	var buf [8]member
+	for _, m := range members(gjson.Result{Type: gjson.JSON, Raw: view(raw)}, buf[:0]) {
+		switch m.key.Str {
 		case "jsonrpc":
-			jsonrpc = v
+			jsonrpc = m.value
 		case "id":
-			f.ID, hasID = v, true
+			f.ID, hasID = m.value, true
 		case "method":
-			method = v
+			method = m.value
 		case "params":
-			f.Params = v
+			f.Params = m.value
 		case "result":
-			f.Result = v
+			f.Result = m.value
 		case "error":
-			f.Error = v
+			f.Error = m.value
 		}
-		return true
-	})
+	}
 	if hasID && f.ID.Type != gjson.String && f.ID.Type != gjson.Number {
 		if f.ID.Type != gjson.Null || method.Exists() {
 			f.ID = gjson.Result{}

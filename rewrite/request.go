@@ -92,7 +92,7 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 			}
 		}
 		if len(up.DropParams) > 0 {
-			e.removeMembers(f.Raw, f.Params, ms, func(m *member) bool { return contains(up.DropParams, m.key.Str) })
+			e.removeMembers(f.Params, ms, func(i int) bool { return contains(up.DropParams, ms[i].key.Str) })
 		}
 		switch {
 		case meta == nil:
@@ -121,7 +121,7 @@ func spliceMeta(e *edits, doc []byte, obj gjson.Result, block MetaBlock) {
 	kept := len(ms)
 	for i := range ms {
 		if block.owns(ms[i].key.Str) {
-			kept = e.removeMembers(doc, obj, ms, func(m *member) bool { return block.owns(m.key.Str) })
+			kept = e.removeMembers(obj, ms, func(i int) bool { return block.owns(ms[i].key.Str) })
 			break
 		}
 	}

@@ -102,7 +102,8 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 	if meta != nil && meta.value.IsObject() {
 		metaGone = stripServerInfo(&e, f.Raw, meta.value)
 	}
-	e.removeMembers(f.Raw, res, ms, func(m *member) bool {
+	e.removeMembers(res, ms, func(i int) bool {
+		m := &ms[i]
 		switch m.key.Str {
 		case "resultType":
 			return true
@@ -147,7 +148,7 @@ func stripServerInfo(e *edits, doc []byte, meta gjson.Result) (dropAll bool) {
 	if len(ms) == 1 {
 		return true
 	}
-	e.removeMembers(doc, meta, ms, func(m *member) bool { return m.key.Str == MetaServerInfo })
+	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == MetaServerInfo })
 	return false
 }
 

@@ -58,15 +58,21 @@ func (e edits) apply(src []byte) []byte {
 		}
 		return (a.end - a.start) - (b.end - b.start)
 	})
-	size := len(src)
+	// Size the output exactly, merging overlaps as the copy loop does.
+	size, pos := 0, 0
 	for _, ed := range e {
-		size += len(ed.repl) + len(ed.repl2) - (ed.end - ed.start)
+		if ed.start < pos {
+			if ed.end > pos {
+				pos = ed.end
+			}
+			continue
+		}
+		size += ed.start - pos + len(ed.repl) + len(ed.repl2)
+		pos = ed.end
 	}
-	if size < 0 {
-		size = 0
-	}
-	out := make([]byte, 0, size+8)
-	pos := 0
+	size += len(src) - pos
+	out := make([]byte, 0, size)
+	pos = 0
 	for _, ed := range e {
 		if ed.start < pos {
 			// Overlaps an earlier edit: only deletions may overlap.
@@ -91,22 +97,13 @@ type member struct {
 	start, end int // from the key's opening quote to the end of the value
 }
 
-// members lists the members of obj in order. obj must carry a valid Index.
-func members(obj gjson.Result, buf []member) []member {
-	obj.ForEach(func(k, v gjson.Result) bool {
-		buf = append(buf, member{key: k, value: v, start: k.Index, end: v.Index + len(v.Raw)})
-		return true
-	})
-	return buf
-}
-
 // removeMembers adds to e the deletions that drop every member m of obj for
-// which drop(m) is true, keeping the object's commas well formed. It reports
+// whose index i has drop(i) true, keeping the object's commas well formed. It reports
 // how many members remain.
-func (e *edits) removeMembers(doc []byte, obj gjson.Result, ms []member, drop func(m *member) bool) (kept int) {
+func (e *edits) removeMembers(obj gjson.Result, ms []member, drop func(i int) bool) (kept int) {
 	dropped := make([]bool, len(ms))
 	for i := range ms {
-		dropped[i] = drop(&ms[i])
+		dropped[i] = drop(i)
 		if !dropped[i] {
 			kept++
 		}

@@ -38,11 +38,7 @@ const taskSupportOptional = `"execution":{"taskSupport":"optional"}`
 // one), and with taskSupport every tool is marked execution.taskSupport
 // "optional".
 func toolsList(e *edits, doc []byte, tools gjson.Result, taskSupport bool) ([]ToolHeaders, []RejectedTool) {
-	var elems []member
-	tools.ForEach(func(_, v gjson.Result) bool {
-		elems = append(elems, member{value: v, start: v.Index, end: v.Index + len(v.Raw)})
-		return true
-	})
+	elems := elements(tools, nil)
 	var headers []ToolHeaders
 	var rejected []RejectedTool
 	drop := make(map[int]bool)
@@ -64,8 +60,7 @@ func toolsList(e *edits, doc []byte, tools gjson.Result, taskSupport bool) ([]To
 		editTool(e, doc, tool, taskSupport)
 	}
 	if len(drop) > 0 {
-		i := -1
-		e.removeMembers(doc, tools, elems, func(*member) bool { i++; return drop[i] })
+		e.removeMembers(tools, elems, func(i int) bool { return drop[i] })
 	}
 	return headers, rejected
 }
@@ -79,8 +74,8 @@ func editTool(e *edits, doc []byte, tool gjson.Result, taskSupport bool) {
 			execution = &ms[i]
 		}
 	}
-	e.removeMembers(doc, tool, ms, func(m *member) bool {
-		return m.key.Str == "outputSchema" && m.value.Get("type").String() != "object"
+	e.removeMembers(tool, ms, func(i int) bool {
+		return ms[i].key.Str == "outputSchema" && ms[i].value.Get("type").String() != "object"
 	})
 	if !taskSupport {
 		return

@@ -1,0 +1,158 @@
+package rewrite
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// A small scanner over JSON that gjson.Valid has already accepted. It lists
+// an object's members (or an array's elements) with their byte offsets
+// without a callback, so the caller's member buffer can live on the stack,
+// and it skips strings with IndexByte, so a large result costs one fast pass.
+
+// members lists the members of the object obj in order, appending to buf.
+// obj.Index must be the offset of obj in the document.
+func members(obj gjson.Result, buf []member) []member {
+	s := obj.Raw
+	for i := 1; i < len(s); {
+		i = skipSpace(s, i)
+		if i >= len(s) || s[i] == '}' || s[i] != '"' && s[i] != ',' {
+			break
+		}
+		if s[i] == ',' {
+			i++
+			continue
+		}
+		kstart := i
+		kend := skipString(s, i)
+		key := gjson.Result{Type: gjson.String, Raw: s[kstart:kend], Index: obj.Index + kstart}
+		key.Str = stringValue(key.Raw)
+		i = skipSpace(s, kend)
+		if i >= len(s) || s[i] != ':' {
+			break
+		}
+		i = skipSpace(s, i+1)
+		vend := skipValue(s, i)
+		buf = append(buf, member{
+			key:   key,
+			value: valueAt(s[i:vend], obj.Index+i),
+			start: obj.Index + kstart,
+			end:   obj.Index + vend,
+		})
+		i = vend
+	}
+	return buf
+}
+
+// elements lists the elements of the array arr; start and end of each
+// member are the element's own bytes.
+func elements(arr gjson.Result, buf []member) []member {
+	s := arr.Raw
+	for i := 1; i < len(s); {
+		i = skipSpace(s, i)
+		if i >= len(s) || s[i] == ']' {
+			break
+		}
+		if s[i] == ',' {
+			i++
+			continue
+		}
+		vend := skipValue(s, i)
+		if vend == i {
+			break
+		}
+		buf = append(buf, member{value: valueAt(s[i:vend], arr.Index+i), start: arr.Index + i, end: arr.Index + vend})
+		i = vend
+	}
+	return buf
+}
+
+// valueAt makes a gjson.Result for the raw value at offset index.
+func valueAt(raw string, index int) gjson.Result {
+	if raw == "" {
+		return gjson.Result{}
+	}
+	switch raw[0] {
+	case '{', '[':
+		return gjson.Result{Type: gjson.JSON, Raw: raw, Index: index}
+	case '"':
+		return gjson.Result{Type: gjson.String, Raw: raw, Str: stringValue(raw), Index: index}
+	}
+	r := gjson.Parse(raw)
+	r.Index = index
+	return r
+}
+
+// stringValue returns the contents of a JSON string literal.
+func stringValue(raw string) string {
+	inner := raw[1 : len(raw)-1]
+	if strings.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	return gjson.Parse(raw).Str
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the offset just past the string literal at s[i].
+func skipString(s string, i int) int {
+	j := i + 1
+	for {
+		k := strings.IndexByte(s[j:], '"')
+		if k < 0 {
+			return len(s)
+		}
+		j += k
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for b := j - 1; b > i && s[b] == '\\'; b-- {
+			n++
+		}
+		j++
+		if n%2 == 0 {
+			return j
+		}
+	}
+}
+
+// skipValue returns the offset just past the value at s[i].
+func skipValue(s string, i int) int {
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				j = skipString(s, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	j := i
+	for j < len(s) {
+		switch s[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
