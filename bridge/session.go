@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -61,14 +62,15 @@ type Session struct {
 	client *routing.Client
 
 	out     chan []byte   // frames for the writer goroutine
+	queue   chan job      // requests read but not started yet (bounded)
 	sem     chan struct{} // in-flight bound
+	stopped chan struct{} // closed when every answer has been queued
 	wg      sync.WaitGroup
 	ctx     context.Context // cancelled when the session ends
 	upID    atomic.Int64
 	initMu  sync.Mutex // serializes initialize
 	meta    atomic.Pointer[rewrite.MetaBlock]
 	tasks   atomic.Bool // the upstream declares the tasks extension
-	discard atomic.Bool // stdout failed: frames are dropped
 
 	mu         sync.Mutex
 	inflight   map[string]*call // by the client's raw id
@@ -79,12 +81,19 @@ type Session struct {
 	params     map[string][]routing.ParamHeader
 }
 
-// call is one forwarded client request.
+// call is one client request that needs an in-flight slot.
 type call struct {
 	id        []byte // the client's raw id
 	method    string
+	ctx       context.Context
 	cancel    context.CancelFunc
 	cancelled atomic.Bool // the client sent notifications/cancelled
+}
+
+// job is a request waiting for a slot.
+type job struct {
+	c *call
+	f rewrite.Frame
 }
 
 // New prepares a session.
@@ -106,7 +115,9 @@ func New(cfg Config) *Session {
 		log:      cfg.Logger,
 		client:   cfg.Client,
 		out:      make(chan []byte, 256),
+		queue:    make(chan job, cfg.MaxInFlight),
 		sem:      make(chan struct{}, cfg.MaxInFlight),
+		stopped:  make(chan struct{}),
 		inflight: make(map[string]*call),
 		params:   make(map[string][]routing.ParamHeader),
 	}
@@ -115,12 +126,22 @@ func New(cfg Config) *Session {
 // Run serves the session until stdin ends or ctx is cancelled. Then it
 // cancels in-flight work, waits for it, flushes stdout and returns. It
 // returns nil on a normal end (EOF or cancellation).
+//
+// Three goroutines cooperate: the reader parses stdin, answers what is local
+// (ping, logging/setLevel, cancellations) at once and queues requests; the
+// starter takes queued requests as in-flight slots free up, one goroutine per
+// request; the writer owns stdout. The queue holds at most MaxInFlight
+// requests: when it is full the reader stops reading stdin (backpressure),
+// so memory stays bounded, while a cancel or a ping that arrives behind a
+// saturating request is still read and handled.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.ctx = ctx
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- s.write(out) }()
+	starterDone := make(chan struct{})
+	go func() { defer close(starterDone); s.start(ctx) }()
 
 	readerDone := make(chan error, 1)
 	go func() { readerDone <- s.read(ctx, in) }()
@@ -132,13 +153,49 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	// Stop everything in flight; answers that race the cancel are dropped.
 	cancel()
+	<-starterDone
 	s.wg.Wait()
-	close(s.out)
+	close(s.stopped)
 	werr := <-writerDone
 	if err == nil || errors.Is(err, io.EOF) {
 		err = werr
 	}
 	return err
+}
+
+// start runs queued requests as in-flight slots free up.
+func (s *Session) start(ctx context.Context) {
+	for {
+		var j job
+		select {
+		case j = <-s.queue:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		if j.c.ctx.Err() != nil { // cancelled while queued
+			<-s.sem
+			s.finish(j.c, nil)
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-s.sem }()
+			defer j.c.cancel()
+			var frame []byte
+			if j.f.Method == "initialize" {
+				frame = s.initialize(j.c.ctx, &j.f)
+			} else {
+				frame = s.forward(j.c.ctx, j.c, &j.f)
+			}
+			s.finish(j.c, frame)
+		}()
+	}
 }
 
 // read is the stdin loop: one line, one message.
@@ -204,34 +261,36 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		s.setLevel(&f)
 		return true
 	}
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return false
+	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
+		s.send(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidParams,
+			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil))
+		return true
 	}
-	c, ok := s.register(&f)
+	c, ok := s.register(ctx, &f)
 	if !ok {
-		<-s.sem
 		s.send(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
 			"a request with this id is already in flight; ids must be unique among pending requests", nil))
 		return true
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	c.cancel = cancel
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() { <-s.sem }()
-		defer cancel()
-		var frame []byte
-		if f.Method == "initialize" {
-			frame = s.initialize(cctx, &f)
-		} else {
-			frame = s.forward(cctx, c, &f)
-		}
-		s.finish(c, frame)
-	}()
-	return true
+	select {
+	case s.queue <- job{c: c, f: f}:
+		return true
+	case <-ctx.Done():
+		c.cancel()
+		return false
+	}
+}
+
+// requiredParam names the string parameter a method cannot do without; it
+// is also what the Mcp-Name header carries, so it is checked before sending.
+func requiredParam(method string) string {
+	switch method {
+	case "tools/call", "prompts/get":
+		return "name"
+	case "resources/read":
+		return "uri"
+	}
+	return ""
 }
 
 func invalidMessage(err error) string {
@@ -244,14 +303,16 @@ func invalidMessage(err error) string {
 	return "Invalid Request: " + err.Error()
 }
 
-// register records a request as in flight under the client's id.
-func (s *Session) register(f *rewrite.Frame) (*call, bool) {
-	c := &call{id: []byte(f.ID.Raw), method: f.Method}
+// register records a request as in flight under the client's id, from the
+// moment it is read, so that a cancel finds it even while it is queued.
+func (s *Session) register(ctx context.Context, f *rewrite.Frame) (*call, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.inflight[f.ID.Raw]; dup {
 		return nil, false
 	}
+	c := &call{id: []byte(f.ID.Raw), method: f.Method}
+	c.ctx, c.cancel = context.WithCancel(ctx)
 	s.inflight[f.ID.Raw] = c
 	return c, true
 }
@@ -287,24 +348,42 @@ func (s *Session) notification(f *rewrite.Frame) {
 			return
 		}
 		c.cancelled.Store(true)
-		c.cancel()
+		c.cancel() // closes the upstream stream, or drops it from the queue
 		s.info("request cancelled by the client", zap.String("id", id.Raw), zap.String("method", c.method))
 	default:
 		s.debug("client notification consumed", zap.String("method", f.Method))
 	}
 }
 
-// send queues a frame for stdout.
+// send queues a frame for stdout. Once the session is ending, a sender that
+// would block gives up: the client has gone or stopped reading.
 func (s *Session) send(frame []byte) {
-	s.out <- frame
+	select {
+	case s.out <- frame:
+	case <-s.ctx.Done():
+	}
 }
 
 // write is the only code that touches stdout. It flushes whenever the queue
-// runs dry, so a burst costs one write.
+// runs dry, so a burst costs one write. It ends when the session has stopped
+// and every queued frame is written.
 func (s *Session) write(w io.Writer) error {
 	bw := newFlusher(w)
 	var failed error
-	for frame := range s.out {
+	for {
+		var frame []byte
+		select {
+		case frame = <-s.out:
+		case <-s.stopped:
+			select {
+			case frame = <-s.out:
+			default:
+				if failed == nil {
+					failed = bw.flush()
+				}
+				return failed
+			}
+		}
 		if failed != nil {
 			continue // keep draining so senders never block
 		}
@@ -313,14 +392,9 @@ func (s *Session) write(w io.Writer) error {
 		}
 		if err := bw.writeLine(frame, len(s.out) == 0); err != nil {
 			failed = err
-			s.discard.Store(true)
 			s.log.Error("writing to stdout failed; frames are dropped", zap.Error(err))
 		}
 	}
-	if failed == nil {
-		failed = bw.flush()
-	}
-	return failed
 }
 
 // nextUpstreamID mints a proxy-owned upstream id (eras.md §18).

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 )
 
@@ -13,7 +14,17 @@ type flusher struct {
 
 func newFlusher(w io.Writer) *flusher { return &flusher{w: bufio.NewWriterSize(w, 64<<10)} }
 
+// writeLine writes one frame and its newline. A raw CR or LF in a frame can
+// only be whitespace between JSON tokens (a pretty-printed upstream body, or
+// multi-line SSE data): it becomes a space, so one frame is one line.
 func (f *flusher) writeLine(frame []byte, flush bool) error {
+	if bytes.IndexByte(frame, '\n') >= 0 || bytes.IndexByte(frame, '\r') >= 0 {
+		for i, c := range frame {
+			if c == '\n' || c == '\r' {
+				frame[i] = ' '
+			}
+		}
+	}
 	if _, err := f.w.Write(frame); err != nil {
 		return err
 	}

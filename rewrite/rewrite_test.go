@@ -184,6 +184,9 @@ func TestResponseDown(t *testing.T) {
 		{"task support marked", "tools/list",
 			`{"jsonrpc":"2.0","id":5,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{"type":"object"},"execution":{}},{"name":"c","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"}}]}}`,
 			0, true, `{"jsonrpc":"2.0","id":"orig","result":{"tools":[{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}},{"name":"b","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}},{"name":"c","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}]}}`, "complete"},
+		{"boolean property schemas become objects", "tools/list",
+			`{"jsonrpc":"2.0","id":5,"result":{"tools":[{"name":"a","inputSchema":{"type":"object","properties":{"x":true,"y":false,"z":{"type":"string"}}},"outputSchema":{"type":"object","properties":{"any":true}}}]}}`,
+			0, false, `{"jsonrpc":"2.0","id":"orig","result":{"tools":[{"name":"a","inputSchema":{"type":"object","properties":{"x":{},"y":{"not":{}},"z":{"type":"string"}}},"outputSchema":{"type":"object","properties":{"any":{}}}}]}}`, "complete"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -69,14 +69,24 @@ func editTool(e *edits, doc []byte, tool gjson.Result, taskSupport bool) {
 	var buf [16]member
 	ms := members(tool, buf[:0])
 	var execution *member
+	dropOutput := false
 	for i := range ms {
-		if ms[i].key.Str == "execution" {
+		switch ms[i].key.Str {
+		case "execution":
 			execution = &ms[i]
+		case "inputSchema":
+			objectProperties(e, ms[i].value)
+		case "outputSchema":
+			if ms[i].value.Get("type").String() != "object" {
+				dropOutput = true
+			} else {
+				objectProperties(e, ms[i].value)
+			}
 		}
 	}
-	e.removeMembers(tool, ms, func(i int) bool {
-		return ms[i].key.Str == "outputSchema" && ms[i].value.Get("type").String() != "object"
-	})
+	if dropOutput {
+		e.removeMembers(tool, ms, func(i int) bool { return ms[i].key.Str == "outputSchema" })
+	}
 	if !taskSupport {
 		return
 	}
@@ -97,6 +107,29 @@ func editTool(e *edits, doc []byte, tool gjson.Result, taskSupport bool) {
 		}
 	default:
 		e.replace(execution.value.Index, execution.value.Index+len(execution.value.Raw), []byte(`{"taskSupport":"optional"}`))
+	}
+}
+
+// objectProperties rewrites boolean subschemas directly under a schema's
+// properties: JSON Schema 2020-12 (and so 2026) allows true and false there,
+// and SDKs emit true for "any"; the 2025 Tool schema requires objects. true
+// becomes {} and false becomes {"not":{}}, which mean the same.
+func objectProperties(e *edits, schema gjson.Result) {
+	if !schema.IsObject() {
+		return
+	}
+	props := schema.Get("properties")
+	if !props.IsObject() || props.Index <= schema.Index { // Get adds schema.Index; no offset means unknown
+		return
+	}
+	var buf [16]member
+	for _, m := range members(props, buf[:0]) {
+		switch m.value.Type {
+		case gjson.True:
+			e.replace(m.value.Index, m.value.Index+len(m.value.Raw), []byte(`{}`))
+		case gjson.False:
+			e.replace(m.value.Index, m.value.Index+len(m.value.Raw), []byte(`{"not":{}}`))
+		}
 	}
 }
 
