@@ -27,7 +27,7 @@ func TestEncodeValue(t *testing.T) {
 		{"cr\rlf\n", "=?base64?Y3INbGYK?="},
 		{"del\x7f", "=?base64?ZGVsfw==?="},
 		{"=?base64?abc?=", "=?base64?PT9iYXNlNjQ/YWJjPz0=?="}, // a lookalike is encoded
-		{"=?base64?abc", "=?base64?abc"},                     // not a full lookalike: plain
+		{"=?base64?abc", "=?base64?abc"},                      // not a full lookalike: plain
 		{"é", "=?base64?w6k=?="},
 	}
 	for _, tt := range tests {
