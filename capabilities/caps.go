@@ -109,6 +109,10 @@ type InitializeOptions struct {
 	// Tasks advertises the legacy tasks capability when the server declares
 	// the tasks extension.
 	Tasks bool
+	// Subscriptions keeps listChanged and resources.subscribe. Without it
+	// they are removed: the proxy advertises only what it can deliver, and
+	// change notifications need a subscriptions/listen stream.
+	Subscriptions bool
 }
 
 // InitializeResult synthesizes the legacy InitializeResult from a 2026
@@ -118,6 +122,9 @@ type InitializeOptions struct {
 func InitializeResult(discover []byte, o InitializeOptions) []byte {
 	d := gjson.ParseBytes(discover)
 	caps, _ := ServerCapabilities([]byte(d.Get("capabilities").Raw), o.Tasks)
+	if !o.Subscriptions {
+		caps = withoutChangeNotifications(caps)
+	}
 	out := []byte(`{}`)
 	out, _ = sjson.SetBytes(out, "protocolVersion", NegotiateLegacy(o.RequestedVersion))
 	out, _ = sjson.SetRawBytes(out, "capabilities", caps)
@@ -138,6 +145,15 @@ func InitializeResult(discover []byte, o InitializeOptions) []byte {
 		out, _ = sjson.SetRawBytes(out, "instructions", []byte(ins.Raw))
 	}
 	return out
+}
+
+// withoutChangeNotifications removes tools/prompts/resources listChanged and
+// resources.subscribe from legacy server capabilities.
+func withoutChangeNotifications(caps []byte) []byte {
+	for _, p := range []string{"tools.listChanged", "prompts.listChanged", "resources.listChanged", "resources.subscribe"} {
+		caps, _ = sjson.DeleteBytes(caps, p)
+	}
+	return caps
 }
 
 func validImplementation(v gjson.Result) bool {

@@ -140,7 +140,7 @@ func play(t *testing.T, s *session, legacyIn []byte, serverIn func(upID []byte) 
 		}
 		if f.Method == "initialize" {
 			res := capabilities.InitializeResult([]byte(m.Result.Raw), capabilities.InitializeOptions{
-				RequestedVersion: f.Params.Get("protocolVersion").String(), UpstreamURL: goldenURL, Tasks: s.Tasks,
+				RequestedVersion: f.Params.Get("protocolVersion").String(), UpstreamURL: goldenURL, Tasks: s.Tasks, Subscriptions: true,
 			})
 			ex.ClientOut = append(ex.ClientOut, rewrite.ResultFrame(id, res))
 			continue
