@@ -27,10 +27,21 @@ const wait = 10 * time.Second
 // upstream is a scriptable modern server.
 type upstream struct {
 	*httptest.Server
-	mu     sync.Mutex
-	bodies []string
-	handle func(w http.ResponseWriter, r *http.Request, body string) // for everything but discover
-	disc   string                                                    // discover result
+	mu      sync.Mutex
+	bodies  []string
+	headers []http.Header
+	handle  func(w http.ResponseWriter, r *http.Request, body string) // for everything but discover
+	disc    string                                                    // discover result
+	tools   string                                                    // tools/list tools array
+}
+
+func (u *upstream) toolsJSON() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.tools == "" {
+		return "[]"
+	}
+	return u.tools
 }
 
 const discoverResult = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"extensions":{"io.modelcontextprotocol/tasks":{}}},"instructions":"hi","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"9"}}}`
@@ -42,13 +53,19 @@ func newUpstream(t *testing.T) *upstream {
 		body := string(b)
 		u.mu.Lock()
 		u.bodies = append(u.bodies, body)
+		u.headers = append(u.headers, r.Header.Clone())
 		h := u.handle
 		disc := u.disc
 		u.mu.Unlock()
 		id := gjson.Get(body, "id").Raw
-		if gjson.Get(body, "method").Str == "server/discover" {
+		switch gjson.Get(body, "method").Str {
+		case "server/discover":
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, disc)
+			return
+		case "tools/list": // also the proxy's own lazy listing before a first tools/call
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","tools":%s,"ttlMs":0,"cacheScope":"public"}}`, id, u.toolsJSON())
 			return
 		}
 		if h == nil {
@@ -490,5 +507,131 @@ func TestUpstreamFailuresAnswerOnce(t *testing.T) {
 	h.send(`{"jsonrpc":"2.0","id":"last","method":"ping"}`)
 	if r := h.next(); gjson.Get(r, "id").Str != "last" {
 		t.Errorf("after the faults: %s", r)
+	}
+}
+
+func (u *upstream) count(method string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n := 0
+	for _, b := range u.bodies {
+		if gjson.Get(b, "method").Str == method {
+			n++
+		}
+	}
+	return n
+}
+
+const weatherTool = `[{"name":"get_weather","inputSchema":{"type":"object","properties":{"city":{"type":"string","x-mcp-header":"City"}}}}]`
+
+func TestLazyToolsListGivesParamHeaders(t *testing.T) {
+	u := newUpstream(t)
+	u.tools = weatherTool
+	h := initialized(t, u, Config{})
+	var city atomic.Value
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		city.Store(r.Header.Get("Mcp-Param-City"))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, gjson.Get(body, "id").Raw)
+	})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Zürich"}}}`)
+	if r := h.next(); gjson.Get(r, "result").Raw != `{"content":[]}` {
+		t.Fatalf("call: %s", r)
+	}
+	if got := city.Load(); got != "=?base64?WsO8cmljaA==?=" {
+		t.Errorf("Mcp-Param-City = %v, want the Base64 sentinel of Zürich", got)
+	}
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Paris"}}}`)
+	h.next()
+	if got := city.Load(); got != "Paris" {
+		t.Errorf("Mcp-Param-City = %v, want Paris", got)
+	}
+	if n := u.count("tools/list"); n != 1 {
+		t.Errorf("the proxy listed tools %d times, want once", n)
+	}
+}
+
+func TestHeaderMismatchRefreshesToolsAndRetriesOnce(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{})
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"tools/list"}`) // the client lists: no annotation yet
+	h.next()
+	u.mu.Lock()
+	u.tools = weatherTool // the server adds one
+	u.mu.Unlock()
+	var calls atomic.Int32
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		id := gjson.Get(body, "id").Raw
+		if r.Header.Get("Mcp-Param-City") == "" {
+			w.WriteHeader(400)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32020,"message":"Header mismatch: missing Mcp-Param-City"}}`, id)
+			return
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}`, id)
+	})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Paris"}}}`)
+	if r := h.next(); gjson.Get(r, "result.content.0.text").Str != "ok" {
+		t.Fatalf("after the refresh: %s", r)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("tools/call reached the server %d times, want 2 (one rejected, one retry)", n)
+	}
+	// A mismatch that a refresh cannot fix is passed through after one retry.
+	calls.Store(0)
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32020,"message":"Header mismatch"}}`, gjson.Get(body, "id").Raw)
+	})
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Paris"}}}`)
+	r := h.next()
+	if gjson.Get(r, "error.code").Int() != -32020 || gjson.Get(r, "error.data.httpStatus").Int() != 400 {
+		t.Errorf("persistent mismatch: %s", r)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("tools/call reached the server %d times, want 2", n)
+	}
+}
+
+func TestUnsupportedVersionReprobes(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{})
+	var calls atomic.Int32
+	reject := func(w http.ResponseWriter, id string, supported string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":%s,"requested":"2026-07-28"}}}`, id, supported)
+	}
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		id := gjson.Get(body, "id").Raw
+		if calls.Add(1) == 1 {
+			reject(w, id, `["2026-07-28"]`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"prompts":[]}}`, id)
+	})
+	discovers := u.count("server/discover")
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`)
+	if r := h.next(); gjson.Get(r, "result").Raw != `{"prompts":[]}` {
+		t.Fatalf("after the re-probe: %s", r)
+	}
+	if u.count("server/discover") != discovers+1 {
+		t.Errorf("no re-probe after -32022")
+	}
+	// The server turned legacy: -32603 carrying the server's data.
+	u.mu.Lock()
+	u.disc = `{"resultType":"complete","supportedVersions":["2025-11-25"],"capabilities":{}}`
+	u.mu.Unlock()
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		reject(w, gjson.Get(body, "id").Raw, `["2025-11-25"]`)
+	})
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"prompts/list"}`)
+	r := h.next()
+	if gjson.Get(r, "error.code").Int() != -32603 || gjson.Get(r, "error.data.supported").Raw != `["2025-11-25"]` {
+		t.Errorf("version rejected for good: %s", r)
 	}
 }

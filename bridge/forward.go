@@ -8,74 +8,134 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // forward sends one client request upstream and returns its one answer for
 // the client, or nil when the client cancelled it or the session is ending.
+//
+// Two upstream errors are recovered from once, as eras.md §14.3 says: a
+// -32020 (header mismatch) on tools/call refreshes the x-mcp-header
+// annotations from tools/list and retries; a -32022 (unsupported version)
+// probes the server again and retries if it is still modern. Both are
+// answered by the server before it runs anything, so the retry is safe.
 func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte {
-	meta := s.meta.Load()
-	if meta == nil {
+	if s.meta.Load() == nil {
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
 			fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", f.Method), nil)
 	}
+	if f.Method == "tools/call" {
+		s.ensureTools(ctx)
+	}
+	frame, code := s.attempt(ctx, c, f)
+	switch code {
+	case rewrite.CodeHeaderMismatch:
+		if f.Method == "tools/call" && ctx.Err() == nil {
+			s.info("header mismatch: refreshing tools/list and retrying once", zap.ByteString("id", c.id))
+			s.fetchTools(ctx)
+			frame, _ = s.attempt(ctx, c, f)
+		}
+	case rewrite.CodeUnsupportedProtocolVersion:
+		frame = s.versionRejected(ctx, c, f, frame)
+	}
+	return frame
+}
+
+// versionRejected handles a -32022 on a normal request: probe again; if the
+// server is still modern, retry once; otherwise answer -32603 with the
+// server's original error data.
+func (s *Session) versionRejected(ctx context.Context, c *call, f *rewrite.Frame, frame []byte) []byte {
+	meta := s.meta.Load()
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
+	defer cancel()
+	prober := capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
+	if v := prober.Probe(pctx, *meta); v.Era == capabilities.Modern {
+		s.info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.id))
+		var code int
+		if frame, code = s.attempt(ctx, c, f); code != rewrite.CodeUnsupportedProtocolVersion {
+			return frame
+		}
+	}
+	if frame == nil {
+		return nil
+	}
+	data := gjson.GetBytes(frame, "error.data").Raw
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		fmt.Sprintf("the upstream server at %s no longer accepts protocol %s for %s (%s); restart the client session so the proxy detects the server again",
+			s.client.URL(), capabilities.ModernVersion, f.Method, gjson.GetBytes(frame, "error.message").String()),
+		[]byte(orEmptyObject(data)))
+}
+
+func orEmptyObject(raw string) string {
+	if raw == "" {
+		return "{}"
+	}
+	return raw
+}
+
+// attempt makes one upstream exchange for a client request. It returns the
+// client's answer and, when the server answered with a JSON-RPC error, its
+// code.
+func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, int) {
 	upID := s.nextUpstreamID()
-	body, err := rewrite.RequestUp(f, rewrite.Up{ID: upID, Meta: *meta})
+	body, err := rewrite.RequestUp(f, rewrite.Up{ID: upID, Meta: *s.meta.Load()})
 	if err != nil {
-		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil)
+		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), 0
 	}
 	start := time.Now()
 	resp, err := s.client.Post(ctx, body, s.paramHeaders(f))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return nil, 0
 		}
-		s.warn("upstream request failed", zap.String("method", f.Method), zap.String("id", string(c.id)),
+		s.warn("upstream request failed", zap.String("method", f.Method), zap.ByteString("id", c.id),
 			zap.ByteString("upstreamId", upID), zap.Error(err))
-		return s.transportError(c.id, f.Method, err)
+		return s.transportError(c.id, f.Method, err), 0
 	}
 	defer resp.Close()
-	frame := s.answer(ctx, c, f, upID, resp)
+	frame, code := s.answer(ctx, c, f, upID, resp)
 	if ce := s.log.Check(zapcore.InfoLevel, "request"); ce != nil {
 		ce.Write(zap.String("method", f.Method), zap.ByteString("id", c.id), zap.ByteString("upstreamId", upID),
 			zap.Int("httpStatus", resp.Status), zap.Duration("latency", time.Since(start)),
 			zap.Int("bytesUp", len(body)), zap.Int("bytesDown", len(frame)))
 	}
-	return frame
+	return frame, code
 }
 
 // answer reads the upstream messages of one request: notifications go to the
 // client as they come, and the response for upID becomes the client's answer.
-func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response) []byte {
+func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response) ([]byte, int) {
 	var skipped string // why the last unusable stream event was skipped
 	for {
 		msg, err := resp.Next()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return nil, 0
 			}
 			switch {
 			case errors.Is(err, io.EOF):
-				return s.noAnswer(c, f.Method, resp, skipped)
+				return s.noAnswer(c, f.Method, resp, skipped), 0
 			case errors.Is(err, routing.ErrContentType):
-				return s.httpFailure(c.id, f.Method, resp, msg)
+				return s.httpFailure(c.id, f.Method, resp, msg), 0
 			case errors.Is(err, routing.ErrTooLarge):
 				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", f.Method),
-					errorData(s.client.URL(), resp.Status, "", ""))
+					errorData(s.client.URL(), resp.Status, "", "")), 0
 			}
 			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
-				errorData(s.client.URL(), resp.Status, "", ""))
+				errorData(s.client.URL(), resp.Status, "", "")), 0
 		}
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
 			if !resp.IsSSE() {
-				return s.httpFailure(c.id, f.Method, resp, msg)
+				return s.httpFailure(c.id, f.Method, resp, msg), 0
 			}
 			skipped = "an event that is not a JSON-RPC message (" + perr.Error() + ")"
 			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", capBytes(msg)))
@@ -98,9 +158,14 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 			}
 			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
-				errorData(s.client.URL(), resp.Status, "", ""))
+				errorData(s.client.URL(), resp.Status, "", "")), 0
 		}
-		return s.down(c, f.Method, &m, resp.Status)
+		frame := s.down(c, f.Method, &m, resp.Status)
+		code := 0
+		if m.Error.Exists() {
+			code = int(m.Error.Get("code").Int())
+		}
+		return frame, code
 	}
 }
 
@@ -146,36 +211,6 @@ func (s *Session) streamNotification(c *call, m *rewrite.Frame) {
 	default:
 		s.debug("upstream notification on a response stream dropped", zap.String("method", m.Method))
 	}
-}
-
-// rememberTools keeps the x-mcp-header annotations of listed tools, for the
-// Mcp-Param-* headers of later calls, and reports the tools removed.
-func (s *Session) rememberTools(d rewrite.Downed) {
-	for _, r := range d.Rejected {
-		s.warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
-	}
-	if len(d.Tools) == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range d.Tools {
-		ps := make([]routing.ParamHeader, len(t.Params))
-		for i, p := range t.Params {
-			ps[i] = routing.ParamHeader{Name: p.Name, Path: p.Path}
-		}
-		s.params[t.Tool] = ps
-	}
-}
-
-func (s *Session) paramHeaders(f *rewrite.Frame) []routing.ParamHeader {
-	if f.Method != "tools/call" {
-		return nil
-	}
-	name := f.Params.Get("name").String()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.params[name]
 }
 
 // noAnswer is the error for a body or stream that ended without a response.

@@ -73,12 +73,15 @@ type Session struct {
 	tasks   atomic.Bool // the upstream declares the tasks extension
 
 	mu         sync.Mutex
-	inflight   map[string]*call // by the client's raw id
-	ready      bool             // initialize succeeded
-	caps       []byte           // mapped client capabilities
-	clientInfo []byte           // the client's clientInfo
-	level      string           // logging/setLevel
-	params     map[string][]routing.ParamHeader
+	inflight   map[string]*call                 // by the client's raw id
+	ready      bool                             // initialize succeeded
+	caps       []byte                           // mapped client capabilities
+	clientInfo []byte                           // the client's clientInfo
+	level      string                           // logging/setLevel
+	params     map[string][]routing.ParamHeader // x-mcp-header annotations by tool
+	listed     bool                             // params reflect a tools/list
+
+	fetchMu sync.Mutex // one lazy tools/list fetch at a time
 }
 
 // call is one client request that needs an in-flight slot.

@@ -99,11 +99,17 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 		}
 		return Verdict{Era: Unknown, Status: status, Reason: "authentication required",
 			Err: fmt.Errorf("%s answered HTTP %d to server/discover: %s", url, status, hint)}
+	case status == 407:
+		return Verdict{Era: Unknown, Status: status, Reason: "proxy authentication required",
+			Err: fmt.Errorf("an HTTP proxy between here and %s asks for authentication (HTTP 407): put the proxy credentials in HTTPS_PROXY / HTTP_PROXY", url)}
+	case status == 408 || status == 429:
+		return Verdict{Era: Unknown, Status: status, Reason: "try again later",
+			Err: fmt.Errorf("%s answered HTTP %d to server/discover: the server is busy or rate limiting; try again later", url, status)}
 	case status >= 500:
 		return Verdict{Era: Unknown, Status: status, Reason: "server error",
 			Err: fmt.Errorf("%s answered HTTP %d to server/discover: the server is failing; check its logs and try again", url, status)}
 	}
-	msg, err := firstAnswer(resp, id)
+	msg, err := ReadAnswer(resp, id)
 	if err != nil && !errors.Is(err, io.EOF) {
 		if errors.Is(err, routing.ErrContentType) && status < 300 {
 			return Verdict{Era: Unknown, Status: status, Reason: "not an MCP endpoint",
@@ -177,9 +183,10 @@ func isLegacyVersion(v string) bool {
 	return strings.HasPrefix(v, "2025-") || strings.HasPrefix(v, "2024-")
 }
 
-// firstAnswer reads messages until the one that answers id, or an id-less
-// (null id) error, which legacy servers send.
-func firstAnswer(resp *routing.Response, id []byte) ([]byte, error) {
+// ReadAnswer reads a response's messages until the one that answers id, or
+// an id-less (null id) error, which some servers send; notifications on the
+// way are skipped. The returned slice is the caller's.
+func ReadAnswer(resp *routing.Response, id []byte) ([]byte, error) {
 	for {
 		msg, err := resp.Next()
 		if err != nil {

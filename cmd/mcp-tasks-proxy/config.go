@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -81,21 +82,41 @@ func parseHeader(v string, lookup func(string) (string, bool)) (string, string, 
 		}
 	}
 	value = strings.TrimSpace(value)
-	var missing []string
-	value = os.Expand(value, func(k string) string {
-		s, found := lookup(k)
-		if !found {
-			missing = append(missing, k)
-		}
-		return s
-	})
-	if len(missing) > 0 {
-		return "", "", fmt.Errorf("header %s uses ${%s}, which is not set in the environment", name, missing[0])
+	value, missing := expandVars(value, lookup)
+	if missing != "" {
+		return "", "", fmt.Errorf("header %s uses ${%s}, which is not set in the environment", name, missing)
 	}
 	if strings.ContainsAny(value, "\r\n\x00") {
 		return "", "", fmt.Errorf("header %s: the value must not contain CR, LF or NUL", name)
 	}
 	return name, value, nil
+}
+
+// expandVars replaces each ${NAME} with the environment variable NAME. Any
+// other '$' is literal, so values like "pa$$word" pass unchanged. It returns
+// the first variable that is not set.
+func expandVars(v string, lookup func(string) (string, bool)) (string, string) {
+	var b strings.Builder
+	for {
+		i := strings.Index(v, "${")
+		if i < 0 {
+			b.WriteString(v)
+			return b.String(), ""
+		}
+		j := strings.IndexByte(v[i+2:], '}')
+		if j < 0 {
+			b.WriteString(v)
+			return b.String(), ""
+		}
+		name := v[i+2 : i+2+j]
+		val, ok := lookup(name)
+		if !ok {
+			return "", name
+		}
+		b.WriteString(v[:i])
+		b.WriteString(val)
+		v = v[i+2+j+1:]
+	}
 }
 
 func isTokenChar(c byte) bool {
@@ -126,7 +147,7 @@ func (b byteSize) Set(v string) error {
 		}
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n <= 0 {
+	if err != nil || n <= 0 || n > math.MaxInt/mult {
 		return fmt.Errorf("size %q must be a positive number of bytes, optionally with KiB, MiB or GiB", v)
 	}
 	*b.n = n * mult
@@ -177,18 +198,18 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	case 0:
 	case 1:
 		if c.url != "" && c.url != positional[0] {
-			return nil, usagef("the URL is given twice (%s and --url %s); give it once", positional[0], c.url)
+			return nil, usagef("the URL is given twice (%s and --url %s); give it once", routing.Redact(positional[0]), routing.Redact(c.url))
 		}
 		c.url = positional[0]
 	default:
-		return nil, usagef("unexpected argument %q: give one upstream URL", positional[1])
+		return nil, usagef("unexpected argument %s: give one upstream URL", routing.Redact(positional[1]))
 	}
 	if c.url == "" && !c.demo {
 		c.url = getenv(envURL)
 	}
 	switch {
 	case c.demo && c.url != "":
-		return nil, usagef("--demo starts its own server; drop the URL %s, or drop --demo", c.url)
+		return nil, usagef("--demo starts its own server; drop the URL %s, or drop --demo", routing.Redact(c.url))
 	case !c.demo && c.url == "":
 		return nil, usagef("no upstream URL: pass it as an argument (mcp-tasks-proxy https://host/mcp), with --url, or in %s; or try --demo", envURL)
 	}
@@ -222,7 +243,7 @@ func flagError(err error) error {
 		return usagef("unknown flag -h; use --help")
 	}
 	if strings.HasPrefix(msg, "flag provided but not defined: ") {
-		return usagef("unknown flag %s; run mcp-tasks-proxy --help for the list", strings.TrimPrefix(msg, "flag provided but not defined: "))
+		return usagef("unknown flag -%s; run mcp-tasks-proxy --help for the list", strings.TrimPrefix(msg, "flag provided but not defined: "))
 	}
 	return usagef("%s", msg)
 }

@@ -1,0 +1,145 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// The x-mcp-header bookkeeping (eras.md §15.4): the annotations of every
+// listed tool are kept, so that tools/call can mirror the annotated
+// arguments into Mcp-Param-* headers.
+
+// maxToolPages bounds a proxy-made tools/list walk.
+const maxToolPages = 100
+
+// rememberTools keeps the annotations of a tools/list page the client asked
+// for, and reports the tools removed from it.
+func (s *Session) rememberTools(d rewrite.Downed) {
+	for _, r := range d.Rejected {
+		s.warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listed = true
+	for _, t := range d.Tools {
+		s.params[t.Tool] = paramHeaders(t)
+	}
+}
+
+func paramHeaders(t rewrite.ToolHeaders) []routing.ParamHeader {
+	ps := make([]routing.ParamHeader, len(t.Params))
+	for i, p := range t.Params {
+		ps[i] = routing.ParamHeader{Name: p.Name, Path: p.Path}
+	}
+	return ps
+}
+
+// paramHeaders returns the Mcp-Param-* annotations for a tools/call.
+func (s *Session) paramHeaders(f *rewrite.Frame) []routing.ParamHeader {
+	if f.Method != "tools/call" {
+		return nil
+	}
+	name := f.Params.Get("name").String()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.params[name]
+}
+
+// ensureTools lists the tools once, lazily, when a tools/call comes before
+// the client has listed them: the call may need Mcp-Param-* headers.
+func (s *Session) ensureTools(ctx context.Context) {
+	s.mu.Lock()
+	listed := s.listed
+	s.mu.Unlock()
+	if listed {
+		return
+	}
+	s.fetchMu.Lock()
+	defer s.fetchMu.Unlock()
+	s.mu.Lock()
+	listed = s.listed
+	s.mu.Unlock()
+	if !listed {
+		s.fetchTools(ctx)
+	}
+}
+
+// fetchTools walks every tools/list page and replaces the annotations. A
+// server that refuses tools/list counts as listed (there is nothing to
+// learn); a transport failure does not, so a later call tries again.
+func (s *Session) fetchTools(ctx context.Context) {
+	params := make(map[string][]routing.ParamHeader)
+	var cursor *string
+	for range maxToolPages {
+		p := []byte(`{}`)
+		if cursor != nil {
+			p = rewrite.AppendString([]byte(`{"cursor":`), *cursor)
+			p = append(p, '}')
+		}
+		msg, err := s.internalCall(ctx, "tools/list", p)
+		if err != nil {
+			s.warn("listing tools for x-mcp-header annotations failed", zap.Error(err))
+			return
+		}
+		m, err := rewrite.Parse(msg)
+		if err != nil || m.Kind != rewrite.KindResponse {
+			s.warn("invalid tools/list answer", zap.ByteString("frame", capBytes(msg)))
+			break
+		}
+		d, err := rewrite.ResponseDown(&m, rewrite.Down{ID: []byte("0"), Method: "tools/list"})
+		if err != nil || d.IsError || d.ResultType != rewrite.ResultComplete {
+			s.debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", capBytes(msg)))
+			break
+		}
+		for _, t := range d.Tools {
+			params[t.Tool] = paramHeaders(t)
+		}
+		next := m.Result.Get("nextCursor")
+		// An empty string is a valid cursor (eras.md §17); a repeated one
+		// would loop.
+		if next.Type != gjson.String || (cursor != nil && next.Str == *cursor) {
+			break
+		}
+		cursor = &next.Str
+	}
+	s.mu.Lock()
+	s.params, s.listed = params, true
+	s.mu.Unlock()
+}
+
+// internalCall makes a request of the proxy's own with the session's _meta
+// and returns the raw answer.
+func (s *Session) internalCall(ctx context.Context, method string, params []byte) ([]byte, error) {
+	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":%q,"params":%s}`, method, params)
+	f, err := rewrite.Parse(frame)
+	if err != nil {
+		return nil, err
+	}
+	id := s.nextUpstreamID()
+	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.client.Post(ctx, body, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Close()
+	msg, err := capabilities.ReadAnswer(resp, id)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	if len(msg) == 0 {
+		return nil, fmt.Errorf("%s: no answer (HTTP %d)", method, resp.Status)
+	}
+	return msg, nil
+}

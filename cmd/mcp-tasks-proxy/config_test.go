@@ -1,0 +1,639 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/goleak"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitBound bounds every wait in this file; it is a hang guard, not a speed
+// assertion.
+const waitBound = 15 * time.Second
+
+const testURL = "https://mcp.example.com/mcp"
+
+// env returns a getenv over a fixed map.
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+// wantUsageError checks err is a one-line usageError mentioning every
+// string in has.
+func wantUsageError(t *testing.T, args []string, err error, has ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("parseArgs(%q) succeeded, want a usage error", args)
+	}
+	var ue usageError
+	if !errors.As(err, &ue) {
+		t.Errorf("parseArgs(%q) error %T %q, want a usageError", args, err, err)
+	}
+	msg := err.Error()
+	if msg == "" || strings.ContainsAny(msg, "\r\n") {
+		t.Errorf("parseArgs(%q) error %q, want one non-empty line", args, msg)
+	}
+	for _, s := range has {
+		if !strings.Contains(msg, s) {
+			t.Errorf("parseArgs(%q) error %q does not mention %q", args, msg, s)
+		}
+	}
+}
+
+func TestParseArgsDefaults(t *testing.T) {
+	c, err := parseArgs([]string{testURL}, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.url != testURL || c.demo || c.help || c.version {
+		t.Errorf("config %+v", c)
+	}
+	if c.logLevel != "warn" || c.logFormat != "console" || c.logFile != "" {
+		t.Errorf("log defaults %q %q %q, want warn console and no file", c.logLevel, c.logFormat, c.logFile)
+	}
+	if c.maxInFlight != bridge.DefaultMaxInFlight {
+		t.Errorf("maxInFlight = %d, want %d", c.maxInFlight, bridge.DefaultMaxInFlight)
+	}
+	if c.maxMessage != routing.DefaultMaxMessageBytes {
+		t.Errorf("maxMessage = %d, want %d", c.maxMessage, routing.DefaultMaxMessageBytes)
+	}
+	if c.connectTimeout != routing.DefaultConnectTimeout || c.discoverTimeout != bridge.DefaultDiscoverTimeout {
+		t.Errorf("timeouts %v %v", c.connectTimeout, c.discoverTimeout)
+	}
+	if len(c.header) != 0 {
+		t.Errorf("headers %v, want none", c.header)
+	}
+}
+
+func TestParseArgsURL(t *testing.T) {
+	const other = "http://127.0.0.1:8080/mcp"
+	tests := []struct {
+		name   string
+		args   []string
+		getenv func(string) string
+		url    string
+		demo   bool
+	}{
+		{"positional", []string{testURL}, env(), testURL, false},
+		{"--url", []string{"--url", testURL}, env(), testURL, false},
+		{"--url=", []string{"--url=" + testURL}, env(), testURL, false},
+		{"environment", nil, env(envURL, testURL), testURL, false},
+		{"positional beats the environment", []string{testURL}, env(envURL, other), testURL, false},
+		{"--url beats the environment", []string{"--url", testURL}, env(envURL, other), testURL, false},
+		{"the same URL twice", []string{"--url", testURL, testURL}, env(), testURL, false},
+		{"--demo alone", []string{"--demo"}, env(), "", true},
+		{"--demo ignores the environment", []string{"--demo"}, env(envURL, testURL), "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseArgs(tt.args, tt.getenv)
+			if err != nil {
+				t.Fatalf("parseArgs(%q): %v", tt.args, err)
+			}
+			if c.url != tt.url || c.demo != tt.demo {
+				t.Errorf("url %q demo %v, want %q %v", c.url, c.demo, tt.url, tt.demo)
+			}
+		})
+	}
+}
+
+// Flags may come before or after the URL.
+func TestParseArgsFlagsAfterURL(t *testing.T) {
+	for _, args := range [][]string{
+		{testURL, "--log-level", "info"},
+		{"--log-level", "info", testURL},
+		{"--log-format", "json", testURL, "--log-level", "info", "--max-in-flight", "3"},
+		{testURL, "--log-level=info", "--header", "X-A: 1"},
+	} {
+		c, err := parseArgs(args, env())
+		if err != nil {
+			t.Errorf("parseArgs(%q): %v", args, err)
+			continue
+		}
+		if c.url != testURL || c.logLevel != "info" {
+			t.Errorf("parseArgs(%q): url %q level %q", args, c.url, c.logLevel)
+		}
+	}
+	c, err := parseArgs([]string{"--log-format", "json", testURL, "--log-level", "debug", "--max-in-flight", "3", "--connect-timeout", "2s", "--discover-timeout", "1m", "--log-file", "/tmp/x.log"}, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.logFormat != "json" || c.logLevel != "debug" || c.maxInFlight != 3 || c.connectTimeout != 2*time.Second ||
+		c.discoverTimeout != time.Minute || c.logFile != "/tmp/x.log" {
+		t.Errorf("config %+v", c)
+	}
+}
+
+func TestParseArgsUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  func(string) string
+		has  []string
+	}{
+		{"missing URL", nil, env(), []string{"--url", envURL}},
+		{"missing URL, empty environment value", nil, env(envURL, ""), []string{"--url", envURL}},
+		{"URL twice, differently", []string{"--url", testURL, "http://other.example/mcp"}, env(), []string{"twice"}},
+		{"two positionals", []string{testURL, "http://other.example/mcp"}, env(), []string{"http://other.example/mcp"}},
+		{"--demo with a URL", []string{"--demo", testURL}, env(), []string{"--demo"}},
+		{"--demo with --url", []string{"--demo", "--url", testURL}, env(), []string{"--demo"}},
+		{"not an http URL", []string{"ftp://example.com/mcp"}, env(), nil},
+		{"relative URL", []string{"/mcp"}, env(), nil},
+		{"bad URL in the environment", nil, env(envURL, "mcp.example.com"), nil},
+		{"--log-level bogus", []string{"--log-level", "bogus", testURL}, env(), []string{"bogus"}},
+		{"--log-level warning", []string{"--log-level", "warning", testURL}, env(), []string{"warning"}},
+		{"--log-format xml", []string{"--log-format", "xml", testURL}, env(), []string{"xml"}},
+		{"--max-in-flight 0", []string{"--max-in-flight", "0", testURL}, env(), []string{"--max-in-flight"}},
+		{"--max-in-flight -1", []string{"--max-in-flight", "-1", testURL}, env(), []string{"--max-in-flight"}},
+		{"--max-in-flight x", []string{"--max-in-flight", "x", testURL}, env(), []string{"max-in-flight"}},
+		{"--connect-timeout -1s", []string{"--connect-timeout", "-1s", testURL}, env(), []string{"positive"}},
+		{"--connect-timeout 0", []string{"--connect-timeout", "0", testURL}, env(), []string{"positive"}},
+		{"--discover-timeout 0s", []string{"--discover-timeout", "0s", testURL}, env(), []string{"positive"}},
+		{"--connect-timeout 10", []string{"--connect-timeout", "10", testURL}, env(), []string{"connect-timeout"}},
+		{"unknown flag", []string{"--nope", testURL}, env(), []string{"nope", "--help"}},
+		{"unknown flag after the URL", []string{testURL, "--nope"}, env(), []string{"nope"}},
+		{"flag without its value", []string{testURL, "--log-level"}, env(), []string{"log-level"}},
+		{"header without a colon", []string{"--header", "NoColon", testURL}, env(), []string{"NoColon"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseArgs(tt.args, tt.env)
+			wantUsageError(t, tt.args, err, tt.has...)
+		})
+	}
+}
+
+// --help and --version need no URL.
+func TestParseArgsHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"--help", "--log-level", "bogus"}} {
+		c, err := parseArgs(args, env())
+		if err != nil || !c.help {
+			t.Errorf("parseArgs(%q) = %+v, %v; want help", args, c, err)
+		}
+	}
+	c, err := parseArgs([]string{"--version"}, env())
+	if err != nil || !c.version {
+		t.Errorf("parseArgs(--version) = %+v, %v; want version", c, err)
+	}
+}
+
+func TestParseArgsMaxMessageSize(t *testing.T) {
+	for in, want := range map[string]int{
+		"1048576":  1048576,
+		"64KiB":    64 << 10,
+		"2MiB":     2 << 20,
+		"1GiB":     1 << 30,
+		"512B":     512,
+		" 3MiB ":   3 << 20,
+		"128MiB":   128 << 20,
+		"1":        1,
+		"16 KiB":   16 << 10,
+		"0000064":  64,
+		"0001KiB":  1024,
+		"999999":   999999,
+		"+5":       5,
+		"1024KiB":  1 << 20,
+		"4096MiB":  4 << 30,
+		"2GiB":     2 << 30,
+		"131072B":  131072,
+		"100KiB":   100 << 10,
+		"7MiB":     7 << 20,
+		"33554432": 32 << 20,
+	} {
+		args := []string{"--max-message-size", in, testURL}
+		c, err := parseArgs(args, env())
+		if err != nil {
+			t.Errorf("parseArgs(%q): %v", args, err)
+			continue
+		}
+		if c.maxMessage != want {
+			t.Errorf("--max-message-size %q = %d, want %d", in, c.maxMessage, want)
+		}
+	}
+	for _, in := range []string{"0", "-5", "lots", "", "KiB", "1.5MiB", "1MB", "1kib", "-1GiB", "0KiB", "1 GiB extra"} {
+		args := []string{"--max-message-size", in, testURL}
+		_, err := parseArgs(args, env())
+		wantUsageError(t, args, err, "max-message-size")
+	}
+}
+
+// A size whose product with its unit overflows int must be rejected, not
+// wrapped around into a negative or tiny limit.
+func TestParseArgsMaxMessageSizeOverflow(t *testing.T) {
+	for _, in := range []string{
+		"8589934592GiB",        // 2^33 GiB = 2^63 bytes: wraps to a negative int
+		"17179869184GiB",       // 2^34 GiB = 2^64 bytes: wraps to 0
+		"18014398509481985KiB", // (2^54+1) KiB: wraps to 1024 bytes
+	} {
+		args := []string{"--max-message-size", in, testURL}
+		c, err := parseArgs(args, env())
+		if err == nil {
+			t.Errorf("--max-message-size %s accepted as %d bytes, want a usage error (the size overflows)", in, c.maxMessage)
+			continue
+		}
+		wantUsageError(t, args, err, "max-message-size")
+	}
+}
+
+func TestParseHeader(t *testing.T) {
+	lookup := func(k string) (string, bool) {
+		switch k {
+		case "TOKEN":
+			return "s3cr3t", true
+		case "EMPTY":
+			return "", true
+		case "NL":
+			return "a\nInjected: 1", true
+		}
+		return "", false
+	}
+	tests := []struct {
+		in          string
+		name, value string
+		errHas      string // "" means success
+	}{
+		{in: "X-Api-Key: abc", name: "X-Api-Key", value: "abc"},
+		{in: "X-Api-Key:abc", name: "X-Api-Key", value: "abc"},
+		{in: "  X-Api-Key  :   abc  ", name: "X-Api-Key", value: "abc"},
+		{in: "X-Empty:", name: "X-Empty", value: ""},
+		{in: "X-Colon: a:b:c", name: "X-Colon", value: "a:b:c"},
+		{in: "X-Inner:  two  words ", name: "X-Inner", value: "two  words"},
+		{in: "Authorization: Bearer ${TOKEN}", name: "Authorization", value: "Bearer s3cr3t"},
+		{in: "X-Two: ${TOKEN}-${TOKEN}", name: "X-Two", value: "s3cr3t-s3cr3t"},
+		{in: "X-Empty-Var: [${EMPTY}]", name: "X-Empty-Var", value: "[]"},
+		{in: "Authorization: Bearer ${MISSING_VAR}", errHas: "MISSING_VAR"},
+		{in: "X-A: ${TOKEN} ${ALSO_MISSING}", errHas: "ALSO_MISSING"},
+		{in: "X Api: v", errHas: "X Api"},
+		{in: "X\tApi: v", errHas: "not allowed"},
+		{in: "X(Api): v", errHas: "not allowed"},
+		{in: ": v", errHas: "Name: value"},
+		{in: "NoColon", errHas: "Name: value"},
+		{in: "X-A: a\r\nInjected: 1", errHas: "CR"},
+		{in: "X-A: a\nb", errHas: "CR"},
+		{in: "X-A: a\rb", errHas: "CR"},
+		{in: "X-A: a\x00b", errHas: "NUL"},
+		{in: "X-A: ${NL}", errHas: "CR"},
+		{in: "X-Pass: pa$$word $HOME $ {x}", name: "X-Pass", value: "pa$$word $HOME $ {x}"}, // only ${NAME} expands
+		{in: "X-Open: ${TOKEN", name: "X-Open", value: "${TOKEN"},
+	}
+	for _, tt := range tests {
+		name, value, err := parseHeader(tt.in, lookup)
+		if tt.errHas != "" {
+			if err == nil {
+				t.Errorf("parseHeader(%q) = %q, %q; want an error mentioning %q", tt.in, name, value, tt.errHas)
+			} else if !strings.Contains(err.Error(), tt.errHas) {
+				t.Errorf("parseHeader(%q) error %q does not mention %q", tt.in, err, tt.errHas)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("parseHeader(%q): %v", tt.in, err)
+			continue
+		}
+		if name != tt.name || value != tt.value {
+			t.Errorf("parseHeader(%q) = %q, %q; want %q, %q", tt.in, name, value, tt.name, tt.value)
+		}
+	}
+}
+
+// --header through the command line: headerList.Set reads the process
+// environment (os.LookupEnv), not parseArgs's getenv, so t.Setenv it is.
+func TestParseArgsHeaders(t *testing.T) {
+	t.Setenv("MCPTP_TEST_TOKEN", "tok-123")
+	t.Setenv("MCPTP_TEST_NEWLINE", "a\r\nX-Injected: 1")
+	c, err := parseArgs([]string{
+		"--header", "X-One: 1",
+		"--header", "X-Two:2",
+		testURL,
+		"--header", "  Authorization :  Bearer ${MCPTP_TEST_TOKEN} ",
+		"--header", "X-One: again",
+	}, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"X-One":         {"1", "again"},
+		"X-Two":         {"2"},
+		"Authorization": {"Bearer tok-123"},
+	}
+	if len(c.header) != len(want) {
+		t.Errorf("headers %v, want %v", c.header, want)
+	}
+	for k, vs := range want {
+		got := c.header.Values(k)
+		if strings.Join(got, "|") != strings.Join(vs, "|") {
+			t.Errorf("header %s = %q, want %q", k, got, vs)
+		}
+	}
+
+	for _, tc := range []struct {
+		header string
+		has    []string
+	}{
+		{"Authorization: Bearer ${MCPTP_TEST_SURELY_UNSET}", []string{"MCPTP_TEST_SURELY_UNSET"}},
+		{"Bad Name: v", []string{"Bad Name"}},
+		{"X-A: ${MCPTP_TEST_NEWLINE}", []string{"CR"}},
+		{"X-A: a\nX-Injected: 1", []string{"CR"}},
+		{"X-A: a\rb", []string{"CR"}},
+	} {
+		args := []string{"--header", tc.header, testURL}
+		_, err := parseArgs(args, env())
+		wantUsageError(t, args, err, tc.has...)
+		if err != nil && strings.Contains(err.Error(), "tok-123") {
+			t.Errorf("error %q shows a secret from the environment", err)
+		}
+	}
+}
+
+// Invariant 10: URL userinfo and query secrets are redacted in everything
+// the proxy writes, usage errors included (hosts keep the stderr of their
+// stdio servers in log files).
+func TestUsageErrorsRedactURLSecrets(t *testing.T) {
+	const secretURL = "https://alice:hunter2@mcp.example.com/mcp?api_key=topsecret"
+	for _, args := range [][]string{
+		{"--demo", secretURL},
+		{"--url", secretURL, "https://mcp.example.com/other"},
+		{"--url", "https://mcp.example.com/other", secretURL},
+		{secretURL, "https://mcp.example.com/other"},
+		{"https://mcp.example.com/other", secretURL},
+		{"ftp://alice:hunter2@mcp.example.com/mcp?api_key=topsecret"},
+	} {
+		_, err := parseArgs(args, env())
+		if err == nil {
+			t.Errorf("parseArgs(%q) succeeded", args)
+			continue
+		}
+		for _, secret := range []string{"hunter2", "topsecret"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("parseArgs(%q) error %q shows the secret %q", args, err, secret)
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// run
+
+// runResult is what run wrote and returned.
+type runResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runBounded calls run in a goroutine and fails the test if it does not
+// return within waitBound.
+func runBounded(t *testing.T, args []string, stdin io.Reader, getenv func(string) string) runResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(args, stdin, &stdout, &stderr, getenv) }()
+	select {
+	case code := <-done:
+		return runResult{code, stdout.String(), stderr.String()}
+	case <-time.After(waitBound):
+		t.Fatalf("run(%q) did not return within %v", args, waitBound)
+		return runResult{}
+	}
+}
+
+func TestRunHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		r := runBounded(t, []string{arg}, strings.NewReader(""), env())
+		if r.code != 0 || !strings.Contains(r.stdout, "Examples") || r.stderr != "" {
+			t.Errorf("run(%s): exit %d, stdout %q, stderr %q; want 0 and Examples on stdout", arg, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	r := runBounded(t, []string{"--version"}, strings.NewReader(""), env())
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "mcp-tasks-proxy ") || strings.Count(r.stdout, "\n") != 1 || r.stderr != "" {
+		t.Errorf("run(--version): exit %d, stdout %q, stderr %q; want 0 and one line", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"--nope", testURL},
+		{"--log-level", "bogus", testURL},
+		{"--max-message-size", "lots", testURL},
+		{"--log-file", "/nonexistent-dir-for-mcp-tasks-proxy-tests/x.log", testURL},
+	} {
+		r := runBounded(t, args, strings.NewReader(""), env())
+		if r.code != 2 {
+			t.Errorf("run(%q) exit %d, want 2 (stderr %q)", args, r.code, r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("run(%q) stdout %q, want nothing", args, r.stdout)
+		}
+		line := strings.TrimSuffix(r.stderr, "\n")
+		if !strings.HasPrefix(line, "mcp-tasks-proxy:") || strings.Contains(line, "\n") || !strings.HasSuffix(r.stderr, "\n") {
+			t.Errorf("run(%q) stderr %q, want one line starting with mcp-tasks-proxy:", args, r.stderr)
+		}
+	}
+	r := runBounded(t, nil, strings.NewReader(""), env())
+	if !strings.Contains(r.stderr, "--url") || !strings.Contains(r.stderr, envURL) {
+		t.Errorf("missing URL: stderr %q does not mention --url and %s", r.stderr, envURL)
+	}
+}
+
+const (
+	initializeLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"config-test","version":"1.0"}}}`
+	pingLine       = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+)
+
+func startDemo(t *testing.T) string {
+	t.Helper()
+	url, stop, err := demo.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return url
+}
+
+// A whole session on a fixed stdin: run cancels in-flight work at stdin EOF,
+// so the initialize may or may not be answered; the ping is answered
+// locally, and stdout carries only JSON-RPC lines.
+func TestRunSessionAgainstDemo(t *testing.T) {
+	url := startDemo(t)
+	for name, tc := range map[string]struct {
+		args   []string
+		getenv func(string) string
+	}{
+		"positional URL":           {[]string{url}, env()},
+		"URL from the environment": {nil, env(envURL, url)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runBounded(t, tc.args, strings.NewReader(initializeLine+"\n"+pingLine+"\n"), tc.getenv)
+			if r.code != 0 {
+				t.Errorf("exit %d, want 0 (stderr %q)", r.code, r.stderr)
+			}
+			pings, inits := 0, 0
+			for _, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+				if l == "" {
+					continue
+				}
+				if !gjson.Valid(l) || gjson.Get(l, "jsonrpc").String() != "2.0" {
+					t.Errorf("stdout line is not JSON-RPC: %q", l)
+					continue
+				}
+				switch gjson.Get(l, "id").Raw {
+				case "2":
+					pings++
+					if res := gjson.Get(l, "result"); res.Raw != "{}" {
+						t.Errorf("ping answer %s, want result {}", l)
+					}
+				case "1":
+					inits++
+				default:
+					t.Errorf("unexpected stdout line %s", l)
+				}
+			}
+			if pings != 1 {
+				t.Errorf("%d ping answers, want 1 (stdout %q)", pings, r.stdout)
+			}
+			if inits > 1 {
+				t.Errorf("%d initialize answers, want at most 1", inits)
+			}
+			if r.stdout != "" && !strings.HasSuffix(r.stdout, "\n") {
+				t.Errorf("stdout %q does not end with a newline", r.stdout)
+			}
+			if r.stderr != "" {
+				t.Errorf("stderr %q at the default log level, want nothing", r.stderr)
+			}
+		})
+	}
+}
+
+// An interactive session over pipes: the initialize is answered from the
+// demo's server/discover before the ping is sent, then stdin is closed and
+// run returns 0. Also covers --demo, which starts its own server.
+func TestRunInteractiveSession(t *testing.T) {
+	v := schematest.Load(t)
+	for name, args := range map[string][]string{
+		"--demo": {"--demo"},
+		"URL":    {startDemo(t)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			var stderr bytes.Buffer
+			done := make(chan int, 1)
+			go func() {
+				code := run(args, inR, outW, &stderr, env())
+				_ = outW.Close()
+				done <- code
+			}()
+			lines := make(chan string, 16)
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(outR)
+				sc.Buffer(nil, 1<<20)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+			}()
+			t.Cleanup(func() {
+				_ = inW.Close()
+				_ = outR.Close()
+			})
+			next := func(what string) string {
+				t.Helper()
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatalf("stdout ended while waiting for %s", what)
+					}
+					if !gjson.Valid(l) {
+						t.Fatalf("stdout line is not JSON: %q", l)
+					}
+					return l
+				case <-time.After(waitBound):
+					t.Fatalf("no %s within %v", what, waitBound)
+					return ""
+				}
+			}
+			write := func(l string) {
+				t.Helper()
+				werr := make(chan error, 1)
+				go func() { _, err := io.WriteString(inW, l+"\n"); werr <- err }()
+				select {
+				case err := <-werr:
+					if err != nil {
+						t.Fatal(err)
+					}
+				case <-time.After(waitBound):
+					t.Fatalf("stdin write not taken within %v", waitBound)
+				}
+			}
+
+			write(initializeLine)
+			init := next("initialize answer")
+			if gjson.Get(init, "id").Raw != "1" || !gjson.Get(init, "result").IsObject() {
+				t.Fatalf("initialize answer %s, want a result for id 1", init)
+			}
+			if got := gjson.Get(init, "result.protocolVersion").String(); got != "2025-11-25" {
+				t.Errorf("protocolVersion %q, want 2025-11-25", got)
+			}
+			if got := gjson.Get(init, "result.serverInfo.name").String(); got != demo.ServerName {
+				t.Errorf("serverInfo.name %q, want %q", got, demo.ServerName)
+			}
+			if err := v.ValidateClientBound([]byte(init), "initialize"); err != nil {
+				t.Error(err)
+			}
+			if err := schematest.CheckLegacyClean([]byte(init), "initialize"); err != nil {
+				t.Error(err)
+			}
+			write(pingLine)
+			if p := next("ping answer"); p != `{"jsonrpc":"2.0","id":2,"result":{}}` {
+				t.Errorf("ping answer %s", p)
+			}
+			_ = inW.Close()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Errorf("exit %d, want 0 (stderr %q)", code, stderr.String())
+				}
+			case <-time.After(waitBound):
+				t.Fatalf("run did not return within %v of stdin EOF", waitBound)
+			}
+			// run has returned and stdout is closed: drain what is left.
+			timeout := time.After(waitBound)
+			for drained := false; !drained; {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						drained = true
+						break
+					}
+					t.Errorf("unexpected stdout line after stdin EOF: %s", l)
+				case <-timeout:
+					t.Fatalf("stdout not closed within %v", waitBound)
+				}
+			}
+			if s := stderr.String(); s != "" {
+				t.Errorf("stderr %q at the default log level, want nothing", s)
+			}
+		})
+	}
+}
