@@ -105,9 +105,11 @@ func TestCLIHeaders(t *testing.T) {
 		"E2E_HEADER_VALUE=from-env")
 	p.initialize()
 	resultOf(t, p.call("1", "tools/call", `{"name":"echo","arguments":{"text":"h"}}`))
+	// discover, the proxy's own tools/list (a first tools/call learns the
+	// x-mcp-header annotations), and the call.
 	exs := up.requests("")
-	if len(exs) != 2 {
-		t.Fatalf("upstream saw %d requests, want 2", len(exs))
+	if len(exs) != 3 {
+		t.Fatalf("upstream saw %d requests, want 3", len(exs))
 	}
 	for _, ex := range exs {
 		for name, want := range map[string]string{"X-Test": "value", "X-Test2": "v 2", "X-Env": "from-env"} {
