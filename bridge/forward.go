@@ -150,7 +150,7 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 			s.warn("upstream sent a request on a response stream; ignored", zap.String("method", m.Method))
 			continue
 		}
-		if m.ID.Raw != string(upID) && !(m.ID.Type == 0 || m.ID.Raw == "null") {
+		if m.ID.Raw != string(upID) && m.ID.Type != gjson.Null { // a null id: an error about an unreadable request
 			skipped = "a response for another id (" + m.ID.Raw + ")"
 			s.warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", upID))
 			if resp.IsSSE() {

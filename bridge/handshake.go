@@ -58,23 +58,16 @@ func (s *Session) initialize(ctx context.Context, f *rewrite.Frame) []byte {
 			errorData(url, v.Status, "", ""))
 	}
 
-	result, hasTasks := s.initializeResult(v.Discover, requested)
-	s.tasks.Store(hasTasks)
+	result := capabilities.InitializeResult(v.Discover, capabilities.InitializeOptions{
+		RequestedVersion: requested,
+		UpstreamURL:      url,
+	})
 	s.mu.Lock()
 	s.caps, s.clientInfo, s.ready = caps, info, true
 	m := capabilities.Meta(caps, info, s.level) // the level may have changed during the probe
 	s.meta.Store(&m)
 	s.mu.Unlock()
 	return rewrite.ResultFrame(id, result)
-}
-
-func (s *Session) initializeResult(discover []byte, requested string) ([]byte, bool) {
-	res := capabilities.InitializeResult(discover, capabilities.InitializeOptions{
-		RequestedVersion: requested,
-		UpstreamURL:      s.client.URL(),
-	})
-	_, hasTasks := capabilities.ServerCapabilities([]byte(gjson.GetBytes(discover, "capabilities").Raw), false)
-	return res, hasTasks
 }
 
 // logLevels are the levels of both eras (eras.md §10).

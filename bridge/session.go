@@ -7,14 +7,15 @@
 // are changed only through package rewrite; HTTP goes through package
 // routing; era detection and capability mapping come from capabilities.
 //
-//	stdin ─▶ reader ─▶ dispatch ─┬─ local answers (initialize, ping, setLevel)
-//	                            └─ one goroutine per forwarded request ─▶ routing
+//	stdin ─▶ reader ─┬─ local answers (ping, setLevel, cancels, bad input)
+//	                 └─ queue ─▶ starter ─▶ one goroutine per request
+//	                                        (initialize, or forward ─▶ routing)
 //	stdout ◀─ writer (the only goroutine that touches stdout) ◀─ answers
 //
 // Invariants kept here: stdout carries only complete JSON-RPC lines; every
 // request id gets exactly one answer unless the client cancelled it;
 // upstream ids are minted by the proxy; in-flight work is bounded, and the
-// reader stops reading stdin while the bound is reached.
+// reader stops reading stdin when the queue behind that bound is full.
 package bridge
 
 import (
@@ -70,7 +71,6 @@ type Session struct {
 	upID    atomic.Int64
 	initMu  sync.Mutex // serializes initialize
 	meta    atomic.Pointer[rewrite.MetaBlock]
-	tasks   atomic.Bool // the upstream declares the tasks extension
 
 	mu         sync.Mutex
 	inflight   map[string]*call                 // by the client's raw id
