@@ -27,6 +27,9 @@ type Down struct {
 	// TaskSupport marks every tool of a tools/list result with
 	// execution.taskSupport "optional" (tasks.md §4).
 	TaskSupport bool
+	// RelatedTask, when set, adds _meta["io.modelcontextprotocol/related-task"]
+	// = {"taskId": RelatedTask} to the result (a tasks/result payload).
+	RelatedTask string
 }
 
 // Downed is the outcome of ResponseDown.
@@ -100,9 +103,13 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 	call := d.Method == "tools/call"
 	var metaGone bool
 	if meta != nil && meta.value.IsObject() {
-		metaGone = stripServerInfo(&e, f.Raw, meta.value)
+		if d.RelatedTask != "" {
+			relatedTaskInto(&e, meta.value, d.RelatedTask)
+		} else {
+			metaGone = stripServerInfo(&e, f.Raw, meta.value)
+		}
 	}
-	e.removeMembers(res, ms, func(i int) bool {
+	kept := e.removeMembers(res, ms, func(i int) bool {
 		m := &ms[i]
 		switch m.key.Str {
 		case "resultType":
@@ -110,7 +117,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 		case "ttlMs", "cacheScope":
 			return strip
 		case "_meta":
-			return metaGone
+			return metaGone || d.RelatedTask != "" && !m.value.IsObject()
 		case "structuredContent":
 			// 2026 allows any JSON value; 2025 requires an object
 			// (eras.md §17, POLICY: drop a non-object).
@@ -118,6 +125,15 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 		}
 		return false
 	})
+	if d.RelatedTask != "" && (meta == nil || !meta.value.IsObject()) {
+		b := []byte(`"_meta":{`)
+		if kept > 0 {
+			b = append([]byte{','}, b...)
+		}
+		b = append(b, relatedTaskMember(d.RelatedTask)...)
+		end := lastBrace(res)
+		e.replace(end, end, append(b, '}'))
+	}
 	if d.Method == "tools/list" && tools != nil && tools.value.IsArray() {
 		out.Tools, out.Rejected = toolsList(&e, f.Raw, tools.value, d.TaskSupport)
 	}
@@ -150,6 +166,21 @@ func stripServerInfo(e *edits, doc []byte, meta gjson.Result) (dropAll bool) {
 	}
 	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == MetaServerInfo })
 	return false
+}
+
+// relatedTaskInto puts the related-task member first in a _meta object,
+// dropping serverInfo and any related-task the server sent.
+func relatedTaskInto(e *edits, meta gjson.Result, taskID string) {
+	var buf [8]member
+	ms := members(meta, buf[:0])
+	kept := e.removeMembers(meta, ms, func(i int) bool {
+		return ms[i].key.Str == MetaServerInfo || ms[i].key.Str == MetaRelatedTask
+	})
+	if kept > 0 {
+		e.replace(meta.Index+1, meta.Index+1, relatedTaskMember(taskID), comma)
+	} else {
+		e.replace(meta.Index+1, meta.Index+1, relatedTaskMember(taskID))
+	}
 }
 
 // addErrorStatus records the HTTP status in error.data: it creates data when

@@ -1,0 +1,328 @@
+package rewrite
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Task shapes: a modern (2026 tasks extension) task object read and turned
+// into the 2025 Task view (tasks.md §6, §13, and the normalization of §14).
+
+// Task statuses, the same five in both eras.
+const (
+	StatusWorking       = "working"
+	StatusInputRequired = "input_required"
+	StatusCompleted     = "completed"
+	StatusFailed        = "failed"
+	StatusCancelled     = "cancelled"
+)
+
+// MetaRelatedTask is the 2025 key that ties a message to a task.
+const MetaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// TaskOptions are the user's choices for the task mapping.
+type TaskOptions struct {
+	// IsErrorFailed shows a completed task whose result has isError:true as
+	// failed (--task-iserror failed). The default keeps it completed, so
+	// that clients that read the result only on completed see the tool's
+	// error text (tasks.md §13.3).
+	IsErrorFailed bool
+	// TTLSeconds expresses the legacy ttl in seconds (--legacy-ttl-unit s),
+	// for clients built on the early draft where ttl was in seconds.
+	TTLSeconds bool
+}
+
+// Task is a read view of a modern task object: a CreateTaskResult, a
+// tasks/get result or the params of notifications/tasks.
+type Task struct {
+	obj gjson.Result
+	// ID is the task id.
+	ID string
+	// Status is the normalized status: an unknown value reads as working
+	// (keep polling); RawStatus keeps what the server said.
+	Status, RawStatus string
+	// StatusMessage is the server's message, if any.
+	StatusMessage string
+	// Result, Error and InputRequests are the inlined payloads of the
+	// completed, failed and input_required variants.
+	Result, Error, InputRequests gjson.Result
+	// PollInterval is the raw suggested poll interval (any draft name).
+	PollInterval gjson.Result
+	// Meta is the result-level _meta.
+	Meta gjson.Result
+}
+
+// ReadTask reads a modern task object.
+func ReadTask(obj gjson.Result) Task {
+	t := Task{obj: obj}
+	var buf [16]member
+	for _, m := range members(obj, buf[:0]) {
+		switch m.key.Str {
+		case "taskId":
+			t.ID = m.value.String()
+		case "status":
+			t.RawStatus = m.value.String()
+		case "statusMessage":
+			if m.value.Type == gjson.String {
+				t.StatusMessage = m.value.Str
+			}
+		case "result":
+			t.Result = m.value
+		case "error":
+			t.Error = m.value
+		case "inputRequests":
+			t.InputRequests = m.value
+		case "_meta":
+			t.Meta = m.value
+		}
+	}
+	t.Status = t.RawStatus
+	switch t.RawStatus {
+	case StatusWorking, StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled:
+	default:
+		t.Status = StatusWorking
+	}
+	t.PollInterval = firstOf(obj, "pollIntervalMs", "pollIntervalMilliseconds", "pollInterval")
+	return t
+}
+
+// Terminal reports whether the status is completed, failed or cancelled.
+func (t Task) Terminal() bool { return IsTerminal(t.Status) }
+
+// IsTerminal reports whether a status is terminal.
+func IsTerminal(status string) bool {
+	return status == StatusCompleted || status == StatusFailed || status == StatusCancelled
+}
+
+// IsError reports a completed task whose tool result has isError:true.
+func (t Task) IsError() bool {
+	return t.Status == StatusCompleted && t.Result.Get("isError").Type == gjson.True
+}
+
+// ViewOverride changes what a view shows, for the proxy's own states.
+type ViewOverride struct {
+	// Status replaces the status ("working" for a new task, "cancelled"
+	// after a client cancel).
+	Status string
+	// StatusMessage replaces the message when Status is set.
+	StatusMessage string
+	// LastUpdatedAt replaces lastUpdatedAt (and stands in when it is absent).
+	LastUpdatedAt string
+}
+
+// View returns the 2025 Task object for t: only the 2025 Task fields (an
+// allowlist), ttlMs renamed to ttl and pollIntervalMs to pollInterval, in
+// milliseconds (tasks.md §14).
+func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
+	status, msg := t.Status, t.StatusMessage
+	switch {
+	case ov.Status != "":
+		status = ov.Status
+		if ov.StatusMessage != "" {
+			msg = ov.StatusMessage
+		}
+	case t.IsError() && o.IsErrorFailed:
+		status = StatusFailed
+		if msg == "" {
+			msg = "Tool execution returned isError: true"
+		}
+	case status == StatusFailed && msg == "":
+		msg = t.Error.Get("message").String()
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, `{"taskId":`...)
+	b = AppendString(b, t.ID)
+	b = append(b, `,"status":`...)
+	b = AppendString(b, status)
+	if msg != "" {
+		b = append(b, `,"statusMessage":`...)
+		b = AppendString(b, msg)
+	}
+	updated := t.obj.Get("lastUpdatedAt").String()
+	if ov.LastUpdatedAt != "" {
+		updated = ov.LastUpdatedAt
+	}
+	created := t.obj.Get("createdAt").String()
+	if created == "" {
+		created = updated
+	}
+	b = append(b, `,"createdAt":`...)
+	b = AppendString(b, created)
+	b = append(b, `,"lastUpdatedAt":`...)
+	b = AppendString(b, updated)
+	b = append(b, `,"ttl":`...)
+	b = appendTTL(b, t.obj, o.TTLSeconds)
+	if ms, ok := millis(t.PollInterval); ok {
+		b = append(b, `,"pollInterval":`...)
+		b = strconv.AppendInt(b, ms, 10)
+	}
+	return append(b, '}')
+}
+
+// appendTTL writes the legacy ttl: ttlMs wins; then the draft ttlSeconds;
+// then a stray ttl, read as milliseconds; otherwise null (unlimited, and the
+// 2025 field is required).
+func appendTTL(b []byte, obj gjson.Result, seconds bool) []byte {
+	var ms int64
+	switch v := firstOf(obj, "ttlMs"); {
+	case v.Exists():
+		if v.Type == gjson.Null {
+			return append(b, "null"...)
+		}
+		ms, _ = millis(v)
+	case obj.Get("ttlSeconds").Exists():
+		v := obj.Get("ttlSeconds")
+		if v.Type == gjson.Null {
+			return append(b, "null"...)
+		}
+		s, _ := millis(v)
+		ms = s * 1000
+	case obj.Get("ttl").Exists():
+		v := obj.Get("ttl")
+		if v.Type == gjson.Null {
+			return append(b, "null"...)
+		}
+		ms, _ = millis(v)
+	default:
+		return append(b, "null"...)
+	}
+	if seconds {
+		return strconv.AppendInt(b, ms/1000, 10)
+	}
+	return strconv.AppendInt(b, ms, 10)
+}
+
+// millis reads a non-negative integer number of milliseconds: fractions are
+// floored, negatives and non-numbers are not ok.
+func millis(v gjson.Result) (int64, bool) {
+	if v.Type != gjson.Number || v.Num < 0 || math.IsNaN(v.Num) {
+		return 0, false
+	}
+	if v.Num > math.MaxInt64/2 {
+		return math.MaxInt64 / 2, true
+	}
+	return int64(math.Floor(v.Num)), true
+}
+
+func firstOf(obj gjson.Result, keys ...string) gjson.Result {
+	for _, k := range keys {
+		if v := obj.Get(k); v.Exists() {
+			return v
+		}
+	}
+	return gjson.Result{}
+}
+
+// Poll interval bounds (DESIGN.md invariant 7).
+const (
+	MinPollInterval     = 100 * time.Millisecond
+	MaxPollInterval     = 5 * time.Minute
+	DefaultPollInterval = 2 * time.Second
+)
+
+// PollInterval clamps a server's suggested poll interval to 100 ms … 5 min.
+// A missing, null, negative or non-numeric value gives the 2 s default; 0
+// gives the 100 ms floor; 2^40 gives the 5 min ceiling.
+func PollInterval(v gjson.Result) time.Duration {
+	if v.Type != gjson.Number || v.Num < 0 || math.IsNaN(v.Num) {
+		return DefaultPollInterval
+	}
+	if v.Num >= float64(MaxPollInterval/time.Millisecond) {
+		return MaxPollInterval
+	}
+	d := time.Duration(v.Num * float64(time.Millisecond))
+	return max(d, MinPollInterval)
+}
+
+// CreateTaskResult turns a modern flat CreateTaskResult (the result object)
+// into the legacy nested one: {"task": view}, with the status shown as
+// working (2025 tasks MUST begin there) and the result-level _meta kept
+// without serverInfo.
+func CreateTaskResult(t Task, o TaskOptions) []byte {
+	b := append([]byte(`{"task":`), t.View(o, ViewOverride{Status: StatusWorking})...)
+	if meta := metaWithout(t.Meta, MetaServerInfo); meta != nil {
+		b = append(b, `,"_meta":`...)
+		b = append(b, meta...)
+	}
+	return append(b, '}')
+}
+
+// TaskResult is the legacy answer to tasks/get or tasks/cancel: the task
+// view plus the result-level _meta without serverInfo.
+func TaskResult(t Task, o TaskOptions, ov ViewOverride) []byte {
+	v := t.View(o, ov)
+	meta := metaWithout(t.Meta, MetaServerInfo)
+	if meta == nil {
+		return v
+	}
+	v = append(v[:len(v)-1], `,"_meta":`...)
+	v = append(v, meta...)
+	return append(v, '}')
+}
+
+// metaWithout returns a _meta object without the named keys, or nil when
+// nothing is left.
+func metaWithout(meta gjson.Result, drop ...string) []byte {
+	if !meta.IsObject() {
+		return nil
+	}
+	var buf [8]member
+	b := []byte{'{'}
+	for _, m := range members(meta, buf[:0]) {
+		if contains(drop, m.key.Str) {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, m.key.Raw...)
+		b = append(b, ':')
+		b = append(b, m.value.Raw...)
+	}
+	if len(b) == 1 {
+		return nil
+	}
+	return append(b, '}')
+}
+
+// ResultFrameFor wraps a raw result object as a response to id and rewrites
+// it like any answer to method (ResponseDown): resultType and serverInfo go,
+// and with relatedTask the related-task _meta is added, as tasks/result
+// requires (tasks.md §13.4).
+func ResultFrameFor(id []byte, method string, result gjson.Result, relatedTask string) ([]byte, error) {
+	frame := ResultFrame([]byte("0"), []byte(result.Raw))
+	f, err := Parse(frame)
+	if err != nil {
+		return nil, err
+	}
+	d, err := ResponseDown(&f, Down{ID: id, Method: method, RelatedTask: relatedTask})
+	if err != nil {
+		return nil, err
+	}
+	if d.Frame == nil {
+		return nil, rewriteError("the task's result has resultType " + d.ResultType)
+	}
+	return d.Frame, nil
+}
+
+// ErrorFrameRaw builds an error response that carries a raw JSON-RPC error
+// object verbatim.
+func ErrorFrameRaw(id []byte, errObj []byte) []byte {
+	b := make([]byte, 0, 36+len(id)+len(errObj))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":`...)
+	b = append(b, errObj...)
+	return append(b, '}')
+}
+
+// relatedTaskMember is `"io.modelcontextprotocol/related-task":{"taskId":…}`.
+func relatedTaskMember(taskID string) []byte {
+	b := AppendString(nil, MetaRelatedTask)
+	b = append(b, `:{"taskId":`...)
+	b = AppendString(b, taskID)
+	return append(b, '}')
+}

@@ -1,0 +1,157 @@
+package rewrite_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// TestTaskNormalization runs the table of spec vector 17: a modern task
+// object in, the legacy Task view out, under both --task-iserror settings.
+// Every view must also be a valid 2025 Task.
+func TestTaskNormalization(t *testing.T) {
+	vec := schematest.LoadVector(t, "17-task-normalization-cases.json")
+	v := schematest.Load(t)
+	if len(vec.Cases) == 0 {
+		t.Fatal("vector 17 has no cases")
+	}
+	for _, c := range vec.Cases {
+		desc := gjson.GetBytes(c, "description").String()
+		modern := gjson.GetBytes(c, "modern")
+		want := gjson.GetBytes(c, "legacy").Raw
+		got := rewrite.ReadTask(modern).View(rewrite.TaskOptions{}, rewrite.ViewOverride{})
+		assertJSONEqual(t, desc, got, []byte(want))
+		if err := v.Validate("2025-11-25", "Task", got); err != nil {
+			t.Errorf("%s: %v", desc, err)
+		}
+		if failed := gjson.GetBytes(c, "legacy_with_task_iserror_failed"); failed.Exists() {
+			got := rewrite.ReadTask(modern).View(rewrite.TaskOptions{IsErrorFailed: true}, rewrite.ViewOverride{})
+			assertJSONEqual(t, desc+" (--task-iserror failed)", got, []byte(failed.Raw))
+		}
+	}
+}
+
+func TestTaskViewOptions(t *testing.T) {
+	task := rewrite.ReadTask(gjson.Parse(`{"taskId":"t1","status":"working","createdAt":"a","lastUpdatedAt":"b","ttlMs":90500,"pollIntervalMs":2500,"statusMessage":"busy"}`))
+	tests := []struct {
+		name string
+		o    rewrite.TaskOptions
+		ov   rewrite.ViewOverride
+		want string
+	}{
+		{"plain", rewrite.TaskOptions{}, rewrite.ViewOverride{},
+			`{"taskId":"t1","status":"working","statusMessage":"busy","createdAt":"a","lastUpdatedAt":"b","ttl":90500,"pollInterval":2500}`},
+		{"ttl in seconds", rewrite.TaskOptions{TTLSeconds: true}, rewrite.ViewOverride{},
+			`{"taskId":"t1","status":"working","statusMessage":"busy","createdAt":"a","lastUpdatedAt":"b","ttl":90,"pollInterval":2500}`},
+		{"cancelled by the client", rewrite.TaskOptions{}, rewrite.ViewOverride{Status: "cancelled", StatusMessage: "The task was cancelled by request.", LastUpdatedAt: "c"},
+			`{"taskId":"t1","status":"cancelled","statusMessage":"The task was cancelled by request.","createdAt":"a","lastUpdatedAt":"c","ttl":90500,"pollInterval":2500}`},
+	}
+	for _, tt := range tests {
+		if got := task.View(tt.o, tt.ov); string(got) != tt.want {
+			t.Errorf("%s:\n got: %s\nwant: %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestPollInterval(t *testing.T) {
+	tests := []struct {
+		raw  string
+		want time.Duration
+	}{
+		{`1000`, time.Second},
+		{`250.9`, 250*time.Millisecond + 900*time.Microsecond},
+		{`1099511627776`, 5 * time.Minute}, // 2^40
+		{`0`, 100 * time.Millisecond},
+		{`5`, 100 * time.Millisecond},
+		{`-5`, 2 * time.Second},
+		{`null`, 2 * time.Second},
+		{`"x"`, 2 * time.Second},
+		{``, 2 * time.Second},
+		{`1e400`, 5 * time.Minute},
+	}
+	for _, tt := range tests {
+		if got := rewrite.PollInterval(gjson.Parse(tt.raw)); got != tt.want {
+			t.Errorf("PollInterval(%s) = %v, want %v", tt.raw, got, tt.want)
+		}
+	}
+}
+
+func TestCreateTaskResult(t *testing.T) {
+	in := gjson.Parse(`{"taskId":"t","status":"input_required","createdAt":"a","lastUpdatedAt":"a","resultType":"task","ttlMs":null,"_meta":{"io.modelcontextprotocol/serverInfo":{},"io.modelcontextprotocol/model-immediate-response":"started"}}`)
+	got := rewrite.CreateTaskResult(rewrite.ReadTask(in), rewrite.TaskOptions{})
+	want := `{"task":{"taskId":"t","status":"working","createdAt":"a","lastUpdatedAt":"a","ttl":null},"_meta":{"io.modelcontextprotocol/model-immediate-response":"started"}}`
+	if string(got) != want {
+		t.Errorf("CreateTaskResult\n got: %s\nwant: %s", got, want)
+	}
+	v := schematest.Load(t)
+	if err := v.Validate("2025-11-25", "CreateTaskResult", got); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestResultFrameForRelatedTask(t *testing.T) {
+	tests := []struct{ name, result, want string }{
+		{"no _meta", `{"content":[],"isError":false,"resultType":"complete"}`,
+			`{"jsonrpc":"2.0","id":8,"result":{"content":[],"isError":false,"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"}}}}`},
+		{"serverInfo only", `{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}`,
+			`{"jsonrpc":"2.0","id":8,"result":{"content":[],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"}}}}`},
+		{"other _meta kept", `{"_meta":{"a":1,"io.modelcontextprotocol/related-task":{"taskId":"old"}},"content":[]}`,
+			`{"jsonrpc":"2.0","id":8,"result":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"},"a":1},"content":[]}}`},
+		{"only resultType", `{"resultType":"complete"}`,
+			`{"jsonrpc":"2.0","id":8,"result":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"}}}}`},
+		{"non-object _meta", `{"content":[],"_meta":7}`,
+			`{"jsonrpc":"2.0","id":8,"result":{"content":[],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"}}}}`},
+	}
+	for _, tt := range tests {
+		got, err := rewrite.ResultFrameFor([]byte("8"), "tools/call", gjson.Parse(tt.result), "T")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("%s:\n got: %s\nwant: %s", tt.name, got, tt.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("%s: invalid JSON", tt.name)
+		}
+	}
+	// Without a related task it is the plain rewrite.
+	got, _ := rewrite.ResultFrameFor([]byte(`"c"`), "tools/call", gjson.Parse(`{"content":[],"resultType":"complete"}`), "")
+	if string(got) != `{"jsonrpc":"2.0","id":"c","result":{"content":[]}}` {
+		t.Errorf("plain: %s", got)
+	}
+}
+
+func FuzzTaskView(f *testing.F) {
+	f.Add(`{"taskId":"t","status":"completed","createdAt":"a","lastUpdatedAt":"b","ttlMs":1.5,"pollIntervalMs":-1,"result":{"isError":true}}`, true)
+	f.Add(`{"taskId":1,"status":7,"ttlSeconds":null,"pollInterval":"x","_meta":{"a":1}}`, false)
+	f.Fuzz(func(t *testing.T, in string, flag bool) {
+		if !gjson.Valid(in) || len(in) == 0 || in[0] != '{' {
+			return
+		}
+		task := rewrite.ReadTask(gjson.Parse(in))
+		o := rewrite.TaskOptions{IsErrorFailed: flag, TTLSeconds: !flag}
+		for _, out := range [][]byte{
+			task.View(o, rewrite.ViewOverride{}),
+			rewrite.CreateTaskResult(task, o),
+			rewrite.TaskResult(task, o, rewrite.ViewOverride{Status: rewrite.StatusCancelled}),
+		} {
+			if !gjson.ValidBytes(out) {
+				t.Fatalf("invalid JSON from %s: %s", in, out)
+			}
+		}
+		view := gjson.ParseBytes(task.View(o, rewrite.ViewOverride{}))
+		for _, k := range []string{"result", "error", "inputRequests", "resultType", "ttlMs", "pollIntervalMs"} {
+			if view.Get(k).Exists() {
+				t.Fatalf("view of %s keeps %s", in, k)
+			}
+		}
+		if d := rewrite.PollInterval(task.PollInterval); d < rewrite.MinPollInterval || d > rewrite.MaxPollInterval {
+			t.Fatalf("poll interval %v out of bounds", d)
+		}
+	})
+}
