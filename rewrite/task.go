@@ -326,3 +326,95 @@ func relatedTaskMember(taskID string) []byte {
 	b = AppendString(b, taskID)
 	return append(b, '}')
 }
+
+// InputRequestParams prepares the params of an inputRequests entry for the
+// legacy client (tasks.md §13.3, eras.md §8): with relatedTask the
+// related-task _meta is added (2025 MUST for messages tied to a task the
+// client knows), and with elicitationID a URL-mode elicitation gets the
+// elicitationId that 2025 requires and 2026 dropped.
+func InputRequestParams(params gjson.Result, relatedTask, elicitationID string) []byte {
+	raw := []byte(params.Raw)
+	if !params.IsObject() {
+		raw = []byte(`{}`)
+	}
+	obj := gjson.Result{Type: gjson.JSON, Raw: view(raw)}
+	var e edits
+	var buf [16]member
+	ms := members(obj, buf[:0])
+	var meta *member
+	hasID := false
+	for i := range ms {
+		switch ms[i].key.Str {
+		case "_meta":
+			meta = &ms[i]
+		case "elicitationId":
+			hasID = true
+		}
+	}
+	var add []byte
+	if elicitationID != "" && !hasID {
+		add = append(AppendString([]byte(`"elicitationId":`), elicitationID), ',')
+	}
+	if relatedTask != "" {
+		if meta != nil && meta.value.IsObject() {
+			relatedTaskInto(&e, meta.value, relatedTask)
+		} else {
+			if meta != nil {
+				e.removeMembers(obj, ms, func(i int) bool { return &ms[i] == meta })
+			}
+			add = append(add, `"_meta":{`...)
+			add = append(add, relatedTaskMember(relatedTask)...)
+			add = append(add, "},"...)
+		}
+	}
+	if len(add) > 0 {
+		kept := len(ms)
+		if meta != nil && relatedTask != "" && !meta.value.IsObject() {
+			kept--
+		}
+		if kept == 0 {
+			add = add[:len(add)-1] // no member follows: drop the last comma
+		}
+		e.replace(1, 1, add)
+	}
+	return e.apply(raw)
+}
+
+// InputResponse prepares a legacy client's answer (an ElicitResult,
+// CreateMessageResult or ListRootsResult) for tasks/update or an MRTR retry:
+// the related-task _meta the client echoed is removed.
+func InputResponse(result gjson.Result) []byte {
+	raw := []byte(result.Raw)
+	if !result.IsObject() {
+		return raw
+	}
+	obj := gjson.Result{Type: gjson.JSON, Raw: view(raw)}
+	var e edits
+	var buf [16]member
+	ms := members(obj, buf[:0])
+	for i := range ms {
+		if ms[i].key.Str != "_meta" || !ms[i].value.IsObject() {
+			continue
+		}
+		var mbuf [8]member
+		mm := members(ms[i].value, mbuf[:0])
+		if kept := countKept(mm, MetaRelatedTask); kept == len(mm) {
+			return raw
+		} else if kept == 0 {
+			e.removeMembers(obj, ms, func(j int) bool { return j == i })
+		} else {
+			e.removeMembers(ms[i].value, mm, func(j int) bool { return mm[j].key.Str == MetaRelatedTask })
+		}
+	}
+	return e.apply(raw)
+}
+
+func countKept(ms []member, drop string) int {
+	n := 0
+	for i := range ms {
+		if ms[i].key.Str != drop {
+			n++
+		}
+	}
+	return n
+}

@@ -155,3 +155,41 @@ func FuzzTaskView(f *testing.F) {
 		}
 	})
 }
+
+func TestInputRequestParams(t *testing.T) {
+	tests := []struct{ name, params, related, elicit, want string }{
+		{"form elicitation", `{"mode":"form","message":"m"}`, "T", "",
+			`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"}},"mode":"form","message":"m"}`},
+		{"existing _meta", `{"message":"m","_meta":{"a":1}}`, "T", "",
+			`{"message":"m","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"},"a":1}}`},
+		{"url elicitation gets an id", `{"mode":"url","url":"https://x","message":"m"}`, "", "E1",
+			`{"elicitationId":"E1","mode":"url","url":"https://x","message":"m"}`},
+		{"url elicitation keeps its id", `{"mode":"url","elicitationId":"own"}`, "", "E1",
+			`{"mode":"url","elicitationId":"own"}`},
+		{"no params", ``, "T", "",
+			`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"}}}`},
+		{"empty params, nothing to add", `{}`, "", "", `{}`},
+		{"non-object _meta replaced", `{"_meta":null,"x":1}`, "T", "",
+			`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"}},"x":1}`},
+	}
+	for _, tt := range tests {
+		got := rewrite.InputRequestParams(gjson.Parse(tt.params), tt.related, tt.elicit)
+		if string(got) != tt.want {
+			t.Errorf("%s:\n got: %s\nwant: %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestInputResponse(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"action":"accept","content":{"name":"Luca"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"T"}}}`,
+			`{"action":"accept","content":{"name":"Luca"}}`},
+		{`{"_meta":{"a":1,"io.modelcontextprotocol/related-task":{}},"roots":[]}`, `{"_meta":{"a":1},"roots":[]}`},
+		{`{"action":"decline"}`, `{"action":"decline"}`},
+	}
+	for _, tt := range tests {
+		if got := rewrite.InputResponse(gjson.Parse(tt.in)); string(got) != tt.want {
+			t.Errorf("InputResponse(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
