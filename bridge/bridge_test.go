@@ -204,9 +204,10 @@ func TestInitializeFromDiscover(t *testing.T) {
 	h := start(t, u.URL, Config{})
 	h.send(initReq)
 	r := h.next()
-	// listChanged is withheld (no listen stream yet), and so is tasks: the
-	// session advertises only what it can deliver.
-	want := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"9"},"instructions":"hi"}}`
+	// listChanged is withheld (no listen stream yet): the session
+	// advertises only what it can deliver. The tasks extension becomes the
+	// legacy tasks capability.
+	want := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"up","version":"9"},"instructions":"hi"}}`
 	if r != want {
 		t.Errorf("initialize\n got: %s\nwant: %s", r, want)
 	}
@@ -475,7 +476,7 @@ func TestUpstreamFailuresAnswerOnce(t *testing.T) {
 		{"unknown resultType", func(w http.ResponseWriter, r *http.Request, id string) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"mystery"}}`, id)
-		}, 200, -32603, "unrecognized resultType"},
+		}, 200, -32603, "unrecognized or misplaced resultType"},
 	}
 	for i, c := range cases {
 		u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) { c.handler(w, r, gjson.Get(body, "id").Raw) })

@@ -27,8 +27,7 @@ import (
 // answered by the server before it runs anything, so the retry is safe.
 func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte {
 	if s.meta.Load() == nil {
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
-			fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", f.Method), nil)
+		return notInitialized(c, f.Method)
 	}
 	if f.Method == "tools/call" {
 		s.ensureTools(ctx)
@@ -45,6 +44,11 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 		frame = s.versionRejected(ctx, c, f, frame)
 	}
 	return frame
+}
+
+func notInitialized(c *call, method string) []byte {
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
+		fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", method), nil)
 }
 
 // versionRejected handles a -32022 on a normal request: probe again; if the
@@ -84,7 +88,16 @@ func orEmptyObject(raw string) string {
 // code.
 func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, int) {
 	upID := s.nextUpstreamID()
-	body, err := rewrite.RequestUp(f, rewrite.Up{ID: upID, Meta: *s.meta.Load()})
+	up := rewrite.Up{ID: upID, Meta: *s.meta.Load()}
+	if c.task.Exists() {
+		// 2026 has no request-side task flag (tasks.md §13.1).
+		up.DropParams = []string{"task"}
+		if !s.tasksEnabled() {
+			s.warn("task-augmented tools/call processed normally: the server does not support the tasks extension, so no tasks capability was advertised",
+				zap.ByteString("id", c.id))
+		}
+	}
+	body, err := rewrite.RequestUp(f, up)
 	if err != nil {
 		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), 0
 	}
@@ -160,7 +173,7 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
 				errorData(s.client.URL(), resp.Status, "", "")), 0
 		}
-		frame := s.down(c, f.Method, &m, resp.Status)
+		frame := s.down(ctx, c, f.Method, &m, resp.Status)
 		code := 0
 		if m.Error.Exists() {
 			code = int(m.Error.Get("code").Int())
@@ -170,32 +183,43 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 }
 
 // down rewrites the upstream response for the client.
-func (s *Session) down(c *call, method string, m *rewrite.Frame, status int) []byte {
-	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status})
+func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.Frame, status int) []byte {
+	tasks := s.tasksEnabled()
+	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks})
 	if err != nil {
 		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", capBytes(m.Raw)))
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 			fmt.Sprintf("invalid upstream result for %s: %v", method, err), errorData(s.client.URL(), status, "", ""))
 	}
+	augmented := method == "tools/call" && c.task.Exists() && tasks
 	switch d.ResultType {
 	case rewrite.ResultComplete:
-		if method == "tools/list" {
+		switch {
+		case method == "tools/list":
 			s.rememberTools(d)
+		case augmented && !d.IsError:
+			return s.taskCreated(c, m)
 		}
 		return d.Frame
+	case rewrite.ResultTask:
+		if method != "tools/call" {
+			break // only tools/call may become a task (tasks.md §13.8)
+		}
+		if augmented {
+			return s.taskCreated(c, m)
+		}
+		t := rewrite.ReadTask(m.Result)
+		s.info("the server made a task of a plain tools/call; following it", zap.ByteString("id", c.id), zap.String("taskId", t.ID))
+		return s.follow(ctx, c, t)
 	case rewrite.ResultInputRequired:
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 			fmt.Sprintf("the server needs input from the client to finish %s (resultType input_required), which this version of mcp-tasks-proxy does not bridge yet", method),
 			errorData(s.client.URL(), status, "resultType", d.ResultType))
-	case rewrite.ResultTask:
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
-			fmt.Sprintf("the server turned %s into a task (resultType task), which this version of mcp-tasks-proxy does not bridge yet", method),
-			errorData(s.client.URL(), status, "resultType", d.ResultType))
 	}
-	s.warn("unrecognized upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
+	s.warn("invalid upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
 		zap.ByteString("frame", capBytes(m.Raw)))
 	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
-		fmt.Sprintf("invalid upstream result for %s: unrecognized resultType %q", method, d.ResultType),
+		fmt.Sprintf("invalid upstream result for %s: unrecognized or misplaced resultType %q", method, d.ResultType),
 		errorData(s.client.URL(), status, "resultType", d.ResultType))
 }
 

@@ -61,9 +61,12 @@ func (s *Session) initialize(ctx context.Context, f *rewrite.Frame) []byte {
 	result := capabilities.InitializeResult(v.Discover, capabilities.InitializeOptions{
 		RequestedVersion: requested,
 		UpstreamURL:      url,
+		Tasks:            true,
 	})
+	_, hasTasks := capabilities.ServerCapabilities([]byte(gjson.GetBytes(v.Discover, "capabilities").Raw), false)
 	s.mu.Lock()
 	s.caps, s.clientInfo, s.ready = caps, info, true
+	s.legacyCaps, s.tasks = []byte(p.Get("capabilities").Raw), hasTasks
 	m := capabilities.Meta(caps, info, s.level) // the level may have changed during the probe
 	s.meta.Store(&m)
 	s.mu.Unlock()

@@ -48,6 +48,12 @@ type Config struct {
 	MaxMessageBytes int
 	// DiscoverTimeout bounds the server/discover probe. Default 30s.
 	DiscoverTimeout time.Duration
+	// Tasks holds the task mapping choices (--task-iserror,
+	// --legacy-ttl-unit).
+	Tasks rewrite.TaskOptions
+	// StatePath is the task registry's state file; "" keeps the registry
+	// in memory (--no-state).
+	StatePath string
 }
 
 // Defaults.
@@ -80,6 +86,13 @@ type Session struct {
 	level      string                           // logging/setLevel
 	params     map[string][]routing.ParamHeader // x-mcp-header annotations by tool
 	listed     bool                             // params reflect a tools/list
+	legacyCaps []byte                           // the client's own capabilities
+	tasks      bool                             // the server declares the tasks extension
+	asks       map[string]chan []byte           // proxy requests to the client, by id
+	dispatched map[string]map[string]bool       // input keys asked, by task id
+
+	reg   registry // the tasks the client created through the proxy
+	askID atomic.Int64
 
 	fetchMu sync.Mutex // one lazy tools/list fetch at a time
 }
@@ -91,6 +104,25 @@ type call struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	cancelled atomic.Bool // the client sent notifications/cancelled
+	// progressToken is the raw _meta.progressToken, if any.
+	progressToken []byte
+	// task is the raw params.task of a task-augmented tools/call.
+	task gjson.Result
+	// after runs once the answer is queued (e.g. input requests that must
+	// follow a tasks/get answer).
+	after func()
+}
+
+// requestedTTL is the ttl the client asked for in params.task, in ms.
+func (c *call) requestedTTL(seconds bool) (int64, bool) {
+	v := c.task.Get("ttl")
+	if v.Type != gjson.Number || v.Num < 0 {
+		return 0, false
+	}
+	if seconds {
+		return int64(v.Num * 1000), true
+	}
+	return int64(v.Num), true
 }
 
 // job is a request waiting for a slot.
@@ -114,15 +146,18 @@ func New(cfg Config) *Session {
 		cfg.Logger = zap.NewNop()
 	}
 	return &Session{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		client:   cfg.Client,
-		out:      make(chan []byte, 256),
-		queue:    make(chan job, cfg.MaxInFlight),
-		sem:      make(chan struct{}, cfg.MaxInFlight),
-		stopped:  make(chan struct{}),
-		inflight: make(map[string]*call),
-		params:   make(map[string][]routing.ParamHeader),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		client:     cfg.Client,
+		out:        make(chan []byte, 256),
+		queue:      make(chan job, cfg.MaxInFlight),
+		sem:        make(chan struct{}, cfg.MaxInFlight),
+		stopped:    make(chan struct{}),
+		inflight:   make(map[string]*call),
+		params:     make(map[string][]routing.ParamHeader),
+		asks:       make(map[string]chan []byte),
+		dispatched: make(map[string]map[string]bool),
+		reg:        newMemRegistry(),
 	}
 }
 
@@ -141,6 +176,7 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.ctx = ctx
+	s.openRegistry()
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- s.write(out) }()
 	starterDone := make(chan struct{})
@@ -191,12 +227,18 @@ func (s *Session) start(ctx context.Context) {
 			defer func() { <-s.sem }()
 			defer j.c.cancel()
 			var frame []byte
-			if j.f.Method == "initialize" {
+			switch {
+			case j.f.Method == "initialize":
 				frame = s.initialize(j.c.ctx, &j.f)
-			} else {
+			case isTaskMethod(j.f.Method):
+				frame = s.taskMethod(j.c.ctx, j.c, &j.f)
+			default:
 				frame = s.forward(j.c.ctx, j.c, &j.f)
 			}
 			s.finish(j.c, frame)
+			if j.c.after != nil && frame != nil && !j.c.cancelled.Load() {
+				j.c.after()
+			}
 		}()
 	}
 }
@@ -250,9 +292,9 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		s.notification(&f)
 		return true
 	case rewrite.KindResponse:
-		// The proxy sends no requests to the client in this mode, so no
-		// response can match.
-		s.warn("response from client for an unknown request id ignored", zap.String("id", f.ID.Raw))
+		if !s.clientAnswered(&f) {
+			s.warn("response from client for an unknown request id ignored", zap.String("id", f.ID.Raw))
+		}
 		return true
 	}
 	// A request.
@@ -282,6 +324,30 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		c.cancel()
 		return false
 	}
+}
+
+func isTaskMethod(method string) bool {
+	switch method {
+	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
+		return true
+	}
+	return false
+}
+
+// openRegistry opens the task state file, or keeps the registry in memory
+// when there is none or it cannot be used (said loudly: tasks/list would
+// forget tasks on restart).
+func (s *Session) openRegistry() {
+	if s.cfg.StatePath == "" {
+		return
+	}
+	reg, err := openFileRegistry(s.cfg.StatePath, s.client.URL())
+	if err != nil {
+		s.log.Error("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or pass --state-file or --no-state)",
+			zap.String("path", s.cfg.StatePath), zap.Error(err))
+		return
+	}
+	s.reg = reg
 }
 
 // requiredParam names the string parameter a method cannot do without; it
@@ -315,6 +381,12 @@ func (s *Session) register(ctx context.Context, f *rewrite.Frame) (*call, bool) 
 		return nil, false
 	}
 	c := &call{id: []byte(f.ID.Raw), method: f.Method}
+	if tok := f.Params.Get("_meta.progressToken"); tok.Exists() {
+		c.progressToken = []byte(tok.Raw)
+	}
+	if f.Method == "tools/call" {
+		c.task = f.Params.Get("task")
+	}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	s.inflight[f.ID.Raw] = c
 	return c, true

@@ -89,6 +89,9 @@ func ReadTask(obj gjson.Result) Task {
 	return t
 }
 
+// Raw is the task object as the server sent it.
+func (t Task) Raw() string { return t.obj.Raw }
+
 // Terminal reports whether the status is completed, failed or cancelled.
 func (t Task) Terminal() bool { return IsTerminal(t.Status) }
 

@@ -43,7 +43,17 @@ type config struct {
 	connectTimeout time.Duration
 	// discoverTimeout bounds the server/discover probe at initialize.
 	discoverTimeout time.Duration
-	version, help   bool
+	// taskIsError shows a completed task whose tool result has isError as
+	// completed (default) or failed.
+	taskIsError string
+	// legacyTTLUnit is the unit of the legacy ttl: ms (default) or s.
+	legacyTTLUnit string
+	// stateFile is the task registry's file; default under the user cache
+	// directory, keyed by the upstream URL.
+	stateFile string
+	// noState keeps the task registry in memory only.
+	noState       bool
+	version, help bool
 }
 
 // usageError is a command-line mistake: one line on stderr, exit status 2.
@@ -168,6 +178,10 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.Var(byteSize{&c.maxMessage}, "max-message-size", "")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", routing.DefaultConnectTimeout, "")
 	fs.DurationVar(&c.discoverTimeout, "discover-timeout", bridge.DefaultDiscoverTimeout, "")
+	fs.StringVar(&c.taskIsError, "task-iserror", "completed", "")
+	fs.StringVar(&c.legacyTTLUnit, "legacy-ttl-unit", "ms", "")
+	fs.StringVar(&c.stateFile, "state-file", "", "")
+	fs.BoolVar(&c.noState, "no-state", false, "")
 	fs.BoolVar(&c.version, "version", false, "")
 	fs.BoolVar(&c.help, "help", false, "")
 	fs.BoolVar(&c.help, "h", false, "")
@@ -231,6 +245,19 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	if c.maxInFlight < 1 {
 		return nil, usagef("--max-in-flight must be at least 1")
 	}
+	switch c.taskIsError {
+	case "completed", "failed":
+	default:
+		return nil, usagef("--task-iserror %q: use completed or failed", c.taskIsError)
+	}
+	switch c.legacyTTLUnit {
+	case "ms", "s":
+	default:
+		return nil, usagef("--legacy-ttl-unit %q: use ms or s", c.legacyTTLUnit)
+	}
+	if c.noState && c.stateFile != "" {
+		return nil, usagef("--no-state and --state-file contradict each other; pass one")
+	}
 	if c.connectTimeout <= 0 || c.discoverTimeout <= 0 {
 		return nil, usagef("timeouts must be positive durations such as 10s or 2m")
 	}
@@ -284,6 +311,17 @@ Flags:
   --max-message-size SIZE   largest message on stdin or from the server (default 128MiB)
   --connect-timeout D       dial and TLS handshake timeout (default 10s)
   --discover-timeout D      server/discover probe timeout at initialize (default 30s)
+
+Tasks:
+  --task-iserror MODE       how a task whose tool result has isError:true looks to the
+                            client: completed (default; the client reads the error text
+                            with tasks/result) or failed (the literal 2025 reading)
+  --legacy-ttl-unit UNIT    unit of the client's task ttl: ms (default, 2025-11-25) or s
+                            (clients built on the early draft that used seconds)
+  --state-file PATH         task registry for tasks/list and tasks/result across restarts
+                            (default: the user cache dir, one file per upstream URL;
+                            in memory with --demo)
+  --no-state                keep the task registry in memory only
   --version                 print the version and exit
   --help                    print this help and exit
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
@@ -91,12 +92,23 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	defer client.CloseIdle()
 
+	statePath := cfg.stateFile
+	if statePath == "" && !cfg.noState && !cfg.demo {
+		if statePath, err = bridge.DefaultStatePath(url); err != nil {
+			logger.Warn("no user cache directory for the task state file; tasks are remembered only while this process runs (pass --state-file)", zap.Error(err))
+		}
+	}
 	sess := bridge.New(bridge.Config{
 		Client:          client,
 		Logger:          logger,
 		MaxInFlight:     cfg.maxInFlight,
 		MaxMessageBytes: cfg.maxMessage,
 		DiscoverTimeout: cfg.discoverTimeout,
+		Tasks: rewrite.TaskOptions{
+			IsErrorFailed: cfg.taskIsError == "failed",
+			TTLSeconds:    cfg.legacyTTLUnit == "s",
+		},
+		StatePath: statePath,
 	})
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 

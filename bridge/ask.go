@@ -1,0 +1,131 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// Requests from the proxy to the legacy client (eras.md §5.4): the 2025
+// face of 2026 input requests. Their ids live in the proxy's own space
+// ("mtp-N"), apart from the client's ids.
+
+// clientError is a JSON-RPC error the client answered with.
+type clientError struct{ raw gjson.Result }
+
+func (e *clientError) Error() string {
+	return fmt.Sprintf("the client answered with error %d: %s", e.raw.Get("code").Int(), e.raw.Get("message").String())
+}
+
+// ask sends a request to the client and waits for its answer. It returns
+// the raw result, a *clientError, or ctx's error; on ctx's end the client is
+// told with notifications/cancelled.
+func (s *Session) ask(ctx context.Context, method string, params []byte) (gjson.Result, error) {
+	id := append(strconv.AppendInt([]byte(`"mtp-`), s.askID.Add(1), 10), '"')
+	ch := make(chan []byte, 1)
+	s.mu.Lock()
+	s.asks[string(id)] = ch
+	s.mu.Unlock()
+	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, params)
+	s.send(frame)
+	select {
+	case resp := <-ch:
+		f, err := rewrite.Parse(resp)
+		if err != nil {
+			return gjson.Result{}, err
+		}
+		if f.Error.Exists() {
+			return gjson.Result{}, &clientError{raw: f.Error}
+		}
+		return f.Result, nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		delete(s.asks, string(id))
+		s.mu.Unlock()
+		if s.ctx.Err() == nil {
+			s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"no longer needed"}}`, id))
+		}
+		return gjson.Result{}, ctx.Err()
+	}
+}
+
+// clientAnswered routes a response from the client to the request waiting
+// for it. It reports false for an id nobody waits for.
+func (s *Session) clientAnswered(f *rewrite.Frame) bool {
+	s.mu.Lock()
+	ch, ok := s.asks[f.ID.Raw]
+	delete(s.asks, f.ID.Raw)
+	s.mu.Unlock()
+	if ok {
+		ch <- clone(f.Raw)
+	}
+	return ok
+}
+
+// clientCan reports whether the client declared the capability an input
+// request needs, and names it when not (2025 servers send only what the
+// client declared).
+func (s *Session) clientCan(method string, params gjson.Result) (bool, string) {
+	s.mu.Lock()
+	caps := gjson.ParseBytes(s.legacyCaps)
+	s.mu.Unlock()
+	switch method {
+	case "elicitation/create":
+		if !caps.Get("elicitation").Exists() {
+			return false, "elicitation"
+		}
+		if params.Get("mode").String() == "url" && !caps.Get("elicitation.url").Exists() {
+			return false, "elicitation.url"
+		}
+		return true, ""
+	case "sampling/createMessage":
+		return caps.Get("sampling").Exists(), "sampling"
+	case "roots/list":
+		return caps.Get("roots").Exists(), "roots"
+	}
+	return false, method
+}
+
+// inputRequest is one entry of a modern inputRequests map.
+type inputRequest struct {
+	key    string
+	method string
+	params gjson.Result
+}
+
+func inputRequests(m gjson.Result) []inputRequest {
+	var out []inputRequest
+	m.ForEach(func(k, v gjson.Result) bool {
+		out = append(out, inputRequest{key: k.String(), method: v.Get("method").String(), params: v.Get("params")})
+		return true
+	})
+	return out
+}
+
+// askInput sends one input request to the client and returns the answer for
+// inputResponses. relatedTask ties it to a task the client knows.
+func (s *Session) askInput(ctx context.Context, in inputRequest, relatedTask string) ([]byte, error) {
+	if ok, missing := s.clientCan(in.method, in.params); !ok {
+		return nil, fmt.Errorf("the server needs %s from the client, but the client did not declare the %s capability", in.method, missing)
+	}
+	var elicitationID string
+	if in.method == "elicitation/create" && in.params.Get("mode").String() == "url" {
+		elicitationID = "mtp-elicitation-" + randomHex(12)
+	}
+	res, err := s.ask(ctx, in.method, rewrite.InputRequestParams(in.params, relatedTask, elicitationID))
+	if err != nil {
+		if _, ok := err.(*clientError); ok && in.method == "elicitation/create" {
+			// POLICY (tasks.md §13.3): an elicitation the client failed
+			// becomes a cancel, so the server can move on.
+			s.warn("the client answered an elicitation with an error; sending cancel", zap.Error(err))
+			return []byte(`{"action":"cancel"}`), nil
+		}
+		return nil, err
+	}
+	return rewrite.InputResponse(res), nil
+}

@@ -1,0 +1,286 @@
+package bridge
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// The task registry: the tasks this client created through the proxy, for
+// tasks/list, sticky cancels and cached outcomes (tasks.md §13.5). It is a
+// state file, so tasks outlive a client or proxy restart, shared safely by
+// concurrent proxies through a file lock; with --no-state it lives in memory.
+
+// record is one registered task.
+type record struct {
+	ID string `json:"id"`
+	// Synthetic marks a proxy-made task for a server that answered a
+	// task-augmented call synchronously; it is served locally.
+	Synthetic bool `json:"synthetic,omitempty"`
+	// Seq orders tasks by creation (newest first in tasks/list).
+	Seq int64 `json:"seq"`
+	// Task is the last modern task object seen (synthetic: a modern-shaped
+	// object made by the proxy).
+	Task json.RawMessage `json:"task"`
+	// Result or Error is the cached terminal outcome.
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  json.RawMessage `json:"error,omitempty"`
+	// CancelledAt is set when the client cancelled the task: the status
+	// stays cancelled for the client from then on.
+	CancelledAt string `json:"cancelledAt,omitempty"`
+	// Expires (RFC 3339) drops a synthetic task once its ttl has passed.
+	Expires string `json:"expires,omitempty"`
+}
+
+// registry stores records. Implementations are safe for concurrent use.
+type registry interface {
+	// get returns a record.
+	get(id string) (record, bool, error)
+	// update applies fn to the record with id (a zero record with that id
+	// when absent); fn returns false to delete it or leave it absent.
+	update(id string, fn func(r *record) bool) error
+	// list returns every record, newest first.
+	list() ([]record, error)
+}
+
+// maxRecords bounds the registry; the oldest records go first.
+const maxRecords = 1000
+
+// memRegistry is the --no-state registry.
+type memRegistry struct {
+	mu   sync.Mutex
+	recs map[string]record
+}
+
+func newMemRegistry() *memRegistry { return &memRegistry{recs: map[string]record{}} }
+
+func (m *memRegistry) get(id string) (record, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.recs[id]
+	return r, ok, nil
+}
+
+func (m *memRegistry) update(id string, fn func(*record) bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.recs[id]
+	if !ok {
+		r = record{ID: id}
+	}
+	if fn(&r) {
+		m.recs[id] = r
+	} else {
+		delete(m.recs, id)
+	}
+	trim(m.recs)
+	return nil
+}
+
+func (m *memRegistry) list() ([]record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return sorted(m.recs), nil
+}
+
+func sorted(recs map[string]record) []record {
+	out := make([]record, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b record) int {
+		switch {
+		case a.Seq > b.Seq:
+			return -1
+		case a.Seq < b.Seq:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func trim(recs map[string]record) {
+	if len(recs) <= maxRecords {
+		return
+	}
+	for _, r := range sorted(recs)[maxRecords:] {
+		delete(recs, r.ID)
+	}
+}
+
+// fileRegistry keeps the records in a JSON state file. Every operation is
+// read-modify-write under an exclusive lock on a sibling .lock file, and the
+// file is replaced atomically (write a temporary file, then rename), so
+// concurrent proxies never lose each other's tasks and a crash never leaves
+// a torn file.
+type fileRegistry struct {
+	path string
+	mu   sync.Mutex // serializes this process's operations
+}
+
+// stateFile is the on-disk format.
+type stateFile struct {
+	Version  int      `json:"version"`
+	Upstream string   `json:"upstream,omitempty"`
+	Tasks    []record `json:"tasks"`
+}
+
+const stateVersion = 1
+
+// DefaultStatePath is the state file for an upstream URL: under the user's
+// cache directory, named by a hash of the URL.
+func DefaultStatePath(upstream string) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(upstream))
+	return filepath.Join(dir, "mcp-tasks-proxy", "tasks-"+hex.EncodeToString(sum[:8])+".json"), nil
+}
+
+// openFileRegistry prepares the state file's directory and checks that the
+// file, if present, is readable.
+func openFileRegistry(path, upstream string) (*fileRegistry, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	r := &fileRegistry{path: path}
+	err := r.locked(func(st *stateFile) bool {
+		if st.Upstream == "" {
+			st.Upstream = upstream
+			return true
+		}
+		return false
+	})
+	return r, err
+}
+
+func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	unlock, err := lockFile(r.path + ".lock")
+	if err != nil {
+		return fmt.Errorf("locking the state file: %w", err)
+	}
+	defer unlock()
+	st, err := readState(r.path)
+	if err != nil {
+		return err
+	}
+	if !fn(&st) {
+		return nil
+	}
+	return writeState(r.path, st)
+}
+
+func readState(path string) (stateFile, error) {
+	st := stateFile{Version: stateVersion}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("reading the state file: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return st, nil
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("the state file %s is not valid (%v); move it away or pass --state-file", path, err)
+	}
+	return st, nil
+}
+
+func writeState(path string, st stateFile) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep the servers' bytes as they were
+	if err := enc.Encode(st); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tasks-*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing the state file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the state file: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func (r *fileRegistry) get(id string) (rec record, ok bool, err error) {
+	err = r.locked(func(st *stateFile) bool {
+		for _, x := range st.Tasks {
+			if x.ID == id {
+				rec, ok = x, true
+			}
+		}
+		return false
+	})
+	return rec, ok, err
+}
+
+func (r *fileRegistry) update(id string, fn func(*record) bool) error {
+	return r.locked(func(st *stateFile) bool {
+		recs := make(map[string]record, len(st.Tasks)+1)
+		for _, x := range st.Tasks {
+			recs[x.ID] = x
+		}
+		rec, ok := recs[id]
+		if !ok {
+			rec = record{ID: id}
+		}
+		keep := fn(&rec)
+		switch {
+		case keep:
+			recs[id] = rec
+		case ok:
+			delete(recs, id)
+		default:
+			return false
+		}
+		trim(recs)
+		st.Tasks = sorted(recs)
+		return true
+	})
+}
+
+func (r *fileRegistry) list() (out []record, err error) {
+	err = r.locked(func(st *stateFile) bool {
+		recs := make(map[string]record, len(st.Tasks))
+		for _, x := range st.Tasks {
+			recs[x.ID] = x
+		}
+		out = sorted(recs)
+		return false
+	})
+	return out, err
+}
+
+// randomHex returns n random bytes in hex: unguessable ids.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,636 @@
+package bridge
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// Tasks across eras (tasks.md §13): the legacy client's 2025 core tasks on
+// top of the server's 2026 tasks extension.
+//
+//	tools/call + task  ─▶ tools/call (task dropped) ─▶ task: nested CreateTaskResult, registered
+//	                                                 └▶ result: a synthetic local task
+//	tools/call         ─▶ tools/call ─▶ task: followed here until terminal (polls, progress)
+//	tasks/get          ─▶ tasks/get, reshaped; input_required keys asked of the client
+//	tasks/result       ─▶ tasks/get polling until terminal (never sent upstream)
+//	tasks/cancel       ─▶ tasks/cancel; the client sees cancelled from then on
+//	tasks/list         ─▶ the registry, refreshed with tasks/get
+
+// syntheticPrefix marks the ids of proxy-made tasks, served locally.
+const syntheticPrefix = "mcp-tasks-proxy-"
+
+// Poll failure bound: after this many failed polls in a row a waiting
+// request gets an error instead of waiting forever.
+const maxPollFailures = 5
+
+// taskListPage is the tasks/list page size.
+const taskListPage = 50
+
+func (s *Session) tasksEnabled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tasks
+}
+
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// taskMethod answers tasks/get, tasks/result, tasks/list and tasks/cancel.
+func (s *Session) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+	if s.meta.Load() == nil {
+		return notInitialized(c, f.Method)
+	}
+	if !s.tasksEnabled() {
+		return rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound,
+			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.client.URL()), nil)
+	}
+	if f.Method == "tasks/list" {
+		return s.taskList(ctx, c, f)
+	}
+	id := f.Params.Get("taskId")
+	if id.Type != gjson.String || id.Str == "" {
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.taskId, a string", f.Method), nil)
+	}
+	switch f.Method {
+	case "tasks/get":
+		return s.taskGet(ctx, c, id.Str)
+	case "tasks/result":
+		return s.taskResult(ctx, c, id.Str)
+	case "tasks/cancel":
+		return s.taskCancel(ctx, c, id.Str)
+	}
+	return rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound, "Method not found: "+f.Method, nil)
+}
+
+func taskNotFound(c *call) []byte {
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
+}
+
+// taskCall makes a tasks/* request of the proxy's own. It returns the
+// result, or the server's JSON-RPC error, or a transport error.
+func (s *Session) taskCall(ctx context.Context, method, taskID string, extra []byte) (gjson.Result, gjson.Result, error) {
+	p := rewrite.AppendString([]byte(`{"taskId":`), taskID)
+	p = append(p, extra...)
+	p = append(p, '}')
+	msg, err := s.internalCall(ctx, method, p)
+	if err != nil {
+		return gjson.Result{}, gjson.Result{}, err
+	}
+	m, err := rewrite.Parse(msg)
+	if err != nil || m.Kind != rewrite.KindResponse {
+		return gjson.Result{}, gjson.Result{}, fmt.Errorf("%s: the server's answer is not a JSON-RPC response", method)
+	}
+	if m.Error.Exists() {
+		return gjson.Result{}, m.Error, nil
+	}
+	if !m.Result.IsObject() {
+		return gjson.Result{}, gjson.Result{}, fmt.Errorf("%s: the server's result is not an object", method)
+	}
+	return m.Result, gjson.Result{}, nil
+}
+
+// unreachable is the error for a task request that did not reach the server.
+func (s *Session) unreachable(c *call, method string, err error) []byte {
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		fmt.Sprintf("%s failed: %v; the task itself is unaffected, try again", method, err),
+		errorData(s.client.URL(), 0, "", ""))
+}
+
+// observe records what a poll showed about a registered task: the latest
+// task object, a terminal outcome for tasks/result, and a status change,
+// which the client hears of as notifications/tasks/status. It returns the
+// record and whether the task is registered.
+func (s *Session) observe(t rewrite.Task, raw gjson.Result) (record, bool) {
+	var rec record
+	var registered, changed bool
+	err := s.reg.update(t.ID, func(r *record) bool {
+		if r.Seq == 0 {
+			return false // not a task this client created through the proxy
+		}
+		registered = true
+		changed = rewrite.ReadTask(gjson.ParseBytes(r.Task)).Status != t.Status
+		r.Task = []byte(raw.Raw)
+		switch t.Status {
+		case rewrite.StatusCompleted:
+			r.Result = []byte(t.Result.Raw)
+		case rewrite.StatusFailed:
+			r.Error = []byte(t.Error.Raw)
+		}
+		rec = *r
+		return true
+	})
+	if err != nil {
+		s.log.Error("updating the task state file failed", zap.Error(err))
+	}
+	if registered && changed && rec.CancelledAt == "" {
+		params := t.View(s.cfg.Tasks, rewrite.ViewOverride{})
+		s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":%s}`, params))
+	}
+	return rec, registered
+}
+
+// registerTask records a task the client created through the proxy.
+func (s *Session) registerTask(rec record) {
+	rec.Seq = time.Now().UnixNano()
+	if err := s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true }); err != nil {
+		s.log.Error("recording the task in the state file failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
+	}
+}
+
+func (s *Session) prune(id string) {
+	if err := s.reg.update(id, func(*record) bool { return false }); err != nil {
+		s.log.Error("updating the task state file failed", zap.Error(err))
+	}
+}
+
+func cancelledView(at string) rewrite.ViewOverride {
+	return rewrite.ViewOverride{Status: rewrite.StatusCancelled, StatusMessage: "The task was cancelled by request.", LastUpdatedAt: at}
+}
+
+// taskGet answers tasks/get (tasks.md §13.3).
+func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
+	if strings.HasPrefix(id, syntheticPrefix) {
+		rec, ok := s.record(id)
+		if !ok {
+			return taskNotFound(c)
+		}
+		return rewrite.ResultFrame(c.id, s.recordView(rec))
+	}
+	res, rpcErr, err := s.taskCall(ctx, "tasks/get", id, nil)
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return s.unreachable(c, "tasks/get", err)
+	case rpcErr.Exists():
+		if rpcErr.Get("code").Int() == rewrite.CodeInvalidParams {
+			s.prune(id)
+		}
+		return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
+	}
+	t := rewrite.ReadTask(res)
+	rec, _ := s.observe(t, res)
+	var ov rewrite.ViewOverride
+	if rec.CancelledAt != "" {
+		ov = cancelledView(rec.CancelledAt)
+	} else if t.Status == rewrite.StatusInputRequired {
+		// Ask after the answer is out (2025 order: the client learns the
+		// status, then gets the requests).
+		c.after = func() { s.dispatchInput(s.ctx, t, id) }
+	}
+	return rewrite.ResultFrame(c.id, rewrite.TaskResult(t, s.cfg.Tasks, ov))
+}
+
+// record reads the registry, logging a failure as a miss.
+func (s *Session) record(id string) (record, bool) {
+	rec, ok, err := s.reg.get(id)
+	if err != nil {
+		s.log.Error("reading the task state file failed", zap.Error(err))
+	}
+	return rec, ok
+}
+
+// recordView is the legacy view of a registered task's last known state.
+func (s *Session) recordView(rec record) []byte {
+	t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+	var ov rewrite.ViewOverride
+	if rec.CancelledAt != "" {
+		ov = cancelledView(rec.CancelledAt)
+	}
+	return rewrite.TaskResult(t, s.cfg.Tasks, ov)
+}
+
+// taskResult answers tasks/result: from the cached outcome, or by polling
+// tasks/get until the task is terminal (tasks.md §13.4). tasks/result is
+// never sent upstream. A client cancel stops the wait, not the task.
+func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
+	if rec, ok := s.record(id); ok {
+		if frame := s.outcome(c, rec, id); frame != nil {
+			return frame
+		}
+	} else if strings.HasPrefix(id, syntheticPrefix) {
+		return taskNotFound(c)
+	}
+	failures := 0
+	var wait time.Duration
+	for {
+		if !sleep(ctx, wait) {
+			return nil
+		}
+		res, rpcErr, err := s.taskCall(ctx, "tasks/get", id, nil)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil
+			}
+			if failures++; failures >= maxPollFailures {
+				return s.unreachable(c, "tasks/get", err)
+			}
+			s.warn("polling the task failed; retrying", zap.String("taskId", id), zap.Error(err))
+			wait = rewrite.DefaultPollInterval
+			continue
+		case rpcErr.Exists():
+			if rpcErr.Get("code").Int() == rewrite.CodeInvalidParams {
+				s.prune(id)
+			}
+			return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
+		}
+		failures = 0
+		t := rewrite.ReadTask(res)
+		rec, registered := s.observe(t, res)
+		if !registered {
+			rec = record{ID: id, Task: []byte(res.Raw), Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}
+		}
+		if rec.CancelledAt != "" || t.Terminal() {
+			if t.Status == rewrite.StatusCancelled && rec.CancelledAt == "" {
+				rec.CancelledAt = now()
+			}
+			if frame := s.outcome(c, rec, id); frame != nil {
+				return frame
+			}
+		}
+		if t.Status == rewrite.StatusInputRequired {
+			s.dispatchInput(s.ctx, t, id)
+		}
+		wait = rewrite.PollInterval(t.PollInterval)
+	}
+}
+
+// outcome is the tasks/result answer for a terminal record, or nil while
+// the task is still running.
+func (s *Session) outcome(c *call, rec record, id string) []byte {
+	t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+	switch {
+	case rec.CancelledAt != "" || t.Status == rewrite.StatusCancelled:
+		return taskCancelled(c, id)
+	case len(rec.Result) > 0:
+		frame, err := rewrite.ResultFrameFor(c.id, "tools/call", gjson.ParseBytes(rec.Result), id)
+		if err != nil {
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
+		}
+		return frame
+	case len(rec.Error) > 0:
+		return rewrite.ErrorFrameRaw(c.id, rec.Error)
+	case t.Status == rewrite.StatusFailed:
+		msg := t.StatusMessage
+		if msg == "" {
+			msg = "Task failed"
+		}
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, nil)
+	case t.Status == rewrite.StatusCompleted:
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "the server reported the task completed without a result", nil)
+	}
+	return nil
+}
+
+// taskCancelled is the POLICY answer for the result of a cancelled task.
+func taskCancelled(c *call, id string) []byte {
+	data := append(rewrite.AppendString([]byte(`{"taskId":`), id), '}')
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "Task was cancelled", data)
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// taskCancel answers tasks/cancel (tasks.md §13.6).
+func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
+	rec, ok := s.record(id)
+	if !ok && strings.HasPrefix(id, syntheticPrefix) {
+		return taskNotFound(c)
+	}
+	var t rewrite.Task
+	if ok {
+		t = rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+	}
+	if !ok || !t.Terminal() && rec.CancelledAt == "" && !rec.Synthetic {
+		// Fresh state first: a task that finished meanwhile cannot be
+		// cancelled (2025 MUST answer -32602).
+		res, rpcErr, err := s.taskCall(ctx, "tasks/get", id, nil)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return s.unreachable(c, "tasks/cancel", err)
+		case rpcErr.Exists():
+			return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
+		}
+		t = rewrite.ReadTask(res)
+		rec, _ = s.observe(t, res)
+		rec.Task = []byte(res.Raw)
+	}
+	switch {
+	case rec.CancelledAt != "":
+		return alreadyTerminal(c, rewrite.StatusCancelled)
+	case rec.Synthetic || t.Terminal():
+		status := t.Status
+		if rec.Synthetic {
+			status = rewrite.StatusCompleted
+		}
+		return alreadyTerminal(c, status)
+	}
+	_, rpcErr, err := s.taskCall(ctx, "tasks/cancel", id, nil)
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return s.unreachable(c, "tasks/cancel", err)
+	case rpcErr.Exists():
+		return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
+	}
+	at := now()
+	task := rec.Task
+	if err := s.reg.update(id, func(r *record) bool {
+		if r.Seq == 0 {
+			r.Seq = time.Now().UnixNano()
+		}
+		r.Task, r.CancelledAt = task, at
+		return true
+	}); err != nil {
+		s.log.Error("recording the cancel in the state file failed", zap.Error(err))
+	}
+	s.info("task cancelled by the client", zap.String("taskId", id))
+	return rewrite.ResultFrame(c.id, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.cfg.Tasks, cancelledView(at)))
+}
+
+func alreadyTerminal(c *call, status string) []byte {
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams,
+		fmt.Sprintf("Cannot cancel task: already in terminal status '%s'", status), nil)
+}
+
+// taskList answers tasks/list from the registry, newest first, refreshing
+// the page's running tasks with tasks/get (tasks.md §13.5). Only a -32602
+// from the server prunes an entry; any other failure keeps it, with its
+// last known state.
+func (s *Session) taskList(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+	recs, err := s.reg.list()
+	if err != nil {
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "reading the task state file failed: "+err.Error(), nil)
+	}
+	recs = s.dropExpired(recs)
+	off := 0
+	if cur := f.Params.Get("cursor"); cur.Exists() {
+		n, ok := decodeCursor(cur.String())
+		if !ok || n > len(recs) {
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, "Invalid params: unknown tasks/list cursor", nil)
+		}
+		off = n
+	}
+	end := min(off+taskListPage, len(recs))
+	page := append([]record(nil), recs[off:end]...)
+	s.refresh(ctx, page)
+	b := []byte(`{"tasks":[`)
+	first := true
+	for _, rec := range page {
+		if rec.ID == "" {
+			continue // pruned
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+		var ov rewrite.ViewOverride
+		if rec.CancelledAt != "" {
+			ov = cancelledView(rec.CancelledAt)
+		}
+		b = append(b, t.View(s.cfg.Tasks, ov)...)
+	}
+	b = append(b, ']')
+	if end < len(recs) {
+		b = append(b, `,"nextCursor":`...)
+		b = rewrite.AppendString(b, encodeCursor(end))
+	}
+	return rewrite.ResultFrame(c.id, append(b, '}'))
+}
+
+// refresh polls the page's running tasks in parallel (at most 4 at once).
+// A pruned task's record is zeroed in place.
+func (s *Session) refresh(ctx context.Context, page []record) {
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i := range page {
+		rec := &page[i]
+		t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+		if rec.Synthetic || rec.CancelledAt != "" || t.Terminal() {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			res, rpcErr, err := s.taskCall(ctx, "tasks/get", rec.ID, nil)
+			switch {
+			case err != nil:
+				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
+			case rpcErr.Exists():
+				if rpcErr.Get("code").Int() == rewrite.CodeInvalidParams {
+					s.prune(rec.ID)
+					*rec = record{}
+					return
+				}
+				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
+			default:
+				t := rewrite.ReadTask(res)
+				if r, ok := s.observe(t, res); ok {
+					*rec = r
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// dropExpired removes synthetic tasks whose ttl has passed.
+func (s *Session) dropExpired(recs []record) []record {
+	out := recs[:0]
+	for _, r := range recs {
+		if exp, err := time.Parse(time.RFC3339Nano, r.Expires); r.Expires != "" && err == nil && time.Now().After(exp) {
+			s.prune(r.ID)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+const cursorPrefix = "mtp-tasks:"
+
+func encodeCursor(off int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(off)))
+}
+
+func decodeCursor(c string) (int, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(b[len(cursorPrefix):]))
+	return n, err == nil && n >= 0
+}
+
+// dispatchInput asks the client for every input request of t not asked
+// before (keys are unique for a task's life, so they are deduplicated
+// across polls), and sends each answer upstream with tasks/update.
+// relatedTask ties the requests to a task the client knows; a task the
+// proxy follows on the client's behalf sends none.
+func (s *Session) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask string) {
+	for _, in := range inputRequests(t.InputRequests) {
+		s.mu.Lock()
+		seen := s.dispatched[t.ID]
+		if seen == nil {
+			seen = map[string]bool{}
+			s.dispatched[t.ID] = seen
+		}
+		dup := seen[in.key]
+		seen[in.key] = true
+		s.mu.Unlock()
+		if dup {
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			answer, err := s.askInput(ctx, in, relatedTask)
+			if err != nil {
+				if !errors.Is(err, context.Canceled) {
+					s.warn("a task's input request was not answered; the task waits until it is cancelled",
+						zap.String("taskId", t.ID), zap.String("key", in.key), zap.Error(err))
+				}
+				return
+			}
+			extra := append([]byte(`,"inputResponses":{`), rewrite.AppendString(nil, in.key)...)
+			extra = append(extra, ':')
+			extra = append(extra, answer...)
+			extra = append(extra, '}')
+			if _, rpcErr, err := s.taskCall(ctx, "tasks/update", t.ID, extra); err != nil || rpcErr.Exists() {
+				s.warn("tasks/update failed", zap.String("taskId", t.ID), zap.String("key", in.key), zap.Error(err), zap.String("error", rpcErr.Raw))
+			}
+		}()
+	}
+}
+
+// taskCreated handles a task-augmented tools/call (tasks.md §13.1): a task
+// from the server becomes the nested 2025 CreateTaskResult; a synchronous
+// result becomes a synthetic local task holding it.
+func (s *Session) taskCreated(c *call, m *rewrite.Frame) []byte {
+	if rt := m.Result.Get("resultType").String(); rt == rewrite.ResultTask {
+		t := rewrite.ReadTask(m.Result)
+		s.registerTask(record{ID: t.ID, Task: []byte(m.Result.Raw)})
+		return rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(t, s.cfg.Tasks))
+	}
+	id := syntheticPrefix + randomHex(16)
+	at := now()
+	task := rewrite.AppendString([]byte(`{"taskId":`), id)
+	task = append(task, `,"status":"completed","createdAt":`...)
+	task = rewrite.AppendString(task, at)
+	task = append(task, `,"lastUpdatedAt":`...)
+	task = rewrite.AppendString(task, at)
+	task = append(task, `,"ttlMs":`...)
+	rec := record{ID: id, Synthetic: true, Result: []byte(m.Result.Raw)}
+	if ms, ok := c.requestedTTL(s.cfg.Tasks.TTLSeconds); ok {
+		task = strconv.AppendInt(task, ms, 10)
+		rec.Expires = time.Now().Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	} else {
+		task = append(task, "null"...)
+	}
+	rec.Task = append(task, '}')
+	s.registerTask(rec)
+	view := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+	return rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(view, s.cfg.Tasks))
+}
+
+// follow drives a task the server made of a plain tools/call until it ends,
+// and answers the call with its outcome (tasks.md §13.2). With a
+// progressToken, every poll sends progress with the task's status message.
+// A client cancel sends tasks/cancel upstream and nothing to the client.
+func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
+	failures, polls := 0, 0
+	for {
+		switch t.Status {
+		case rewrite.StatusCompleted:
+			if !t.Result.Exists() {
+				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "the server reported the task completed without a result", nil)
+			}
+			frame, err := rewrite.ResultFrameFor(c.id, "tools/call", t.Result, "")
+			if err != nil {
+				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
+			}
+			return frame
+		case rewrite.StatusFailed:
+			return s.outcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t.ID)
+		case rewrite.StatusCancelled:
+			return taskCancelled(c, t.ID)
+		case rewrite.StatusInputRequired:
+			s.dispatchInput(ctx, t, "")
+		}
+		if !sleep(ctx, rewrite.PollInterval(t.PollInterval)) {
+			if c.cancelled.Load() {
+				s.cancelUpstream(t.ID)
+			}
+			return nil
+		}
+		res, rpcErr, err := s.taskCall(ctx, "tasks/get", t.ID, nil)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				continue // the next sleep sees it
+			}
+			if failures++; failures >= maxPollFailures {
+				return s.unreachable(c, "following the task "+t.ID, err)
+			}
+			s.warn("polling a followed task failed; retrying", zap.String("taskId", t.ID), zap.Error(err))
+			continue
+		case rpcErr.Exists():
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()),
+				[]byte(fmt.Sprintf(`{"taskId":%q,"error":%s}`, t.ID, rpcErr.Raw)))
+		}
+		failures = 0
+		t = rewrite.ReadTask(res)
+		polls++
+		if len(c.progressToken) > 0 && !t.Terminal() && !c.cancelled.Load() {
+			p := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d`, c.progressToken, polls)
+			if t.StatusMessage != "" {
+				p = append(p, `,"message":`...)
+				p = rewrite.AppendString(p, t.StatusMessage)
+			}
+			s.send(append(p, "}}"...))
+		}
+	}
+}
+
+// cancelUpstream sends tasks/cancel for a followed task the client gave up
+// on; its outcome does not matter, and it is bounded in time.
+func (s *Session) cancelUpstream(id string) {
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	if _, rpcErr, err := s.taskCall(ctx, "tasks/cancel", id, nil); err != nil || rpcErr.Exists() {
+		s.warn("tasks/cancel for a followed task failed", zap.String("taskId", id), zap.Error(err), zap.String("error", rpcErr.Raw))
+		return
+	}
+	s.info("followed task cancelled upstream", zap.String("taskId", id))
+}
