@@ -10,8 +10,31 @@
 //   - tool "slow_count": sends n progress notifications and one info log on
 //     its SSE response stream, then answers "counted to n";
 //   - tool "whoami": reports the request _meta and Mcp-* headers it saw;
+//   - tool "quick": returns its "text" argument at once, never as a task;
+//   - task tools "slow" (completes after "ms" milliseconds, default 1000),
+//     "fail" (fails with JSON-RPC error -32000), "needs_input" (asks for a
+//     name with an elicitation/create input request, then greets) and
+//     "iserror" (completes with an isError tool result);
 //   - prompt "greeting": one user message "Hello, NAME!";
 //   - resource "demo://readme" and resource template "demo://echo/{text}".
+//
+// # Tasks
+//
+// The server implements the 2026 tasks extension [TasksExtension]: it
+// declares capabilities.extensions["io.modelcontextprotocol/tasks"] = {} in
+// server/discover and serves tasks/get, tasks/update and tasks/cancel. A
+// call to a task tool whose _meta clientCapabilities.extensions declare the
+// extension is answered with a flat CreateTaskResult (resultType "task",
+// status "working"); without the declaration it is refused with -32021
+// (MissingRequiredClientCapability, HTTP 400), as are the tasks/* methods.
+// tasks/* requests must carry Mcp-Name equal to params.taskId (else 400,
+// -32020). Tasks live in memory, per server, for [TaskTTL]; their ids are
+// 128 random bits in hex; they suggest polling every [TaskPollInterval].
+// The needs_input task answers a tasks/update whose ElicitResult accepts a
+// name with "hello, NAME" and any other action with "no name given". A
+// completed task's result is the CallToolResult the call would have
+// returned (with resultType "complete"); tasks/cancel cancels a working or
+// input_required task at once and just acknowledges a finished one.
 //
 // Calls to slow_count are answered with text/event-stream; every other
 // request is answered with application/json, so both response kinds of the
@@ -50,8 +73,10 @@ const (
 	// Path is where Start serves Handler.
 	Path = "/mcp"
 
-	instructions = "Demo server for mcp-tasks-proxy: echo, slow_count, whoami, " +
-		"a greeting prompt, a readme resource and a demo://echo/{text} resource template."
+	instructions = "Demo server for mcp-tasks-proxy: echo, slow_count, whoami, quick, " +
+		"the task tools slow, fail, needs_input and iserror (they need the " +
+		TasksExtension + " extension), a greeting prompt, a readme resource " +
+		"and a demo://echo/{text} resource template."
 
 	// logLevelKey is the request _meta key of the 2026-07-28 log level
 	// (mcp.MetaKeyLogLevel, deprecated with the logging feature).
@@ -74,6 +99,10 @@ This server speaks MCP 2026-07-28 over stateless Streamable HTTP.
 - ` + "`echo`" + ` returns the text you give it.
 - ` + "`slow_count`" + ` counts to n, reporting progress on the way.
 - ` + "`whoami`" + ` shows the request metadata the server received.
+- ` + "`quick`" + ` returns the text you give it, never as a task.
+- ` + "`slow`" + `, ` + "`fail`" + `, ` + "`needs_input`" + ` and ` + "`iserror`" + ` run as tasks
+  (extension ` + "`" + TasksExtension + "`" + `): they finish after a delay, fail,
+  ask for your name, or report a tool error.
 - The ` + "`greeting`" + ` prompt says hello.
 `
 
@@ -81,19 +110,35 @@ This server speaks MCP 2026-07-28 over stateless Streamable HTTP.
 // text/event-stream, because they emit notifications before their result.
 var streamingTools = map[string]bool{"slow_count": true}
 
-// NewServer returns the go-sdk server with the demo's tools, prompt and
-// resources. It accepts only protocol 2026-07-28. The server holds no
-// per-client state, so one server can serve any number of handlers.
+// NewServer returns the go-sdk server with the demo's tools, prompt,
+// resources and tasks extension. It accepts only protocol 2026-07-28. The
+// server holds no per-client state apart from its in-memory task store,
+// which every handler serving it shares; pending task steps are timers, so
+// an abandoned server leaks no goroutines.
 func NewServer() *mcp.Server {
+	s, _ := newServer()
+	return s
+}
+
+// newServer is NewServer, also returning the server's task store.
+func newServer() (*mcp.Server, *taskStore) {
+	caps := &mcp.ServerCapabilities{
+		// Setting Capabilities drops the go-sdk default {"logging":{}}; keep it.
+		//lint:ignore SA1019 the demo exercises the deprecated logging feature on purpose.
+		Logging: &mcp.LoggingCapabilities{},
+	}
+	caps.AddExtension(TasksExtension, nil)
 	s := mcp.NewServer(
 		&mcp.Implementation{Name: ServerName, Version: ServerVersion},
 		&mcp.ServerOptions{
 			Instructions:              instructions,
 			SupportedProtocolVersions: []string{ProtocolVersion},
+			Capabilities:              caps,
 		},
 	)
 
-	s.AddReceivingMiddleware(guard)
+	store := newTaskStore()
+	s.AddReceivingMiddleware(guard, store.middleware)
 
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "echo",
@@ -144,7 +189,8 @@ func NewServer() *mcp.Server {
 		URITemplate: echoPrefix + "{text}",
 	}, readEcho)
 
-	return s
+	addTasks(s, store)
+	return s, store
 }
 
 // Handler returns an http.Handler serving NewServer statelessly at protocol
@@ -154,9 +200,19 @@ func NewServer() *mcp.Server {
 //
 // A Base64-encoded Mcp-Name header (=?base64?...?=) is decoded before the
 // go-sdk compares it with the body; go-sdk v1.8.0 would compare the encoded
-// form and reject it.
+// form and reject it. For tasks/get, tasks/update and tasks/cancel the
+// handler itself compares Mcp-Name with params.taskId.
+//
+// Each call returns a handler with its own server and task store.
 func Handler() http.Handler {
-	srv := NewServer()
+	h, _ := newHandler()
+	return h
+}
+
+// newHandler is Handler, also returning a func that stops the pending steps
+// of its tasks.
+func newHandler() (http.Handler, func()) {
+	srv, store := newServer()
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	sseOpts := mcp.StreamableHTTPOptions{
 		Stateless:                    true,
@@ -175,19 +231,25 @@ func Handler() http.Handler {
 		if !ok {
 			return
 		}
+		if taskMethods[r.Header.Get("Mcp-Method")] {
+			if r, ok = checkTaskName(w, r); !ok {
+				return
+			}
+		}
 		if r.Header.Get("Mcp-Method") == "tools/call" && streamingTools[r.Header.Get("Mcp-Name")] {
 			sse.ServeHTTP(w, r)
 			return
 		}
 		plain.ServeHTTP(w, r)
-	})
+	}), store.close
 }
 
 // Start serves Handler at Path on a free loopback port and returns its URL,
 // e.g. "http://127.0.0.1:41234/mcp". The server runs until stop is called or
 // ctx is done. stop shuts it down gracefully, forcing it closed after 2 s; it
 // is idempotent, safe for concurrent use, and returns when the server has
-// stopped accepting connections.
+// stopped accepting connections. Stopping also stops the pending steps of
+// the server's tasks, so no task timer outlives it.
 func Start(ctx context.Context) (url string, stop func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return "", nil, fmt.Errorf("demo: not starting: %w", err)
@@ -198,8 +260,9 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 		return "", nil, fmt.Errorf("demo: listen on loopback: %w", err)
 	}
 
+	handler, closeTasks := newHandler()
 	mux := http.NewServeMux()
-	mux.Handle(Path, Handler())
+	mux.Handle(Path, handler)
 	// Handlers see a context that is cancelled when a graceful stop runs out
 	// of time, so long-running calls end promptly.
 	base, cancelBase := context.WithCancel(context.Background())
@@ -226,6 +289,7 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 			}
 			cancelBase()
 			<-served
+			closeTasks()
 		})
 	}
 	stopAfter := context.AfterFunc(ctx, shutdown)

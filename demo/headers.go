@@ -55,7 +55,12 @@ func writeHeaderMismatch(w http.ResponseWriter, r *http.Request, cause error) {
 	if r.Body != nil {
 		_ = json.NewDecoder(io.LimitReader(r.Body, maxIDPeek)).Decode(&msg)
 	}
-	id := msg.ID
+	writeHeaderMismatchID(w, msg.ID, cause)
+}
+
+// writeHeaderMismatchID answers 400 with a JSON-RPC -32020 error for the
+// request with the given raw id (null when empty).
+func writeHeaderMismatchID(w http.ResponseWriter, id json.RawMessage, cause error) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
