@@ -107,10 +107,12 @@ func (s *Session) unreachable(c *call, method string, err error) []byte {
 }
 
 // observe records what a poll showed about a registered task: the latest
-// task object, a terminal outcome for tasks/result, and a status change,
-// which the client hears of as notifications/tasks/status. It returns the
-// record and whether the task is registered.
-func (s *Session) observe(t rewrite.Task, raw gjson.Result) (record, bool) {
+// task object and a terminal outcome for tasks/result. With notify, a status
+// change is told to the client as notifications/tasks/status (polls the
+// client did not ask for: tasks/result waits and tasks/list refreshes; a
+// tasks/get answer says it already). It returns the record and whether the
+// task is registered.
+func (s *Session) observe(t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
 	var rec record
 	var registered, changed bool
 	err := s.reg.update(t.ID, func(r *record) bool {
@@ -132,7 +134,7 @@ func (s *Session) observe(t rewrite.Task, raw gjson.Result) (record, bool) {
 	if err != nil {
 		s.log.Error("updating the task state file failed", zap.Error(err))
 	}
-	if registered && changed && rec.CancelledAt == "" {
+	if notify && registered && changed && rec.CancelledAt == "" {
 		params := t.View(s.cfg.Tasks, rewrite.ViewOverride{})
 		s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":%s}`, params))
 	}
@@ -180,7 +182,7 @@ func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
 		return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
 	}
 	t := rewrite.ReadTask(res)
-	rec, _ := s.observe(t, res)
+	rec, _ := s.observe(t, res, false)
 	var ov rewrite.ViewOverride
 	if rec.CancelledAt != "" {
 		ov = cancelledView(rec.CancelledAt)
@@ -248,7 +250,7 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 		}
 		failures = 0
 		t := rewrite.ReadTask(res)
-		rec, registered := s.observe(t, res)
+		rec, registered := s.observe(t, res, true)
 		if !registered {
 			rec = record{ID: id, Task: []byte(res.Raw), Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}
 		}
@@ -339,7 +341,7 @@ func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
 			return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
 		}
 		t = rewrite.ReadTask(res)
-		rec, _ = s.observe(t, res)
+		rec, _ = s.observe(t, res, false)
 		rec.Task = []byte(res.Raw)
 	}
 	switch {
@@ -455,7 +457,7 @@ func (s *Session) refresh(ctx context.Context, page []record) {
 				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
 			default:
 				t := rewrite.ReadTask(res)
-				if r, ok := s.observe(t, res); ok {
+				if r, ok := s.observe(t, res, true); ok {
 					*rec = r
 				}
 			}
