@@ -124,8 +124,9 @@ func trim(recs map[string]record) {
 // concurrent proxies never lose each other's tasks and a crash never leaves
 // a torn file.
 type fileRegistry struct {
-	path string
-	mu   sync.Mutex // serializes this process's operations
+	path     string
+	upstream string     // recorded in the file, for people who look
+	mu       sync.Mutex // serializes this process's operations
 }
 
 // stateFile is the on-disk format.
@@ -149,25 +150,27 @@ func DefaultStatePath(upstream string) (string, error) {
 }
 
 // openFileRegistry prepares the state file's directory and checks that the
-// file, if present, is readable.
+// file, if present, is readable. Nothing is written until a task is.
 func openFileRegistry(path, upstream string) (*fileRegistry, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	r := &fileRegistry{path: path}
-	err := r.locked(func(st *stateFile) bool {
-		if st.Upstream == "" {
-			st.Upstream = upstream
-			return true
-		}
-		return false
-	})
-	return r, err
+	if _, err := readState(path); err != nil {
+		return nil, err
+	}
+	return &fileRegistry{path: path, upstream: upstream}, nil
 }
 
 func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, err := os.Stat(r.path); errors.Is(err, fs.ErrNotExist) {
+		// Nothing stored yet: no lock and no file unless fn writes (then
+		// it runs again below, on the state read under the lock).
+		if !fn(&stateFile{Version: stateVersion}) {
+			return nil
+		}
+	}
 	unlock, err := lockFile(r.path + ".lock")
 	if err != nil {
 		return fmt.Errorf("locking the state file: %w", err)
@@ -180,6 +183,7 @@ func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 	if !fn(&st) {
 		return nil
 	}
+	st.Version, st.Upstream = stateVersion, r.upstream
 	return writeState(r.path, st)
 }
 

@@ -16,6 +16,9 @@ import (
 // binPath is the mcp-tasks-proxy binary built by TestMain.
 var binPath string
 
+// cacheDir is XDG_CACHE_HOME for every proxy the tests start.
+var cacheDir string
+
 // raceEnabled is set by race_test.go when the tests run with -race; the
 // binary under test is then built with the race detector too, so that a data
 // race in the product fails the test that triggered it (exit status 66 and a
@@ -37,6 +40,9 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binPath = filepath.Join(dir, "mcp-tasks-proxy")
+	// Proxies keep their default task state file under this run's own
+	// cache directory, not the user's.
+	cacheDir = filepath.Join(dir, "cache")
 
 	args := []string{"build"}
 	if raceEnabled {
@@ -91,6 +97,7 @@ func proxyEnv(extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
+	env = append(env, "XDG_CACHE_HOME="+cacheDir)
 	if raceEnabled {
 		// The race runtime sleeps 1 s at exit by default; a race still
 		// fails the run (exit status 66).
