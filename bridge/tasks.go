@@ -203,9 +203,19 @@ func (s *Session) record(id string) (record, bool) {
 	return rec, ok
 }
 
+// recordTask reads a record's task, with the cached result inlined (a
+// synthetic task keeps its result apart), so that views see isError.
+func recordTask(rec record) rewrite.Task {
+	t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+	if !t.Result.Exists() && len(rec.Result) > 0 {
+		t.Result = gjson.ParseBytes(rec.Result)
+	}
+	return t
+}
+
 // recordView is the legacy view of a registered task's last known state.
 func (s *Session) recordView(rec record) []byte {
-	t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+	t := recordTask(rec)
 	var ov rewrite.ViewOverride
 	if rec.CancelledAt != "" {
 		ov = cancelledView(rec.CancelledAt)
@@ -218,7 +228,11 @@ func (s *Session) recordView(rec record) []byte {
 // never sent upstream. A client cancel stops the wait, not the task.
 func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 	if rec, ok := s.record(id); ok {
-		if frame := s.outcome(c, rec, id); frame != nil {
+		// Only a known outcome is final: a task may be created already
+		// terminal, without its payload, which a tasks/get then brings.
+		st := rewrite.ReadTask(gjson.ParseBytes(rec.Task)).Status
+		final := rec.Synthetic || rec.CancelledAt != "" || st == rewrite.StatusCancelled || len(rec.Result) > 0 || len(rec.Error) > 0
+		if frame := s.outcome(c, rec, id); final && frame != nil {
 			return frame
 		}
 	} else if strings.HasPrefix(id, syntheticPrefix) {
@@ -415,7 +429,7 @@ func (s *Session) taskList(ctx context.Context, c *call, f *rewrite.Frame) []byt
 			b = append(b, ',')
 		}
 		first = false
-		t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+		t := recordTask(rec)
 		var ov rewrite.ViewOverride
 		if rec.CancelledAt != "" {
 			ov = cancelledView(rec.CancelledAt)
@@ -571,9 +585,12 @@ func (s *Session) taskCreated(c *call, m *rewrite.Frame) []byte {
 // A client cancel sends tasks/cancel upstream and nothing to the client.
 func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
 	failures, polls := 0, 0
+	// A task created already terminal carries no payload: fetch it at once.
+	fetch := t.Terminal() && t.Status != rewrite.StatusCancelled && !t.Result.Exists() && !t.Error.Exists()
 	for {
-		switch t.Status {
-		case rewrite.StatusCompleted:
+		switch {
+		case fetch:
+		case t.Status == rewrite.StatusCompleted:
 			if !t.Result.Exists() {
 				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "the server reported the task completed without a result", nil)
 			}
@@ -582,14 +599,18 @@ func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
 				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
 			}
 			return frame
-		case rewrite.StatusFailed:
+		case t.Status == rewrite.StatusFailed:
 			return s.outcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t.ID)
-		case rewrite.StatusCancelled:
+		case t.Status == rewrite.StatusCancelled:
 			return taskCancelled(c, t.ID)
-		case rewrite.StatusInputRequired:
+		case t.Status == rewrite.StatusInputRequired:
 			s.dispatchInput(ctx, t, "")
 		}
-		if !sleep(ctx, rewrite.PollInterval(t.PollInterval)) {
+		d := rewrite.PollInterval(t.PollInterval)
+		if fetch {
+			d, fetch = 0, false
+		}
+		if !sleep(ctx, d) {
 			if c.cancelled.Load() {
 				s.cancelUpstream(t.ID)
 			}
