@@ -99,6 +99,27 @@ func (s *Session) taskCall(ctx context.Context, method, taskID string, extra []b
 	return m.Result, gjson.Result{}, nil
 }
 
+// forClient makes a tasks/get or tasks/cancel on the client's behalf. When
+// it fails, the second value is the client's answer (nil when the request
+// was cancelled): the server's error verbatim, or one naming the failure. A
+// -32602 to tasks/get means the task is gone: it leaves the registry.
+func (s *Session) forClient(ctx context.Context, c *call, method, id string) (gjson.Result, []byte, bool) {
+	res, rpcErr, err := s.taskCall(ctx, method, id, nil)
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
+			return res, nil, false
+		}
+		return res, s.unreachable(c, method, err), false
+	case rpcErr.Exists():
+		if method == "tasks/get" && rpcErr.Get("code").Int() == rewrite.CodeInvalidParams {
+			s.prune(id)
+		}
+		return res, rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw)), false
+	}
+	return res, nil, true
+}
+
 // unreachable is the error for a task request that did not reach the server.
 func (s *Session) unreachable(c *call, method string, err error) []byte {
 	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
@@ -168,18 +189,9 @@ func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
 		}
 		return rewrite.ResultFrame(c.id, s.recordView(rec))
 	}
-	res, rpcErr, err := s.taskCall(ctx, "tasks/get", id, nil)
-	switch {
-	case err != nil:
-		if ctx.Err() != nil {
-			return nil
-		}
-		return s.unreachable(c, "tasks/get", err)
-	case rpcErr.Exists():
-		if rpcErr.Get("code").Int() == rewrite.CodeInvalidParams {
-			s.prune(id)
-		}
-		return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
+	res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
+	if !ok {
+		return failed
 	}
 	t := rewrite.ReadTask(res)
 	rec, _ := s.observe(t, res, false)
@@ -344,15 +356,9 @@ func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
 	if !ok || !t.Terminal() && rec.CancelledAt == "" && !rec.Synthetic {
 		// Fresh state first: a task that finished meanwhile cannot be
 		// cancelled (2025 MUST answer -32602).
-		res, rpcErr, err := s.taskCall(ctx, "tasks/get", id, nil)
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return s.unreachable(c, "tasks/cancel", err)
-		case rpcErr.Exists():
-			return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
+		res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
+		if !ok {
+			return failed
 		}
 		t = rewrite.ReadTask(res)
 		rec, _ = s.observe(t, res, false)
@@ -368,15 +374,8 @@ func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
 		}
 		return alreadyTerminal(c, status)
 	}
-	_, rpcErr, err := s.taskCall(ctx, "tasks/cancel", id, nil)
-	switch {
-	case err != nil:
-		if ctx.Err() != nil {
-			return nil
-		}
-		return s.unreachable(c, "tasks/cancel", err)
-	case rpcErr.Exists():
-		return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
+	if _, failed, ok := s.forClient(ctx, c, "tasks/cancel", id); !ok {
+		return failed
 	}
 	at := now()
 	task := rec.Task
