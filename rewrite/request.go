@@ -102,7 +102,7 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 			}
 			e.replace(f.Params.Index+1, f.Params.Index+1, wrapMeta(`"_meta":{`, up.Meta.raw, "}"+sep))
 		case meta.value.IsObject():
-			spliceMeta(&e, f.Raw, meta.value, up.Meta)
+			spliceMeta(&e, meta.value, up.Meta)
 		default:
 			// A non-object _meta cannot carry the required keys: replace it.
 			e.replace(meta.value.Index, meta.value.Index+len(meta.value.Raw), wrapMeta("{", up.Meta.raw, "}"))
@@ -115,7 +115,7 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 
 // spliceMeta puts block at the front of the _meta object obj, dropping the
 // client's members whose keys the block owns.
-func spliceMeta(e *edits, doc []byte, obj gjson.Result, block MetaBlock) {
+func spliceMeta(e *edits, obj gjson.Result, block MetaBlock) {
 	var buf [8]member
 	ms := members(obj, buf[:0])
 	kept := len(ms)

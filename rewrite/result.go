@@ -106,7 +106,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 		if d.RelatedTask != "" {
 			relatedTaskInto(&e, meta.value, d.RelatedTask)
 		} else {
-			metaGone = stripServerInfo(&e, f.Raw, meta.value)
+			metaGone = stripServerInfo(&e, meta.value)
 		}
 	}
 	kept := e.removeMembers(res, ms, func(i int) bool {
@@ -135,7 +135,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 		e.replace(end, end, append(b, '}'))
 	}
 	if d.Method == "tools/list" && tools != nil && tools.value.IsArray() {
-		out.Tools, out.Rejected = toolsList(&e, f.Raw, tools.value, d.TaskSupport)
+		out.Tools, out.Rejected = toolsList(&e, tools.value, d.TaskSupport)
 	}
 	out.Frame = e.apply(f.Raw)
 	return out, nil
@@ -149,7 +149,7 @@ const errResultNotObject = rewriteError(`"result" must be a JSON object`)
 
 // stripServerInfo removes _meta["io.modelcontextprotocol/serverInfo"]. It
 // reports true when the whole _meta should go because nothing else is left.
-func stripServerInfo(e *edits, doc []byte, meta gjson.Result) (dropAll bool) {
+func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
 	var buf [8]member
 	ms := members(meta, buf[:0])
 	found := false

@@ -37,7 +37,7 @@ const taskSupportOptional = `"execution":{"taskSupport":"optional"}`
 // them), an outputSchema that is not type "object" is dropped (2025 requires
 // one), and with taskSupport every tool is marked execution.taskSupport
 // "optional".
-func toolsList(e *edits, doc []byte, tools gjson.Result, taskSupport bool) ([]ToolHeaders, []RejectedTool) {
+func toolsList(e *edits, tools gjson.Result, taskSupport bool) ([]ToolHeaders, []RejectedTool) {
 	elems := elements(tools, nil)
 	var headers []ToolHeaders
 	var rejected []RejectedTool
@@ -57,7 +57,7 @@ func toolsList(e *edits, doc []byte, tools gjson.Result, taskSupport bool) ([]To
 		if len(params) > 0 {
 			headers = append(headers, ToolHeaders{Tool: name, Params: params})
 		}
-		editTool(e, doc, tool, taskSupport)
+		editTool(e, tool, taskSupport)
 	}
 	if len(drop) > 0 {
 		e.removeMembers(tools, elems, func(i int) bool { return drop[i] })
@@ -65,7 +65,7 @@ func toolsList(e *edits, doc []byte, tools gjson.Result, taskSupport bool) ([]To
 	return headers, rejected
 }
 
-func editTool(e *edits, doc []byte, tool gjson.Result, taskSupport bool) {
+func editTool(e *edits, tool gjson.Result, taskSupport bool) {
 	var buf [16]member
 	ms := members(tool, buf[:0])
 	var execution *member
