@@ -64,6 +64,9 @@ type Up struct {
 	Meta MetaBlock
 	// DropParams names top-level params members to remove (e.g. "task").
 	DropParams []string
+	// Extra holds raw params members to add at the end, `"k":v,...`: an
+	// MRTR retry's inputResponses and requestState.
+	Extra []byte
 }
 
 // RequestUp rewrites a legacy request f for the modern server: the id becomes
@@ -79,9 +82,9 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 	switch {
 	case !f.Params.Exists():
 		end := len(f.Raw) - 1 // the frame's closing '}'
-		e.replace(end, end, wrapMeta(`,"params":{"_meta":{`, up.Meta.raw, "}}"))
+		e.replace(end, end, wrapMeta(`,"params":{"_meta":{`, up.Meta.raw, "}"+extra(up.Extra)+"}"))
 	case f.Params.Type == gjson.Null:
-		e.replace(f.Params.Index, f.Params.Index+len(f.Params.Raw), wrapMeta(`{"_meta":{`, up.Meta.raw, "}}"))
+		e.replace(f.Params.Index, f.Params.Index+len(f.Params.Raw), wrapMeta(`{"_meta":{`, up.Meta.raw, "}"+extra(up.Extra)+"}"))
 	case f.Params.IsObject():
 		ms := members(f.Params, buf[:0])
 		var meta *member
@@ -106,6 +109,12 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 		default:
 			// A non-object _meta cannot carry the required keys: replace it.
 			e.replace(meta.value.Index, meta.value.Index+len(meta.value.Raw), wrapMeta("{", up.Meta.raw, "}"))
+		}
+		if len(up.Extra) > 0 {
+			// params holds _meta by now, so a comma goes first. Added
+			// last, it sorts after an insertion at the same offset.
+			end := lastBrace(f.Params)
+			e.replace(end, end, comma, up.Extra)
 		}
 	default:
 		return nil, ErrParams
@@ -133,6 +142,13 @@ func spliceMeta(e *edits, obj gjson.Result, block MetaBlock) {
 }
 
 var comma = []byte{','}
+
+func extra(members []byte) string {
+	if len(members) == 0 {
+		return ""
+	}
+	return "," + string(members)
+}
 
 func wrapMeta(prefix string, raw []byte, suffix string) []byte {
 	b := make([]byte, 0, len(prefix)+len(raw)+len(suffix))

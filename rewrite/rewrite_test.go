@@ -266,3 +266,29 @@ func TestErrorFrame(t *testing.T) {
 		t.Errorf("ResultFrame = %s", got)
 	}
 }
+
+func TestRequestUpExtra(t *testing.T) {
+	extra := []byte(`"inputResponses":{"k":{"action":"accept"}},"requestState":"s\u003c1"`)
+	tests := []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"_meta":{` + metaIn + `},"name":"x","arguments":{},"inputResponses":{"k":{"action":"accept"}},"requestState":"s\u003c1"}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m"}`,
+			`{"jsonrpc":"2.0","id":77,"method":"m","params":{"_meta":{` + metaIn + `},"inputResponses":{"k":{"action":"accept"}},"requestState":"s\u003c1"}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":null}`,
+			`{"jsonrpc":"2.0","id":77,"method":"m","params":{"_meta":{` + metaIn + `},"inputResponses":{"k":{"action":"accept"}},"requestState":"s\u003c1"}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`,
+			`{"jsonrpc":"2.0","id":77,"method":"m","params":{"_meta":{` + metaIn + `},"inputResponses":{"k":{"action":"accept"}},"requestState":"s\u003c1"}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"requestState":"old","_meta":{}}}`,
+			`{"jsonrpc":"2.0","id":77,"method":"m","params":{"_meta":{` + metaIn + `},"inputResponses":{"k":{"action":"accept"}},"requestState":"s\u003c1"}}`},
+	}
+	for _, tt := range tests {
+		f := mustParse(t, tt.in)
+		got, err := rewrite.RequestUp(&f, rewrite.Up{ID: []byte("77"), Meta: testMeta, DropParams: []string{"inputResponses", "requestState"}, Extra: extra})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("RequestUp(%s)\n got: %s\nwant: %s", tt.in, got, tt.want)
+		}
+	}
+}
