@@ -26,15 +26,42 @@ func (e *clientError) Error() string {
 // the raw result, a *clientError, or ctx's error; on ctx's end the client is
 // told with notifications/cancelled.
 func (s *Session) ask(ctx context.Context, method string, params []byte) (gjson.Result, error) {
-	id := append(strconv.AppendInt([]byte(`"mtp-`), s.askID.Add(1), 10), '"')
-	ch := make(chan []byte, 1)
+	return s.askStart(method, params).wait(ctx)
+}
+
+// pendingAsk is a request sent to the client, awaiting its answer.
+type pendingAsk struct {
+	s  *Session
+	id []byte
+	ch chan []byte
+}
+
+// askStart sends a request to the client without waiting, so several can be
+// sent in a fixed order and then awaited together.
+func (s *Session) askStart(method string, params []byte) *pendingAsk {
+	p := &pendingAsk{s: s, id: append(strconv.AppendInt([]byte(`"mtp-`), s.askID.Add(1), 10), '"'), ch: make(chan []byte, 1)}
 	s.mu.Lock()
-	s.asks[string(id)] = ch
+	s.asks[string(p.id)] = p.ch
 	s.mu.Unlock()
-	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, params)
-	s.send(frame)
+	if len(params) == 0 {
+		s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q}`, p.id, method))
+	} else {
+		s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, p.id, method, params))
+	}
+	return p
+}
+
+// abandon gives up on the answer and tells the client so.
+func (p *pendingAsk) abandon() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _ = p.wait(ctx)
+}
+
+func (p *pendingAsk) wait(ctx context.Context) (gjson.Result, error) {
+	s := p.s
 	select {
-	case resp := <-ch:
+	case resp := <-p.ch:
 		f, err := rewrite.Parse(resp)
 		if err != nil {
 			return gjson.Result{}, err
@@ -45,10 +72,10 @@ func (s *Session) ask(ctx context.Context, method string, params []byte) (gjson.
 		return f.Result, nil
 	case <-ctx.Done():
 		s.mu.Lock()
-		delete(s.asks, string(id))
+		delete(s.asks, string(p.id))
 		s.mu.Unlock()
 		if s.ctx.Err() == nil {
-			s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"no longer needed"}}`, id))
+			s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"no longer needed"}}`, p.id))
 		}
 		return gjson.Result{}, ctx.Err()
 	}
@@ -107,21 +134,45 @@ func inputRequests(m gjson.Result) []inputRequest {
 	return out
 }
 
-// askInput sends one input request to the client and returns the answer for
-// inputResponses. relatedTask ties it to a task the client knows.
+// askInput sends one input request to the client and returns the answer
+// for inputResponses. relatedTask ties it to a task the client knows.
 func (s *Session) askInput(ctx context.Context, in inputRequest, relatedTask string) ([]byte, error) {
 	if ok, missing := s.clientCan(in.method, in.params); !ok {
-		return nil, fmt.Errorf("the server needs %s from the client, but the client did not declare the %s capability", in.method, missing)
+		return nil, missingCapability(in.method, missing)
 	}
+	return s.inputAnswer(ctx, in, s.askStart(in.method, s.inputParams(in, relatedTask)))
+}
+
+// missingCapabilityError is an input request the client cannot be sent.
+type missingCapabilityError struct{ method, capability string }
+
+func (e *missingCapabilityError) Error() string {
+	return fmt.Sprintf("the server needs %s from the client, but the client did not declare the %s capability in initialize", e.method, e.capability)
+}
+
+func missingCapability(method, capability string) error {
+	return &missingCapabilityError{method: method, capability: capability}
+}
+
+// inputParams prepares an input request's params for the client.
+func (s *Session) inputParams(in inputRequest, relatedTask string) []byte {
 	var elicitationID string
 	if in.method == "elicitation/create" && in.params.Get("mode").String() == "url" {
 		elicitationID = "mtp-elicitation-" + randomHex(12)
 	}
-	res, err := s.ask(ctx, in.method, rewrite.InputRequestParams(in.params, relatedTask, elicitationID))
+	if !in.params.Exists() && relatedTask == "" {
+		return nil // e.g. roots/list: no params at all
+	}
+	return rewrite.InputRequestParams(in.params, relatedTask, elicitationID)
+}
+
+// inputAnswer waits for the client's answer to an input request.
+func (s *Session) inputAnswer(ctx context.Context, in inputRequest, p *pendingAsk) ([]byte, error) {
+	res, err := p.wait(ctx)
 	if err != nil {
 		if _, ok := err.(*clientError); ok && in.method == "elicitation/create" {
-			// POLICY (tasks.md §13.3): an elicitation the client failed
-			// becomes a cancel, so the server can move on.
+			// POLICY (eras.md §8.3, tasks.md §13.3): an elicitation the
+			// client failed becomes a cancel, so the server can move on.
 			s.warn("the client answered an elicitation with an error; sending cancel", zap.Error(err))
 			return []byte(`{"action":"cancel"}`), nil
 		}

@@ -33,6 +33,23 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 		s.ensureTools(ctx)
 	}
 	frame, code := s.attempt(ctx, c, f)
+	for round := 0; c.input != nil; round++ {
+		// The server needs input from the client: ask it, then retry with
+		// the answers (MRTR, eras.md §8.3).
+		ir := c.input
+		c.input = nil
+		if round >= s.cfg.MaxRounds {
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				fmt.Sprintf("the server asked for client input %d times for %s without finishing; giving up (raise --max-mrtr-rounds)", round, f.Method),
+				errorData(s.client.URL(), 0, "", ""))
+		}
+		retry, failed := s.mrtrRound(ctx, c, f, ir, round)
+		if retry == nil {
+			return failed
+		}
+		c.retry = retry
+		frame, code = s.attempt(ctx, c, f)
+	}
 	switch code {
 	case rewrite.CodeHeaderMismatch:
 		if f.Method == "tools/call" && ctx.Err() == nil {
@@ -89,9 +106,13 @@ func orEmptyObject(raw string) string {
 func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, int) {
 	upID := s.nextUpstreamID()
 	up := rewrite.Up{ID: upID, Meta: *s.meta.Load()}
+	if c.retry != nil {
+		up.DropParams = []string{"inputResponses", "requestState"}
+		up.Extra = c.retry
+	}
 	if c.task.Exists() {
 		// 2026 has no request-side task flag (tasks.md §13.1).
-		up.DropParams = []string{"task"}
+		up.DropParams = append(up.DropParams, "task")
 		if !s.tasksEnabled() {
 			s.warn("task-augmented tools/call processed normally: the server does not support the tasks extension, so no tasks capability was advertised",
 				zap.ByteString("id", c.id))
@@ -212,15 +233,92 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 		s.info("the server made a task of a plain tools/call; following it", zap.ByteString("id", c.id), zap.String("taskId", t.ID))
 		return s.follow(ctx, c, t)
 	case rewrite.ResultInputRequired:
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
-			fmt.Sprintf("the server needs input from the client to finish %s (resultType input_required), which this version of mcp-tasks-proxy does not bridge yet", method),
-			errorData(s.client.URL(), status, "resultType", d.ResultType))
+		switch method {
+		case "tools/call", "prompts/get", "resources/read":
+			c.input = []byte(m.Result.Raw) // a copy: forward asks the client, then retries
+			return nil
+		}
 	}
 	s.warn("invalid upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
 		zap.ByteString("frame", capBytes(m.Raw)))
 	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 		fmt.Sprintf("invalid upstream result for %s: unrecognized or misplaced resultType %q", method, d.ResultType),
 		errorData(s.client.URL(), status, "resultType", d.ResultType))
+}
+
+// mrtrRound asks the client for one InputRequiredResult's inputRequests,
+// in document order, and returns the params members of the retry:
+// inputResponses, and requestState echoed byte for byte. When the round
+// cannot go on it returns nil and the client's answer (nil when the client
+// cancelled).
+func (s *Session) mrtrRound(ctx context.Context, c *call, f *rewrite.Frame, ir []byte, round int) ([]byte, []byte) {
+	res := gjson.ParseBytes(ir)
+	reqs := inputRequests(res.Get("inputRequests"))
+	state := res.Get("requestState")
+	var retry []byte
+	switch {
+	case len(reqs) == 0 && !state.Exists():
+		return nil, rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("invalid upstream result for %s: input_required without inputRequests or requestState", f.Method), nil)
+	case len(reqs) == 0:
+		// requestState only: an out-of-band step is still running. Pace
+		// the retries (250 ms, doubling, at most 4 s).
+		if !sleep(ctx, 250*time.Millisecond<<min(round, 4)) {
+			return nil, nil
+		}
+	default:
+		for _, in := range reqs {
+			if ok, missing := s.clientCan(in.method, in.params); !ok {
+				err := missingCapability(in.method, missing)
+				s.warn("input request not sent", zap.ByteString("id", c.id), zap.Error(err))
+				return nil, rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, fmt.Sprintf("cannot finish %s: %v", f.Method, err),
+					append(rewrite.AppendString([]byte(`{"missingCapability":`), missing), '}'))
+			}
+		}
+		pend := make([]*pendingAsk, len(reqs))
+		for i, in := range reqs {
+			pend[i] = s.askStart(in.method, s.inputParams(in, ""))
+		}
+		retry = []byte(`"inputResponses":{`)
+		for i, in := range reqs {
+			answer, err := s.inputAnswer(ctx, in, pend[i])
+			if err != nil {
+				for _, p := range pend[i+1:] {
+					p.abandon()
+				}
+				if ctx.Err() != nil {
+					return nil, nil
+				}
+				return nil, s.inputFailed(c, f.Method, in, err)
+			}
+			if i > 0 {
+				retry = append(retry, ',')
+			}
+			retry = rewrite.AppendString(retry, in.key)
+			retry = append(retry, ':')
+			retry = append(retry, answer...)
+		}
+		retry = append(retry, '}')
+	}
+	if state.Exists() {
+		if len(retry) > 0 {
+			retry = append(retry, ',')
+		}
+		retry = append(retry, `"requestState":`...)
+		retry = append(retry, state.Raw...)
+	}
+	return retry, nil
+}
+
+// inputFailed is the answer when the client failed a sampling or roots
+// request (eras.md §8.3 POLICY): a tool reports it as a tool error the model
+// can read; other methods get -32603.
+func (s *Session) inputFailed(c *call, method string, in inputRequest, err error) []byte {
+	msg := fmt.Sprintf("the client could not answer %s, which the server needs to finish %s: %v", in.method, method, err)
+	if method == "tools/call" {
+		return rewrite.ResultFrame(c.id, append(append([]byte(`{"content":[{"type":"text","text":`), rewrite.AppendString(nil, msg)...), `}],"isError":true}`...))
+	}
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, nil)
 }
 
 // streamNotification forwards request-scoped notifications (progress, log

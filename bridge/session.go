@@ -54,12 +54,15 @@ type Config struct {
 	// StatePath is the task registry's state file; "" keeps the registry
 	// in memory (--no-state).
 	StatePath string
+	// MaxRounds bounds MRTR rounds per request. Default 16.
+	MaxRounds int
 }
 
 // Defaults.
 const (
 	DefaultMaxInFlight     = 64
 	DefaultDiscoverTimeout = 30 * time.Second
+	DefaultMaxRounds       = 16
 )
 
 // Session is one legacy client session. Create it with New and call Run once.
@@ -111,6 +114,9 @@ type call struct {
 	// after runs once the answer is queued (e.g. input requests that must
 	// follow a tasks/get answer).
 	after func()
+	// input is an InputRequiredResult waiting for the client's answers;
+	// retry holds the params members of the next MRTR retry.
+	input, retry []byte
 }
 
 // requestedTTL is the ttl the client asked for in params.task, in ms.
@@ -141,6 +147,9 @@ func New(cfg Config) *Session {
 	}
 	if cfg.DiscoverTimeout <= 0 {
 		cfg.DiscoverTimeout = DefaultDiscoverTimeout
+	}
+	if cfg.MaxRounds <= 0 {
+		cfg.MaxRounds = DefaultMaxRounds
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

@@ -23,19 +23,19 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 )
 
-// TestSpecTaskVectors replays the spec's task vectors (05–10, 13, 14)
+// TestSpecVectors replays the spec's task and MRTR vectors (05–14)
 // through a real Session against a scripted upstream: every frame the
 // session writes or POSTs must equal the vector's (volatile values — minted
 // ids, proxy timestamps, synthetic task ids — are learned, not compared),
 // must validate against the schemas, and the whole exchange is kept as a
-// txtar transcript in ../testdata/golden/tasks (regenerate with -update).
+// txtar transcript in ../testdata/golden/session (regenerate with -update).
 //
 // Each vector runs in a fresh session initialized from vector 01 that has
 // listed the tools as in vector 03. Vectors 06–10 continue a task, so they
 // run after vector 05 created it.
-var updateVectors = flag.Bool("update", false, "rewrite ../testdata/golden/tasks from the replays")
+var updateVectors = flag.Bool("update", false, "rewrite ../testdata/golden/session from the replays")
 
-var taskVectors = []struct {
+var sessionVectors = []struct {
 	name  string
 	after string // a vector replayed first in the same session
 }{
@@ -45,15 +45,17 @@ var taskVectors = []struct {
 	{"08-tasks-completed-iserror.json", "05-tools-call-task-augmented.json"},
 	{"09-tasks-cancel.json", "05-tools-call-task-augmented.json"},
 	{"10-task-input-required.json", "05-tools-call-task-augmented.json"},
+	{"11-mrtr-tools-call.json", ""},
+	{"12-mrtr-url-elicitation.json", ""},
 	{"13-unsolicited-task-driven-internally.json", ""},
 	{"14-sync-answer-to-task-request.json", ""},
 }
 
-const vectorGoldenDir = "../testdata/golden/tasks"
+const vectorGoldenDir = "../testdata/golden/session"
 
-func TestSpecTaskVectors(t *testing.T) {
+func TestSpecVectors(t *testing.T) {
 	v := schematest.Load(t)
-	for _, tv := range taskVectors {
+	for _, tv := range sessionVectors {
 		t.Run(strings.TrimSuffix(tv.name, ".json"), func(t *testing.T) {
 			r := newReplayer(t, v)
 			r.initialize()
@@ -75,10 +77,10 @@ func TestSpecTaskVectors(t *testing.T) {
 			}
 			want, err := os.ReadFile(file)
 			if err != nil {
-				t.Fatalf("%v (run go test ./bridge -run TestSpecTaskVectors -update)", err)
+				t.Fatalf("%v (run go test ./bridge -run TestSpecVectors -update)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("the transcript differs from %s (review, then run go test ./bridge -run TestSpecTaskVectors -update):\n%s", file, got)
+				t.Errorf("the transcript differs from %s (review, then run go test ./bridge -run TestSpecVectors -update):\n%s", file, got)
 			}
 		})
 	}
