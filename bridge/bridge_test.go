@@ -636,3 +636,80 @@ func TestUnsupportedVersionReprobes(t *testing.T) {
 		t.Errorf("version rejected for good: %s", r)
 	}
 }
+
+func TestIdleTimeoutAnswersOnce(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{IdleTimeout: 300 * time.Millisecond})
+	gone := make(chan struct{})
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		<-r.Context().Done() // a silent server
+		close(gone)
+	})
+	h.send(`{"jsonrpc":"2.0","id":"slow","method":"prompts/get","params":{"name":"p"}}`)
+	r := h.next()
+	if gjson.Get(r, "id").Str != "slow" || gjson.Get(r, "error.code").Int() != -32603 || !strings.Contains(r, "--idle-timeout") {
+		t.Errorf("idle timeout: %s", r)
+	}
+	select {
+	case <-gone:
+	case <-time.After(wait):
+		t.Fatal("the upstream stream was not closed after the timeout")
+	}
+}
+
+func TestProgressNeverGoesBack(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{})
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, p := range []int{1, 3, 2, 3, 4} {
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"t\",\"progress\":%d}}\n\n", p)
+		}
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", gjson.Get(body, "id").Raw)
+	})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"t"}}}`)
+	var got []int64
+	for {
+		r := h.next()
+		if gjson.Get(r, "id").Exists() {
+			break
+		}
+		got = append(got, gjson.Get(r, "params.progress").Int())
+	}
+	if fmt.Sprint(got) != "[1 3 4]" {
+		t.Errorf("progress sent %v, want [1 3 4]", got)
+	}
+}
+
+func TestMRTRMissingCapabilityAndFailedInput(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{}) // declares roots and elicitation, not sampling
+	var calls atomic.Int32
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		method := gjson.Get(body, "params.arguments.need").String()
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"input_required","inputRequests":{"k":{"method":%q,"params":{"messages":[],"maxTokens":5}}},"requestState":"s"}}`,
+			gjson.Get(body, "id").Raw, method)
+	})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"need":"sampling/createMessage"}}}`)
+	r := h.next()
+	if gjson.Get(r, "error.code").Int() != -32603 || gjson.Get(r, "error.data.missingCapability").Str != "sampling" {
+		t.Errorf("missing capability: %s", r)
+	}
+	// roots/list is declared; the client fails it: a tool reports that as
+	// a tool error the model can read.
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{"need":"roots/list"}}}`)
+	ask := h.next()
+	if gjson.Get(ask, "method").Str != "roots/list" {
+		t.Fatalf("want a roots/list request, got %s", ask)
+	}
+	h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"no roots here"}}`, gjson.Get(ask, "id").Raw))
+	r = h.next()
+	if gjson.Get(r, "id").Int() != 2 || !gjson.Get(r, "result.isError").Bool() || !strings.Contains(r, "no roots here") {
+		t.Errorf("failed input: %s", r)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the server saw %d calls, want 2 (no retry after a failed round)", n)
+	}
+}

@@ -122,18 +122,36 @@ func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byt
 	if err != nil {
 		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), 0
 	}
+	// The idle timer restarts on every message from the server (progress
+	// keeps a long call alive); the hard maximum does not.
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(s.cfg.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+	if s.cfg.RequestTimeout > 0 {
+		hard := time.AfterFunc(s.cfg.RequestTimeout, func() { cancel(errHardMax) })
+		defer hard.Stop()
+	}
+	touch := func() { idle.Reset(s.cfg.IdleTimeout) }
+
 	start := time.Now()
-	resp, err := s.client.Post(ctx, body, s.paramHeaders(f))
+	resp, err := s.client.Post(actx, body, s.paramHeaders(f))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, 0
+		}
+		if frame := s.timedOut(actx, c, f.Method); frame != nil {
+			return frame, 0
 		}
 		s.warn("upstream request failed", zap.String("method", f.Method), zap.ByteString("id", c.id),
 			zap.ByteString("upstreamId", upID), zap.Error(err))
 		return s.transportError(c.id, f.Method, err), 0
 	}
 	defer resp.Close()
-	frame, code := s.answer(ctx, c, f, upID, resp)
+	frame, code := s.answer(actx, c, f, upID, resp, touch)
+	if frame == nil && c.input == nil && ctx.Err() == nil {
+		frame = s.timedOut(actx, c, f.Method)
+	}
 	if ce := s.log.Check(zapcore.InfoLevel, "request"); ce != nil {
 		ce.Write(zap.String("method", f.Method), zap.ByteString("id", c.id), zap.ByteString("upstreamId", upID),
 			zap.Int("httpStatus", resp.Status), zap.Duration("latency", time.Since(start)),
@@ -142,9 +160,31 @@ func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byt
 	return frame, code
 }
 
+// Timeout causes of one upstream exchange.
+var (
+	errIdle    = errors.New("idle timeout")
+	errHardMax = errors.New("request timeout")
+)
+
+// timedOut is the answer for an exchange a timeout ended (its stream is
+// closed, which cancels it upstream), or nil when no timeout did.
+func (s *Session) timedOut(actx context.Context, c *call, method string) []byte {
+	var msg string
+	switch context.Cause(actx) {
+	case errIdle:
+		msg = fmt.Sprintf("the upstream server sent nothing for %v while answering %s, so the proxy gave up (raise --idle-timeout if the tool is that slow)", s.cfg.IdleTimeout, method)
+	case errHardMax:
+		msg = fmt.Sprintf("%s took longer than %v, so the proxy gave up (raise --request-timeout for longer calls)", method, s.cfg.RequestTimeout)
+	default:
+		return nil
+	}
+	s.warn("upstream request timed out", zap.String("method", method), zap.ByteString("id", c.id), zap.String("why", context.Cause(actx).Error()))
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", "timeout"))
+}
+
 // answer reads the upstream messages of one request: notifications go to the
 // client as they come, and the response for upID becomes the client's answer.
-func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response) ([]byte, int) {
+func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response, touch func()) ([]byte, int) {
 	var skipped string // why the last unusable stream event was skipped
 	for {
 		msg, err := resp.Next()
@@ -166,6 +206,7 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
 				errorData(s.client.URL(), resp.Status, "", "")), 0
 		}
+		touch()
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
 			if !resp.IsSSE() {
@@ -325,14 +366,26 @@ func (s *Session) inputFailed(c *call, method string, in inputRequest, err error
 // messages) to the client before the response.
 func (s *Session) streamNotification(c *call, m *rewrite.Frame) {
 	switch m.Method {
-	case "notifications/progress", "notifications/message":
-		if c.cancelled.Load() {
-			return
+	case "notifications/progress":
+		// 2025 requires progress to increase; a server may restart its
+		// count on an MRTR retry, so a value that does not is dropped.
+		p := m.Params.Get("progress")
+		if p.Type == gjson.Number {
+			if c.progressSeen && p.Num <= c.lastProgress {
+				s.debug("non-increasing progress dropped", zap.ByteString("id", c.id), zap.Float64("progress", p.Num))
+				return
+			}
+			c.progressSeen, c.lastProgress = true, p.Num
 		}
-		s.send(clone(m.Raw)) // the stream reader reuses its buffer
+	case "notifications/message":
 	default:
 		s.debug("upstream notification on a response stream dropped", zap.String("method", m.Method))
+		return
 	}
+	if c.cancelled.Load() {
+		return
+	}
+	s.send(clone(m.Raw)) // the stream reader reuses its buffer
 }
 
 // noAnswer is the error for a body or stream that ended without a response.

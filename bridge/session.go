@@ -56,6 +56,12 @@ type Config struct {
 	StatePath string
 	// MaxRounds bounds MRTR rounds per request. Default 16.
 	MaxRounds int
+	// IdleTimeout ends an upstream exchange that sends nothing for this
+	// long; every message (progress, logs) restarts it. Default 10m.
+	IdleTimeout time.Duration
+	// RequestTimeout is the hard maximum of one upstream exchange, 0 for
+	// none. Default 2h. Task polling is governed by the task instead.
+	RequestTimeout time.Duration
 }
 
 // Defaults.
@@ -63,6 +69,8 @@ const (
 	DefaultMaxInFlight     = 64
 	DefaultDiscoverTimeout = 30 * time.Second
 	DefaultMaxRounds       = 16
+	DefaultIdleTimeout     = 10 * time.Minute
+	DefaultRequestTimeout  = 2 * time.Hour
 )
 
 // Session is one legacy client session. Create it with New and call Run once.
@@ -117,6 +125,9 @@ type call struct {
 	// input is an InputRequiredResult waiting for the client's answers;
 	// retry holds the params members of the next MRTR retry.
 	input, retry []byte
+	// lastProgress is the last progress value sent to the client.
+	lastProgress float64
+	progressSeen bool
 }
 
 // requestedTTL is the ttl the client asked for in params.task, in ms.
@@ -150,6 +161,12 @@ func New(cfg Config) *Session {
 	}
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = DefaultMaxRounds
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.RequestTimeout < 0 {
+		cfg.RequestTimeout = 0
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

@@ -129,6 +129,8 @@ func (s *Session) internalCall(ctx context.Context, method string, params []byte
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
+	defer cancel()
 	resp, err := s.client.Post(ctx, body, nil)
 	if err != nil {
 		return nil, err

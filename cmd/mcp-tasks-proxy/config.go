@@ -52,8 +52,14 @@ type config struct {
 	// directory, keyed by the upstream URL.
 	stateFile string
 	// noState keeps the task registry in memory only.
-	noState       bool
-	version, help bool
+	noState bool
+	// maxRounds bounds MRTR rounds per request.
+	maxRounds int
+	// idleTimeout ends an upstream request that sends nothing this long.
+	idleTimeout time.Duration
+	// requestTimeout is the hard maximum of one upstream request.
+	requestTimeout time.Duration
+	version, help  bool
 }
 
 // usageError is a command-line mistake: one line on stderr, exit status 2.
@@ -182,6 +188,9 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.StringVar(&c.legacyTTLUnit, "legacy-ttl-unit", "ms", "")
 	fs.StringVar(&c.stateFile, "state-file", "", "")
 	fs.BoolVar(&c.noState, "no-state", false, "")
+	fs.IntVar(&c.maxRounds, "max-mrtr-rounds", bridge.DefaultMaxRounds, "")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", bridge.DefaultIdleTimeout, "")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", bridge.DefaultRequestTimeout, "")
 	fs.BoolVar(&c.version, "version", false, "")
 	fs.BoolVar(&c.help, "help", false, "")
 	fs.BoolVar(&c.help, "h", false, "")
@@ -258,6 +267,12 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	if c.noState && c.stateFile != "" {
 		return nil, usagef("--no-state and --state-file contradict each other; pass one")
 	}
+	if c.maxRounds < 1 {
+		return nil, usagef("--max-mrtr-rounds must be at least 1")
+	}
+	if c.idleTimeout <= 0 || c.requestTimeout < 0 {
+		return nil, usagef("--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none")
+	}
 	if c.connectTimeout <= 0 || c.discoverTimeout <= 0 {
 		return nil, usagef("timeouts must be positive durations such as 10s or 2m")
 	}
@@ -311,6 +326,11 @@ Flags:
   --max-message-size SIZE   largest message on stdin or from the server (default 128MiB)
   --connect-timeout D       dial and TLS handshake timeout (default 10s)
   --discover-timeout D      server/discover probe timeout at initialize (default 30s)
+  --idle-timeout D          give up on a request when the server sends nothing for D;
+                            progress and log messages restart it (default 10m)
+  --request-timeout D       hard maximum for one request, 0 for none (default 2h);
+                            task polling is governed by the task, not by these
+  --max-mrtr-rounds N       rounds of client input a request may need (default 16)
 
 Tasks:
   --task-iserror MODE       how a task whose tool result has isError:true looks to the

@@ -108,7 +108,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			IsErrorFailed: cfg.taskIsError == "failed",
 			TTLSeconds:    cfg.legacyTTLUnit == "s",
 		},
-		StatePath: statePath,
+		StatePath:      statePath,
+		MaxRounds:      cfg.maxRounds,
+		IdleTimeout:    cfg.idleTimeout,
+		RequestTimeout: cfg.requestTimeout,
 	})
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 
