@@ -22,13 +22,6 @@ func (e *clientError) Error() string {
 	return fmt.Sprintf("the client answered with error %d: %s", e.raw.Get("code").Int(), e.raw.Get("message").String())
 }
 
-// ask sends a request to the client and waits for its answer. It returns
-// the raw result, a *clientError, or ctx's error; on ctx's end the client is
-// told with notifications/cancelled.
-func (s *Session) ask(ctx context.Context, method string, params []byte) (gjson.Result, error) {
-	return s.askStart(method, params).wait(ctx)
-}
-
 // pendingAsk is a request sent to the client, awaiting its answer.
 type pendingAsk struct {
 	s  *Session
@@ -58,6 +51,8 @@ func (p *pendingAsk) abandon() {
 	_, _ = p.wait(ctx)
 }
 
+// wait returns the client's raw result, a *clientError, or ctx's error; on
+// ctx's end the client is told with notifications/cancelled.
 func (p *pendingAsk) wait(ctx context.Context) (gjson.Result, error) {
 	s := p.s
 	select {
