@@ -63,6 +63,13 @@ func newUpstream(t *testing.T) *upstream {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, disc)
 			return
+		case "subscriptions/listen": // the list-change stream: acknowledged, then quiet
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":%s},\"notifications\":%s}}\n\n",
+				id, gjson.Get(body, "params.notifications").Raw)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
 		case "tools/list": // also the proxy's own lazy listing before a first tools/call
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","tools":%s,"ttlMs":0,"cacheScope":"public"}}`, id, u.toolsJSON())
@@ -204,10 +211,8 @@ func TestInitializeFromDiscover(t *testing.T) {
 	h := start(t, u.URL, Config{})
 	h.send(initReq)
 	r := h.next()
-	// listChanged is withheld (no listen stream yet): the session
-	// advertises only what it can deliver. The tasks extension becomes the
-	// legacy tasks capability.
-	want := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"up","version":"9"},"instructions":"hi"}}`
+	// The tasks extension becomes the legacy tasks capability.
+	want := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"up","version":"9"},"instructions":"hi"}}`
 	if r != want {
 		t.Errorf("initialize\n got: %s\nwant: %s", r, want)
 	}

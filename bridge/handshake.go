@@ -62,11 +62,13 @@ func (s *Session) initialize(ctx context.Context, f *rewrite.Frame) []byte {
 		RequestedVersion: requested,
 		UpstreamURL:      url,
 		Tasks:            true,
+		Subscriptions:    true,
 	})
-	_, hasTasks := capabilities.ServerCapabilities([]byte(gjson.GetBytes(v.Discover, "capabilities").Raw), false)
+	serverCaps := []byte(gjson.GetBytes(v.Discover, "capabilities").Raw)
+	_, hasTasks := capabilities.ServerCapabilities(serverCaps, false)
 	s.mu.Lock()
 	s.caps, s.clientInfo, s.ready = caps, info, true
-	s.legacyCaps, s.tasks = []byte(p.Get("capabilities").Raw), hasTasks
+	s.legacyCaps, s.tasks, s.serverCaps = []byte(p.Get("capabilities").Raw), hasTasks, serverCaps
 	m := capabilities.Meta(caps, info, s.level) // the level may have changed during the probe
 	s.meta.Store(&m)
 	s.mu.Unlock()

@@ -102,8 +102,12 @@ type Session struct {
 	asks       map[string]chan []byte           // proxy requests to the client, by id
 	dispatched map[string]map[string]bool       // input keys asked, by task id
 
-	reg   registry // the tasks the client created through the proxy
-	askID atomic.Int64
+	serverCaps []byte // the server's 2026 capabilities, from discover
+	listening  bool   // the list-change stream was started
+
+	reg    registry // the tasks the client created through the proxy
+	listen listens  // subscriptions/listen streams
+	askID  atomic.Int64
 
 	fetchMu sync.Mutex // one lazy tools/list fetch at a time
 }
@@ -184,6 +188,7 @@ func New(cfg Config) *Session {
 		asks:       make(map[string]chan []byte),
 		dispatched: make(map[string]map[string]bool),
 		reg:        newMemRegistry(),
+		listen:     listens{byURI: map[string]*listener{}},
 	}
 }
 
@@ -220,6 +225,7 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	cancel()
 	<-starterDone
 	s.wg.Wait()
+	s.listen.close()
 	close(s.stopped)
 	werr := <-writerDone
 	if err == nil || errors.Is(err, io.EOF) {
@@ -258,6 +264,8 @@ func (s *Session) start(ctx context.Context) {
 				frame = s.initialize(j.c.ctx, &j.f)
 			case isTaskMethod(j.f.Method):
 				frame = s.taskMethod(j.c.ctx, j.c, &j.f)
+			case j.f.Method == "resources/subscribe" || j.f.Method == "resources/unsubscribe":
+				frame = s.subscription(j.c.ctx, j.c, &j.f)
 			default:
 				frame = s.forward(j.c.ctx, j.c, &j.f)
 			}
@@ -439,6 +447,15 @@ func (s *Session) notification(f *rewrite.Frame) {
 	switch f.Method {
 	case "notifications/initialized":
 		s.debug("client initialized")
+		// The 2025 client signals readiness here: the list-change stream
+		// starts now (eras.md §3.1 POLICY), once.
+		s.mu.Lock()
+		start := s.ready && !s.listening
+		s.listening = s.listening || start
+		s.mu.Unlock()
+		if start {
+			s.openListChanged()
+		}
 	case "notifications/cancelled":
 		id := f.Params.Get("requestId")
 		s.mu.Lock()

@@ -23,7 +23,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 )
 
-// TestSpecVectors replays the spec's task and MRTR vectors (05–14)
+// TestSpecVectors replays the spec's task, MRTR and subscription vectors (05–15)
 // through a real Session against a scripted upstream: every frame the
 // session writes or POSTs must equal the vector's (volatile values — minted
 // ids, proxy timestamps, synthetic task ids — are learned, not compared),
@@ -38,17 +38,19 @@ var updateVectors = flag.Bool("update", false, "rewrite ../testdata/golden/sessi
 var sessionVectors = []struct {
 	name  string
 	after string // a vector replayed first in the same session
+	fresh bool   // the vector starts with notifications/initialized itself
 }{
-	{"05-tools-call-task-augmented.json", ""},
-	{"06-tasks-get-and-result-completed.json", "05-tools-call-task-augmented.json"},
-	{"07-tasks-failed.json", "05-tools-call-task-augmented.json"},
-	{"08-tasks-completed-iserror.json", "05-tools-call-task-augmented.json"},
-	{"09-tasks-cancel.json", "05-tools-call-task-augmented.json"},
-	{"10-task-input-required.json", "05-tools-call-task-augmented.json"},
-	{"11-mrtr-tools-call.json", ""},
-	{"12-mrtr-url-elicitation.json", ""},
-	{"13-unsolicited-task-driven-internally.json", ""},
-	{"14-sync-answer-to-task-request.json", ""},
+	{"05-tools-call-task-augmented.json", "", false},
+	{"06-tasks-get-and-result-completed.json", "05-tools-call-task-augmented.json", false},
+	{"07-tasks-failed.json", "05-tools-call-task-augmented.json", false},
+	{"08-tasks-completed-iserror.json", "05-tools-call-task-augmented.json", false},
+	{"09-tasks-cancel.json", "05-tools-call-task-augmented.json", false},
+	{"10-task-input-required.json", "05-tools-call-task-augmented.json", false},
+	{"11-mrtr-tools-call.json", "", false},
+	{"12-mrtr-url-elicitation.json", "", false},
+	{"13-unsolicited-task-driven-internally.json", "", false},
+	{"14-sync-answer-to-task-request.json", "", false},
+	{"15-subscriptions.json", "", true},
 }
 
 const vectorGoldenDir = "../testdata/golden/session"
@@ -58,7 +60,7 @@ func TestSpecVectors(t *testing.T) {
 	for _, tv := range sessionVectors {
 		t.Run(strings.TrimSuffix(tv.name, ".json"), func(t *testing.T) {
 			r := newReplayer(t, v)
-			r.initialize()
+			r.initialize(!tv.fresh)
 			if tv.after != "" {
 				r.replay(schematest.LoadVector(t, tv.after))
 			}
@@ -90,34 +92,49 @@ func TestSpecVectors(t *testing.T) {
 type post struct {
 	body   []byte
 	header http.Header
-	answer chan func(http.ResponseWriter)
+	answer chan func(http.ResponseWriter, *http.Request)
+}
+
+// stream is an open subscriptions/listen response: more events can be
+// written to it, and done closes when the session closes it.
+type stream struct {
+	events chan []byte
+	done   chan struct{}
 }
 
 type replayer struct {
-	t          *testing.T
-	v          *schematest.Validator
-	h          *harness
-	posts      chan post
-	pending    *post
-	upID       string            // the id of the pending upstream request
-	learned    map[string]string // vector placeholder -> actual value
-	transcript txtar.Archive
-	n          int
+	t             *testing.T
+	v             *schematest.Validator
+	h             *harness
+	posts         chan post
+	listens       chan post          // subscriptions/listen requests, apart
+	streams       map[string]*stream // by the vector's listen id
+	pending       *post
+	upID          string            // the id of the pending upstream request
+	learned       map[string]string // vector placeholder -> actual value
+	streamIDs     map[string]string // vector listen id -> actual upstream id
+	pendingStream string            // the vector id of a listen awaiting its answer
+	transcript    txtar.Archive
+	n             int
 }
 
 func newReplayer(t *testing.T, v *schematest.Validator) *replayer {
-	r := &replayer{t: t, v: v, posts: make(chan post), learned: map[string]string{}}
+	r := &replayer{t: t, v: v, posts: make(chan post), listens: make(chan post), streams: map[string]*stream{}, learned: map[string]string{}, streamIDs: map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, _ := io.ReadAll(req.Body)
-		p := post{body: b, header: req.Header.Clone(), answer: make(chan func(http.ResponseWriter), 1)}
+		p := post{body: b, header: req.Header.Clone(), answer: make(chan func(http.ResponseWriter, *http.Request), 1)}
+		queue := r.posts
+		if gjson.GetBytes(b, "method").String() == "subscriptions/listen" {
+			queue = r.listens
+		}
 		select {
-		case r.posts <- p:
+		case queue <- p:
 		case <-req.Context().Done():
 			return
 		}
 		select {
 		case write := <-p.answer:
-			write(w)
+			write(w, req)
 		case <-req.Context().Done():
 		}
 	}))
@@ -127,8 +144,11 @@ func newReplayer(t *testing.T, v *schematest.Validator) *replayer {
 }
 
 // initialize replays vector 01's handshake (its discover declares the tasks
-// extension, and its client the capabilities every vector assumes).
-func (r *replayer) initialize() {
+// extension and list changes, and its client the capabilities every vector
+// assumes). With ready, the client then sends notifications/initialized, the
+// list-change stream is acknowledged and kept open, and the tools are listed
+// as in vector 03.
+func (r *replayer) initialize(ready bool) {
 	vec := schematest.LoadVector(r.t, "01-initialize-from-discover.json")
 	r.h.send(string(compactJSON(r.t, vec.Steps[0].Frame)))
 	p := r.nextPost()
@@ -138,17 +158,27 @@ func (r *replayer) initialize() {
 	if res := r.h.next(); !gjson.Get(res, "result.capabilities.tasks").Exists() {
 		r.t.Fatalf("initialize did not advertise tasks: %s", res)
 	}
+	if !ready {
+		return
+	}
 	r.h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// Wait for the list-change stream, so that upstream ids are minted in
+	// a fixed order, and keep it open.
+	l := r.next(r.listens)
+	listenID := gjson.GetBytes(l.body, "id").Raw
+	r.openStream(l, "setup", 200, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` + listenID + `},"notifications":{"toolsListChanged":true,"resourcesListChanged":true}}}`)})
 	// The vectors assume the client listed the tools (vector 03): the
 	// session knows the x-mcp-header annotations and makes no listing of
 	// its own.
 	r.replay(schematest.LoadVector(r.t, "03-tools-list.json"))
 }
 
-func (r *replayer) nextPost() post {
+func (r *replayer) nextPost() post { return r.next(r.posts) }
+
+func (r *replayer) next(queue chan post) post {
 	r.t.Helper()
 	select {
-	case p := <-r.posts:
+	case p := <-queue:
 		return p
 	case <-time.After(wait):
 		r.t.Fatal("the session made no upstream request")
@@ -156,16 +186,61 @@ func (r *replayer) nextPost() post {
 	return post{}
 }
 
-func jsonAnswer(status int, body []byte) func(http.ResponseWriter) {
-	return func(w http.ResponseWriter) {
+func jsonAnswer(status int, body []byte) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		w.Write(body)
 	}
 }
 
+// openStream answers a listen request with an event stream that stays open
+// for more events until the session closes it.
+func (r *replayer) openStream(p post, name string, status int, events [][]byte) *stream {
+	st := &stream{events: make(chan []byte, 16), done: make(chan struct{})}
+	r.streams[name] = st
+	p.answer <- func(w http.ResponseWriter, req *http.Request) {
+		defer close(st.done)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(status)
+		write := func(e []byte) {
+			fmt.Fprintf(w, "event: message\ndata: %s\n\n", e)
+			w.(http.Flusher).Flush()
+		}
+		for _, e := range events {
+			write(e)
+		}
+		for {
+			select {
+			case e := <-st.events:
+				write(e)
+			case <-req.Context().Done():
+				return
+			}
+		}
+	}
+	return st
+}
+
+// sseEvents prepares a step's SSE events: placeholders substituted, and a
+// response's id set to the upstream id it answers.
+func (r *replayer) sseEvents(st schematest.Step) [][]byte {
+	var out [][]byte
+	for _, ev := range st.SSE {
+		e := r.substitute(compactJSON(r.t, ev))
+		if gjson.GetBytes(e, "id").Exists() {
+			e, _ = sjson.SetRawBytes(e, "id", []byte(r.upID))
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // substitute replaces learned placeholders in a vector frame.
 func (r *replayer) substitute(b []byte) []byte {
+	for k, v := range r.streamIDs {
+		b = bytes.ReplaceAll(b, []byte(k), []byte(v))
+	}
 	keys := make([]string, 0, len(r.learned))
 	for k := range r.learned {
 		keys = append(keys, k)
@@ -213,15 +288,37 @@ func (r *replayer) replay(vec *schematest.Vector) {
 			r.record("client-to-proxy", frame)
 			r.h.send(string(frame))
 		case "proxy->server":
-			p := r.nextPost()
+			if st.Action == "close-stream" {
+				str := r.streams[st.Stream]
+				if str == nil {
+					t.Fatalf("%s: no stream %s", where, st.Stream)
+				}
+				select {
+				case <-str.done:
+				case <-time.After(wait):
+					t.Fatalf("%s: the session did not close stream %s", where, st.Stream)
+				}
+				r.record("proxy-closes-stream", []byte(st.Stream))
+				continue
+			}
+			want := compactJSON(t, st.Frame)
+			queue := r.posts
+			if gjson.GetBytes(want, "method").String() == "subscriptions/listen" {
+				queue = r.listens
+			}
+			p := r.next(queue)
 			r.pending = &p
 			r.upID = gjson.GetBytes(p.body, "id").Raw
+			if wid := gjson.GetBytes(want, "id"); queue == r.listens && wid.Type == gjson.String {
+				// The subscriptionId of this stream's notifications.
+				r.streamIDs[wid.Raw] = r.upID
+				r.pendingStream = wid.Str
+			}
 			r.record("proxy-to-server", append(headerLines(p.header), p.body...))
 			if err := r.v.ValidateUpstream(p.body); err != nil {
 				t.Errorf("%s: %v", where, err)
 			}
-			want := r.substitute(compactJSON(t, st.Frame))
-			assertSameJSON(t, where, p.body, want, []string{"/id"})
+			assertSameJSON(t, where, p.body, r.substitute(want), []string{"/id"})
 			gjson.GetBytes(st.HTTP, "headers").ForEach(func(k, v gjson.Result) bool {
 				if got := p.header.Get(k.Str); got != string(r.substitute([]byte(v.Str))) {
 					t.Errorf("%s: header %s = %q, want %q", where, k.Str, got, v.Str)
@@ -229,11 +326,29 @@ func (r *replayer) replay(vec *schematest.Vector) {
 				return true
 			})
 		case "server->proxy":
+			if name := gjson.GetBytes(st.HTTP, "stream"); name.Exists() {
+				str := r.streams[name.Str]
+				if str == nil {
+					t.Fatalf("%s: no stream %s", where, name.Str)
+				}
+				for _, e := range r.sseEvents(st) {
+					str.events <- e
+					r.record("server-to-proxy", e)
+				}
+				continue
+			}
 			if r.pending == nil {
 				t.Fatalf("%s: no upstream request to answer", where)
 			}
 			status := int(gjson.GetBytes(st.HTTP, "status").Int())
 			var body []byte
+			if r.pendingStream != "" {
+				events := r.sseEvents(st)
+				r.openStream(*r.pending, r.pendingStream, status, events)
+				r.record("server-to-proxy", bytes.Join(events, []byte("\n")))
+				r.pending, r.pendingStream = nil, ""
+				continue
+			}
 			if st.Frame != nil {
 				body, _ = sjson.SetRawBytes(r.substitute(compactJSON(t, st.Frame)), "id", []byte(r.upID))
 				r.pending.answer <- jsonAnswer(status, body)
@@ -247,7 +362,7 @@ func (r *replayer) replay(vec *schematest.Vector) {
 					fmt.Fprintf(&sse, "event: message\ndata: %s\n\n", e)
 				}
 				body = sse.Bytes()
-				r.pending.answer <- func(w http.ResponseWriter) {
+				r.pending.answer <- func(w http.ResponseWriter, _ *http.Request) {
 					w.Header().Set("Content-Type", "text/event-stream")
 					w.WriteHeader(status)
 					w.Write(body)

@@ -421,3 +421,38 @@ func countKept(ms []member, drop string) int {
 	}
 	return n
 }
+
+// ListenNotification prepares a notification from a subscriptions/listen
+// stream for the legacy client: the subscriptionId _meta is removed, and
+// _meta and params go too when nothing else is left in them (eras.md §9.2).
+func ListenNotification(f *Frame) []byte {
+	if !f.Params.IsObject() {
+		return f.Raw
+	}
+	var e edits
+	var buf [8]member
+	ms := members(f.Params, buf[:0])
+	metaGone := false
+	for i := range ms {
+		if ms[i].key.Str != "_meta" || !ms[i].value.IsObject() {
+			continue
+		}
+		var mbuf [8]member
+		mm := members(ms[i].value, mbuf[:0])
+		if countKept(mm, MetaSubscriptionID) == 0 {
+			metaGone = true
+		} else {
+			e.removeMembers(ms[i].value, mm, func(j int) bool { return mm[j].key.Str == MetaSubscriptionID })
+		}
+	}
+	kept := e.removeMembers(f.Params, ms, func(i int) bool { return metaGone && ms[i].key.Str == "_meta" })
+	if kept == 0 {
+		// No params left: drop the member, with its comma.
+		var top [8]member
+		all := members(gjson.Result{Type: gjson.JSON, Raw: view(f.Raw)}, top[:0])
+		var only edits
+		only.removeMembers(gjson.Result{Type: gjson.JSON, Raw: view(f.Raw)}, all, func(i int) bool { return all[i].key.Str == "params" })
+		return only.apply(f.Raw)
+	}
+	return e.apply(f.Raw)
+}

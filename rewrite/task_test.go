@@ -193,3 +193,21 @@ func TestInputResponse(t *testing.T) {
 		}
 	}
 }
+
+func TestListenNotification(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"u-1"}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`},
+		{`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"uri":"file:///a"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a"}}`},
+		{`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a","_meta":{"x":1,"io.modelcontextprotocol/subscriptionId":7}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a","_meta":{"x":1}}}`},
+		{`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`, `{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`},
+	}
+	for _, tt := range tests {
+		f := mustParse(t, tt.in)
+		if got := rewrite.ListenNotification(&f); string(got) != tt.want {
+			t.Errorf("ListenNotification(%s)\n got: %s\nwant: %s", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,267 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// Subscriptions (eras.md §9): the legacy client's unsolicited list_changed
+// and resources/subscribe map onto 2026 subscriptions/listen streams.
+//
+//   - After notifications/initialized, one stream asks for the list changes
+//     the server declared (listChanged in discover). None is opened when
+//     the server declares none.
+//   - Each resources/subscribe opens a stream for that URI, answered once
+//     the acknowledgement lists it; resources/unsubscribe closes it.
+//   - Acknowledgements and listen results are consumed; notifications are
+//     forwarded with the subscriptionId removed.
+//   - A stream that drops is reopened with bounded backoff. The list-change
+//     stream then tells the client each kind may have changed, since changes
+//     may have been missed.
+
+// listenBackoff bounds the reconnect delay of a dropped listen stream.
+const (
+	listenBackoffMin = 250 * time.Millisecond
+	listenBackoffMax = 30 * time.Second
+)
+
+// listener is one subscriptions/listen stream, reopened until stopped.
+type listener struct {
+	filter []byte // params.notifications
+	cancel context.CancelFunc
+	acked  chan gjson.Result // the first acknowledgement's notifications
+	failed chan error        // the first attempt failed (resource subscriptions)
+	// kinds are the list_changed methods to emit after a reconnect.
+	kinds []string
+}
+
+// listens tracks the session's listen streams; it is safe to start one from
+// any goroutine until the session closes.
+type listens struct {
+	mu     sync.Mutex
+	wg     sync.WaitGroup
+	closed bool
+	byURI  map[string]*listener
+}
+
+// start runs fn in a tracked goroutine, unless the session has closed.
+func (l *listens) start(fn func()) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// close stops new streams and waits for the running ones, which end with
+// the session's context.
+func (l *listens) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.wg.Wait()
+}
+
+// openListChanged opens the list-change stream for the kinds the server
+// declared. It runs once, after notifications/initialized.
+func (s *Session) openListChanged() {
+	s.mu.Lock()
+	caps := gjson.ParseBytes(s.serverCaps)
+	s.mu.Unlock()
+	filter := []byte(`{`)
+	var kinds []string
+	for _, k := range []struct{ cap, field, method string }{
+		{"tools", "toolsListChanged", "notifications/tools/list_changed"},
+		{"prompts", "promptsListChanged", "notifications/prompts/list_changed"},
+		{"resources", "resourcesListChanged", "notifications/resources/list_changed"},
+	} {
+		if caps.Get(k.cap + ".listChanged").Bool() {
+			if len(kinds) > 0 {
+				filter = append(filter, ',')
+			}
+			filter = append(filter, `"`+k.field+`":true`...)
+			kinds = append(kinds, k.method)
+		}
+	}
+	if len(kinds) == 0 {
+		return // nothing to listen for: no stream
+	}
+	l := &listener{filter: append(filter, '}'), kinds: kinds, acked: make(chan gjson.Result, 1)}
+	s.runListener(l)
+}
+
+func (s *Session) runListener(l *listener) bool {
+	ctx, cancel := context.WithCancel(s.ctx)
+	l.cancel = cancel
+	ok := s.listen.start(func() { s.listenLoop(ctx, l) })
+	if !ok {
+		cancel()
+	}
+	return ok
+}
+
+// listenLoop keeps one listen stream open until ctx ends.
+func (s *Session) listenLoop(ctx context.Context, l *listener) {
+	backoff := listenBackoffMin
+	first := true
+	for ctx.Err() == nil {
+		opened, err := s.listenOnce(ctx, l, first)
+		if ctx.Err() != nil {
+			return
+		}
+		if first && !opened && l.failed != nil {
+			l.failed <- err // a subscribe waits for this: report, do not retry
+			return
+		}
+		if opened {
+			backoff = listenBackoffMin
+			if !first && len(l.kinds) > 0 {
+				// Changes may have been missed while the stream was down.
+				for _, m := range l.kinds {
+					s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":%q}`, m))
+				}
+			}
+			first = false
+		}
+		s.warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err), zap.Duration("after", backoff))
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, listenBackoffMax)
+	}
+}
+
+// listenOnce opens the stream and forwards its notifications until it
+// ends. opened reports whether it was acknowledged.
+func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (opened bool, err error) {
+	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"subscriptions/listen","params":{"notifications":%s}}`, l.filter)
+	f, err := rewrite.Parse(frame)
+	if err != nil {
+		return false, err
+	}
+	id := s.nextUpstreamID()
+	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
+	if err != nil {
+		return false, err
+	}
+	resp, err := s.client.Post(ctx, body, nil)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Close()
+	if resp.Status >= 300 {
+		msg, _ := resp.Next()
+		return false, fmt.Errorf("HTTP %d: %.200s", resp.Status, msg)
+	}
+	for {
+		msg, err := resp.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the stream closed")
+			}
+			return opened, err
+		}
+		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
+		if perr != nil {
+			s.warn("listen stream event skipped", zap.Error(perr))
+			continue
+		}
+		switch {
+		case m.Kind == rewrite.KindResponse:
+			// A listen result (graceful end) or an error: the stream is over.
+			if m.Error.Exists() {
+				return opened, fmt.Errorf("the server refused subscriptions/listen: %s", m.Error.Raw)
+			}
+			return opened, errors.New("the server ended the subscription")
+		case m.Method == "notifications/subscriptions/acknowledged":
+			opened = true
+			if first {
+				select {
+				case l.acked <- m.Params.Get("notifications"):
+				default:
+				}
+			}
+		case m.Method == "notifications/cancelled":
+			return opened, errors.New("the server cancelled the subscription")
+		case m.Kind == rewrite.KindNotification:
+			s.send(rewrite.ListenNotification(&m))
+		}
+	}
+}
+
+// subscription answers resources/subscribe and resources/unsubscribe.
+func (s *Session) subscription(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+	if s.meta.Load() == nil {
+		return notInitialized(c, f.Method)
+	}
+	uri := f.Params.Get("uri")
+	if uri.Type != gjson.String {
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
+	}
+	s.mu.Lock()
+	canSubscribe := gjson.GetBytes(s.serverCaps, "resources.subscribe").Bool()
+	s.mu.Unlock()
+	if !canSubscribe {
+		return rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound,
+			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.client.URL()), nil)
+	}
+	s.listen.mu.Lock()
+	l := s.listen.byURI[uri.Str]
+	if f.Method == "resources/unsubscribe" {
+		delete(s.listen.byURI, uri.Str)
+	}
+	s.listen.mu.Unlock()
+	if f.Method == "resources/unsubscribe" {
+		if l != nil {
+			l.cancel() // closing the stream ends the subscription
+		}
+		return rewrite.ResultFrame(c.id, []byte(`{}`))
+	}
+	if l != nil {
+		return rewrite.ResultFrame(c.id, []byte(`{}`)) // already subscribed
+	}
+	filter := append(rewrite.AppendString([]byte(`{"resourceSubscriptions":[`), uri.Str), "]}"...)
+	l = &listener{filter: filter, acked: make(chan gjson.Result, 1), failed: make(chan error, 1)}
+	if !s.runListener(l) {
+		return nil // the session is ending
+	}
+	select {
+	case err := <-l.failed:
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("subscribing to %s failed: %v", uri.Str, err), errorData(s.client.URL(), 0, "", ""))
+	case ack := <-l.acked:
+		for _, u := range ack.Get("resourceSubscriptions").Array() {
+			if u.String() == uri.Str {
+				s.listen.mu.Lock()
+				s.listen.byURI[uri.Str] = l
+				s.listen.mu.Unlock()
+				return rewrite.ResultFrame(c.id, []byte(`{}`))
+			}
+		}
+		l.cancel()
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams,
+			fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri.Str), nil)
+	case <-ctx.Done():
+		l.cancel()
+		return nil
+	case <-time.After(s.cfg.IdleTimeout):
+		l.cancel()
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("the server did not acknowledge the subscription to %s within %v", uri.Str, s.cfg.IdleTimeout), nil)
+	}
+}
