@@ -34,6 +34,9 @@ const (
 	listenBackoffMax = 30 * time.Second
 )
 
+// errListenUnsupported: the server answered -32601 to subscriptions/listen.
+var errListenUnsupported = errors.New("subscriptions/listen is not implemented by the server")
+
 // listener is one subscriptions/listen stream, reopened until stopped.
 type listener struct {
 	filter []byte // params.notifications
@@ -128,6 +131,10 @@ func (s *Session) listenLoop(ctx context.Context, l *listener) {
 			l.failed <- err // a subscribe waits for this: report, do not retry
 			return
 		}
+		if errors.Is(err, errListenUnsupported) {
+			s.warn("the server declares change notifications but does not implement subscriptions/listen; no change notifications will reach the client")
+			return
+		}
 		if opened {
 			backoff = listenBackoffMin
 			if !first && len(l.kinds) > 0 {
@@ -166,6 +173,9 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 	defer resp.Close()
 	if resp.Status >= 300 {
 		msg, _ := resp.Next()
+		if gjson.GetBytes(msg, "error.code").Int() == rewrite.CodeMethodNotFound {
+			return false, errListenUnsupported
+		}
 		return false, fmt.Errorf("HTTP %d: %.200s", resp.Status, msg)
 	}
 	for {

@@ -60,6 +60,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 )
 
 const (
@@ -122,10 +123,19 @@ func NewServer() *mcp.Server {
 
 // newServer is NewServer, also returning the server's task store.
 func newServer() (*mcp.Server, *taskStore) {
+	s, store, _ := newServerListens()
+	return s, store
+}
+
+// newServerListens is newServer, also returning the server's open listens.
+func newServerListens() (*mcp.Server, *taskStore, *listens) {
 	caps := &mcp.ServerCapabilities{
 		// Setting Capabilities drops the go-sdk default {"logging":{}}; keep it.
 		//lint:ignore SA1019 the demo exercises the deprecated logging feature on purpose.
-		Logging: &mcp.LoggingCapabilities{},
+		Logging:   &mcp.LoggingCapabilities{},
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 	}
 	caps.AddExtension(TasksExtension, nil)
 	s := mcp.NewServer(
@@ -134,19 +144,19 @@ func newServer() (*mcp.Server, *taskStore) {
 			Instructions:              instructions,
 			SupportedProtocolVersions: []string{ProtocolVersion},
 			Capabilities:              caps,
+			// A SubscribeHandler makes the go-sdk honour resourceSubscriptions
+			// in subscriptions/listen.
+			SubscribeHandler:   subscribeAny,
+			UnsubscribeHandler: unsubscribeAny,
 		},
 	)
 
 	store := newTaskStore()
-	s.AddReceivingMiddleware(guard, store.middleware)
+	ls := newListens()
+	// One call, so that guard is the outermost middleware.
+	s.AddReceivingMiddleware(guard, ls.middleware, injectBadHeaderTool, store.middleware)
 
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "echo",
-		Description: "Return the given text unchanged.",
-		InputSchema: json.RawMessage(`{"type":"object",` +
-			`"properties":{"text":{"type":"string","description":"Text to return."}},` +
-			`"required":["text"],"additionalProperties":false}`),
-	}, echoTool)
+	mcp.AddTool(s, echoToolDef, echoTool)
 
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "slow_count",
@@ -165,22 +175,9 @@ func newServer() (*mcp.Server, *taskStore) {
 		InputSchema: json.RawMessage(`{"type":"object"}`),
 	}, whoamiTool)
 
-	s.AddPrompt(&mcp.Prompt{
-		Name:        "greeting",
-		Description: "A one-line greeting.",
-		Arguments: []*mcp.PromptArgument{{
-			Name:        "name",
-			Description: "Who to greet.",
-			Required:    true,
-		}},
-	}, greetingPrompt)
+	s.AddPrompt(greetingPromptDef, greetingPrompt)
 
-	s.AddResource(&mcp.Resource{
-		Name:        "readme",
-		Description: "What this demo server offers.",
-		MIMEType:    "text/markdown",
-		URI:         readmeURI,
-	}, readReadme)
+	s.AddResource(readmeResourceDef, readReadme)
 
 	s.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name:        "echo",
@@ -190,8 +187,37 @@ func newServer() (*mcp.Server, *taskStore) {
 	}, readEcho)
 
 	addTasks(s, store)
-	return s, store
+	addMRTR(s, newMRTR())
+	addParamHeaderTools(s)
+	addTouch(s)
+	return s, store, ls
 }
+
+// The definitions the touch tool registers again.
+var (
+	echoToolDef = &mcp.Tool{
+		Name:        "echo",
+		Description: "Return the given text unchanged.",
+		InputSchema: json.RawMessage(`{"type":"object",` +
+			`"properties":{"text":{"type":"string","description":"Text to return."}},` +
+			`"required":["text"],"additionalProperties":false}`),
+	}
+	greetingPromptDef = &mcp.Prompt{
+		Name:        "greeting",
+		Description: "A one-line greeting.",
+		Arguments: []*mcp.PromptArgument{{
+			Name:        "name",
+			Description: "Who to greet.",
+			Required:    true,
+		}},
+	}
+	readmeResourceDef = &mcp.Resource{
+		Name:        "readme",
+		Description: "What this demo server offers.",
+		MIMEType:    "text/markdown",
+		URI:         readmeURI,
+	}
+)
 
 // Handler returns an http.Handler serving NewServer statelessly at protocol
 // 2026-07-28. Calls to slow_count get text/event-stream responses; all other
@@ -205,14 +231,15 @@ func newServer() (*mcp.Server, *taskStore) {
 //
 // Each call returns a handler with its own server and task store.
 func Handler() http.Handler {
-	h, _ := newHandler()
+	h, _, _ := newHandler()
 	return h
 }
 
-// newHandler is Handler, also returning a func that stops the pending steps
-// of its tasks.
-func newHandler() (http.Handler, func()) {
-	srv, store := newServer()
+// newHandler is Handler, also returning a func that ends its open
+// subscriptions/listen streams (and any later one at once) and a func that
+// stops the pending steps of its tasks.
+func newHandler() (_ http.Handler, closeListens, closeTasks func()) {
+	srv, store, ls := newServerListens()
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	sseOpts := mcp.StreamableHTTPOptions{
 		Stateless:                    true,
@@ -231,17 +258,35 @@ func newHandler() (http.Handler, func()) {
 		if !ok {
 			return
 		}
-		if taskMethods[r.Header.Get("Mcp-Method")] {
+		method := r.Header.Get("Mcp-Method")
+		if taskMethods[method] {
 			if r, ok = checkTaskName(w, r); !ok {
 				return
 			}
 		}
-		if r.Header.Get("Mcp-Method") == "tools/call" && streamingTools[r.Header.Get("Mcp-Name")] {
+		if method == "tools/call" && r.Header.Get("MCP-Protocol-Version") == ProtocolVersion {
+			name := r.Header.Get(nameHeader)
+			if bindings := paramHeaderTools[name]; bindings != nil {
+				var body []byte
+				if r, body, ok = peekBody(r); ok && gjson.GetBytes(body, "method").Str == "tools/call" &&
+					gjson.GetBytes(body, "params.name").Str == name {
+					if err := checkParamHeaders(r.Header, body, bindings); err != nil {
+						writeHeaderMismatchID(w, rawID(body), err)
+						return
+					}
+				}
+			}
+			if mrtrTools[name] {
+				serveMRTR(plain, w, r)
+				return
+			}
+		}
+		if method == "tools/call" && streamingTools[r.Header.Get("Mcp-Name")] {
 			sse.ServeHTTP(w, r)
 			return
 		}
 		plain.ServeHTTP(w, r)
-	}), store.close
+	}), ls.close, store.close
 }
 
 // Start serves Handler at Path on a free loopback port and returns its URL,
@@ -260,7 +305,7 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 		return "", nil, fmt.Errorf("demo: listen on loopback: %w", err)
 	}
 
-	handler, closeTasks := newHandler()
+	handler, closeListens, closeTasks := newHandler()
 	mux := http.NewServeMux()
 	mux.Handle(Path, handler)
 	// Handlers see a context that is cancelled when a graceful stop runs out
@@ -283,6 +328,9 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 		once.Do(func() {
 			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 			defer cancel()
+			// Listen streams would hold their connections open until
+			// the timeout; end them first (the handler stays usable).
+			closeListens()
 			if err := hs.Shutdown(sctx); err != nil {
 				cancelBase()
 				_ = hs.Close()
