@@ -15,8 +15,61 @@
 //     "fail" (fails with JSON-RPC error -32000), "needs_input" (asks for a
 //     name with an elicitation/create input request, then greets) and
 //     "iserror" (completes with an isError tool result);
+//   - multi round-trip tools "ask_name", "ask_two_rounds", "open_url",
+//     "sample" and "list_roots" (see below);
+//   - tool "weather", whose arguments city and days are mirrored in the
+//     Mcp-Param-City and Mcp-Param-Days headers (x-mcp-header), and the
+//     listed-only "bad_header_tool", whose annotation is invalid;
+//   - tool "touch": triggers a list_changed or resources/updated
+//     notification on the subscriptions/listen streams that asked for it;
 //   - prompt "greeting": one user message "Hello, NAME!";
 //   - resource "demo://readme" and resource template "demo://echo/{text}".
+//
+// # Multi round-trip requests
+//
+// The MRTR tools answer a first call with {"resultType":"input_required",
+// "inputRequests":{KEY:{method,params}},"requestState":STATE} and complete
+// when the client retries the same tools/call with params.inputResponses
+// (KEY → result) and params.requestState = STATE, echoed byte for byte:
+//
+//   - ask_name: "name-1" elicitation/create (form, "What is your name?",
+//     {name: string}) → "hello, NAME", or "no name given" when the user
+//     declines or cancels;
+//   - ask_two_rounds: "name-1" as ask_name; then "roots-2" roots/list and
+//     "colour-2" elicitation/create ({colour: string}) in one round →
+//     "hello, NAME; colour: COLOUR; roots: N" (NAME "stranger" and COLOUR
+//     "unknown" when not given);
+//   - open_url: "consent-1" elicitation/create in URL mode ({"mode":"url",
+//     "message":…,"url":"https://example.com/consent"}, no elicitationId)
+//     → "consent: ACTION"; with arguments {"wait_rounds":N} the answer is
+//     followed by N requestState-only input_required rounds (no
+//     inputRequests) before the result;
+//   - sample: "sample-1" sampling/createMessage (one user message "Say
+//     hi", maxTokens 50) → the text of the CreateMessageResult;
+//   - list_roots: "roots-1" roots/list → the root URIs joined by ", "
+//     ("(no roots)" for none).
+//
+// A retry that lacks a needed response gets the same inputRequests again
+// (with a new requestState); a response of the wrong kind is -32602. A
+// tool needing a client capability that the request's clientCapabilities
+// do not declare (elicitation form — an empty "elicitation" object counts
+// —, elicitation.url, sampling, roots) answers -32021 with
+// data.requiredCapabilities. Every requestState is signed and ends, on the
+// wire, with the raw JSON text [RequestStateRawSuffix] (raw "<&>", an
+// escaped "\/" and a "\u00e9" escape); a retry whose requestState literal
+// differs in any byte from one the server issued — including a
+// decode-and-re-encode that keeps the value — is refused with 400 and
+// -32602 "requestState was altered".
+//
+// # Change notifications
+//
+// subscriptions/listen (go-sdk) answers with a long-lived SSE stream:
+// notifications/subscriptions/acknowledged first, then the requested
+// list_changed and resources/updated notifications, each carrying
+// _meta["io.modelcontextprotocol/subscriptionId"] = the listen id. The
+// capabilities declare listChanged for tools, prompts and resources and
+// resources.subscribe; every resourceSubscriptions URI is accepted.
+// Stopping the server ends open listens with their result.
 //
 // # Tasks
 //
@@ -36,9 +89,9 @@
 // returned (with resultType "complete"); tasks/cancel cancels a working or
 // input_required task at once and just acknowledges a finished one.
 //
-// Calls to slow_count are answered with text/event-stream; every other
-// request is answered with application/json, so both response kinds of the
-// transport are exercised.
+// Calls to slow_count and subscriptions/listen are answered with
+// text/event-stream; every other request is answered with
+// application/json, so both response kinds of the transport are exercised.
 //
 //	url, stop, err := demo.Start(ctx)
 //	if err != nil { ... }
@@ -76,7 +129,9 @@ const (
 
 	instructions = "Demo server for mcp-tasks-proxy: echo, slow_count, whoami, quick, " +
 		"the task tools slow, fail, needs_input and iserror (they need the " +
-		TasksExtension + " extension), a greeting prompt, a readme resource " +
+		TasksExtension + " extension), the multi round-trip tools ask_name, " +
+		"ask_two_rounds, open_url, sample and list_roots, weather (x-mcp-header), " +
+		"touch (change notifications), a greeting prompt, a readme resource " +
 		"and a demo://echo/{text} resource template."
 
 	// logLevelKey is the request _meta key of the 2026-07-28 log level
@@ -104,6 +159,10 @@ This server speaks MCP 2026-07-28 over stateless Streamable HTTP.
 - ` + "`slow`" + `, ` + "`fail`" + `, ` + "`needs_input`" + ` and ` + "`iserror`" + ` run as tasks
   (extension ` + "`" + TasksExtension + "`" + `): they finish after a delay, fail,
   ask for your name, or report a tool error.
+- ` + "`ask_name`" + `, ` + "`ask_two_rounds`" + `, ` + "`open_url`" + `, ` + "`sample`" + ` and
+  ` + "`list_roots`" + ` ask you for input through multi round-trip requests.
+- ` + "`weather`" + ` also reads its arguments from Mcp-Param-* headers.
+- ` + "`touch`" + ` sends a change notification to subscriptions/listen streams.
 - The ` + "`greeting`" + ` prompt says hello.
 `
 
@@ -227,7 +286,10 @@ var (
 // A Base64-encoded Mcp-Name header (=?base64?...?=) is decoded before the
 // go-sdk compares it with the body; go-sdk v1.8.0 would compare the encoded
 // form and reject it. For tasks/get, tasks/update and tasks/cancel the
-// handler itself compares Mcp-Name with params.taskId.
+// handler itself compares Mcp-Name with params.taskId. For weather it
+// checks the Mcp-Param-* headers (400, -32020 "Header mismatch: ..."). For
+// the multi round-trip tools it writes and checks the raw requestState
+// bytes (400, -32602 "requestState was altered").
 //
 // Each call returns a handler with its own server and task store.
 func Handler() http.Handler {
