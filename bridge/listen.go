@@ -110,7 +110,9 @@ func (s *Session) openListChanged() {
 
 func (s *Session) runListener(l *listener) bool {
 	ctx, cancel := context.WithCancel(s.ctx)
+	s.listen.mu.Lock()
 	l.cancel = cancel
+	s.listen.mu.Unlock()
 	ok := s.listen.start(func() { s.listenLoop(ctx, l) })
 	if !ok {
 		cancel()
@@ -232,45 +234,65 @@ func (s *Session) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 	}
 	s.listen.mu.Lock()
 	l := s.listen.byURI[uri.Str]
-	if f.Method == "resources/unsubscribe" {
+	var stop context.CancelFunc
+	switch {
+	case f.Method == "resources/unsubscribe":
 		delete(s.listen.byURI, uri.Str)
+		if l != nil {
+			stop = l.cancel
+		}
+	case l == nil:
+		// Registered before it opens, so a second subscribe to the same
+		// URI does not open a second stream.
+		filter := append(rewrite.AppendString([]byte(`{"resourceSubscriptions":[`), uri.Str), "]}"...)
+		s.listen.byURI[uri.Str] = &listener{filter: filter, acked: make(chan gjson.Result, 1), failed: make(chan error, 1)}
+	default:
+		s.listen.mu.Unlock()
+		return rewrite.ResultFrame(c.id, []byte(`{}`)) // already subscribed
 	}
+	fresh := s.listen.byURI[uri.Str]
 	s.listen.mu.Unlock()
 	if f.Method == "resources/unsubscribe" {
-		if l != nil {
-			l.cancel() // closing the stream ends the subscription
+		if stop != nil {
+			stop() // closing the stream ends the subscription
 		}
 		return rewrite.ResultFrame(c.id, []byte(`{}`))
 	}
-	if l != nil {
-		return rewrite.ResultFrame(c.id, []byte(`{}`)) // already subscribed
+	l = fresh
+	drop := func() {
+		s.listen.mu.Lock()
+		if s.listen.byURI[uri.Str] == l {
+			delete(s.listen.byURI, uri.Str)
+		}
+		stop := l.cancel
+		s.listen.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
 	}
-	filter := append(rewrite.AppendString([]byte(`{"resourceSubscriptions":[`), uri.Str), "]}"...)
-	l = &listener{filter: filter, acked: make(chan gjson.Result, 1), failed: make(chan error, 1)}
 	if !s.runListener(l) {
+		drop()
 		return nil // the session is ending
 	}
 	select {
 	case err := <-l.failed:
+		drop()
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 			fmt.Sprintf("subscribing to %s failed: %v", uri.Str, err), errorData(s.client.URL(), 0, "", ""))
 	case ack := <-l.acked:
 		for _, u := range ack.Get("resourceSubscriptions").Array() {
 			if u.String() == uri.Str {
-				s.listen.mu.Lock()
-				s.listen.byURI[uri.Str] = l
-				s.listen.mu.Unlock()
 				return rewrite.ResultFrame(c.id, []byte(`{}`))
 			}
 		}
-		l.cancel()
+		drop()
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams,
 			fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri.Str), nil)
 	case <-ctx.Done():
-		l.cancel()
+		drop()
 		return nil
 	case <-time.After(s.cfg.IdleTimeout):
-		l.cancel()
+		drop()
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 			fmt.Sprintf("the server did not acknowledge the subscription to %s within %v", uri.Str, s.cfg.IdleTimeout), nil)
 	}
