@@ -718,3 +718,39 @@ func TestMRTRMissingCapabilityAndFailedInput(t *testing.T) {
 		t.Errorf("the server saw %d calls, want 2 (no retry after a failed round)", n)
 	}
 }
+
+func TestBrokenStreamRetriedOnlyWhenSafe(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{})
+	var mu sync.Mutex
+	seen := map[string][]string{} // method -> upstream ids
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		method, id := gjson.Get(body, "method").Str, gjson.Get(body, "id").Raw
+		mu.Lock()
+		seen[method] = append(seen[method], id)
+		n := len(seen[method])
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if n == 1 { // the first stream of each method breaks before its response
+			io.WriteString(w, ": keep-alive\n\n")
+			return
+		}
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"prompts\":[]}}\n\n", id)
+	})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`)
+	if r := h.next(); gjson.Get(r, "result").Raw != `{"prompts":[]}` {
+		t.Errorf("prompts/list after a broken stream: %s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`)
+	if r := h.next(); gjson.Get(r, "error.code").Int() != -32603 || !strings.Contains(r, "may or may not have run") {
+		t.Errorf("tools/call after a broken stream: %s", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ids := seen["prompts/list"]; len(ids) != 2 || ids[0] == ids[1] {
+		t.Errorf("prompts/list upstream ids %v: want a retry with a new id", ids)
+	}
+	if ids := seen["tools/call"]; len(ids) != 1 {
+		t.Errorf("tools/call reached the server %d times: it must never be replayed", len(ids))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -104,6 +105,60 @@ func orEmptyObject(raw string) string {
 // client's answer and, when the server answered with a JSON-RPC error, its
 // code.
 func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, int) {
+	dials, breaks := 0, 0
+	backoff := retryBackoff
+	for {
+		frame, code, again := s.exchange(ctx, c, f)
+		switch {
+		case again == retryDial && dials < maxDialRetries:
+			dials++ // nothing was sent: always safe
+		case again == retryBroken && safeToRepeat(f.Method) && breaks < maxBrokenRetries:
+			breaks++ // bytes may have left, but repeating this method is harmless
+		default:
+			return frame, code
+		}
+		s.info("retrying the upstream request", zap.String("method", f.Method), zap.ByteString("id", c.id), zap.Duration("after", backoff))
+		if !sleep(ctx, backoff) {
+			return nil, 0
+		}
+		backoff *= 2
+	}
+}
+
+// The retry policy (DESIGN.md invariant 6): a request that could not be
+// sent (a dial error) is retried whatever its method; once bytes have left,
+// only methods that are safe to repeat are, each time with a new upstream
+// id, as 2026 requires after a broken stream. A tools/call is never
+// replayed.
+const (
+	maxDialRetries   = 3
+	maxBrokenRetries = 2
+	retryBackoff     = 200 * time.Millisecond
+)
+
+// retryKind says whether and why a failed exchange may be retried.
+type retryKind int
+
+const (
+	retryNone   retryKind = iota
+	retryDial             // the connection was never made
+	retryBroken           // the exchange broke before its response
+)
+
+// safeToRepeat lists the methods whose repetition cannot cause a second
+// side effect.
+func safeToRepeat(method string) bool {
+	switch method {
+	case "server/discover", "tasks/get", "resources/read", "prompts/get", "completion/complete":
+		return true
+	}
+	return strings.HasSuffix(method, "/list")
+}
+
+// exchange makes one upstream exchange for a client request. It returns the
+// client's answer, the code of the server's JSON-RPC error if any, and
+// whether the failure may be retried.
+func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, int, retryKind) {
 	upID := s.nextUpstreamID()
 	up := rewrite.Up{ID: upID, Meta: *s.meta.Load()}
 	if c.retry != nil {
@@ -120,7 +175,7 @@ func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byt
 	}
 	body, err := rewrite.RequestUp(f, up)
 	if err != nil {
-		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), 0
+		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), 0, retryNone
 	}
 	// The idle timer restarts on every message from the server (progress
 	// keeps a long call alive); the hard maximum does not.
@@ -138,17 +193,22 @@ func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byt
 	resp, err := s.client.Post(actx, body, s.paramHeaders(f))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, 0
+			return nil, 0, retryNone
 		}
 		if frame := s.timedOut(actx, c, f.Method); frame != nil {
-			return frame, 0
+			return frame, 0, retryNone
 		}
 		s.warn("upstream request failed", zap.String("method", f.Method), zap.ByteString("id", c.id),
 			zap.ByteString("upstreamId", upID), zap.Error(err))
-		return s.transportError(c.id, f.Method, err), 0
+		again := retryBroken
+		var te *routing.TransportError
+		if errors.As(err, &te) && te.Kind == routing.KindDial {
+			again = retryDial
+		}
+		return s.transportError(c.id, f.Method, err), 0, again
 	}
 	defer resp.Close()
-	frame, code := s.answer(actx, c, f, upID, resp, touch)
+	frame, code, again := s.answer(actx, c, f, upID, resp, touch)
 	if frame == nil && c.input == nil && ctx.Err() == nil {
 		frame = s.timedOut(actx, c, f.Method)
 	}
@@ -157,7 +217,7 @@ func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byt
 			zap.Int("httpStatus", resp.Status), zap.Duration("latency", time.Since(start)),
 			zap.Int("bytesUp", len(body)), zap.Int("bytesDown", len(frame)))
 	}
-	return frame, code
+	return frame, code, again
 }
 
 // Timeout causes of one upstream exchange.
@@ -184,33 +244,37 @@ func (s *Session) timedOut(actx context.Context, c *call, method string) []byte 
 
 // answer reads the upstream messages of one request: notifications go to the
 // client as they come, and the response for upID becomes the client's answer.
-func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response, touch func()) ([]byte, int) {
+func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response, touch func()) ([]byte, int, retryKind) {
 	var skipped string // why the last unusable stream event was skipped
 	for {
 		msg, err := resp.Next()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, 0
+				return nil, 0, retryNone
 			}
 			switch {
 			case errors.Is(err, io.EOF):
-				return s.noAnswer(c, f.Method, resp, skipped), 0
+				again := retryNone
+				if resp.IsSSE() && resp.Status < 300 {
+					again = retryBroken // the stream ended before the response
+				}
+				return s.noAnswer(c, f.Method, resp, skipped), 0, again
 			case errors.Is(err, routing.ErrContentType):
-				return s.httpFailure(c.id, f.Method, resp, msg), 0
+				return s.httpFailure(c.id, f.Method, resp, msg), 0, retryNone
 			case errors.Is(err, routing.ErrTooLarge):
 				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", f.Method),
-					errorData(s.client.URL(), resp.Status, "", "")), 0
+					errorData(s.client.URL(), resp.Status, "", "")), 0, retryNone
 			}
 			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
-				errorData(s.client.URL(), resp.Status, "", "")), 0
+				errorData(s.client.URL(), resp.Status, "", "")), 0, retryBroken
 		}
 		touch()
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
 			if !resp.IsSSE() {
-				return s.httpFailure(c.id, f.Method, resp, msg), 0
+				return s.httpFailure(c.id, f.Method, resp, msg), 0, retryNone
 			}
 			skipped = "an event that is not a JSON-RPC message (" + perr.Error() + ")"
 			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", capBytes(msg)))
@@ -233,14 +297,14 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 			}
 			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
-				errorData(s.client.URL(), resp.Status, "", "")), 0
+				errorData(s.client.URL(), resp.Status, "", "")), 0, retryNone
 		}
 		frame := s.down(ctx, c, f.Method, &m, resp.Status)
 		code := 0
 		if m.Error.Exists() {
 			code = int(m.Error.Get("code").Int())
 		}
-		return frame, code
+		return frame, code, retryNone
 	}
 }
 

@@ -39,10 +39,10 @@ var errListenUnsupported = errors.New("subscriptions/listen is not implemented b
 
 // listener is one subscriptions/listen stream, reopened until stopped.
 type listener struct {
-	filter []byte // params.notifications
-	cancel context.CancelFunc
-	acked  chan gjson.Result // the first acknowledgement's notifications
-	failed chan error        // the first attempt failed (resource subscriptions)
+	filter []byte             // params.notifications
+	cancel context.CancelFunc // set at creation, never changed
+	acked  chan gjson.Result  // the first acknowledgement's notifications
+	failed chan error         // the first attempt failed (resource subscriptions)
 	// kinds are the list_changed methods to emit after a reconnect.
 	kinds []string
 }
@@ -104,18 +104,26 @@ func (s *Session) openListChanged() {
 	if len(kinds) == 0 {
 		return // nothing to listen for: no stream
 	}
-	l := &listener{filter: append(filter, '}'), kinds: kinds, acked: make(chan gjson.Result, 1)}
-	s.runListener(l)
+	l, ctx := s.newListener(append(filter, '}'), kinds, false)
+	s.runListener(ctx, l)
 }
 
-func (s *Session) runListener(l *listener) bool {
+// newListener prepares a listener whose stream ends with the session or
+// with its cancel. Callers that publish it do so under s.listen.mu.
+func (s *Session) newListener(filter []byte, kinds []string, waited bool) (*listener, context.Context) {
 	ctx, cancel := context.WithCancel(s.ctx)
-	s.listen.mu.Lock()
-	l.cancel = cancel
-	s.listen.mu.Unlock()
+	l := &listener{filter: filter, kinds: kinds, cancel: cancel, acked: make(chan gjson.Result, 1)}
+	if waited {
+		l.failed = make(chan error, 1)
+	}
+	return l, ctx
+}
+
+// runListener starts l's loop; false when the session is closing.
+func (s *Session) runListener(ctx context.Context, l *listener) bool {
 	ok := s.listen.start(func() { s.listenLoop(ctx, l) })
 	if !ok {
-		cancel()
+		l.cancel()
 	}
 	return ok
 }
@@ -126,11 +134,15 @@ func (s *Session) listenLoop(ctx context.Context, l *listener) {
 	first := true
 	for ctx.Err() == nil {
 		opened, err := s.listenOnce(ctx, l, first)
-		if ctx.Err() != nil {
+		if first && !opened && l.failed != nil {
+			// A subscribe waits for this: report, do not retry.
+			if ctx.Err() != nil {
+				err = errors.New("unsubscribed before the server acknowledged the subscription")
+			}
+			l.failed <- err
 			return
 		}
-		if first && !opened && l.failed != nil {
-			l.failed <- err // a subscribe waits for this: report, do not retry
+		if ctx.Err() != nil {
 			return
 		}
 		if errors.Is(err, errListenUnsupported) {
@@ -139,12 +151,6 @@ func (s *Session) listenLoop(ctx context.Context, l *listener) {
 		}
 		if opened {
 			backoff = listenBackoffMin
-			if !first && len(l.kinds) > 0 {
-				// Changes may have been missed while the stream was down.
-				for _, m := range l.kinds {
-					s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":%q}`, m))
-				}
-			}
 			first = false
 		}
 		s.warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err), zap.Duration("after", backoff))
@@ -207,6 +213,12 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 				case l.acked <- m.Params.Get("notifications"):
 				default:
 				}
+			} else {
+				// Reconnected: changes may have been missed while the
+				// stream was down.
+				for _, k := range l.kinds {
+					s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":%q}`, k))
+				}
 			}
 		case m.Method == "notifications/cancelled":
 			return opened, errors.New("the server cancelled the subscription")
@@ -234,43 +246,37 @@ func (s *Session) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 	}
 	s.listen.mu.Lock()
 	l := s.listen.byURI[uri.Str]
-	var stop context.CancelFunc
+	var lctx context.Context
 	switch {
 	case f.Method == "resources/unsubscribe":
 		delete(s.listen.byURI, uri.Str)
-		if l != nil {
-			stop = l.cancel
-		}
 	case l == nil:
-		// Registered before it opens, so a second subscribe to the same
-		// URI does not open a second stream.
+		// Registered, with its cancel, before it opens: a second subscribe
+		// to the same URI opens no second stream, and an unsubscribe that
+		// comes first still stops it.
 		filter := append(rewrite.AppendString([]byte(`{"resourceSubscriptions":[`), uri.Str), "]}"...)
-		s.listen.byURI[uri.Str] = &listener{filter: filter, acked: make(chan gjson.Result, 1), failed: make(chan error, 1)}
+		l, lctx = s.newListener(filter, nil, true)
+		s.listen.byURI[uri.Str] = l
 	default:
 		s.listen.mu.Unlock()
 		return rewrite.ResultFrame(c.id, []byte(`{}`)) // already subscribed
 	}
-	fresh := s.listen.byURI[uri.Str]
 	s.listen.mu.Unlock()
 	if f.Method == "resources/unsubscribe" {
-		if stop != nil {
-			stop() // closing the stream ends the subscription
+		if l != nil {
+			l.cancel() // closing the stream ends the subscription
 		}
 		return rewrite.ResultFrame(c.id, []byte(`{}`))
 	}
-	l = fresh
 	drop := func() {
 		s.listen.mu.Lock()
 		if s.listen.byURI[uri.Str] == l {
 			delete(s.listen.byURI, uri.Str)
 		}
-		stop := l.cancel
 		s.listen.mu.Unlock()
-		if stop != nil {
-			stop()
-		}
+		l.cancel()
 	}
-	if !s.runListener(l) {
+	if !s.runListener(lctx, l) {
 		drop()
 		return nil // the session is ending
 	}

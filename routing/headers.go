@@ -92,8 +92,9 @@ const (
 // EncodeValue makes s safe for an Mcp-Name or Mcp-Param-* header (eras.md
 // §15.3). A value made only of visible ASCII and inner spaces is sent as is;
 // anything else (non-ASCII, control characters including tab, CR and LF,
-// leading or trailing whitespace, or a value that itself looks like the
-// sentinel) is sent as =?base64?{standard padded Base64 of the UTF-8}?=.
+// leading or trailing whitespace, a value that itself looks like the
+// sentinel, or the empty string) is sent as
+// =?base64?{standard padded Base64 of the UTF-8}?=.
 func EncodeValue(s string) string {
 	if plainSafe(s) {
 		return s
@@ -103,7 +104,9 @@ func EncodeValue(s string) string {
 
 func plainSafe(s string) bool {
 	if s == "" {
-		return true
+		// An empty header reads as a missing one to some servers (go-sdk
+		// v1.8.0): the sentinel keeps "present and empty" distinct.
+		return false
 	}
 	if s[0] == ' ' || s[len(s)-1] == ' ' {
 		return false

@@ -19,7 +19,7 @@ func TestEncodeValue(t *testing.T) {
 		{"get_weather", "get_weather"},
 		{"file:///tmp/a b.txt", "file:///tmp/a b.txt"},
 		{"demo://readme", "demo://readme"},
-		{"", ""},
+		{"", "=?base64??="}, // empty is not missing
 		{"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
 		{" lead", "=?base64?IGxlYWQ=?="},
 		{"trail ", "=?base64?dHJhaWwg?="},
