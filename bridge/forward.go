@@ -536,7 +536,7 @@ func (s *Session) transportError(id []byte, method string, err error) []byte {
 			msg = fmt.Sprintf("cannot reach the upstream server for %s: %v; is the server running, and is the URL right?", method, err)
 		case routing.KindTimeout:
 			cause = "timeout"
-			msg = fmt.Sprintf("the upstream server did not answer %s in time: %v", method, err)
+			msg = fmt.Sprintf("the upstream server did not answer %s in time: %v; raise --response-header-timeout if the server is that slow to start answering", method, err)
 		default:
 			msg = fmt.Sprintf("the connection to the upstream server broke during %s: %v; the request may or may not have run", method, err)
 		}

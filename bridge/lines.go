@@ -27,10 +27,16 @@ func newLineReader(r io.Reader, max int) *lineReader {
 func (l *lineReader) next() ([]byte, error) {
 	chunk, err := l.r.ReadSlice('\n')
 	if err == nil {
+		if len(chunk)-1 > l.max {
+			return nil, errLineTooLong // the whole line is consumed already
+		}
 		return clone(chunk[:len(chunk)-1]), nil
 	}
 	if err != bufio.ErrBufferFull {
 		if len(chunk) > 0 && err == io.EOF {
+			if len(chunk) > l.max {
+				return nil, errLineTooLong
+			}
 			return clone(chunk), nil
 		}
 		return nil, err
@@ -38,7 +44,7 @@ func (l *lineReader) next() ([]byte, error) {
 	line := clone(chunk)
 	for {
 		chunk, err = l.r.ReadSlice('\n')
-		if len(line)+len(chunk) > l.max {
+		if n := len(line) + len(chunk); n > l.max+1 || n == l.max+1 && err != nil {
 			return nil, l.discard(err)
 		}
 		line = append(line, chunk...)

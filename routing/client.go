@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,14 @@ type Config struct {
 	MaxIdleConnsPerHost int
 	// MaxMessageBytes bounds one upstream message. Default 128 MiB.
 	MaxMessageBytes int
+	// ResponseHeaderTimeout bounds the wait for the response headers after
+	// the request is sent. Default 10m: a server that answers a long tool
+	// call with plain JSON sends its headers only at the end.
+	ResponseHeaderTimeout time.Duration
+	// RootCAs adds PEM certificates to the system roots (--ca-file).
+	RootCAs []byte
+	// Insecure skips TLS verification (--insecure).
+	Insecure bool
 	// UserAgent is sent on every request.
 	UserAgent string
 	// Transport, when set, replaces the default transport (tests).
@@ -50,9 +59,10 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultConnectTimeout      = 10 * time.Second
-	DefaultMaxIdleConnsPerHost = 128
-	DefaultMaxMessageBytes     = 128 << 20
+	DefaultConnectTimeout        = 10 * time.Second
+	DefaultMaxIdleConnsPerHost   = 128
+	DefaultMaxMessageBytes       = 128 << 20
+	DefaultResponseHeaderTimeout = 10 * time.Minute
 )
 
 // Client is safe for concurrent use; one Client serves a whole session.
@@ -79,8 +89,22 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if cfg.ResponseHeaderTimeout <= 0 {
+		cfg.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
+	}
 	rt := cfg.Transport
 	if rt == nil {
+		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} // --insecure: the user's explicit, loudly logged choice
+		if len(cfg.RootCAs) > 0 {
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(cfg.RootCAs) {
+				return nil, errors.New("the CA file holds no PEM certificate")
+			}
+			tlsCfg.RootCAs = pool
+		}
 		dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
 		rt = &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
@@ -90,8 +114,9 @@ func New(cfg Config) (*Client, error) {
 			MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   cfg.ConnectTimeout,
+			ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
 			ExpectContinueTimeout: time.Second,
-			TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+			TLSClientConfig:       tlsCfg,
 		}
 	}
 	h := cfg.Header.Clone()

@@ -1,12 +1,14 @@
 package routing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,4 +228,90 @@ func TestRedact(t *testing.T) {
 	if strings.Contains(got, "pass") || strings.Contains(got, "abc") || !strings.Contains(got, "host.example/mcp") {
 		t.Errorf("Redact = %q", got)
 	}
+}
+
+func TestAuthorizationNotSentAcrossHosts(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var got http.Header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer other.Close()
+	// The same server, reached by another host name: localhost, not 127.0.0.1.
+	target := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target, http.StatusTemporaryRedirect)
+	}))
+	defer first.Close()
+	c, err := New(Config{URL: first.URL, Header: http.Header{"Authorization": {"Bearer secret"}, "X-Other": {"kept"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdle()
+	resp, err := c.Post(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Close()
+	if got == nil {
+		t.Fatal("the redirect was not followed")
+	}
+	if v := got.Get("Authorization"); v != "" {
+		t.Errorf("Authorization %q was sent to another host after a redirect", v)
+	}
+	if got.Get("X-Other") != "kept" {
+		t.Errorf("other headers should follow the redirect: %v", got)
+	}
+}
+
+// FuzzDeriveHeaders: values from a body (tool arguments, names, URIs) never
+// inject a header: every value is one line of visible ASCII, and no header
+// but the MCP ones and the annotated Mcp-Param-* appears.
+func FuzzDeriveHeaders(f *testing.F) {
+	f.Add("tools/call", "get_weather", "Paris")
+	f.Add("resources/read", "file:///\r\nX-Injected: 1", "a\nb")
+	f.Add("tasks/get", "=?base64?x?=", " x ")
+	f.Fuzz(func(t *testing.T, method, name, arg string) {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":` + strconv.Quote(method) + `,"params":{"name":` + strconv.Quote(name) +
+			`,"uri":` + strconv.Quote(name) + `,"taskId":` + strconv.Quote(name) + `,"arguments":{"a":` + strconv.Quote(arg) + `},"_meta":{"io.modelcontextprotocol/protocolVersion":` + strconv.Quote(arg) + `}}}`)
+		h := Headers(body, []ParamHeader{{Name: "A", Path: "params.arguments.a"}})
+		allowed := map[string]bool{"Content-Type": true, "Accept": true, "Mcp-Protocol-Version": true, "Mcp-Method": true, "Mcp-Name": true, "Mcp-Param-A": true}
+		for k, vs := range h {
+			if !allowed[k] {
+				t.Fatalf("unexpected header %q from %s", k, body)
+			}
+			for _, v := range vs {
+				for i := 0; i < len(v); i++ {
+					if v[i] < 0x20 || v[i] > 0x7e {
+						t.Fatalf("header %s value %q has byte %#x", k, v, v[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+// FuzzSSEReader: any byte stream gives events or an error, never a panic,
+// and no event is larger than the limit.
+func FuzzSSEReader(f *testing.F) {
+	f.Add([]byte("data: {\"a\":1}\n\n: c\ndata: x\r\ndata: y\n\n"), 64)
+	f.Add([]byte("data"), 1)
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		if max < 0 {
+			max = -max
+		}
+		r := NewSSEReader(bytes.NewReader(in), max)
+		for range len(in) + 2 {
+			ev, err := r.Next()
+			if err != nil {
+				return
+			}
+			if max > 0 && len(ev) > max {
+				t.Fatalf("event of %d bytes over the %d limit", len(ev), max)
+			}
+		}
+		t.Fatal("more events than input bytes")
+	})
 }

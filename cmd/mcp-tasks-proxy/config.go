@@ -53,6 +53,15 @@ type config struct {
 	stateFile string
 	// noState keeps the task registry in memory only.
 	noState bool
+	// headerFile holds more headers, one 'Name: value' a line, so secrets
+	// stay out of the process list.
+	headerFile string
+	// caFile adds PEM certificates to the system roots.
+	caFile string
+	// insecure skips TLS certificate verification (loudly).
+	insecure bool
+	// responseHeaderTimeout bounds the wait for response headers.
+	responseHeaderTimeout time.Duration
 	// maxRounds bounds MRTR rounds per request.
 	maxRounds int
 	// idleTimeout ends an upstream request that sends nothing this long.
@@ -106,6 +115,27 @@ func parseHeader(v string, lookup func(string) (string, bool)) (string, string, 
 		return "", "", fmt.Errorf("header %s: the value must not contain CR, LF or NUL", name)
 	}
 	return name, value, nil
+}
+
+// readHeaderFile adds the headers of a file: one 'Name: value' a line;
+// blank lines and lines starting with # are skipped; ${VAR} is expanded.
+func readHeaderFile(path string, h http.Header) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, err := parseHeader(line, os.LookupEnv)
+		if err != nil {
+			return fmt.Errorf("line %d: %v", i+1, err)
+		}
+		h.Add(name, value)
+	}
+	return nil
 }
 
 // expandVars replaces each ${NAME} with the environment variable NAME. Any
@@ -188,6 +218,10 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.StringVar(&c.legacyTTLUnit, "legacy-ttl-unit", "ms", "")
 	fs.StringVar(&c.stateFile, "state-file", "", "")
 	fs.BoolVar(&c.noState, "no-state", false, "")
+	fs.StringVar(&c.headerFile, "header-file", "", "")
+	fs.StringVar(&c.caFile, "ca-file", "", "")
+	fs.BoolVar(&c.insecure, "insecure", false, "")
+	fs.DurationVar(&c.responseHeaderTimeout, "response-header-timeout", routing.DefaultResponseHeaderTimeout, "")
 	fs.IntVar(&c.maxRounds, "max-mrtr-rounds", bridge.DefaultMaxRounds, "")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", bridge.DefaultIdleTimeout, "")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", bridge.DefaultRequestTimeout, "")
@@ -267,6 +301,14 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	if c.noState && c.stateFile != "" {
 		return nil, usagef("--no-state and --state-file contradict each other; pass one")
 	}
+	if c.headerFile != "" {
+		if err := readHeaderFile(c.headerFile, c.header); err != nil {
+			return nil, usagef("--header-file %s: %v", c.headerFile, err)
+		}
+	}
+	if c.responseHeaderTimeout <= 0 {
+		return nil, usagef("--response-header-timeout must be a positive duration such as 10m")
+	}
 	if c.maxRounds < 1 {
 		return nil, usagef("--max-mrtr-rounds must be at least 1")
 	}
@@ -318,6 +360,9 @@ Flags:
   --url URL                 modern server endpoint (or the first argument, or $MCP_TASKS_PROXY_URL)
   --header 'Name: value'    extra HTTP header on every upstream request; repeatable;
                             ${VAR} in the value is read from the environment
+  --header-file PATH        more headers, one 'Name: value' a line (keeps secrets out of ps)
+  --ca-file PATH            PEM certificates to trust besides the system roots
+  --insecure                skip TLS certificate verification (dangerous; logged loudly)
   --demo                    start the embedded 2026-07-28 demo server and bridge to it
   --log-level LEVEL         debug, info, warn or error (default warn: stderr stays quiet)
   --log-format FORMAT       console or json (default console)
@@ -326,6 +371,8 @@ Flags:
   --max-message-size SIZE   largest message on stdin or from the server (default 128MiB)
   --connect-timeout D       dial and TLS handshake timeout (default 10s)
   --discover-timeout D      server/discover probe timeout at initialize (default 30s)
+  --response-header-timeout D  give up when the server has not started answering after D
+                            (default 10m)
   --idle-timeout D          give up on a request when the server sends nothing for D;
                             progress and log messages restart it (default 10m)
   --request-timeout D       hard maximum for one request, 0 for none (default 2h);

@@ -77,10 +77,23 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		logger.Info("demo server started", zap.String("url", url))
 	}
 
+	var caPEM []byte
+	if cfg.caFile != "" {
+		if caPEM, err = os.ReadFile(cfg.caFile); err != nil {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
+			return 2
+		}
+	}
+	if cfg.insecure {
+		logger.Warn("--insecure: TLS certificates are NOT verified; anyone on the network path can read and change this traffic, credentials included")
+	}
 	client, err := routing.New(routing.Config{
-		URL:            url,
-		Header:         cfg.header,
-		ConnectTimeout: cfg.connectTimeout,
+		URL:                   url,
+		RootCAs:               caPEM,
+		Insecure:              cfg.insecure,
+		ResponseHeaderTimeout: cfg.responseHeaderTimeout,
+		Header:                cfg.header,
+		ConnectTimeout:        cfg.connectTimeout,
 		// Enough idle connections for every request in flight.
 		MaxIdleConnsPerHost: max(cfg.maxInFlight, routing.DefaultMaxIdleConnsPerHost),
 		MaxMessageBytes:     cfg.maxMessage,
