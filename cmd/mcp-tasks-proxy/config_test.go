@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -635,5 +636,51 @@ func TestRunInteractiveSession(t *testing.T) {
 				t.Errorf("stderr %q at the default log level, want nothing", s)
 			}
 		})
+	}
+}
+
+func TestHeaderFile(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/headers"
+	t.Setenv("HF_TOKEN", "tok")
+	if err := os.WriteFile(file, []byte("# secrets\nAuthorization: Bearer ${HF_TOKEN}\n\nX-Team:blue\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseArgs([]string{"--header-file", file, "--header", "X-Cli: 1", "https://h/mcp"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"Authorization": "Bearer tok", "X-Team": "blue", "X-Cli": "1"} {
+		if got := c.header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if err := os.WriteFile(file, []byte("Good: 1\nbad line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = parseArgs([]string{"--header-file", file, "https://h/mcp"}, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a bad line: %v, want an error naming line 2", err)
+	}
+	if _, err := parseArgs([]string{"--header-file", dir + "/missing", "https://h/mcp"}, func(string) string { return "" }); err == nil {
+		t.Error("a missing header file was accepted")
+	}
+}
+
+func TestCAFileAndInsecure(t *testing.T) {
+	dir := t.TempDir()
+	bad := dir + "/ca.pem"
+	if err := os.WriteFile(bad, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	code := run([]string{"--ca-file", bad, "https://h/mcp"}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })
+	if code != 2 || !strings.Contains(stderr.String(), "PEM") {
+		t.Errorf("a bad CA file: exit %d, stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
+	code = run([]string{"--insecure", "--state-file", dir + "/s.json", "https://127.0.0.1:1/mcp"}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })
+	if code != 0 || !strings.Contains(stderr.String(), "NOT verified") {
+		t.Errorf("--insecure: exit %d, stderr %q; want a loud warning", code, stderr.String())
 	}
 }
