@@ -21,8 +21,9 @@ import (
 // forward sends one client request upstream and returns its one answer for
 // the client, or nil when the client cancelled it or the session is ending.
 //
-// Two upstream errors are recovered from once, as eras.md §14.3 says: a
-// -32020 (header mismatch) on tools/call refreshes the x-mcp-header
+// Between attempts come MRTR rounds (the server asked for client input),
+// and one recovery from either of two upstream errors, as eras.md §14.3
+// says: a -32020 (header mismatch) on tools/call refreshes the x-mcp-header
 // annotations from tools/list and retries; a -32022 (unsupported version)
 // probes the server again and retries if it is still modern. Both are
 // answered by the server before it runs anything, so the retry is safe.
@@ -34,34 +35,44 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 		s.ensureTools(ctx)
 	}
 	frame, code := s.attempt(ctx, c, f)
-	for round := 0; c.input != nil; round++ {
-		// The server needs input from the client: ask it, then retry with
-		// the answers (MRTR, eras.md §8.3).
-		ir := c.input
-		c.input = nil
-		if round >= s.cfg.MaxRounds {
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
-				fmt.Sprintf("the server asked for client input %d times for %s without finishing; giving up (raise --max-mrtr-rounds)", round, f.Method),
-				errorData(s.client.URL(), 0, "", ""))
-		}
-		retry, failed := s.mrtrRound(ctx, c, f, ir, round)
-		if retry == nil {
-			return failed
-		}
-		c.retry = retry
-		frame, code = s.attempt(ctx, c, f)
-	}
-	switch code {
-	case rewrite.CodeHeaderMismatch:
-		if f.Method == "tools/call" && ctx.Err() == nil {
+	recovered := false
+	for round := 0; ; {
+		switch {
+		case c.input != nil:
+			// The server needs input from the client: ask it, then retry
+			// with the answers (MRTR, eras.md §8.3).
+			ir := c.input
+			c.input = nil
+			if round >= s.cfg.MaxRounds {
+				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+					fmt.Sprintf("the server asked for client input %d times for %s without finishing; giving up (raise --max-mrtr-rounds)", round, f.Method),
+					errorData(s.client.URL(), 0, "", ""))
+			}
+			retry, failed := s.mrtrRound(ctx, c, f, ir, round)
+			if retry == nil {
+				return failed
+			}
+			round++
+			c.retry = retry
+		case recovered || ctx.Err() != nil:
+			return frame
+		case code == rewrite.CodeHeaderMismatch && f.Method == "tools/call":
+			recovered = true
 			s.info("header mismatch: refreshing tools/list and retrying once", zap.ByteString("id", c.id))
 			s.fetchTools(ctx)
-			frame, _ = s.attempt(ctx, c, f)
+		case code == rewrite.CodeUnsupportedProtocolVersion:
+			recovered = true
+			if !s.stillModern(ctx, c) {
+				return s.versionGone(c, f.Method, frame)
+			}
+		default:
+			return frame
 		}
-	case rewrite.CodeUnsupportedProtocolVersion:
-		frame = s.versionRejected(ctx, c, f, frame)
+		frame, code = s.attempt(ctx, c, f)
+		if recovered && code == rewrite.CodeUnsupportedProtocolVersion && c.input == nil {
+			return s.versionGone(c, f.Method, frame)
+		}
 	}
-	return frame
 }
 
 func notInitialized(c *call, method string) []byte {
@@ -69,28 +80,28 @@ func notInitialized(c *call, method string) []byte {
 		fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", method), nil)
 }
 
-// versionRejected handles a -32022 on a normal request: probe again; if the
-// server is still modern, retry once; otherwise answer -32603 with the
-// server's original error data.
-func (s *Session) versionRejected(ctx context.Context, c *call, f *rewrite.Frame, frame []byte) []byte {
-	meta := s.meta.Load()
+// stillModern probes the server again after a -32022 on a request.
+func (s *Session) stillModern(ctx context.Context, c *call) bool {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
 	prober := capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
-	if v := prober.Probe(pctx, *meta); v.Era == capabilities.Modern {
+	if v := prober.Probe(pctx, *s.meta.Load()); v.Era == capabilities.Modern {
 		s.info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.id))
-		var code int
-		if frame, code = s.attempt(ctx, c, f); code != rewrite.CodeUnsupportedProtocolVersion {
-			return frame
-		}
+		return true
 	}
+	return false
+}
+
+// versionGone answers a request the server rejected with -32022 for good:
+// -32603, carrying the server's original error data.
+func (s *Session) versionGone(c *call, method string, frame []byte) []byte {
 	if frame == nil {
 		return nil
 	}
 	data := gjson.GetBytes(frame, "error.data").Raw
 	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 		fmt.Sprintf("the upstream server at %s no longer accepts protocol %s for %s (%s); restart the client session so the proxy detects the server again",
-			s.client.URL(), capabilities.ModernVersion, f.Method, gjson.GetBytes(frame, "error.message").String()),
+			s.client.URL(), capabilities.ModernVersion, method, gjson.GetBytes(frame, "error.message").String()),
 		[]byte(orEmptyObject(data)))
 }
 
