@@ -213,8 +213,13 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 			zap.ByteString("upstreamId", upID), zap.Error(err))
 		again := retryBroken
 		var te *routing.TransportError
-		if errors.As(err, &te) && te.Kind == routing.KindDial {
-			again = retryDial
+		if errors.As(err, &te) {
+			switch te.Kind {
+			case routing.KindDial:
+				again = retryDial
+			case routing.KindTimeout:
+				again = retryNone // a timeout repeated would only multiply the wait
+			}
 		}
 		return s.transportError(c.id, f.Method, err), 0, again
 	}
@@ -285,6 +290,9 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
 			if !resp.IsSSE() {
+				if resp.Status < 300 {
+					return s.invalidBody(c.id, f.Method, resp, msg, perr), 0, retryNone
+				}
 				return s.httpFailure(c.id, f.Method, resp, msg), 0, retryNone
 			}
 			skipped = "an event that is not a JSON-RPC message (" + perr.Error() + ")"
@@ -525,6 +533,16 @@ func (s *Session) httpFailure(id []byte, method string, resp *routing.Response, 
 	}
 	data = append(data, '}')
 	return rewrite.ErrorFrame(id, rewrite.CodeInternalError, msg, data)
+}
+
+// invalidBody is the error for a successful HTTP answer whose body is not a
+// JSON-RPC message.
+func (s *Session) invalidBody(id []byte, method string, resp *routing.Response, body []byte, err error) []byte {
+	data := errorData(s.client.URL(), resp.Status, "contentType", resp.ContentType)
+	data = append(data[:len(data)-1], `,"body":`...)
+	data = append(rewrite.AppendString(data, string(capSnippet(body))), '}')
+	return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+		fmt.Sprintf("the upstream server answered %s with HTTP %d but an invalid JSON-RPC body (%v); the server is misbehaving: check its logs", method, resp.Status, err), data)
 }
 
 func capSnippet(b []byte) []byte {

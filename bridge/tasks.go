@@ -622,14 +622,17 @@ func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
 				continue // the next sleep sees it
 			}
 			if failures++; failures >= maxPollFailures {
-				return s.unreachable(c, "following the task "+t.ID, err)
+				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+					fmt.Sprintf("the server turned this call into task %s, and polling it failed %d times (%v); the task may still be running on the server", t.ID, failures, err),
+					append(rewrite.AppendString([]byte(`{"taskId":`), t.ID), '}'))
 			}
 			s.warn("polling a followed task failed; retrying", zap.String("taskId", t.ID), zap.Error(err))
 			continue
 		case rpcErr.Exists():
+			data := rewrite.AppendString([]byte(`{"taskId":`), t.ID)
+			data = append(append(append(data, `,"error":`...), rpcErr.Raw...), '}')
 			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
-				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()),
-				[]byte(fmt.Sprintf(`{"taskId":%q,"error":%s}`, t.ID, rpcErr.Raw)))
+				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()), data)
 		}
 		failures = 0
 		t = rewrite.ReadTask(res)

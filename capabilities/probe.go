@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -47,6 +48,8 @@ type Verdict struct {
 	// Err is set when the probe failed or the answer rules out bridging: it
 	// explains the cause and the likely fix, for the initialize error.
 	Err error
+	// transport marks a failure below HTTP (refused, reset, timeout).
+	transport bool
 }
 
 // Prober runs the era probe against one upstream.
@@ -60,16 +63,40 @@ type Prober struct {
 // answer per eras.md §2.4. A -32022 that names 2026-07-28 as supported is
 // retried once.
 func (p *Prober) Probe(ctx context.Context, meta rewrite.MetaBlock) Verdict {
-	v := p.once(ctx, meta)
+	v := p.retrying(ctx, meta)
 	if v.Era == Modern && v.Discover == nil && v.Err == nil {
 		// -32022 naming our version: corrective retry, once.
-		v = p.once(ctx, meta)
+		v = p.retrying(ctx, meta)
 		if v.Era == Modern && v.Discover == nil && v.Err == nil {
 			v.Era = Unknown
 			v.Err = fmt.Errorf("%s rejected protocol version %s twice while listing it as supported; the server is misbehaving", p.Client.URL(), ModernVersion)
 		}
 	}
 	return v
+}
+
+// probeRetries bounds the retries of a probe that failed in transport
+// (refused, reset, broken stream): server/discover is safe to repeat.
+const probeRetries = 2
+
+// retrying runs once, and again, with a new id and backoff, while the
+// failure was in transport and the context allows.
+func (p *Prober) retrying(ctx context.Context, meta rewrite.MetaBlock) Verdict {
+	backoff := 200 * time.Millisecond
+	for try := 0; ; try++ {
+		v := p.once(ctx, meta)
+		if !v.transport || try >= probeRetries || ctx.Err() != nil {
+			return v
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return v
+		}
+		backoff *= 2
+	}
 }
 
 // DiscoverBody builds a server/discover request.
@@ -86,7 +113,7 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 	id := p.NextID()
 	resp, err := p.Client.Post(ctx, DiscoverBody(id, meta), nil)
 	if err != nil {
-		return Verdict{Era: Unknown, Reason: "no answer", Err: p.transportErr(err)}
+		return Verdict{Era: Unknown, Reason: "no answer", Err: p.transportErr(err), transport: true}
 	}
 	defer resp.Close()
 	url := p.Client.URL()
@@ -116,7 +143,7 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 				Err: fmt.Errorf("%s answered server/discover with %s, not JSON: this does not look like an MCP endpoint; check the URL (it often ends in /mcp)", url, resp.ContentType)}
 		}
 		if ctx.Err() != nil || status < 400 {
-			return Verdict{Era: Unknown, Status: status, Reason: "unreadable answer", Err: p.transportErr(err)}
+			return Verdict{Era: Unknown, Status: status, Reason: "unreadable answer", Err: p.transportErr(err), transport: ctx.Err() == nil}
 		}
 	}
 	res := gjson.ParseBytes(msg)

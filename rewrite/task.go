@@ -118,7 +118,7 @@ type ViewOverride struct {
 
 // View returns the 2025 Task object for t: only the 2025 Task fields (an
 // allowlist), ttlMs renamed to ttl and pollIntervalMs to pollInterval, in
-// milliseconds (tasks.md §14).
+// milliseconds (tasks.md §14), the poll interval held to 100 ms … 5 min.
 func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	status, msg := t.Status, t.StatusMessage
 	switch {
@@ -159,6 +159,9 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	b = append(b, `,"ttl":`...)
 	b = appendTTL(b, t.obj, o.TTLSeconds)
 	if ms, ok := millis(t.PollInterval); ok {
+		// Clamped like the proxy's own polling: a client that honours 0
+		// would otherwise poll the server through the proxy in a loop.
+		ms = max(min(ms, int64(MaxPollInterval/time.Millisecond)), int64(MinPollInterval/time.Millisecond))
 		b = append(b, `,"pollInterval":`...)
 		b = strconv.AppendInt(b, ms, 10)
 	}
