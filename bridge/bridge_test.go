@@ -15,6 +15,9 @@ import (
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -752,5 +755,32 @@ func TestBrokenStreamRetriedOnlyWhenSafe(t *testing.T) {
 	}
 	if ids := seen["tools/call"]; len(ids) != 1 {
 		t.Errorf("tools/call reached the server %d times: it must never be replayed", len(ids))
+	}
+}
+
+func TestLogsNeverCarrySecrets(t *testing.T) {
+	u := newUpstream(t)
+	core, logs := observer.New(zapcore.DebugLevel)
+	h := initialized(t, u, Config{Logger: zap.New(core)})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"login","arguments":{"password":"hunter2","apiKey":"k-123"}}}`)
+	h.next()
+	h.send(`not json, password=hunter2`)
+	h.next()
+	h.stop()
+	for _, e := range logs.All() {
+		for _, f := range e.Context {
+			text := f.String
+			if b, ok := f.Interface.([]byte); ok {
+				text = string(b) // zap.ByteString
+			} else if f.Interface != nil {
+				text += fmt.Sprint(f.Interface)
+			}
+			if strings.Contains(text, "hunter2") || strings.Contains(text, "k-123") {
+				t.Errorf("log %q field %s carries a secret: %s", e.Message, f.Key, text)
+			}
+		}
+	}
+	if logs.FilterMessage("frame from client").Len() == 0 {
+		t.Error("no debug frame logs at all: the test proves nothing")
 	}
 }

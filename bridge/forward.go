@@ -296,7 +296,7 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 				return s.httpFailure(c.id, f.Method, resp, msg), 0, retryNone
 			}
 			skipped = "an event that is not a JSON-RPC message (" + perr.Error() + ")"
-			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", capBytes(msg)))
+			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", logFrame(msg)))
 			continue
 		}
 		switch m.Kind {
@@ -332,7 +332,7 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 	tasks := s.tasksEnabled()
 	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks})
 	if err != nil {
-		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", capBytes(m.Raw)))
+		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", logFrame(m.Raw)))
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 			fmt.Sprintf("invalid upstream result for %s: %v", method, err), errorData(s.client.URL(), status, "", ""))
 	}
@@ -364,7 +364,7 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 		}
 	}
 	s.warn("invalid upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
-		zap.ByteString("frame", capBytes(m.Raw)))
+		zap.ByteString("frame", logFrame(m.Raw)))
 	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 		fmt.Sprintf("invalid upstream result for %s: unrecognized or misplaced resultType %q", method, d.ResultType),
 		errorData(s.client.URL(), status, "resultType", d.ResultType))

@@ -308,14 +308,14 @@ func (s *Session) read(ctx context.Context, in io.Reader) error {
 func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 	f, err := rewrite.Parse(line)
 	if ce := s.log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
-		ce.Write(zap.ByteString("frame", capBytes(line)), zap.String("method", f.Method))
+		ce.Write(zap.ByteString("frame", logFrame(line)), zap.String("method", f.Method))
 	}
 	if err != nil {
 		var id []byte
 		if f.Kind == rewrite.KindRequest || f.ID.Exists() {
 			id = []byte(f.ID.Raw)
 		}
-		s.warn("invalid message from client", zap.Error(err), zap.ByteString("frame", capBytes(line)))
+		s.warn("invalid message from client", zap.Error(err), zap.ByteString("frame", logFrame(line)))
 		if f.Kind != rewrite.KindNotification { // notifications are never answered
 			s.send(rewrite.ErrorFrame(id, rewrite.Code(err), invalidMessage(err), nil))
 		}
@@ -506,7 +506,7 @@ func (s *Session) write(w io.Writer) error {
 			continue // keep draining so senders never block
 		}
 		if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
-			ce.Write(zap.ByteString("frame", capBytes(frame)))
+			ce.Write(zap.ByteString("frame", logFrame(frame)))
 		}
 		if err := bw.writeLine(frame, len(s.out) == 0); err != nil {
 			failed = err
@@ -538,8 +538,13 @@ func (s *Session) debug(msg string, fields ...zap.Field) {
 	}
 }
 
-// debugFrameCap bounds frame copies in debug logs.
+// debugFrameCap bounds frame copies in logs.
 const debugFrameCap = 4 << 10
+
+// logFrame is a frame as logs may show it: secrets redacted (token,
+// secret, password, api key and authorization keys, at any depth), and cut
+// to debugFrameCap bytes.
+func logFrame(b []byte) []byte { return capBytes(rewrite.Redact(b, rewrite.SensitiveKey)) }
 
 func capBytes(b []byte) []byte {
 	if len(b) <= debugFrameCap {

@@ -92,12 +92,12 @@ func (s *Session) fetchTools(ctx context.Context) {
 		}
 		m, err := rewrite.Parse(msg)
 		if err != nil || m.Kind != rewrite.KindResponse {
-			s.warn("invalid tools/list answer", zap.ByteString("frame", capBytes(msg)))
+			s.warn("invalid tools/list answer", zap.ByteString("frame", logFrame(msg)))
 			break
 		}
 		d, err := rewrite.ResponseDown(&m, rewrite.Down{ID: []byte("0"), Method: "tools/list"})
 		if err != nil || d.IsError || d.ResultType != rewrite.ResultComplete {
-			s.debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", capBytes(msg)))
+			s.debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", logFrame(msg)))
 			break
 		}
 		for _, t := range d.Tools {

@@ -292,3 +292,19 @@ func TestRequestUpExtra(t *testing.T) {
 		}
 	}
 }
+
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"login","arguments":{"user":"ada","Password":"hunter2","nested":[{"api_key":"k1","x":{"AccessToken":{"a":1}}}]}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"login","arguments":{"user":"ada","Password":"[REDACTED]","nested":[{"api_key":"[REDACTED]","x":{"AccessToken":"[REDACTED]"}}]}}}`},
+		{`{"a":"token in a value is fine","authorization":"Bearer x","apikey":1,"api-key":2}`,
+			`{"a":"token in a value is fine","authorization":"[REDACTED]","apikey":"[REDACTED]","api-key":"[REDACTED]"}`},
+		{`{"plain":true}`, `{"plain":true}`},
+		{`not json {"password":"x"}`, `"[unparsable frame withheld]"`},
+	}
+	for _, tt := range tests {
+		if got := rewrite.Redact([]byte(tt.in), rewrite.SensitiveKey); string(got) != tt.want {
+			t.Errorf("Redact(%s)\n got: %s\nwant: %s", tt.in, got, tt.want)
+		}
+	}
+}
