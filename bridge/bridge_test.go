@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -783,4 +784,62 @@ func TestLogsNeverCarrySecrets(t *testing.T) {
 	if logs.FilterMessage("frame from client").Len() == 0 {
 		t.Error("no debug frame logs at all: the test proves nothing")
 	}
+}
+
+func TestTraceLinksEveryHopOfARequest(t *testing.T) {
+	u := newUpstream(t)
+	var buf syncBuf
+	tw := trace.New(&buf, trace.Options{})
+	h := initialized(t, u, Config{Trace: tw})
+	h.send(`{"jsonrpc":"2.0","id":"c1","method":"prompts/list","params":{"_meta":{"progressToken":"p"},"password":"hunter2"}}`)
+	h.next()
+	h.stop()
+	if dropped, err := tw.Close(); dropped != 0 || err != nil {
+		t.Fatalf("Close: %d dropped, %v", dropped, err)
+	}
+	var op string
+	dirs := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if strings.Contains(line, "hunter2") {
+			t.Errorf("a secret reached the trace: %s", line)
+		}
+		r := gjson.Parse(line)
+		if r.Get("dir").Str == "client->proxy" && r.Get("id").Raw == `"c1"` {
+			op = r.Get("op").Str
+		}
+	}
+	if op == "" {
+		t.Fatalf("no client->proxy record for the request:\n%s", buf.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if r := gjson.Parse(line); r.Get("op").Str == op {
+			dirs[r.Get("dir").Str] = true
+			if r.Get("dir").Str == "proxy->server" && !strings.Contains(r.Get("rewrites").Raw, "meta.inject") {
+				t.Errorf("proxy->server record without its rewrites: %s", line)
+			}
+		}
+	}
+	for _, d := range []string{"client->proxy", "proxy->server", "server->proxy", "proxy->client"} {
+		if !dirs[d] {
+			t.Errorf("op %s has no %s record", op, d)
+		}
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for the trace goroutine and the test.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -200,9 +200,21 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	}
 	touch := func() { idle.Reset(s.cfg.IdleTimeout) }
 
+	params := s.paramHeaders(f)
+	if s.tracing() {
+		rw := []string{"id.remap", "meta.inject"}
+		if c.task.Exists() {
+			rw = append(rw, "task.drop")
+		}
+		if c.retry != nil {
+			rw = append(rw, "mrtr.retry")
+		}
+		s.traceUp(c.op, body, params, rw)
+	}
 	start := time.Now()
-	resp, err := s.client.Post(actx, body, s.paramHeaders(f))
+	resp, err := s.client.Post(actx, body, params)
 	if err != nil {
+		s.traceDown(c.op, nil, 0, start, err)
 		if ctx.Err() != nil {
 			return nil, 0, retryNone
 		}
@@ -224,7 +236,14 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 		return s.transportError(c.id, f.Method, err), 0, again
 	}
 	defer resp.Close()
-	frame, code, again := s.answer(actx, c, f, upID, resp, touch)
+	frame, code, again := s.answer(actx, c, f, upID, resp, func(msg []byte, first bool) {
+		touch()
+		status := 0
+		if first {
+			status = resp.Status
+		}
+		s.traceDown(c.op, msg, status, start, nil)
+	})
 	if frame == nil && c.input == nil && ctx.Err() == nil {
 		frame = s.timedOut(actx, c, f.Method)
 	}
@@ -260,8 +279,9 @@ func (s *Session) timedOut(actx context.Context, c *call, method string) []byte 
 
 // answer reads the upstream messages of one request: notifications go to the
 // client as they come, and the response for upID becomes the client's answer.
-func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response, touch func()) ([]byte, int, retryKind) {
+func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response, seen func(msg []byte, first bool)) ([]byte, int, retryKind) {
 	var skipped string // why the last unusable stream event was skipped
+	first := true
 	for {
 		msg, err := resp.Next()
 		if err != nil {
@@ -286,7 +306,8 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
 				errorData(s.client.URL(), resp.Status, "", "")), 0, retryBroken
 		}
-		touch()
+		seen(msg, first)
+		first = false
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
 			if !resp.IsSSE() {
@@ -296,7 +317,7 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 				return s.httpFailure(c.id, f.Method, resp, msg), 0, retryNone
 			}
 			skipped = "an event that is not a JSON-RPC message (" + perr.Error() + ")"
-			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", logFrame(msg)))
+			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.logFrame(msg)))
 			continue
 		}
 		switch m.Kind {
@@ -332,11 +353,12 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 	tasks := s.tasksEnabled()
 	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks})
 	if err != nil {
-		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", logFrame(m.Raw)))
+		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", s.logFrame(m.Raw)))
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 			fmt.Sprintf("invalid upstream result for %s: %v", method, err), errorData(s.client.URL(), status, "", ""))
 	}
 	augmented := method == "tools/call" && c.task.Exists() && tasks
+	c.rewrites = d.Rewrites
 	switch d.ResultType {
 	case rewrite.ResultComplete:
 		switch {
@@ -364,7 +386,7 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 		}
 	}
 	s.warn("invalid upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
-		zap.ByteString("frame", logFrame(m.Raw)))
+		zap.ByteString("frame", s.logFrame(m.Raw)))
 	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 		fmt.Sprintf("invalid upstream result for %s: unrecognized or misplaced resultType %q", method, d.ResultType),
 		errorData(s.client.URL(), status, "resultType", d.ResultType))

@@ -80,7 +80,7 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 
 // setLevel answers logging/setLevel locally and remembers the level; it rides
 // every later upstream request as _meta logLevel (eras.md §10).
-func (s *Session) setLevel(f *rewrite.Frame) {
+func (s *Session) setLevel(f *rewrite.Frame, op string) {
 	id := []byte(f.ID.Raw)
 	lv := f.Params.Get("level")
 	valid := false
@@ -101,7 +101,7 @@ func (s *Session) setLevel(f *rewrite.Frame) {
 		s.meta.Store(&m)
 	}
 	s.mu.Unlock()
-	s.send(rewrite.ResultFrame(id, []byte(`{}`)))
+	s.sendOp(rewrite.ResultFrame(id, []byte(`{}`)), op, []string{"setLevel.local"})
 }
 
 // errorData builds error.data for proxy-made errors: the upstream URL

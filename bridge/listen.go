@@ -174,11 +174,16 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 	if err != nil {
 		return false, err
 	}
+	op := "listen-" + string(id)
+	s.traceUp(op, body, nil, []string{"id.mint", "meta.inject"})
+	start := time.Now()
 	resp, err := s.client.Post(ctx, body, nil)
 	if err != nil {
+		s.traceDown(op, nil, 0, start, err)
 		return false, err
 	}
 	defer resp.Close()
+	status := resp.Status
 	if resp.Status >= 300 {
 		msg, _ := resp.Next()
 		if gjson.GetBytes(msg, "error.code").Int() == rewrite.CodeMethodNotFound {
@@ -194,6 +199,8 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 			}
 			return opened, err
 		}
+		s.traceDown(op, msg, status, start, nil)
+		status = 0
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
 			s.warn("listen stream event skipped", zap.Error(perr))
@@ -223,7 +230,7 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 		case m.Method == "notifications/cancelled":
 			return opened, errors.New("the server cancelled the subscription")
 		case m.Kind == rewrite.KindNotification:
-			s.send(rewrite.ListenNotification(&m))
+			s.sendOp(rewrite.ListenNotification(&m), op, []string{"subscriptionId.strip"})
 		}
 	}
 }

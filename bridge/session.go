@@ -34,6 +34,7 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 // Config configures a Session. Zero values take the documented defaults.
@@ -56,6 +57,12 @@ type Config struct {
 	StatePath string
 	// MaxRounds bounds MRTR rounds per request. Default 16.
 	MaxRounds int
+	// Trace receives the frame trace (--trace); nil for none.
+	Trace *trace.Writer
+	// Redact names the JSON keys whose values logs never show. Default
+	// rewrite.SensitiveKey; NoRedact turns it off (--no-redact).
+	Redact   func(key string) bool
+	NoRedact bool
 	// IdleTimeout ends an upstream exchange that sends nothing for this
 	// long; every message (progress, logs) restarts it. Default 10m.
 	IdleTimeout time.Duration
@@ -79,7 +86,7 @@ type Session struct {
 	log    *zap.Logger
 	client *routing.Client
 
-	out     chan []byte   // frames for the writer goroutine
+	out     chan outFrame // frames for the writer goroutine
 	queue   chan job      // requests read but not started yet (bounded)
 	sem     chan struct{} // in-flight bound
 	stopped chan struct{} // closed when every answer has been queued
@@ -108,6 +115,7 @@ type Session struct {
 	reg    registry // the tasks the client created through the proxy
 	listen listens  // subscriptions/listen streams
 	askID  atomic.Int64
+	opID   atomic.Int64
 
 	fetchMu sync.Mutex // one lazy tools/list fetch at a time
 }
@@ -116,6 +124,8 @@ type Session struct {
 type call struct {
 	id        []byte // the client's raw id
 	method    string
+	op        string   // the trace's op id
+	rewrites  []string // what the answer's rewrite changed, for the trace
 	ctx       context.Context
 	cancel    context.CancelFunc
 	cancelled atomic.Bool // the client sent notifications/cancelled
@@ -175,11 +185,17 @@ func New(cfg Config) *Session {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	switch {
+	case cfg.NoRedact:
+		cfg.Redact = nil
+	case cfg.Redact == nil:
+		cfg.Redact = rewrite.SensitiveKey
+	}
 	return &Session{
 		cfg:        cfg,
 		log:        cfg.Logger,
 		client:     cfg.Client,
-		out:        make(chan []byte, 256),
+		out:        make(chan outFrame, 256),
 		queue:      make(chan job, cfg.MaxInFlight),
 		sem:        make(chan struct{}, cfg.MaxInFlight),
 		stopped:    make(chan struct{}),
@@ -308,14 +324,19 @@ func (s *Session) read(ctx context.Context, in io.Reader) error {
 func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 	f, err := rewrite.Parse(line)
 	if ce := s.log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
-		ce.Write(zap.ByteString("frame", logFrame(line)), zap.String("method", f.Method))
+		ce.Write(zap.ByteString("frame", s.logFrame(line)), zap.String("method", f.Method))
 	}
+	var op string
+	if err == nil && f.Kind == rewrite.KindRequest {
+		op = s.nextOp()
+	}
+	s.traceFrame(trace.ClientToProxy, op, line, nil)
 	if err != nil {
 		var id []byte
 		if f.Kind == rewrite.KindRequest || f.ID.Exists() {
 			id = []byte(f.ID.Raw)
 		}
-		s.warn("invalid message from client", zap.Error(err), zap.ByteString("frame", logFrame(line)))
+		s.warn("invalid message from client", zap.Error(err), zap.ByteString("frame", s.logFrame(line)))
 		if f.Kind != rewrite.KindNotification { // notifications are never answered
 			s.send(rewrite.ErrorFrame(id, rewrite.Code(err), invalidMessage(err), nil))
 		}
@@ -334,10 +355,10 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 	// A request.
 	switch f.Method {
 	case "ping":
-		s.send(rewrite.ResultFrame([]byte(f.ID.Raw), []byte(`{}`)))
+		s.sendOp(rewrite.ResultFrame([]byte(f.ID.Raw), []byte(`{}`)), op, []string{"ping.local"})
 		return true
 	case "logging/setLevel":
-		s.setLevel(&f)
+		s.setLevel(&f, op)
 		return true
 	}
 	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
@@ -345,7 +366,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil))
 		return true
 	}
-	c, ok := s.register(ctx, &f)
+	c, ok := s.register(ctx, &f, op)
 	if !ok {
 		s.send(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
 			"a request with this id is already in flight; ids must be unique among pending requests", nil))
@@ -408,20 +429,20 @@ func invalidMessage(err error) string {
 
 // register records a request as in flight under the client's id, from the
 // moment it is read, so that a cancel finds it even while it is queued.
-func (s *Session) register(ctx context.Context, f *rewrite.Frame) (*call, bool) {
+func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string) (*call, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.inflight[f.ID.Raw]; dup {
 		return nil, false
 	}
-	c := &call{id: []byte(f.ID.Raw), method: f.Method}
+	c := &call{id: []byte(f.ID.Raw), method: f.Method, op: op}
 	if tok := f.Params.Get("_meta.progressToken"); tok.Exists() {
 		c.progressToken = []byte(tok.Raw)
 	}
 	if f.Method == "tools/call" {
 		c.task = f.Params.Get("task")
 	}
-	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.ctx, c.cancel = context.WithCancel(withOp(ctx, op))
 	s.inflight[f.ID.Raw] = c
 	return c, true
 }
@@ -438,7 +459,7 @@ func (s *Session) finish(c *call, frame []byte) {
 	if s.ctx.Err() != nil {
 		return // shutting down: the client has gone
 	}
-	s.send(frame)
+	s.sendOp(frame, c.op, c.rewrites)
 }
 
 // notification handles a client notification; none is forwarded upstream in
@@ -475,9 +496,12 @@ func (s *Session) notification(f *rewrite.Frame) {
 
 // send queues a frame for stdout. Once the session is ending, a sender that
 // would block gives up: the client has gone or stopped reading.
-func (s *Session) send(frame []byte) {
+func (s *Session) send(frame []byte) { s.sendOp(frame, "", nil) }
+
+// sendOp is send with the op and the rewrites the trace records.
+func (s *Session) sendOp(frame []byte, op string, rewrites []string) {
 	select {
-	case s.out <- frame:
+	case s.out <- outFrame{b: frame, op: op, rewrites: rewrites}:
 	case <-s.ctx.Done():
 	}
 }
@@ -489,12 +513,12 @@ func (s *Session) write(w io.Writer) error {
 	bw := newFlusher(w)
 	var failed error
 	for {
-		var frame []byte
+		var of outFrame
 		select {
-		case frame = <-s.out:
+		case of = <-s.out:
 		case <-s.stopped:
 			select {
-			case frame = <-s.out:
+			case of = <-s.out:
 			default:
 				if failed == nil {
 					failed = bw.flush()
@@ -505,8 +529,10 @@ func (s *Session) write(w io.Writer) error {
 		if failed != nil {
 			continue // keep draining so senders never block
 		}
+		frame := of.b
+		s.traceFrame(trace.ProxyToClient, of.op, frame, of.rewrites)
 		if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
-			ce.Write(zap.ByteString("frame", logFrame(frame)))
+			ce.Write(zap.ByteString("frame", s.logFrame(frame)))
 		}
 		if err := bw.writeLine(frame, len(s.out) == 0); err != nil {
 			failed = err
@@ -541,10 +567,15 @@ func (s *Session) debug(msg string, fields ...zap.Field) {
 // debugFrameCap bounds frame copies in logs.
 const debugFrameCap = 4 << 10
 
-// logFrame is a frame as logs may show it: secrets redacted (token,
-// secret, password, api key and authorization keys, at any depth), and cut
-// to debugFrameCap bytes.
-func logFrame(b []byte) []byte { return capBytes(rewrite.Redact(b, rewrite.SensitiveKey)) }
+// logFrame is a frame as logs may show it: secrets redacted (by default
+// token, secret, password, api key and authorization keys, at any depth),
+// and cut to debugFrameCap bytes.
+func (s *Session) logFrame(b []byte) []byte {
+	if s.cfg.Redact == nil {
+		return capBytes(b)
+	}
+	return capBytes(rewrite.Redact(b, s.cfg.Redact))
+}
 
 func capBytes(b []byte) []byte {
 	if len(b) <= debugFrameCap {

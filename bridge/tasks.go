@@ -201,8 +201,9 @@ func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
 	} else if t.Status == rewrite.StatusInputRequired {
 		// Ask after the answer is out (2025 order: the client learns the
 		// status, then gets the requests).
-		c.after = func() { s.dispatchInput(s.ctx, t, id) }
+		c.after = func() { s.dispatchInput(withOp(s.ctx, c.op), t, id) }
 	}
+	c.rewrites = []string{"task.view", "ttl.rename"}
 	return rewrite.ResultFrame(c.id, rewrite.TaskResult(t, s.cfg.Tasks, ov))
 }
 
@@ -289,7 +290,7 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 			}
 		}
 		if t.Status == rewrite.StatusInputRequired {
-			s.dispatchInput(s.ctx, t, id)
+			s.dispatchInput(withOp(s.ctx, c.op), t, id)
 		}
 		wait = rewrite.PollInterval(t.PollInterval)
 	}
@@ -555,6 +556,7 @@ func (s *Session) taskCreated(c *call, m *rewrite.Frame) []byte {
 	if rt := m.Result.Get("resultType").String(); rt == rewrite.ResultTask {
 		t := rewrite.ReadTask(m.Result)
 		s.registerTask(record{ID: t.ID, Task: []byte(m.Result.Raw)})
+		c.rewrites = []string{"task.drop", "task.nest", "ttl.rename"}
 		return rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(t, s.cfg.Tasks))
 	}
 	id := syntheticPrefix + randomHex(16)
@@ -575,6 +577,7 @@ func (s *Session) taskCreated(c *call, m *rewrite.Frame) []byte {
 	rec.Task = append(task, '}')
 	s.registerTask(rec)
 	view := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+	c.rewrites = []string{"task.drop", "task.synthetic"}
 	return rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(view, s.cfg.Tasks))
 }
 
@@ -583,6 +586,7 @@ func (s *Session) taskCreated(c *call, m *rewrite.Frame) []byte {
 // progressToken, every poll sends progress with the task's status message.
 // A client cancel sends tasks/cancel upstream and nothing to the client.
 func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
+	c.rewrites = []string{"task.follow"}
 	failures, polls := 0, 0
 	// A task created already terminal carries no payload: fetch it at once.
 	fetch := t.Terminal() && t.Status != rewrite.StatusCancelled && !t.Result.Exists() && !t.Error.Exists()

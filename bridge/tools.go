@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -92,12 +93,12 @@ func (s *Session) fetchTools(ctx context.Context) {
 		}
 		m, err := rewrite.Parse(msg)
 		if err != nil || m.Kind != rewrite.KindResponse {
-			s.warn("invalid tools/list answer", zap.ByteString("frame", logFrame(msg)))
+			s.warn("invalid tools/list answer", zap.ByteString("frame", s.logFrame(msg)))
 			break
 		}
 		d, err := rewrite.ResponseDown(&m, rewrite.Down{ID: []byte("0"), Method: "tools/list"})
 		if err != nil || d.IsError || d.ResultType != rewrite.ResultComplete {
-			s.debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", logFrame(msg)))
+			s.debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", s.logFrame(msg)))
 			break
 		}
 		for _, t := range d.Tools {
@@ -129,14 +130,19 @@ func (s *Session) internalCall(ctx context.Context, method string, params []byte
 	if err != nil {
 		return nil, err
 	}
+	op := opOf(ctx)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
 	defer cancel()
+	s.traceUp(op, body, nil, []string{"id.mint", "meta.inject"})
+	start := time.Now()
 	resp, err := s.client.Post(ctx, body, nil)
 	if err != nil {
+		s.traceDown(op, nil, 0, start, err)
 		return nil, err
 	}
 	defer resp.Close()
 	msg, err := capabilities.ReadAnswer(resp, id)
+	s.traceDown(op, msg, resp.Status, start, nil)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}

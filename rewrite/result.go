@@ -46,6 +46,8 @@ type Downed struct {
 	Tools []ToolHeaders
 	// Rejected lists tools removed from a tools/list page, with the reason.
 	Rejected []RejectedTool
+	// Rewrites names what was changed, for the trace.
+	Rewrites []string
 }
 
 // cacheable reports whether a method's result carries ttlMs and cacheScope
@@ -69,10 +71,12 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 	var e edits
 	e.replace(f.ID.Index, f.ID.Index+len(f.ID.Raw), d.ID)
 	if f.Error.Exists() {
+		rw := []string{"id.restore"}
 		if d.HTTPStatus != 0 && d.HTTPStatus != 200 && f.Error.IsObject() {
 			addErrorStatus(&e, f.Error, d.HTTPStatus)
+			rw = append(rw, "error.httpStatus")
 		}
-		return Downed{Frame: e.apply(f.Raw), ResultType: ResultComplete, IsError: true}, nil
+		return Downed{Frame: e.apply(f.Raw), ResultType: ResultComplete, IsError: true, Rewrites: rw}, nil
 	}
 	res := f.Result
 	if !res.IsObject() {
@@ -109,22 +113,42 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 			metaGone = stripServerInfo(&e, meta.value)
 		}
 	}
+	out.Rewrites = append(out.Rewrites, "id.restore")
+	note := func(name string) {
+		if !contains(out.Rewrites, name) {
+			out.Rewrites = append(out.Rewrites, name)
+		}
+	}
+	if metaGone || meta != nil && d.RelatedTask == "" && meta.value.Get(gjson.Escape(MetaServerInfo)).Exists() {
+		note("serverInfo.strip")
+	}
 	kept := e.removeMembers(res, ms, func(i int) bool {
 		m := &ms[i]
 		switch m.key.Str {
 		case "resultType":
+			note("resultType.strip")
 			return true
 		case "ttlMs", "cacheScope":
+			if strip {
+				note("cache.strip")
+			}
 			return strip
 		case "_meta":
 			return metaGone || d.RelatedTask != "" && !m.value.IsObject()
 		case "structuredContent":
 			// 2026 allows any JSON value; 2025 requires an object
 			// (eras.md §17, POLICY: drop a non-object).
-			return call && !m.value.IsObject()
+			if call && !m.value.IsObject() {
+				note("structuredContent.drop")
+				return true
+			}
+			return false
 		}
 		return false
 	})
+	if d.RelatedTask != "" {
+		note("relatedTask.add")
+	}
 	if d.RelatedTask != "" && (meta == nil || !meta.value.IsObject()) {
 		b := []byte(`"_meta":{`)
 		if kept > 0 {
@@ -136,6 +160,12 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 	}
 	if d.Method == "tools/list" && tools != nil && tools.value.IsArray() {
 		out.Tools, out.Rejected = toolsList(&e, tools.value, d.TaskSupport)
+		if len(out.Rejected) > 0 {
+			note("tools.filter")
+		}
+		if d.TaskSupport {
+			note("tools.taskSupport")
+		}
 	}
 	out.Frame = e.apply(f.Raw)
 	return out, nil

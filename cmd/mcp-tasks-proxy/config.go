@@ -53,6 +53,15 @@ type config struct {
 	stateFile string
 	// noState keeps the task registry in memory only.
 	noState bool
+	// trace is the JSONL frame trace file ("-" for stderr).
+	trace string
+	// redactKeys are more JSON keys to redact in logs and the trace.
+	redactKeys stringList
+	// noRedact turns redaction off (loudly).
+	noRedact bool
+	// secretHeaders name the headers whose values came from ${VAR} or
+	// --header-file: never shown.
+	secretHeaders []string
 	// headerFile holds more headers, one 'Name: value' a line, so secrets
 	// stay out of the process list.
 	headerFile string
@@ -79,7 +88,16 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 // headerList collects repeated --header flags.
-type headerList struct{ h http.Header }
+type headerList struct {
+	h       http.Header
+	secrets *[]string // names whose values came from ${VAR}
+}
+
+// stringList collects a repeated string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func (l *headerList) String() string { return "" }
 
@@ -89,6 +107,9 @@ func (l *headerList) Set(v string) error {
 		return err
 	}
 	l.h.Add(name, value)
+	if strings.Contains(v, "${") && l.secrets != nil {
+		*l.secrets = append(*l.secrets, name)
+	}
 	return nil
 }
 
@@ -119,11 +140,12 @@ func parseHeader(v string, lookup func(string) (string, bool)) (string, string, 
 
 // readHeaderFile adds the headers of a file: one 'Name: value' a line;
 // blank lines and lines starting with # are skipped; ${VAR} is expanded.
-func readHeaderFile(path string, h http.Header) error {
+func readHeaderFile(path string, h http.Header) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var names []string
 	for i, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -131,11 +153,12 @@ func readHeaderFile(path string, h http.Header) error {
 		}
 		name, value, err := parseHeader(line, os.LookupEnv)
 		if err != nil {
-			return fmt.Errorf("line %d: %v", i+1, err)
+			return nil, fmt.Errorf("line %d: %v", i+1, err)
 		}
 		h.Add(name, value)
+		names = append(names, name)
 	}
-	return nil
+	return names, nil
 }
 
 // expandVars replaces each ${NAME} with the environment variable NAME. Any
@@ -218,6 +241,9 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.StringVar(&c.legacyTTLUnit, "legacy-ttl-unit", "ms", "")
 	fs.StringVar(&c.stateFile, "state-file", "", "")
 	fs.BoolVar(&c.noState, "no-state", false, "")
+	fs.StringVar(&c.trace, "trace", "", "")
+	fs.Var(&c.redactKeys, "redact-key", "")
+	fs.BoolVar(&c.noRedact, "no-redact", false, "")
 	fs.StringVar(&c.headerFile, "header-file", "", "")
 	fs.StringVar(&c.caFile, "ca-file", "", "")
 	fs.BoolVar(&c.insecure, "insecure", false, "")
@@ -234,7 +260,7 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 // parseArgs reads the command line. Flags may come before or after the URL.
 func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	c := &config{maxMessage: routing.DefaultMaxMessageBytes}
-	hl := &headerList{h: http.Header{}}
+	hl := &headerList{h: http.Header{}, secrets: &c.secretHeaders}
 	fs := newFlagSet(c, hl)
 	var positional []string
 	for {
@@ -302,9 +328,11 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 		return nil, usagef("--no-state and --state-file contradict each other; pass one")
 	}
 	if c.headerFile != "" {
-		if err := readHeaderFile(c.headerFile, c.header); err != nil {
+		names, err := readHeaderFile(c.headerFile, c.header)
+		if err != nil {
 			return nil, usagef("--header-file %s: %v", c.headerFile, err)
 		}
+		c.secretHeaders = append(c.secretHeaders, names...)
 	}
 	if c.responseHeaderTimeout <= 0 {
 		return nil, usagef("--response-header-timeout must be a positive duration such as 10m")
@@ -342,6 +370,8 @@ Usage:
   mcp-tasks-proxy [flags] --url URL
   MCP_TASKS_PROXY_URL=URL mcp-tasks-proxy [flags]
   mcp-tasks-proxy --demo
+  mcp-tasks-proxy trace view FILE     a trace as a timeline, grouped by request
+  mcp-tasks-proxy trace stats FILE    counts, latency p50/p99 and errors by method
 
 Examples:
   # Bridge to a modern server
@@ -353,6 +383,10 @@ Examples:
   # Try it without a server: an embedded demo server on loopback
   mcp-tasks-proxy --demo
 
+  # Record every frame on every hop, then read the timeline
+  mcp-tasks-proxy --trace /tmp/mcp.trace https://mcp.example.com/mcp
+  mcp-tasks-proxy trace view /tmp/mcp.trace
+
   # See one log line per request, as JSON, in a file
   mcp-tasks-proxy --log-level info --log-format json --log-file /tmp/mcp-proxy.log https://mcp.example.com/mcp
 
@@ -361,6 +395,10 @@ Flags:
   --header 'Name: value'    extra HTTP header on every upstream request; repeatable;
                             ${VAR} in the value is read from the environment
   --header-file PATH        more headers, one 'Name: value' a line (keeps secrets out of ps)
+  --trace FILE              write a JSONL frame trace (one record per frame per hop) to FILE,
+                            or to stderr with -; view it with: mcp-tasks-proxy trace view FILE
+  --redact-key NAME         also redact this JSON key in logs and the trace; repeatable
+  --no-redact               show secrets in logs and the trace (dangerous; logged loudly)
   --ca-file PATH            PEM certificates to trust besides the system roots
   --insecure                skip TLS certificate verification (dangerous; logged loudly)
   --demo                    start the embedded 2026-07-28 demo server and bridge to it

@@ -684,3 +684,25 @@ func TestCAFileAndInsecure(t *testing.T) {
 		t.Errorf("--insecure: exit %d, stderr %q; want a loud warning", code, stderr.String())
 	}
 }
+
+func TestTraceSubcommandUsage(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if code := run([]string{"trace"}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" }); code != 2 || !strings.Contains(stderr.String(), "trace view FILE") {
+		t.Errorf("trace without args: exit %d, stderr %q", code, stderr.String())
+	}
+	dir := t.TempDir()
+	file := dir + "/t.jsonl"
+	line := `{"ts":"2026-01-01T00:00:00Z","dir":"client->proxy","op":"op-1","method":"ping","id":1,"frame":{"jsonrpc":"2.0","id":1,"method":"ping"}}` + "\n" +
+		`{"ts":"2026-01-01T00:00:00.002Z","dir":"proxy->client","op":"op-1","id":1,"frame":{"jsonrpc":"2.0","id":1,"result":{}}}` + "\n"
+	if err := os.WriteFile(file, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if code := run([]string{"trace", "stats", file}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" }); code != 0 || !strings.Contains(stdout.String(), "ping") {
+		t.Errorf("trace stats: exit %d, stdout %q", code, stdout.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"trace", "view", file}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" }); code != 0 || !strings.Contains(stdout.String(), "op-1") {
+		t.Errorf("trace view: exit %d, stdout %q", code, stdout.String())
+	}
+}

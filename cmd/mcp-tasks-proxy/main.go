@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); otherwise
@@ -40,6 +42,9 @@ func main() {
 const exitGrace = 5 * time.Second
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 && args[0] == "trace" {
+		return traceCommand(args[1:], stdout, stderr)
+	}
 	cfg, err := parseArgs(args, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
@@ -111,7 +116,34 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			logger.Warn("no user cache directory for the task state file; tasks are remembered only while this process runs (pass --state-file)", zap.Error(err))
 		}
 	}
+	var tw *trace.Writer
+	if cfg.trace != "" {
+		tw, err = trace.Open(cfg.trace, trace.Options{SecretHeaders: cfg.secretHeaders, RedactKeys: cfg.redactKeys, NoRedact: cfg.noRedact})
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: --trace: %v\n", err)
+			return 2
+		}
+		defer func() {
+			if dropped, err := tw.Close(); dropped > 0 || err != nil {
+				logger.Warn("trace incomplete: records were dropped because the trace could not keep up, or writing failed", zap.Int64("dropped", dropped), zap.Error(err))
+			}
+		}()
+	}
+	if cfg.noRedact {
+		logger.Warn("--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
+	}
+	redact := rewrite.SensitiveKey
+	if len(cfg.redactKeys) > 0 {
+		extra := map[string]bool{}
+		for _, k := range cfg.redactKeys {
+			extra[strings.ToLower(k)] = true
+		}
+		redact = func(key string) bool { return rewrite.SensitiveKey(key) || extra[strings.ToLower(key)] }
+	}
 	sess := bridge.New(bridge.Config{
+		Trace:           tw,
+		Redact:          redact,
+		NoRedact:        cfg.noRedact,
 		Client:          client,
 		Logger:          logger,
 		MaxInFlight:     cfg.maxInFlight,
@@ -146,6 +178,40 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	logger.Info("mcp-tasks-proxy stopped")
 	return 0
+}
+
+// traceCommand runs `mcp-tasks-proxy trace view|stats FILE`.
+func traceCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 2 || (args[0] != "view" && args[0] != "stats") {
+		fmt.Fprintln(stderr, "mcp-tasks-proxy: usage: mcp-tasks-proxy trace view FILE | mcp-tasks-proxy trace stats FILE")
+		return 2
+	}
+	f, err := os.Open(args[1])
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+		return 1
+	}
+	defer f.Close()
+	if args[0] == "view" {
+		err = trace.View(stdout, f, isTerminal(stdout))
+	} else {
+		err = trace.Stats(stdout, f)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: trace %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// isTerminal reports whether w is a character device (colour output).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // newLogger builds the zap logger: stderr (or --log-file) only, never stdout.

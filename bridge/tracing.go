@@ -1,0 +1,105 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
+)
+
+// The frame trace (--trace): one record per frame per hop, linked by an op
+// id that a client request gives to everything it causes. Tracing never
+// blocks or changes the data path; with no trace every call here is a
+// cheap no-op.
+
+// outFrame is a frame for stdout with the op it belongs to, for the trace.
+type outFrame struct {
+	b        []byte
+	op       string
+	rewrites []string
+}
+
+type opKey struct{}
+
+// withOp carries an op id to the proxy's own upstream requests.
+func withOp(ctx context.Context, op string) context.Context {
+	return context.WithValue(ctx, opKey{}, op)
+}
+
+func opOf(ctx context.Context) string {
+	op, _ := ctx.Value(opKey{}).(string)
+	return op
+}
+
+// nextOp mints an op id.
+func (s *Session) nextOp() string {
+	return "op-" + strconv.FormatInt(s.opID.Add(1), 10)
+}
+
+func (s *Session) tracing() bool { return s.cfg.Trace.Enabled() }
+
+// traceFrame records one frame on the stdio side.
+func (s *Session) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []string) {
+	if !s.tracing() {
+		return
+	}
+	r := trace.Record{Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites, Frame: json.RawMessage(frame)}
+	r.Method, r.ID = frameMethodID(frame)
+	s.cfg.Trace.Emit(r)
+}
+
+// traceUp records a request the proxy POSTs, with the headers it derives.
+func (s *Session) traceUp(op string, body []byte, params []routing.ParamHeader, rewrites []string) {
+	if !s.tracing() {
+		return
+	}
+	r := trace.Record{Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites, Frame: json.RawMessage(body),
+		HTTP: &trace.HTTP{Method: http.MethodPost, URL: s.client.URL(), Header: flatten(routing.Headers(body, params))}}
+	r.Method, r.ID = frameMethodID(body)
+	s.cfg.Trace.Emit(r)
+}
+
+// traceDown records a message from the server; status is 0 after the first
+// message of a stream.
+func (s *Session) traceDown(op string, msg []byte, status int, start time.Time, err error) {
+	if !s.tracing() {
+		return
+	}
+	r := trace.Record{Time: time.Now(), Dir: trace.ServerToProxy, Op: op, LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
+	if len(msg) > 0 {
+		r.Frame = json.RawMessage(msg)
+		r.Method, r.ID = frameMethodID(msg)
+	}
+	if status != 0 {
+		r.HTTP = &trace.HTTP{Status: status}
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	s.cfg.Trace.Emit(r)
+}
+
+func frameMethodID(frame []byte) (string, json.RawMessage) {
+	r := gjson.GetManyBytes(frame, "method", "id")
+	var id json.RawMessage
+	if r[1].Exists() {
+		id = json.RawMessage(r[1].Raw)
+	}
+	return r[0].String(), id
+}
+
+func flatten(h http.Header) map[string]string {
+	m := make(map[string]string, len(h))
+	for k, v := range h {
+		if len(v) > 0 {
+			m[k] = v[0]
+		}
+	}
+	return m
+}

@@ -1,0 +1,492 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// lines decodes JSONL output, failing on any invalid line.
+func lines(t *testing.T, out []byte) []Record {
+	t.Helper()
+	var recs []Record
+	for i, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("line %d is not valid JSON: %s", i+1, l)
+		}
+		var r Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// write emits recs on a fresh Writer and returns its output.
+func write(t *testing.T, o Options, recs ...Record) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := New(&buf, o)
+	for _, r := range recs {
+		w.Emit(r)
+	}
+	dropped, err := w.Close()
+	if dropped != 0 || err != nil {
+		t.Fatalf("Close = %d, %v", dropped, err)
+	}
+	return buf.Bytes()
+}
+
+func TestEmitCloseWritesJSONL(t *testing.T) {
+	ts := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	out := write(t, Options{},
+		Record{Time: ts, Dir: ClientToProxy, Op: "1", Method: "tools/call", ID: json.RawMessage(`7`),
+			Frame: json.RawMessage("{\"jsonrpc\":\"2.0\",\"id\":7,\n \"method\":\"tools/call\",\"params\":{\"q\":\"<b>&\"}}\r\n")},
+		Record{Dir: ProxyToServer, Op: "1", Rewrites: []string{"meta.inject"}, HTTP: &HTTP{Method: "POST", URL: "http://h/mcp"}},
+		Record{Dir: ProxyToClient, Op: "1", Frame: json.RawMessage(`not json`), LatencyMs: 1.5},
+	)
+	if !bytes.Contains(out, []byte(`<b>&`)) {
+		t.Errorf("HTML was escaped: %s", out)
+	}
+	recs := lines(t, out)
+	if len(recs) != 3 {
+		t.Fatalf("got %d records:\n%s", len(recs), out)
+	}
+	if !recs[0].Time.Equal(ts) || recs[0].Dir != ClientToProxy || string(recs[0].ID) != "7" || recs[0].Method != "tools/call" {
+		t.Errorf("record 0 = %+v", recs[0])
+	}
+	if recs[1].Time.IsZero() {
+		t.Error("Emit did not fill in a zero Time")
+	}
+	if recs[1].Frame != nil || recs[1].HTTP.URL != "http://h/mcp" || recs[1].Rewrites[0] != "meta.inject" {
+		t.Errorf("record 1 = %+v", recs[1])
+	}
+	if got := string(recs[2].Frame); got != `"[unparsable frame withheld]"` {
+		t.Errorf("invalid frame stored as %s", got)
+	}
+}
+
+// secretRecord carries one secret in every place the writer redacts.
+func secretRecord() Record {
+	return Record{
+		Dir: ProxyToServer,
+		HTTP: &HTTP{
+			Method: "POST",
+			URL:    "https://alice:pw-userinfo@example.com/mcp?key=q-secret&v=1",
+			Header: map[string]string{
+				"Authorization": "Bearer auth-secret",
+				"cookie":        "sid=cookie-secret",
+				"X-Tenant-Key":  "custom-secret",
+				"X-Auth-Token":  "token-header-secret",
+				"Mcp-Method":    "tools/call",
+			},
+		},
+		Frame: json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"db":{"Password":"pw-nested"},` +
+			`"list":[{"api_key":"apikey-secret"}],"sessionRef":"extra-secret","query":"visible"}}}`),
+		Error: `Post "https://bob:pw-error@example.com/mcp?sig=err-secret": connection refused`,
+	}
+}
+
+var secrets = []string{"pw-userinfo", "q-secret", "auth-secret", "cookie-secret", "custom-secret",
+	"token-header-secret", "pw-nested", "apikey-secret", "extra-secret", "pw-error", "err-secret"}
+
+func TestRedaction(t *testing.T) {
+	out := write(t, Options{SecretHeaders: []string{"x-tenant-key"}, RedactKeys: []string{"SESSIONREF"}}, secretRecord())
+	for _, s := range secrets {
+		if bytes.Contains(out, []byte(s)) {
+			t.Errorf("secret %q leaked:\n%s", s, out)
+		}
+	}
+	r := lines(t, out)[0]
+	for _, h := range []string{"Authorization", "cookie", "X-Tenant-Key", "X-Auth-Token"} {
+		if r.HTTP.Header[h] != "[REDACTED]" {
+			t.Errorf("header %s = %q", h, r.HTTP.Header[h])
+		}
+	}
+	if r.HTTP.Header["Mcp-Method"] != "tools/call" {
+		t.Errorf("plain header changed: %q", r.HTTP.Header["Mcp-Method"])
+	}
+	for _, want := range []string{`"Password":"[REDACTED]"`, `"api_key":"[REDACTED]"`, `"sessionRef":"[REDACTED]"`, `"query":"visible"`} {
+		if !bytes.Contains(r.Frame, []byte(want)) {
+			t.Errorf("frame lacks %s: %s", want, r.Frame)
+		}
+	}
+	if !strings.Contains(r.HTTP.URL, "example.com/mcp") || !strings.Contains(r.Error, "connection refused") {
+		t.Errorf("URL %q / error %q lost more than secrets", r.HTTP.URL, r.Error)
+	}
+}
+
+func TestNoRedactKeepsSecrets(t *testing.T) {
+	out := write(t, Options{NoRedact: true, SecretHeaders: []string{"x-tenant-key"}}, secretRecord())
+	for _, s := range secrets {
+		if !bytes.Contains(out, []byte(s)) {
+			t.Errorf("NoRedact lost %q:\n%s", s, out)
+		}
+	}
+	// An invalid frame is kept, as a JSON string.
+	out = write(t, Options{NoRedact: true}, Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"a":`)})
+	if got := string(lines(t, out)[0].Frame); got != `"{\"a\":"` {
+		t.Errorf("invalid frame stored as %s", got)
+	}
+}
+
+func TestEmitDoesNotAliasCaller(t *testing.T) {
+	var buf bytes.Buffer
+	w := New(&buf, Options{NoRedact: true})
+	frame := []byte(`{"id":1}`)
+	hdr := map[string]string{"A": "1"}
+	w.Emit(Record{Dir: ClientToProxy, Frame: frame, HTTP: &HTTP{Header: hdr}})
+	copy(frame, `{"id":2}`)
+	hdr["A"] = "2"
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := lines(t, buf.Bytes())[0]
+	if string(r.Frame) != `{"id":1}` || r.HTTP.Header["A"] != "1" {
+		t.Errorf("record changed after Emit: %s %v", r.Frame, r.HTTP.Header)
+	}
+}
+
+func TestFrameCap(t *testing.T) {
+	frame := `{"jsonrpc":"2.0","id":1,"result":{"token":"cap-secret","text":"` + strings.Repeat("é", 200) + `"}}`
+	out := write(t, Options{FrameCap: 64},
+		Record{Dir: ServerToProxy, Frame: json.RawMessage(frame)},
+		Record{Dir: ServerToProxy, Frame: json.RawMessage(`{"id":2}`)},
+	)
+	if bytes.Contains(out, []byte("cap-secret")) {
+		t.Errorf("secret leaked through the head: %s", out)
+	}
+	recs := lines(t, out)
+	r := recs[0]
+	if !r.Truncated {
+		t.Error("Truncated not set")
+	}
+	var f struct {
+		Truncated bool   `json:"truncated"`
+		Bytes     int    `json:"bytes"`
+		Head      string `json:"head"`
+	}
+	if err := json.Unmarshal(r.Frame, &f); err != nil {
+		t.Fatalf("truncated frame: %v: %s", err, r.Frame)
+	}
+	if !f.Truncated || f.Bytes <= 64 || len(f.Head) > 64 || len(f.Head) < 60 || !strings.HasPrefix(f.Head, `{"jsonrpc":"2.0"`) {
+		t.Errorf("truncated frame = %+v", f)
+	}
+	if strings.ContainsRune(f.Head, '\uFFFD') {
+		t.Errorf("head cut inside a rune: %q", f.Head)
+	}
+	if recs[1].Truncated || string(recs[1].Frame) != `{"id":2}` {
+		t.Errorf("short frame = %s truncated=%v", recs[1].Frame, recs[1].Truncated)
+	}
+}
+
+// emitAll emits n records and fails if that takes more than a second in all,
+// i.e. if Emit blocked.
+func emitAll(t *testing.T, w *Writer, n int) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(fmt.Sprintf(`{"id":%d}`, i))})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("Emit blocked")
+	}
+}
+
+func TestFullBufferDropsAndCounts(t *testing.T) {
+	pr, pw := io.Pipe()
+	w := New(pw, Options{Buffer: 4})
+
+	// The first record reaches the pipe; once a byte of it is read, the
+	// writer goroutine is blocked in Write with an empty queue.
+	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"first"}`)})
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(pr, first); err != nil {
+		t.Fatal(err)
+	}
+	emitAll(t, w, 4+6) // 4 fill the queue, 6 are dropped
+
+	rest := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(pr)
+		rest <- b
+	}()
+	dropped, err := w.Close()
+	pw.Close()
+	out := append(first, <-rest...)
+	if err != nil || dropped != 6 {
+		t.Fatalf("Close = %d, %v; want 6, nil", dropped, err)
+	}
+	if n := len(lines(t, out)); n != 5 {
+		t.Errorf("wrote %d records, want 5:\n%s", n, out)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+func TestWriteErrorCountsDrops(t *testing.T) {
+	w := New(failWriter{}, Options{Buffer: 8})
+	emitAll(t, w, 3)
+	dropped, err := w.Close()
+	if err == nil || dropped != 3 {
+		t.Errorf("Close = %d, %v; want 3, an error", dropped, err)
+	}
+}
+
+func TestNilWriter(t *testing.T) {
+	var w *Writer
+	w.Emit(Record{Dir: ClientToProxy})
+	if w.Enabled() {
+		t.Error("nil Writer is enabled")
+	}
+	if d, err := w.Close(); d != 0 || err != nil {
+		t.Errorf("Close = %d, %v", d, err)
+	}
+	if !New(io.Discard, Options{}).closeForTest(t).Enabled() {
+		t.Error("Writer not enabled")
+	}
+}
+
+func (w *Writer) closeForTest(t *testing.T) *Writer {
+	t.Helper()
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestCloseIdempotentAndEmitAfterClose(t *testing.T) {
+	w := New(io.Discard, Options{Buffer: 1})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":1}`)})
+			}
+		})
+	}
+	d1, err1 := w.Close()
+	wg.Wait()
+	w.Emit(Record{Dir: ClientToProxy})
+	d2, err2 := w.Close()
+	if d1 != d2 || err1 != nil || err2 != nil {
+		t.Errorf("Close twice = (%d, %v), (%d, %v)", d1, err1, d2, err2)
+	}
+}
+
+func TestOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	if err := os.WriteFile(path, []byte("old content\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":1}`)})
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %v, want 0600", fi.Mode().Perm())
+	}
+	out, _ := os.ReadFile(path)
+	if recs := lines(t, out); len(recs) != 1 || bytes.Contains(out, []byte("old")) {
+		t.Errorf("file = %s", out)
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "missing", "t.jsonl"), Options{}); err == nil {
+		t.Error("Open in a missing directory succeeded")
+	}
+}
+
+// handmade builds a small trace: op "b" (tools/call, id 7) first, then op
+// "a" (initialize), records without op, and one malformed line.
+func handmade(t *testing.T) string {
+	t0 := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
+	recs := []Record{
+		{Time: at(0), Dir: ClientToProxy, Op: "b", Method: "tools/call", ID: json.RawMessage(`7`),
+			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + strings.Repeat("x", 200) + `"}}`)},
+		{Time: at(1), Dir: ClientToProxy, Op: "a", Method: "initialize", ID: json.RawMessage(`1`),
+			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`)},
+		{Time: at(2), Dir: ProxyToServer, Op: "b", Method: "tools/call", Rewrites: []string{"meta.inject", "task.nest"},
+			HTTP: &HTTP{Method: "POST", URL: "http://h/mcp"}, Frame: json.RawMessage(`{"jsonrpc":"2.0","id":0,"method":"tools/call"}`)},
+		{Time: at(12), Dir: ServerToProxy, Op: "b", HTTP: &HTTP{Status: 200}, LatencyMs: 10,
+			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":0,"result":{"content":[]}}`)},
+		{Time: at(13), Dir: ProxyToClient, Op: "b", Rewrites: []string{"resultType.strip"},
+			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)},
+		{Time: at(20), Dir: ProxyToServer, Op: "a", Error: "connection refused"},
+		{Time: at(21), Dir: ProxyToClient, Op: "a",
+			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"server down"}}`)},
+		{Time: at(30), Dir: ClientToProxy, Method: "notifications/initialized",
+			Frame: json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)},
+	}
+	var b strings.Builder
+	for i, r := range recs {
+		l, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(l)
+		b.WriteString("\n")
+		if i == 3 {
+			b.WriteString("{not a record\n\n")
+		}
+	}
+	return b.String()
+}
+
+func TestView(t *testing.T) {
+	var out bytes.Buffer
+	if err := View(&out, strings.NewReader(handmade(t)), false); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	t.Log("\n" + s)
+	if strings.Contains(s, "\x1b[") {
+		t.Error("colour without color")
+	}
+	hb := strings.Index(s, "op b  tools/call  id 7  (4 records, 13.0ms)")
+	ha := strings.Index(s, "op a  initialize  id 1  (3 records, 20.0ms)")
+	hn := strings.Index(s, "op -  notifications/initialized  (1 record, 0.0ms)")
+	if hb < 0 || ha < 0 || hn < 0 || !(hb < ha && ha < hn) {
+		t.Errorf("op headers missing or out of order: b=%d a=%d -=%d", hb, ha, hn)
+	}
+	for _, want := range []string{
+		"  +0.0ms      ← client  tools/call  {\"jsonrpc\":\"2.0\",\"id\":7,",
+		"  +2.0ms      → server  tools/call  [meta.inject task.nest]  {",
+		"  +12.0ms     ← server  response  HTTP 200  10.0ms  {\"jsonrpc\"",
+		"  +13.0ms     → client  response  [resultType.strip]  {",
+		"  +19.0ms     → server  error  error: connection refused",
+		"  +20.0ms     → client  error  {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":",
+		"1 malformed line(s) skipped",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("view lacks %q", want)
+		}
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "xxxx") && (!strings.HasSuffix(l, "…") || strings.Count(l, "x") > 120) {
+			t.Errorf("long frame not cut: %s", l)
+		}
+	}
+
+	out.Reset()
+	if err := View(&out, strings.NewReader(handmade(t)), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{ansiDim + "+0.0ms", ansiCyan + "← client", ansiMagenta + "→ server", ansiGreen + "HTTP 200", ansiRed + "error"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("coloured view lacks %q", want)
+		}
+	}
+}
+
+func TestStats(t *testing.T) {
+	// tools/call: ten ops with latencies 1..10 ms, the last one taken from
+	// LatencyMs; op 3 answers with an error and its server hop got HTTP 500.
+	var b strings.Builder
+	t0 := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	emit := func(r Record) {
+		l, _ := json.Marshal(r)
+		b.Write(l)
+		b.WriteString("\n")
+	}
+	for i := 1; i <= 10; i++ {
+		op, id := fmt.Sprint("op", i), json.RawMessage(fmt.Sprint(i))
+		start := t0.Add(time.Duration(i) * time.Second)
+		emit(Record{Time: start, Dir: ClientToProxy, Op: op, Method: "tools/call", ID: id,
+			Frame: json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call"}`, i))})
+		answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i)
+		if i == 3 {
+			emit(Record{Time: start, Dir: ServerToProxy, Op: op, HTTP: &HTTP{Status: 500}})
+			answer = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32603,"message":"x"}}`, i)
+		}
+		r := Record{Time: start.Add(time.Duration(i) * time.Millisecond), Dir: ProxyToClient, Op: op, Frame: json.RawMessage(answer)}
+		if i == 10 {
+			r.Time, r.LatencyMs = start.Add(time.Hour), 10
+		}
+		emit(r)
+	}
+	emit(Record{Time: t0, Dir: ClientToProxy, Op: "init", ID: json.RawMessage(`"i"`),
+		Frame: json.RawMessage(`{"jsonrpc":"2.0","id":"i","method":"initialize"}`)})
+	emit(Record{Time: t0.Add(3 * time.Millisecond), Dir: ProxyToClient, Op: "init",
+		Frame: json.RawMessage(`{"jsonrpc":"2.0","id":"i","result":{}}`)})
+	b.WriteString("garbage\n")
+
+	var out bytes.Buffer
+	if err := Stats(&out, strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	t.Log("\n" + s)
+	rows := map[string][]string{}
+	var order []string
+	for _, l := range strings.Split(s, "\n") {
+		if f := strings.Fields(l); len(f) == 6 {
+			rows[f[0]] = f[1:]
+			order = append(order, f[0])
+		}
+	}
+	want := map[string][]string{
+		"METHOD":     {"COUNT", "ERRORS", "HTTP>=400", "P50", "P99"},
+		"tools/call": {"10", "1", "1", "5.0ms", "10.0ms"},
+		"initialize": {"1", "0", "0", "3.0ms", "3.0ms"},
+		"TOTAL":      {"11", "1", "1", "5.0ms", "10.0ms"},
+	}
+	for k, v := range want {
+		if fmt.Sprint(rows[k]) != fmt.Sprint(v) {
+			t.Errorf("row %s = %v, want %v", k, rows[k], v)
+		}
+	}
+	if fmt.Sprint(order) != "[METHOD tools/call initialize TOTAL]" {
+		t.Errorf("row order = %v", order)
+	}
+	if !strings.Contains(s, "23 records, 11 ops, 1 malformed line(s) skipped") {
+		t.Errorf("summary line missing")
+	}
+	// Columns line up.
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	if len(ls[0]) != len(ls[1]) || len(ls[1]) != len(ls[3]) {
+		t.Errorf("table is not fixed-width:\n%s", s)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	v := make([]float64, 100)
+	for i := range v {
+		v[i] = float64(i + 1)
+	}
+	if p50, p99 := percentile(v, 50), percentile(v, 99); p50 != 50 || p99 != 99 {
+		t.Errorf("p50, p99 = %v, %v", p50, p99)
+	}
+	if p := percentile([]float64{4}, 99); p != 4 {
+		t.Errorf("single value p99 = %v", p)
+	}
+}

@@ -1,0 +1,302 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// Defaults of Options.
+const (
+	DefaultFrameCap = 64 << 10
+	DefaultBuffer   = 4096
+)
+
+// redacted replaces the value of a secret header.
+const redacted = "[REDACTED]"
+
+// Options configures a Writer. The zero value is usable.
+type Options struct {
+	// FrameCap is the number of frame bytes kept per record (default 64
+	// KiB). A longer frame is replaced by
+	// {"truncated":true,"bytes":N,"head":"<first FrameCap bytes>"} and the
+	// record is marked Truncated. The cut happens after redaction.
+	FrameCap int
+	// Buffer is the number of records queued before dropping (default 4096).
+	Buffer int
+	// SecretHeaders names headers whose values are always redacted, in
+	// addition to Authorization, Proxy-Authorization, Cookie and Set-Cookie
+	// (case-insensitive).
+	SecretHeaders []string
+	// RedactKeys names extra JSON keys to redact (exact, case-insensitive),
+	// in addition to rewrite.SensitiveKey.
+	RedactKeys []string
+	// NoRedact turns redaction off.
+	NoRedact bool
+}
+
+// Writer writes trace records as JSONL from one goroutine. A nil *Writer is
+// valid and discards everything, so callers can hold a nil writer when
+// tracing is off.
+type Writer struct {
+	ch        chan Record
+	done      chan struct{}
+	out       *bufio.Writer
+	closer    io.Closer // the file opened by Open; nil otherwise
+	frameCap  int
+	noRedact  bool
+	sensitive func(key string) bool
+	secretHdr map[string]bool // lower-case header names
+
+	mu      sync.RWMutex // held for reading by Emit's send, for writing by Close
+	closed  atomic.Bool
+	dropped atomic.Int64
+
+	err       error // first write error; owned by the goroutine until done
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts a Writer on path: "-" writes to os.Stderr; anything else is
+// created or truncated with mode 0600 (an existing file is chmod-ed to 0600).
+func Open(path string, o Options) (*Writer, error) {
+	if path == "-" {
+		return New(os.Stderr, o), nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := New(f, o)
+	w.closer = f
+	return w, nil
+}
+
+// New starts a Writer on w. Close flushes but does not close w.
+func New(w io.Writer, o Options) *Writer {
+	if o.FrameCap <= 0 {
+		o.FrameCap = DefaultFrameCap
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = DefaultBuffer
+	}
+	tw := &Writer{
+		ch:        make(chan Record, o.Buffer),
+		done:      make(chan struct{}),
+		out:       bufio.NewWriterSize(w, 64<<10),
+		frameCap:  o.FrameCap,
+		noRedact:  o.NoRedact,
+		sensitive: rewrite.SensitiveKey,
+		secretHdr: map[string]bool{
+			"authorization":       true,
+			"proxy-authorization": true,
+			"cookie":              true,
+			"set-cookie":          true,
+		},
+	}
+	for _, h := range o.SecretHeaders {
+		tw.secretHdr[strings.ToLower(h)] = true
+	}
+	if len(o.RedactKeys) > 0 {
+		extra := make(map[string]bool, len(o.RedactKeys))
+		for _, k := range o.RedactKeys {
+			extra[strings.ToLower(k)] = true
+		}
+		tw.sensitive = func(key string) bool {
+			return rewrite.SensitiveKey(key) || extra[strings.ToLower(key)]
+		}
+	}
+	go tw.run()
+	return tw
+}
+
+// Enabled reports whether records are written: false for a nil Writer.
+func (w *Writer) Enabled() bool { return w != nil }
+
+// Emit queues r without blocking. On the caller's goroutine it copies what
+// the record references, redacts it and caps the frame (CPU only, no I/O);
+// when the buffer is full the record is dropped and counted. Records
+// emitted after Close, and all records of a nil Writer, are discarded.
+func (w *Writer) Emit(r Record) {
+	if w == nil || w.closed.Load() {
+		return
+	}
+	if len(w.ch) == cap(w.ch) { // full: skip the redaction work
+		w.dropped.Add(1)
+		return
+	}
+	w.prepare(&r)
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed.Load() {
+		return
+	}
+	select {
+	case w.ch <- r:
+	default:
+		w.dropped.Add(1)
+	}
+}
+
+// Close flushes what was queued, stops the goroutine, closes the file
+// opened by Open and returns the number of dropped records (including
+// records lost to a write error) with the first error. It is idempotent;
+// a nil Writer returns 0, nil.
+func (w *Writer) Close() (dropped int64, err error) {
+	if w == nil {
+		return 0, nil
+	}
+	w.closeOnce.Do(func() {
+		w.closed.Store(true)
+		w.mu.Lock()
+		close(w.ch)
+		w.mu.Unlock()
+		<-w.done
+		w.closeErr = w.err
+		if w.closer != nil {
+			if err := w.closer.Close(); w.closeErr == nil {
+				w.closeErr = err
+			}
+		}
+	})
+	return w.dropped.Load(), w.closeErr
+}
+
+// run writes queued records, flushing whenever the queue is empty. After a
+// write error it keeps draining, counting the records as dropped, so Emit
+// never blocks. Records buffered but not flushed when the error struck are
+// counted as dropped too.
+func (w *Writer) run() {
+	defer close(w.done)
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false)
+	unflushed := int64(0) // records in w.out since the last successful flush
+	fail := func(err error) {
+		w.err = err
+		w.dropped.Add(unflushed)
+		unflushed = 0
+	}
+	for r := range w.ch {
+		if w.err != nil {
+			w.dropped.Add(1)
+			continue
+		}
+		line.Reset()
+		if enc.Encode(r) != nil { // cannot happen after prepare; never write half a line
+			w.dropped.Add(1)
+			continue
+		}
+		unflushed++
+		if _, err := w.out.Write(line.Bytes()); err != nil {
+			fail(err)
+			continue
+		}
+		if len(w.ch) == 0 {
+			if err := w.out.Flush(); err != nil {
+				fail(err)
+				continue
+			}
+			unflushed = 0
+		}
+	}
+	if w.err == nil {
+		if err := w.out.Flush(); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// prepare makes r independent of the caller's memory, redacts it and caps
+// its frame.
+func (w *Writer) prepare(r *Record) {
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	r.ID = validOrString(r.ID)
+	r.Rewrites = slices.Clone(r.Rewrites)
+	if r.HTTP != nil {
+		h := *r.HTTP
+		h.Header = maps.Clone(h.Header)
+		if !w.noRedact {
+			if h.URL != "" {
+				h.URL = routing.Redact(h.URL)
+			}
+			for k := range h.Header {
+				if w.secretHdr[strings.ToLower(k)] || w.sensitive(k) {
+					h.Header[k] = redacted
+				}
+			}
+		}
+		r.HTTP = &h
+	}
+	if r.Error != "" && !w.noRedact {
+		r.Error = urlPattern.ReplaceAllStringFunc(r.Error, routing.Redact)
+	}
+	r.Frame = w.frame(r.Frame, &r.Truncated)
+}
+
+// urlPattern finds URLs in error text, such as those *url.Error quotes.
+var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+
+// frame returns the redacted, capped copy of f, always valid JSON (or nil
+// for an empty frame).
+func (w *Writer) frame(f json.RawMessage, truncated *bool) json.RawMessage {
+	f = rewrite.TrimFrame(f)
+	if len(f) == 0 {
+		return nil
+	}
+	if !w.noRedact {
+		f = rewrite.Redact(f, w.sensitive) // a copy; invalid JSON is withheld
+	}
+	if len(f) > w.frameCap {
+		cut := w.frameCap
+		for cut > 0 && !utf8.RuneStart(f[cut]) {
+			cut--
+		}
+		out, _ := json.Marshal(struct {
+			Truncated bool   `json:"truncated"`
+			Bytes     int    `json:"bytes"`
+			Head      string `json:"head"`
+		}{true, len(f), string(f[:cut])})
+		*truncated = true
+		return out
+	}
+	if w.noRedact {
+		return validOrString(f)
+	}
+	if !json.Valid(f) { // gjson and encoding/json may disagree on edge cases
+		return json.RawMessage(`"[unparsable frame withheld]"`)
+	}
+	return f
+}
+
+// validOrString returns a copy of b when it is valid JSON, b as a JSON
+// string otherwise, and nil when empty.
+func validOrString(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	if json.Valid(b) {
+		return bytes.Clone(b)
+	}
+	s, _ := json.Marshal(string(b))
+	return s
+}
