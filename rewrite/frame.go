@@ -106,20 +106,42 @@ func Parse(raw []byte) (Frame, error) {
 	var method gjson.Result
 	hasID := false
 	var buf [8]member
+	// With a duplicated key the first one counts, as gjson (and so every
+	// later read of the frame) sees it.
+	var seen uint8
+	first := func(bit uint8) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
 	for _, m := range members(gjson.Result{Type: gjson.JSON, Raw: view(raw)}, buf[:0]) {
 		switch m.key.Str {
 		case "jsonrpc":
-			jsonrpc = m.value
+			if first(1) {
+				jsonrpc = m.value
+			}
 		case "id":
-			f.ID, hasID = m.value, true
+			if first(2) {
+				f.ID, hasID = m.value, true
+			}
 		case "method":
-			method = m.value
+			if first(4) {
+				method = m.value
+			}
 		case "params":
-			f.Params = m.value
+			if first(8) {
+				f.Params = m.value
+			}
 		case "result":
-			f.Result = m.value
+			if first(16) {
+				f.Result = m.value
+			}
 		case "error":
-			f.Error = m.value
+			if first(32) {
+				f.Error = m.value
+			}
 		}
 	}
 	if hasID && f.ID.Type != gjson.String && f.ID.Type != gjson.Number {
