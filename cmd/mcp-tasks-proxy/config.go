@@ -372,6 +372,7 @@ Usage:
   mcp-tasks-proxy --demo
   mcp-tasks-proxy trace view FILE     a trace as a timeline, grouped by request
   mcp-tasks-proxy trace stats FILE    counts, latency p50/p99 and errors by method
+  mcp-tasks-proxy rewrite --up|--down what the bridge does to frames, offline (--help)
 
 Examples:
   # Bridge to a modern server

@@ -706,3 +706,30 @@ func TestTraceSubcommandUsage(t *testing.T) {
 		t.Errorf("trace view: exit %d, stdout %q", code, stdout.String())
 	}
 }
+
+func TestRewriteSubcommand(t *testing.T) {
+	runRewrite := func(stdin string, args ...string) (int, string, string) {
+		var stdout, stderr strings.Builder
+		code := run(append([]string{"rewrite"}, args...), strings.NewReader(stdin), &stdout, &stderr, func(string) string { return "" })
+		return code, stdout.String(), stderr.String()
+	}
+	code, out, _ := runRewrite(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Grüße","arguments":{},"task":{"ttl":5}}}`+"\n", "--up")
+	for _, want := range []string{"POST <upstream URL>", "Mcp-Method: tools/call", "Mcp-Name: =?base64?R3LDvMOfZQ==?=", `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("rewrite --up: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	if strings.Contains(out, `"task"`) {
+		t.Errorf("rewrite --up kept params.task:\n%s", out)
+	}
+	code, out, _ = runRewrite(`{"jsonrpc":"2.0","id":9,"result":{"resultType":"task","taskId":"t1","status":"input_required","createdAt":"a","lastUpdatedAt":"a","ttlMs":1000,"pollIntervalMs":0}}`, "--down", "--task-augmented", "--id", `"c"`)
+	if code != 0 || !strings.Contains(out, `{"jsonrpc":"2.0","id":"c","result":{"task":{"taskId":"t1","status":"working","createdAt":"a","lastUpdatedAt":"a","ttl":1000,"pollInterval":100}}}`) {
+		t.Errorf("rewrite --down: exit %d:\n%s", code, out)
+	}
+	if code, _, stderr := runRewrite("", "--up", "--down"); code != 2 || !strings.Contains(stderr, "exactly one") {
+		t.Errorf("--up --down: exit %d, %q", code, stderr)
+	}
+	if code, out, _ := runRewrite("", "--help"); code != 0 || !strings.Contains(out, "Examples") {
+		t.Errorf("--help: exit %d", code)
+	}
+}

@@ -42,8 +42,13 @@ func main() {
 const exitGrace = 5 * time.Second
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	if len(args) > 0 && args[0] == "trace" {
-		return traceCommand(args[1:], stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "trace":
+			return traceCommand(args[1:], stdout, stderr)
+		case "rewrite":
+			return rewriteCommand(args[1:], stdin, stdout, stderr)
+		}
 	}
 	cfg, err := parseArgs(args, getenv)
 	if err != nil {

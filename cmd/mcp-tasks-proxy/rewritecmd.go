@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+const rewriteHelp = `mcp-tasks-proxy rewrite shows what the bridge does to frames, offline: no
+network, no server. It reads one JSON-RPC frame per line on stdin.
+
+Usage:
+  mcp-tasks-proxy rewrite --up   [flags] < legacy-frames     what the proxy POSTs upstream
+  mcp-tasks-proxy rewrite --down [flags] < modern-frames     what the legacy client gets
+
+Flags:
+  --client-caps JSON|@FILE   the legacy client's initialize capabilities (default {})
+  --client-info JSON|@FILE   the legacy client's clientInfo (default {"name":"client","version":"0"})
+  --log-level LEVEL          a logging/setLevel level to stamp on requests
+  --discover JSON|@FILE      the server's DiscoverResult: --up shows initialize's answer from it;
+                             --down marks tools for tasks when it declares the tasks extension
+  --method METHOD            --down: the method the frames answer (default tools/call)
+  --id JSON                  --down: the client's id to restore (default: keep the frame's id)
+  --task-augmented           --down: the client asked for a task (a task result is nested)
+  --task-iserror MODE        --down: completed (default) or failed
+
+Examples:
+  echo '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}' |
+    mcp-tasks-proxy rewrite --up --client-caps '{"elicitation":{}}'
+  echo '{"jsonrpc":"2.0","id":7,"result":{"resultType":"task","taskId":"t1","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":60000}}' |
+    mcp-tasks-proxy rewrite --down --task-augmented --id 1
+`
+
+// rewriteCommand runs `mcp-tasks-proxy rewrite`.
+func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rewrite", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	up := fs.Bool("up", false, "")
+	down := fs.Bool("down", false, "")
+	caps := fs.String("client-caps", "{}", "")
+	info := fs.String("client-info", `{"name":"client","version":"0"}`, "")
+	level := fs.String("log-level", "", "")
+	discover := fs.String("discover", "", "")
+	method := fs.String("method", "tools/call", "")
+	id := fs.String("id", "", "")
+	augmented := fs.Bool("task-augmented", false, "")
+	isError := fs.String("task-iserror", "completed", "")
+	help := fs.Bool("help", false, "")
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy rewrite: "+format+"\n", a...)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		return fail("%v; run mcp-tasks-proxy rewrite --help", err)
+	}
+	if *help {
+		fmt.Fprint(stdout, rewriteHelp)
+		return 0
+	}
+	if *up == *down {
+		return fail("give exactly one of --up and --down")
+	}
+	values := map[string]*string{"--client-caps": caps, "--client-info": info, "--discover": discover}
+	for name, v := range values {
+		if *v == "" {
+			continue
+		}
+		b, err := jsonArg(*v)
+		if err != nil {
+			return fail("%s: %v", name, err)
+		}
+		*v = string(b)
+	}
+	if *id != "" && !gjson.Valid(*id) {
+		return fail("--id %s is not a JSON value (a string id needs quotes: --id '\"abc\"')", *id)
+	}
+	r := rewriter{
+		out:       bufio.NewWriter(stdout),
+		caps:      capabilities.ClientCapabilities([]byte(*caps)),
+		info:      []byte(*info),
+		level:     *level,
+		discover:  []byte(*discover),
+		method:    *method,
+		id:        []byte(*id),
+		augmented: *augmented,
+		tasks:     rewrite.TaskOptions{IsErrorFailed: *isError == "failed"},
+	}
+	r.meta = capabilities.Meta(r.caps, r.info, r.level)
+	defer r.out.Flush()
+	lr := bufio.NewReaderSize(stdin, 1<<20)
+	for n := 1; ; n++ {
+		line, err := lr.ReadBytes('\n')
+		if t := rewrite.TrimFrame(line); len(t) > 0 {
+			if n > 1 {
+				fmt.Fprintln(r.out)
+			}
+			if *up {
+				r.up(t)
+			} else {
+				r.downFrame(t)
+			}
+		}
+		if err != nil {
+			return 0
+		}
+	}
+}
+
+// jsonArg reads a flag value that is JSON, or @FILE holding JSON.
+func jsonArg(v string) ([]byte, error) {
+	b := []byte(v)
+	if strings.HasPrefix(v, "@") {
+		var err error
+		if b, err = os.ReadFile(v[1:]); err != nil {
+			return nil, err
+		}
+	}
+	if !gjson.ValidBytes(b) {
+		return nil, fmt.Errorf("not valid JSON")
+	}
+	return rewrite.TrimFrame(b), nil
+}
+
+type rewriter struct {
+	out       *bufio.Writer
+	caps      []byte // mapped client capabilities
+	info      []byte
+	level     string
+	meta      rewrite.MetaBlock
+	discover  []byte
+	method    string
+	id        []byte
+	augmented bool
+	tasks     rewrite.TaskOptions
+	upID      int64
+}
+
+func (r *rewriter) mint() []byte {
+	r.upID++
+	return strconv.AppendInt(nil, r.upID, 10)
+}
+
+// post prints one upstream request: headers, a blank line, the body.
+func (r *rewriter) post(body []byte) {
+	h := routing.Headers(body, nil)
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(r.out, "POST <upstream URL>")
+	for _, k := range names {
+		fmt.Fprintf(r.out, "%s: %s\n", k, h.Get(k))
+	}
+	fmt.Fprintf(r.out, "\n%s\n", body)
+}
+
+func (r *rewriter) up(line []byte) {
+	f, err := rewrite.Parse(line)
+	if err != nil {
+		fmt.Fprintf(r.out, "→ client (error): %s\n", rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.Code(err), err.Error(), nil))
+		return
+	}
+	id := []byte(f.ID.Raw)
+	switch {
+	case f.Kind == rewrite.KindNotification:
+		fmt.Fprintf(r.out, "consumed by the proxy: %s sends nothing upstream\n", f.Method)
+	case f.Kind == rewrite.KindResponse:
+		fmt.Fprintln(r.out, "a response: routed to the request the proxy sent the client; nothing upstream")
+	case f.Method == "ping" || f.Method == "logging/setLevel":
+		if f.Method == "logging/setLevel" {
+			r.level = f.Params.Get("level").String()
+			r.meta = capabilities.Meta(r.caps, r.info, r.level)
+		}
+		fmt.Fprintf(r.out, "answered locally: %s\n", rewrite.ResultFrame(id, []byte(`{}`)))
+	case f.Method == "initialize":
+		// The client's own capabilities and clientInfo win over the flags,
+		// as in a session; the log level carries over.
+		r.caps = capabilities.ClientCapabilities([]byte(f.Params.Get("capabilities").Raw))
+		if ci := f.Params.Get("clientInfo"); ci.IsObject() {
+			r.info = []byte(ci.Raw)
+		}
+		r.meta = capabilities.Meta(r.caps, r.info, r.level)
+		r.post(capabilities.DiscoverBody(r.mint(), r.meta))
+		if len(r.discover) > 0 {
+			res := capabilities.InitializeResult(r.discover, capabilities.InitializeOptions{
+				RequestedVersion: f.Params.Get("protocolVersion").String(), Tasks: true, Subscriptions: true})
+			fmt.Fprintf(r.out, "answered locally from the DiscoverResult: %s\n", rewrite.ResultFrame(id, res))
+		}
+	default:
+		u := rewrite.Up{ID: r.mint(), Meta: r.meta}
+		if f.Method == "tools/call" && f.Params.Get("task").Exists() {
+			u.DropParams = []string{"task"}
+		}
+		body, err := rewrite.RequestUp(&f, u)
+		if err != nil {
+			fmt.Fprintf(r.out, "→ client (error): %s\n", rewrite.ErrorFrame(id, rewrite.Code(err), err.Error(), nil))
+			return
+		}
+		r.post(body)
+	}
+}
+
+func (r *rewriter) downFrame(line []byte) {
+	f, err := rewrite.Parse(line)
+	if err != nil {
+		fmt.Fprintf(r.out, "invalid upstream frame: %v\n", err)
+		return
+	}
+	if f.Kind != rewrite.KindResponse {
+		if f.Params.Get(gjson.Escape(rewrite.MetaSubscriptionID)).Exists() || f.Params.Get("_meta."+gjson.Escape(rewrite.MetaSubscriptionID)).Exists() {
+			fmt.Fprintf(r.out, "→ client: %s\n", rewrite.ListenNotification(&f))
+			return
+		}
+		fmt.Fprintf(r.out, "→ client: %s\n", f.Raw)
+		return
+	}
+	id := r.id
+	if len(id) == 0 {
+		id = []byte(f.ID.Raw)
+	}
+	tasks := gjson.GetBytes(r.discover, "capabilities.extensions."+gjson.Escape(capabilities.TasksExtension)).Exists()
+	d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: id, Method: r.method, TaskSupport: tasks})
+	if err != nil {
+		fmt.Fprintf(r.out, "invalid upstream result: %v\n", err)
+		return
+	}
+	switch {
+	case r.method == "tasks/get" && !d.IsError:
+		t := rewrite.ReadTask(f.Result)
+		fmt.Fprintf(r.out, "→ client [task.view ttl.rename]: %s\n", rewrite.ResultFrame(id, rewrite.TaskResult(t, r.tasks, rewrite.ViewOverride{})))
+	case d.ResultType == rewrite.ResultTask && r.augmented:
+		t := rewrite.ReadTask(f.Result)
+		fmt.Fprintf(r.out, "→ client [task.nest ttl.rename]: %s\n", rewrite.ResultFrame(id, rewrite.CreateTaskResult(t, r.tasks)))
+	case d.ResultType == rewrite.ResultTask:
+		fmt.Fprintln(r.out, "the proxy follows this task (tasks/get polls) and answers with its final result")
+	case d.ResultType == rewrite.ResultInputRequired:
+		fmt.Fprintln(r.out, "the proxy asks the client for each inputRequests entry, then retries with inputResponses and requestState")
+	case d.ResultType != rewrite.ResultComplete:
+		fmt.Fprintf(r.out, "invalid upstream result: resultType %q\n", d.ResultType)
+	default:
+		fmt.Fprintf(r.out, "→ client [%s]: %s\n", strings.Join(d.Rewrites, " "), d.Frame)
+		for _, t := range d.Rejected {
+			fmt.Fprintf(r.out, "  tool %s removed: %s\n", t.Tool, t.Reason)
+		}
+	}
+}
