@@ -248,7 +248,7 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 		frame = s.timedOut(actx, c, f.Method)
 	}
 	if ce := s.log.Check(zapcore.InfoLevel, "request"); ce != nil {
-		ce.Write(zap.String("method", f.Method), zap.ByteString("id", c.id), zap.ByteString("upstreamId", upID),
+		ce.Write(zap.String("dir", "proxy->server"), zap.String("op", c.op), zap.String("method", f.Method), zap.ByteString("id", c.id), zap.ByteString("upstreamId", upID),
 			zap.Int("httpStatus", resp.Status), zap.Duration("latency", time.Since(start)),
 			zap.Int("bytesUp", len(body)), zap.Int("bytesDown", len(frame)))
 	}
