@@ -84,7 +84,7 @@ func notInitialized(c *call, method string) []byte {
 func (s *Session) stillModern(ctx context.Context, c *call) bool {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
-	prober := capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
+	prober := s.prober(c.op)
 	if v := prober.Probe(pctx, *s.meta.Load()); v.Era == capabilities.Modern {
 		s.info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.id))
 		return true

@@ -37,7 +37,7 @@ func (s *Session) initialize(ctx context.Context, f *rewrite.Frame) []byte {
 
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
-	prober := capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
+	prober := s.prober(opOf(ctx))
 	v := prober.Probe(pctx, meta)
 	if ctx.Err() != nil {
 		return nil // the session is ending

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
@@ -83,6 +84,21 @@ func (s *Session) traceDown(op string, msg []byte, status int, start time.Time, 
 		r.Error = err.Error()
 	}
 	s.cfg.Trace.Emit(r)
+}
+
+// prober is the era probe, traced under op.
+func (s *Session) prober(op string) capabilities.Prober {
+	p := capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
+	if s.tracing() {
+		p.Observe = func(body, answer []byte, status int, start time.Time, err error) {
+			if status == -1 {
+				s.traceUp(op, body, nil, []string{"id.mint", "meta.inject"})
+				return
+			}
+			s.traceDown(op, answer, status, start, err)
+		}
+	}
+	return p
 }
 
 func frameMethodID(frame []byte) (string, json.RawMessage) {

@@ -57,6 +57,10 @@ type Prober struct {
 	Client *routing.Client
 	// NextID mints upstream request ids.
 	NextID func() []byte
+	// Observe, when set, sees each probe exchange (for the trace): once
+	// with the body as it is sent (answer nil, status -1), then with the
+	// answer, its HTTP status and any error (body nil).
+	Observe func(body, answer []byte, status int, start time.Time, err error)
 }
 
 // Probe POSTs server/discover with the given _meta block and classifies the
@@ -111,8 +115,12 @@ func DiscoverBody(id []byte, meta rewrite.MetaBlock) []byte {
 
 func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 	id := p.NextID()
-	resp, err := p.Client.Post(ctx, DiscoverBody(id, meta), nil)
+	body := DiscoverBody(id, meta)
+	start := time.Now()
+	p.observe(body, nil, -1, start, nil)
+	resp, err := p.Client.Post(ctx, body, nil)
 	if err != nil {
+		p.observe(nil, nil, 0, start, err)
 		return Verdict{Era: Unknown, Reason: "no answer", Err: p.transportErr(err), transport: true}
 	}
 	defer resp.Close()
@@ -137,6 +145,7 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 			Err: fmt.Errorf("%s answered HTTP %d to server/discover: the server is failing; check its logs and try again", url, status)}
 	}
 	msg, err := ReadAnswer(resp, id)
+	p.observe(nil, msg, status, start, err)
 	if err != nil && !errors.Is(err, io.EOF) {
 		if errors.Is(err, routing.ErrContentType) && status < 300 {
 			return Verdict{Era: Unknown, Status: status, Reason: "not an MCP endpoint",
@@ -163,6 +172,12 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 		return Verdict{Era: Legacy, Status: status, Reason: "answer is not a DiscoverResult"}
 	}
 	return classifyVersions(url, status, versions, []byte(result.Raw))
+}
+
+func (p *Prober) observe(body, answer []byte, status int, start time.Time, err error) {
+	if p.Observe != nil {
+		p.Observe(body, answer, status, start, err)
+	}
 }
 
 func classifyVersions(url string, status int, versions gjson.Result, discover []byte) Verdict {
