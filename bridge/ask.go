@@ -26,22 +26,34 @@ func (e *clientError) Error() string {
 type pendingAsk struct {
 	s  *Session
 	id []byte
+	op string // the trace op of the request that needs the answer
 	ch chan []byte
 }
 
 // askStart sends a request to the client without waiting, so several can be
 // sent in a fixed order and then awaited together.
-func (s *Session) askStart(method string, params []byte) *pendingAsk {
-	p := &pendingAsk{s: s, id: append(strconv.AppendInt([]byte(`"mtp-`), s.askID.Add(1), 10), '"'), ch: make(chan []byte, 1)}
+func (s *Session) askStart(op, method string, params []byte) *pendingAsk {
+	p := &pendingAsk{s: s, id: append(strconv.AppendInt([]byte(`"mtp-`), s.askID.Add(1), 10), '"'), op: op, ch: make(chan []byte, 1)}
 	s.mu.Lock()
-	s.asks[string(p.id)] = p.ch
+	s.asks[string(p.id)] = p
 	s.mu.Unlock()
+	rw := []string{"input.ask"}
 	if len(params) == 0 {
-		s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q}`, p.id, method))
+		s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q}`, p.id, method), op, rw)
 	} else {
-		s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, p.id, method, params))
+		s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, p.id, method, params), op, rw)
 	}
 	return p
+}
+
+// askOp is the op of a pending request to the client, for its answer.
+func (s *Session) askOp(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.asks[id]; p != nil {
+		return p.op
+	}
+	return ""
 }
 
 // abandon gives up on the answer and tells the client so.
@@ -70,7 +82,7 @@ func (p *pendingAsk) wait(ctx context.Context) (gjson.Result, error) {
 		delete(s.asks, string(p.id))
 		s.mu.Unlock()
 		if s.ctx.Err() == nil {
-			s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"no longer needed"}}`, p.id))
+			s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"no longer needed"}}`, p.id), p.op, nil)
 		}
 		return gjson.Result{}, ctx.Err()
 	}
@@ -80,11 +92,11 @@ func (p *pendingAsk) wait(ctx context.Context) (gjson.Result, error) {
 // for it. It reports false for an id nobody waits for.
 func (s *Session) clientAnswered(f *rewrite.Frame) bool {
 	s.mu.Lock()
-	ch, ok := s.asks[f.ID.Raw]
+	p, ok := s.asks[f.ID.Raw]
 	delete(s.asks, f.ID.Raw)
 	s.mu.Unlock()
 	if ok {
-		ch <- clone(f.Raw)
+		p.ch <- clone(f.Raw)
 	}
 	return ok
 }
@@ -135,7 +147,7 @@ func (s *Session) askInput(ctx context.Context, in inputRequest, relatedTask str
 	if ok, missing := s.clientCan(in.method, in.params); !ok {
 		return nil, missingCapability(in.method, missing)
 	}
-	return s.inputAnswer(ctx, in, s.askStart(in.method, s.inputParams(in, relatedTask)))
+	return s.inputAnswer(ctx, in, s.askStart(opOf(ctx), in.method, s.inputParams(in, relatedTask)))
 }
 
 // missingCapabilityError is an input request the client cannot be sent.

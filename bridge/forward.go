@@ -423,7 +423,7 @@ func (s *Session) mrtrRound(ctx context.Context, c *call, f *rewrite.Frame, ir [
 		}
 		pend := make([]*pendingAsk, len(reqs))
 		for i, in := range reqs {
-			pend[i] = s.askStart(in.method, s.inputParams(in, ""))
+			pend[i] = s.askStart(c.op, in.method, s.inputParams(in, ""))
 		}
 		retry = []byte(`"inputResponses":{`)
 		for i, in := range reqs {

@@ -106,7 +106,7 @@ type Session struct {
 	listed     bool                             // params reflect a tools/list
 	legacyCaps []byte                           // the client's own capabilities
 	tasks      bool                             // the server declares the tasks extension
-	asks       map[string]chan []byte           // proxy requests to the client, by id
+	asks       map[string]*pendingAsk           // proxy requests to the client, by id
 	dispatched map[string]map[string]bool       // input keys asked, by task id
 
 	serverCaps []byte // the server's 2026 capabilities, from discover
@@ -201,7 +201,7 @@ func New(cfg Config) *Session {
 		stopped:    make(chan struct{}),
 		inflight:   make(map[string]*call),
 		params:     make(map[string][]routing.ParamHeader),
-		asks:       make(map[string]chan []byte),
+		asks:       make(map[string]*pendingAsk),
 		dispatched: make(map[string]map[string]bool),
 		reg:        newMemRegistry(),
 		listen:     listens{byURI: map[string]*listener{}},
@@ -327,8 +327,12 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		ce.Write(zap.ByteString("frame", s.logFrame(line)), zap.String("method", f.Method))
 	}
 	var op string
-	if err == nil && f.Kind == rewrite.KindRequest {
+	switch {
+	case err != nil:
+	case f.Kind == rewrite.KindRequest:
 		op = s.nextOp()
+	case f.Kind == rewrite.KindResponse:
+		op = s.askOp(f.ID.Raw) // an answer belongs to the op that asked
 	}
 	s.traceFrame(trace.ClientToProxy, op, line, nil)
 	if err != nil {
