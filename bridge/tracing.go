@@ -61,7 +61,7 @@ func (s *Session) traceUp(op string, body []byte, params []routing.ParamHeader, 
 		return
 	}
 	r := trace.Record{Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites, Frame: json.RawMessage(body),
-		HTTP: &trace.HTTP{Method: http.MethodPost, URL: s.client.URL(), Header: flatten(routing.Headers(body, params))}}
+		HTTP: &trace.HTTP{Method: http.MethodPost, URL: s.client.URL(), Header: s.sentHeaders(body, params)}}
 	r.Method, r.ID = frameMethodID(body)
 	s.cfg.Trace.Emit(r)
 }
@@ -110,11 +110,16 @@ func frameMethodID(frame []byte) (string, json.RawMessage) {
 	return r[0].String(), id
 }
 
-func flatten(h http.Header) map[string]string {
-	m := make(map[string]string, len(h))
-	for k, v := range h {
-		if len(v) > 0 {
-			m[k] = v[0]
+// sentHeaders are the headers of a POST as the trace shows them: the
+// user's (--header; the trace writer redacts the secret ones) and the
+// derived MCP headers on top.
+func (s *Session) sentHeaders(body []byte, params []routing.ParamHeader) map[string]string {
+	m := make(map[string]string)
+	for _, h := range []http.Header{s.client.UserHeader(), routing.Headers(body, params)} {
+		for k, v := range h {
+			if len(v) > 0 {
+				m[k] = v[0]
+			}
 		}
 	}
 	return m

@@ -138,6 +138,10 @@ func New(cfg Config) (*Client, error) {
 // messages and logs.
 func (c *Client) URL() string { return Redact(c.url) }
 
+// UserHeader returns the user's extra headers (--header), for the trace,
+// which redacts them. The caller must not modify it.
+func (c *Client) UserHeader() http.Header { return c.header }
+
 // CloseIdle closes idle keep-alive connections (on exit).
 func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
 
