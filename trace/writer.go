@@ -76,6 +76,14 @@ func Open(path string, o Options) (*Writer, error) {
 	if path == "-" {
 		return New(os.Stderr, o), nil
 	}
+	if st, err := os.Stat(path); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
+		// Opening a FIFO blocks until a reader comes: the writer's own
+		// goroutine opens it on the first write, never the caller.
+		lf := &lazyFile{path: path}
+		w := New(lf, o)
+		w.closer = lf
+		return w, nil
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
@@ -87,6 +95,30 @@ func Open(path string, o Options) (*Writer, error) {
 	w := New(f, o)
 	w.closer = f
 	return w, nil
+}
+
+// lazyFile opens its file on the first write.
+type lazyFile struct {
+	path string
+	f    *os.File
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	if l.f == nil {
+		f, err := os.OpenFile(l.path, os.O_WRONLY, 0)
+		if err != nil {
+			return 0, err
+		}
+		l.f = f
+	}
+	return l.f.Write(p)
+}
+
+func (l *lazyFile) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }
 
 // New starts a Writer on w. Close flushes but does not close w.
@@ -125,6 +157,15 @@ func New(w io.Writer, o Options) *Writer {
 	}
 	go tw.run()
 	return tw
+}
+
+// Dropped is the number of records dropped so far, plus those still
+// queued (which a stalled reader will never get).
+func (w *Writer) Dropped() int64 {
+	if w == nil {
+		return 0
+	}
+	return w.dropped.Load() + int64(len(w.ch))
 }
 
 // Enabled reports whether records are written: false for a nil Writer.

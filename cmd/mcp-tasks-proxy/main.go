@@ -95,7 +95,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		}
 	}
 	if cfg.insecure {
-		logger.Warn("--insecure: TLS certificates are NOT verified; anyone on the network path can read and change this traffic, credentials included")
+		loud(stderr, logger, cfg, "--insecure: TLS certificates are NOT verified; anyone on the network path can read and change this traffic, credentials included")
 	}
 	client, err := routing.New(routing.Config{
 		URL:                   url,
@@ -128,14 +128,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			fmt.Fprintf(stderr, "mcp-tasks-proxy: --trace: %v\n", err)
 			return 2
 		}
-		defer func() {
-			if dropped, err := tw.Close(); dropped > 0 || err != nil {
-				logger.Warn("trace incomplete: records were dropped because the trace could not keep up, or writing failed", zap.Int64("dropped", dropped), zap.Error(err))
-			}
-		}()
+		defer closeTrace(tw, logger)
 	}
 	if cfg.noRedact {
-		logger.Warn("--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
+		loud(stderr, logger, cfg, "--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
 	}
 	redact := rewrite.SensitiveKey
 	if len(cfg.redactKeys) > 0 {
@@ -183,6 +179,39 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	logger.Info("mcp-tasks-proxy stopped")
 	return 0
+}
+
+// traceFlushGrace bounds the final flush of the trace: a reader that stopped
+// reading must not hold the exit past its 5 s budget.
+const traceFlushGrace = time.Second
+
+// closeTrace flushes the trace and reports what was lost.
+func closeTrace(tw *trace.Writer, logger *zap.Logger) {
+	type result struct {
+		dropped int64
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := tw.Close()
+		done <- result{d, err}
+	}()
+	select {
+	case r := <-done:
+		if r.dropped > 0 || r.err != nil {
+			logger.Warn("trace incomplete: records were dropped because the trace could not keep up, or writing failed", zap.Int64("dropped", r.dropped), zap.Error(r.err))
+		}
+	case <-time.After(traceFlushGrace):
+		logger.Warn("trace incomplete: records were dropped because the trace's reader stopped reading", zap.Int64("dropped", tw.Dropped()), zap.Duration("waited", traceFlushGrace))
+	}
+}
+
+// loud is a warning that always reaches stderr, even with --log-file.
+func loud(stderr io.Writer, logger *zap.Logger, cfg *config, msg string) {
+	logger.Warn(msg)
+	if cfg.logFile != "" {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: warning: %s\n", msg)
+	}
 }
 
 // traceCommand runs `mcp-tasks-proxy trace view|stats FILE`.
