@@ -247,7 +247,7 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	if frame == nil && c.input == nil && ctx.Err() == nil {
 		frame = s.timedOut(actx, c, f.Method)
 	}
-	if ce := s.log.Check(zapcore.InfoLevel, "request"); ce != nil {
+	if ce := s.log.Check(zapcore.DebugLevel, "upstream exchange"); ce != nil {
 		ce.Write(zap.String("dir", "proxy->server"), zap.String("op", c.op), zap.String("method", f.Method), zap.ByteString("id", c.id), zap.ByteString("upstreamId", upID),
 			zap.Int("httpStatus", resp.Status), zap.Duration("latency", time.Since(start)),
 			zap.Int("bytesUp", len(body)), zap.Int("bytesDown", len(frame)))

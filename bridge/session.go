@@ -124,8 +124,9 @@ type Session struct {
 type call struct {
 	id        []byte // the client's raw id
 	method    string
-	op        string   // the trace's op id
-	rewrites  []string // what the answer's rewrite changed, for the trace
+	op        string    // the trace's op id
+	start     time.Time // when the request was read
+	rewrites  []string  // what the answer's rewrite changed, for the trace
 	ctx       context.Context
 	cancel    context.CancelFunc
 	cancelled atomic.Bool // the client sent notifications/cancelled
@@ -359,10 +360,13 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 	// A request.
 	switch f.Method {
 	case "ping":
-		s.sendOp(rewrite.ResultFrame([]byte(f.ID.Raw), []byte(`{}`)), op, []string{"ping.local"})
+		frame := rewrite.ResultFrame([]byte(f.ID.Raw), []byte(`{}`))
+		s.logRequest(op, f.Method, []byte(f.ID.Raw), time.Now(), frame, false)
+		s.sendOp(frame, op, []string{"ping.local"})
 		return true
 	case "logging/setLevel":
 		s.setLevel(&f, op)
+		s.logRequest(op, f.Method, []byte(f.ID.Raw), time.Now(), []byte(`{}`), false)
 		return true
 	}
 	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
@@ -439,7 +443,7 @@ func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string) (*c
 	if _, dup := s.inflight[f.ID.Raw]; dup {
 		return nil, false
 	}
-	c := &call{id: []byte(f.ID.Raw), method: f.Method, op: op}
+	c := &call{id: []byte(f.ID.Raw), method: f.Method, op: op, start: time.Now()}
 	if tok := f.Params.Get("_meta.progressToken"); tok.Exists() {
 		c.progressToken = []byte(tok.Raw)
 	}
@@ -457,6 +461,7 @@ func (s *Session) finish(c *call, frame []byte) {
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
 	s.mu.Unlock()
+	s.logRequest(c.op, c.method, c.id, c.start, frame, c.cancelled.Load())
 	if c.cancelled.Load() || frame == nil {
 		return
 	}
@@ -543,6 +548,25 @@ func (s *Session) write(w io.Writer) error {
 			s.log.Error("writing to stdout failed; frames are dropped", zap.Error(err))
 		}
 	}
+}
+
+// logRequest writes the one info line of a client request.
+func (s *Session) logRequest(op, method string, id []byte, start time.Time, frame []byte, cancelled bool) {
+	ce := s.log.Check(zapcore.InfoLevel, "request")
+	if ce == nil {
+		return
+	}
+	outcome := "result"
+	switch {
+	case cancelled:
+		outcome = "cancelled"
+	case frame == nil:
+		outcome = "no answer (session ending)"
+	case gjson.GetBytes(frame, "error").Exists():
+		outcome = "error " + gjson.GetBytes(frame, "error.code").Raw
+	}
+	ce.Write(zap.String("dir", "client->proxy->client"), zap.String("op", op), zap.String("method", method), zap.ByteString("id", id),
+		zap.String("outcome", outcome), zap.Duration("latency", time.Since(start)), zap.Int("bytesOut", len(frame)))
 }
 
 // nextUpstreamID mints a proxy-owned upstream id (eras.md §18).
