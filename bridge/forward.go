@@ -567,13 +567,8 @@ func (s *Session) invalidBody(id []byte, method string, resp *routing.Response, 
 		fmt.Sprintf("the upstream server answered %s with HTTP %d but an invalid JSON-RPC body (%v); the server is misbehaving: check its logs", method, resp.Status, err), data)
 }
 
-func capSnippet(b []byte) []byte {
-	const n = 256
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
-}
+// capSnippet is the start of a body for error.data.
+func capSnippet(b []byte) []byte { return b[:min(len(b), 256)] }
 
 // transportError is the error for an exchange that failed before any status.
 func (s *Session) transportError(id []byte, method string, err error) []byte {

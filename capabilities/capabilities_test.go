@@ -887,3 +887,31 @@ func TestProbeDiscoverIsACopy(t *testing.T) {
 		t.Errorf("verdict %v, Discover %s; want modern with %s", v.Era, v.Discover, d)
 	}
 }
+
+// TestProbeRetriesTransportFailures pins the README's retry rule for the
+// start-up probe: a reset is retried (with a new id), up to 2 times.
+func TestProbeRetriesTransportFailures(t *testing.T) {
+	for _, tc := range []struct {
+		resets int
+		era    Era
+		posts  int
+	}{{resets: 2, era: Modern, posts: 3}, {resets: 3, era: Unknown, posts: 3}} {
+		u := newUpstream(t, func(n int, id string, w http.ResponseWriter, r *http.Request) {
+			if n <= tc.resets {
+				if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					conn.Close()
+				}
+				return
+			}
+			writeJSON(w, 200, `{"jsonrpc":"2.0","id":`+id+`,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}}`)
+		})
+		v := probe(t, newProber(t, u.url()), 0)
+		posts := u.recorded()
+		if v.Era != tc.era || len(posts) != tc.posts {
+			t.Errorf("%d resets: era %v after %d POSTs, want %v after %d (%v)", tc.resets, v.Era, len(posts), tc.era, tc.posts, v.Err)
+		}
+		if len(posts) >= 2 && gjson.GetBytes(posts[0].body, "id").Raw == gjson.GetBytes(posts[1].body, "id").Raw {
+			t.Errorf("a retried probe reused its id")
+		}
+	}
+}

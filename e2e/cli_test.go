@@ -17,10 +17,19 @@ import (
 // its exit status, stdout and stderr.
 func runCLI(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return runCLIStdin(t, env, nil, args...)
+}
+
+// runCLIStdin is runCLI with stdin.
+func runCLIStdin(t *testing.T, env []string, stdin []byte, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
 	cmd.Env = proxyEnv(env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -623,27 +622,6 @@ func dbgDiff(want, got string) string {
 	return "(only line endings differ)"
 }
 
-// dbgRunStdin runs the binary to completion (bounded) with stdin.
-func dbgRunStdin(t *testing.T, stdin []byte, args ...string) (int, string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
-	cmd.Env = proxyEnv()
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("%v did not finish within %v", args, waitTimeout)
-	}
-	code := exitCode(err)
-	if code < 0 {
-		t.Fatalf("running %v: %v", args, err)
-	}
-	return code, stdout.String(), stderr.String()
-}
-
 // TestDebugGoldenTraceView: `trace view` and `trace stats` of a hand-written
 // trace (fixed timestamps; a plain call, an MRTR round, a followed task, an
 // HTTP 500, a transport error, a listen stream, a local answer, a truncated
@@ -697,7 +675,7 @@ func TestDebugGoldenRewrite(t *testing.T) {
 					args = append(args, l)
 				}
 			}
-			code, out, errOut := dbgRunStdin(t, a.Files[sections["stdin"]].Data, args...)
+			code, out, errOut := runCLIStdin(t, nil, a.Files[sections["stdin"]].Data, args...)
 			if code != 0 || errOut != "" {
 				t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
 			}
