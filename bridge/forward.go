@@ -11,7 +11,6 @@ import (
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -34,7 +33,7 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 	if f.Method == "tools/call" {
 		s.ensureTools(ctx)
 	}
-	frame, code := s.attempt(ctx, c, f)
+	frame, code := s.modernAttempt(ctx, c, f)
 	recovered := false
 	for round := 0; ; {
 		switch {
@@ -68,11 +67,17 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 		default:
 			return frame
 		}
-		frame, code = s.attempt(ctx, c, f)
+		frame, code = s.modernAttempt(ctx, c, f)
 		if recovered && code == rewrite.CodeUnsupportedProtocolVersion && c.input == nil {
 			return s.versionGone(c, f.Method, frame)
 		}
 	}
+}
+
+// modernAttempt is one attempt of a request to a modern server.
+func (s *Session) modernAttempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, int) {
+	frame, code, _ := s.attempt(ctx, c, f.Method, func() ([]byte, int, retryKind) { return s.exchange(ctx, c, f) })
+	return frame, code
 }
 
 func notInitialized(c *call, method string) []byte {
@@ -112,25 +117,25 @@ func orEmptyObject(raw string) string {
 	return raw
 }
 
-// attempt makes one upstream exchange for a client request. It returns the
-// client's answer and, when the server answered with a JSON-RPC error, its
-// code.
-func (s *Session) attempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, int) {
+// attempt makes one upstream exchange for a client request, and repeats it
+// under the retry policy below. It returns the client's answer, the code of
+// the server's JSON-RPC error if any, and why the last exchange failed.
+func (s *Session) attempt(ctx context.Context, c *call, method string, exchange func() ([]byte, int, retryKind)) ([]byte, int, retryKind) {
 	dials, breaks := 0, 0
 	backoff := retryBackoff
 	for {
-		frame, code, again := s.exchange(ctx, c, f)
+		frame, code, again := exchange()
 		switch {
 		case again == retryDial && dials < maxDialRetries:
 			dials++ // nothing was sent: always safe
-		case again == retryBroken && safeToRepeat(f.Method) && breaks < maxBrokenRetries:
+		case again == retryBroken && safeToRepeat(method) && breaks < maxBrokenRetries:
 			breaks++ // bytes may have left, but repeating this method is harmless
 		default:
-			return frame, code
+			return frame, code, again
 		}
-		s.info("retrying the upstream request", zap.String("method", f.Method), zap.ByteString("id", c.id), zap.Duration("after", backoff))
+		s.info("retrying the upstream request", zap.String("method", method), zap.ByteString("id", c.id), zap.Duration("after", backoff))
 		if !sleep(ctx, backoff) {
-			return nil, 0
+			return nil, 0, retryNone
 		}
 		backoff *= 2
 	}
@@ -160,7 +165,8 @@ const (
 // side effect.
 func safeToRepeat(method string) bool {
 	switch method {
-	case "server/discover", "tasks/get", "resources/read", "prompts/get", "completion/complete":
+	case "server/discover", "tasks/get", "tasks/result", "resources/read", "prompts/get", "completion/complete",
+		"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
 		return true
 	}
 	return strings.HasSuffix(method, "/list")
@@ -188,17 +194,8 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	if err != nil {
 		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), 0, retryNone
 	}
-	// The idle timer restarts on every message from the server (progress
-	// keeps a long call alive); the hard maximum does not.
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	idle := time.AfterFunc(s.cfg.IdleTimeout, func() { cancel(errIdle) })
-	defer idle.Stop()
-	if s.cfg.RequestTimeout > 0 {
-		hard := time.AfterFunc(s.cfg.RequestTimeout, func() { cancel(errHardMax) })
-		defer hard.Stop()
-	}
-	touch := func() { idle.Reset(s.cfg.IdleTimeout) }
+	actx, touch, stop := s.deadlines(ctx)
+	defer stop()
 
 	params := s.paramHeaders(f)
 	if s.tracing() {
@@ -215,25 +212,8 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	resp, err := s.client.Post(actx, body, params)
 	if err != nil {
 		s.traceDown(c.op, nil, 0, start, err)
-		if ctx.Err() != nil {
-			return nil, 0, retryNone
-		}
-		if frame := s.timedOut(actx, c, f.Method); frame != nil {
-			return frame, 0, retryNone
-		}
-		s.warn("upstream request failed", zap.String("method", f.Method), zap.ByteString("id", c.id),
-			zap.ByteString("upstreamId", upID), zap.Error(err))
-		again := retryBroken
-		var te *routing.TransportError
-		if errors.As(err, &te) {
-			switch te.Kind {
-			case routing.KindDial:
-				again = retryDial
-			case routing.KindTimeout:
-				again = retryNone // a timeout repeated would only multiply the wait
-			}
-		}
-		return s.transportError(c.id, f.Method, err), 0, again
+		frame, again := s.sendFailed(ctx, actx, c, f.Method, err)
+		return frame, 0, again
 	}
 	defer resp.Close()
 	frame, code, again := s.answer(actx, c, f, upID, resp, func(msg []byte, first bool) {
@@ -247,12 +227,54 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	if frame == nil && c.input == nil && ctx.Err() == nil {
 		frame = s.timedOut(actx, c, f.Method)
 	}
-	if ce := s.log.Check(zapcore.DebugLevel, "upstream exchange"); ce != nil {
-		ce.Write(zap.String("dir", "proxy->server"), zap.String("op", c.op), zap.String("method", f.Method), zap.ByteString("id", c.id), zap.ByteString("upstreamId", upID),
-			zap.Int("httpStatus", resp.Status), zap.Duration("latency", time.Since(start)),
-			zap.Int("bytesUp", len(body)), zap.Int("bytesDown", len(frame)))
-	}
+	s.logExchange(c.op, f.Method, c.id, resp.Status, start, len(body), len(frame), zap.ByteString("upstreamId", upID))
 	return frame, code, again
+}
+
+// deadlines bounds one upstream exchange: the idle timer restarts on every
+// message from the server (touch; progress keeps a long call alive), the
+// hard maximum does not. stop releases the timers.
+func (s *Session) deadlines(ctx context.Context) (actx context.Context, touch, stop func()) {
+	actx, cancel := context.WithCancelCause(ctx)
+	idle := time.AfterFunc(s.cfg.IdleTimeout, func() { cancel(errIdle) })
+	var hard *time.Timer
+	if s.cfg.RequestTimeout > 0 {
+		hard = time.AfterFunc(s.cfg.RequestTimeout, func() { cancel(errHardMax) })
+	}
+	touch = func() { idle.Reset(s.cfg.IdleTimeout) }
+	stop = func() {
+		idle.Stop()
+		if hard != nil {
+			hard.Stop()
+		}
+		cancel(nil)
+	}
+	return actx, touch, stop
+}
+
+// sendFailed is the answer for an exchange that failed before any status,
+// and whether it may be retried: a dial error always, a broken connection
+// for methods safe to repeat, a timeout never (it would only multiply the
+// wait). It is nil when the client cancelled or the session is ending.
+func (s *Session) sendFailed(ctx, actx context.Context, c *call, method string, err error) ([]byte, retryKind) {
+	if ctx.Err() != nil {
+		return nil, retryNone
+	}
+	if frame := s.timedOut(actx, c, method); frame != nil {
+		return frame, retryNone
+	}
+	s.warn("upstream request failed", zap.String("method", method), zap.ByteString("id", c.id), zap.Error(err))
+	again := retryBroken
+	var te *routing.TransportError
+	if errors.As(err, &te) {
+		switch te.Kind {
+		case routing.KindDial:
+			again = retryDial
+		case routing.KindTimeout:
+			again = retryNone
+		}
+	}
+	return s.transportError(c.id, method, err), again
 }
 
 // Timeout causes of one upstream exchange.

@@ -14,7 +14,7 @@ import (
 // initialize answers the legacy handshake locally from a server/discover
 // probe (eras.md §3.1). A failed probe is not cached: the next initialize
 // probes again, and the process keeps serving.
-func (s *Session) initialize(ctx context.Context, f *rewrite.Frame) []byte {
+func (s *Session) initialize(ctx context.Context, c *call, f *rewrite.Frame) []byte {
 	id := []byte(f.ID.Raw)
 	p := f.Params
 	if !p.IsObject() {
@@ -35,6 +35,11 @@ func (s *Session) initialize(ctx context.Context, f *rewrite.Frame) []byte {
 	s.mu.Unlock()
 	meta := capabilities.Meta(caps, info, level)
 
+	url := s.client.URL()
+	if s.cfg.Protocol == ProtocolLegacy {
+		s.verdict(opOf(ctx), "legacy", "forced by --protocol legacy; no probe")
+		return s.passInit(ctx, c, f)
+	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
 	prober := s.prober(opOf(ctx))
@@ -42,15 +47,17 @@ func (s *Session) initialize(ctx context.Context, f *rewrite.Frame) []byte {
 	if ctx.Err() != nil {
 		return nil // the session is ending
 	}
-	url := s.client.URL()
-	switch v.Era {
-	case capabilities.Modern:
-		s.info("upstream era detected", zap.String("era", "modern"), zap.String("url", url), zap.String("reason", v.Reason))
-	case capabilities.Legacy:
+	switch {
+	case v.Era == capabilities.Modern:
+		s.verdict(opOf(ctx), "modern", v.Reason)
+	case v.Era == capabilities.Legacy && s.cfg.Protocol == ProtocolModern:
 		s.warn("upstream era detected", zap.String("era", "legacy"), zap.String("url", url), zap.String("reason", v.Reason))
 		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
-			fmt.Sprintf("the upstream server at %s speaks MCP 2025 (legacy era: %s), and passthrough to legacy servers is not available in this version of mcp-tasks-proxy; connect the client to that server directly, or point the proxy at a 2026-07-28 server", url, v.Reason),
+			fmt.Sprintf("the upstream server at %s speaks MCP 2025 (%s), but --protocol modern demands a 2026-07-28 server; drop --protocol modern (or use --protocol auto) to pass the 2025 protocol through", url, v.Reason),
 			errorData(url, v.Status, "upstreamEra", "legacy"))
+	case v.Era == capabilities.Legacy:
+		s.verdict(opOf(ctx), "legacy", v.Reason)
+		return s.passInit(ctx, c, f)
 	default:
 		s.warn("server/discover probe failed", zap.String("url", url), zap.Int("httpStatus", v.Status), zap.Error(v.Err))
 		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
@@ -73,6 +80,17 @@ func (s *Session) initialize(ctx context.Context, f *rewrite.Frame) []byte {
 	s.meta.Store(&m)
 	s.mu.Unlock()
 	return rewrite.ResultFrame(id, result)
+}
+
+// verdict logs the upstream era once per initialize, at info, and records
+// it in the trace.
+func (s *Session) verdict(op, era, reason string) {
+	mode := "bridge to 2026-07-28"
+	if era == "legacy" {
+		mode = "passthrough (2025 on both sides)"
+	}
+	s.info("upstream era detected", zap.String("era", era), zap.String("mode", mode), zap.String("url", s.client.URL()), zap.String("reason", reason))
+	s.traceEvent(op, "era: "+era+" ("+reason+"); mode: "+mode)
 }
 
 // logLevels are the levels of both eras (eras.md §10).

@@ -69,7 +69,19 @@ type Config struct {
 	// RequestTimeout is the hard maximum of one upstream exchange, 0 for
 	// none. Default 2h. Task polling is governed by the task instead.
 	RequestTimeout time.Duration
+	// Protocol forces the upstream era (--protocol): ProtocolAuto (the
+	// default) probes the server, ProtocolModern bridges to 2026-07-28 and
+	// refuses a legacy server, ProtocolLegacy passes 2025 through without
+	// probing.
+	Protocol string
 }
+
+// The --protocol choices.
+const (
+	ProtocolAuto   = "auto"
+	ProtocolModern = "modern"
+	ProtocolLegacy = "legacy"
+)
 
 // Defaults.
 const (
@@ -118,6 +130,10 @@ type Session struct {
 	opID   atomic.Int64
 
 	fetchMu sync.Mutex // one lazy tools/list fetch at a time
+
+	// pass is set once a legacy server accepted the client's initialize:
+	// from then on every message takes the passthrough path.
+	pass atomic.Pointer[passthrough]
 }
 
 // call is one client request that needs an in-flight slot.
@@ -186,6 +202,9 @@ func New(cfg Config) *Session {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if cfg.Protocol == "" {
+		cfg.Protocol = ProtocolAuto
+	}
 	switch {
 	case cfg.NoRedact:
 		cfg.Redact = nil
@@ -243,6 +262,9 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	<-starterDone
 	s.wg.Wait()
 	s.listen.close()
+	if p := s.pass.Load(); p != nil {
+		p.end()
+	}
 	close(s.stopped)
 	werr := <-writerDone
 	if err == nil || errors.Is(err, io.EOF) {
@@ -277,8 +299,10 @@ func (s *Session) start(ctx context.Context) {
 			defer j.c.cancel()
 			var frame []byte
 			switch {
+			case s.pass.Load() != nil:
+				frame = s.passRequest(j.c.ctx, j.c, &j.f)
 			case j.f.Method == "initialize":
-				frame = s.initialize(j.c.ctx, &j.f)
+				frame = s.initialize(j.c.ctx, j.c, &j.f)
 			case isTaskMethod(j.f.Method):
 				frame = s.taskMethod(j.c.ctx, j.c, &j.f)
 			case j.f.Method == "resources/subscribe" || j.f.Method == "resources/unsubscribe":
@@ -347,15 +371,24 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		}
 		return true
 	}
-	switch f.Kind {
-	case rewrite.KindNotification:
+	pass := s.pass.Load()
+	switch {
+	case f.Kind == rewrite.KindNotification && pass != nil:
+		s.passNotification(pass, &f, op)
+		return true
+	case f.Kind == rewrite.KindNotification:
 		s.notification(&f)
 		return true
-	case rewrite.KindResponse:
+	case f.Kind == rewrite.KindResponse && pass != nil:
+		s.passAnswer(pass, &f, op)
+		return true
+	case f.Kind == rewrite.KindResponse:
 		if !s.clientAnswered(&f) {
 			s.warn("response from client for an unknown request id ignored", zap.String("id", f.ID.Raw))
 		}
 		return true
+	case pass != nil:
+		return s.enqueue(ctx, &f, op) // passthrough: every request goes to the server
 	}
 	// A request.
 	switch f.Method {
@@ -374,14 +407,20 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil))
 		return true
 	}
-	c, ok := s.register(ctx, &f, op)
+	return s.enqueue(ctx, &f, op)
+}
+
+// enqueue registers a request and queues it for an in-flight slot. It
+// returns false when the session is over.
+func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string) bool {
+	c, ok := s.register(ctx, f, op)
 	if !ok {
 		s.send(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
 			"a request with this id is already in flight; ids must be unique among pending requests", nil))
 		return true
 	}
 	select {
-	case s.queue <- job{c: c, f: f}:
+	case s.queue <- job{c: c, f: *f}:
 		return true
 	case <-ctx.Done():
 		c.cancel()

@@ -66,6 +66,29 @@ func (s *Session) traceUp(op string, body []byte, params []routing.ParamHeader, 
 	s.cfg.Trace.Emit(r)
 }
 
+// traceEvent records an event of the proxy itself.
+func (s *Session) traceEvent(op, note string) {
+	if !s.tracing() {
+		return
+	}
+	s.cfg.Trace.Emit(trace.Record{Time: time.Now(), Dir: trace.Proxy, Op: op, Note: note})
+}
+
+// traceHTTP records a passthrough request (POST, GET or DELETE) with the
+// headers it carries.
+func (s *Session) traceHTTP(op, method string, body []byte, h http.Header, rewrites []string) {
+	if !s.tracing() {
+		return
+	}
+	r := trace.Record{Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites,
+		HTTP: &trace.HTTP{Method: method, URL: s.client.URL(), Header: firstValues(s.client.UserHeader(), h)}}
+	if body != nil {
+		r.Frame = json.RawMessage(body)
+		r.Method, r.ID = frameMethodID(body)
+	}
+	s.cfg.Trace.Emit(r)
+}
+
 // traceDown records a message from the server; status is 0 after the first
 // message of a stream.
 func (s *Session) traceDown(op string, msg []byte, status int, start time.Time, err error) {
@@ -114,8 +137,13 @@ func frameMethodID(frame []byte) (string, json.RawMessage) {
 // user's (--header; the trace writer redacts the secret ones) and the
 // derived MCP headers on top.
 func (s *Session) sentHeaders(body []byte, params []routing.ParamHeader) map[string]string {
+	return firstValues(s.client.UserHeader(), routing.Headers(body, params))
+}
+
+// firstValues flattens headers, later ones on top, to one value per name.
+func firstValues(hs ...http.Header) map[string]string {
 	m := make(map[string]string)
-	for _, h := range []http.Header{s.client.UserHeader(), routing.Headers(body, params)} {
+	for _, h := range hs {
 		for k, v := range h {
 			if len(v) > 0 {
 				m[k] = v[0]

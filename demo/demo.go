@@ -358,6 +358,14 @@ func newHandler() (_ http.Handler, closeListens, closeTasks func()) {
 // stopped accepting connections. Stopping also stops the pending steps of
 // the server's tasks, so no task timer outlives it.
 func Start(ctx context.Context) (url string, stop func(), err error) {
+	handler, closeListens, closeTasks := newHandler()
+	return serve(ctx, handler, closeListens, closeTasks)
+}
+
+// serve serves h at Path on a loopback port until stop is called or ctx
+// ends. Before a graceful shutdown it calls closeStreams, so long-lived
+// streams do not hold it up; after it, cleanup.
+func serve(ctx context.Context, h http.Handler, closeStreams, cleanup func()) (url string, stop func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return "", nil, fmt.Errorf("demo: not starting: %w", err)
 	}
@@ -367,9 +375,8 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 		return "", nil, fmt.Errorf("demo: listen on loopback: %w", err)
 	}
 
-	handler, closeListens, closeTasks := newHandler()
 	mux := http.NewServeMux()
-	mux.Handle(Path, handler)
+	mux.Handle(Path, h)
 	// Handlers see a context that is cancelled when a graceful stop runs out
 	// of time, so long-running calls end promptly.
 	base, cancelBase := context.WithCancel(context.Background())
@@ -390,16 +397,14 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 		once.Do(func() {
 			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 			defer cancel()
-			// Listen streams would hold their connections open until
-			// the timeout; end them first (the handler stays usable).
-			closeListens()
+			closeStreams()
 			if err := hs.Shutdown(sctx); err != nil {
 				cancelBase()
 				_ = hs.Close()
 			}
 			cancelBase()
 			<-served
-			closeTasks()
+			cleanup()
 		})
 	}
 	stopAfter := context.AfterFunc(ctx, shutdown)

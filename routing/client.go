@@ -193,7 +193,37 @@ func rootCause(err error) error {
 // returns a Response for every HTTP status; the caller reads the messages and
 // must Close it. A *TransportError reports a failure before any status.
 func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	return c.do(ctx, http.MethodPost, body, func(h http.Header) { writeHeaders(h, body, params) })
+}
+
+// Send makes one 2025-era (passthrough) HTTP request: method is POST, GET
+// or DELETE, body is the JSON-RPC message to POST (nil otherwise), and h
+// holds the session headers (MCP-Protocol-Version, Mcp-Session-Id,
+// Last-Event-ID). The user's headers and User-Agent come on top, as for
+// Post; no header is derived from the body, since a 2025 server needs none.
+func (c *Client) Send(ctx context.Context, method string, body []byte, h http.Header) (*Response, error) {
+	return c.do(ctx, method, body, func(rh http.Header) {
+		switch method {
+		case http.MethodPost:
+			rh.Set("Content-Type", "application/json")
+			rh.Set("Accept", "application/json, text/event-stream")
+		case http.MethodGet:
+			rh.Set("Accept", "text/event-stream")
+		}
+		for k, v := range h {
+			rh[k] = v
+		}
+	})
+}
+
+// do makes one HTTP request with the user's headers and User-Agent, then
+// the protocol headers set() adds on top.
+func (c *Client) do(ctx context.Context, method string, body []byte, set func(http.Header)) (*Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url, rd)
 	if err != nil {
 		return nil, &TransportError{Kind: KindDial, URL: c.URL(), Err: err}
 	}
@@ -204,7 +234,7 @@ func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*
 	if c.ua != "" {
 		h.Set("User-Agent", c.ua)
 	}
-	writeHeaders(h, body, params)
+	set(h)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, c.classify(ctx, err)
@@ -281,6 +311,23 @@ func newResponse(resp *http.Response, max int) *Response {
 
 // IsSSE reports whether the answer is an event stream.
 func (r *Response) IsSSE() bool { return r.sse != nil }
+
+// LastEventID is the id of the last complete event of a stream, "" when it
+// has none (or the answer is not a stream).
+func (r *Response) LastEventID() string {
+	if r.sse == nil {
+		return ""
+	}
+	return r.sse.LastEventID()
+}
+
+// Retry is the reconnection delay a stream asked for, 0 when none.
+func (r *Response) Retry() time.Duration {
+	if r.sse == nil {
+		return 0
+	}
+	return r.sse.Retry()
+}
 
 // ErrContentType is returned by Next for a body that is neither JSON nor SSE.
 var ErrContentType = errors.New("upstream answered with an unexpected content type")

@@ -6,22 +6,36 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 )
 
 // ErrTooLarge is returned when one message exceeds the configured limit.
 var ErrTooLarge = errors.New("upstream message exceeds the size limit")
 
 // SSEReader reads the data of Server-Sent Events (text/event-stream) one
-// event at a time. Comments, "id:", "retry:" and "event:" fields are ignored:
-// 2026-07-28 streams are not resumable and every event carries one JSON-RPC
-// message in its data (multi-line data is joined with "\n").
+// event at a time. Every event carries one JSON-RPC message in its data
+// (multi-line data is joined with "\n"); comments and "event:" fields are
+// ignored. "id:" and "retry:" are kept for resumption, which 2025 streams
+// offer (LastEventID, Retry); 2026-07-28 streams are not resumable.
 type SSEReader struct {
-	r    *bufio.Reader
-	max  int
-	data []byte
-	line []byte
-	saw  bool // the current event has at least one data line
+	r     *bufio.Reader
+	max   int
+	data  []byte
+	line  []byte
+	saw   bool // the current event has at least one data line
+	id    string // the committed last event id
+	next  string // the id field of the event being read
+	retry time.Duration
 }
+
+// LastEventID is the last event id the stream set (the SSE "id:" field),
+// or "" when it set none: what a GET with Last-Event-ID resumes from.
+func (s *SSEReader) LastEventID() string { return s.id }
+
+// Retry is the reconnection delay the stream asked for (the SSE "retry:"
+// field), or 0 when it asked for none.
+func (s *SSEReader) Retry() time.Duration { return s.retry }
 
 // NewSSEReader reads events from r; max bounds one event's data (0 means
 // unlimited).
@@ -48,15 +62,19 @@ func (s *SSEReader) Next() ([]byte, error) {
 					return nil, ferr
 				}
 			}
-			if s.saw {
-				return s.data, nil
+			if s.saw && len(s.data) > 0 {
+				return s.data, nil // its id is not committed: resume before it
 			}
 			return nil, io.EOF
 		}
 		if len(line) == 0 {
-			if s.saw {
+			// The end of an event: its id counts from here, even for an
+			// event without data (a priming event).
+			s.id = s.next
+			if s.saw && len(s.data) > 0 {
 				return s.data, nil
 			}
+			s.saw = false // an event with empty data is not dispatched (the SSE spec)
 			continue
 		}
 		if err := s.field(line); err != nil {
@@ -73,7 +91,20 @@ func (s *SSEReader) field(line []byte) error {
 	if found && len(value) > 0 && value[0] == ' ' {
 		value = value[1:]
 	}
-	if string(name) != "data" {
+	switch string(name) {
+	case "data":
+	case "id":
+		// An id with NUL is ignored; an empty id resets it (the SSE spec).
+		if bytes.IndexByte(value, 0) < 0 {
+			s.next = string(value)
+		}
+		return nil
+	case "retry":
+		if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
+			s.retry = time.Duration(ms) * time.Millisecond
+		}
+		return nil
+	default:
 		return nil
 	}
 	if s.saw {

@@ -108,6 +108,10 @@ func kind(r Record) (label string, isMsg, isAnswer, isErr bool) {
 		label, isMsg = r.Method, true
 	case r.Error != "":
 		label = "error"
+	case r.Note != "":
+		label = "note"
+	case r.Dir == ProxyToServer && r.HTTP != nil && r.HTTP.Method != "":
+		label = r.HTTP.Method // a GET or DELETE of a passthrough session
 	default:
 		label = "response"
 		isAnswer = len(r.Frame) > 0
@@ -168,6 +172,8 @@ func arrow(d Dir) string {
 		return "→ server"
 	case ServerToProxy:
 		return "← server"
+	case Proxy:
+		return "• proxy"
 	}
 	return string(d)
 }
@@ -277,6 +283,9 @@ func View(w io.Writer, r io.Reader, color bool) error {
 				fields = append(fields, paint(ansiRed, "error: "+rec.Error))
 			} else if isErr && label != "error" {
 				fields = append(fields, paint(ansiRed, "!"))
+			}
+			if rec.Note != "" {
+				fields = append(fields, rec.Note)
 			}
 			if s := summary(rec); s != "" {
 				fields = append(fields, s)

@@ -25,6 +25,9 @@ const (
 	ServerToProxy Dir = "server->proxy"
 	// ProxyToClient is a frame written to the legacy client on stdout.
 	ProxyToClient Dir = "proxy->client"
+	// Proxy is an event of the proxy itself, with a Note and no frame
+	// (for example the upstream era verdict).
+	Proxy Dir = "proxy"
 )
 
 // HTTP describes the HTTP exchange of a server hop.
@@ -69,4 +72,6 @@ type Record struct {
 	// Error is a failure on this hop, e.g. a transport error; URLs in it
 	// are redacted by the writer.
 	Error string `json:"error,omitempty"`
+	// Note describes a Proxy event, e.g. "era: legacy (…); mode: passthrough".
+	Note string `json:"note,omitempty"`
 }

@@ -28,6 +28,10 @@ type config struct {
 	header http.Header
 	// demo starts the embedded 2026-07-28 demo server and bridges to it.
 	demo bool
+	// demoLegacy starts the embedded 2025 demo server instead (passthrough).
+	demoLegacy bool
+	// protocol forces the upstream era: auto (default), modern or legacy.
+	protocol string
 	// logLevel is the minimum level written to the log (default warn).
 	logLevel string
 	// logFormat is console (for people) or json (for machines).
@@ -230,6 +234,8 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.StringVar(&c.url, "url", "", "")
 	fs.Var(hl, "header", "")
 	fs.BoolVar(&c.demo, "demo", false, "")
+	fs.BoolVar(&c.demoLegacy, "demo-legacy", false, "")
+	fs.StringVar(&c.protocol, "protocol", bridge.ProtocolAuto, "")
 	fs.StringVar(&c.logLevel, "log-level", "warn", "")
 	fs.StringVar(&c.logFormat, "log-format", "console", "")
 	fs.StringVar(&c.logFile, "log-file", "", "")
@@ -287,6 +293,10 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	default:
 		return nil, usagef("unexpected argument %s: give one upstream URL", routing.Redact(positional[1]))
 	}
+	if c.demo && c.demoLegacy {
+		return nil, usagef("--demo and --demo-legacy each start a demo server; pass one")
+	}
+	c.demo = c.demo || c.demoLegacy
 	if c.url == "" && !c.demo {
 		c.url = getenv(envURL)
 	}
@@ -300,6 +310,11 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 		if _, err := routing.New(routing.Config{URL: c.url}); err != nil {
 			return nil, usagef("%v", err)
 		}
+	}
+	switch c.protocol {
+	case bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy:
+	default:
+		return nil, usagef("--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)", c.protocol)
 	}
 	switch c.logLevel {
 	case "debug", "info", "warn", "error":
@@ -363,7 +378,8 @@ func flagError(err error) error {
 const helpText = `mcp-tasks-proxy bridges a legacy MCP client (protocol 2025-11-25, stdio) to a
 modern MCP server (protocol 2026-07-28, Streamable HTTP). The client launches it
 as its stdio server; it forwards every request to the server over HTTP and
-rewrites frames in flight, so neither side sees the gap.
+rewrites frames in flight, so neither side sees the gap. A server that still
+speaks 2025 is detected at initialize and passed through unchanged.
 
 Usage:
   mcp-tasks-proxy [flags] URL
@@ -383,6 +399,10 @@ Examples:
 
   # Try it without a server: an embedded demo server on loopback
   mcp-tasks-proxy --demo
+  mcp-tasks-proxy --demo-legacy       # a 2025 server: passthrough mode
+
+  # Insist on a 2026-07-28 server (a 2025 server gets a clear error)
+  mcp-tasks-proxy --protocol modern https://mcp.example.com/mcp
 
   # Record every frame on every hop, then read the timeline
   mcp-tasks-proxy --trace /tmp/mcp.trace https://mcp.example.com/mcp
@@ -392,7 +412,7 @@ Examples:
   mcp-tasks-proxy --log-level info --log-format json --log-file /tmp/mcp-proxy.log https://mcp.example.com/mcp
 
 Flags:
-  --url URL                 modern server endpoint (or the first argument, or $MCP_TASKS_PROXY_URL)
+  --url URL                 server endpoint (or the first argument, or $MCP_TASKS_PROXY_URL)
   --header 'Name: value'    extra HTTP header on every upstream request; repeatable;
                             ${VAR} in the value is read from the environment
   --header-file PATH        more headers, one 'Name: value' a line (keeps secrets out of ps)
@@ -402,7 +422,11 @@ Flags:
   --no-redact               show secrets in logs and the trace (dangerous; logged loudly)
   --ca-file PATH            PEM certificates to trust besides the system roots
   --insecure                skip TLS certificate verification (dangerous; logged loudly)
+  --protocol ERA            the server's era: auto (default: probe with server/discover at
+                            initialize), modern (2026-07-28 only; a 2025 server is an
+                            error) or legacy (pass 2025 through, no probe)
   --demo                    start the embedded 2026-07-28 demo server and bridge to it
+  --demo-legacy             start an embedded 2025 demo server (passthrough mode)
   --log-level LEVEL         debug, info, warn or error (default warn: stderr stays quiet)
   --log-format FORMAT       console or json (default console)
   --log-file PATH           write logs to PATH instead of stderr

@@ -76,7 +76,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 
 	url := cfg.url
 	if cfg.demo {
-		demoURL, stopDemo, err := demo.Start(context.Background())
+		start := demo.Start
+		if cfg.demoLegacy {
+			start = func(ctx context.Context) (string, func(), error) {
+				u, _, stop, err := demo.StartLegacy(ctx)
+				return u, stop, err
+			}
+		}
+		demoURL, stopDemo, err := start(context.Background())
 		if err != nil {
 			logger.Error("cannot start the demo server", zap.Error(err))
 			fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot start the demo server: %v\n", err)
@@ -158,6 +165,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		MaxRounds:      cfg.maxRounds,
 		IdleTimeout:    cfg.idleTimeout,
 		RequestTimeout: cfg.requestTimeout,
+		Protocol:       cfg.protocol,
 	})
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 

@@ -1,0 +1,651 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// Passthrough mode (eras.md §2.5): when the upstream speaks 2025, like the
+// client, the proxy is a faithful 2025 Streamable HTTP client and changes no
+// frame. It forwards the client's own initialize, keeps the Mcp-Session-Id
+// and the negotiated MCP-Protocol-Version on every later request, POSTs
+// every message (requests, notifications and the client's answers to server
+// requests), delivers server messages from POST streams and from the GET
+// stream, resumes dropped streams with Last-Event-ID, re-initializes an
+// expired session by replaying the client's handshake, and ends the session
+// with DELETE on exit.
+//
+//	client request ──▶ queue ──▶ POST ──▶ JSON or SSE ──▶ messages to the client
+//	client notification / answer ──▶ poster (in order) ──▶ POST (202)
+//	GET stream ──▶ server requests and notifications ──▶ client
+
+// Header names of 2025 Streamable HTTP sessions.
+const (
+	headerSessionID   = "Mcp-Session-Id"
+	headerLastEventID = "Last-Event-ID"
+)
+
+// Passthrough limits.
+const (
+	// maxResumes bounds the resumptions of one stream in a row that bring
+	// no new event.
+	maxResumes = 5
+	// defaultResumeDelay is the wait before resuming a stream that named no
+	// retry delay.
+	defaultResumeDelay = 500 * time.Millisecond
+	// deleteTimeout bounds the DELETE that ends the session on exit.
+	deleteTimeout = 2 * time.Second
+)
+
+// passthrough is the session's state against a legacy upstream.
+type passthrough struct {
+	s     *Session
+	posts chan clientPost // client notifications and answers, POSTed in order
+
+	mu          sync.Mutex
+	sessionID   string // Mcp-Session-Id, "" when the server uses none
+	version     string // the negotiated protocol version
+	gen         int    // the session generation: +1 per re-initialization
+	initFrame   []byte // the client's initialize, replayed on re-initialization
+	initialized bool   // the client sent notifications/initialized
+	level       []byte // the params of the last logging/setLevel that succeeded
+	subs        map[string]bool
+	getCancel   context.CancelFunc // the GET stream of the current session
+	ownID       int64
+
+	reinitMu sync.Mutex // one re-initialization at a time
+}
+
+// clientPost is one client message to POST without an answer.
+type clientPost struct {
+	body   []byte
+	method string // "" for an answer to a server request
+	op     string
+	after  func() // runs once the POST is done (cancellation)
+}
+
+// errExpired: the server answered 404 to a request that named a session.
+var errExpired = errors.New("the server ended the MCP session (HTTP 404 for its Mcp-Session-Id)")
+
+// header is the session's headers for the next request, and its generation.
+func (p *passthrough) header() (http.Header, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := make(http.Header, 2)
+	if p.version != "" {
+		h.Set("MCP-Protocol-Version", p.version)
+	}
+	if p.sessionID != "" {
+		h.Set(headerSessionID, p.sessionID)
+	}
+	return h, p.gen
+}
+
+// passInit forwards the client's initialize to a legacy server and, when it
+// succeeds, puts the session into passthrough mode before the answer goes
+// out, so that every later client message takes the passthrough path.
+func (s *Session) passInit(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+	p := &passthrough{s: s, posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
+	frame, sid, err := p.handshake(ctx, c, f.Raw)
+	if err != nil || frame == nil {
+		return frame
+	}
+	if gjson.GetBytes(frame, "error").Exists() {
+		return frame // the server refused the handshake: the client sees why
+	}
+	p.sessionID = sid
+	p.version = gjson.GetBytes(frame, "result.protocolVersion").String()
+	c.rewrites = []string{"passthrough"}
+	s.pass.Store(p)
+	s.listen.start(func() { p.poster(s.ctx) })
+	s.info("passthrough session started", zap.String("protocolVersion", p.version), zap.Bool("sessionId", sid != ""))
+	return frame
+}
+
+// handshake POSTs an initialize without session headers and returns the
+// answer and the session id the server gave.
+func (p *passthrough) handshake(ctx context.Context, c *call, body []byte) ([]byte, string, error) {
+	res := p.exchange(ctx, c, body, http.Header{})
+	return res.frame, res.sessionID, res.err
+}
+
+// passResult is the outcome of one passthrough exchange.
+type passResult struct {
+	frame     []byte    // the client's answer: the server's, verbatim, or a proxy-made error
+	again     retryKind // whether a failure may be retried
+	sessionID string    // the Mcp-Session-Id the answer carried
+	err       error     // errExpired, or why there is no frame
+}
+
+// passRequest forwards one client request and returns its one answer. The
+// retry rules are the modern path's (dial errors always; broken streams for
+// methods safe to repeat); an expired session is re-initialized, and the
+// request is sent again only when it is safe to repeat.
+func (s *Session) passRequest(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+	p := s.pass.Load()
+	c.rewrites = []string{"passthrough"}
+	for reinit := false; ; reinit = true {
+		var res passResult
+		var gen int
+		frame, _, _ := s.attempt(ctx, c, f.Method, func() ([]byte, int, retryKind) {
+			var h http.Header
+			h, gen = p.header()
+			res = p.exchange(ctx, c, f.Raw, h)
+			return res.frame, 0, res.again
+		})
+		if !errors.Is(res.err, errExpired) {
+			if frame != nil && !gjson.GetBytes(frame, "error").Exists() {
+				p.remember(f)
+			}
+			return frame
+		}
+		if err := p.reinit(ctx, gen); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				fmt.Sprintf("the upstream server ended the MCP session, and starting a new one failed: %v; restart the client session", err),
+				errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
+		}
+		if reinit || !safeToRepeat(f.Method) {
+			why := "it is not safe to repeat"
+			if reinit {
+				why = "the new session expired too"
+			}
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				fmt.Sprintf("the upstream server ended the MCP session while %s was sent (HTTP 404); the proxy started a new session, but did not send %s again because %s: send it again if it should run", f.Method, f.Method, why),
+				errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
+		}
+		s.info("session re-initialized; repeating the request", zap.String("method", f.Method), zap.ByteString("id", c.id))
+	}
+}
+
+// remember keeps what a new session must be told again after an expiry:
+// the log level and the resource subscriptions.
+func (p *passthrough) remember(f *rewrite.Frame) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch f.Method {
+	case "logging/setLevel":
+		p.level = []byte(f.Params.Raw)
+	case "resources/subscribe":
+		p.subs[f.Params.Get("uri").String()] = true
+	case "resources/unsubscribe":
+		delete(p.subs, f.Params.Get("uri").String())
+	}
+}
+
+// exchange POSTs one message and reads the answer to c.id. Server requests
+// and notifications on the stream go to the client as they come; a stream
+// that drops before the answer is resumed with GET and Last-Event-ID.
+func (p *passthrough) exchange(ctx context.Context, c *call, body []byte, h http.Header) passResult {
+	s := p.s
+	actx, touch, stop := s.deadlines(ctx)
+	defer stop()
+	s.traceHTTP(c.op, http.MethodPost, body, h, []string{"passthrough"})
+	start := time.Now()
+	resp, err := s.client.Send(actx, http.MethodPost, body, h)
+	if err != nil {
+		s.traceDown(c.op, nil, 0, start, err)
+		frame, again := s.sendFailed(ctx, actx, c, c.method, err)
+		return passResult{frame: frame, again: again, err: err}
+	}
+	res := passResult{sessionID: resp.Header.Get(headerSessionID)}
+	for resumes := 0; ; {
+		frame, done := p.read(actx, c, resp, start, touch)
+		resp.Close()
+		if done || ctx.Err() != nil {
+			res.frame = frame
+			if frame == nil && ctx.Err() == nil {
+				res.frame = s.timedOut(actx, c, c.method)
+			}
+			if resp.Status == http.StatusNotFound && h.Get(headerSessionID) != "" {
+				res.frame, res.err = nil, errExpired
+			}
+			s.logExchange(c.op, c.method, c.id, resp.Status, start, len(body), len(res.frame))
+			return res
+		}
+		// The stream ended before the answer: resume it if it can be.
+		last := resp.LastEventID()
+		if last == "" || resumes >= maxResumes {
+			res.frame = s.noAnswer(c, c.method, resp, "")
+			res.again = retryBroken
+			return res
+		}
+		delay := resp.Retry()
+		if delay <= 0 {
+			delay = defaultResumeDelay
+		}
+		s.info("upstream stream dropped before the answer; resuming", zap.ByteString("id", c.id), zap.String("lastEventId", last), zap.Duration("after", delay))
+		if !sleep(actx, delay) {
+			res.frame = s.timedOut(actx, c, c.method)
+			return res
+		}
+		gh, _ := p.header()
+		gh.Set(headerLastEventID, last)
+		s.traceHTTP(c.op, http.MethodGet, nil, gh, []string{"stream.resume"})
+		resp, err = s.client.Send(actx, http.MethodGet, nil, gh)
+		if err != nil {
+			s.traceDown(c.op, nil, 0, start, err)
+			frame, _ := s.sendFailed(ctx, actx, c, c.method, err)
+			res.frame = frame
+			return res
+		}
+		if resp.Status == http.StatusNotFound && gh.Get(headerSessionID) != "" {
+			resp.Close()
+			res.err = errExpired
+			return res
+		}
+		if resp.Status != http.StatusOK || !resp.IsSSE() {
+			res.frame = s.httpFailure(c.id, c.method+" (resuming its dropped stream)", resp, nil)
+			resp.Close()
+			return res
+		}
+		if resp.LastEventID() != last {
+			resumes = 0
+		}
+		resumes++
+	}
+}
+
+// read reads one answer body or stream. It returns the client's answer and
+// true, or false when an event stream ended before the answer.
+func (p *passthrough) read(ctx context.Context, c *call, resp *routing.Response, start time.Time, touch func()) ([]byte, bool) {
+	s := p.s
+	first := true
+	for {
+		msg, err := resp.Next()
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return nil, true
+			case errors.Is(err, io.EOF):
+				if resp.IsSSE() && resp.Status < 300 {
+					return nil, false
+				}
+				return s.noAnswer(c, c.method, resp, ""), true
+			case errors.Is(err, routing.ErrContentType):
+				return s.httpFailure(c.id, c.method, resp, msg), true
+			case errors.Is(err, routing.ErrTooLarge):
+				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", c.method),
+					errorData(s.client.URL(), resp.Status, "", "")), true
+			}
+			if resp.IsSSE() {
+				return nil, false // a broken stream: resumable like an ended one
+			}
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", c.method, err),
+				errorData(s.client.URL(), resp.Status, "", "")), true
+		}
+		touch()
+		status := 0
+		if first {
+			status = resp.Status
+		}
+		first = false
+		s.traceDown(c.op, msg, status, start, nil)
+		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
+		switch {
+		case perr != nil && !resp.IsSSE():
+			if resp.Status < 300 {
+				return s.invalidBody(c.id, c.method, resp, msg, perr), true
+			}
+			return s.httpFailure(c.id, c.method, resp, msg), true
+		case perr != nil:
+			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.logFrame(msg)))
+		case m.Kind == rewrite.KindResponse && m.ID.Raw == string(c.id):
+			return clone(m.Raw), true
+		case m.Kind == rewrite.KindResponse && m.ID.Type == gjson.Null && m.Error.Exists():
+			// An error about an unreadable request: it is this one's.
+			return rewrite.ErrorFrameRaw(c.id, []byte(m.Error.Raw)), true
+		case m.Kind == rewrite.KindResponse:
+			s.warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", c.id))
+			if !resp.IsSSE() {
+				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+					fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", c.method, m.ID.Raw, c.id),
+					errorData(s.client.URL(), resp.Status, "", "")), true
+			}
+		default:
+			s.sendOp(clone(m.Raw), c.op, nil) // a server request or notification
+		}
+	}
+}
+
+// passNotification POSTs a client notification, in order with the others.
+// A cancel also closes the request's own stream once it is sent: 2025
+// cancels with the notification, not by disconnecting.
+func (s *Session) passNotification(p *passthrough, f *rewrite.Frame, op string) {
+	j := clientPost{body: f.Raw, method: f.Method, op: op} // a fresh line, never reused
+	switch f.Method {
+	case "notifications/initialized":
+		p.mu.Lock()
+		p.initialized = true
+		p.mu.Unlock()
+		j.after = func() { p.openGet(s.ctx) }
+	case "notifications/cancelled":
+		id := f.Params.Get("requestId")
+		s.mu.Lock()
+		c := s.inflight[id.Raw]
+		s.mu.Unlock()
+		if c != nil && c.method != "initialize" {
+			c.cancelled.Store(true)
+			j.after = c.cancel
+			s.info("request cancelled by the client", zap.String("id", id.Raw), zap.String("method", c.method))
+		}
+	}
+	p.enqueue(j)
+}
+
+// passAnswer POSTs the client's answer to a server request.
+func (s *Session) passAnswer(p *passthrough, f *rewrite.Frame, op string) {
+	p.enqueue(clientPost{body: f.Raw, op: op})
+}
+
+func (p *passthrough) enqueue(j clientPost) {
+	select {
+	case p.posts <- j:
+	case <-p.s.ctx.Done():
+	}
+}
+
+// poster POSTs the client's notifications and answers one at a time, so the
+// server sees them in the client's order.
+func (p *passthrough) poster(ctx context.Context) {
+	for {
+		select {
+		case j := <-p.posts:
+			p.send(ctx, j)
+			if j.after != nil {
+				j.after()
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// send POSTs one notification or answer. After an expiry it re-initializes
+// and sends a notification again; an answer to a request of the old session
+// has no one left to read it.
+func (p *passthrough) send(ctx context.Context, j clientPost) {
+	s := p.s
+	what := j.method
+	if what == "" {
+		what = "an answer to a server request"
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		h, gen := p.header()
+		status, err := p.fire(ctx, j.op, j.body, h)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case status == http.StatusNotFound && h.Get(headerSessionID) != "":
+			if rerr := p.reinit(ctx, gen); rerr != nil {
+				s.warn("cannot start a new MCP session", zap.Error(rerr))
+				return
+			}
+			switch j.method {
+			case "", "notifications/cancelled", "notifications/initialized":
+				s.warn("the session expired before the server got this message; dropped", zap.String("message", what))
+				return
+			}
+			continue
+		case err != nil:
+			s.warn("posting a client message upstream failed", zap.String("message", what), zap.Error(err))
+		case status >= 300:
+			s.warn("the upstream server refused a client message", zap.String("message", what), zap.Int("httpStatus", status))
+		}
+		return
+	}
+}
+
+// fire POSTs a message that expects no answer (202 Accepted) and returns
+// the status. A body that comes anyway is read for server messages.
+func (p *passthrough) fire(ctx context.Context, op string, body []byte, h http.Header) (int, error) {
+	s := p.s
+	s.traceHTTP(op, http.MethodPost, body, h, []string{"passthrough"})
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
+	defer cancel()
+	resp, err := s.client.Send(pctx, http.MethodPost, body, h)
+	if err != nil {
+		s.traceDown(op, nil, 0, start, err)
+		return 0, err
+	}
+	defer resp.Close()
+	s.traceDown(op, nil, resp.Status, start, nil)
+	if resp.IsSSE() {
+		p.relay(pctx, op, resp)
+	}
+	return resp.Status, nil
+}
+
+// relay delivers the server requests and notifications of a stream that
+// answers no client request (the GET stream), until it ends.
+func (p *passthrough) relay(ctx context.Context, op string, resp *routing.Response) {
+	s := p.s
+	for {
+		msg, err := resp.Next()
+		if err != nil {
+			return
+		}
+		if s.tracing() {
+			s.traceDown(op, msg, 0, time.Now(), nil)
+		}
+		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
+		switch {
+		case perr != nil:
+			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.logFrame(msg)))
+		case m.Kind == rewrite.KindResponse:
+			s.debug("upstream response on a stream without a request dropped", zap.String("id", m.ID.Raw))
+		case ctx.Err() == nil:
+			s.sendOp(clone(m.Raw), op, nil)
+		}
+	}
+}
+
+// openGet opens the GET stream of the current session, on which the server
+// sends requests and notifications outside of any client request. A 405
+// means the server offers none. A dropped stream is reopened, with
+// Last-Event-ID when it had event ids, after the server's retry delay or a
+// bounded backoff.
+func (p *passthrough) openGet(ctx context.Context) {
+	p.mu.Lock()
+	if p.getCancel != nil {
+		p.getCancel()
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	p.getCancel = cancel
+	p.mu.Unlock()
+	p.s.listen.start(func() { p.get(gctx) })
+}
+
+func (p *passthrough) get(ctx context.Context) {
+	s := p.s
+	op := "get-stream"
+	last := ""
+	backoff := listenBackoffMin
+	for ctx.Err() == nil {
+		h, _ := p.header()
+		if last != "" {
+			h.Set(headerLastEventID, last)
+		}
+		s.traceHTTP(op, http.MethodGet, nil, h, nil)
+		start := time.Now()
+		resp, err := s.client.Send(ctx, http.MethodGet, nil, h)
+		var delay time.Duration
+		switch {
+		case err != nil:
+			s.traceDown(op, nil, 0, start, err)
+			if ctx.Err() != nil {
+				return
+			}
+			s.debug("the upstream GET stream failed; retrying", zap.Error(err), zap.Duration("after", backoff))
+		case resp.Status == http.StatusMethodNotAllowed:
+			resp.Close()
+			s.traceDown(op, nil, resp.Status, start, nil)
+			s.info("the upstream server offers no GET stream (HTTP 405); server messages come only on request streams")
+			return
+		case resp.Status == http.StatusNotFound && h.Get(headerSessionID) != "":
+			resp.Close()
+			s.traceDown(op, nil, resp.Status, start, nil)
+			// The session expired; the next request or message re-initializes,
+			// which reopens this stream.
+			s.info("the upstream session expired; the GET stream waits for the next message to start a new one")
+			return
+		case resp.Status != http.StatusOK || !resp.IsSSE():
+			resp.Close()
+			s.traceDown(op, nil, resp.Status, start, nil)
+			s.warn("the upstream GET stream was refused; retrying", zap.Int("httpStatus", resp.Status), zap.String("contentType", resp.ContentType), zap.Duration("after", backoff))
+		default:
+			s.traceDown(op, nil, resp.Status, start, nil)
+			p.relay(ctx, op, resp)
+			resp.Close()
+			if id := resp.LastEventID(); id != "" {
+				last = id
+			}
+			delay = resp.Retry()
+			backoff = listenBackoffMin // it was up: start over
+		}
+		if delay <= 0 {
+			delay = backoff
+			backoff = min(backoff*2, listenBackoffMax)
+		}
+		if !sleep(ctx, delay) {
+			return
+		}
+	}
+}
+
+// reinit starts a new session after the one of generation gen expired: it
+// replays the client's initialize (under a proxy-made id) and, if the client
+// had sent it, notifications/initialized, then the log level and the
+// resource subscriptions, and reopens the GET stream. Concurrent callers
+// that saw the same expiry wait for one re-initialization.
+func (p *passthrough) reinit(ctx context.Context, gen int) error {
+	p.reinitMu.Lock()
+	defer p.reinitMu.Unlock()
+	p.mu.Lock()
+	if p.gen != gen {
+		p.mu.Unlock()
+		return nil // another caller has already started a new session
+	}
+	if p.getCancel != nil {
+		p.getCancel()
+	}
+	oldVersion := p.version
+	initialized, level := p.initialized, p.level
+	subs := make([]string, 0, len(p.subs))
+	for u := range p.subs {
+		subs = append(subs, u)
+	}
+	p.mu.Unlock()
+	s := p.s
+	op := "reinit-" + strconv.Itoa(gen+1)
+	s.info("the upstream server ended the MCP session (HTTP 404); starting a new one with the client's initialize")
+
+	body, id := p.own(p.initFrame)
+	c := &call{id: id, method: "initialize", op: op}
+	frame, sid, err := p.handshake(ctx, c, body)
+	if err != nil {
+		return err
+	}
+	if e := gjson.GetBytes(frame, "error"); e.Exists() || frame == nil {
+		return fmt.Errorf("the server refused the new initialize: %s", e.Get("message").String())
+	}
+	version := gjson.GetBytes(frame, "result.protocolVersion").String()
+	if version != oldVersion {
+		s.warn("the new MCP session negotiated another protocol version than the client's", zap.String("was", oldVersion), zap.String("now", version))
+	}
+	p.mu.Lock()
+	p.sessionID, p.version = sid, version
+	p.gen++
+	p.mu.Unlock()
+	h, _ := p.header()
+	if initialized {
+		if status, err := p.fire(ctx, op, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), h); err != nil || status >= 300 {
+			return fmt.Errorf("the server refused notifications/initialized (HTTP %d, %v)", status, err)
+		}
+	}
+	var replays [][]byte
+	if level != nil {
+		replays = append(replays, []byte(`{"jsonrpc":"2.0","id":0,"method":"logging/setLevel","params":`+string(level)+`}`))
+	}
+	for _, u := range subs {
+		b, _ := sjson.SetBytes([]byte(`{"jsonrpc":"2.0","id":0,"method":"resources/subscribe","params":{}}`), "params.uri", u)
+		replays = append(replays, b)
+	}
+	for _, r := range replays {
+		body, id := p.own(r)
+		method := gjson.GetBytes(r, "method").String()
+		res := p.exchange(ctx, &call{id: id, method: method, op: op}, body, h)
+		if res.frame == nil || gjson.GetBytes(res.frame, "error").Exists() {
+			s.warn("replaying session state in the new MCP session failed", zap.String("method", method), zap.ByteString("answer", s.logFrame(res.frame)))
+		}
+	}
+	if initialized {
+		p.openGet(s.ctx)
+	}
+	s.info("new MCP session started", zap.String("protocolVersion", version))
+	return nil
+}
+
+// own gives a message of the proxy's own a fresh id, one no client uses.
+func (p *passthrough) own(msg []byte) ([]byte, []byte) {
+	p.mu.Lock()
+	p.ownID++
+	n := p.ownID
+	p.mu.Unlock()
+	id := rewrite.AppendString(nil, "mcp-tasks-proxy-"+strconv.FormatInt(n, 10))
+	b, err := sjson.SetRawBytes(clone(msg), "id", id)
+	if err != nil {
+		return msg, id
+	}
+	return b, id
+}
+
+// end ends the session with DELETE on exit; a 405 (the server does not let
+// clients end sessions) is fine.
+func (p *passthrough) end() {
+	h, _ := p.header()
+	if h.Get(headerSessionID) == "" {
+		return
+	}
+	s := p.s
+	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+	defer cancel()
+	s.traceHTTP("", http.MethodDelete, nil, h, nil)
+	start := time.Now()
+	resp, err := s.client.Send(ctx, http.MethodDelete, nil, h)
+	if err != nil {
+		s.traceDown("", nil, 0, start, err)
+		s.debug("ending the upstream MCP session failed", zap.Error(err))
+		return
+	}
+	resp.Close()
+	s.traceDown("", nil, resp.Status, start, nil)
+	s.debug("upstream MCP session ended", zap.Int("httpStatus", resp.Status))
+}
+
+// logExchange writes the debug line of one upstream exchange.
+func (s *Session) logExchange(op, method string, id []byte, status int, start time.Time, up, down int, extra ...zap.Field) {
+	if ce := s.log.Check(zapcore.DebugLevel, "upstream exchange"); ce != nil {
+		ce.Write(append([]zap.Field{zap.String("dir", "proxy->server"), zap.String("op", op), zap.String("method", method), zap.ByteString("id", id),
+			zap.Int("httpStatus", status), zap.Duration("latency", time.Since(start)), zap.Int("bytesUp", up), zap.Int("bytesDown", down)}, extra...)...)
+	}
+}
