@@ -23,7 +23,7 @@ type SSEReader struct {
 	max   int
 	data  []byte
 	line  []byte
-	saw   bool // the current event has at least one data line
+	saw   bool   // the current event has at least one data line
 	id    string // the committed last event id
 	next  string // the id field of the event being read
 	retry time.Duration
