@@ -1,0 +1,433 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// target is one way of reaching the upstream: a stdio bridge (argv) or the
+// direct HTTP client (argv nil).
+type target struct {
+	name string
+	argv []string
+	// legacy: the target answers as a 2025 server (every stdio bridge), so
+	// results must carry no 2026-only members.
+	legacy bool
+	// tasks: the target can reach the task tool (a bridge that speaks 2026
+	// to the server, or the direct client).
+	tasks bool
+	// proxy: this is mcp-tasks-proxy, whose peak RSS is judged.
+	proxy bool
+}
+
+func (t *target) open(ctx context.Context, url string) (session, time.Duration, error) {
+	if t.argv == nil {
+		return startDirect(ctx, url)
+	}
+	return startStdio(ctx, t.argv)
+}
+
+// metric is one row of the report.
+type metric struct {
+	key, workload, label, unit string
+	higherBetter               bool
+}
+
+// results holds one value per round for each metric and target.
+type results struct {
+	mu      sync.Mutex
+	metrics []metric
+	vals    map[string]map[string][]float64
+}
+
+func (r *results) add(m metric, t string, v float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.vals == nil {
+		r.vals = map[string]map[string][]float64{}
+	}
+	if _, ok := r.vals[m.key]; !ok {
+		r.vals[m.key] = map[string][]float64{}
+		r.metrics = append(r.metrics, m)
+	}
+	r.vals[m.key][t] = append(r.vals[m.key][t], v)
+}
+
+// median of the per-round values; ok is false when there are none.
+func (r *results) median(key, t string) (float64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.vals[key][t]
+	if len(v) == 0 {
+		return 0, false
+	}
+	return median(v), true
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// percentile of sorted samples, nearest rank.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// runner runs the workloads of one bench.
+type runner struct {
+	cfg config
+	url string
+	res *results
+	log func(format string, args ...any)
+}
+
+// ---- verification ----
+
+// checkText checks a result with one TextContent equal to want. A legacy
+// target must not leak 2026 members (resultType, the serverInfo _meta).
+func checkText(t *target, res []byte, want string) error {
+	r := gjson.ParseBytes(res)
+	got := r.Get("content.0.text")
+	if got.Type != gjson.String || got.Str != want {
+		return fmt.Errorf("%s: wrong content: want %.80q, got %.200s", t.name, want, res)
+	}
+	return checkShape(t, r)
+}
+
+// checkBlob checks a blob result of exactly want (compared byte for byte).
+func checkBlob(t *target, res []byte, want []byte) error {
+	r := gjson.ParseBytes(res)
+	got := r.Get("content.0.text")
+	if got.Type != gjson.String || len(got.Str) != len(want) || got.Str != string(want) {
+		return fmt.Errorf("%s: wrong blob: want %d bytes, got %d (%.120s…)", t.name, len(want), len(got.Str), res)
+	}
+	return checkShape(t, r)
+}
+
+func checkShape(t *target, r gjson.Result) error {
+	if !t.legacy {
+		if r.Get("resultType").String() != "complete" {
+			return fmt.Errorf("%s: a 2026 result without resultType complete: %.200s", t.name, r.Raw)
+		}
+		return nil
+	}
+	if r.Get("resultType").Exists() || r.Get(`_meta.io\.modelcontextprotocol/serverInfo`).Exists() {
+		return fmt.Errorf("%s: a 2025 result carries 2026 members: %.200s", t.name, r.Raw)
+	}
+	return nil
+}
+
+// echo makes one echo call with a unique text and verifies the answer.
+func echo(ctx context.Context, t *target, s session, tag string, i int64) error {
+	want := "bench " + tag + " " + strconv.FormatInt(i, 10)
+	res, err := s.call(ctx, "echo", `{"text":"`+want+`"}`)
+	if err != nil {
+		return fmt.Errorf("%s: echo: %w", t.name, err)
+	}
+	return checkText(t, res, want)
+}
+
+func (r *runner) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.cfg.timeout)
+}
+
+// withSession opens a session, warms it up with a few echo calls (so the
+// proxy has fetched its tools/list and the connection pool is primed), runs
+// f and closes the session. A protocol violation the reader saw fails the
+// workload even when every call returned.
+func (r *runner) withSession(ctx context.Context, t *target, f func(s session) error) error {
+	octx, cancel := r.callCtx(ctx)
+	s, _, err := t.open(octx, r.url)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	err = func() error {
+		for i := range 5 {
+			cctx, cancel := r.callCtx(ctx)
+			err := echo(cctx, t, s, "warm-up", int64(i))
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+		return f(s)
+	}()
+	if ss, ok := s.(*stdioSession); ok && err == nil {
+		err = ss.failure()
+		if err != nil {
+			err = fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	if cerr := s.close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+// seq: n sequential echo calls; p50, p90 and p99 latency.
+func (r *runner) seq(ctx context.Context, t *target, round int) error {
+	return r.withSession(ctx, t, func(s session) error {
+		lat := make([]time.Duration, 0, r.cfg.n)
+		tag := "seq-" + strconv.Itoa(round)
+		for i := range r.cfg.n {
+			cctx, cancel := r.callCtx(ctx)
+			t0 := time.Now()
+			err := echo(cctx, t, s, tag, int64(i))
+			lat = append(lat, time.Since(t0))
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+		slices.Sort(lat)
+		for _, p := range []struct {
+			name string
+			q    float64
+		}{{"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}} {
+			r.res.add(metric{key: "seq-" + p.name, workload: "sequential echo", label: p.name, unit: "µs"}, t.name, us(percentile(lat, p.q)))
+		}
+		return nil
+	})
+}
+
+// inflight: c workers keep c echo calls in flight for max(calls, 4c)
+// calls; throughput in calls/s.
+func (r *runner) inflight(ctx context.Context, t *target, c, round int) error {
+	return r.withSession(ctx, t, func(s session) error {
+		total := int64(max(r.cfg.calls, 4*c))
+		var next atomic.Int64
+		var firstErr error
+		var once sync.Once
+		tag := "inflight-" + strconv.Itoa(c) + "-" + strconv.Itoa(round)
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for range c {
+			wg.Go(func() {
+				for {
+					i := next.Add(1) - 1
+					if i >= total {
+						return
+					}
+					cctx, cancel := r.callCtx(ctx)
+					err := echo(cctx, t, s, tag, i)
+					cancel()
+					if err != nil {
+						once.Do(func() { firstErr = err })
+						next.Store(total)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(t0)
+		if firstErr != nil {
+			return firstErr
+		}
+		r.res.add(metric{key: fmt.Sprintf("inflight-%04d", c), workload: "echo, " + strconv.Itoa(c) + " in flight", label: "throughput", unit: "calls/s", higherBetter: true},
+			t.name, float64(total)/elapsed.Seconds())
+		return nil
+	})
+}
+
+// size: calls of the blob tool returning size bytes; median latency and the
+// bridge's peak RSS (VmHWM) over the session.
+func (r *runner) size(ctx context.Context, t *target, size int, want []byte) error {
+	return r.withSession(ctx, t, func(s session) error {
+		args := `{"bytes":` + strconv.Itoa(size) + `}`
+		lat := make([]float64, 0, r.cfg.sizeCalls)
+		for i := range r.cfg.sizeCalls + 1 {
+			cctx, cancel := r.callCtx(ctx)
+			t0 := time.Now()
+			res, err := s.call(cctx, "blob", args)
+			d := time.Since(t0)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%s: blob %d: %w", t.name, size, err)
+			}
+			if err := checkBlob(t, res, want); err != nil {
+				return err
+			}
+			if i > 0 { // the first call is a warm-up
+				lat = append(lat, ms(d))
+			}
+		}
+		name := sizeName(size)
+		wl := "result " + name
+		r.res.add(metric{key: fmt.Sprintf("size-%012d-a", size), workload: wl, label: "latency p50", unit: "ms"}, t.name, median(lat))
+		if pid := s.pid(); pid != 0 {
+			if hwm, err := treeHWM(pid); err == nil {
+				r.res.add(metric{key: fmt.Sprintf("size-%012d-b", size), workload: wl, label: "bridge peak RSS", unit: "MiB"}, t.name, float64(hwm)/(1<<20))
+			} else {
+				r.log("%s: peak RSS: %v", t.name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// startup: spawn (or a fresh HTTP client) to the initialize answer (or the
+// server/discover answer), k times; the median.
+func (r *runner) startup(ctx context.Context, t *target) error {
+	var d []float64
+	for range r.cfg.startups {
+		cctx, cancel := r.callCtx(ctx)
+		s, took, err := t.open(cctx, r.url)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: start-up: %w", t.name, err)
+		}
+		d = append(d, ms(took))
+		if err := s.close(); err != nil {
+			return err
+		}
+	}
+	r.res.add(metric{key: "startup", workload: "start-up", label: "to initialize answer", unit: "ms"}, t.name, median(d))
+	return nil
+}
+
+// task: a tools/call the server answers with a task that is complete on the
+// first poll; the time beyond the poll interval.
+func (r *runner) task(ctx context.Context, t *target, round int) error {
+	return r.withSession(ctx, t, func(s session) error {
+		poll := time.Duration(r.cfg.pollMS) * time.Millisecond
+		var total, added []float64
+		for i := range r.cfg.taskCalls {
+			nonce := fmt.Sprintf("%d-%d", round, i)
+			cctx, cancel := r.callCtx(ctx)
+			t0 := time.Now()
+			res, err := s.call(cctx, "task", `{"poll_ms":`+strconv.Itoa(r.cfg.pollMS)+`,"nonce":"`+nonce+`"}`)
+			d := time.Since(t0)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%s: task: %w", t.name, err)
+			}
+			if err := checkText(t, res, "task done "+nonce); err != nil {
+				return err
+			}
+			total = append(total, ms(d))
+			added = append(added, ms(d-poll))
+		}
+		wl := "task followed (poll " + strconv.Itoa(r.cfg.pollMS) + " ms)"
+		r.res.add(metric{key: "task-a", workload: wl, label: "latency", unit: "ms"}, t.name, median(total))
+		r.res.add(metric{key: "task-b", workload: wl, label: "added beyond the poll", unit: "ms"}, t.name, median(added))
+		return nil
+	})
+}
+
+// treeHWM sums VmHWM over pid and its descendants (a bridge started through
+// npx is several processes).
+func treeHWM(pid int) (int64, error) {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		pp, _ := strconv.Atoi(f[1])
+		children[pp] = append(children[pp], p)
+	}
+	var total int64
+	var firstErr error
+	var walk func(p int)
+	walk = func(p int) {
+		v, err := vmHWM(p)
+		if err != nil && firstErr == nil && p == pid {
+			firstErr = err
+		}
+		total += v
+		for _, c := range children[p] {
+			walk(c)
+		}
+	}
+	walk(pid)
+	return total, firstErr
+}
+
+// vmHWM reads the peak resident set size of pid, in bytes.
+func vmHWM(pid int) (int64, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " B"
+}
+
+// parseSize reads 1024, 1KiB, 1K, 16MiB, 16M (binary units).
+func parseSize(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	mult := 1
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
+		if v, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = v, u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(t))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad size %q (try 1KiB, 16MiB)", s)
+	}
+	return n * mult, nil
+}
