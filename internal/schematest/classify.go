@@ -384,3 +384,46 @@ func keys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// legacyClientResults: result defs (2025) of the client's answers to server
+// requests, keyed by the server request's method.
+var legacyClientResults = map[string]string{
+	"elicitation/create":     "ElicitResult",
+	"sampling/createMessage": "CreateMessageResult",
+	"roots/list":             "ListRootsResult",
+	"ping":                   "EmptyResult",
+}
+
+// ValidateLegacyUpstream validates a message the proxy sends to a LEGACY
+// (2025) server in passthrough mode, against the 2025-11-25 schema: a
+// request against ClientRequest (every 2025 client request), a
+// notification against ClientNotification, an error response against
+// JSONRPCErrorResponse, and a result against JSONRPCResultResponse plus
+// the result def of serverMethod, the server request it answers
+// (elicitation/create, sampling/createMessage, roots/list, ping; envelope
+// only for others or "").
+func (v *Validator) ValidateLegacyUpstream(body []byte, serverMethod string) error {
+	f, err := parseFrame(body)
+	if err != nil {
+		return err
+	}
+	k, err := f.kind()
+	if err != nil {
+		return err
+	}
+	switch k {
+	case "request":
+		return v.check(Schema2025, "ClientRequest", f.obj, "", f.raw)
+	case "notification":
+		return v.check(Schema2025, "ClientNotification", f.obj, "", f.raw)
+	case "error":
+		return v.checkError(Schema2025, f)
+	}
+	if err := v.check(Schema2025, "JSONRPCResultResponse", f.obj, "", f.raw); err != nil {
+		return err
+	}
+	if def, ok := legacyClientResults[serverMethod]; ok {
+		return v.check(Schema2025, def, f.obj["result"], "/result", f.raw)
+	}
+	return nil
+}

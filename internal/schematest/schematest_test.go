@@ -132,6 +132,9 @@ func TestMappedDefsExist(t *testing.T) {
 			want(Schema2025, d, "legacyResults")
 		}
 	}
+	for _, d := range legacyClientResults {
+		want(Schema2025, d, "legacyClientResults")
+	}
 	for _, tab := range []map[string]ref{modernRequests, modernNotifications, modernResults} {
 		for _, r := range tab {
 			want(r.schema, r.def, "modern tables")
@@ -140,6 +143,7 @@ func TestMappedDefsExist(t *testing.T) {
 	for _, r := range []ref{
 		{Schema2025, "CreateTaskResult"}, {Schema2025, "JSONRPCRequest"}, {Schema2025, "JSONRPCNotification"},
 		{Schema2025, "JSONRPCResultResponse"}, {Schema2025, "JSONRPCErrorResponse"},
+		{Schema2025, "ClientRequest"}, {Schema2025, "ClientNotification"},
 		{Schema2026, "JSONRPCRequest"}, {Schema2026, "JSONRPCNotification"}, {Schema2026, "JSONRPCResultResponse"},
 		{Schema2026, "JSONRPCErrorResponse"}, {Schema2026, "InputRequiredResult"}, {Schema2026, "RequestMetaObject"},
 		{SchemaExtTasks, "CreateTaskResult"},
@@ -152,6 +156,31 @@ func TestMappedDefsExist(t *testing.T) {
 }
 
 const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+func TestValidateLegacyUpstream(t *testing.T) {
+	t.Parallel()
+	v := Load(t)
+	for _, c := range []struct {
+		body, method string
+		ok           bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, "", true},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`, "", false},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, "", true},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}`, "", false},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "", true},
+		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`, "", true},
+		{`{"jsonrpc":"2.0","id":"s1","result":{"action":"accept","content":{"ok":true}}}`, "elicitation/create", true},
+		{`{"jsonrpc":"2.0","id":"s1","result":{"action":"maybe"}}`, "elicitation/create", false},
+		{`{"jsonrpc":"2.0","id":"s1","result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}}`, "sampling/createMessage", true},
+		{`{"jsonrpc":"2.0","id":"s1","error":{"code":-1,"message":"declined"}}`, "sampling/createMessage", true},
+	} {
+		err := v.ValidateLegacyUpstream([]byte(c.body), c.method)
+		if (err == nil) != c.ok {
+			t.Errorf("ValidateLegacyUpstream(%s, %q) = %v, want ok=%v", c.body, c.method, err, c.ok)
+		}
+	}
+}
 
 func TestValidateUpstream(t *testing.T) {
 	t.Parallel()
