@@ -121,6 +121,108 @@ func TestSSEReader(t *testing.T) {
 	}
 }
 
+// Event ids and retry delays are kept for 2025 stream resumption: an id
+// counts once its event is complete (also for an event without data, a
+// priming event), an incomplete event's id does not, and an event whose
+// data is empty is not delivered.
+func TestSSEReaderEventIDs(t *testing.T) {
+	in := "id: prime\ndata:\n\n" + // priming: no message, but an id
+		"id: 1\nretry: 250\ndata: {\"a\":1}\n\n" +
+		"retry: x\ndata: {\"b\":2}\n\n" + // no id field: the last one stays
+		"id: 3\ndata: {\"c\":" // cut mid-event
+	r := NewSSEReader(strings.NewReader(in), 0)
+	if r.LastEventID() != "" || r.Retry() != 0 {
+		t.Fatalf("before any event: id %q retry %v", r.LastEventID(), r.Retry())
+	}
+	for _, w := range []struct{ data, id string }{{`{"a":1}`, "1"}, {`{"b":2}`, "1"}, {`{"c":`, "1"}} {
+		got, err := r.Next()
+		if err != nil || string(got) != w.data || r.LastEventID() != w.id {
+			t.Fatalf("Next() = %q, %v, id %q; want %q, id %q", got, err, r.LastEventID(), w.data, w.id)
+		}
+	}
+	if r.Retry() != 250*time.Millisecond {
+		t.Errorf("Retry() = %v, want 250ms (an invalid retry is ignored)", r.Retry())
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("after the cut event: %v, want EOF", err)
+	}
+}
+
+// Send is the passthrough request: the method given, the session headers
+// on top of the user's, Accept per method, and no derived 2026 header.
+func TestSendPassthroughRequests(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	type seen struct {
+		method string
+		h      http.Header
+		body   string
+	}
+	got := make(chan seen, 3)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.Header.Clone(), string(b)}
+		switch r.Method {
+		case http.MethodGet:
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: 9\nretry: 40\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n")
+		case http.MethodDelete:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		default:
+			w.Header().Set("Mcp-Session-Id", "s-1")
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL, Header: http.Header{"Authorization": {"Bearer t"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdle()
+	sess := http.Header{"Mcp-Session-Id": {"s-1"}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	body := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		var b []byte
+		if m == http.MethodPost {
+			b = []byte(body)
+		}
+		resp, err := c.Send(context.Background(), m, b, sess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := <-got
+		if s.method != m || s.h.Get("Authorization") != "Bearer t" || s.h.Get("Mcp-Session-Id") != "s-1" || s.h.Get("Mcp-Protocol-Version") != "2025-11-25" {
+			t.Errorf("%s: method %s headers %v", m, s.method, s.h)
+		}
+		if s.h.Get("Mcp-Method") != "" {
+			t.Errorf("%s: a 2025 request got the 2026 header Mcp-Method %q", m, s.h.Get("Mcp-Method"))
+		}
+		switch m {
+		case http.MethodPost:
+			if s.body != body || s.h.Get("Content-Type") != "application/json" || s.h.Get("Accept") != "application/json, text/event-stream" {
+				t.Errorf("POST: body %q headers %v", s.body, s.h)
+			}
+			if resp.Status != http.StatusAccepted || resp.Header.Get("Mcp-Session-Id") != "s-1" {
+				t.Errorf("POST: status %d session %q", resp.Status, resp.Header.Get("Mcp-Session-Id"))
+			}
+		case http.MethodGet:
+			if s.h.Get("Accept") != "text/event-stream" || s.body != "" {
+				t.Errorf("GET: accept %q body %q", s.h.Get("Accept"), s.body)
+			}
+			if msg, err := resp.Next(); err != nil || !strings.Contains(string(msg), "notifications/message") {
+				t.Errorf("GET stream: %s, %v", msg, err)
+			}
+			if resp.LastEventID() != "9" || resp.Retry() != 40*time.Millisecond {
+				t.Errorf("GET stream: last id %q retry %v", resp.LastEventID(), resp.Retry())
+			}
+		case http.MethodDelete:
+			if resp.Status != http.StatusMethodNotAllowed || resp.LastEventID() != "" {
+				t.Errorf("DELETE: status %d", resp.Status)
+			}
+		}
+		resp.Close()
+	}
+}
+
 func TestSSEReaderLimit(t *testing.T) {
 	r := NewSSEReader(strings.NewReader("data: "+strings.Repeat("x", 100)+"\n\n"), 50)
 	if _, err := r.Next(); !errors.Is(err, ErrTooLarge) {
