@@ -49,6 +49,8 @@ const (
 	defaultResumeDelay = 500 * time.Millisecond
 	// deleteTimeout bounds the DELETE that ends the session on exit.
 	deleteTimeout = 2 * time.Second
+	// drainTimeout bounds sending, on exit, the client messages still queued.
+	drainTimeout = 2 * time.Second
 )
 
 // passthrough is the session's state against a legacy upstream.
@@ -364,17 +366,33 @@ func (p *passthrough) enqueue(j clientPost) {
 }
 
 // poster POSTs the client's notifications and answers one at a time, so the
-// server sees them in the client's order.
-func (p *passthrough) poster(ctx context.Context) {
+// server sees them in the client's order. When the session ends (stdin
+// closed) it still sends what the client wrote before, within
+// drainTimeout: a cancel or a last answer is not lost on exit.
+func (p *passthrough) poster(session context.Context) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(session))
+	defer cancel()
+	stop := context.AfterFunc(session, func() { time.AfterFunc(drainTimeout, cancel) })
+	defer stop()
+	run := func(j clientPost) {
+		p.send(ctx, j)
+		if j.after != nil {
+			j.after()
+		}
+	}
 	for {
 		select {
 		case j := <-p.posts:
-			p.send(ctx, j)
-			if j.after != nil {
-				j.after()
+			run(j)
+		case <-session.Done():
+			for {
+				select {
+				case j := <-p.posts:
+					run(j)
+				default:
+					return
+				}
 			}
-		case <-ctx.Done():
-			return
 		}
 	}
 }

@@ -69,6 +69,7 @@ func NewLegacy() *Legacy {
 			delete(l.subs[r.Params.URI], r.Session.ID())
 			return nil
 		},
+		//lint:ignore SA1019 a 2025 server offers logging; that is what passthrough carries.
 		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
 	})
 	l.addTools()
@@ -157,9 +158,11 @@ func (l *Legacy) addTools() {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "summarize", Description: "Asks the client's model for a summary (sampling) during the call."},
 		func(ctx context.Context, r *mcp.CallToolRequest, in textArg) (*mcp.CallToolResult, any, error) {
+			//lint:ignore SA1019 2025 sampling is what passthrough must carry.
 			res, err := r.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
 				MaxTokens: 50,
-				Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarize: " + in.Text}}},
+				//lint:ignore SA1019 as above.
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarize: " + in.Text}}},
 			})
 			if err != nil {
 				return nil, nil, fmt.Errorf("sampling failed: %w", err)
