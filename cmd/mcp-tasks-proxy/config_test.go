@@ -82,6 +82,22 @@ func TestParseArgsDefaults(t *testing.T) {
 	if len(c.header) != 0 {
 		t.Errorf("headers %v, want none", c.header)
 	}
+	if c.protocol != bridge.ProtocolAuto || c.demoLegacy {
+		t.Errorf("protocol %q demoLegacy %v, want auto and no legacy demo", c.protocol, c.demoLegacy)
+	}
+}
+
+func TestParseArgsProtocolAndLegacyDemo(t *testing.T) {
+	for _, p := range []string{bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy} {
+		c, err := parseArgs([]string{"--protocol", p, testURL}, env())
+		if err != nil || c.protocol != p {
+			t.Errorf("--protocol %s: %v, %+v", p, err, c)
+		}
+	}
+	c, err := parseArgs([]string{"--demo-legacy"}, env())
+	if err != nil || !c.demo || !c.demoLegacy || c.url != "" {
+		t.Errorf("--demo-legacy: %v, demo %v legacy %v url %q", err, c.demo, c.demoLegacy, c.url)
+	}
 }
 
 func TestParseArgsURL(t *testing.T) {
@@ -173,6 +189,9 @@ func TestParseArgsUsageErrors(t *testing.T) {
 		{"unknown flag after the URL", []string{testURL, "--nope"}, env(), []string{"nope"}},
 		{"flag without its value", []string{testURL, "--log-level"}, env(), []string{"log-level"}},
 		{"header without a colon", []string{"--header", "NoColon", testURL}, env(), []string{"NoColon"}},
+		{"--protocol 2025", []string{"--protocol", "2025", testURL}, env(), []string{"2025", "auto", "modern", "legacy"}},
+		{"--demo-legacy with --demo", []string{"--demo", "--demo-legacy"}, env(), []string{"--demo-legacy"}},
+		{"--demo-legacy with a URL", []string{"--demo-legacy", testURL}, env(), []string{"--demo"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -528,13 +547,19 @@ func TestRunSessionAgainstDemo(t *testing.T) {
 
 // An interactive session over pipes: the initialize is answered from the
 // demo's server/discover before the ping is sent, then stdin is closed and
-// run returns 0. Also covers --demo, which starts its own server.
+// run returns 0. Also covers --demo, which starts its own server, and
+// --demo-legacy, whose 2025 server is passed through.
 func TestRunInteractiveSession(t *testing.T) {
 	v := schematest.Load(t)
-	for name, args := range map[string][]string{
-		"--demo": {"--demo"},
-		"URL":    {startDemo(t)},
+	for name, tc := range map[string]struct {
+		args   []string
+		server string
+	}{
+		"--demo":        {[]string{"--demo"}, demo.ServerName},
+		"--demo-legacy": {[]string{"--demo-legacy"}, "mcp-tasks-proxy-legacy-demo"},
+		"URL":           {[]string{startDemo(t)}, demo.ServerName},
 	} {
+		args := tc.args
 		t.Run(name, func(t *testing.T) {
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
@@ -596,8 +621,8 @@ func TestRunInteractiveSession(t *testing.T) {
 			if got := gjson.Get(init, "result.protocolVersion").String(); got != "2025-11-25" {
 				t.Errorf("protocolVersion %q, want 2025-11-25", got)
 			}
-			if got := gjson.Get(init, "result.serverInfo.name").String(); got != demo.ServerName {
-				t.Errorf("serverInfo.name %q, want %q", got, demo.ServerName)
+			if got := gjson.Get(init, "result.serverInfo.name").String(); got != tc.server {
+				t.Errorf("serverInfo.name %q, want %q", got, tc.server)
 			}
 			if err := v.ValidateClientBound([]byte(init), "initialize"); err != nil {
 				t.Error(err)
