@@ -207,7 +207,9 @@ func (p *passthrough) exchange(ctx context.Context, c *call, body []byte, h http
 		return passResult{frame: frame, again: again, err: err}
 	}
 	res := passResult{sessionID: resp.Header.Get(headerSessionID)}
-	for resumes := 0; ; {
+	last := ""                  // the id of the last event seen, over the resumptions
+	delay := defaultResumeDelay // the last retry: the stream named
+	for resumes := 0; ; resumes++ {
 		frame, done := p.read(actx, c, resp, start, touch)
 		resp.Close()
 		if done || ctx.Err() != nil {
@@ -221,16 +223,18 @@ func (p *passthrough) exchange(ctx context.Context, c *call, body []byte, h http
 			s.logExchange(c.op, c.method, c.id, resp.Status, start, len(body), len(res.frame))
 			return res
 		}
-		// The stream ended before the answer: resume it if it can be.
-		last := resp.LastEventID()
+		// The stream ended before the answer: resume it if it can be, as
+		// long as resuming brings new events.
+		if id := resp.LastEventID(); id != "" && id != last {
+			last, resumes = id, 0
+		}
 		if last == "" || resumes >= maxResumes {
 			res.frame = s.noAnswer(c, c.method, resp, "")
 			res.again = retryBroken
 			return res
 		}
-		delay := resp.Retry()
-		if delay <= 0 {
-			delay = defaultResumeDelay
+		if r := resp.Retry(); r > 0 {
+			delay = r
 		}
 		s.info("upstream stream dropped before the answer; resuming", zap.ByteString("id", c.id), zap.String("lastEventId", last), zap.Duration("after", delay))
 		if !sleep(actx, delay) {
@@ -257,10 +261,6 @@ func (p *passthrough) exchange(ctx context.Context, c *call, body []byte, h http
 			resp.Close()
 			return res
 		}
-		if resp.LastEventID() != last {
-			resumes = 0
-		}
-		resumes++
 	}
 }
 

@@ -384,3 +384,37 @@ func TestProtocolFlag(t *testing.T) {
 		}
 	})
 }
+
+// Resuming stops after maxResumes resumptions in a row that bring no new
+// event; the request gets one error and is never POSTed twice.
+func TestPassthroughResumptionGivesUp(t *testing.T) {
+	f := newLegacyFake(t)
+	f.setHandle(func(w http.ResponseWriter, r *http.Request, body string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: e1\nretry: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n")
+	})
+	f.mu.Lock()
+	f.get = func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Last-Event-ID") == "" {
+			http.Error(w, "no GET stream", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream") // and nothing more
+	}
+	f.mu.Unlock()
+	h := passSession(t, f, Config{})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}`)
+	if r := h.answers("1")["1"]; !strings.Contains(gjson.Get(r, "error.message").Str, "ended before the response") {
+		t.Errorf("answer after fruitless resumptions: %s", r)
+	}
+	h.stop()
+	resumes := 0
+	for _, g := range f.seen("GET") {
+		if g.header.Get("Last-Event-ID") == "e1" {
+			resumes++
+		}
+	}
+	if resumes != maxResumes || len(f.seen("tools/call")) != 1 {
+		t.Errorf("%d resumptions (want %d) and %d tools/call POSTs (want 1)", resumes, maxResumes, len(f.seen("tools/call")))
+	}
+}
