@@ -92,7 +92,7 @@ func TrimFrame(b []byte) []byte { return bytes.TrimSpace(b) }
 // the request that was malformed.
 func Parse(raw []byte) (Frame, error) {
 	f := Frame{Raw: raw}
-	if len(raw) == 0 || !gjson.Valid(view(raw)) {
+	if len(raw) == 0 || !validJSON(raw) {
 		return f, ErrParse
 	}
 	switch raw[0] {

@@ -2,8 +2,8 @@ package rewrite
 
 import (
 	"regexp"
-
-	"github.com/tidwall/gjson"
+	"strings"
+	"unicode/utf8"
 )
 
 // sensitiveKey matches the JSON keys whose values never reach a log.
@@ -14,39 +14,98 @@ const Redacted = `"[REDACTED]"`
 
 // SensitiveKey reports whether a JSON key names a secret: token, secret,
 // password, api key or authorization, in any case, anywhere in the name.
-func SensitiveKey(key string) bool { return sensitiveKey.MatchString(key) }
+// It runs on every key of every logged or traced frame, so an ASCII key
+// (nearly all of them) is matched by hand; a key with other bytes goes to
+// the regular expression, whose Unicode case folding (the Kelvin sign K,
+// the long s) the hand matcher does not attempt.
+func SensitiveKey(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			return sensitiveKey.MatchString(key)
+		}
+	}
+	for i := 0; i < len(key); i++ {
+		rest := key[i:]
+		switch key[i] | 0x20 {
+		case 't':
+			if prefixFold(rest, "token") {
+				return true
+			}
+		case 's':
+			if prefixFold(rest, "secret") {
+				return true
+			}
+		case 'p':
+			if prefixFold(rest, "password") {
+				return true
+			}
+		case 'a':
+			if prefixFold(rest, "authorization") {
+				return true
+			}
+			if prefixFold(rest, "api") {
+				k := rest[3:]
+				if k != "" && (k[0] == '_' || k[0] == '-') {
+					k = k[1:]
+				}
+				if prefixFold(k, "key") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// prefixFold reports whether s starts with the lower-case ASCII word p, in
+// any case. For a letter p[j], s[j]|0x20 == p[j] only when s[j] is that
+// letter in either case.
+func prefixFold(s, p string) bool {
+	if len(s) < len(p) {
+		return false
+	}
+	for j := 0; j < len(p); j++ {
+		if s[j]|0x20 != p[j] {
+			return false
+		}
+	}
+	return true
+}
 
 // Redact returns a copy of frame for logs, with the value of every
 // sensitive key replaced by "[REDACTED]" at any depth. A frame that is not
 // valid JSON is replaced whole, since its secrets cannot be found.
+//
+// It is one pass over the frame: in valid JSON a string followed by a colon
+// is an object key, so every key at any depth is found by jumping from
+// quote to quote, and a redacted value is skipped whole.
 func Redact(frame []byte, sensitive func(key string) bool) []byte {
 	frame = TrimFrame(frame)
-	if !gjson.ValidBytes(frame) {
+	if !validJSON(frame) {
 		return []byte(`"[unparsable frame withheld]"`)
 	}
 	var e edits
-	redactValue(&e, valueAt(view(frame), 0), sensitive)
+	s := view(frame)
+	for i := 0; i < len(s); {
+		q := strings.IndexByte(s[i:], '"')
+		if q < 0 {
+			break
+		}
+		i += q
+		end := skipString(s, i)
+		j := skipSpace(s, end)
+		if j < len(s) && s[j] == ':' && sensitive(stringValue(s[i:end])) {
+			vstart := skipSpace(s, j+1)
+			vend := skipValue(s, vstart)
+			e.replace(vstart, vend, []byte(Redacted))
+			i = vend
+			continue
+		}
+		i = end
+	}
 	out := e.apply(frame)
 	if len(e) == 0 {
 		out = append([]byte(nil), frame...)
 	}
 	return out
-}
-
-func redactValue(e *edits, v gjson.Result, sensitive func(string) bool) {
-	var buf [16]member
-	switch {
-	case v.IsObject():
-		for _, m := range members(v, buf[:0]) {
-			if sensitive(m.key.Str) {
-				e.replace(m.value.Index, m.value.Index+len(m.value.Raw), []byte(Redacted))
-				continue
-			}
-			redactValue(e, m.value, sensitive)
-		}
-	case v.IsArray():
-		for _, m := range elements(v, buf[:0]) {
-			redactValue(e, m.value, sensitive)
-		}
-	}
 }

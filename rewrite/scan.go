@@ -6,10 +6,11 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// A small scanner over JSON that gjson.Valid has already accepted. It lists
-// an object's members (or an array's elements) with their byte offsets
-// without a callback, so the caller's member buffer can live on the stack,
-// and it skips strings with IndexByte, so a large result costs one fast pass.
+// A small scanner over JSON that validJSON (gjson.Valid's grammar) has
+// already accepted. It lists an object's members (or an array's elements)
+// with their byte offsets without a callback, so the caller's member buffer
+// can live on the stack, and it skips strings with IndexByte, so a large
+// result costs one fast pass.
 
 // members lists the members of the object obj in order, appending to buf.
 // obj.Index must be the offset of obj in the document.
