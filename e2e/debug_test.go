@@ -229,10 +229,11 @@ func TestDebugRedaction(t *testing.T) {
 	})
 }
 
-// dbgDirs are the four hops a trace record can be on.
-var dbgDirs = map[string]bool{"client->proxy": true, "proxy->server": true, "server->proxy": true, "proxy->client": true}
+// dbgDirs are the four hops a trace record can be on, and "proxy" for an
+// event of the proxy itself (the era verdict), which carries a note.
+var dbgDirs = map[string]bool{"client->proxy": true, "proxy->server": true, "server->proxy": true, "proxy->client": true, "proxy": true}
 
-var dbgOpPattern = regexp.MustCompile(`^(op-[1-9][0-9]*|listen-.+)$`)
+var dbgOpPattern = regexp.MustCompile(`^(op-[1-9][0-9]*|listen-.+|get-stream|reinit-[1-9][0-9]*)$`)
 
 // dbgReadTrace reads a trace and checks that it is valid JSONL: every line
 // one JSON object with an RFC 3339 ts, a known dir, a well-formed op when
@@ -257,10 +258,13 @@ func dbgReadTrace(t *testing.T, path string) []gjson.Result {
 			t.Errorf("trace line %d: ts %s: %v", i+1, r.Get("ts").Raw, err)
 		}
 		if !dbgDirs[r.Get("dir").Str] {
-			t.Errorf("trace line %d: dir %s is not one of the four hops", i+1, r.Get("dir").Raw)
+			t.Errorf("trace line %d: dir %s is not one of the four hops, nor proxy", i+1, r.Get("dir").Raw)
+		}
+		if r.Get("dir").Str == "proxy" && r.Get("note").Str == "" {
+			t.Errorf("trace line %d: a proxy event without a note", i+1)
 		}
 		if op := r.Get("op"); op.Exists() && !dbgOpPattern.MatchString(op.Str) {
-			t.Errorf("trace line %d: op %s is not op-N or listen-ID", i+1, op.Raw)
+			t.Errorf("trace line %d: op %s is not op-N, listen-ID, get-stream or reinit-N", i+1, op.Raw)
 		}
 		if f := r.Get("frame"); f.Exists() && !gjson.Valid(f.Raw) {
 			t.Errorf("trace line %d: frame is not JSON", i+1)

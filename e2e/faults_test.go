@@ -272,23 +272,25 @@ func TestHTTPFaults(t *testing.T) {
 	}
 }
 
-// TestLegacyVerdict: a 2025 server's answer to the discover probe makes
-// initialize fail with a message that says so.
-func TestLegacyVerdict(t *testing.T) {
+// TestLegacyVerdictUnderProtocolModern: with --protocol modern, a 2025
+// server's answer to the discover probe makes initialize fail with a
+// message that names the era and the flag; nothing is forwarded, and the
+// process keeps serving. (Without the flag it is passed through; see
+// passthrough_test.go.)
+func TestLegacyVerdictUnderProtocolModern(t *testing.T) {
 	t.Parallel()
 	fs := &fakeServer{Discover: func(w http.ResponseWriter, _ *http.Request, _ string) {
 		writeJSON(w, http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Mcp-Session-Id header is required"}}`)
 	}}
 	up := newUpstream(t, fs)
-	p := startProxy(t, []string{up.URL})
+	p := startProxy(t, []string{"--protocol", "modern", up.URL})
 	e := errorOf(t, p.call("1", "initialize", initParams))
 	msg := e.Get("message").String()
-	lower := strings.ToLower(msg)
-	if !strings.Contains(msg, "2025") && !strings.Contains(lower, "legacy") {
-		t.Errorf("message %q does not say the server is a 2025 (legacy) server", msg)
+	if !strings.Contains(msg, "2025") || !strings.Contains(msg, "--protocol modern") {
+		t.Errorf("message %q does not say the server speaks 2025 and name --protocol modern", msg)
 	}
-	if !strings.Contains(lower, "passthrough") || !strings.Contains(lower, "not available") {
-		t.Errorf("message %q does not say that passthrough is not available", msg)
+	if got := e.Get("data.upstreamEra").String(); got != "legacy" {
+		t.Errorf("error.data.upstreamEra = %q, want legacy", got)
 	}
 	if n := len(up.requests("initialize")); n != 0 {
 		t.Errorf("the legacy initialize was forwarded %d times", n)
