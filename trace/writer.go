@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"maps"
 	"os"
@@ -226,9 +227,7 @@ func (w *Writer) Close() (dropped int64, err error) {
 // counted as dropped too.
 func (w *Writer) run() {
 	defer close(w.done)
-	var line bytes.Buffer
-	enc := json.NewEncoder(&line)
-	enc.SetEscapeHTML(false)
+	var e encoder
 	unflushed := int64(0) // records in w.out since the last successful flush
 	fail := func(err error) {
 		w.err = err
@@ -240,13 +239,13 @@ func (w *Writer) run() {
 			w.dropped.Add(1)
 			continue
 		}
-		line.Reset()
-		if enc.Encode(r) != nil { // cannot happen after prepare; never write half a line
+		line, err := e.encode(r)
+		if err != nil { // cannot happen after prepare; never write half a line
 			w.dropped.Add(1)
 			continue
 		}
 		unflushed++
-		if _, err := w.out.Write(line.Bytes()); err != nil {
+		if _, err := w.out.Write(line); err != nil {
 			fail(err)
 			continue
 		}
@@ -261,6 +260,94 @@ func (w *Writer) run() {
 	if w.err == nil {
 		if err := w.out.Flush(); err != nil {
 			fail(err)
+		}
+	}
+}
+
+// encoder makes the JSONL line of a record. encoding/json would validate
+// and compact the frame, a RawMessage, with its byte-at-a-time scanner:
+// most of the cost of a record. The frame is valid JSON after prepare, so
+// the encoder encodes the record around a one-byte placeholder and splices
+// the frame in, compacted by a loop that copies strings whole. The line is
+// byte for byte what encoding/json writes (SetEscapeHTML(false)).
+type encoder struct {
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	line []byte
+}
+
+// framePlaceholder stands in for the frame. Only booleans, numbers and
+// strings follow "frame" in a Record, and a quote inside a string is
+// escaped, so the last `"frame":0` in the line is the placeholder.
+var (
+	framePlaceholder = json.RawMessage("0")
+	frameMember      = []byte(`"frame":0`)
+)
+
+func (e *encoder) encode(r Record) ([]byte, error) {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+	}
+	frame := r.Frame
+	if len(frame) > 0 {
+		r.Frame = framePlaceholder
+	}
+	e.buf.Reset()
+	if err := e.enc.Encode(r); err != nil {
+		return nil, err
+	}
+	b := e.buf.Bytes()
+	if len(frame) == 0 {
+		return b, nil
+	}
+	k := bytes.LastIndex(b, frameMember)
+	if k < 0 {
+		return nil, errors.New("trace: frame placeholder not found")
+	}
+	k += len(frameMember) - 1
+	e.line = append(e.line[:0], b[:k]...)
+	e.line = appendCompact(e.line, frame)
+	e.line = append(e.line, b[k+1:]...)
+	return e.line, nil
+}
+
+// appendCompact appends valid JSON src without the whitespace outside its
+// strings, as json.Compact does.
+func appendCompact(dst, src []byte) []byte {
+	for i := 0; i < len(src); {
+		switch c := src[i]; c {
+		case ' ', '\t', '\n', '\r':
+			i++
+		case '"':
+			end := stringEnd(src, i)
+			dst = append(dst, src[i:end]...)
+			i = end
+		default:
+			dst = append(dst, c)
+			i++
+		}
+	}
+	return dst
+}
+
+// stringEnd returns the offset just past the string literal at src[i].
+func stringEnd(src []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(src[j:], '"')
+		if k < 0 {
+			return len(src)
+		}
+		j += k
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for b := j - 1; b > i && src[b] == '\\'; b-- {
+			n++
+		}
+		j++
+		if n%2 == 0 {
+			return j
 		}
 	}
 }
@@ -323,10 +410,36 @@ func (w *Writer) frame(f json.RawMessage, truncated *bool) json.RawMessage {
 	if w.noRedact {
 		return validOrString(f)
 	}
-	if !json.Valid(f) { // gjson and encoding/json may disagree on edge cases
+	// Redact let through only JSON in gjson's grammar, which encoding/json
+	// shares but for its nesting limit; json.Valid would scan the frame
+	// once more, a byte at a time, to find that out.
+	if tooDeep(f) {
 		return json.RawMessage(`"[unparsable frame withheld]"`)
 	}
 	return f
+}
+
+// maxDepth is encoding/json's nesting limit: a deeper value is not valid to
+// it (and the writer goroutine could not encode the record).
+const maxDepth = 10000
+
+// tooDeep reports whether valid JSON f nests objects and arrays deeper
+// than encoding/json accepts.
+func tooDeep(f []byte) bool {
+	depth := 0
+	for i := 0; i < len(f); i++ {
+		switch f[i] {
+		case '"':
+			i = stringEnd(f, i) - 1
+		case '{', '[':
+			if depth++; depth > maxDepth {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // validOrString returns a copy of b when it is valid JSON, b as a JSON

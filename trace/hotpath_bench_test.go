@@ -1,0 +1,113 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Benchmarks of building trace records; numbers go to BENCHMARKS.md. Run:
+//
+//	go test ./trace -run '^$' -bench . -benchmem -count 6
+//
+// A record costs its caller Emit (prepare: copy, redact, cap; then a
+// channel send) and the writer goroutine one JSON encoding. With tracing
+// off the bridge holds a nil *Writer, and every call is a nil check.
+
+func benchFrame(size int) json.RawMessage {
+	head := `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`
+	tail := `"},"_meta":{"progressToken":"p-42"}}}`
+	return json.RawMessage(head + strings.Repeat("x", max(0, size-len(head)-len(tail))) + tail)
+}
+
+func clientRecord(size int) Record {
+	return Record{Time: time.Now(), Dir: ClientToProxy, Op: "op-7", Method: "tools/call", ID: json.RawMessage("42"), Frame: benchFrame(size)}
+}
+
+func serverRecord(size int) Record {
+	return Record{Time: time.Now(), Dir: ProxyToServer, Op: "op-7", Method: "tools/call", ID: json.RawMessage("9"),
+		Rewrites: []string{"id.remap", "meta.inject"}, Frame: benchFrame(size),
+		HTTP: &HTTP{Method: "POST", URL: "https://mcp.example.com/mcp?key=abc", Header: map[string]string{
+			"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+			"Mcp-Method": "tools/call", "Mcp-Name": "echo", "Mcp-Protocol-Version": "2026-07-28", "Authorization": "Bearer x",
+		}}}
+}
+
+// BenchmarkEmitOff is tracing off: the bridge's Enabled check and a nil
+// Writer's Emit.
+func BenchmarkEmitOff(b *testing.B) {
+	var w *Writer
+	r := clientRecord(1 << 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		if w.Enabled() {
+			b.Fatal("enabled")
+		}
+		w.Emit(r)
+	}
+}
+
+func benchPrepare(b *testing.B, r Record) {
+	w := &Writer{frameCap: DefaultFrameCap, sensitive: New(io.Discard, Options{}).sensitive, secretHdr: map[string]bool{"authorization": true}}
+	b.SetBytes(int64(len(r.Frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c := r
+		w.prepare(&c)
+	}
+}
+
+// BenchmarkPrepare is the caller's share of Emit: copy, redact and cap.
+func BenchmarkPrepareClient1KB(b *testing.B)   { benchPrepare(b, clientRecord(1<<10)) }
+func BenchmarkPrepareUpstream1KB(b *testing.B) { benchPrepare(b, serverRecord(1<<10)) }
+func BenchmarkPrepareClient1MiB(b *testing.B)  { benchPrepare(b, clientRecord(1<<20)) }
+func BenchmarkPrepareClient16MiB(b *testing.B) { benchPrepare(b, clientRecord(16<<20)) }
+
+// BenchmarkEncode is the writer goroutine's share: one JSONL line, spliced
+// (encoder); Std is encoding/json encoding the whole record, as before.
+func benchEncode(b *testing.B, r Record, std bool) {
+	w := &Writer{frameCap: DefaultFrameCap, sensitive: New(io.Discard, Options{}).sensitive, secretHdr: map[string]bool{"authorization": true}}
+	w.prepare(&r)
+	var e encoder
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false)
+	b.SetBytes(int64(len(r.Frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if std {
+			line.Reset()
+			if err := enc.Encode(r); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
+		if _, err := e.encode(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeClient1KB(b *testing.B)      { benchEncode(b, clientRecord(1<<10), false) }
+func BenchmarkEncodeUpstream1KB(b *testing.B)    { benchEncode(b, serverRecord(1<<10), false) }
+func BenchmarkEncodeStdClient1KB(b *testing.B)   { benchEncode(b, clientRecord(1<<10), true) }
+func BenchmarkEncodeStdUpstream1KB(b *testing.B) { benchEncode(b, serverRecord(1<<10), true) }
+
+// BenchmarkEmitOn is the whole cost of one record with tracing on, to
+// io.Discard: Emit, and the writer goroutine's encoding, drained by Close.
+func BenchmarkEmitOn1KB(b *testing.B) {
+	r := serverRecord(1 << 10)
+	w := New(io.Discard, Options{Buffer: 1 << 16})
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Emit(r)
+	}
+	dropped, err := w.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(dropped), "dropped")
+}
