@@ -68,6 +68,7 @@ type passthrough struct {
 	subs        map[string]bool
 	getCancel   context.CancelFunc // the GET stream of the current session
 	ownID       int64
+	lastPost    chan struct{} // closed when the last queued client message is POSTed
 
 	reinitMu sync.Mutex // one re-initialization at a time
 }
@@ -78,6 +79,7 @@ type clientPost struct {
 	method string // "" for an answer to a server request
 	op     string
 	after  func() // runs once the POST is done (cancellation)
+	done   chan struct{}
 }
 
 // errExpired: the server answered 404 to a request that named a session.
@@ -140,6 +142,13 @@ type passResult struct {
 func (s *Session) passRequest(ctx context.Context, c *call, f *rewrite.Frame) []byte {
 	p := s.pass.Load()
 	c.rewrites = []string{"passthrough"}
+	if c.barrier != nil {
+		select {
+		case <-c.barrier:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	for reinit := false; ; reinit = true {
 		var res passResult
 		var gen int
@@ -358,11 +367,30 @@ func (s *Session) passAnswer(p *passthrough, f *rewrite.Frame, op string) {
 	p.enqueue(clientPost{body: f.Raw, op: op})
 }
 
+// enqueue queues a client message for the poster. Called by the reader
+// only, so the queue is in the client's order.
 func (p *passthrough) enqueue(j clientPost) {
+	j.done = make(chan struct{})
+	p.mu.Lock()
+	p.lastPost = j.done
+	p.mu.Unlock()
 	select {
 	case p.posts <- j:
 	case <-p.s.ctx.Done():
 	}
+}
+
+// barrier is closed once every client message queued so far is POSTed: a
+// request waits for it, so a server never sees a request before a
+// notification the client sent first (a strict 2025 server refuses
+// requests before notifications/initialized).
+func (p *passthrough) barrier() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lastPost == nil {
+		return nil
+	}
+	return p.lastPost
 }
 
 // poster POSTs the client's notifications and answers one at a time, so the
@@ -376,6 +404,7 @@ func (p *passthrough) poster(session context.Context) {
 	defer stop()
 	run := func(j clientPost) {
 		p.send(ctx, j)
+		close(j.done)
 		if j.after != nil {
 			j.after()
 		}

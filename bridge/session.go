@@ -156,6 +156,9 @@ type call struct {
 	// input is an InputRequiredResult waiting for the client's answers;
 	// retry holds the params members of the next MRTR retry.
 	input, retry []byte
+	// barrier, when set, is closed once the client messages read before
+	// this request have been POSTed (passthrough keeps the client's order).
+	barrier <-chan struct{}
 	// lastProgress is the last progress value sent to the client.
 	lastProgress float64
 	progressSeen bool
@@ -388,7 +391,9 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		}
 		return true
 	case pass != nil:
-		return s.enqueue(ctx, &f, op) // passthrough: every request goes to the server
+		// passthrough: every request goes to the server, after the client
+		// messages it wrote before (notifications/initialized above all).
+		return s.enqueue(ctx, &f, op, pass.barrier())
 	}
 	// A request.
 	switch f.Method {
@@ -407,18 +412,19 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil))
 		return true
 	}
-	return s.enqueue(ctx, &f, op)
+	return s.enqueue(ctx, &f, op, nil)
 }
 
 // enqueue registers a request and queues it for an in-flight slot. It
 // returns false when the session is over.
-func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string) bool {
+func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, barrier <-chan struct{}) bool {
 	c, ok := s.register(ctx, f, op)
 	if !ok {
 		s.send(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
 			"a request with this id is already in flight; ids must be unique among pending requests", nil))
 		return true
 	}
+	c.barrier = barrier
 	select {
 	case s.queue <- job{c: c, f: *f}:
 		return true
