@@ -1239,13 +1239,10 @@ func (h *strictInit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the notification first; a 2025 server may refuse requests before it
 // (eras.md §2.5: the proxy behaves as a 2025-11-25 client; the 2025
 // lifecycle has the client send initialized before normal operations).
-//
-// Known product bug: bridge/passthrough.go sends client notifications on
-// the poster goroutine (passNotification → enqueue → poster → send) and
-// client requests on the request queue (passRequest) independently, so a
-// request written after notifications/initialized can be POSTed before the
-// notification's POST is done, or even started.
-func TestLegacyServerSeesInitializedFirst(t *testing.T) {
+// Notifications are POSTed by the poster goroutine and requests by their
+// own, so each request waits on a barrier for the client messages read
+// before it (passthrough.barrier).
+func TestPassthroughServerSeesInitializedFirst(t *testing.T) {
 	t.Parallel()
 	strict := &strictInit{next: demo.NewLegacy()}
 	up := newLegacyUpstream(t, strict)
