@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // Benchmarks of building trace records; numbers go to BENCHMARKS.md. Run:
@@ -51,7 +53,7 @@ func BenchmarkEmitOff(b *testing.B) {
 }
 
 func benchPrepare(b *testing.B, r Record) {
-	w := &Writer{frameCap: DefaultFrameCap, sensitive: New(io.Discard, Options{}).sensitive, secretHdr: map[string]bool{"authorization": true}}
+	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{"authorization": true}}
 	b.SetBytes(int64(len(r.Frame)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -69,7 +71,7 @@ func BenchmarkPrepareClient16MiB(b *testing.B) { benchPrepare(b, clientRecord(16
 // BenchmarkEncode is the writer goroutine's share: one JSONL line, spliced
 // (encoder); Std is encoding/json encoding the whole record, as before.
 func benchEncode(b *testing.B, r Record, std bool) {
-	w := &Writer{frameCap: DefaultFrameCap, sensitive: New(io.Discard, Options{}).sensitive, secretHdr: map[string]bool{"authorization": true}}
+	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{"authorization": true}}
 	w.prepare(&r)
 	var e encoder
 	var line bytes.Buffer
