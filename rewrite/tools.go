@@ -93,7 +93,11 @@ func editTool(e *edits, tool gjson.Result, taskSupport bool) {
 	switch {
 	case execution == nil:
 		end := lastBrace(tool)
-		e.replace(end, end, []byte(","+taskSupportOptional))
+		b := []byte(taskSupportOptional)
+		if kept := len(ms) - btoi(dropOutput); kept > 0 {
+			b = append([]byte{','}, b...)
+		}
+		e.replace(end, end, b)
 	case execution.value.IsObject():
 		ts := execution.value.Get("taskSupport")
 		if ts.Exists() {
@@ -238,4 +242,11 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
