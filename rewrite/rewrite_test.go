@@ -313,9 +313,9 @@ func TestRedact(t *testing.T) {
 // a dropped outputSchema) needs no comma; a fuzz find.
 func TestToolsListTaskSupportOnEmptyTool(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"jsonrpc":"2.0","id":0,"result":{"tools":[{}]}}`:                                  `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"execution":{"taskSupport":"optional"}}]}}`,
+		`{"jsonrpc":"2.0","id":0,"result":{"tools":[{}]}}`:                                 `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"execution":{"taskSupport":"optional"}}]}}`,
 		`{"jsonrpc":"2.0","id":0,"result":{"tools":[{"outputSchema":{"type":"string"}}]}}`: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"execution":{"taskSupport":"optional"}}]}}`,
-		`{"jsonrpc":"2.0","id":0,"result":{"tools":[{"name":"a"}]}}`:                        `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","execution":{"taskSupport":"optional"}}]}}`,
+		`{"jsonrpc":"2.0","id":0,"result":{"tools":[{"name":"a"}]}}`:                       `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","execution":{"taskSupport":"optional"}}]}}`,
 	} {
 		f := mustParse(t, in)
 		d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: []byte("1"), Method: "tools/list", TaskSupport: true})
