@@ -159,9 +159,7 @@ func (s *Session) passRequest(ctx context.Context, c *call, f *rewrite.Frame) []
 			return res.frame, 0, res.again
 		})
 		if !errors.Is(res.err, errExpired) {
-			if frame != nil && !gjson.GetBytes(frame, "error").Exists() {
-				p.remember(f)
-			}
+			p.remember(f, frame)
 			return frame
 		}
 		if err := p.reinit(ctx, gen); err != nil {
@@ -186,8 +184,17 @@ func (s *Session) passRequest(ctx context.Context, c *call, f *rewrite.Frame) []
 }
 
 // remember keeps what a new session must be told again after an expiry:
-// the log level and the resource subscriptions.
-func (p *passthrough) remember(f *rewrite.Frame) {
+// the log level and the resource subscriptions, once the server accepted
+// them. Other answers are not looked at (a large result is not scanned).
+func (p *passthrough) remember(f *rewrite.Frame, answer []byte) {
+	switch f.Method {
+	case "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+	default:
+		return
+	}
+	if answer == nil || gjson.GetBytes(answer, "error").Exists() {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch f.Method {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -178,6 +179,11 @@ func TestPassthroughForwardsVerbatim(t *testing.T) {
 	h.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if r := h.next(); gjson.Get(r, "result.method").Str != "ping" {
 		t.Errorf("ping was not forwarded in passthrough: %s", r)
+	}
+	// The GET stream opens on its own goroutine once notifications/initialized
+	// is POSTed; wait for its attempt (bounded) before ending the session.
+	for deadline := time.Now().Add(wait); len(f.seen("GET")) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
 	}
 	h.stop()
 
@@ -417,4 +423,30 @@ func TestPassthroughResumptionGivesUp(t *testing.T) {
 	if resumes != maxResumes || len(f.seen("tools/call")) != 1 {
 		t.Errorf("%d resumptions (want %d) and %d tools/call POSTs (want 1)", resumes, maxResumes, len(f.seen("tools/call")))
 	}
+}
+
+// The GET stream reconnects after it drops, with Last-Event-ID when it had
+// event ids, and server messages from both connections reach the client.
+func TestPassthroughGetStreamReconnects(t *testing.T) {
+	f := newLegacyFake(t)
+	f.mu.Lock()
+	f.get = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if r.Header.Get("Last-Event-ID") == "" {
+			fmt.Fprint(w, "id: g1\nretry: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+			return // the stream drops
+		}
+		fmt.Fprintf(w, "id: g2\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":%q}}\n\n", r.Header.Get("Last-Event-ID"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}
+	f.mu.Unlock()
+	h := passSession(t, f, Config{})
+	if r := h.next(); gjson.Get(r, "method").Str != "notifications/tools/list_changed" {
+		t.Fatalf("first GET stream message: %s", r)
+	}
+	if r := h.next(); gjson.Get(r, "method").Str != "notifications/message" || gjson.Get(r, "params.data").Str != "g1" {
+		t.Fatalf("after the reconnect, want the log the server sent for Last-Event-ID g1: %s", r)
+	}
+	h.stop()
 }
