@@ -8,7 +8,7 @@
 // routing; era detection and capability mapping come from capabilities.
 //
 //	stdin ─▶ reader ─┬─ local answers (ping, setLevel, cancels, bad input)
-//	                 └─ queue ─▶ starter ─▶ one goroutine per request
+//	                 └─ queue ─▶ starter ─▶ worker goroutines
 //	                                        (initialize, or forward ─▶ routing)
 //	stdout ◀─ writer (the only goroutine that touches stdout) ◀─ answers
 //
@@ -237,8 +237,8 @@ func New(cfg Config) *Session {
 //
 // Three goroutines cooperate: the reader parses stdin, answers what is local
 // (ping, logging/setLevel, cancellations) at once and queues requests; the
-// starter takes queued requests as in-flight slots free up, one goroutine per
-// request; the writer owns stdout. The queue holds at most MaxInFlight
+// starter takes queued requests as in-flight slots free up and hands each to
+// a worker goroutine; the writer owns stdout. The queue holds at most MaxInFlight
 // requests: when it is full the reader stops reading stdin (backpressure),
 // so memory stays bounded, while a cancel or a ping that arrives behind a
 // saturating request is still read and handled.
@@ -276,8 +276,13 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	return err
 }
 
-// start runs queued requests as in-flight slots free up.
+// start runs queued requests as in-flight slots free up. Requests run on
+// worker goroutines that stay for the next request (at most MaxInFlight of
+// them): a fresh goroutine per request would grow a new stack every time,
+// and on the echo path that stack growth was an eighth of the proxy's CPU.
 func (s *Session) start(ctx context.Context) {
+	work := make(chan job) // to an idle worker
+	workers := 0
 	for {
 		var j job
 		select {
@@ -295,29 +300,61 @@ func (s *Session) start(ctx context.Context) {
 			s.finish(j.c, nil)
 			continue
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer func() { <-s.sem }()
-			defer j.c.cancel()
-			var frame []byte
-			switch {
-			case s.pass.Load() != nil:
-				frame = s.passRequest(j.c.ctx, j.c, &j.f)
-			case j.f.Method == "initialize":
-				frame = s.initialize(j.c.ctx, j.c, &j.f)
-			case isTaskMethod(j.f.Method):
-				frame = s.taskMethod(j.c.ctx, j.c, &j.f)
-			case j.f.Method == "resources/subscribe" || j.f.Method == "resources/unsubscribe":
-				frame = s.subscription(j.c.ctx, j.c, &j.f)
-			default:
-				frame = s.forward(j.c.ctx, j.c, &j.f)
-			}
-			s.finish(j.c, frame)
-			if j.c.after != nil && frame != nil && !j.c.cancelled.Load() {
-				j.c.after()
-			}
-		}()
+		select {
+		case work <- j:
+			continue
+		default:
+		}
+		if workers < s.cfg.MaxInFlight {
+			workers++
+			s.wg.Add(1)
+			go s.worker(ctx, j, work)
+			continue
+		}
+		// Every worker exists and this job holds a slot, so one of them is
+		// between requests and about to take it.
+		select {
+		case work <- j:
+		case <-ctx.Done():
+			<-s.sem
+			return
+		}
+	}
+}
+
+// worker runs j, then each job handed to it, until the session ends.
+func (s *Session) worker(ctx context.Context, j job, work <-chan job) {
+	defer s.wg.Done()
+	for {
+		s.run(j)
+		<-s.sem
+		select {
+		case j = <-work:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// run forwards one request and delivers its answer.
+func (s *Session) run(j job) {
+	defer j.c.cancel()
+	var frame []byte
+	switch {
+	case s.pass.Load() != nil:
+		frame = s.passRequest(j.c.ctx, j.c, &j.f)
+	case j.f.Method == "initialize":
+		frame = s.initialize(j.c.ctx, j.c, &j.f)
+	case isTaskMethod(j.f.Method):
+		frame = s.taskMethod(j.c.ctx, j.c, &j.f)
+	case j.f.Method == "resources/subscribe" || j.f.Method == "resources/unsubscribe":
+		frame = s.subscription(j.c.ctx, j.c, &j.f)
+	default:
+		frame = s.forward(j.c.ctx, j.c, &j.f)
+	}
+	s.finish(j.c, frame)
+	if j.c.after != nil && frame != nil && !j.c.cancelled.Load() {
+		j.c.after()
 	}
 }
 

@@ -81,7 +81,9 @@ type config struct {
 	idleTimeout time.Duration
 	// requestTimeout is the hard maximum of one upstream request.
 	requestTimeout time.Duration
-	version, help  bool
+	// cpuProfile receives a Go CPU profile of the whole run.
+	cpuProfile    string
+	version, help bool
 }
 
 // usageError is a command-line mistake: one line on stderr, exit status 2.
@@ -257,6 +259,7 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.IntVar(&c.maxRounds, "max-mrtr-rounds", bridge.DefaultMaxRounds, "")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", bridge.DefaultIdleTimeout, "")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", bridge.DefaultRequestTimeout, "")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "")
 	fs.BoolVar(&c.version, "version", false, "")
 	fs.BoolVar(&c.help, "help", false, "")
 	fs.BoolVar(&c.help, "h", false, "")
@@ -441,6 +444,8 @@ Flags:
   --request-timeout D       hard maximum for one request, 0 for none (default 2h);
                             task polling is governed by the task, not by these
   --max-mrtr-rounds N       rounds of client input a request may need (default 16)
+  --cpuprofile FILE         write a Go CPU profile of the whole run to FILE, for
+                            performance reports (go tool pprof FILE)
 
 Tasks:
   --task-iserror MODE       how a task whose tool result has isError:true looks to the
