@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -53,11 +54,15 @@ type stdioSession struct {
 	procPID int
 }
 
-// startStdio spawns argv, sends initialize and waits for its answer, then
-// sends notifications/initialized. It returns the time from just before the
-// spawn to the initialize answer.
-func startStdio(ctx context.Context, argv []string) (*stdioSession, time.Duration, error) {
+// startStdio spawns argv, with env added to this process's environment,
+// sends initialize and waits for its answer, then sends
+// notifications/initialized. It returns the time from just before the spawn
+// to the initialize answer.
+func startStdio(ctx context.Context, argv, env []string) (*stdioSession, time.Duration, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

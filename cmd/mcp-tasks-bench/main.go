@@ -1,11 +1,14 @@
 // Command mcp-tasks-bench measures mcp-tasks-proxy end to end against the
-// floor: the same calls made straight over HTTP by a 2026-07-28 client.
+// same calls made straight over HTTP by a 2026-07-28 client, and against a
+// do-nothing stdio→HTTP forwarder (the floor of any stdio bridge).
 //
 // It starts a small in-process MCP server on loopback HTTP (see
 // upstream.go), then, for each of several rounds, runs every workload
 // against every target in turn:
 //
-//   - direct: a 2026-07-28 client POSTing to the server (the floor);
+//   - direct: a 2026-07-28 client POSTing to the server (the baseline);
+//   - floor (--floor): this binary re-executed as a do-nothing stdio→HTTP
+//     forwarder (see floor.go): the cost of a second process and its pipes;
 //   - proxy: mcp-tasks-proxy spawned with --url, --no-state and --log-level
 //     error, driven as a 2025-11-25 stdio client speaks (NDJSON);
 //   - proxy+trace (--trace): the same with --trace FILE;
@@ -14,8 +17,8 @@
 // Every answer is verified (its id, its content, its size, the absence of
 // 2026 members in a 2025 result); one wrong or missing answer fails the run
 // with exit status 1. The report (stdout) gives the median over rounds of
-// each figure and each target's ratio to direct; progress and diagnostics
-// go to stderr.
+// each figure, each target's ratio to direct and the proxy's to the floor;
+// progress and diagnostics go to stderr.
 package main
 
 import (
@@ -36,7 +39,8 @@ import (
 
 const usage = `mcp-tasks-bench measures mcp-tasks-proxy end to end: a legacy (2025-11-25)
 stdio client through the proxy to an in-process modern (2026-07-28) server on
-loopback, against the same calls made directly over HTTP (the floor).
+loopback, against the same calls made directly over HTTP (direct) and through
+a do-nothing stdio→HTTP forwarder (floor: what any stdio bridge pays).
 
 Usage:
   mcp-tasks-bench [flags]
@@ -48,6 +52,9 @@ Examples:
   # A quick look: 2 rounds, fewer calls
   go run ./cmd/mcp-tasks-bench --rounds 2 --n 300 --calls 500
 
+  # Without the floor target (a do-nothing stdio→HTTP forwarder), a shorter run
+  go run ./cmd/mcp-tasks-bench --floor=false
+
   # A given binary, with the cost of tracing
   go run ./cmd/mcp-tasks-bench --proxy ./mcp-tasks-proxy --trace
 
@@ -57,6 +64,17 @@ Examples:
 
   # Against another stdio bridge ({url} is the server's URL)
   go run ./cmd/mcp-tasks-bench --compare 'npx -y mcp-remote {url}' --compare-name mcp-remote
+
+Targets:
+  direct       a 2026-07-28 client POSTing to the server in process
+  floor        this binary re-executed as the smallest stdio→HTTP forwarder:
+               a line in, a POST with the 2025-11-25 headers, the body out as
+               a line; no translation (the server answers in its 2025 era).
+               It is the cost of a second process and its pipes; proxy − floor
+               is what the proxy's own code costs. It cannot run "task".
+  proxy        mcp-tasks-proxy, spawned with --url, driven as a 2025 client
+  proxy+trace  the same with --trace FILE (--trace)
+  compare      another stdio bridge (--compare)
 
 Workloads (--workloads, comma-separated):
   seq       sequential echo calls: p50, p90, p99 latency
@@ -75,6 +93,7 @@ type config struct {
 	compare     string
 	compareName string
 	trace       bool
+	floor       bool
 	rounds      int
 	n           int
 	calls       int
@@ -92,6 +111,9 @@ type config struct {
 var allWorkloads = []string{"seq", "inflight", "size", "startup", "task"}
 
 func main() {
+	if url := os.Getenv(floorEnv); url != "" {
+		os.Exit(floorMain(url))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
@@ -112,6 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	})
 	fs.StringVar(&cfg.compare, "compare", "", "another stdio bridge command to run through the same workloads, run with sh -c; {url} is replaced by the server's URL")
 	fs.StringVar(&cfg.compareName, "compare-name", "compare", "the name of the --compare target in the report")
+	fs.BoolVar(&cfg.floor, "floor", true, "also run the floor target: this binary re-executed as a do-nothing stdio→HTTP forwarder, the cost of a second process and its pipes")
 	fs.BoolVar(&cfg.trace, "trace", false, "also run the proxy with --trace FILE (a temporary file), as target proxy+trace")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; each runs every workload on every target, interleaved")
 	fs.IntVar(&cfg.n, "n", 1000, "sequential echo calls per round (seq)")
@@ -145,6 +168,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return cfg, fmt.Errorf("--workloads: unknown workload %q (have %s)", w, strings.Join(allWorkloads, ", "))
 		}
 		cfg.workloads[w] = true
+	}
+	switch cfg.compareName {
+	case "direct", "floor", "proxy", "proxy+trace":
+		return cfg, fmt.Errorf("--compare-name %q is the name of a built-in target", cfg.compareName)
 	}
 	for name, v := range map[string]int{"--rounds": cfg.rounds, "--n": cfg.n, "--calls": cfg.calls, "--size-calls": cfg.sizeCalls, "--startups": cfg.startups, "--task-calls": cfg.taskCalls} {
 		if v < 1 {
@@ -234,10 +261,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer up.close()
 
 	base := append([]string{proxy, "--url", up.url, "--no-state", "--log-level", "error"}, cfg.proxyArgs...)
-	targets := []*target{
-		{name: "direct", tasks: true},
-		{name: "proxy", argv: base, legacy: true, tasks: true, proxy: true},
+	targets := []*target{{name: "direct", tasks: true}}
+	if cfg.floor {
+		exe, err := os.Executable()
+		if err != nil {
+			logf("the floor target re-executes this binary: %v", err)
+			return 1
+		}
+		targets = append(targets, &target{name: "floor", argv: []string{exe}, env: []string{floorEnv + "=" + up.url}, legacy: true})
 	}
+	targets = append(targets, &target{name: "proxy", argv: base, legacy: true, tasks: true, proxy: true})
 	if cfg.trace {
 		argv := append(append([]string(nil), base...), "--trace", filepath.Join(tmp, "proxy.trace"))
 		targets = append(targets, &target{name: "proxy+trace", argv: argv, legacy: true, tasks: true, proxy: true})
@@ -302,7 +335,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			},
 			func() error {
 				return each("task", func(t *target) error {
-					if !t.tasks {
+					if !t.runs("task") {
 						return nil
 					}
 					return r.task(ctx, t, round)
@@ -322,9 +355,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func report(w io.Writer, cfg config, url, proxy string, targets []*target, res *results) {
+	has := func(name string) bool {
+		for _, t := range targets {
+			if t.name == name {
+				return true
+			}
+		}
+		return false
+	}
+	floor := has("floor")
+	var counts []string
+	for _, t := range targets {
+		counts = append(counts, fmt.Sprintf("%d %s", t.verified.Load(), t.name))
+	}
 	fmt.Fprintf(w, "mcp-tasks-bench: %d rounds, %d CPUs (GOMAXPROCS %d), %s/%s, %s\n", cfg.rounds, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(w, "upstream %s; proxy %s\n", url, proxy)
-	fmt.Fprintf(w, "every answer verified; figures are medians over rounds; ratios are to direct\n\n")
+	fmt.Fprintf(w, "every answer verified (%s); figures are medians over rounds\n", strings.Join(counts, ", "))
+	if floor {
+		fmt.Fprintf(w, "ratios are to direct, and proxy/floor the proxy's to the floor\n\n")
+	} else {
+		fmt.Fprintf(w, "ratios are to direct\n\n")
+	}
 
 	hdr := []string{"workload", "metric"}
 	for _, t := range targets {
@@ -332,28 +383,51 @@ func report(w io.Writer, cfg config, url, proxy string, targets []*target, res *
 		if t.name != "direct" {
 			hdr = append(hdr, t.name+"/direct")
 		}
+		if t.name == "proxy" && floor {
+			hdr = append(hdr, "proxy/floor")
+		}
 	}
+	ratio := func(v, d float64, ok, dok bool) string {
+		if ok && dok && d != 0 {
+			return fmt.Sprintf("%.2f×", v/d)
+		}
+		return "–"
+	}
+	notApplicable := false
 	rows := [][]string{hdr}
 	for _, m := range res.metrics {
 		row := []string{m.workload, m.label + " (" + m.unit + ")"}
 		d, dok := res.median(m.key, "direct")
+		f, fok := res.median(m.key, "floor")
 		for _, t := range targets {
 			v, ok := res.median(m.key, t.name)
-			row = append(row, num(v, ok))
-			if t.name == "direct" {
-				continue
-			}
-			if ok && dok && d != 0 {
-				row = append(row, fmt.Sprintf("%.2f×", v/d))
+			if !ok && !t.runs(m.wl) {
+				row = append(row, "n/a")
+				notApplicable = true
 			} else {
-				row = append(row, "–")
+				row = append(row, num(v, ok))
+			}
+			if t.name != "direct" {
+				row = append(row, ratio(v, d, ok, dok))
+			}
+			if t.name == "proxy" && floor {
+				row = append(row, ratio(v, f, ok, fok))
 			}
 		}
 		rows = append(rows, row)
 	}
 	writeTable(w, rows)
+	if floor {
+		fmt.Fprintln(w, "\nfloor = a do-nothing Go stdio→HTTP forwarder (this binary re-executed: a line in, a POST, the body")
+		fmt.Fprintln(w, "out as a line; no translation), i.e. the cost of the second process and its pipes;")
+		fmt.Fprintln(w, "proxy − floor = what the proxy's own code costs.")
+	}
+	if notApplicable {
+		fmt.Fprintln(w, "n/a = the workload does not apply: the task workload needs a client of the 2026 tasks extension.")
+	}
 
-	// The targets of the performance issue, where measured.
+	// The targets of the performance issue, where measured; with the floor,
+	// a second figure against it where it tells what the proxy adds.
 	var verdicts []string
 	add := func(ok bool, format string, a ...any) {
 		mark := "MET   "
@@ -363,24 +437,41 @@ func report(w io.Writer, cfg config, url, proxy string, targets []*target, res *
 		verdicts = append(verdicts, mark+" "+fmt.Sprintf(format, a...))
 	}
 	get := func(key, t string) (float64, bool) { return res.median(key, t) }
+	vsFloor := func(key string, format func(p, f float64) string) string {
+		p, pok := get(key, "proxy")
+		f, fok := get(key, "floor")
+		if !pok || !fok || f == 0 {
+			return ""
+		}
+		return "; " + format(p, f)
+	}
 	if p, ok := get("seq-p50", "proxy"); ok {
 		d, _ := get("seq-p50", "direct")
-		add(p <= 1.3*d, "sequential echo p50 ≤ 1.3× direct: %.0f µs vs %.0f µs (%.2f×)", p, d, p/d)
+		add(p <= 1.3*d, "sequential echo p50 ≤ 1.3× direct: %.0f µs vs %.0f µs (%.2f×)%s", p, d, p/d,
+			vsFloor("seq-p50", func(p, f float64) string {
+				return fmt.Sprintf("floor %.0f µs, proxy/floor %.2f×, proxy − floor %.0f µs", f, p/f, p-f)
+			}))
 	}
 	if p, ok := get("seq-p99", "proxy"); ok {
 		d, _ := get("seq-p99", "direct")
-		add(p-d <= 1000, "added p99 ≤ 1 ms: %.0f µs − %.0f µs = %.0f µs", p, d, p-d)
+		add(p-d <= 1000, "added p99 ≤ 1 ms: %.0f µs − %.0f µs = %.0f µs%s", p, d, p-d,
+			vsFloor("seq-p99", func(p, f float64) string { return fmt.Sprintf("floor %.0f µs, proxy − floor %.0f µs", f, p-f) }))
 	}
 	if p, ok := get("inflight-0064", "proxy"); ok {
 		d, _ := get("inflight-0064", "direct")
-		add(p >= 0.7*d, "throughput at 64 in flight ≥ 0.7× direct: %.0f vs %.0f calls/s (%.2f×)", p, d, p/d)
+		add(p >= 0.7*d, "throughput at 64 in flight ≥ 0.7× direct: %.0f vs %.0f calls/s (%.2f×)%s", p, d, p/d,
+			vsFloor("inflight-0064", func(p, f float64) string {
+				return fmt.Sprintf("floor %.0f calls/s, proxy/floor %.2f×", f, p/f)
+			}))
 	}
 	if p, ok := get(fmt.Sprintf("size-%012d-b", 16<<20), "proxy"); ok {
-		add(p <= 48, "16 MiB result, proxy peak RSS ≤ 3× payload (48 MiB): %.1f MiB (%.2f×)", p, p/16)
+		add(p <= 48, "16 MiB result, proxy peak RSS ≤ 3× payload (48 MiB): %.1f MiB (%.2f×)%s", p, p/16,
+			vsFloor(fmt.Sprintf("size-%012d-b", 16<<20), func(p, f float64) string { return fmt.Sprintf("floor %.1f MiB (%.2f×)", f, f/16) }))
 	}
 	if p, ok := get("startup", "proxy"); ok {
 		d, _ := get("startup", "direct")
-		add(p <= 50+d, "start-up ≤ 50 ms + one discover round trip (%.2f ms): %.1f ms", d, p)
+		add(p <= 50+d, "start-up ≤ 50 ms + one discover round trip (%.2f ms): %.1f ms%s", d, p,
+			vsFloor("startup", func(p, f float64) string { return fmt.Sprintf("floor %.1f ms", f) }))
 	}
 	if p, ok := get("seq-p50", "proxy+trace"); ok {
 		d, _ := get("seq-p50", "proxy")

@@ -5,9 +5,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +25,10 @@ import (
 const fakeBridgeEnv = "MCP_TASKS_BENCH_FAKE_BRIDGE"
 
 func TestMain(m *testing.M) {
+	// The floor target re-executes the running binary, here this test.
+	if url := os.Getenv(floorEnv); url != "" {
+		os.Exit(floorMain(url))
+	}
 	if os.Getenv(fakeBridgeEnv) == "1" {
 		fakeBridge()
 		os.Exit(0)
@@ -86,7 +94,9 @@ func TestBenchTiny(t *testing.T) {
 			t.Fatalf("exit %d\nstderr:\n%s", code, errs)
 		}
 		for _, want := range []string{
-			"| workload", "proxy/direct", "proxy+trace/direct",
+			"| workload", "proxy/direct", "proxy+trace/direct", "floor/direct", "proxy/floor",
+			"floor = a do-nothing Go stdio→HTTP forwarder", "proxy − floor = what the proxy's own code costs",
+			"n/a = the workload does not apply",
 			"| start-up", "| sequential echo", "| echo, 1 in flight", "| echo, 3 in flight",
 			"| result 1 KiB", "| result 300 KiB", "bridge peak RSS", "| task followed (poll 100 ms)",
 			"targets:", "sequential echo p50", "tracing on",
@@ -95,15 +105,45 @@ func TestBenchTiny(t *testing.T) {
 				t.Errorf("report lacks %q:\n%s", want, out)
 			}
 		}
-		// Every metric row has a number for direct and for the proxy.
-		for _, line := range strings.Split(out, "\n") {
-			if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| workload") || strings.Contains(line, "peak RSS") {
-				continue
+		if !strings.Contains(out, "; floor ") || !strings.Contains(out, "proxy/floor ") {
+			t.Errorf("the verdicts give no figure against the floor:\n%s", out)
+		}
+		// The floor's answers went through the same checks as the others.
+		for _, name := range []string{"direct", "floor", "proxy", "proxy+trace"} {
+			if n := verified(out, name); n == 0 {
+				t.Errorf("no verified answers for %s:\n%s", name, out)
 			}
-			cells := strings.Split(line, "|")
-			if len(cells) < 6 || strings.TrimSpace(cells[3]) == "–" || strings.TrimSpace(cells[4]) == "–" {
-				t.Errorf("row without figures: %s", line)
+		}
+		// Every metric row has a number for direct, the floor and the proxy;
+		// the floor's task rows say n/a.
+		tab := table(t, out)
+		for _, row := range tab {
+			for _, col := range []string{"direct", "floor", "proxy", "proxy/floor"} {
+				v := row[col]
+				switch {
+				case col == "floor" && strings.HasPrefix(row["workload"], "task"):
+					if v != "n/a" {
+						t.Errorf("floor on %s: %q, want n/a", row["workload"], v)
+					}
+				case col == "direct" && strings.Contains(row["metric"], "peak RSS"):
+				case col == "proxy/floor" && strings.HasPrefix(row["workload"], "task"):
+				case v == "" || v == "–" || v == "n/a":
+					t.Errorf("%s, %s: no figure for %s (%q)", row["workload"], row["metric"], col, v)
+				}
 			}
+		}
+		if len(tab) == 0 {
+			t.Errorf("no table rows:\n%s", out)
+		}
+	})
+
+	t.Run("without the floor", func(t *testing.T) {
+		code, out, errs := runBench(t, append(tiny(proxy), "--workloads", "seq", "--floor=false")...)
+		if code != 0 {
+			t.Fatalf("exit %d\nstderr:\n%s", code, errs)
+		}
+		if strings.Contains(out, "floor") {
+			t.Errorf("--floor=false still reports a floor:\n%s", out)
 		}
 	})
 
@@ -129,10 +169,126 @@ func TestBenchTiny(t *testing.T) {
 		if code, _, errs := runBench(t, "--sizes", "lots"); code != 2 || !strings.Contains(errs, "--sizes") {
 			t.Errorf("exit %d, stderr %q", code, errs)
 		}
-		if code, _, errs := runBench(t, "--help"); code != 0 || !strings.Contains(errs, "Examples:") {
+		if code, _, errs := runBench(t, "--help"); code != 0 || !strings.Contains(errs, "Examples:") || !strings.Contains(errs, "--floor=false") {
 			t.Errorf("--help: exit %d, stderr %q", code, errs)
 		}
+		if code, _, errs := runBench(t, "--compare", "true", "--compare-name", "floor"); code != 2 || !strings.Contains(errs, "built-in target") {
+			t.Errorf("--compare-name floor: exit %d, stderr %q", code, errs)
+		}
 	})
+}
+
+// verified reads the count of verified answers the report gives for name.
+func verified(out, name string) int {
+	m := regexp.MustCompile(`every answer verified \(([^)]*)\)`).FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	for _, c := range strings.Split(m[1], ", ") {
+		if n, tname, ok := strings.Cut(c, " "); ok && tname == name {
+			v, _ := strconv.Atoi(n)
+			return v
+		}
+	}
+	return 0
+}
+
+// table reads the report's Markdown table: one map per row, by column name.
+func table(t *testing.T, out string) []map[string]string {
+	t.Helper()
+	var hdr []string
+	var rows []map[string]string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		switch {
+		case hdr == nil:
+			hdr = cells
+		case strings.HasPrefix(cells[0], "---"):
+		default:
+			if len(cells) != len(hdr) {
+				t.Fatalf("row of %d cells under %d headers: %s", len(cells), len(hdr), line)
+			}
+			row := map[string]string{}
+			for i, c := range cells {
+				row[hdr[i]] = c
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// TestFloorForwarder drives the floor forwarder in process against the
+// bench server: an answer per request, in one line each, nothing for a
+// notification, and a JSON-RPC error for what it cannot forward.
+func TestFloorForwarder(t *testing.T) {
+	up, err := startUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.close()
+
+	serve := func(url, in string) []string {
+		t.Helper()
+		var out bytes.Buffer
+		f := &floor{url: url, client: &http.Client{Timeout: 10 * time.Second}, out: &out}
+		done := make(chan error, 1)
+		go func() { done <- f.serve(strings.NewReader(in)) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the forwarder did not return at the end of its input")
+		}
+		return strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	}
+
+	lines := serve(up.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+
+{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}
+`)
+	got := map[string]gjson.Result{}
+	for _, l := range lines {
+		if !gjson.Valid(l) {
+			t.Fatalf("not one JSON line: %q", l)
+		}
+		r := gjson.Parse(l)
+		got[r.Get("id").Raw] = r
+	}
+	if len(lines) != 3 || len(got) != 3 {
+		t.Fatalf("want 3 answers (none for the notification), got %q", lines)
+	}
+	if v := got["1"].Get("result.protocolVersion").Str; v != legacyVersion {
+		t.Errorf("initialize answered %q, want %s", v, legacyVersion)
+	}
+	if r := got[`"two"`].Get("result"); r.Get("content.0.text").Str != "hi" || r.Get("resultType").Exists() {
+		t.Errorf("echo: %s", r.Raw)
+	}
+	if !got["3"].Get("error").Exists() {
+		t.Errorf("the server's error did not come through: %s", got["3"].Raw)
+	}
+
+	// Nothing listens: the request is answered with an error, not dropped.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+	lines = serve(dead, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n")
+	if len(lines) != 1 || gjson.Get(lines[0], "id").Raw != "7" || !strings.Contains(gjson.Get(lines[0], "error.message").Str, "floor:") {
+		t.Errorf("unreachable server: %q", lines)
+	}
 }
 
 func TestParseSize(t *testing.T) {

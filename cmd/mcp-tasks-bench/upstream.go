@@ -21,9 +21,9 @@ import (
 //
 // It speaks 2026-07-28 (stateless, per-request _meta, the standard headers
 // checked against the body, the tasks extension) and, for bridges that only
-// speak 2025 to the server (--compare), the 2025-11-25 Streamable HTTP
-// handshake: initialize, notifications/initialized (202) and no standalone
-// GET stream (405). Every answer is application/json.
+// speak 2025 to the server (--compare, the floor target), the 2025-11-25
+// Streamable HTTP handshake: initialize, notifications/initialized (202) and
+// no standalone GET stream (405). Every answer is application/json.
 //
 // Tools:
 //   - echo {text}: one TextContent with text;

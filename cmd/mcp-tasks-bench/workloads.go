@@ -21,6 +21,8 @@ import (
 type target struct {
 	name string
 	argv []string
+	// env: extra environment for the spawned bridge.
+	env []string
 	// legacy: the target answers as a 2025 server (every stdio bridge), so
 	// results must carry no 2026-only members.
 	legacy bool
@@ -29,19 +31,28 @@ type target struct {
 	tasks bool
 	// proxy: this is mcp-tasks-proxy, whose peak RSS is judged.
 	proxy bool
+	// verified counts the answers checked and found right.
+	verified atomic.Int64
+}
+
+// runs tells whether workload wl applies to the target: the task workload
+// needs a client of the 2026 tasks extension.
+func (t *target) runs(wl string) bool {
+	return wl != "task" || t.tasks
 }
 
 func (t *target) open(ctx context.Context, url string) (session, time.Duration, error) {
 	if t.argv == nil {
 		return startDirect(ctx, url)
 	}
-	return startStdio(ctx, t.argv)
+	return startStdio(ctx, t.argv, t.env)
 }
 
-// metric is one row of the report.
+// metric is one row of the report; wl is the workload (--workloads) that
+// measures it.
 type metric struct {
-	key, workload, label, unit string
-	higherBetter               bool
+	key, wl, workload, label, unit string
+	higherBetter                   bool
 }
 
 // results holds one value per round for each metric and target.
@@ -149,7 +160,15 @@ func echo(ctx context.Context, t *target, s session, tag string, i int64) error 
 	if err != nil {
 		return fmt.Errorf("%s: echo: %w", t.name, err)
 	}
-	return checkText(t, res, want)
+	return t.checked(checkText(t, res, want))
+}
+
+// checked counts a verified answer.
+func (t *target) checked(err error) error {
+	if err == nil {
+		t.verified.Add(1)
+	}
+	return err
 }
 
 func (r *runner) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -210,7 +229,7 @@ func (r *runner) seq(ctx context.Context, t *target, round int) error {
 			name string
 			q    float64
 		}{{"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}} {
-			r.res.add(metric{key: "seq-" + p.name, workload: "sequential echo", label: p.name, unit: "µs"}, t.name, us(percentile(lat, p.q)))
+			r.res.add(metric{key: "seq-" + p.name, wl: "seq", workload: "sequential echo", label: p.name, unit: "µs"}, t.name, us(percentile(lat, p.q)))
 		}
 		return nil
 	})
@@ -250,7 +269,7 @@ func (r *runner) inflight(ctx context.Context, t *target, c, round int) error {
 		if firstErr != nil {
 			return firstErr
 		}
-		r.res.add(metric{key: fmt.Sprintf("inflight-%04d", c), workload: "echo, " + strconv.Itoa(c) + " in flight", label: "throughput", unit: "calls/s", higherBetter: true},
+		r.res.add(metric{key: fmt.Sprintf("inflight-%04d", c), wl: "inflight", workload: "echo, " + strconv.Itoa(c) + " in flight", label: "throughput", unit: "calls/s", higherBetter: true},
 			t.name, float64(total)/elapsed.Seconds())
 		return nil
 	})
@@ -271,7 +290,7 @@ func (r *runner) size(ctx context.Context, t *target, size int, want []byte) err
 			if err != nil {
 				return fmt.Errorf("%s: blob %d: %w", t.name, size, err)
 			}
-			if err := checkBlob(t, res, want); err != nil {
+			if err := t.checked(checkBlob(t, res, want)); err != nil {
 				return err
 			}
 			if i > 0 { // the first call is a warm-up
@@ -280,10 +299,10 @@ func (r *runner) size(ctx context.Context, t *target, size int, want []byte) err
 		}
 		name := sizeName(size)
 		wl := "result " + name
-		r.res.add(metric{key: fmt.Sprintf("size-%012d-a", size), workload: wl, label: "latency p50", unit: "ms"}, t.name, median(lat))
+		r.res.add(metric{key: fmt.Sprintf("size-%012d-a", size), wl: "size", workload: wl, label: "latency p50", unit: "ms"}, t.name, median(lat))
 		if pid := s.pid(); pid != 0 {
 			if hwm, err := treeHWM(pid); err == nil {
-				r.res.add(metric{key: fmt.Sprintf("size-%012d-b", size), workload: wl, label: "bridge peak RSS", unit: "MiB"}, t.name, float64(hwm)/(1<<20))
+				r.res.add(metric{key: fmt.Sprintf("size-%012d-b", size), wl: "size", workload: wl, label: "bridge peak RSS", unit: "MiB"}, t.name, float64(hwm)/(1<<20))
 			} else {
 				r.log("%s: peak RSS: %v", t.name, err)
 			}
@@ -303,12 +322,13 @@ func (r *runner) startup(ctx context.Context, t *target) error {
 		if err != nil {
 			return fmt.Errorf("%s: start-up: %w", t.name, err)
 		}
+		t.verified.Add(1) // open checked the initialize (or discover) answer
 		d = append(d, ms(took))
 		if err := s.close(); err != nil {
 			return err
 		}
 	}
-	r.res.add(metric{key: "startup", workload: "start-up", label: "to initialize answer", unit: "ms"}, t.name, median(d))
+	r.res.add(metric{key: "startup", wl: "startup", workload: "start-up", label: "to initialize answer", unit: "ms"}, t.name, median(d))
 	return nil
 }
 
@@ -328,15 +348,15 @@ func (r *runner) task(ctx context.Context, t *target, round int) error {
 			if err != nil {
 				return fmt.Errorf("%s: task: %w", t.name, err)
 			}
-			if err := checkText(t, res, "task done "+nonce); err != nil {
+			if err := t.checked(checkText(t, res, "task done "+nonce)); err != nil {
 				return err
 			}
 			total = append(total, ms(d))
 			added = append(added, ms(d-poll))
 		}
 		wl := "task followed (poll " + strconv.Itoa(r.cfg.pollMS) + " ms)"
-		r.res.add(metric{key: "task-a", workload: wl, label: "latency", unit: "ms"}, t.name, median(total))
-		r.res.add(metric{key: "task-b", workload: wl, label: "added beyond the poll", unit: "ms"}, t.name, median(added))
+		r.res.add(metric{key: "task-a", wl: "task", workload: wl, label: "latency", unit: "ms"}, t.name, median(total))
+		r.res.add(metric{key: "task-b", wl: "task", workload: wl, label: "added beyond the poll", unit: "ms"}, t.name, median(added))
 		return nil
 	})
 }
