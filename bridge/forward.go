@@ -361,25 +361,31 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
 				errorData(s.client.URL(), resp.Status, "", "")), 0, retryNone
 		}
-		frame := s.down(ctx, c, f.Method, &m, resp.Status)
 		code := 0
 		if m.Error.Exists() {
 			code = int(m.Error.Get("code").Int())
 		}
-		return frame, code, retryNone
+		return s.down(ctx, c, f.Method, &m, resp.Status, resp.Room()), code, retryNone
 	}
 }
 
-// down rewrites the upstream response for the client.
-func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.Frame, status int) []byte {
+// down rewrites the upstream response for the client. room, when not nil, is
+// the buffer m was read into with spare bytes in front (a large JSON body):
+// a plain result is then rewritten in place, so that only one copy of it is
+// ever in memory.
+func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.Frame, status int, room []byte) []byte {
 	tasks := s.tasksEnabled()
-	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks})
+	augmented := method == "tools/call" && c.task.Exists() && tasks
+	if s.tracing() || augmented || method == "tools/list" {
+		// The trace still holds the bytes, or m is read after the rewrite.
+		room = nil
+	}
+	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks, Room: room})
 	if err != nil {
 		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", s.logFrame(m.Raw)))
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 			fmt.Sprintf("invalid upstream result for %s: %v", method, err), errorData(s.client.URL(), status, "", ""))
 	}
-	augmented := method == "tools/call" && c.task.Exists() && tasks
 	c.rewrites = d.Rewrites
 	switch d.ResultType {
 	case rewrite.ResultComplete:

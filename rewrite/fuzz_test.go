@@ -122,6 +122,42 @@ func FuzzResponseDown(f *testing.F) {
 	})
 }
 
+// FuzzResponseDownInPlace holds the in-place rewrite (Down.Room) to the
+// copying one: the same bytes out, or no in-place rewrite at all.
+func FuzzResponseDownInPlace(f *testing.F) {
+	for _, fr := range goldenFrames(f) {
+		f.Add(fr, "tools/call", uint8(16))
+		f.Add(fr, "resources/read", uint8(0))
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[],"resultType":"complete"}}`), "tools/call", uint8(2))
+	f.Fuzz(func(t *testing.T, in []byte, method string, room uint8) {
+		in = rewrite.TrimFrame(in)
+		fr, err := rewrite.Parse(in)
+		if err != nil || fr.Kind != rewrite.KindResponse {
+			return
+		}
+		down := rewrite.Down{ID: []byte(`"client-id"`), Method: method}
+		want, err := rewrite.ResponseDown(&fr, down)
+		if err != nil || want.Frame == nil {
+			return
+		}
+		buf := make([]byte, int(room)+len(in))
+		copy(buf[room:], in)
+		fr2, err := rewrite.Parse(buf[room:])
+		if err != nil {
+			t.Fatalf("parse of the same bytes failed: %v", err)
+		}
+		down.Room = buf
+		got, err := rewrite.ResponseDown(&fr2, down)
+		if err != nil {
+			t.Fatalf("in place: %v", err)
+		}
+		if !bytes.Equal(got.Frame, want.Frame) {
+			t.Fatalf("in place with room %d:\n got %s\nwant %s", room, got.Frame, want.Frame)
+		}
+	})
+}
+
 func FuzzErrorFrame(f *testing.F) {
 	f.Add("plain", []byte("1"), -32603)
 	f.Add("quote \" backslash \\ newline \n nul \x00 bad \xff <&>", []byte(`"id"`), 1)

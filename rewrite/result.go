@@ -30,6 +30,12 @@ type Down struct {
 	// RelatedTask, when set, adds _meta["io.modelcontextprotocol/related-task"]
 	// = {"taskId": RelatedTask} to the result (a tasks/result payload).
 	RelatedTask string
+	// Room, when set, is the whole buffer the frame was read into, with
+	// spare bytes in front of it (routing.Response.Room). A complete result
+	// is then rewritten in that buffer rather than copied, when the edits
+	// fit; the frame's views (f.Raw, f.Result...) are invalid afterwards.
+	// A large result then has one copy in memory, not two.
+	Room []byte
 }
 
 // Downed is the outcome of ResponseDown.
@@ -165,6 +171,13 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 		}
 		if d.TaskSupport {
 			note("tools.taskSupport")
+		}
+	}
+	if d.Room != nil {
+		out.ResultType = ResultComplete // the constant, not a view into the frame
+		if b := e.applyInPlace(d.Room, f.Raw); b != nil {
+			out.Frame = b
+			return out, nil
 		}
 	}
 	out.Frame = e.apply(f.Raw)

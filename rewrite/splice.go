@@ -50,6 +50,26 @@ func (e edits) apply(src []byte) []byte {
 	if len(e) == 0 {
 		return src
 	}
+	e = e.normalize()
+	size := len(src)
+	for _, ed := range e {
+		size += len(ed.repl) + len(ed.repl2) - (ed.end - ed.start)
+	}
+	out := make([]byte, 0, size)
+	pos := 0
+	for _, ed := range e {
+		out = append(out, src[pos:ed.start]...)
+		out = append(out, ed.repl...)
+		out = append(out, ed.repl2...)
+		pos = ed.end
+	}
+	return append(out, src[pos:]...)
+}
+
+// normalize sorts e by offset and folds overlaps, so that the edits are
+// disjoint and in order: only deletions may overlap, and a deletion that
+// overlaps an earlier edit extends it. It reuses e's storage.
+func (e edits) normalize() edits {
 	// Insertions sort before a deletion that starts at the same offset, so
 	// "replace the contents of an object" is an insertion plus deletions.
 	slices.SortStableFunc(e, func(a, b edit) int {
@@ -58,35 +78,59 @@ func (e edits) apply(src []byte) []byte {
 		}
 		return (a.end - a.start) - (b.end - b.start)
 	})
-	// Size the output exactly, merging overlaps as the copy loop does.
-	size, pos := 0, 0
+	out := e[:0]
 	for _, ed := range e {
-		if ed.start < pos {
-			if ed.end > pos {
-				pos = ed.end
-			}
+		if n := len(out); n > 0 && ed.start < out[n-1].end {
+			out[n-1].end = max(out[n-1].end, ed.end)
 			continue
 		}
-		size += ed.start - pos + len(ed.repl) + len(ed.repl2)
-		pos = ed.end
+		out = append(out, ed)
 	}
-	size += len(src) - pos
-	out := make([]byte, 0, size)
-	pos = 0
+	return out
+}
+
+// applyInPlace is apply without the second copy: it writes the output over
+// buf, the buffer src sits at the end of (src is buf[off:off+len(src)] for
+// some off, the room in front of it). Writing left to right is safe while
+// the output never runs ahead of the input still to be read, that is while
+// the growth so far never exceeds off; it returns nil, having changed
+// nothing, when that does not hold, when src is not inside buf that way, or
+// when a replacement reads from buf. Every view into src is invalid after a
+// non-nil return.
+func (e edits) applyInPlace(buf, src []byte) []byte {
+	off := cap(buf) - cap(src)
+	if len(src) == 0 || off < 0 || off+len(src) > len(buf) || &buf[off] != &src[0] {
+		return nil
+	}
+	e = e.normalize()
+	growth := 0
 	for _, ed := range e {
-		if ed.start < pos {
-			// Overlaps an earlier edit: only deletions may overlap.
-			if ed.end > pos {
-				pos = ed.end
-			}
-			continue
+		if overlaps(ed.repl, buf) || overlaps(ed.repl2, buf) {
+			return nil
 		}
-		out = append(out, src[pos:ed.start]...)
-		out = append(out, ed.repl...)
-		out = append(out, ed.repl2...)
+		growth += len(ed.repl) + len(ed.repl2) - (ed.end - ed.start)
+		if growth > off {
+			return nil
+		}
+	}
+	o, pos := 0, 0
+	for _, ed := range e {
+		o += copy(buf[o:], src[pos:ed.start]) // copy is memmove: overlap is fine
+		o += copy(buf[o:], ed.repl)
+		o += copy(buf[o:], ed.repl2)
 		pos = ed.end
 	}
-	return append(out, src[pos:]...)
+	o += copy(buf[o:], src[pos:])
+	return buf[:o:o]
+}
+
+// overlaps reports whether b shares memory with buf.
+func overlaps(b, buf []byte) bool {
+	if len(b) == 0 || len(buf) == 0 {
+		return false
+	}
+	b0, buf0 := uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&buf[0]))
+	return b0 < buf0+uintptr(cap(buf)) && buf0 < b0+uintptr(len(b))
 }
 
 // member is one "key": value pair of a JSON object, with offsets into the

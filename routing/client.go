@@ -291,6 +291,7 @@ type Response struct {
 	max  int
 	size int64 // Content-Length, -1 when unknown
 	done bool
+	room []byte // the JSON body's whole buffer, when it has room in front
 }
 
 func newResponse(resp *http.Response, max int) *Response {
@@ -342,9 +343,13 @@ func (r *Response) Next() ([]byte, error) {
 		return nil, io.EOF
 	}
 	r.done = true
-	body, err := readLimited(r.body, r.max, r.size)
+	buf, off, err := readBody(r.body, r.max, r.size)
 	if err != nil {
 		return nil, err
+	}
+	body := buf[off:]
+	if off > 0 {
+		r.room = buf
 	}
 	if r.ContentType != "application/json" && !strings.HasSuffix(r.ContentType, "+json") {
 		if len(bytes.TrimSpace(body)) == 0 {
@@ -359,24 +364,66 @@ func (r *Response) Next() ([]byte, error) {
 // 2026-07-28 cancellation of the request.
 func (r *Response) Close() error { return r.body.Close() }
 
-// readLimited reads all of r, failing with ErrTooLarge past max bytes. A
-// known size is allocated up front, so the body is buffered once.
-func readLimited(r io.Reader, max int, size int64) ([]byte, error) {
+// Room returns the whole buffer of the JSON body Next returned when the body
+// is large enough to have spare bytes in front of it (RoomMin), else nil.
+// The body sits at the end of it, so a rewrite that grows the message by at
+// most BodyRoom bytes can be done in place rather than in a second copy
+// (rewrite.Down.Room). Nil for event streams.
+func (r *Response) Room() []byte { return r.room }
+
+const (
+	// RoomMin is the body size from which a JSON body is read with room in
+	// front of it; a smaller body is cheaper to copy than to make room for.
+	RoomMin = 32 << 10
+	// BodyRoom is that room.
+	BodyRoom = 4 << 10
+)
+
+// readBody reads all of r, failing with ErrTooLarge past max bytes. It
+// returns the buffer and the offset of the body in it: BodyRoom for a body
+// of RoomMin bytes or more, 0 for a smaller one. A known size is allocated
+// up front, so the body is read once; an unknown size grows by half each
+// time, and gets its room when it first grows past RoomMin (a copy that the
+// growth makes anyway).
+func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error) {
 	if size > int64(max) {
-		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+		return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
 	}
-	var buf bytes.Buffer
-	if size > 0 {
-		buf.Grow(int(size) + bytes.MinRead)
+	want := 512
+	if size >= 0 {
+		want = int(size) + 1 // one spare byte to read the EOF into
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r, int64(max)+1))
-	if err != nil {
-		return nil, err
+	if size >= RoomMin {
+		off = BodyRoom
 	}
-	if n > int64(max) {
-		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	buf = make([]byte, off, off+want)
+	for {
+		if len(buf) == cap(buf) {
+			n := len(buf) - off
+			grown := n + n/2
+			if n < 1024 {
+				grown = n + 512
+			}
+			noff := off
+			if grown >= RoomMin {
+				noff = BodyRoom
+			}
+			nb := make([]byte, noff+n, noff+grown)
+			copy(nb[noff:], buf[off:])
+			buf, off = nb, noff
+		}
+		m, rerr := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if len(buf)-off > max {
+			return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+		}
+		switch {
+		case rerr == io.EOF:
+			return buf, off, nil
+		case rerr != nil:
+			return nil, 0, rerr
+		}
 	}
-	return buf.Bytes(), nil
 }
 
 // Redact hides URL userinfo and query values, for messages and logs.
