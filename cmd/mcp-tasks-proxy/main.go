@@ -179,6 +179,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	})
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 
+	stdin, restoreStdin := pollableStdin(stdin)
+	defer restoreStdin()
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(ctx, stdin, stdout) }()
 	select {

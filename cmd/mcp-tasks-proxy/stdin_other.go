@@ -1,0 +1,9 @@
+//go:build !unix
+
+package main
+
+import "io"
+
+// pollableStdin leaves stdin as it is where non-blocking pipes are not
+// available.
+func pollableStdin(in io.Reader) (io.Reader, func()) { return in, func() {} }
