@@ -227,7 +227,7 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	if frame == nil && c.input == nil && ctx.Err() == nil {
 		frame = s.timedOut(actx, c, f.Method)
 	}
-	s.logExchange(c.op, f.Method, c.id, resp.Status, start, len(body), len(frame), zap.ByteString("upstreamId", upID))
+	s.logExchange(c.op, f.Method, c.id, upID, resp.Status, start, len(body), len(frame))
 	return frame, code, again
 }
 

@@ -236,7 +236,7 @@ func (p *passthrough) exchange(ctx context.Context, c *call, body []byte, h http
 			if resp.Status == http.StatusNotFound && h.Get(headerSessionID) != "" {
 				res.frame, res.err = nil, errExpired
 			}
-			s.logExchange(c.op, c.method, c.id, resp.Status, start, len(body), len(res.frame))
+			s.logExchange(c.op, c.method, c.id, nil, resp.Status, start, len(body), len(res.frame))
 			return res
 		}
 		// The stream ended before the answer: resume it if it can be, as
@@ -697,9 +697,13 @@ func (p *passthrough) end() {
 }
 
 // logExchange writes the debug line of one upstream exchange.
-func (s *Session) logExchange(op, method string, id []byte, status int, start time.Time, up, down int, extra ...zap.Field) {
+func (s *Session) logExchange(op, method string, id, upID []byte, status int, start time.Time, up, down int) {
 	if ce := s.log.Check(zapcore.DebugLevel, "upstream exchange"); ce != nil {
-		ce.Write(append([]zap.Field{zap.String("dir", "proxy->server"), zap.String("op", op), zap.String("method", method), zap.ByteString("id", id),
-			zap.Int("httpStatus", status), zap.Duration("latency", time.Since(start)), zap.Int("bytesUp", up), zap.Int("bytesDown", down)}, extra...)...)
+		fields := []zap.Field{zap.String("dir", "proxy->server"), zap.String("op", op), zap.String("method", method), zap.ByteString("id", id),
+			zap.Int("httpStatus", status), zap.Duration("latency", time.Since(start)), zap.Int("bytesUp", up), zap.Int("bytesDown", down)}
+		if upID != nil {
+			fields = append(fields, zap.ByteString("upstreamId", upID))
+		}
+		ce.Write(fields...)
 	}
 }

@@ -74,7 +74,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 	if f.Kind != KindResponse {
 		return Downed{}, ErrShape
 	}
-	var e edits
+	e := make(edits, 0, 8) // one allocation for the usual handful of edits
 	e.replace(f.ID.Index, f.ID.Index+len(f.ID.Raw), d.ID)
 	if f.Error.Exists() {
 		rw := []string{"id.restore"}
