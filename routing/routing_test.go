@@ -418,6 +418,34 @@ func FuzzSSEReader(f *testing.F) {
 	})
 }
 
+// FuzzSSELongLines holds the long-line path (lines over the read buffer,
+// copied once and handed over as data) to the short-line path: a reader
+// with a 16-byte buffer must see the same events, ids and errors as one
+// with the usual buffer.
+func FuzzSSELongLines(f *testing.F) {
+	f.Add([]byte("data: {\"a\":\"0123456789abcdefghij\"}\n\nid: 7\ndata: x\r\ndata: 0123456789abcdefghijklmnop\n\n"), 0)
+	f.Add([]byte("data: 0123456789abcdefghijklmnopqrstuvwxyz\ndata: 0123456789abcdefghijklmnopqrstuvwxyz\n\n"), 50)
+	f.Add([]byte(": a long comment line, longer than sixteen bytes\ndata: y\n\ndata: end without a blank line 0123456789"), 0)
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		if max < 0 {
+			max = -max
+		}
+		short := NewSSEReader(bytes.NewReader(in), max)
+		long := newSSEReaderSize(bytes.NewReader(in), max, 16)
+		for range len(in) + 2 {
+			want, werr := short.Next()
+			got, gerr := long.Next()
+			if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) || long.LastEventID() != short.LastEventID() || long.Retry() != short.Retry() {
+				t.Fatalf("16-byte buffer: %q, %v (id %q); usual: %q, %v (id %q)", got, gerr, long.LastEventID(), want, werr, short.LastEventID())
+			}
+			if werr != nil {
+				return
+			}
+		}
+		t.Fatal("more events than input bytes")
+	})
+}
+
 // oneByteReader hands out its input a byte or a few at a time, as a slow
 // chunked body does.
 type oneByteReader struct {

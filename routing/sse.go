@@ -22,7 +22,8 @@ type SSEReader struct {
 	r     *bufio.Reader
 	max   int
 	data  []byte
-	line  []byte
+	line  []byte // a line longer than the reader's buffer
+	long  bool   // the line being handled is in line
 	saw   bool   // the current event has at least one data line
 	id    string // the committed last event id
 	next  string // the id field of the event being read
@@ -39,8 +40,12 @@ func (s *SSEReader) Retry() time.Duration { return s.retry }
 
 // NewSSEReader reads events from r; max bounds one event's data (0 means
 // unlimited).
-func NewSSEReader(r io.Reader, max int) *SSEReader {
-	return &SSEReader{r: bufio.NewReaderSize(r, 32<<10), max: max}
+func NewSSEReader(r io.Reader, max int) *SSEReader { return newSSEReaderSize(r, max, 32<<10) }
+
+// newSSEReaderSize is NewSSEReader with a given read buffer; tests make it
+// tiny so that every line takes the long-line path.
+func newSSEReaderSize(r io.Reader, max, size int) *SSEReader {
+	return &SSEReader{r: bufio.NewReaderSize(r, size), max: max}
 }
 
 // Next returns the data of the next event that has any. The slice is valid
@@ -114,16 +119,35 @@ func (s *SSEReader) field(line []byte) error {
 	if s.max > 0 && len(s.data)+len(value) > s.max {
 		return fmt.Errorf("%w (%d bytes)", ErrTooLarge, s.max)
 	}
+	if s.long && len(s.data) == 0 && len(value) > cap(s.data) {
+		// A long line, copied out of the reader already: it becomes the
+		// data rather than being copied again.
+		s.data, s.line = value, nil
+		return nil
+	}
 	s.data = append(s.data, value...)
 	return nil
 }
 
 // readLine returns one line without its terminator (LF, CRLF or CR-less LF).
-// Lines of any length are read; the line is bounded by the event limit.
+// Lines of any length are read; the line is bounded by the event limit. A
+// line that fits in the reader's buffer is returned in place, without a
+// copy; it is valid until the next read.
 func (s *SSEReader) readLine() ([]byte, error) {
-	s.line = s.line[:0]
+	chunk, err := s.r.ReadSlice('\n')
+	s.long = err == bufio.ErrBufferFull
+	if !s.long {
+		if s.max > 0 && len(chunk) > s.max+16 {
+			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, s.max)
+		}
+		if err != nil {
+			return chunk, err
+		}
+		return trimEOL(chunk), nil
+	}
+	s.line = append(s.line[:0], chunk...)
 	for {
-		chunk, err := s.r.ReadSlice('\n')
+		chunk, err = s.r.ReadSlice('\n')
 		s.line = append(s.line, chunk...)
 		if s.max > 0 && len(s.line) > s.max+16 {
 			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, s.max)
@@ -134,10 +158,14 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		if err != nil {
 			return s.line, err
 		}
-		line := s.line[:len(s.line)-1]
-		if n := len(line); n > 0 && line[n-1] == '\r' {
-			line = line[:n-1]
-		}
-		return line, nil
+		return trimEOL(s.line), nil
 	}
+}
+
+func trimEOL(line []byte) []byte {
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line
 }
