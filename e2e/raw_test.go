@@ -327,3 +327,34 @@ func TestMessageSizeLimit(t *testing.T) {
 	}
 	resultOf(t, p2.call(`"after-big-answer"`, "ping", ""))
 }
+
+// TestRawNoPerRequestHandshakeOrClient: the proxy discovers once, at
+// initialize, and then sends sequential calls over one kept-alive
+// connection: no handshake and no new HTTP client (or connection) per
+// request.
+func TestRawNoPerRequestHandshakeOrClient(t *testing.T) {
+	t.Parallel()
+	up := newDemoUpstream(t)
+	p := startProxy(t, []string{up.URL})
+	p.initialize()
+	const calls = 40
+	for i := range calls {
+		text := fmt.Sprintf("call %d", i)
+		resp := p.call(fmt.Sprint(100+i), "tools/call", `{"name":"echo","arguments":{"text":"`+text+`"}}`)
+		if got := resultOf(t, resp).Get("content.0.text").String(); got != text {
+			t.Fatalf("call %d: echo result %q", i, got)
+		}
+	}
+	if n := len(up.requests("server/discover")); n != 1 {
+		t.Errorf("%d server/discover requests for one initialize and %d calls, want 1", n, calls)
+	}
+	exs := up.requests("tools/call")
+	remotes := map[string]int{}
+	for _, ex := range exs {
+		remotes[ex.Remote]++
+	}
+	if len(exs) != calls || len(remotes) != 1 {
+		t.Errorf("%d sequential calls reached the server as %d requests over %d connections %v; want one kept-alive connection",
+			calls, len(exs), len(remotes), remotes)
+	}
+}

@@ -33,6 +33,7 @@ type exchange struct {
 	Body       []byte
 	RPCMethod  string // the JSON-RPC method of Body
 	ID         string // the raw JSON-RPC id of Body
+	Remote     string // the client's address: one per TCP connection
 
 	// The answer: read them with upstream.response, which waits for the
 	// handler to return.
@@ -108,6 +109,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Body:       body,
 		RPCMethod:  gjson.GetBytes(body, "method").String(),
 		ID:         gjson.GetBytes(body, "id").Raw,
+		Remote:     r.RemoteAddr,
 		done:       make(chan struct{}),
 	}
 	var probs []string
