@@ -35,6 +35,10 @@ func TestLineReader(t *testing.T) {
 func FuzzLineReader(f *testing.F) {
 	f.Add([]byte("{\"a\":1}\r\n\n{}"), 8)
 	f.Add(bytes.Repeat([]byte("y"), 70000), 100000)
+	long := append(bytes.Repeat([]byte("z"), 140000), '\n')
+	f.Add(append(append(append([]byte("a\n"), long...), long...), "tail"...), 140000)
+	f.Add(append(bytes.Repeat([]byte("w"), 65536*2), '\n'), 65536*2)
+	f.Add(append(bytes.Repeat([]byte("v"), 65536*2), '\n'), 65536*2-1)
 	f.Fuzz(func(t *testing.T, in []byte, max int) {
 		if max <= 0 {
 			max = 1 + (-max)%(1<<20)
