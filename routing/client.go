@@ -71,7 +71,7 @@ type Client struct {
 	url    string
 	header http.Header
 	max    int
-	ua     string
+	ua     []string // the User-Agent value, shared by every request
 }
 
 // New validates cfg and builds the client with one shared keep-alive pool.
@@ -130,7 +130,7 @@ func New(cfg Config) (*Client, error) {
 		url:    cfg.URL,
 		header: h,
 		max:    cfg.MaxMessageBytes,
-		ua:     cfg.UserAgent,
+		ua:     headerValue(cfg.UserAgent),
 	}, nil
 }
 
@@ -231,8 +231,8 @@ func (c *Client) do(ctx context.Context, method string, body []byte, set func(ht
 	for k, v := range c.header {
 		h[k] = v
 	}
-	if c.ua != "" {
-		h.Set("User-Agent", c.ua)
+	if c.ua != nil {
+		h["User-Agent"] = c.ua
 	}
 	set(h)
 	resp, err := c.http.Do(req)
@@ -248,12 +248,25 @@ func (c *Client) do(ctx context.Context, method string, body []byte, set func(ht
 func Headers(body []byte, params []ParamHeader) http.Header {
 	h := make(http.Header, 6)
 	writeHeaders(h, body, params)
-	return h
+	return h.Clone() // the caller may change it; the shared values stay as they are
+}
+
+// Header values every POST carries, shared: net/http only reads them.
+var (
+	jsonContentType = []string{"application/json"}
+	acceptJSONOrSSE = []string{"application/json, text/event-stream"}
+)
+
+func headerValue(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return []string{v}
 }
 
 func writeHeaders(h http.Header, body []byte, params []ParamHeader) {
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
+	h["Content-Type"] = jsonContentType
+	h["Accept"] = acceptJSONOrSSE
 	DeriveHeaders(h, body, params)
 }
 

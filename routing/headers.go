@@ -26,18 +26,16 @@ type ParamHeader struct {
 	Path string
 }
 
-const pathProtocolVersion = `params._meta.io\.modelcontextprotocol/protocolVersion`
-
-// nameParam returns the params member that Mcp-Name mirrors for a method,
-// or "" when the method carries no Mcp-Name.
-func nameParam(method string) string {
+// namePath returns the gjson path of the params member that Mcp-Name
+// mirrors for a method, or "" when the method carries no Mcp-Name.
+func namePath(method string) string {
 	switch method {
 	case "tools/call", "prompts/get":
-		return "name"
+		return "params.name"
 	case "resources/read":
-		return "uri"
+		return "params.uri"
 	case "tasks/get", "tasks/update", "tasks/cancel":
-		return "taskId"
+		return "params.taskId"
 	}
 	return ""
 }
@@ -50,16 +48,24 @@ func nameParam(method string) string {
 // are not header-safe use the Base64 sentinel (EncodeValue).
 func DeriveHeaders(h http.Header, body []byte, params []ParamHeader) {
 	doc := unsafe.String(unsafe.SliceData(body), len(body))
-	r := gjson.GetMany(doc, "method", pathProtocolVersion)
-	method := r[0].String()
-	if v := r[1]; v.Type == gjson.String {
-		set(h, HeaderProtocolVersion, EncodeValue(v.Str))
+	method := gjson.Get(doc, "method").String()
+	// The version is read from _meta without an escaped path, which gjson
+	// would allocate to parse; only a body whose first _meta lacks it
+	// (duplicate keys) takes the path, so that the answer is the path's.
+	version := memberOf(gjson.Get(doc, "params._meta"), metaProtocolVersion)
+	if !version.Exists() {
+		version = gjson.Get(doc, pathProtocolVersion)
 	}
-	set(h, HeaderMethod, EncodeValue(method))
-	if p := nameParam(method); p != "" {
-		if v := gjson.Get(doc, "params."+p); v.Type == gjson.String {
-			set(h, HeaderName, EncodeValue(v.Str))
-		}
+	var name gjson.Result
+	if p := namePath(method); p != "" {
+		name = gjson.Get(doc, p)
+	}
+	if version.Type == gjson.String {
+		h[keyProtocolVersion] = versionValue(version.Str)
+	}
+	h[HeaderMethod] = []string{EncodeValue(method)}
+	if name.Type == gjson.String {
+		h[HeaderName] = []string{EncodeValue(name.Str)}
 	}
 	for _, p := range params {
 		v := gjson.Get(doc, p.Path)
@@ -76,13 +82,45 @@ func DeriveHeaders(h http.Header, body []byte, params []ParamHeader) {
 		default:
 			continue // null, absent, objects and arrays get no header
 		}
-		set(h, HeaderParamPrefix+p.Name, EncodeValue(s))
+		h.Set(HeaderParamPrefix+p.Name, EncodeValue(s))
 	}
 }
 
-// set writes one header value; values are already safe, since EncodeValue
-// never yields CR, LF or any other control character.
-func set(h http.Header, name, value string) { h.Set(name, value) }
+// keyProtocolVersion is HeaderProtocolVersion in the canonical form that
+// http.Header.Set would store it under.
+const keyProtocolVersion = "Mcp-Protocol-Version"
+
+// metaProtocolVersion is the _meta member that carries the version, and
+// pathProtocolVersion its gjson path from the top of a request.
+const (
+	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	pathProtocolVersion = `params._meta.io\.modelcontextprotocol/protocolVersion`
+)
+
+// modernVersionValue is shared by every request that carries 2026-07-28,
+// which is all of them in a session; net/http only reads header values.
+var modernVersionValue = []string{"2026-07-28"}
+
+func versionValue(v string) []string {
+	if v == modernVersionValue[0] {
+		return modernVersionValue
+	}
+	return []string{EncodeValue(v)}
+}
+
+// memberOf returns the first member key of obj, as gjson.Get(obj, escaped
+// key) would, without building a path.
+func memberOf(obj gjson.Result, key string) gjson.Result {
+	var out gjson.Result
+	obj.ForEach(func(k, v gjson.Result) bool {
+		if k.Str == key {
+			out = v
+			return false
+		}
+		return true
+	})
+	return out
+}
 
 const (
 	sentinelPrefix = "=?base64?"

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
 )
 
@@ -546,4 +547,66 @@ func TestResponseRoom(t *testing.T) {
 		resp.Close()
 		c.CloseIdle()
 	}
+}
+
+// deriveHeadersByPath is DeriveHeaders as it was first written, one gjson
+// path per header: the reference the one-scan version is held to.
+func deriveHeadersByPath(h http.Header, body []byte, params []ParamHeader) {
+	doc := string(body)
+	r := gjson.GetMany(doc, "method", `params._meta.io\.modelcontextprotocol/protocolVersion`)
+	method := r[0].String()
+	if v := r[1]; v.Type == gjson.String {
+		h.Set(HeaderProtocolVersion, EncodeValue(v.Str))
+	}
+	h.Set(HeaderMethod, EncodeValue(method))
+	if p := namePath(method); p != "" {
+		if v := gjson.Get(doc, p); v.Type == gjson.String {
+			h.Set(HeaderName, EncodeValue(v.Str))
+		}
+	}
+	for _, p := range params {
+		v := gjson.Get(doc, p.Path)
+		var s string
+		switch v.Type {
+		case gjson.String:
+			s = v.Str
+		case gjson.Number:
+			s = v.Raw
+		case gjson.True:
+			s = "true"
+		case gjson.False:
+			s = "false"
+		default:
+			continue
+		}
+		h.Set(HeaderParamPrefix+p.Name, EncodeValue(s))
+	}
+}
+
+// FuzzDeriveHeadersByPath: any valid JSON body gets the same headers from
+// DeriveHeaders as from one gjson path per header, duplicate keys, escaped
+// keys and odd types included.
+func FuzzDeriveHeadersByPath(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"w","arguments":{"a":1}}}`))
+	f.Add([]byte(`{"method":"tools/call","params":{"_meta":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"x"},"name":1,"name":"n"}}`))
+	f.Add([]byte(`{"method":"resources/read","params":{"u\u0072i":"file:///a","_m\u0065ta":{"io.modelcontextprotocol\/protocolVersion":"2025-11-25"}}}`))
+	f.Add([]byte(`{"method":"tasks/get","params":["taskId","_meta"],"taskId":"t"}`))
+	f.Add([]byte(`{"method":7,"params":"name"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !gjson.ValidBytes(body) {
+			return
+		}
+		params := []ParamHeader{{Name: "A", Path: "params.arguments.a"}}
+		got, want := http.Header{}, http.Header{}
+		DeriveHeaders(got, body, params)
+		deriveHeadersByPath(want, body, params)
+		if len(got) != len(want) {
+			t.Fatalf("%s:\n got %v\nwant %v", body, got, want)
+		}
+		for k, v := range want {
+			if g := got.Values(k); len(g) != len(v) || len(g) > 0 && g[0] != v[0] {
+				t.Fatalf("%s: header %s = %q, want %q", body, k, g, v)
+			}
+		}
+	})
 }
