@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -855,4 +857,55 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestLargeResultsRewrittenInPlace: results large enough to be rewritten in
+// the buffer they were read into (a JSON body, an SSE event of one long
+// line, after a progress notification) reach the client intact, with the
+// client's id, whether that id is shorter or longer than the proxy's, and
+// the 2026 members gone. Calls run concurrently so that buffers in flight
+// side by side must not bleed into each other.
+func TestLargeResultsRewrittenInPlace(t *testing.T) {
+	u := newUpstream(t)
+	text := func(n int) string { return strings.Repeat(string(rune('a'+n%26)), 200<<10+n) }
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		id := gjson.Get(body, "id").Raw
+		n := int(gjson.Get(body, "params.arguments.n").Int())
+		msg := `{"jsonrpc":"2.0","id":` + id + `,"result":{"resultType":"complete","content":[{"type":"text","text":"` + text(n) +
+			`"}],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"9"}}}}`
+		if n%2 == 1 {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":%d,\"progress\":1}}\n\n", n)
+			fmt.Fprintf(w, "data: %s\n\n", msg)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, msg)
+	})
+	h := initialized(t, u, Config{})
+	ids := []string{`1`, `"a-client-id-much-longer-than-any-upstream-id-0123456789"`, `2`, `"x"`, `3`, `"é\"quoted\""`}
+	for n, id := range ids {
+		h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"big","arguments":{"n":` + fmt.Sprint(n) + `},"_meta":{"progressToken":` + fmt.Sprint(n) + `}}}`)
+	}
+	got := map[string]string{}
+	for len(got) < len(ids) {
+		l := h.next()
+		if gjson.Get(l, "method").Exists() {
+			continue // progress
+		}
+		got[gjson.Get(l, "id").Raw] = l
+	}
+	for n, id := range ids {
+		l, ok := got[id]
+		if !ok {
+			t.Fatalf("no answer for id %s; got ids %v", id, slices.Collect(maps.Keys(got)))
+		}
+		res := gjson.Get(l, "result")
+		if res.Get("content.0.text").Str != text(n) {
+			t.Errorf("id %s: the text came back changed (%d bytes)", id, len(res.Get("content.0.text").Str))
+		}
+		if res.Get("resultType").Exists() || res.Get("_meta").Exists() {
+			t.Errorf("id %s: 2026 members left: %.200s", id, res.Raw)
+		}
+	}
 }

@@ -377,12 +377,19 @@ func (r *Response) Next() ([]byte, error) {
 // 2026-07-28 cancellation of the request.
 func (r *Response) Close() error { return r.body.Close() }
 
-// Room returns the whole buffer of the JSON body Next returned when the body
-// is large enough to have spare bytes in front of it (RoomMin), else nil.
-// The body sits at the end of it, so a rewrite that grows the message by at
-// most BodyRoom bytes can be done in place rather than in a second copy
-// (rewrite.Down.Room). Nil for event streams.
-func (r *Response) Room() []byte { return r.room }
+// Room returns the whole buffer of the message Next last returned when it
+// has BodyRoom spare bytes in front of it, else nil: a JSON body of RoomMin
+// bytes or more, or an event whose data was one line longer than the
+// stream's read buffer. The message sits at the end of it, so a rewrite that
+// grows the message by at most BodyRoom bytes can be done in place rather
+// than in a second copy (rewrite.Down.Room). The buffer is the caller's from
+// then on: a stream no longer reuses it.
+func (r *Response) Room() []byte {
+	if r.sse != nil {
+		return r.sse.takeRoom()
+	}
+	return r.room
+}
 
 const (
 	// RoomMin is the body size from which a JSON body is read with room in

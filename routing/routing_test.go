@@ -422,17 +422,22 @@ func FuzzSSEReader(f *testing.F) {
 // FuzzSSELongLines holds the long-line path (lines over the read buffer,
 // copied once and handed over as data) to the short-line path: a reader
 // with a 16-byte buffer must see the same events, ids and errors as one
-// with the usual buffer.
+// with the usual buffer. Every event's room is taken where there is one: it
+// must hold the event at its end after BodyRoom spare bytes, and an event
+// whose room was taken must stay as it was while the stream goes on.
 func FuzzSSELongLines(f *testing.F) {
 	f.Add([]byte("data: {\"a\":\"0123456789abcdefghij\"}\n\nid: 7\ndata: x\r\ndata: 0123456789abcdefghijklmnop\n\n"), 0)
 	f.Add([]byte("data: 0123456789abcdefghijklmnopqrstuvwxyz\ndata: 0123456789abcdefghijklmnopqrstuvwxyz\n\n"), 50)
 	f.Add([]byte(": a long comment line, longer than sixteen bytes\ndata: y\n\ndata: end without a blank line 0123456789"), 0)
+	f.Add([]byte("data: first long event 0123456789\n\ndata: second long event 0123456789\r\n\n"), 0)
 	f.Fuzz(func(t *testing.T, in []byte, max int) {
 		if max < 0 {
 			max = -max
 		}
 		short := NewSSEReader(bytes.NewReader(in), max)
 		long := newSSEReaderSize(bytes.NewReader(in), max, 16)
+		type taken struct{ ev, was []byte }
+		var kept []taken
 		for range len(in) + 2 {
 			want, werr := short.Next()
 			got, gerr := long.Next()
@@ -440,113 +445,22 @@ func FuzzSSELongLines(f *testing.F) {
 				t.Fatalf("16-byte buffer: %q, %v (id %q); usual: %q, %v (id %q)", got, gerr, long.LastEventID(), want, werr, short.LastEventID())
 			}
 			if werr != nil {
-				return
+				break
 			}
-		}
-		t.Fatal("more events than input bytes")
-	})
-}
-
-// oneByteReader hands out its input a byte or a few at a time, as a slow
-// chunked body does.
-type oneByteReader struct {
-	data []byte
-	step int
-}
-
-func (r *oneByteReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p[:min(len(p), r.step)], r.data)
-	r.data = r.data[n:]
-	return n, nil
-}
-
-func TestReadBodyRoom(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		n        int
-		known    bool
-		step     int
-		wantRoom bool
-	}{
-		{"small known", 100, true, 1 << 20, false},
-		{"empty known", 0, true, 1 << 20, false},
-		{"empty unknown", 0, false, 1 << 20, false},
-		{"small unknown, trickled", 700, false, 3, false},
-		{"large known", RoomMin, true, 1 << 20, true},
-		{"large unknown", 3 * RoomMin, false, 4096, true},
-		{"large unknown, trickled", RoomMin + 1, false, 7, true},
-		{"known size that lies", RoomMin * 2, true, 1000, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			body := bytes.Repeat([]byte("0123456789abcdef"), tc.n/16+1)[:tc.n]
-			size := int64(-1)
-			if tc.known {
-				size = int64(tc.n)
-				if tc.name == "known size that lies" {
-					size = 10 // the body is longer than announced
+			if room := long.takeRoom(); room != nil {
+				off := len(room) - len(got)
+				if off < BodyRoom || &room[off] != &got[0] {
+					t.Fatalf("room of %d bytes does not end with the %d-byte event after %d spare bytes", len(room), len(got), BodyRoom)
 				}
+				kept = append(kept, taken{got, bytes.Clone(got)})
 			}
-			buf, off, err := readBody(&oneByteReader{data: body, step: tc.step}, 1<<20, size)
-			if err != nil {
-				t.Fatal(err)
+		}
+		for _, k := range kept {
+			if !bytes.Equal(k.ev, k.was) {
+				t.Fatalf("an event whose room was taken changed: %q, was %q", k.ev, k.was)
 			}
-			if !bytes.Equal(buf[off:], body) {
-				t.Fatalf("body: got %d bytes, want %d", len(buf)-off, len(body))
-			}
-			if got := off == BodyRoom; got != tc.wantRoom || off != 0 && off != BodyRoom {
-				t.Fatalf("offset %d, want room %v", off, tc.wantRoom)
-			}
-		})
-	}
-	if _, _, err := readBody(&oneByteReader{data: make([]byte, 2000), step: 100}, 1000, -1); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("over the limit: %v", err)
-	}
-	if _, _, err := readBody(strings.NewReader(""), 1000, 5000); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("announced over the limit: %v", err)
-	}
-}
-
-func TestResponseRoom(t *testing.T) {
-	big := `{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("x", RoomMin) + `"}}`
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Query().Get("small") != "" {
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
-			return
 		}
-		_, _ = io.WriteString(w, big)
-	}))
-	defer srv.Close()
-	for _, small := range []bool{false, true} {
-		u := srv.URL
-		if small {
-			u += "?small=1"
-		}
-		c, err := New(Config{URL: u})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := c.Post(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, err := resp.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		room := resp.Room()
-		switch {
-		case small && room != nil:
-			t.Fatalf("a small body has room")
-		case !small && (len(room) != BodyRoom+len(msg) || &room[BodyRoom] != &msg[0] || string(msg) != big):
-			t.Fatalf("room %d bytes around a %d-byte body", len(room), len(msg))
-		}
-		resp.Close()
-		c.CloseIdle()
-	}
+	})
 }
 
 // deriveHeadersByPath is DeriveHeaders as it was first written, one gjson

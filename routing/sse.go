@@ -22,8 +22,9 @@ type SSEReader struct {
 	r     *bufio.Reader
 	max   int
 	data  []byte
-	line  []byte // a line longer than the reader's buffer
-	long  bool   // the line being handled is in line
+	base  []byte // a line longer than the reader's buffer, after BodyRoom spare bytes
+	long  bool   // the line being handled is in base
+	room  []byte // data's whole buffer, when data is a long line handed over whole
 	saw   bool   // the current event has at least one data line
 	id    string // the committed last event id
 	next  string // the id field of the event being read
@@ -53,6 +54,7 @@ func newSSEReaderSize(r io.Reader, max, size int) *SSEReader {
 // ended in the middle of an event delivers what it had.
 func (s *SSEReader) Next() ([]byte, error) {
 	s.data = s.data[:0]
+	s.room = nil
 	s.saw = false
 	for {
 		line, err := s.readLine()
@@ -121,12 +123,27 @@ func (s *SSEReader) field(line []byte) error {
 	}
 	if s.long && len(s.data) == 0 && len(value) > cap(s.data) {
 		// A long line, copied out of the reader already: it becomes the
-		// data rather than being copied again.
-		s.data, s.line = value, nil
+		// data rather than being copied again, and its buffer, with the
+		// room in front, is what Room hands out.
+		s.data = value
+		s.room = s.base[:cap(s.base)-cap(value)+len(value)]
+		s.base = nil
 		return nil
 	}
+	s.room = nil // data is about to be a copy
 	s.data = append(s.data, value...)
 	return nil
+}
+
+// takeRoom returns the buffer of the data Next last returned, with BodyRoom
+// spare bytes in front, when that data was one long line; nil otherwise.
+// The reader gives the buffer up: the data stays valid after later calls.
+func (s *SSEReader) takeRoom() []byte {
+	r := s.room
+	if r != nil {
+		s.room, s.data = nil, nil
+	}
+	return r
 }
 
 // readLine returns one line without its terminator (LF, CRLF or CR-less LF).
@@ -145,21 +162,36 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		}
 		return trimEOL(chunk), nil
 	}
-	s.line = append(s.line[:0], chunk...)
+	if s.base == nil {
+		s.base = make([]byte, BodyRoom, BodyRoom+2*len(chunk))
+	}
+	s.base = s.base[:BodyRoom]
+	s.appendLine(chunk)
 	for {
 		chunk, err = s.r.ReadSlice('\n')
-		s.line = append(s.line, chunk...)
-		if s.max > 0 && len(s.line) > s.max+16 {
+		s.appendLine(chunk)
+		if s.max > 0 && len(s.base)-BodyRoom > s.max+16 {
 			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, s.max)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
 		if err != nil {
-			return s.line, err
+			return s.base[BodyRoom:], err
 		}
-		return trimEOL(s.line), nil
+		return trimEOL(s.base[BodyRoom:]), nil
 	}
+}
+
+// appendLine adds a chunk to the long line, doubling the buffer when it is
+// full and keeping the room in front of it.
+func (s *SSEReader) appendLine(chunk []byte) {
+	if n := len(s.base) + len(chunk); n > cap(s.base) {
+		nb := make([]byte, len(s.base), BodyRoom+2*(n-BodyRoom))
+		copy(nb[BodyRoom:], s.base[BodyRoom:])
+		s.base = nb
+	}
+	s.base = append(s.base, chunk...)
 }
 
 func trimEOL(line []byte) []byte {
