@@ -3,6 +3,8 @@ package trace
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +48,102 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestEncoderFields(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("x", -(3*3600 + 30*60)), time.FixedZone("y", 14*3600)}
+	odd := "a\"b\\c\x00\x01\b\f\n\r\t\x1f\x7f<&>\u2028\u2029\xff\xc3(é😀"
+	for i, r := range []Record{
+		{},
+		{Dir: Proxy, Note: odd},
+		{Time: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), Dir: Dir(odd), Op: odd, Method: odd, Error: odd},
+		{Time: time.Date(9998, 12, 31, 23, 59, 59, 999999999, zones[2]), ID: json.RawMessage(`"x"`), Rewrites: []string{}},
+		{Time: time.Date(2026, 7, 28, 12, 0, 0, 500, zones[3]), Rewrites: []string{odd, "", "b"}, HTTP: &HTTP{}},
+		{HTTP: &HTTP{Status: -1, Header: map[string]string{}}},
+		{HTTP: &HTTP{Status: 200, Header: map[string]string{"b": "1", "a": odd, odd: "", "": "e", "B": "2", "é": "3"}}},
+		{HTTP: &HTTP{Method: "GET"}, Frame: json.RawMessage(`{"a": [1, 2]}`), Truncated: true},
+		{HTTP: &HTTP{URL: "http://h/?q=<&>"}, LatencyMs: 1e-7},
+		{LatencyMs: 1e21}, {LatencyMs: 123456789.125}, {LatencyMs: -0.5}, {LatencyMs: 1e-6}, {LatencyMs: 5e-324},
+		{LatencyMs: math.Copysign(0, -1)}, {LatencyMs: 1.7976931348623157e308}, {LatencyMs: 0.001},
+	} {
+		for _, z := range zones {
+			if !r.Time.IsZero() {
+				r.Time = r.Time.In(z)
+			}
+			var e encoder
+			got, err := e.encode(r)
+			if err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+			if want := encodeStd(t, r); !bytes.Equal(got, want) {
+				t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+			}
+		}
+	}
+}
+
+// TestEncoderFallsBack: what encoding/json cannot encode fails as it did.
+func TestEncoderFallsBack(t *testing.T) {
+	for i, r := range []Record{
+		{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{Time: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("z", 24*3600))},
+		{LatencyMs: math.NaN()},
+		{LatencyMs: math.Inf(-1)},
+	} {
+		var e encoder
+		if line, err := e.encode(r); err == nil {
+			t.Errorf("record %d encoded as %s", i, line)
+		}
+		var b bytes.Buffer
+		if json.NewEncoder(&b).Encode(r) == nil {
+			t.Errorf("record %d: encoding/json encodes it", i)
+		}
+	}
+}
+
+// FuzzEncodeRecord holds the encoder to encoding/json for every field of a
+// record as prepare leaves it.
+func FuzzEncodeRecord(f *testing.F) {
+	f.Add(int64(1785240000), int64(123456789), 3600, "tools/call", "op-1", []byte(`7`), "a,b", true, "POST",
+		"https://u:p@h/mcp?k=v", 200, "Authorization", "Bearer x", "Mcp-Method", "tools/call",
+		[]byte(`{"a": 1}`), false, 1.5, "err", "note", false)
+	f.Add(int64(0), int64(0), 0, "", "", []byte(nil), "", false, "", "", 0, "", "", "", "", []byte(nil), true, 0.0, "", "", true)
+	f.Add(int64(-62135596800), int64(1), -45240, "\u2028", "\xff", []byte(`"\u0000"`), ",", true, "\x00",
+		"", -7, "é", "\"", "é", "<>&", []byte(`[1e400]`), true, 1e-9, "Post \"http://x/?a=b\": no", "\t", false)
+	wr := New(io.Discard, Options{})
+	defer wr.Close()
+	wn := New(io.Discard, Options{NoRedact: true})
+	defer wn.Close()
+	f.Fuzz(func(t *testing.T, sec, nsec int64, offset int, dir, op string, id []byte, rewrites string, hasHTTP bool,
+		method, url string, status int, k1, v1, k2, v2 string, frame []byte, truncated bool, latency float64,
+		errText, note string, noRedact bool) {
+		r := Record{Time: time.Unix(sec, nsec).In(time.FixedZone("z", offset%(36*3600))), Dir: Dir(dir), Op: op, Method: method,
+			ID: id, Frame: frame, Truncated: truncated, LatencyMs: latency, Error: errText, Note: note}
+		if rewrites != "" {
+			r.Rewrites = strings.Split(rewrites, ",")
+		}
+		if hasHTTP {
+			r.HTTP = &HTTP{Method: method, URL: url, Status: status, Header: map[string]string{k1: v1, k2: v2}}
+		}
+		w := wr
+		if noRedact {
+			w = wn
+		}
+		w.prepare(&r)
+		var e encoder
+		got, err := e.encode(r)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		stdErr := enc.Encode(r)
+		if (err != nil) != (stdErr != nil) {
+			t.Fatalf("encoder error %v, encoding/json error %v", err, stdErr)
+		}
+		if err == nil && !bytes.Equal(got, b.Bytes()) {
+			t.Fatalf("\n got %s\nwant %s", got, b.Bytes())
+		}
+	})
 }
 
 // FuzzEncoder holds the spliced encoding to encoding/json for any frame

@@ -4,7 +4,10 @@
 // A trace holds one Record per frame per hop, one JSON object per line.
 // Tracing never blocks or changes the data path: Emit copies what it keeps,
 // queues the record on a bounded buffer and returns; a record that does not
-// fit is dropped and counted, and Close reports the count.
+// fit is dropped and counted, and Close reports the count. The writer
+// goroutine redacts and encodes queued records and writes them out in
+// batches: every Options.FlushInterval (100 ms by default), whenever 64 KiB
+// is queued, and on Close. Until then a record is only in memory.
 package trace
 
 import (

@@ -215,16 +215,17 @@ func emitAll(t *testing.T, w *Writer, n int) {
 
 func TestFullBufferDropsAndCounts(t *testing.T) {
 	pr, pw := io.Pipe()
-	w := New(pw, Options{Buffer: 4})
+	// A quarter of Buffer is one record: each Emit wakes the goroutine.
+	w := New(pw, Options{Buffer: 4, FlushInterval: time.Hour})
 
 	// The first record reaches the pipe; once a byte of it is read, the
 	// writer goroutine is blocked in Write with an empty queue.
 	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"first"}`)})
-	first := make([]byte, 1)
-	if _, err := io.ReadFull(pr, first); err != nil {
-		t.Fatal(err)
-	}
+	first := readFirst(t, pr)
 	emitAll(t, w, 4+6) // 4 fill the queue, 6 are dropped
+	if d := w.Dropped(); d != 6+5 {
+		t.Errorf("Dropped = %d with the reader stalled, want 6 dropped + 5 unwritten", d)
+	}
 
 	rest := make(chan []byte)
 	go func() {
@@ -240,6 +241,226 @@ func TestFullBufferDropsAndCounts(t *testing.T) {
 	if n := len(lines(t, out)); n != 5 {
 		t.Errorf("wrote %d records, want 5:\n%s", n, out)
 	}
+	if d := w.Dropped(); d != 6 {
+		t.Errorf("Dropped after Close = %d, want 6", d)
+	}
+}
+
+func TestFullBufferBytesDropsAndCounts(t *testing.T) {
+	r := Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"` + strings.Repeat("x", 500) + `"}`)}
+	size := func() int {
+		c := r
+		(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).prepare(&c)
+		return recordSize(&c)
+	}()
+	pr, pw := io.Pipe()
+	// Room for 4 records; a quarter of that, one record, wakes the goroutine.
+	w := New(pw, Options{BufferBytes: 4 * size, FlushInterval: time.Hour})
+	w.Emit(r)
+	first := readFirst(t, pr)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 10 {
+			w.Emit(r)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Emit blocked")
+	}
+	rest := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(pr)
+		rest <- b
+	}()
+	dropped, err := w.Close()
+	pw.Close()
+	out := append(first, <-rest...)
+	if err != nil || dropped != 6 {
+		t.Fatalf("Close = %d, %v; want 6, nil", dropped, err)
+	}
+	if n := len(lines(t, out)); n != 5 {
+		t.Errorf("wrote %d records, want 5", n)
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for the writer goroutine and the test. It
+// fails the test on a write that does not end a line.
+type syncBuf struct {
+	t      *testing.T
+	mu     sync.Mutex
+	b      bytes.Buffer
+	writes int
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(p) == 0 || p[len(p)-1] != '\n' {
+		s.t.Errorf("a write of %d bytes does not end a line", len(p))
+	}
+	s.writes++
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) snapshot() ([]byte, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes()), s.writes
+}
+
+// waitLines polls buf until it holds n lines, for at most 10 seconds.
+func waitLines(t *testing.T, buf *syncBuf, n int) []byte {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := buf.snapshot()
+		if bytes.Count(out, []byte("\n")) >= n {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10s for %d lines; have:\n%s", n, out)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestNoWritePerRecord(t *testing.T) {
+	buf := &syncBuf{t: t}
+	w := New(buf, Options{FlushInterval: time.Hour})
+	for i := range 10 {
+		w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(fmt.Sprintf(`{"id":%d}`, i))})
+	}
+	// Nothing wakes the goroutine: not the records (few and small), not
+	// the timer (an hour away).
+	if out, n := buf.snapshot(); n != 0 {
+		t.Fatalf("%d writes before the flush interval:\n%s", n, out)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, n := buf.snapshot()
+	if n != 1 || len(lines(t, out)) != 10 {
+		t.Errorf("Close wrote %d lines in %d writes, want 10 in 1", len(lines(t, out)), n)
+	}
+}
+
+func TestPeriodicFlush(t *testing.T) {
+	buf := &syncBuf{t: t}
+	w := New(buf, Options{FlushInterval: time.Millisecond})
+	defer w.Close()
+	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":1}`)})
+	waitLines(t, buf, 1)
+	// The timer is armed again by the next record into the empty queue.
+	w.Emit(Record{Dir: ProxyToClient, Frame: json.RawMessage(`{"id":2}`)})
+	w.Emit(Record{Dir: ProxyToClient, Frame: json.RawMessage(`{"id":3}`)})
+	recs := lines(t, waitLines(t, buf, 3))
+	for i, r := range recs {
+		if want := fmt.Sprint(i + 1); string(r.Frame) != `{"id":`+want+`}` {
+			t.Errorf("record %d = %s", i, r.Frame)
+		}
+	}
+	if w.Dropped() != 0 {
+		t.Errorf("Dropped = %d after everything was written", w.Dropped())
+	}
+}
+
+func TestWriteWhenBufferFills(t *testing.T) {
+	buf := &syncBuf{t: t}
+	w := New(buf, Options{FlushInterval: time.Hour})
+	defer w.Close()
+	frame := json.RawMessage(`{"x":"` + strings.Repeat("y", 4000) + `"}`)
+	n := writeSize/4000 + 1 // past writeSize: Emit wakes the goroutine
+	for range n {
+		w.Emit(Record{Dir: ServerToProxy, Frame: frame})
+	}
+	waitLines(t, buf, 1)
+}
+
+func TestOrderAndNothingLostOnClose(t *testing.T) {
+	buf := &syncBuf{t: t}
+	w := New(buf, Options{Buffer: 1 << 20, BufferBytes: 1 << 30, FlushInterval: time.Hour})
+	const n = 20000
+	for i := range n {
+		w.Emit(Record{Dir: ClientToProxy, ID: json.RawMessage(fmt.Sprint(i))})
+	}
+	if dropped, err := w.Close(); dropped != 0 || err != nil {
+		t.Fatalf("Close = %d, %v", dropped, err)
+	}
+	out, _ := buf.snapshot()
+	recs := lines(t, out)
+	if len(recs) != n {
+		t.Fatalf("wrote %d records, want %d", len(recs), n)
+	}
+	for i, r := range recs {
+		if string(r.ID) != fmt.Sprint(i) {
+			t.Fatalf("record %d has id %s", i, r.ID)
+		}
+	}
+}
+
+func TestConcurrentEmit(t *testing.T) {
+	buf := &syncBuf{t: t}
+	w := New(buf, Options{Buffer: 1 << 20, BufferBytes: 1 << 30, FlushInterval: time.Millisecond})
+	const goroutines, each = 16, 500
+	big := strings.Repeat("z", 80<<10) // past FrameCap and writeSize
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				text := "short"
+				if i%97 == 0 {
+					text = big
+				}
+				w.Emit(Record{Dir: ProxyToServer, Op: fmt.Sprint("g", g), ID: json.RawMessage(fmt.Sprint(i)),
+					HTTP:  &HTTP{Method: "POST", URL: "http://h/mcp", Header: map[string]string{"Authorization": "x"}},
+					Frame: json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{"text":"` + text + `"}}`)})
+			}
+		})
+	}
+	wg.Wait()
+	if dropped, err := w.Close(); dropped != 0 || err != nil {
+		t.Fatalf("Close = %d, %v", dropped, err)
+	}
+	out, _ := buf.snapshot()
+	recs := lines(t, out)
+	if len(recs) != goroutines*each {
+		t.Fatalf("wrote %d records, want %d", len(recs), goroutines*each)
+	}
+	next := map[string]int{}
+	for _, r := range recs {
+		if string(r.ID) != fmt.Sprint(next[r.Op]) {
+			t.Fatalf("op %s: record %s after %d", r.Op, r.ID, next[r.Op]-1)
+		}
+		next[r.Op]++
+		if r.HTTP.Header["Authorization"] != "[REDACTED]" {
+			t.Errorf("header not redacted: %v", r.HTTP.Header)
+		}
+	}
+}
+
+// readFirst reads a byte of the writer goroutine's first write, which then
+// blocks in that write until the rest is read.
+func readFirst(t *testing.T, pr *io.PipeReader) []byte {
+	t.Helper()
+	first := make([]byte, 1)
+	got := make(chan error, 1)
+	go func() {
+		_, err := io.ReadFull(pr, first)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		pr.Close()
+		t.Fatal("the writer goroutine wrote nothing in 10s")
+	}
+	return first
 }
 
 type failWriter struct{}
@@ -488,5 +709,33 @@ func TestPercentile(t *testing.T) {
 	}
 	if p := percentile([]float64{4}, 99); p != 4 {
 		t.Errorf("single value p99 = %v", p)
+	}
+}
+
+// TestRedactionRemembered: the writer goroutine remembers the last URL's
+// redaction and which header names are secret; records in turn with
+// different URLs and headers are redacted each as on its own.
+func TestRedactionRemembered(t *testing.T) {
+	urls := []string{"https://a:pw1@h/mcp?k=s1", "https://h/mcp", "https://a:pw1@h/mcp?k=s1", "https://b:pw2@h2/x?t=s2&u=s3"}
+	var recs []Record
+	for i, u := range urls {
+		recs = append(recs, Record{Dir: ProxyToServer, HTTP: &HTTP{URL: u, Header: map[string]string{
+			"Authorization": fmt.Sprint("Bearer tok", i), "X-Plain": "v", fmt.Sprint("X-Api-Key-", i%2): "key"}}})
+	}
+	out := write(t, Options{}, recs...)
+	for _, s := range []string{"pw1", "pw2", "s1", "s2", "s3", "tok", "key"} {
+		if bytes.Contains(out, []byte(s)) {
+			t.Errorf("secret %q leaked:\n%s", s, out)
+		}
+	}
+	got := lines(t, out)
+	for i, r := range got {
+		alone := lines(t, write(t, Options{}, recs[i]))[0]
+		if r.HTTP.URL != alone.HTTP.URL || fmt.Sprint(r.HTTP.Header) != fmt.Sprint(alone.HTTP.Header) {
+			t.Errorf("record %d: %s %v, alone %s %v", i, r.HTTP.URL, r.HTTP.Header, alone.HTTP.URL, alone.HTTP.Header)
+		}
+		if r.HTTP.Header["X-Plain"] != "v" {
+			t.Errorf("record %d: plain header redacted", i)
+		}
 	}
 }

@@ -1,15 +1,16 @@
 package trace
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,15 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultFrameCap = 64 << 10
-	DefaultBuffer   = 4096
+	DefaultFrameCap      = 64 << 10
+	DefaultBuffer        = 4096
+	DefaultBufferBytes   = 8 << 20
+	DefaultFlushInterval = 100 * time.Millisecond
 )
+
+// writeSize is the size of the writer goroutine's output buffer, and the
+// queued bytes at which Emit wakes the goroutine before FlushInterval.
+const writeSize = 64 << 10
 
 // redacted replaces the value of a secret header.
 const redacted = "[REDACTED]"
@@ -38,6 +45,18 @@ type Options struct {
 	FrameCap int
 	// Buffer is the number of records queued before dropping (default 4096).
 	Buffer int
+	// BufferBytes bounds the memory of the queued records: a record that
+	// would take them past it is dropped and counted (default 8 MiB). It is
+	// measured on an estimate of each record's JSONL line; a record larger
+	// than BufferBytes on its own is always dropped.
+	BufferBytes int
+	// FlushInterval is how long a record may wait in memory before the
+	// writer goroutine writes it out (default 100 ms). The goroutine also
+	// writes as soon as 64 KiB or a quarter of Buffer is queued, and on
+	// Close; it never wakes while nothing is queued. A crash loses at most
+	// the records of the last FlushInterval (and whatever a stalled reader
+	// has not taken).
+	FlushInterval time.Duration
 	// SecretHeaders names headers whose values are always redacted, in
 	// addition to Authorization, Proxy-Authorization, Cookie and Set-Cookie
 	// (case-insensitive).
@@ -52,21 +71,56 @@ type Options struct {
 // Writer writes trace records as JSONL from one goroutine. A nil *Writer is
 // valid and discards everything, so callers can hold a nil writer when
 // tracing is off.
+//
+// Emit appends a copy of the record to a queue under a mutex held for an
+// append, and returns. The goroutine takes the whole queue when woken,
+// encodes it and writes it out in writes of whole lines: it is woken by a
+// timer FlushInterval after a record arrives in an empty queue, by Emit
+// once 64 KiB (or a quarter of Buffer) is queued, and by Close. So a
+// sequential workload costs no wake-up and no write(2) per record.
 type Writer struct {
-	ch        chan Record
-	done      chan struct{}
-	out       *bufio.Writer
+	out       io.Writer
 	closer    io.Closer // the file opened by Open; nil otherwise
 	frameCap  int
 	noRedact  bool
 	sensitive func(key string) bool
 	secretHdr map[string]bool // lower-case header names
 
-	mu      sync.RWMutex // held for reading by Emit's send, for writing by Close
-	closed  atomic.Bool
-	dropped atomic.Int64
+	maxRecords  int64 // Options.Buffer
+	maxBytes    int64 // Options.BufferBytes
+	kickRecords int   // queued records that wake the goroutine early
+	kickBytes   int   // queued bytes that wake the goroutine early
+	interval    time.Duration
 
-	err       error // first write error; owned by the goroutine until done
+	kick  chan struct{} // capacity 1: Emit wakes the goroutine early
+	stop  chan struct{} // closed by Close
+	done  chan struct{} // closed when the goroutine has flushed and ended
+	timer *time.Timer   // armed by Emit when a record enters an empty queue
+
+	mu        sync.Mutex // guards what follows, up to the atomics
+	pending   []entry    // queued records, in Emit order
+	pendBytes int        // estimated bytes of pending
+	kicked    bool       // a wake-up was sent for pending
+	shut      bool       // Close has begun: Emit discards
+
+	// heldRecords and heldBytes count the records in memory: pending, and
+	// the batch the goroutine has taken but not yet encoded. They change
+	// under mu; Emit reads them without it to skip the work of a record
+	// that cannot fit.
+	heldRecords atomic.Int64
+	heldBytes   atomic.Int64
+	closed      atomic.Bool
+	failed      atomic.Bool  // a write failed: every later record is dropped
+	dropped     atomic.Int64 // dropped records, including those lost to a write error
+	unwritten   atomic.Int64 // accepted records not yet written out (nor dropped)
+
+	// Owned by the goroutine.
+	spare   []entry // the previous batch, reused as the next pending
+	buf     []byte  // encoded lines not yet written
+	bufRecs int64   // records in buf
+	err     error   // first write error; read by Close after done
+	cache   redactCache
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -130,13 +184,26 @@ func New(w io.Writer, o Options) *Writer {
 	if o.Buffer <= 0 {
 		o.Buffer = DefaultBuffer
 	}
+	if o.BufferBytes <= 0 {
+		o.BufferBytes = DefaultBufferBytes
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
 	tw := &Writer{
-		ch:        make(chan Record, o.Buffer),
-		done:      make(chan struct{}),
-		out:       bufio.NewWriterSize(w, 64<<10),
-		frameCap:  o.FrameCap,
-		noRedact:  o.NoRedact,
-		sensitive: rewrite.SensitiveKey,
+		out:         w,
+		frameCap:    o.FrameCap,
+		noRedact:    o.NoRedact,
+		sensitive:   rewrite.SensitiveKey,
+		maxRecords:  int64(o.Buffer),
+		maxBytes:    int64(o.BufferBytes),
+		kickRecords: max(1, o.Buffer/4),
+		kickBytes:   max(1, min(writeSize, o.BufferBytes/4)),
+		interval:    o.FlushInterval,
+		kick:        make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
+		timer:       time.NewTimer(time.Hour),
 		secretHdr: map[string]bool{
 			"authorization":       true,
 			"proxy-authorization": true,
@@ -144,6 +211,7 @@ func New(w io.Writer, o Options) *Writer {
 			"set-cookie":          true,
 		},
 	}
+	tw.timer.Stop()
 	for _, h := range o.SecretHeaders {
 		tw.secretHdr[strings.ToLower(h)] = true
 	}
@@ -160,44 +228,97 @@ func New(w io.Writer, o Options) *Writer {
 	return tw
 }
 
-// Dropped is the number of records dropped so far, plus those still
-// queued (which a stalled reader will never get).
+// Dropped is the number of records dropped so far, plus those accepted
+// but not yet written out (which a stalled reader will never get).
 func (w *Writer) Dropped() int64 {
 	if w == nil {
 		return 0
 	}
-	return w.dropped.Load() + int64(len(w.ch))
+	return w.dropped.Load() + w.unwritten.Load()
 }
 
 // Enabled reports whether records are written: false for a nil Writer.
 func (w *Writer) Enabled() bool { return w != nil }
 
 // Emit queues r without blocking. On the caller's goroutine it copies what
-// the record references, redacts it and caps the frame (CPU only, no I/O);
-// when the buffer is full the record is dropped and counted. Records
-// emitted after Close, and all records of a nil Writer, are discarded.
+// the record references and appends the copy to the queue: CPU only, no
+// I/O, and no wake-up of the writer goroutine but once per 64 KiB (or a
+// quarter of Options.Buffer) queued. The writer goroutine redacts, caps and
+// encodes the record; only a frame longer than FrameCap is redacted and
+// capped by Emit, so that the queue holds at most FrameCap of it. When the
+// queue is full (Options.Buffer records or Options.BufferBytes bytes), or
+// after a write error, the record is dropped and counted. Records are
+// written in the order Emit queued them. Records emitted after Close, and
+// all records of a nil Writer, are discarded.
 func (w *Writer) Emit(r Record) {
 	if w == nil || w.closed.Load() {
 		return
 	}
-	if len(w.ch) == cap(w.ch) { // full: skip the redaction work
+	if w.failed.Load() || w.heldRecords.Load() >= w.maxRecords || w.heldBytes.Load() >= w.maxBytes {
+		w.dropped.Add(1) // full: skip the redaction work
+		return
+	}
+	framed := w.copyRecord(&r)
+	size := recordSize(&r)
+	w.mu.Lock()
+	if w.shut {
+		w.mu.Unlock()
+		return
+	}
+	if w.heldRecords.Load()+1 > w.maxRecords || w.heldBytes.Load()+int64(size) > w.maxBytes {
+		w.mu.Unlock()
 		w.dropped.Add(1)
 		return
 	}
-	w.prepare(&r)
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.closed.Load() {
-		return
+	if len(w.pending) == 0 {
+		w.timer.Reset(w.interval)
 	}
-	select {
-	case w.ch <- r:
-	default:
-		w.dropped.Add(1)
+	w.pending = append(w.pending, entry{r, size, framed})
+	w.pendBytes += size
+	w.heldRecords.Add(1)
+	w.heldBytes.Add(int64(size))
+	w.unwritten.Add(1)
+	kick := !w.kicked && (w.pendBytes >= w.kickBytes || len(w.pending) >= w.kickRecords)
+	if kick {
+		w.kicked = true
+	}
+	w.mu.Unlock()
+	if kick {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// Close flushes what was queued, stops the goroutine, closes the file
+// entry is a queued record, copied by copyRecord.
+type entry struct {
+	Record
+	size   int  // recordSize when queued
+	framed bool // copyRecord redacted and capped the frame
+}
+
+// recordOverhead is what a record costs beyond its variable fields: the
+// Record itself in the queue, and its line's keys, time and punctuation.
+const recordOverhead = 256
+
+// recordSize estimates the memory a queued record holds, about the length
+// of its line.
+func recordSize(r *Record) int {
+	n := recordOverhead + len(r.Op) + len(r.Method) + len(r.ID) + len(r.Frame) + len(r.Error) + len(r.Note)
+	for _, s := range r.Rewrites {
+		n += len(s) + 3
+	}
+	if h := r.HTTP; h != nil {
+		n += 64 + len(h.Method) + len(h.URL)
+		for k, v := range h.Header {
+			n += len(k) + len(v) + 6
+		}
+	}
+	return n
+}
+
+// Close writes out what was queued, stops the goroutine, closes the file
 // opened by Open and returns the number of dropped records (including
 // records lost to a write error) with the first error. It is idempotent;
 // a nil Writer returns 0, nil.
@@ -208,9 +329,11 @@ func (w *Writer) Close() (dropped int64, err error) {
 	w.closeOnce.Do(func() {
 		w.closed.Store(true)
 		w.mu.Lock()
-		close(w.ch)
+		w.shut = true
 		w.mu.Unlock()
+		close(w.stop)
 		<-w.done
+		w.timer.Stop()
 		w.closeErr = w.err
 		if w.closer != nil {
 			if err := w.closer.Close(); w.closeErr == nil {
@@ -221,59 +344,124 @@ func (w *Writer) Close() (dropped int64, err error) {
 	return w.dropped.Load(), w.closeErr
 }
 
-// run writes queued records, flushing whenever the queue is empty. After a
-// write error it keeps draining, counting the records as dropped, so Emit
-// never blocks. Records buffered but not flushed when the error struck are
-// counted as dropped too.
+// run writes out the queue whenever it is woken: by the timer, by Emit
+// when enough is queued, and a last time on Close.
 func (w *Writer) run() {
 	defer close(w.done)
 	var e encoder
-	unflushed := int64(0) // records in w.out since the last successful flush
-	fail := func(err error) {
-		w.err = err
-		w.dropped.Add(unflushed)
-		unflushed = 0
-	}
-	for r := range w.ch {
-		if w.err != nil {
-			w.dropped.Add(1)
-			continue
-		}
-		line, err := e.encode(r)
-		if err != nil { // cannot happen after prepare; never write half a line
-			w.dropped.Add(1)
-			continue
-		}
-		unflushed++
-		if _, err := w.out.Write(line); err != nil {
-			fail(err)
-			continue
-		}
-		if len(w.ch) == 0 {
-			if err := w.out.Flush(); err != nil {
-				fail(err)
-				continue
+	for {
+		select {
+		case <-w.kick:
+		case <-w.timer.C:
+		case <-w.stop:
+			for w.writeBatch(&e) {
 			}
-			unflushed = 0
+			w.writeOut()
+			return
 		}
-	}
-	if w.err == nil {
-		if err := w.out.Flush(); err != nil {
-			fail(err)
-		}
+		w.writeBatch(&e)
+		w.writeOut()
 	}
 }
 
-// encoder makes the JSONL line of a record. encoding/json would validate
-// and compact the frame, a RawMessage, with its byte-at-a-time scanner:
-// most of the cost of a record. The frame is valid JSON after prepare, so
-// the encoder encodes the record around a one-byte placeholder and splices
-// the frame in, compacted by a loop that copies strings whole. The line is
-// byte for byte what encoding/json writes (SetEscapeHTML(false)).
+// writeBatch takes the queue, encodes it into buf and writes buf out each
+// time it holds writeSize bytes. It reports whether the queue held
+// anything. After a write error it counts the records as dropped instead.
+func (w *Writer) writeBatch(e *encoder) bool {
+	w.mu.Lock()
+	batch := w.pending
+	w.pending = w.spare[:0]
+	w.pendBytes = 0
+	w.kicked = false
+	w.mu.Unlock()
+	if len(batch) == 0 {
+		w.spare = batch
+		return false
+	}
+	var size int64
+	for i := range batch {
+		size += int64(batch[i].size)
+		w.writeRecord(e, &batch[i])
+	}
+	clear(batch) // let the frames go
+	w.spare = batch[:0]
+	w.mu.Lock()
+	w.heldRecords.Add(-int64(len(batch)))
+	w.heldBytes.Add(-size)
+	w.mu.Unlock()
+	return true
+}
+
+// writeRecord appends the line of r to buf, writing buf out first when the
+// line would take it past writeSize, so that every write holds whole lines.
+func (w *Writer) writeRecord(e *encoder, q *entry) {
+	if w.err != nil {
+		w.lose(1)
+		return
+	}
+	w.finish(&q.Record, q.framed, &w.cache)
+	line, err := e.encode(q.Record)
+	if err != nil { // cannot happen after prepare; never write half a line
+		w.lose(1)
+		return
+	}
+	if len(w.buf) > 0 && len(w.buf)+len(line) > writeSize {
+		w.writeOut()
+		if w.err != nil {
+			w.lose(1)
+			return
+		}
+	}
+	w.buf = append(w.buf, line...)
+	w.bufRecs++
+	if len(w.buf) >= writeSize {
+		w.writeOut()
+	}
+}
+
+// writeOut writes buf. On an error, the records in buf are counted as
+// dropped and every later record will be.
+func (w *Writer) writeOut() {
+	if len(w.buf) == 0 {
+		return
+	}
+	_, err := w.out.Write(w.buf)
+	n := w.bufRecs
+	w.buf, w.bufRecs = w.buf[:0], 0
+	if cap(w.buf) > 4*writeSize { // after a long line
+		w.buf = nil
+	}
+	if err != nil {
+		w.err = err
+		w.failed.Store(true)
+		w.lose(n)
+		return
+	}
+	w.unwritten.Add(-n)
+}
+
+// lose counts n accepted records as dropped.
+func (w *Writer) lose(n int64) {
+	w.dropped.Add(n)
+	w.unwritten.Add(-n)
+}
+
+// encoder makes the JSONL line of a record, byte for byte what
+// encoding/json writes (SetEscapeHTML(false)). It appends the fields of a
+// Record itself, in the struct's order and with its omitempty rules; a
+// record it cannot encode that way (a time outside encoding/json's range,
+// a NaN or infinite latency) goes through encoding/json instead.
+//
+// encoding/json would validate and compact the frame, a RawMessage, with
+// its byte-at-a-time scanner: most of the cost of a record. The frame is
+// valid JSON after prepare, so both paths splice it in, compacted by a loop
+// that copies strings whole; encoding/json encodes the rest of the record
+// around a one-byte placeholder.
 type encoder struct {
 	buf  bytes.Buffer
 	enc  *json.Encoder
 	line []byte
+	keys []string // header names, sorted
 }
 
 // framePlaceholder stands in for the frame. Only booleans, numbers and
@@ -285,6 +473,184 @@ var (
 )
 
 func (e *encoder) encode(r Record) ([]byte, error) {
+	if line, ok := e.appendRecord(e.line[:0], &r); ok {
+		e.line = line
+		return line, nil
+	}
+	return e.encodeReflect(r)
+}
+
+// appendRecord appends the line of r to dst, or reports false when only
+// encoding/json can tell what to write (or fail with).
+func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
+	if math.IsNaN(r.LatencyMs) || math.IsInf(r.LatencyMs, 0) {
+		return dst, false
+	}
+	dst = append(dst, `{"ts":"`...)
+	dst, err := r.Time.AppendText(dst) // what Time.MarshalJSON quotes
+	if err != nil {
+		return dst, false
+	}
+	dst = append(dst, `","dir":`...)
+	dst = appendString(dst, string(r.Dir))
+	if r.Op != "" {
+		dst = append(dst, `,"op":`...)
+		dst = appendString(dst, r.Op)
+	}
+	if r.Method != "" {
+		dst = append(dst, `,"method":`...)
+		dst = appendString(dst, r.Method)
+	}
+	if len(r.ID) > 0 {
+		dst = append(dst, `,"id":`...)
+		dst = appendCompact(dst, r.ID)
+	}
+	if len(r.Rewrites) > 0 {
+		dst = append(dst, `,"rewrites":[`...)
+		for i, s := range r.Rewrites {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, s)
+		}
+		dst = append(dst, ']')
+	}
+	if h := r.HTTP; h != nil {
+		dst = append(dst, `,"http":{`...)
+		n := len(dst)
+		if h.Method != "" {
+			dst = append(dst, `,"method":`...)
+			dst = appendString(dst, h.Method)
+		}
+		if h.URL != "" {
+			dst = append(dst, `,"url":`...)
+			dst = appendString(dst, h.URL)
+		}
+		if h.Status != 0 {
+			dst = append(dst, `,"status":`...)
+			dst = strconv.AppendInt(dst, int64(h.Status), 10)
+		}
+		if len(h.Header) > 0 {
+			dst = append(dst, `,"header":{`...)
+			e.keys = e.keys[:0]
+			for k := range h.Header {
+				e.keys = append(e.keys, k)
+			}
+			slices.Sort(e.keys)
+			for i, k := range e.keys {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendString(dst, k)
+				dst = append(dst, ':')
+				dst = appendString(dst, h.Header[k])
+			}
+			clear(e.keys)
+			dst = append(dst, '}')
+		}
+		if len(dst) > n { // drop the first member's comma
+			dst = append(dst[:n], dst[n+1:]...)
+		}
+		dst = append(dst, '}')
+	}
+	if len(r.Frame) > 0 {
+		dst = append(dst, `,"frame":`...)
+		dst = appendCompact(dst, r.Frame)
+	}
+	if r.Truncated {
+		dst = append(dst, `,"truncated":true`...)
+	}
+	if r.LatencyMs != 0 {
+		dst = append(dst, `,"latencyMs":`...)
+		dst = appendFloat(dst, r.LatencyMs)
+	}
+	if r.Error != "" {
+		dst = append(dst, `,"error":`...)
+		dst = appendString(dst, r.Error)
+	}
+	if r.Note != "" {
+		dst = append(dst, `,"note":`...)
+		dst = appendString(dst, r.Note)
+	}
+	return append(dst, "}\n"...), true
+}
+
+// appendString appends s as a JSON string, as encoding/json does without
+// HTML escaping: quotes, backslashes and control characters escaped,
+// invalid UTF-8 as U+FFFD, and U+2028 and U+2029 escaped.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendFloat appends a finite f as encoding/json does: like %g, with the
+// exponent from 1e21 and below 1e-6, not padded to two digits.
+func appendFloat(dst []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' { // e-09 to e-9
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
+}
+
+// encodeReflect encodes r with encoding/json around a placeholder for the
+// frame, and splices the frame in.
+func (e *encoder) encodeReflect(r Record) ([]byte, error) {
 	if e.enc == nil {
 		e.enc = json.NewEncoder(&e.buf)
 		e.enc.SetEscapeHTML(false)
@@ -353,32 +719,89 @@ func stringEnd(src []byte, i int) int {
 }
 
 // prepare makes r independent of the caller's memory, redacts it and caps
-// its frame.
+// its frame: copy on Emit's caller, then finish on the writer goroutine.
 func (w *Writer) prepare(r *Record) {
+	w.finish(r, w.copyRecord(r), nil)
+}
+
+// copyRecord makes r independent of the caller's memory, on Emit's caller:
+// copies, and no more, except for a frame longer than FrameCap, which is
+// redacted and capped here so that the queue holds at most FrameCap of it.
+// It reports whether it did so.
+func (w *Writer) copyRecord(r *Record) (framed bool) {
 	if r.Time.IsZero() {
 		r.Time = time.Now()
 	}
-	r.ID = validOrString(r.ID)
+	r.ID = bytes.Clone(r.ID)
 	r.Rewrites = slices.Clone(r.Rewrites)
 	if r.HTTP != nil {
 		h := *r.HTTP
 		h.Header = maps.Clone(h.Header)
-		if !w.noRedact {
-			if h.URL != "" {
-				h.URL = routing.Redact(h.URL)
-			}
-			for k := range h.Header {
-				if w.secretHdr[strings.ToLower(k)] || w.sensitive(k) {
-					h.Header[k] = redacted
-				}
+		r.HTTP = &h
+	}
+	if len(r.Frame) > w.frameCap {
+		r.Frame = w.frame(r.Frame, &r.Truncated)
+		return true
+	}
+	r.Frame = bytes.Clone(r.Frame)
+	return false
+}
+
+// finish redacts a record copied by copyRecord and caps its frame (unless
+// framed: copyRecord did that already), on the writer goroutine. c, when
+// not nil, remembers redactions from one record to the next.
+func (w *Writer) finish(r *Record, framed bool, c *redactCache) {
+	r.ID = validOrString(r.ID)
+	if h := r.HTTP; h != nil && !w.noRedact {
+		if h.URL != "" {
+			h.URL = c.url(h.URL)
+		}
+		for k := range h.Header {
+			if c.secretHeader(w, k) {
+				h.Header[k] = redacted
 			}
 		}
-		r.HTTP = &h
 	}
 	if r.Error != "" && !w.noRedact {
 		r.Error = urlPattern.ReplaceAllStringFunc(r.Error, routing.Redact)
 	}
-	r.Frame = w.frame(r.Frame, &r.Truncated)
+	if !framed {
+		r.Frame = w.frame(r.Frame, &r.Truncated)
+	}
+}
+
+// redactCache remembers, for the writer goroutine, the redacted form of the
+// last URL (a session sends to one URL) and which header names are secret.
+// A nil cache remembers nothing.
+type redactCache struct {
+	rawURL, redactedURL string
+	secret              map[string]bool
+}
+
+func (c *redactCache) url(raw string) string {
+	if c == nil {
+		return routing.Redact(raw)
+	}
+	if raw != c.rawURL || c.redactedURL == "" {
+		c.rawURL, c.redactedURL = raw, routing.Redact(raw)
+	}
+	return c.redactedURL
+}
+
+// secretHeader reports whether the value of header k is redacted.
+func (c *redactCache) secretHeader(w *Writer, k string) bool {
+	if c == nil {
+		return w.secretHdr[strings.ToLower(k)] || w.sensitive(k)
+	}
+	secret, ok := c.secret[k]
+	if !ok {
+		if c.secret == nil || len(c.secret) >= 1024 {
+			c.secret = map[string]bool{}
+		}
+		secret = w.secretHdr[strings.ToLower(k)] || w.sensitive(k)
+		c.secret[k] = secret
+	}
+	return secret
 }
 
 // urlPattern finds URLs in error text, such as those *url.Error quotes.
