@@ -5,16 +5,17 @@ package main
 import (
 	"io"
 	"os"
-	"runtime"
 	"syscall"
 )
 
-// pollableStdin returns stdin in non-blocking mode when it is a pipe or a
-// socket, as it is under an MCP client, so that reading it parks a
-// goroutine in the runtime's poller instead of holding an OS thread in a
+// pollableStdin returns stdin in non-blocking mode when it is a blocking
+// pipe or socket, as it is under most MCP clients, so that reading it parks
+// a goroutine in the runtime's poller instead of holding an OS thread in a
 // blocking read(2). The hand-off from that thread was a measurable part of
-// every call's latency (BENCHMARKS.md). A terminal or a file is left as it
-// is. restore puts the blocking mode back for whoever shares the pipe.
+// every call's latency (BENCHMARKS.md). A stdin that is already
+// non-blocking is polled by the runtime as it is, and a terminal or a file
+// is left alone. restore puts the blocking mode back for whoever shares the
+// pipe.
 func pollableStdin(in io.Reader) (r io.Reader, restore func()) {
 	f, ok := in.(*os.File)
 	if !ok {
@@ -24,13 +25,34 @@ func pollableStdin(in io.Reader) (r io.Reader, restore func()) {
 	if err != nil || st.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return in, func() {}
 	}
-	fd := int(f.Fd())
-	if err := syscall.SetNonblock(fd, true); err != nil {
+	// The descriptor, without File.Fd, which would set it to blocking.
+	rc, err := f.SyscallConn()
+	if err != nil {
 		return in, func() {}
 	}
-	nf := os.NewFile(uintptr(fd), f.Name())
+	fd, blocking := -1, false
+	if err := rc.Control(func(d uintptr) {
+		fd = int(d)
+		flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, d, syscall.F_GETFL, 0)
+		blocking = errno == 0 && flags&syscall.O_NONBLOCK == 0
+	}); err != nil || !blocking {
+		return in, func() {}
+	}
+	// A duplicate descriptor for the runtime to poll, so that the new File
+	// owns what it closes; the mode belongs to the open pipe, which both
+	// descriptors share.
+	dup, err := syscall.Dup(fd)
+	if err != nil {
+		return in, func() {}
+	}
+	syscall.CloseOnExec(dup)
+	if err := syscall.SetNonblock(dup, true); err != nil {
+		syscall.Close(dup)
+		return in, func() {}
+	}
+	nf := os.NewFile(uintptr(dup), f.Name())
 	return nf, func() {
 		_ = syscall.SetNonblock(fd, false)
-		runtime.KeepAlive(nf) // its finalizer would close the descriptor
+		nf.Close()
 	}
 }

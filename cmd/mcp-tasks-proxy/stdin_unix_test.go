@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // isNonblock reads the descriptor's mode without File.Fd, which would set
@@ -28,28 +29,75 @@ func isNonblock(t *testing.T, f *os.File) bool {
 	return flags&syscall.O_NONBLOCK != 0
 }
 
+// blockingPipe is a pipe made the way a client hands stdin over: blocking
+// descriptors, wrapped as os.Stdin is, so the runtime does not poll them.
+func blockingPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	var p [2]int
+	if err := syscall.Pipe(p[:]); err != nil {
+		t.Fatal(err)
+	}
+	r, w = os.NewFile(uintptr(p[0]), "stdin"), os.NewFile(uintptr(p[1]), "w")
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
 func TestPollableStdinPipe(t *testing.T) {
-	r, w, err := os.Pipe()
+	r, w := blockingPipe(t)
+	in, restore := pollableStdin(r)
+	if in == io.Reader(r) {
+		t.Fatal("a blocking pipe was left blocking")
+	}
+	if !isNonblock(t, r) {
+		t.Fatal("the pipe is not in non-blocking mode")
+	}
+	// The read starts before anything is written: it must wait in the
+	// poller, not fail with EAGAIN.
+	got := make(chan error, 1)
+	buf := make([]byte, 5)
+	go func() {
+		_, err := io.ReadFull(in, buf)
+		got <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // only makes the early read likely; the test holds either way
+	if _, err := w.Write([]byte("line\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil || string(buf) != "line\n" {
+			t.Fatalf("read %q, %v", buf, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read never returned")
+	}
+	restore()
+	if isNonblock(t, r) {
+		t.Fatal("blocking mode not restored")
+	}
+}
+
+// An already non-blocking stdin is polled by the runtime as it is: it is
+// returned unchanged, and still reads.
+func TestPollableStdinAlreadyNonblocking(t *testing.T) {
+	r, w, err := os.Pipe() // non-blocking and polled already
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	defer w.Close()
 	in, restore := pollableStdin(r)
-	if in == io.Reader(r) {
-		t.Fatal("a pipe was left blocking")
+	defer restore()
+	if in != io.Reader(r) {
+		t.Fatal("a polled pipe was wrapped again")
 	}
-	if !isNonblock(t, r) {
-		t.Fatal("the pipe is not in non-blocking mode")
-	}
-	go func() { _, _ = w.Write([]byte("line\n")) }()
-	buf := make([]byte, 5)
-	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "line\n" {
+	go func() { _, _ = w.Write([]byte("ok\n")) }()
+	buf := make([]byte, 3)
+	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "ok\n" {
 		t.Fatalf("read %q, %v", buf, err)
 	}
-	restore()
-	if isNonblock(t, r) {
-		t.Fatal("blocking mode not restored")
+	if !isNonblock(t, r) {
+		t.Fatal("the pipe's mode was changed")
 	}
 }
 
