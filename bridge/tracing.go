@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
@@ -50,9 +48,7 @@ func (s *Session) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []
 	if !s.tracing() {
 		return
 	}
-	r := trace.Record{Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites, Frame: json.RawMessage(frame)}
-	r.Method, r.ID = frameMethodID(frame)
-	s.cfg.Trace.Emit(r)
+	s.cfg.Trace.Emit(trace.Record{Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites, Frame: json.RawMessage(frame), MethodIDFromFrame: true})
 }
 
 // traceUp records a request the proxy POSTs, with the headers it derives.
@@ -60,10 +56,8 @@ func (s *Session) traceUp(op string, body []byte, params []routing.ParamHeader, 
 	if !s.tracing() {
 		return
 	}
-	r := trace.Record{Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites, Frame: json.RawMessage(body),
-		HTTP: &trace.HTTP{Method: http.MethodPost, URL: s.client.URL(), Header: s.sentHeaders(body, params)}}
-	r.Method, r.ID = frameMethodID(body)
-	s.cfg.Trace.Emit(r)
+	s.cfg.Trace.Emit(trace.Record{Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites, Frame: json.RawMessage(body), MethodIDFromFrame: true,
+		HTTP: &trace.HTTP{Method: http.MethodPost, URL: s.client.URL(), Header: s.sentHeaders(body, params)}})
 }
 
 // traceEvent records an event of the proxy itself.
@@ -83,8 +77,7 @@ func (s *Session) traceHTTP(op, method string, body []byte, h http.Header, rewri
 	r := trace.Record{Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites,
 		HTTP: &trace.HTTP{Method: method, URL: s.client.URL(), Header: firstValues(s.client.UserHeader(), h)}}
 	if body != nil {
-		r.Frame = json.RawMessage(body)
-		r.Method, r.ID = frameMethodID(body)
+		r.Frame, r.MethodIDFromFrame = json.RawMessage(body), true
 	}
 	s.cfg.Trace.Emit(r)
 }
@@ -97,8 +90,7 @@ func (s *Session) traceDown(op string, msg []byte, status int, start time.Time, 
 	}
 	r := trace.Record{Time: time.Now(), Dir: trace.ServerToProxy, Op: op, LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
 	if len(msg) > 0 {
-		r.Frame = json.RawMessage(msg)
-		r.Method, r.ID = frameMethodID(msg)
+		r.Frame, r.MethodIDFromFrame = json.RawMessage(msg), true
 	}
 	if status != 0 {
 		r.HTTP = &trace.HTTP{Status: status}
@@ -122,15 +114,6 @@ func (s *Session) prober(op string) capabilities.Prober {
 		}
 	}
 	return p
-}
-
-func frameMethodID(frame []byte) (string, json.RawMessage) {
-	r := gjson.GetManyBytes(frame, "method", "id")
-	var id json.RawMessage
-	if r[1].Exists() {
-		id = json.RawMessage(r[1].Raw)
-	}
-	return r[0].String(), id
 }
 
 // sentHeaders are the headers of a POST as the trace shows them: the

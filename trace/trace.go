@@ -59,6 +59,9 @@ type Record struct {
 	Method string `json:"method,omitempty"`
 	// ID is the JSON-RPC id on this hop, raw.
 	ID json.RawMessage `json:"id,omitempty"`
+	// MethodIDFromFrame asks the writer to fill Method and ID from Frame,
+	// off the caller's path (before the frame is redacted or cut).
+	MethodIDFromFrame bool `json:"-"`
 	// Rewrites names the rewrites applied on this hop, e.g. "meta.inject",
 	// "task.nest", "resultType.strip", "ttl.rename".
 	Rewrites []string `json:"rewrites,omitempty"`

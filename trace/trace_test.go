@@ -195,6 +195,28 @@ func TestFrameCap(t *testing.T) {
 	}
 }
 
+// TestMethodIDFromFrame: the writer reads method and id from the frame when
+// asked, from the whole frame even when the record keeps only its head, and
+// leaves them alone when not asked.
+func TestMethodIDFromFrame(t *testing.T) {
+	long := `{"jsonrpc":"2.0","params":{"text":"` + strings.Repeat("x", 200) + `"},"method":"tools/call","id":"late-id"}`
+	out := write(t, Options{FrameCap: 64},
+		Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"jsonrpc":"2.0","id":7,"method":"ping"}`), MethodIDFromFrame: true},
+		Record{Dir: ServerToProxy, Frame: json.RawMessage(`{"jsonrpc":"2.0","id":"a","result":{}}`), MethodIDFromFrame: true},
+		Record{Dir: ClientToProxy, Frame: json.RawMessage(long), MethodIDFromFrame: true},
+		Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"jsonrpc":"2.0","id":9,"method":"x"}`)},
+	)
+	recs := lines(t, out)
+	for i, want := range []struct{ method, id string }{{"ping", "7"}, {"", `"a"`}, {"tools/call", `"late-id"`}, {"", ""}} {
+		if recs[i].Method != want.method || string(recs[i].ID) != want.id {
+			t.Errorf("record %d: method %q id %s, want %q %s", i, recs[i].Method, recs[i].ID, want.method, want.id)
+		}
+	}
+	if !recs[2].Truncated {
+		t.Error("the long frame was not cut, so the test does not reach the caller's side")
+	}
+}
+
 // emitAll emits n records and fails if that takes more than a second in all,
 // i.e. if Emit blocked.
 func emitAll(t *testing.T, w *Writer, n int) {

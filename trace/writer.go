@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -740,6 +742,7 @@ func (w *Writer) copyRecord(r *Record) (framed bool) {
 		r.HTTP = &h
 	}
 	if len(r.Frame) > w.frameCap {
+		methodID(r) // before the frame is cut
 		r.Frame = w.frame(r.Frame, &r.Truncated)
 		return true
 	}
@@ -747,10 +750,23 @@ func (w *Writer) copyRecord(r *Record) (framed bool) {
 	return false
 }
 
+// methodID fills Method and ID from the frame when the record asks for it.
+func methodID(r *Record) {
+	if !r.MethodIDFromFrame {
+		return
+	}
+	r.MethodIDFromFrame = false
+	r.Method = gjson.GetBytes(r.Frame, "method").String()
+	if id := gjson.GetBytes(r.Frame, "id"); id.Exists() {
+		r.ID = json.RawMessage(id.Raw)
+	}
+}
+
 // finish redacts a record copied by copyRecord and caps its frame (unless
 // framed: copyRecord did that already), on the writer goroutine. c, when
 // not nil, remembers redactions from one record to the next.
 func (w *Writer) finish(r *Record, framed bool, c *redactCache) {
+	methodID(r)
 	r.ID = validOrString(r.ID)
 	if h := r.HTTP; h != nil && !w.noRedact {
 		if h.URL != "" {
