@@ -79,6 +79,9 @@ Targets:
 Workloads (--workloads, comma-separated):
   seq       sequential echo calls: p50, p90, p99 latency
   inflight  echo calls with C in flight (--inflight): throughput
+            (both also give, per call, the bridge's CPU time, its threads'
+            run-queue wait and how often they were put on a CPU, from
+            /proc/PID/task/*/schedstat: what each call costs the machine)
   size      results of each --sizes: latency, and the bridge's peak RSS (VmHWM)
   startup   spawn to the initialize answer (direct: a fresh server/discover)
   task      a call the server answers with a task (pollIntervalMs --poll-ms)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -214,6 +215,7 @@ func (r *runner) seq(ctx context.Context, t *target, round int) error {
 	return r.withSession(ctx, t, func(s session) error {
 		lat := make([]time.Duration, 0, r.cfg.n)
 		tag := "seq-" + strconv.Itoa(round)
+		sm := r.startSched(t, s)
 		for i := range r.cfg.n {
 			cctx, cancel := r.callCtx(ctx)
 			t0 := time.Now()
@@ -231,6 +233,7 @@ func (r *runner) seq(ctx context.Context, t *target, round int) error {
 		}{{"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}} {
 			r.res.add(metric{key: "seq-" + p.name, wl: "seq", workload: "sequential echo", label: p.name, unit: "µs"}, t.name, us(percentile(lat, p.q)))
 		}
+		r.stopSched(sm, t, "seq", "seq", "sequential echo", int64(r.cfg.n))
 		return nil
 	})
 }
@@ -245,6 +248,7 @@ func (r *runner) inflight(ctx context.Context, t *target, c, round int) error {
 		var once sync.Once
 		tag := "inflight-" + strconv.Itoa(c) + "-" + strconv.Itoa(round)
 		var wg sync.WaitGroup
+		sm := r.startSched(t, s)
 		t0 := time.Now()
 		for range c {
 			wg.Go(func() {
@@ -269,8 +273,10 @@ func (r *runner) inflight(ctx context.Context, t *target, c, round int) error {
 		if firstErr != nil {
 			return firstErr
 		}
-		r.res.add(metric{key: fmt.Sprintf("inflight-%04d", c), wl: "inflight", workload: "echo, " + strconv.Itoa(c) + " in flight", label: "throughput", unit: "calls/s", higherBetter: true},
+		key, workload := fmt.Sprintf("inflight-%04d", c), "echo, "+strconv.Itoa(c)+" in flight"
+		r.res.add(metric{key: key, wl: "inflight", workload: workload, label: "throughput", unit: "calls/s", higherBetter: true},
 			t.name, float64(total)/elapsed.Seconds())
+		r.stopSched(sm, t, key, "inflight", workload, total)
 		return nil
 	})
 }
@@ -361,9 +367,9 @@ func (r *runner) task(ctx context.Context, t *target, round int) error {
 	})
 }
 
-// treeHWM sums VmHWM over pid and its descendants (a bridge started through
-// npx is several processes).
-func treeHWM(pid int) (int64, error) {
+// procTree lists pid and its descendants (a bridge started through npx is
+// several processes).
+func procTree(pid int) []int {
 	children := map[int][]int{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -388,21 +394,114 @@ func treeHWM(pid int) (int64, error) {
 		pp, _ := strconv.Atoi(f[1])
 		children[pp] = append(children[pp], p)
 	}
+	tree := []int{pid}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, children[tree[i]]...)
+	}
+	return tree
+}
+
+// treeHWM sums VmHWM over pid and its descendants.
+func treeHWM(pid int) (int64, error) {
 	var total int64
-	var firstErr error
-	var walk func(p int)
-	walk = func(p int) {
+	for _, p := range procTree(pid) {
 		v, err := vmHWM(p)
-		if err != nil && firstErr == nil && p == pid {
-			firstErr = err
+		if err != nil && p == pid {
+			return 0, err
 		}
 		total += v
-		for _, c := range children[p] {
-			walk(c)
+	}
+	return total, nil
+}
+
+// schedStat is what the kernel's scheduler accounted to a process tree,
+// summed over its threads (/proc/PID/task/TID/schedstat).
+type schedStat struct {
+	cpu    time.Duration // on a CPU
+	wait   time.Duration // runnable, waiting for a CPU (wake-up latency)
+	slices int64         // times put on a CPU
+}
+
+func (a schedStat) sub(b schedStat) schedStat {
+	return schedStat{cpu: a.cpu - b.cpu, wait: a.wait - b.wait, slices: a.slices - b.slices}
+}
+
+// treeSched sums schedstat over every thread of pid and its descendants.
+// Threads that exit between two samples take their share with them; Go
+// keeps its threads, and so does Node.
+func treeSched(pid int) (schedStat, error) {
+	var st schedStat
+	for _, p := range procTree(pid) {
+		dir := filepath.Join("/proc", strconv.Itoa(p), "task")
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			if p == pid {
+				return st, err
+			}
+			continue
+		}
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
+			if err != nil {
+				continue // the thread ended
+			}
+			f := strings.Fields(string(b))
+			if len(f) < 3 {
+				return st, fmt.Errorf("%s/%s/schedstat: %q", dir, e.Name(), b)
+			}
+			cpu, err1 := strconv.ParseInt(f[0], 10, 64)
+			wait, err2 := strconv.ParseInt(f[1], 10, 64)
+			n, err3 := strconv.ParseInt(f[2], 10, 64)
+			if err := errors.Join(err1, err2, err3); err != nil {
+				return st, fmt.Errorf("%s/%s/schedstat: %w", dir, e.Name(), err)
+			}
+			st.cpu += time.Duration(cpu)
+			st.wait += time.Duration(wait)
+			st.slices += n
 		}
 	}
-	walk(pid)
-	return total, firstErr
+	return st, nil
+}
+
+// schedMeter measures a bridge's scheduler accounting over a stretch of
+// calls. For a direct session (no bridge) or where /proc has no schedstat,
+// it records nothing.
+type schedMeter struct {
+	pid    int
+	before schedStat
+	ok     bool
+}
+
+func (r *runner) startSched(t *target, s session) *schedMeter {
+	m := &schedMeter{pid: s.pid()}
+	if m.pid == 0 {
+		return m
+	}
+	st, err := treeSched(m.pid)
+	if err != nil {
+		r.log("%s: schedstat: %v", t.name, err)
+		return m
+	}
+	m.before, m.ok = st, true
+	return m
+}
+
+// stopSched adds the bridge's CPU time, run-queue wait and times scheduled per
+// call, under the metric keys key+"-cpu", "-wait" and "-slices".
+func (r *runner) stopSched(m *schedMeter, t *target, key, wl, workload string, calls int64) {
+	if !m.ok || calls <= 0 {
+		return
+	}
+	after, err := treeSched(m.pid)
+	if err != nil {
+		r.log("%s: schedstat: %v", t.name, err)
+		return
+	}
+	d := after.sub(m.before)
+	n := float64(calls)
+	r.res.add(metric{key: key + "-cpu", wl: wl, workload: workload, label: "bridge CPU per call", unit: "µs"}, t.name, us(d.cpu)/n)
+	r.res.add(metric{key: key + "-wait", wl: wl, workload: workload, label: "bridge run-queue wait per call", unit: "µs"}, t.name, us(d.wait)/n)
+	r.res.add(metric{key: key + "-slices", wl: wl, workload: workload, label: "bridge times scheduled per call", unit: "count"}, t.name, float64(d.slices)/n)
 }
 
 // vmHWM reads the peak resident set size of pid, in bytes.
