@@ -20,8 +20,9 @@ import (
 )
 
 // fakeBridgeEnv makes the test binary act as a broken stdio bridge: it
-// answers initialize properly, then answers every tools/call with the wrong
-// text, so the bench must refuse its answers.
+// answers initialize properly, then, with "1", answers every tools/call with
+// the wrong text, so the bench must refuse its answers; with "leak", it
+// echoes the right text in a result that carries a 2026-only _meta member.
 const fakeBridgeEnv = "MCP_TASKS_BENCH_FAKE_BRIDGE"
 
 func TestMain(m *testing.M) {
@@ -29,17 +30,17 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(floorEnv); url != "" {
 		os.Exit(floorMain(url))
 	}
-	if os.Getenv(fakeBridgeEnv) == "1" {
-		fakeBridge()
+	if mode := os.Getenv(fakeBridgeEnv); mode != "" {
+		fakeBridge(mode == "leak")
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
 
-func fakeBridge() {
+func fakeBridge(leak bool) {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		r := gjson.GetManyBytes(in.Bytes(), "id", "method")
+		r := gjson.GetManyBytes(in.Bytes(), "id", "method", "params.arguments.text")
 		if !r[0].Exists() {
 			continue
 		}
@@ -47,6 +48,12 @@ func fakeBridge() {
 		switch r[1].String() {
 		case "initialize":
 			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`
+		case "tools/call":
+			if leak {
+				result = `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"x","version":"1"}},"content":[{"type":"text","text":` + r[2].Raw + `}]}`
+				break
+			}
+			fallthrough
 		default:
 			result = `{"content":[{"type":"text","text":"not what you sent"}]}`
 		}
@@ -165,6 +172,30 @@ func TestBenchTiny(t *testing.T) {
 		}
 		if strings.Contains(out, "| workload") {
 			t.Errorf("a failed run printed a report:\n%s", out)
+		}
+	})
+
+	t.Run("era leaks are counted for a compare bridge and fail the proxy", func(t *testing.T) {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(fakeBridgeEnv, "leak")
+		code, out, errs := runBench(t, append(tiny(proxy), "--workloads", "seq", "--floor=false", "--compare", exe+" {url}", "--compare-name", "fake")...)
+		if code != 0 {
+			t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+		}
+		// 5 warm-up calls and --n 5.
+		if !strings.Contains(out, "fake: 10 of those answers are 2025 results that carry 2026-only members") ||
+			!strings.Contains(out, `io.modelcontextprotocol/serverInfo`) {
+			t.Errorf("the report does not count the leaks:\n%s", out)
+		}
+		if strings.Contains(out, "proxy: ") {
+			t.Errorf("leaks reported for the proxy:\n%s", out)
+		}
+		code, out, errs = runBench(t, append(tiny(exe), "--workloads", "seq", "--floor=false")...)
+		if code != 1 || !strings.Contains(errs, "proxy: a 2025 result carries 2026 members") {
+			t.Errorf("the same bridge as --proxy: exit %d, want 1 naming the leak\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 		}
 	})
 
