@@ -123,20 +123,25 @@ func FuzzResponseDown(f *testing.F) {
 }
 
 // FuzzResponseDownInPlace holds the in-place rewrite (Down.Room) to the
-// copying one: the same bytes out, or no in-place rewrite at all.
+// copying one: the same bytes out, whether the rewrite is done in place or
+// declined for lack of room (then the copying fallback must see the same
+// edits). related adds an insertion (a tasks/result payload's related-task
+// _meta), which makes a decline more likely.
 func FuzzResponseDownInPlace(f *testing.F) {
 	for _, fr := range goldenFrames(f) {
-		f.Add(fr, "tools/call", uint8(16))
-		f.Add(fr, "resources/read", uint8(0))
+		f.Add(fr, "tools/call", uint8(16), "")
+		f.Add(fr, "resources/read", uint8(0), "")
+		f.Add(fr, "tools/call", uint8(8), "task-1")
 	}
-	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[],"resultType":"complete"}}`), "tools/call", uint8(2))
-	f.Fuzz(func(t *testing.T, in []byte, method string, room uint8) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[],"resultType":"complete"}}`), "tools/call", uint8(2), "")
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":1,"_meta":{"a":1}}}`), "resources/read", uint8(8), "t")
+	f.Fuzz(func(t *testing.T, in []byte, method string, room uint8, related string) {
 		in = rewrite.TrimFrame(in)
 		fr, err := rewrite.Parse(in)
 		if err != nil || fr.Kind != rewrite.KindResponse {
 			return
 		}
-		down := rewrite.Down{ID: []byte(`"client-id"`), Method: method}
+		down := rewrite.Down{ID: []byte(`"client-id"`), Method: method, RelatedTask: related}
 		want, err := rewrite.ResponseDown(&fr, down)
 		if err != nil || want.Frame == nil {
 			return

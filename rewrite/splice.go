@@ -93,18 +93,21 @@ func (e edits) normalize() edits {
 // buf, the buffer src sits at the end of (src is buf[off:off+len(src)] for
 // some off, the room in front of it). Writing left to right is safe while
 // the output never runs ahead of the input still to be read, that is while
-// the growth so far never exceeds off; it returns nil, having changed
-// nothing, when that does not hold, when src is not inside buf that way, or
+// the growth so far never exceeds off; it returns nil, having left src as it
+// was, when that does not hold, when src is not inside buf that way, or
 // when a replacement reads from buf. Every view into src is invalid after a
-// non-nil return.
-func (e edits) applyInPlace(buf, src []byte) []byte {
+// non-nil return. It normalizes *e in place, so that a fallback to apply
+// after a nil return reads the same, well-formed list: normalize reuses the
+// list's storage, and a merged list seen through the old length would
+// repeat its last edits.
+func (e *edits) applyInPlace(buf, src []byte) []byte {
 	off := cap(buf) - cap(src)
 	if len(src) == 0 || off < 0 || off+len(src) > len(buf) || &buf[off] != &src[0] {
 		return nil
 	}
-	e = e.normalize()
+	*e = e.normalize()
 	growth := 0
-	for _, ed := range e {
+	for _, ed := range *e {
 		if overlaps(ed.repl, buf) || overlaps(ed.repl2, buf) {
 			return nil
 		}
@@ -114,7 +117,7 @@ func (e edits) applyInPlace(buf, src []byte) []byte {
 		}
 	}
 	o, pos := 0, 0
-	for _, ed := range e {
+	for _, ed := range *e {
 		o += copy(buf[o:], src[pos:ed.start]) // copy is memmove: overlap is fine
 		o += copy(buf[o:], ed.repl)
 		o += copy(buf[o:], ed.repl2)

@@ -34,3 +34,43 @@ func FuzzApplyInPlace(f *testing.F) {
 		}
 	})
 }
+
+// A result rewritten with too little room in front of it falls back to the
+// copying rewrite, which must apply the same edits once each. The two
+// deletions (resultType, ttlMs) merge when the list is normalized, and the
+// related-task insertion does not fit in 8 bytes of room: before the fix,
+// the fallback read the merged list through its old length and inserted
+// the related task twice.
+func TestResponseDownDeclinedInPlaceAppliesEditsOnce(t *testing.T) {
+	in := []byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":1,"_meta":{"a":1}}}`)
+	down := Down{ID: []byte("1"), Method: "resources/read", RelatedTask: "t"}
+	f, err := Parse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ResponseDown(&f, down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const room = 8
+	buf := make([]byte, room+len(in))
+	copy(buf[room:], in)
+	f2, err := Parse(buf[room:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.Room = buf
+	got, err := ResponseDown(&f2, down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Frame, want.Frame) {
+		t.Fatalf("with %d bytes of room:\n got %s\nwant %s", room, got.Frame, want.Frame)
+	}
+	if n := bytes.Count(got.Frame, []byte("related-task")); n != 1 {
+		t.Fatalf("related-task appears %d times in %s", n, got.Frame)
+	}
+	if len(got.Frame)-len(in) <= room {
+		t.Fatalf("the case no longer exercises the fallback: it grows by %d bytes, room %d", len(got.Frame)-len(in), room)
+	}
+}
