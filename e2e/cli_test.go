@@ -234,17 +234,20 @@ func TestExitOnStdinEOF(t *testing.T) {
 	})
 }
 
-// TestExitOnSIGTERM: SIGTERM with a request in flight ends the process with
-// status 0 within 5 s, and cancels the upstream request.
+// TestExitOnSIGTERM: SIGTERM (or SIGHUP, a terminal's hang-up) with a
+// request in flight ends the process with status 0 within 5 s, and cancels
+// the upstream request.
 func TestExitOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		args   []string
 		queued bool
+		sig    syscall.Signal
 	}{
-		{"request in flight", nil, false},
-		{"in-flight bound reached", []string{"--max-in-flight", "1"}, true},
+		{"request in flight", nil, false, syscall.SIGTERM},
+		{"in-flight bound reached", []string{"--max-in-flight", "1"}, true, syscall.SIGTERM},
+		{"SIGHUP", nil, false, syscall.SIGHUP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -256,7 +259,7 @@ func TestExitOnSIGTERM(t *testing.T) {
 			if tc.queued {
 				p.request(`"queued"`, "tools/call", `{"name":"echo","arguments":{"text":"queued"}}`)
 			}
-			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := p.cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
 			if code := p.waitExit(5 * time.Second); code != 0 {

@@ -461,5 +461,5 @@ Tasks:
   --help                    print this help and exit
 
 stdout carries only JSON-RPC lines; logs go to stderr or --log-file.
-Exit status: 0 on a normal end (stdin closed, SIGINT, SIGTERM); 2 on a usage error.
+Exit status: 0 on a normal end (stdin closed, SIGINT, SIGTERM, SIGHUP); 2 on a usage error.
 `

@@ -81,7 +81,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		defer stopProfile()
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	url := cfg.url
@@ -179,7 +179,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	})
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 
-	stdin, restoreStdin := pollableStdin(stdin)
+	stdin, restoreStdin := pollableStdin(stdin, stdout, stderr)
 	defer restoreStdin()
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(ctx, stdin, stdout) }()

@@ -14,9 +14,13 @@ import (
 // blocking read(2). The hand-off from that thread was a measurable part of
 // every call's latency (BENCHMARKS.md). A stdin that is already
 // non-blocking is polled by the runtime as it is, and a terminal or a file
-// is left alone. restore puts the blocking mode back for whoever shares the
-// pipe.
-func pollableStdin(in io.Reader) (r io.Reader, restore func()) {
+// is left alone. So is a stdin that is the same file as stdout or stderr
+// (one socket for both, as socat's EXEC and inetd hand over): the mode
+// belongs to the open file, and a blocking os.Stdout would then fail its
+// writes with EAGAIN instead of waiting. restore puts the blocking mode
+// back for whoever shares the pipe; an exit that skips it (SIGKILL) leaves
+// the pipe non-blocking for anyone else reading it.
+func pollableStdin(in io.Reader, outs ...io.Writer) (r io.Reader, restore func()) {
 	f, ok := in.(*os.File)
 	if !ok {
 		return in, func() {}
@@ -24,6 +28,13 @@ func pollableStdin(in io.Reader) (r io.Reader, restore func()) {
 	st, err := f.Stat()
 	if err != nil || st.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return in, func() {}
+	}
+	for _, w := range outs {
+		if of, ok := w.(*os.File); ok {
+			if ost, err := of.Stat(); err != nil || os.SameFile(st, ost) {
+				return in, func() {}
+			}
+		}
 	}
 	// The descriptor, without File.Fd, which would set it to blocking.
 	rc, err := f.SyscallConn()
@@ -52,7 +63,11 @@ func pollableStdin(in io.Reader) (r io.Reader, restore func()) {
 	}
 	nf := os.NewFile(uintptr(dup), f.Name())
 	return nf, func() {
-		_ = syscall.SetNonblock(fd, false)
+		// Close first: it wakes a read parked in the poller, and a read
+		// already in read(2) returns at once while the pipe is still
+		// non-blocking. In blocking mode such a read would wait for the
+		// client, and Close with it.
 		nf.Close()
+		_ = syscall.SetNonblock(fd, false)
 	}
 }

@@ -117,3 +117,36 @@ func TestPollableStdinFileUnchanged(t *testing.T) {
 		t.Fatal("a non-file reader was replaced")
 	}
 }
+
+// A stdin that is one socket with stdout (socat EXEC, inetd) stays
+// blocking: the mode is the socket's, and os.Stdout, not polled, would fail
+// its writes with EAGAIN.
+func TestPollableStdinSharedWithStdout(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := os.NewFile(uintptr(fds[1]), "peer")
+	defer peer.Close()
+	outFD, err := syscall.Dup(fds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(outFD), "stdout")
+	defer in.Close()
+	defer out.Close()
+	_, w := blockingPipe(t) // another file first in the list
+
+	got, restore := pollableStdin(in, w, out)
+	defer restore()
+	if got != io.Reader(in) || isNonblock(t, in) {
+		t.Fatal("a stdin shared with stdout was made non-blocking")
+	}
+	// A stdout that is another file does not stop the switch.
+	r, _ := blockingPipe(t)
+	got, restore2 := pollableStdin(r, w)
+	defer restore2()
+	if got == io.Reader(r) || !isNonblock(t, r) {
+		t.Fatal("a stdin pipe apart from stdout was left blocking")
+	}
+}
