@@ -864,48 +864,83 @@ func (s *syncBuf) String() string {
 // line, after a progress notification) reach the client intact, with the
 // client's id, whether that id is shorter or longer than the proxy's, and
 // the 2026 members gone. Calls run concurrently so that buffers in flight
-// side by side must not bleed into each other.
+// side by side must not bleed into each other. With a trace, the in-place
+// rewrite must not reach the records: each server->proxy record shows the
+// upstream's bytes as they came (the proxy's id, resultType).
 func TestLargeResultsRewrittenInPlace(t *testing.T) {
-	u := newUpstream(t)
-	text := func(n int) string { return strings.Repeat(string(rune('a'+n%26)), 200<<10+n) }
-	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
-		id := gjson.Get(body, "id").Raw
-		n := int(gjson.Get(body, "params.arguments.n").Int())
-		msg := `{"jsonrpc":"2.0","id":` + id + `,"result":{"resultType":"complete","content":[{"type":"text","text":"` + text(n) +
-			`"}],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"9"}}}}`
-		if n%2 == 1 {
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":%d,\"progress\":1}}\n\n", n)
-			fmt.Fprintf(w, "data: %s\n\n", msg)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, msg)
-	})
-	h := initialized(t, u, Config{})
-	ids := []string{`1`, `"a-client-id-much-longer-than-any-upstream-id-0123456789"`, `2`, `"x"`, `3`, `"é\"quoted\""`}
-	for n, id := range ids {
-		h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"big","arguments":{"n":` + fmt.Sprint(n) + `},"_meta":{"progressToken":` + fmt.Sprint(n) + `}}}`)
-	}
-	got := map[string]string{}
-	for len(got) < len(ids) {
-		l := h.next()
-		if gjson.Get(l, "method").Exists() {
-			continue // progress
-		}
-		got[gjson.Get(l, "id").Raw] = l
-	}
-	for n, id := range ids {
-		l, ok := got[id]
-		if !ok {
-			t.Fatalf("no answer for id %s; got ids %v", id, slices.Collect(maps.Keys(got)))
-		}
-		res := gjson.Get(l, "result")
-		if res.Get("content.0.text").Str != text(n) {
-			t.Errorf("id %s: the text came back changed (%d bytes)", id, len(res.Get("content.0.text").Str))
-		}
-		if res.Get("resultType").Exists() || res.Get("_meta").Exists() {
-			t.Errorf("id %s: 2026 members left: %.200s", id, res.Raw)
-		}
+	for _, traced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trace=%v", traced), func(t *testing.T) {
+			u := newUpstream(t)
+			text := func(n int) string { return strings.Repeat(string(rune('a'+n%26)), 200<<10+n) }
+			u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+				id := gjson.Get(body, "id").Raw
+				n := int(gjson.Get(body, "params.arguments.n").Int())
+				msg := `{"jsonrpc":"2.0","id":` + id + `,"result":{"resultType":"complete","content":[{"type":"text","text":"` + text(n) +
+					`"}],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"9"}}}}`
+				if n%2 == 1 {
+					w.Header().Set("Content-Type", "text/event-stream")
+					fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":%d,\"progress\":1}}\n\n", n)
+					fmt.Fprintf(w, "data: %s\n\n", msg)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, msg)
+			})
+			var buf syncBuf
+			cfg := Config{}
+			var tw *trace.Writer
+			if traced {
+				tw = trace.New(&buf, trace.Options{})
+				cfg.Trace = tw
+			}
+			h := initialized(t, u, cfg)
+			ids := []string{`1`, `"a-client-id-much-longer-than-any-upstream-id-0123456789"`, `2`, `"x"`, `3`, `"é\"quoted\""`}
+			for n, id := range ids {
+				h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"big","arguments":{"n":` + fmt.Sprint(n) + `},"_meta":{"progressToken":` + fmt.Sprint(n) + `}}}`)
+			}
+			got := map[string]string{}
+			for len(got) < len(ids) {
+				l := h.next()
+				if gjson.Get(l, "method").Exists() {
+					continue // progress
+				}
+				got[gjson.Get(l, "id").Raw] = l
+			}
+			for n, id := range ids {
+				l, ok := got[id]
+				if !ok {
+					t.Fatalf("no answer for id %s; got ids %v", id, slices.Collect(maps.Keys(got)))
+				}
+				res := gjson.Get(l, "result")
+				if res.Get("content.0.text").Str != text(n) {
+					t.Errorf("id %s: the text came back changed (%d bytes)", id, len(res.Get("content.0.text").Str))
+				}
+				if res.Get("resultType").Exists() || res.Get("_meta").Exists() {
+					t.Errorf("id %s: 2026 members left: %.200s", id, res.Raw)
+				}
+			}
+			if !traced {
+				return
+			}
+			h.stop()
+			if dropped, err := tw.Close(); dropped != 0 || err != nil {
+				t.Fatalf("trace Close: %d dropped, %v", dropped, err)
+			}
+			results := 0
+			for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+				r := gjson.Parse(line)
+				head := r.Get("frame.head").Str // a large frame is cut to its head
+				if r.Get("dir").Str != "server->proxy" || !strings.Contains(head, `"content"`) {
+					continue
+				}
+				results++
+				if !strings.Contains(head, `"resultType":"complete"`) || strings.Contains(head, "a-client-id") {
+					t.Errorf("a server->proxy record shows rewritten bytes: %.200s", head)
+				}
+			}
+			if results != len(ids) {
+				t.Errorf("%d server->proxy result records, want %d", results, len(ids))
+			}
+		})
 	}
 }

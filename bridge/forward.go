@@ -376,8 +376,9 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.Frame, status int, room []byte) []byte {
 	tasks := s.tasksEnabled()
 	augmented := method == "tools/call" && c.task.Exists() && tasks
-	if s.tracing() || augmented || method == "tools/list" {
-		// The trace still holds the bytes, or m is read after the rewrite.
+	if augmented || method == "tools/list" {
+		// m is read after the rewrite. (A trace is no reason: Emit copied
+		// the frame before this.)
 		room = nil
 	}
 	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks, Room: room})
