@@ -76,7 +76,7 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 	if f.Kind != KindRequest {
 		return nil, ErrShape
 	}
-	e := make(edits, 0, 8) // one allocation for the usual handful of edits
+	e := make(edits, 0, 4) // one allocation for the usual two or three edits
 	var buf [8]member
 	e.replace(f.ID.Index, f.ID.Index+len(f.ID.Raw), up.ID)
 	switch {
