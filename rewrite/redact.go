@@ -81,10 +81,58 @@ func prefixFold(s, p string) bool {
 // quote to quote, and a redacted value is skipped whole.
 func Redact(frame []byte, sensitive func(key string) bool) []byte {
 	frame = TrimFrame(frame)
-	if !validJSON(frame) {
-		return []byte(`"[unparsable frame withheld]"`)
+	e, ok := redactions(frame, sensitive)
+	if !ok {
+		return []byte(unparsable)
 	}
-	var e edits
+	if len(e) == 0 {
+		return append([]byte(nil), frame...)
+	}
+	return e.apply(frame)
+}
+
+// RedactHead is Redact for a frame that will be cut: it returns the first
+// max bytes of Redact(frame, sensitive) (all of it when shorter) and the
+// length of the whole, without building the rest. A trace that keeps the
+// head of a 16 MiB result so holds max bytes, not a second 16 MiB.
+func RedactHead(frame []byte, sensitive func(key string) bool, max int) (head []byte, n int) {
+	frame = TrimFrame(frame)
+	e, ok := redactions(frame, sensitive)
+	if !ok {
+		return []byte(unparsable)[:min(max, len(unparsable))], len(unparsable)
+	}
+	n = len(frame)
+	for _, ed := range e { // disjoint and in order: a redacted value is skipped whole
+		n += len(ed.repl) + len(ed.repl2) - (ed.end - ed.start)
+	}
+	head = make([]byte, 0, min(max, n))
+	pos := 0
+	for _, ed := range e {
+		if len(head) == max {
+			break
+		}
+		head = appendUpTo(head, frame[pos:ed.start], max)
+		head = appendUpTo(head, ed.repl, max)
+		head = appendUpTo(head, ed.repl2, max)
+		pos = ed.end
+	}
+	return appendUpTo(head, frame[pos:], max), n
+}
+
+// appendUpTo appends as much of b to dst as keeps it within max bytes.
+func appendUpTo(dst, b []byte, max int) []byte {
+	return append(dst, b[:min(len(b), max-len(dst))]...)
+}
+
+// unparsable stands in for a frame that is not valid JSON.
+const unparsable = `"[unparsable frame withheld]"`
+
+// redactions lists the replacements Redact makes, in order and disjoint;
+// ok is false when frame is not valid JSON.
+func redactions(frame []byte, sensitive func(key string) bool) (e edits, ok bool) {
+	if !validJSON(frame) {
+		return nil, false
+	}
 	s := view(frame)
 	for i := 0; i < len(s); {
 		q := strings.IndexByte(s[i:], '"')
@@ -103,9 +151,5 @@ func Redact(frame []byte, sensitive func(key string) bool) []byte {
 		}
 		i = end
 	}
-	out := e.apply(frame)
-	if len(e) == 0 {
-		out = append([]byte(nil), frame...)
-	}
-	return out
+	return e, true
 }

@@ -117,14 +117,22 @@ func TestRedactMatchesTreeWalk(t *testing.T) {
 	}
 }
 
-// FuzzRedact holds the single-pass redaction to the tree walk.
+// FuzzRedact holds the single-pass redaction to the tree walk, and
+// RedactHead to the head and the length of Redact's output.
 func FuzzRedact(f *testing.F) {
 	for _, c := range redactCases {
-		f.Add([]byte(c))
+		f.Add([]byte(c), uint16(10))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := Redact(b, SensitiveKey), redactTree(b, SensitiveKey); string(got) != string(want) {
+	f.Add([]byte(redactCases[0]), uint16(0))
+	f.Add([]byte(redactCases[0]), uint16(1000))
+	f.Fuzz(func(t *testing.T, b []byte, max uint16) {
+		got, want := Redact(b, SensitiveKey), redactTree(b, SensitiveKey)
+		if string(got) != string(want) {
 			t.Fatalf("Redact(%q)\n got %s\nwant %s", b, got, want)
+		}
+		head, n := RedactHead(b, SensitiveKey, int(max))
+		if n != len(got) || string(head) != string(got[:min(len(got), int(max))]) {
+			t.Fatalf("RedactHead(%q, %d) = %q, %d; Redact gives %q (%d bytes)", b, max, head, n, got, len(got))
 		}
 	})
 }

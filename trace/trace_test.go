@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -187,11 +189,21 @@ func TestFrameCap(t *testing.T) {
 	if !f.Truncated || f.Bytes <= 64 || len(f.Head) > 64 || len(f.Head) < 60 || !strings.HasPrefix(f.Head, `{"jsonrpc":"2.0"`) {
 		t.Errorf("truncated frame = %+v", f)
 	}
+	if want := len(rewrite.Redact([]byte(frame), rewrite.SensitiveKey)); f.Bytes != want {
+		t.Errorf("bytes = %d, want the redacted frame's %d", f.Bytes, want)
+	}
 	if strings.ContainsRune(f.Head, '\uFFFD') {
 		t.Errorf("head cut inside a rune: %q", f.Head)
 	}
 	if recs[1].Truncated || string(recs[1].Frame) != `{"id":2}` {
 		t.Errorf("short frame = %s truncated=%v", recs[1].Frame, recs[1].Truncated)
+	}
+
+	// Over the cap before redaction, under it after: kept whole, redacted.
+	long := `{"id":3,"token":"` + strings.Repeat("s", 100) + `"}`
+	recs = lines(t, write(t, Options{FrameCap: 64}, Record{Dir: ServerToProxy, Frame: json.RawMessage(long)}))
+	if recs[0].Truncated || string(recs[0].Frame) != `{"id":3,"token":"[REDACTED]"}` {
+		t.Errorf("frame shrunk by redaction = %s truncated=%v", recs[0].Frame, recs[0].Truncated)
 	}
 }
 

@@ -830,10 +830,18 @@ func (w *Writer) frame(f json.RawMessage, truncated *bool) json.RawMessage {
 	if len(f) == 0 {
 		return nil
 	}
-	if !w.noRedact {
+	n := len(f)
+	switch {
+	case w.noRedact:
+	case len(f) > w.frameCap:
+		// Only the head is kept: redact that much (and one byte more, for
+		// the cut below), not a copy of the whole frame.
+		f, n = rewrite.RedactHead(f, w.sensitive, w.frameCap+1)
+	default:
 		f = rewrite.Redact(f, w.sensitive) // a copy; invalid JSON is withheld
+		n = len(f)
 	}
-	if len(f) > w.frameCap {
+	if n > w.frameCap {
 		cut := w.frameCap
 		for cut > 0 && !utf8.RuneStart(f[cut]) {
 			cut--
@@ -842,7 +850,7 @@ func (w *Writer) frame(f json.RawMessage, truncated *bool) json.RawMessage {
 			Truncated bool   `json:"truncated"`
 			Bytes     int    `json:"bytes"`
 			Head      string `json:"head"`
-		}{true, len(f), string(f[:cut])})
+		}{true, n, string(f[:cut])})
 		*truncated = true
 		return out
 	}
