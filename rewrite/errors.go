@@ -54,22 +54,28 @@ func ResultFrame(id []byte, result []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string. Unlike encoding/json it does not
-// escape <, > and &, and it replaces invalid UTF-8 bytes with U+FFFD.
+// AppendString appends s as a JSON string, as encoding/json writes it with
+// HTML escaping off: <, > and & stay as they are, invalid UTF-8 bytes
+// become U+FFFD, and U+2028 and U+2029 are escaped. The trace holds it to
+// encoding/json byte for byte (trace.FuzzEncoder).
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
 			continue
 		}
-		if c < 0x80 {
+		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			case '\n':
 				b = append(b, '\\', 'n')
 			case '\r':
@@ -84,14 +90,19 @@ func AppendString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == 0xFFFD && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
 			i += size
-			start = i
 			continue
 		}
 		i += size
+		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')

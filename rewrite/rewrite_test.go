@@ -1,6 +1,8 @@
 package rewrite_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -321,6 +323,24 @@ func TestToolsListTaskSupportOnEmptyTool(t *testing.T) {
 		d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: []byte("1"), Method: "tools/list", TaskSupport: true})
 		if err != nil || string(d.Frame) != want {
 			t.Errorf("ResponseDown(%s) = %s, %v; want %s", in, d.Frame, err, want)
+		}
+	}
+}
+
+// AppendString writes what encoding/json writes with HTML escaping off.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		"", "plain", `quote " backslash \ slash /`, "\b\f\n\r\t\x00\x01\x1f\x7f",
+		"<tag> & amp", "é ü 日本", "\u2028 and \u2029", "bad \xff\xfe utf-8", "\xed\xa0\x80 surrogate",
+	} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(in); err != nil {
+			t.Fatal(err)
+		}
+		if got := rewrite.AppendString(nil, in); string(got) != strings.TrimSuffix(want.String(), "\n") {
+			t.Errorf("AppendString(%q) = %s, want %s", in, got, want.String())
 		}
 	}
 }

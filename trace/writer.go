@@ -494,14 +494,14 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 		return dst, false
 	}
 	dst = append(dst, `","dir":`...)
-	dst = appendString(dst, string(r.Dir))
+	dst = rewrite.AppendString(dst, string(r.Dir))
 	if r.Op != "" {
 		dst = append(dst, `,"op":`...)
-		dst = appendString(dst, r.Op)
+		dst = rewrite.AppendString(dst, r.Op)
 	}
 	if r.Method != "" {
 		dst = append(dst, `,"method":`...)
-		dst = appendString(dst, r.Method)
+		dst = rewrite.AppendString(dst, r.Method)
 	}
 	if len(r.ID) > 0 {
 		dst = append(dst, `,"id":`...)
@@ -513,7 +513,7 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, s)
+			dst = rewrite.AppendString(dst, s)
 		}
 		dst = append(dst, ']')
 	}
@@ -522,11 +522,11 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 		n := len(dst)
 		if h.Method != "" {
 			dst = append(dst, `,"method":`...)
-			dst = appendString(dst, h.Method)
+			dst = rewrite.AppendString(dst, h.Method)
 		}
 		if h.URL != "" {
 			dst = append(dst, `,"url":`...)
-			dst = appendString(dst, h.URL)
+			dst = rewrite.AppendString(dst, h.URL)
 		}
 		if h.Status != 0 {
 			dst = append(dst, `,"status":`...)
@@ -543,9 +543,9 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 				if i > 0 {
 					dst = append(dst, ',')
 				}
-				dst = appendString(dst, k)
+				dst = rewrite.AppendString(dst, k)
 				dst = append(dst, ':')
-				dst = appendString(dst, h.Header[k])
+				dst = rewrite.AppendString(dst, h.Header[k])
 			}
 			clear(e.keys)
 			dst = append(dst, '}')
@@ -568,68 +568,13 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 	}
 	if r.Error != "" {
 		dst = append(dst, `,"error":`...)
-		dst = appendString(dst, r.Error)
+		dst = rewrite.AppendString(dst, r.Error)
 	}
 	if r.Note != "" {
 		dst = append(dst, `,"note":`...)
-		dst = appendString(dst, r.Note)
+		dst = rewrite.AppendString(dst, r.Note)
 	}
 	return append(dst, "}\n"...), true
-}
-
-// appendString appends s as a JSON string, as encoding/json does without
-// HTML escaping: quotes, backslashes and control characters escaped,
-// invalid UTF-8 as U+FFFD, and U+2028 and U+2029 escaped.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // appendFloat appends a finite f as encoding/json does: like %g, with the
