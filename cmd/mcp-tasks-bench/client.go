@@ -346,13 +346,9 @@ func (d *directSession) post(ctx context.Context, method, name, params string) (
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var buf []byte
-	if resp.ContentLength > 0 {
-		buf = make([]byte, 0, resp.ContentLength+1)
-	}
-	b := bytes.NewBuffer(buf)
-	if _, err := b.ReadFrom(resp.Body); err != nil {
-		return nil, fmt.Errorf("reading the answer: %w", err)
+	b, err := readBody(resp)
+	if err != nil {
+		return nil, err
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		return nil, fmt.Errorf("HTTP %d, Content-Type %q: %.300s", resp.StatusCode, ct, b.Bytes())
@@ -393,4 +389,18 @@ func (d *directSession) call(ctx context.Context, tool, args string) ([]byte, er
 			poll = time.Duration(p.Int()) * time.Millisecond
 		}
 	}
+}
+
+// readBody reads an answer's whole body, in one allocation when its length
+// is known.
+func readBody(resp *http.Response) (*bytes.Buffer, error) {
+	var buf []byte
+	if resp.ContentLength > 0 {
+		buf = make([]byte, 0, resp.ContentLength+1)
+	}
+	b := bytes.NewBuffer(buf)
+	if _, err := b.ReadFrom(resp.Body); err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	return b, nil
 }

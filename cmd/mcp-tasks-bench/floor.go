@@ -97,13 +97,9 @@ func (f *floor) forward(line []byte) {
 		return
 	}
 	defer resp.Body.Close()
-	var buf []byte
-	if resp.ContentLength > 0 {
-		buf = make([]byte, 0, resp.ContentLength+1)
-	}
-	b := bytes.NewBuffer(buf)
-	if _, err := b.ReadFrom(resp.Body); err != nil {
-		f.fail(line, fmt.Errorf("reading the answer: %w", err))
+	b, err := readBody(resp)
+	if err != nil {
+		f.fail(line, err)
 		return
 	}
 	if resp.StatusCode == http.StatusAccepted && b.Len() == 0 {
