@@ -261,14 +261,8 @@ func TestFullBufferDropsAndCounts(t *testing.T) {
 		t.Errorf("Dropped = %d with the reader stalled, want 6 dropped + 5 unwritten", d)
 	}
 
-	rest := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(pr)
-		rest <- b
-	}()
-	dropped, err := w.Close()
-	pw.Close()
-	out := append(first, <-rest...)
+	rest, dropped, err := closeReading(w, pr, pw)
+	out := append(first, rest...)
 	if err != nil || dropped != 6 {
 		t.Fatalf("Close = %d, %v; want 6, nil", dropped, err)
 	}
@@ -278,6 +272,19 @@ func TestFullBufferDropsAndCounts(t *testing.T) {
 	if d := w.Dropped(); d != 6 {
 		t.Errorf("Dropped after Close = %d, want 6", d)
 	}
+}
+
+// closeReading closes w while it reads the rest of what w writes to pw,
+// and returns it.
+func closeReading(w *Writer, pr *io.PipeReader, pw *io.PipeWriter) (rest []byte, dropped int64, err error) {
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(pr)
+		got <- b
+	}()
+	dropped, err = w.Close()
+	pw.Close()
+	return <-got, dropped, err
 }
 
 func TestFullBufferBytesDropsAndCounts(t *testing.T) {
@@ -304,14 +311,8 @@ func TestFullBufferBytesDropsAndCounts(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Emit blocked")
 	}
-	rest := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(pr)
-		rest <- b
-	}()
-	dropped, err := w.Close()
-	pw.Close()
-	out := append(first, <-rest...)
+	rest, dropped, err := closeReading(w, pr, pw)
+	out := append(first, rest...)
 	if err != nil || dropped != 6 {
 		t.Fatalf("Close = %d, %v; want 6, nil", dropped, err)
 	}
