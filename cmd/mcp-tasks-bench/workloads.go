@@ -241,13 +241,14 @@ func (r *runner) seq(ctx context.Context, t *target, round int) error {
 			}
 		}
 		slices.Sort(lat)
+		base := metric{key: "seq", wl: "seq", workload: "sequential echo"}
 		for _, p := range []struct {
 			name string
 			q    float64
 		}{{"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}} {
-			r.res.add(metric{key: "seq-" + p.name, wl: "seq", workload: "sequential echo", label: p.name, unit: "µs"}, t.name, us(percentile(lat, p.q)))
+			r.res.add(metric{key: base.key + "-" + p.name, wl: base.wl, workload: base.workload, label: p.name, unit: "µs"}, t.name, us(percentile(lat, p.q)))
 		}
-		r.stopSched(sm, t, "seq", "seq", "sequential echo", int64(r.cfg.n))
+		sm.stop(base, int64(r.cfg.n))
 		return nil
 	})
 }
@@ -287,10 +288,9 @@ func (r *runner) inflight(ctx context.Context, t *target, c, round int) error {
 		if firstErr != nil {
 			return firstErr
 		}
-		key, workload := fmt.Sprintf("inflight-%04d", c), "echo, "+strconv.Itoa(c)+" in flight"
-		r.res.add(metric{key: key, wl: "inflight", workload: workload, label: "throughput", unit: "calls/s", higherBetter: true},
-			t.name, float64(total)/elapsed.Seconds())
-		r.stopSched(sm, t, key, "inflight", workload, total)
+		m := metric{key: fmt.Sprintf("inflight-%04d", c), wl: "inflight", workload: "echo, " + strconv.Itoa(c) + " in flight", label: "throughput", unit: "calls/s", higherBetter: true}
+		r.res.add(m, t.name, float64(total)/elapsed.Seconds())
+		sm.stop(m, total)
 		return nil
 	})
 }
@@ -481,13 +481,15 @@ func treeSched(pid int) (schedStat, error) {
 // calls. For a direct session (no bridge) or where /proc has no schedstat,
 // it records nothing.
 type schedMeter struct {
+	r      *runner
+	t      *target
 	pid    int
 	before schedStat
 	ok     bool
 }
 
 func (r *runner) startSched(t *target, s session) *schedMeter {
-	m := &schedMeter{pid: s.pid()}
+	m := &schedMeter{r: r, t: t, pid: s.pid()}
 	if m.pid == 0 {
 		return m
 	}
@@ -500,22 +502,29 @@ func (r *runner) startSched(t *target, s session) *schedMeter {
 	return m
 }
 
-// stopSched adds the bridge's CPU time, run-queue wait and times scheduled per
-// call, under the metric keys key+"-cpu", "-wait" and "-slices".
-func (r *runner) stopSched(m *schedMeter, t *target, key, wl, workload string, calls int64) {
+// stop adds the bridge's CPU time, run-queue wait and times scheduled per
+// call, as rows of base's workload under base.key+"-cpu", "-wait" and
+// "-slices".
+func (m *schedMeter) stop(base metric, calls int64) {
 	if !m.ok || calls <= 0 {
 		return
 	}
 	after, err := treeSched(m.pid)
 	if err != nil {
-		r.log("%s: schedstat: %v", t.name, err)
+		m.r.log("%s: schedstat: %v", m.t.name, err)
 		return
 	}
-	d := after.sub(m.before)
-	n := float64(calls)
-	r.res.add(metric{key: key + "-cpu", wl: wl, workload: workload, label: "bridge CPU per call", unit: "µs"}, t.name, us(d.cpu)/n)
-	r.res.add(metric{key: key + "-wait", wl: wl, workload: workload, label: "bridge run-queue wait per call", unit: "µs"}, t.name, us(d.wait)/n)
-	r.res.add(metric{key: key + "-slices", wl: wl, workload: workload, label: "bridge times scheduled per call", unit: "count"}, t.name, float64(d.slices)/n)
+	d, n := after.sub(m.before), float64(calls)
+	for _, row := range []struct {
+		suffix, label, unit string
+		v                   float64
+	}{
+		{"-cpu", "bridge CPU per call", "µs", us(d.cpu) / n},
+		{"-wait", "bridge run-queue wait per call", "µs", us(d.wait) / n},
+		{"-slices", "bridge times scheduled per call", "count", float64(d.slices) / n},
+	} {
+		m.r.res.add(metric{key: base.key + row.suffix, wl: base.wl, workload: base.workload, label: row.label, unit: row.unit}, m.t.name, row.v)
+	}
 }
 
 // vmHWM reads the peak resident set size of pid, in bytes.
