@@ -7,15 +7,18 @@
 // are changed only through package rewrite; HTTP goes through package
 // routing; era detection and capability mapping come from capabilities.
 //
-//	stdin ─▶ reader ─┬─ local answers (ping, setLevel, cancels, bad input)
-//	                 └─ queue ─▶ starter ─▶ worker goroutines
+//	stdin ─▶ reader ─┬─ local answers (ping, setLevel, cancels, bad input,
+//	                 │  the client's answers to the proxy's own requests)
+//	                 └─ pending ─▶ starter ─▶ worker goroutines
 //	                                        (initialize, or forward ─▶ routing)
 //	stdout ◀─ writer (the only goroutine that touches stdout) ◀─ answers
 //
 // Invariants kept here: stdout carries only complete JSON-RPC lines; every
 // request id gets exactly one answer unless the client cancelled it;
 // upstream ids are minted by the proxy; in-flight work is bounded, and the
-// reader stops reading stdin when the queue behind that bound is full.
+// reader never waits for it: requests beyond the bound wait in a bounded
+// queue, and one over that queue's bounds is refused at once, so stdin is
+// always read.
 package bridge
 
 import (
@@ -99,7 +102,7 @@ type Session struct {
 	client *routing.Client
 
 	out     chan outFrame // frames for the writer goroutine
-	queue   chan job      // requests read but not started yet (bounded)
+	queue   *pending      // requests read but not started yet (bounded)
 	sem     chan struct{} // in-flight bound
 	stopped chan struct{} // closed when every answer has been queued
 	wg      sync.WaitGroup
@@ -219,7 +222,7 @@ func New(cfg Config) *Session {
 		log:        cfg.Logger,
 		client:     cfg.Client,
 		out:        make(chan outFrame, 256),
-		queue:      make(chan job, cfg.MaxInFlight),
+		queue:      newPending(queuedPerSlot*cfg.MaxInFlight, cfg.MaxMessageBytes),
 		sem:        make(chan struct{}, cfg.MaxInFlight),
 		stopped:    make(chan struct{}),
 		inflight:   make(map[string]*call),
@@ -236,12 +239,15 @@ func New(cfg Config) *Session {
 // returns nil on a normal end (EOF or cancellation).
 //
 // Three goroutines cooperate: the reader parses stdin, answers what is local
-// (ping, logging/setLevel, cancellations) at once and queues requests; the
-// starter takes queued requests as in-flight slots free up and hands each to
-// a worker goroutine; the writer owns stdout. The queue holds at most MaxInFlight
-// requests: when it is full the reader stops reading stdin (backpressure),
-// so memory stays bounded, while a cancel or a ping that arrives behind a
-// saturating request is still read and handled.
+// (ping, logging/setLevel, cancellations, the client's answers to the
+// proxy's own requests) at once and queues requests; the starter takes
+// queued requests as in-flight slots free up and hands each to a worker
+// goroutine; the writer owns stdout. The reader never waits on the queue:
+// whatever is queued, a cancel, a ping, an answer or the end of input that
+// arrives behind saturating requests is read and handled at once. The queue
+// is bounded (queuedPerSlot requests per in-flight slot, and
+// MaxMessageBytes of frames); a request over that bound is refused with an
+// error instead of being held.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -284,16 +290,22 @@ func (s *Session) start(ctx context.Context) {
 	work := make(chan job) // to an idle worker
 	workers := 0
 	for {
-		var j job
-		select {
-		case j = <-s.queue:
-		case <-ctx.Done():
-			return
-		}
+		// A slot first, then the oldest request: one taken before its slot
+		// would be held outside the queue's bounds.
 		select {
 		case s.sem <- struct{}{}:
 		case <-ctx.Done():
 			return
+		}
+		j, ok := s.queue.pop()
+		for !ok {
+			select {
+			case <-s.queue.wake:
+				j, ok = s.queue.pop()
+			case <-ctx.Done():
+				<-s.sem
+				return
+			}
 		}
 		if j.c.ctx.Err() != nil { // cancelled while queued
 			<-s.sem
@@ -462,13 +474,35 @@ func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, barr
 		return true
 	}
 	c.barrier = barrier
-	select {
-	case s.queue <- job{c: c, f: *f}:
-		return true
-	case <-ctx.Done():
+	if ctx.Err() != nil {
 		c.cancel()
 		return false
 	}
+	if !s.queue.push(job{c: c, f: *f}) {
+		s.refuseQueued(c)
+	}
+	return true
+}
+
+// queuedPerSlot bounds the requests waiting for an in-flight slot, per slot
+// (1024 with the default --max-in-flight of 64).
+const queuedPerSlot = 16
+
+// refuseQueued answers a request the full queue cannot take. The reader
+// never waits for room, so that the client's answers, cancels and pings
+// behind it are still read.
+func (s *Session) refuseQueued(c *call) {
+	s.mu.Lock()
+	delete(s.inflight, string(c.id))
+	s.mu.Unlock()
+	c.cancel()
+	n := s.queue.len()
+	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n))
+	frame := rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		fmt.Sprintf("the proxy refused %s: %d requests are already waiting for one of the %d in-flight slots; wait for answers before sending more (or raise --max-in-flight)", c.method, n, s.cfg.MaxInFlight),
+		fmt.Appendf(nil, `{"waiting":%d,"maxInFlight":%d}`, n, s.cfg.MaxInFlight))
+	s.logRequest(c.op, c.method, c.id, c.start, frame, false)
+	s.sendOp(frame, c.op, nil)
 }
 
 func isTaskMethod(method string) bool {

@@ -1,0 +1,161 @@
+package bridge
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// writeBounded writes lines to the session's stdin without letting a
+// session that stopped reading hang the test: the write runs aside, and the
+// test fails if it has not gone through within the bound.
+func (h *harness) writeBounded(lines ...string) {
+	h.t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for _, l := range lines {
+			if _, err = io.WriteString(h.in, l+"\n"); err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			h.t.Fatalf("write: %v", err)
+		}
+	case <-time.After(wait):
+		h.t.Fatal("the session stopped reading stdin")
+	}
+}
+
+// TestPipelinedCallsEachNeedingInput: a client pipelines more tools/calls
+// than the in-flight bound and its queue hold, and each call needs one
+// elicitation answer (MRTR). Every answer the client writes must be read,
+// however many requests wait, or the session deadlocks for good.
+func TestPipelinedCallsEachNeedingInput(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{MaxInFlight: 1})
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		w.Header().Set("Content-Type", "application/json")
+		id := gjson.Get(body, "id").Raw
+		if ans := gjson.Get(body, "params.inputResponses.k"); ans.Exists() {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","content":[{"type":"text","text":%s}]}}`, id, ans.Get("content.n").Raw)
+			return
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"input_required","inputRequests":{"k":{"method":"elicitation/create","params":{"mode":"form","message":"n?","requestedSchema":{"type":"object","properties":{"n":{"type":"number"}}}}}}}}`, id)
+	})
+	// 1 in flight and 16 queued per slot: 40 calls are more than both.
+	const calls = 40
+	var lines []string
+	for i := range calls {
+		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, 100+i))
+	}
+	go func() { // the pipe is synchronous; the session must read all of it
+		for _, l := range lines {
+			if _, err := io.WriteString(h.in, l+"\n"); err != nil {
+				return
+			}
+		}
+	}()
+	answered, refused, asked := 0, 0, 0
+	for answered+refused < calls {
+		f := h.next()
+		switch {
+		case gjson.Get(f, "method").Str == "elicitation/create":
+			asked++
+			h.writeBounded(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"n":%d}}}`, gjson.Get(f, "id").Raw, asked))
+		case gjson.Get(f, "error").Exists():
+			if !strings.Contains(gjson.Get(f, "error.message").Str, "--max-in-flight") {
+				t.Errorf("unexpected error: %s", f)
+			}
+			refused++
+		case gjson.Get(f, "result.content").Exists():
+			answered++
+		default:
+			t.Fatalf("unexpected frame: %s", f)
+		}
+	}
+	if answered != asked {
+		t.Errorf("%d calls answered after %d elicitations", answered, asked)
+	}
+	// The queue holds 16 per slot: 1 in flight, 16 waiting, and whatever
+	// the worker took meanwhile; no call may be lost either way.
+	if answered < 17 {
+		t.Errorf("only %d of %d calls ran (%d refused); the queue should hold 16 per slot", answered, calls, refused)
+	}
+}
+
+// TestReaderNeverParksOnTheQueue: with the one slot taken by a call that
+// hangs and the queue behind it full, a ping is still answered, a cancel
+// still reaches a queued request, requests over the queue's bound are
+// refused at once (one answer each), and end of input still ends the
+// session.
+func TestReaderNeverParksOnTheQueue(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{MaxInFlight: 1})
+	release := make(chan struct{})
+	defer close(release)
+	var started atomic.Int32
+	arrived := make(chan struct{}, 1)
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		started.Add(1)
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	h.writeBounded(`{"jsonrpc":"2.0","id":"hang","method":"tools/call","params":{"name":"x"}}`)
+	<-arrived
+	// 16 wait in the queue; 4 more are over its bound.
+	var lines []string
+	for i := range queuedPerSlot + 4 {
+		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, i))
+	}
+	lines = append(lines,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`,
+		`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	h.writeBounded(lines...)
+	refused := map[int64]bool{}
+	for {
+		f := h.next()
+		if gjson.Get(f, "id").Str == "p" {
+			if !gjson.Get(f, "result").IsObject() {
+				t.Errorf("ping answer: %s", f)
+			}
+			break
+		}
+		if gjson.Get(f, "error.data.waiting").Int() != queuedPerSlot {
+			t.Errorf("unexpected frame before the ping's answer: %s", f)
+		}
+		refused[gjson.Get(f, "id").Int()] = true
+	}
+	for i := queuedPerSlot; i < queuedPerSlot+4; i++ {
+		if !refused[int64(i)] {
+			t.Errorf("request %d over the queue's bound was not refused (refused: %v)", i, refused)
+		}
+	}
+	// End of input gets through too: Run returns, and the cancelled
+	// request 3 and the hung ones get nothing more.
+	rest := h.stop()
+	for _, f := range rest {
+		if gjson.Get(f, "id").Int() == 3 {
+			t.Errorf("the cancelled request was answered: %s", f)
+		}
+	}
+	if n := started.Load(); n != 1 {
+		t.Errorf("%d calls reached the server; only the one in flight should have", n)
+	}
+}
