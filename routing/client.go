@@ -11,6 +11,11 @@
 // Errors are split into two families, so callers can decide on retries:
 //   - *TransportError with Kind KindDial: no byte of the request left the
 //     machine (connection refused, DNS, TLS handshake). Always safe to retry.
+//   - *TransportError with Kind KindRedirect: the server answered with a
+//     redirect the proxy refuses to follow (another origin, https to http,
+//     a POST that would become a GET; see RedirectError). The first server
+//     got the request; the target got nothing. Retrying cannot help: the
+//     fix is the URL.
 //   - every other error: bytes may have reached the server.
 package routing
 
@@ -126,7 +131,8 @@ func New(cfg Config) (*Client, error) {
 	return &Client{
 		// No Client.Timeout: long tool calls and streams stay open for
 		// minutes; per-request deadlines come from the caller's context.
-		http:   &http.Client{Transport: rt},
+		// CheckRedirect: credentials stay with their origin (redirect.go).
+		http:   &http.Client{Transport: rt, CheckRedirect: checkRedirect},
 		url:    cfg.URL,
 		header: h,
 		max:    cfg.MaxMessageBytes,
@@ -156,6 +162,10 @@ const (
 	KindTimeout
 	// KindBroken: the connection failed after bytes may have left.
 	KindBroken
+	// KindRedirect: the server redirected the request somewhere the proxy
+	// does not follow (Err is a *RedirectError). Not retried: the same
+	// request gets the same redirect.
+	KindRedirect
 )
 
 // TransportError is an HTTP exchange that failed below HTTP status level.
@@ -171,6 +181,8 @@ func (e *TransportError) Error() string {
 		return fmt.Sprintf("cannot connect to %s: %v", e.URL, rootCause(e.Err))
 	case KindTimeout:
 		return fmt.Sprintf("request to %s timed out: %v", e.URL, rootCause(e.Err))
+	case KindRedirect:
+		return e.Err.Error() // names both URLs and the fix already
 	}
 	return fmt.Sprintf("connection to %s failed: %v", e.URL, rootCause(e.Err))
 }
@@ -274,9 +286,14 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	kind := KindBroken
 	var op *net.OpError
 	var ne net.Error
+	var re *RedirectError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.As(err, &re):
+		// Not the *url.Error around it: its URL is the raw Location,
+		// query secrets included.
+		return &TransportError{Kind: KindRedirect, URL: c.URL(), Err: re}
 	case errors.As(err, &op) && op.Op == "dial":
 		kind = KindDial
 	case isDNSError(err):
