@@ -204,8 +204,11 @@ func rootCause(err error) error {
 // Post sends body with the derived MCP headers and the user's headers. It
 // returns a Response for every HTTP status; the caller reads the messages and
 // must Close it. A *TransportError reports a failure before any status.
+// Under WithRawUTF8Headers(ctx) the MCP headers carry raw UTF-8 where the
+// Base64 sentinel would otherwise be used and the value allows it.
 func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*Response, error) {
-	return c.do(ctx, http.MethodPost, body, func(h http.Header) { writeHeaders(h, body, params) })
+	raw := RawUTF8Headers(ctx)
+	return c.do(ctx, http.MethodPost, body, func(h http.Header) { writeHeaders(h, body, params, raw) })
 }
 
 // Send makes one 2025-era (passthrough) HTTP request: method is POST, GET
@@ -259,8 +262,16 @@ func (c *Client) do(ctx context.Context, method string, body []byte, set func(ht
 // --header values and User-Agent come on top of these in Post.
 func Headers(body []byte, params []ParamHeader) http.Header {
 	h := make(http.Header, 6)
-	writeHeaders(h, body, params)
+	writeHeaders(h, body, params, false)
 	return h.Clone() // the caller may change it; the shared values stay as they are
+}
+
+// HeadersFor is Headers as Post sends them under ctx: with raw UTF-8
+// values under WithRawUTF8Headers (for the trace of such a request).
+func HeadersFor(ctx context.Context, body []byte, params []ParamHeader) http.Header {
+	h := make(http.Header, 6)
+	writeHeaders(h, body, params, RawUTF8Headers(ctx))
+	return h.Clone()
 }
 
 // Header values every POST carries, shared: net/http only reads them.
@@ -276,10 +287,10 @@ func headerValue(v string) []string {
 	return []string{v}
 }
 
-func writeHeaders(h http.Header, body []byte, params []ParamHeader) {
+func writeHeaders(h http.Header, body []byte, params []ParamHeader, raw bool) {
 	h["Content-Type"] = jsonContentType
 	h["Accept"] = acceptJSONOrSSE
-	DeriveHeaders(h, body, params)
+	deriveHeaders(h, body, params, raw)
 }
 
 func (c *Client) classify(ctx context.Context, err error) error {
