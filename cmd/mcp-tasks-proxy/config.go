@@ -97,6 +97,8 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 type headerList struct {
 	h       http.Header
 	secrets *[]string // names whose values came from ${VAR}
+	n       int       // --header flags seen
+	err     error     // the first malformed one
 }
 
 // stringList collects a repeated string flag.
@@ -107,10 +109,17 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func (l *headerList) String() string { return "" }
 
+// Set takes one --header. A malformed one is kept in l.err, not returned:
+// the flag package would quote the whole argument in its message, and the
+// value is often a secret.
 func (l *headerList) Set(v string) error {
+	l.n++
 	name, value, err := parseHeader(v, os.LookupEnv)
 	if err != nil {
-		return err
+		if l.err == nil {
+			l.err = usagef("%s", err.where(fmt.Sprintf("--header #%d", l.n)))
+		}
+		return nil
 	}
 	l.h.Add(name, value)
 	if strings.Contains(v, "${") && l.secrets != nil {
@@ -119,33 +128,75 @@ func (l *headerList) Set(v string) error {
 	return nil
 }
 
+// headerError is a malformed 'Name: value'. Its text never holds the value,
+// nor a name that did not parse: either may be a secret (a token pasted
+// without its name, or a missing colon).
+type headerError struct {
+	name    string // the header's name, when it parsed
+	problem string
+}
+
+// where is the message for the header at where (which flag, which line).
+func (e *headerError) where(where string) string {
+	if e.name != "" {
+		return fmt.Sprintf("%s (%s): %s", where, e.name, e.problem)
+	}
+	return fmt.Sprintf("%s: %s", where, e.problem)
+}
+
+func (e *headerError) Error() string { return e.where("header") }
+
+// notShown ends the messages about a header whose text is not quoted.
+const notShown = "write it as 'Name: value' (its text is not shown, as it may hold a secret)"
+
 // parseHeader reads 'Name: value' (the space is optional). ${VAR} in the
 // value is replaced by the environment variable VAR, so secrets can stay out
 // of client configuration files.
-func parseHeader(v string, lookup func(string) (string, bool)) (string, string, error) {
+func parseHeader(v string, lookup func(string) (string, bool)) (string, string, *headerError) {
 	name, value, ok := strings.Cut(v, ":")
 	name = strings.TrimSpace(name)
-	if !ok || name == "" {
-		return "", "", fmt.Errorf("header %q must look like 'Name: value'", v)
+	switch {
+	case !ok:
+		return "", "", &headerError{problem: "there is no colon; " + notShown}
+	case name == "":
+		return "", "", &headerError{problem: "there is no name before the colon; " + notShown}
 	}
 	for i := 0; i < len(name); i++ {
 		if !isTokenChar(name[i]) {
-			return "", "", fmt.Errorf("header name %q has a character not allowed in HTTP header names", name)
+			return "", "", &headerError{problem: fmt.Sprintf("the name before the colon has %s as character %d, which HTTP header names cannot hold (letters, digits and !#$%%&'*+-.^_`|~); %s",
+				describeByte(name[i]), i+1, notShown)}
 		}
 	}
 	value = strings.TrimSpace(value)
 	value, missing := expandVars(value, lookup)
 	if missing != "" {
-		return "", "", fmt.Errorf("header %s uses ${%s}, which is not set in the environment", name, missing)
+		return "", "", &headerError{name: name, problem: fmt.Sprintf("${%s} is not set in the environment", missing)}
 	}
 	if strings.ContainsAny(value, "\r\n\x00") {
-		return "", "", fmt.Errorf("header %s: the value must not contain CR, LF or NUL", name)
+		return "", "", &headerError{name: name, problem: "the value must not contain CR, LF or NUL"}
 	}
 	return name, value, nil
 }
 
+// describeByte names a byte that is not allowed in a header name without
+// showing more of the text around it.
+func describeByte(c byte) string {
+	switch {
+	case c == ' ':
+		return "a space"
+	case c == '\t':
+		return "a tab"
+	case c < 0x20 || c == 0x7f:
+		return "a control character"
+	case c >= 0x80:
+		return "a non-ASCII character"
+	}
+	return fmt.Sprintf("the character %q", rune(c))
+}
+
 // readHeaderFile adds the headers of a file: one 'Name: value' a line;
 // blank lines and lines starting with # are skipped; ${VAR} is expanded.
+// An error names the line by its number, never by its text.
 func readHeaderFile(path string, h http.Header) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -157,9 +208,9 @@ func readHeaderFile(path string, h http.Header) ([]string, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, value, err := parseHeader(line, os.LookupEnv)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", i+1, err)
+		name, value, herr := parseHeader(line, os.LookupEnv)
+		if herr != nil {
+			return nil, errors.New(herr.where(fmt.Sprintf("line %d", i+1)))
 		}
 		h.Add(name, value)
 		names = append(names, name)
@@ -285,6 +336,9 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	c.header = hl.h
 	if c.help || c.version {
 		return c, nil
+	}
+	if hl.err != nil {
+		return nil, hl.err
 	}
 	switch len(positional) {
 	case 0:
