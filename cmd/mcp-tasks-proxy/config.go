@@ -5,14 +5,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
@@ -73,6 +78,9 @@ type config struct {
 	caFile string
 	// insecure skips TLS certificate verification (loudly).
 	insecure bool
+	// allowHTTP lets credentials go over plain http:// to a host other than
+	// this machine (loudly); without it that is a usage error.
+	allowHTTP bool
 	// responseHeaderTimeout bounds the wait for response headers.
 	responseHeaderTimeout time.Duration
 	// maxRounds bounds MRTR rounds per request.
@@ -306,6 +314,7 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.StringVar(&c.headerFile, "header-file", "", "")
 	fs.StringVar(&c.caFile, "ca-file", "", "")
 	fs.BoolVar(&c.insecure, "insecure", false, "")
+	fs.BoolVar(&c.allowHTTP, "allow-http", false, "")
 	fs.DurationVar(&c.responseHeaderTimeout, "response-header-timeout", routing.DefaultResponseHeaderTimeout, "")
 	fs.IntVar(&c.maxRounds, "max-mrtr-rounds", bridge.DefaultMaxRounds, "")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", bridge.DefaultIdleTimeout, "")
@@ -406,6 +415,10 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 		}
 		c.secretHeaders = append(c.secretHeaders, names...)
 	}
+	if cred := plainHTTPCredential(c); cred != "" && !c.allowHTTP {
+		return nil, usagef("%s would be sent unencrypted over http:// to %s, which is not this machine; use an https:// URL, or pass --allow-http to insist",
+			cred, hostOf(c.url))
+	}
 	if c.responseHeaderTimeout <= 0 {
 		return nil, usagef("--response-header-timeout must be a positive duration such as 10m")
 	}
@@ -419,6 +432,63 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 		return nil, usagef("timeouts must be positive durations such as 10s or 2m")
 	}
 	return c, nil
+}
+
+// plainHTTPCredential describes the credential the proxy would send in
+// clear text to another host (invariant 13), or is "" when there is none:
+// the URL is https://, or http:// to loopback (localhost, 127.0.0.0/8,
+// ::1), or nothing secret goes with it. Credentials are an Authorization,
+// Proxy-Authorization or Cookie header, a header whose name looks secret
+// (token, api key, ...), a header whose value came from ${VAR} or
+// --header-file, URL userinfo, and a URL query parameter whose name looks
+// secret. The description names the header, never its value.
+func plainHTTPCredential(c *config) string {
+	u, err := url.Parse(c.url)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") || isLoopback(u.Hostname()) {
+		return ""
+	}
+	if u.User != nil {
+		return "the user name and password in the URL"
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.header)) {
+		switch http.CanonicalHeaderKey(name) {
+		case "Authorization", "Proxy-Authorization", "Cookie":
+			return "the --header " + name
+		}
+		if rewrite.SensitiveKey(name) {
+			return "the --header " + name
+		}
+	}
+	for _, name := range c.secretHeaders {
+		if c.header.Get(name) != "" {
+			return "the header " + name + " (from ${VAR} or --header-file)"
+		}
+	}
+	for k := range u.Query() {
+		if rewrite.SensitiveKey(k) {
+			return "the URL's query parameter " + k
+		}
+	}
+	return ""
+}
+
+// isLoopback reports whether host names this machine: localhost,
+// 127.0.0.0/8 or ::1.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostOf is the host (and port) of a URL, for messages.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<invalid URL>"
+	}
+	return u.Host
 }
 
 func flagError(err error) error {
@@ -479,6 +549,9 @@ Flags:
   --no-redact               show secrets in logs and the trace (dangerous; logged loudly)
   --ca-file PATH            PEM certificates to trust besides the system roots
   --insecure                skip TLS certificate verification (dangerous; logged loudly)
+  --allow-http              send credentials (--header, --header-file, user:password in the
+                            URL) over plain http:// to a host other than this machine
+                            (dangerous; logged loudly); without it that is refused
   --protocol ERA            the server's era: auto (default: probe with server/discover at
                             initialize), modern (2026-07-28 only; a 2025 server is an
                             error) or legacy (pass 2025 through, no probe)

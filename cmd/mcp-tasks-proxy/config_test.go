@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -821,5 +822,101 @@ func TestHeaderErrorsNeverShowTheValue(t *testing.T) {
 				noSecret(err.Error())
 			}
 		})
+	}
+}
+
+// Invariant 13: credentials never go over plain http to another host
+// unless --allow-http insists. Loopback is this machine: allowed.
+func TestPlainHTTPCredentials(t *testing.T) {
+	t.Setenv("MCPTP_TEST_TOKEN", "tok-123")
+	file := t.TempDir() + "/headers"
+	if err := os.WriteFile(file, []byte("X-Team: ${MCPTP_TEST_TOKEN}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const remote = "http://mcp.example.com/mcp"
+	for _, tc := range []struct {
+		name string
+		args []string
+		cred string // what the refusal names; "" means accepted
+	}{
+		{"Authorization", []string{"--header", "Authorization: Bearer abc", remote}, "--header Authorization"},
+		{"authorization in lower case", []string{"--header", "authorization: Bearer abc", remote}, "--header Authorization"},
+		{"an API key header", []string{"--header", "X-Api-Key: abc", remote}, "--header X-Api-Key"},
+		{"Cookie", []string{"--header", "Cookie: s=1", remote}, "--header Cookie"},
+		{"a value from ${VAR}", []string{"--header", "X-Team: ${MCPTP_TEST_TOKEN}", remote}, "header X-Team"},
+		{"--header-file", []string{"--header-file", file, remote}, "header X-Team"},
+		{"URL userinfo", []string{"http://alice:hunter2@mcp.example.com/mcp"}, "user name and password"},
+		{"a token in the query", []string{"http://mcp.example.com/mcp?access_token=abc"}, "query parameter access_token"},
+		{"from the environment", nil, "--header Authorization"},
+		{"another port of an outside host", []string{"--header", "Authorization: Bearer abc", "http://10.0.0.5:8080/mcp"}, "--header Authorization"},
+		{"https", []string{"--header", "Authorization: Bearer abc", "https://mcp.example.com/mcp"}, ""},
+		{"no credentials", []string{"--header", "X-Team: blue", remote}, ""},
+		{"localhost", []string{"--header", "Authorization: Bearer abc", "http://localhost:8080/mcp"}, ""},
+		{"LOCALHOST", []string{"--header", "Authorization: Bearer abc", "http://LOCALHOST:8080/mcp"}, ""},
+		{"127.0.0.1", []string{"--header", "Authorization: Bearer abc", "http://127.0.0.1:8080/mcp"}, ""},
+		{"127.1.2.3", []string{"--header", "Authorization: Bearer abc", "http://127.1.2.3/mcp"}, ""},
+		{"::1", []string{"--header", "Authorization: Bearer abc", "http://[::1]:8080/mcp"}, ""},
+		{"userinfo on loopback", []string{"http://alice:hunter2@127.0.0.1:8080/mcp"}, ""},
+		{"--allow-http", []string{"--allow-http", "--header", "Authorization: Bearer abc", remote}, ""},
+		{"--allow-http after the URL", []string{"http://alice:hunter2@mcp.example.com/mcp", "--allow-http"}, ""},
+		{"a host that only starts like localhost", []string{"--header", "Authorization: Bearer abc", "http://localhost.example.com/mcp"}, "--header Authorization"},
+		{"a host that only starts like 127", []string{"--header", "Authorization: Bearer abc", "http://127.0.0.1.example.com/mcp"}, "--header Authorization"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := env()
+			args := tc.args
+			if args == nil {
+				getenv = env(envURL, remote)
+				args = []string{"--header", "Authorization: Bearer abc"}
+			}
+			c, err := parseArgs(args, getenv)
+			if tc.cred == "" {
+				if err != nil {
+					t.Fatalf("parseArgs(%q): %v", args, err)
+				}
+				if want := slices.Contains(args, "--allow-http"); c.allowHTTP != want {
+					t.Errorf("allowHTTP = %v, want %v", c.allowHTTP, want)
+				}
+				return
+			}
+			wantUsageError(t, args, err, tc.cred, "--allow-http", "https://", "unencrypted")
+			if err != nil {
+				for _, s := range []string{"abc", "hunter2", "tok-123", "Bearer"} {
+					if strings.Contains(err.Error(), s) {
+						t.Errorf("error %q shows the credential %q", err, s)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The refusal is a usage error: exit 2 and one line naming --allow-http;
+// with --allow-http the proxy runs and says loudly what it does.
+func TestRunPlainHTTPCredentials(t *testing.T) {
+	args := []string{"--header", "Authorization: Bearer abc", "http://mcp.example.com/mcp"}
+	r := runBounded(t, args, strings.NewReader(""), env())
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "--allow-http") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("run(%q): exit %d stdout %q stderr %q; want 2 and one line naming --allow-http", args, r.code, r.stdout, r.stderr)
+	}
+	// http://mcp.example.com is never dialled: stdin is empty, so the
+	// session ends before any request.
+	args = append([]string{"--allow-http", "--no-state"}, args...)
+	r = runBounded(t, args, strings.NewReader(""), env())
+	if r.code != 0 || !strings.Contains(r.stderr, "--allow-http") || !strings.Contains(r.stderr, "unencrypted") || strings.Contains(r.stderr, "abc") {
+		t.Errorf("run(%q): exit %d stderr %q; want 0 and a loud warning that names no secret", args, r.code, r.stderr)
+	}
+	// Loopback needs no flag and gets no warning.
+	args = []string{"--no-state", "--header", "Authorization: Bearer abc", "http://127.0.0.1:1/mcp"}
+	r = runBounded(t, args, strings.NewReader(""), env())
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("run(%q): exit %d stderr %q; want 0 and a quiet stderr", args, r.code, r.stderr)
+	}
+}
+
+func TestHelpNamesAllowHTTP(t *testing.T) {
+	r := runBounded(t, []string{"--help"}, strings.NewReader(""), env())
+	if !strings.Contains(r.stdout, "\n  --allow-http ") {
+		t.Errorf("--help does not list --allow-http:\n%s", r.stdout)
 	}
 }
