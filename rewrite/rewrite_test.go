@@ -311,6 +311,31 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// Protocol fields that only look secret stay readable in Redact and
+// RedactHead, wherever they sit; credentials around them do not.
+func TestRedactKeepsProtocolFields(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"_meta":{"progressToken":"p-7"},"maxTokens":256,` +
+		`"messages":[],"auth":{"access_token":"at-1","refresh_token":"rt-1","client_secret":"cs-1","code_verifier":"cv-1","apiKey":"ak-1"},` +
+		`"headers":{"Authorization":"Bearer b-1"},"ProgressToken":"pt-case"}}`
+	want := `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"_meta":{"progressToken":"p-7"},"maxTokens":256,` +
+		`"messages":[],"auth":{"access_token":"[REDACTED]","refresh_token":"[REDACTED]","client_secret":"[REDACTED]","code_verifier":"[REDACTED]","apiKey":"[REDACTED]"},` +
+		`"headers":{"Authorization":"[REDACTED]"},"ProgressToken":"[REDACTED]"}}`
+	if got := rewrite.Redact([]byte(in), rewrite.SensitiveKey); string(got) != want {
+		t.Errorf("Redact\n got: %s\nwant: %s", got, want)
+	}
+	for _, max := range []int{0, 40, 80, len(want), len(want) + 10} {
+		head, n := rewrite.RedactHead([]byte(in), rewrite.SensitiveKey, max)
+		if n != len(want) || string(head) != want[:min(max, len(want))] {
+			t.Errorf("RedactHead(%d) = %s, %d; want %s, %d", max, head, n, want[:min(max, len(want))], len(want))
+		}
+	}
+	// A progress notification keeps its token, a number included.
+	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":42,"progress":1}}`
+	if got := rewrite.Redact([]byte(note), rewrite.SensitiveKey); string(got) != note {
+		t.Errorf("Redact(%s) = %s", note, got)
+	}
+}
+
 // Marking task support on a tool with no other member left (empty, or only
 // a dropped outputSchema) needs no comma; a fuzz find.
 func TestToolsListTaskSupportOnEmptyTool(t *testing.T) {
