@@ -21,6 +21,7 @@ var schemaSecrets = []string{}
 // that SensitiveKey lets through or a reviewed secret, and every protocol
 // key must still be a property name of some schema.
 func TestProtocolKeysFromSchemas(t *testing.T) {
+	t.Log("checks protocolKeys, the keys redaction lets through, against the property names of ../shared/spec/schema/*.json")
 	dir := schematest.SpecDir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "schema", "*.json"))
 	if err != nil || len(files) == 0 {
