@@ -24,15 +24,36 @@ import (
 //     the acknowledgement lists it; resources/unsubscribe closes it.
 //   - Acknowledgements and listen results are consumed; notifications are
 //     forwarded with the subscriptionId removed.
-//   - A stream that drops is reopened with bounded backoff. The list-change
-//     stream then tells the client each kind may have changed, since changes
-//     may have been missed.
+//   - A stream that drops is reopened with bounded backoff, which starts
+//     again from the minimum only after a stream that stayed up for
+//     listenStableAfter. The list-change stream then tells the client each
+//     kind may have changed, since changes may have been missed.
 
-// listenBackoff bounds the reconnect delay of a dropped listen stream.
+// The reconnect delays of a dropped listen stream (nextListenDelay).
 const (
 	listenBackoffMin = 250 * time.Millisecond
 	listenBackoffMax = 30 * time.Second
+	// listenStableAfter is how long a stream must have stayed up, from its
+	// acknowledgement, for its end to count as a fresh failure rather than
+	// one more of a run: only then does the delay start again from the
+	// minimum. A server that acknowledges each stream and closes it at once
+	// is so reopened ever more slowly, up to listenBackoffMax, instead of
+	// four times a second (each reopening sends the client list_changed).
+	listenStableAfter = 30 * time.Second
 )
+
+// nextListenDelay returns the delay before reopening a listen stream: prev
+// is the delay before the previous attempt (0 when there was none) and up
+// how long the stream that just ended stayed up after its acknowledgement
+// (0 when it was never acknowledged). The delay doubles from
+// listenBackoffMin up to listenBackoffMax, and starts again from the
+// minimum after a stream that stayed up for listenStableAfter.
+func nextListenDelay(prev, up time.Duration) time.Duration {
+	if prev <= 0 || up >= listenStableAfter {
+		return listenBackoffMin
+	}
+	return min(prev*2, listenBackoffMax)
+}
 
 // errListenUnsupported: the server answered -32601 to subscriptions/listen.
 var errListenUnsupported = errors.New("subscriptions/listen is not implemented by the server")
@@ -54,6 +75,26 @@ type listens struct {
 	wg     sync.WaitGroup
 	closed bool
 	byURI  map[string]*listener
+	// sleep and now are the listen loops' clock, the real one when nil.
+	// Tests set them before the session runs; they are not changed after.
+	sleep func(ctx context.Context, d time.Duration) bool
+	now   func() time.Time
+}
+
+// wait waits d before a reconnect, or until ctx ends (false).
+func (l *listens) wait(ctx context.Context, d time.Duration) bool {
+	if l.sleep != nil {
+		return l.sleep(ctx, d)
+	}
+	return sleep(ctx, d)
+}
+
+// clock is the time, for how long a stream stayed up.
+func (l *listens) clock() time.Time {
+	if l.now != nil {
+		return l.now()
+	}
+	return time.Now()
 }
 
 // start runs fn in a tracked goroutine, unless the session has closed.
@@ -130,10 +171,10 @@ func (s *Session) runListener(ctx context.Context, l *listener) bool {
 
 // listenLoop keeps one listen stream open until ctx ends.
 func (s *Session) listenLoop(ctx context.Context, l *listener) {
-	backoff := listenBackoffMin
+	var delay time.Duration
 	first := true
 	for ctx.Err() == nil {
-		opened, err := s.listenOnce(ctx, l, first)
+		opened, up, err := s.listenOnce(ctx, l, first)
 		if first && !opened && l.failed != nil {
 			// A subscribe waits for this: report, do not retry.
 			if ctx.Err() != nil {
@@ -150,29 +191,36 @@ func (s *Session) listenLoop(ctx context.Context, l *listener) {
 			return
 		}
 		if opened {
-			backoff = listenBackoffMin
 			first = false
 		}
-		s.warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err), zap.Duration("after", backoff))
-		if !sleep(ctx, backoff) {
+		delay = nextListenDelay(delay, up)
+		s.warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err),
+			zap.Duration("up", up), zap.Duration("after", delay))
+		if !s.listen.wait(ctx, delay) {
 			return
 		}
-		backoff = min(backoff*2, listenBackoffMax)
 	}
 }
 
 // listenOnce opens the stream and forwards its notifications until it
-// ends. opened reports whether it was acknowledged.
-func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (opened bool, err error) {
+// ends. opened reports whether it was acknowledged, and up how long it
+// stayed open after that.
+func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (opened bool, up time.Duration, err error) {
+	var ackedAt time.Time
+	defer func() {
+		if opened {
+			up = s.listen.clock().Sub(ackedAt)
+		}
+	}()
 	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"subscriptions/listen","params":{"notifications":%s}}`, l.filter)
 	f, err := rewrite.Parse(frame)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	id := s.nextUpstreamID()
 	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	op := "listen-" + string(id)
 	s.traceUp(op, body, nil, []string{"id.mint", "meta.inject"})
@@ -180,16 +228,16 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 	resp, err := s.client.Post(ctx, body, nil)
 	if err != nil {
 		s.traceDown(op, nil, 0, start, err)
-		return false, err
+		return false, 0, err
 	}
 	defer resp.Close()
 	status := resp.Status
 	if resp.Status >= 300 {
 		msg, _ := resp.Next()
 		if gjson.GetBytes(msg, "error.code").Int() == rewrite.CodeMethodNotFound {
-			return false, errListenUnsupported
+			return false, 0, errListenUnsupported
 		}
-		return false, fmt.Errorf("HTTP %d: %.200s", resp.Status, msg)
+		return false, 0, fmt.Errorf("HTTP %d: %.200s", resp.Status, msg)
 	}
 	for {
 		msg, err := resp.Next()
@@ -197,7 +245,7 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 			if errors.Is(err, io.EOF) {
 				err = errors.New("the stream closed")
 			}
-			return opened, err
+			return opened, 0, err
 		}
 		s.traceDown(op, msg, status, start, nil)
 		status = 0
@@ -210,10 +258,13 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 		case m.Kind == rewrite.KindResponse:
 			// A listen result (graceful end) or an error: the stream is over.
 			if m.Error.Exists() {
-				return opened, fmt.Errorf("the server refused subscriptions/listen: %s", m.Error.Raw)
+				return opened, 0, fmt.Errorf("the server refused subscriptions/listen: %s", m.Error.Raw)
 			}
-			return opened, errors.New("the server ended the subscription")
+			return opened, 0, errors.New("the server ended the subscription")
 		case m.Method == "notifications/subscriptions/acknowledged":
+			if !opened {
+				ackedAt = s.listen.clock()
+			}
 			opened = true
 			if first {
 				select {
@@ -228,7 +279,7 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 				}
 			}
 		case m.Method == "notifications/cancelled":
-			return opened, errors.New("the server cancelled the subscription")
+			return opened, 0, errors.New("the server cancelled the subscription")
 		case m.Kind == rewrite.KindNotification:
 			s.sendOp(rewrite.ListenNotification(&m), op, []string{"subscriptionId.strip"})
 		}

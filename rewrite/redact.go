@@ -6,19 +6,53 @@ import (
 	"unicode/utf8"
 )
 
-// sensitiveKey matches the JSON keys whose values never reach a log.
-var sensitiveKey = regexp.MustCompile(`(?i)token|secret|password|api[_-]?key|authorization`)
+// sensitiveKey matches the words that mark a JSON key as naming a secret;
+// SensitiveKey is this rule less the protocol's own keys (protocolKeys).
+var sensitiveKey = regexp.MustCompile(`(?i)token|secret|password|api[_-]?key|authorization|verifier`)
 
 // Redacted stands in for a sensitive value.
 const Redacted = `"[REDACTED]"`
 
-// SensitiveKey reports whether a JSON key names a secret: token, secret,
-// password, api key or authorization, in any case, anywhere in the name.
-// It runs on every key of every logged or traced frame, so an ASCII key
-// (nearly all of them) is matched by hand; a key with other bytes goes to
-// the regular expression, whose Unicode case folding (the Kelvin sign K,
-// the long s) the hand matcher does not attempt.
+// SensitiveKey reports whether a JSON key names a secret: its name contains
+// token, secret, password, api key, authorization or verifier (a PKCE
+// code_verifier), in any case, and it is not one of the MCP schemas' own
+// keys that only look secret. So access_token, refresh_token, client_secret,
+// apiKey, Authorization, password and code_verifier are redacted, while
+// progressToken (an id the client chose for progress notifications) and
+// maxTokens (a sampling limit) stay readable.
+//
+// The exceptions are exact names, case included: a key the schemas do not
+// spell that way (ProgressToken, progress_token) is still redacted.
 func SensitiveKey(key string) bool {
+	return secretWord(key) && !protocolKey(key)
+}
+
+// protocolKeys are the property names of the MCP schemas (2025-11-25,
+// 2026-07-28 and the tasks extension) that the word rule matches but that
+// hold no secret. TestProtocolKeysFromSchemas derives the list from the
+// schemas and fails when they gain another such key, so that someone
+// decides whether it is a secret.
+var protocolKeys = [...]string{
+	"progressToken", // the id a request's _meta gives its progress notifications
+	"maxTokens",     // sampling/createMessage's token budget
+}
+
+// protocolKey reports whether key is one of protocolKeys, exactly. It only
+// runs for keys the word rule matched.
+func protocolKey(key string) bool {
+	for _, k := range protocolKeys {
+		if key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// secretWord is the word rule. It runs on every key of every logged or
+// traced frame, so an ASCII key (nearly all of them) is matched by hand; a
+// key with other bytes goes to the regular expression, whose Unicode case
+// folding (the Kelvin sign K, the long s) the hand matcher does not attempt.
+func secretWord(key string) bool {
 	for i := 0; i < len(key); i++ {
 		if key[i] >= utf8.RuneSelf {
 			return sensitiveKey.MatchString(key)
@@ -37,6 +71,10 @@ func SensitiveKey(key string) bool {
 			}
 		case 'p':
 			if prefixFold(rest, "password") {
+				return true
+			}
+		case 'v':
+			if prefixFold(rest, "verifier") {
 				return true
 			}
 		case 'a':

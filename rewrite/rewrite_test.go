@@ -311,6 +311,31 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// Protocol fields that only look secret stay readable in Redact and
+// RedactHead, wherever they sit; credentials around them do not.
+func TestRedactKeepsProtocolFields(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"_meta":{"progressToken":"p-7"},"maxTokens":256,` +
+		`"messages":[],"auth":{"access_token":"at-1","refresh_token":"rt-1","client_secret":"cs-1","code_verifier":"cv-1","apiKey":"ak-1"},` +
+		`"headers":{"Authorization":"Bearer b-1"},"ProgressToken":"pt-case"}}`
+	want := `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"_meta":{"progressToken":"p-7"},"maxTokens":256,` +
+		`"messages":[],"auth":{"access_token":"[REDACTED]","refresh_token":"[REDACTED]","client_secret":"[REDACTED]","code_verifier":"[REDACTED]","apiKey":"[REDACTED]"},` +
+		`"headers":{"Authorization":"[REDACTED]"},"ProgressToken":"[REDACTED]"}}`
+	if got := rewrite.Redact([]byte(in), rewrite.SensitiveKey); string(got) != want {
+		t.Errorf("Redact\n got: %s\nwant: %s", got, want)
+	}
+	for _, max := range []int{0, 40, 80, len(want), len(want) + 10} {
+		head, n := rewrite.RedactHead([]byte(in), rewrite.SensitiveKey, max)
+		if n != len(want) || string(head) != want[:min(max, len(want))] {
+			t.Errorf("RedactHead(%d) = %s, %d; want %s, %d", max, head, n, want[:min(max, len(want))], len(want))
+		}
+	}
+	// A progress notification keeps its token, a number included.
+	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":42,"progress":1}}`
+	if got := rewrite.Redact([]byte(note), rewrite.SensitiveKey); string(got) != note {
+		t.Errorf("Redact(%s) = %s", note, got)
+	}
+}
+
 // Marking task support on a tool with no other member left (empty, or only
 // a dropped outputSchema) needs no comma; a fuzz find.
 func TestToolsListTaskSupportOnEmptyTool(t *testing.T) {
@@ -323,6 +348,94 @@ func TestToolsListTaskSupportOnEmptyTool(t *testing.T) {
 		d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: []byte("1"), Method: "tools/list", TaskSupport: true})
 		if err != nil || string(d.Frame) != want {
 			t.Errorf("ResponseDown(%s) = %s, %v; want %s", in, d.Frame, err, want)
+		}
+	}
+}
+
+// execution.taskSupport reaches the legacy client only as tasks.md §4 says:
+// "optional" on every tool when the server declared the tasks extension,
+// on none otherwise, whatever the server put there (mcp-go v1.2.1 sends
+// "optional" without declaring the extension). An execution object left
+// empty by the removal goes; its other members stay byte for byte.
+func TestToolsListTaskSupportFollowsExtension(t *testing.T) {
+	tests := []struct {
+		name    string
+		tools   string // the server's tools array
+		without string // the client's, without the extension
+		with    string // the client's, with it
+	}{
+		{"era-mixing server",
+			`[{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}]`,
+			`[{"name":"a","inputSchema":{"type":"object"}}]`,
+			`[{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}]`},
+		{"execution first",
+			`[{"execution":{"taskSupport":"required"},"name":"a"}]`,
+			`[{"name":"a"}]`,
+			`[{"execution":{"taskSupport":"optional"},"name":"a"}]`},
+		{"execution alone",
+			`[{"execution":{"taskSupport":"forbidden"}}]`,
+			`[{}]`,
+			`[{"execution":{"taskSupport":"optional"}}]`},
+		{"other members kept byte for byte",
+			`[{"name":"a","execution":{"taskSupport":"required", "x-vendor" : {"k":[1, 2.50, "\u003c"]}}}]`,
+			`[{"name":"a","execution":{"x-vendor" : {"k":[1, 2.50, "\u003c"]}}}]`,
+			`[{"name":"a","execution":{"taskSupport":"optional", "x-vendor" : {"k":[1, 2.50, "\u003c"]}}}]`},
+		{"taskSupport last among others",
+			`[{"name":"a","execution":{"x":1 , "taskSupport":"optional"}}]`,
+			`[{"name":"a","execution":{"x":1}}]`,
+			`[{"name":"a","execution":{"x":1 , "taskSupport":"optional"}}]`},
+		{"taskSupport twice",
+			`[{"name":"a","execution":{"taskSupport":"required","taskSupport":"forbidden"}}]`,
+			`[{"name":"a"}]`,
+			`[{"name":"a","execution":{"taskSupport":"optional","taskSupport":"optional"}}]`},
+		{"escaped key",
+			`[{"name":"a","execution":{"task\u0053upport":"optional"}}]`,
+			`[{"name":"a"}]`,
+			`[{"name":"a","execution":{"task\u0053upport":"optional"}}]`},
+		{"empty execution from the server kept",
+			`[{"name":"a","execution":{}}]`,
+			`[{"name":"a","execution":{}}]`,
+			`[{"name":"a","execution":{"taskSupport":"optional"}}]`},
+		{"execution without taskSupport kept",
+			`[{"name":"a","execution":{"x":true}}]`,
+			`[{"name":"a","execution":{"x":true}}]`,
+			`[{"name":"a","execution":{"taskSupport":"optional","x":true}}]`},
+		{"execution that is not an object",
+			`[{"name":"a","execution":null},{"name":"b","execution":"optional"}]`,
+			`[{"name":"a"},{"name":"b"}]`,
+			`[{"name":"a","execution":{"taskSupport":"optional"}},{"name":"b","execution":{"taskSupport":"optional"}}]`},
+		{"removed next to a dropped outputSchema",
+			`[{"name":"a","outputSchema":{"type":"string"},"execution":{"taskSupport":"optional"}},{"execution":{"taskSupport":"optional"},"outputSchema":{"type":"array"}}]`,
+			`[{"name":"a"},{}]`,
+			`[{"name":"a","execution":{"taskSupport":"optional"}},{"execution":{"taskSupport":"optional"}}]`},
+		{"two outputSchemas that are dropped",
+			`[{"outputSchema":{"type":"string"},"outputSchema":1}]`,
+			`[{}]`,
+			`[{"execution":{"taskSupport":"optional"}}]`},
+		{"no execution",
+			`[{"name":"a"},"not a tool"]`,
+			`[{"name":"a"},"not a tool"]`,
+			`[{"name":"a","execution":{"taskSupport":"optional"}},"not a tool"]`},
+		{"whitespace",
+			`[ { "name" : "a" , "execution" : { "taskSupport" : "optional" } } ]`,
+			`[ { "name" : "a" } ]`,
+			`[ { "name" : "a" , "execution" : { "taskSupport" : "optional" } } ]`},
+	}
+	for _, tt := range tests {
+		for _, ext := range []bool{false, true} {
+			want := tt.without
+			if ext {
+				want = tt.with
+			}
+			in := `{"jsonrpc":"2.0","id":9,"result":{"tools":` + tt.tools + `,"resultType":"complete"}}`
+			f := mustParse(t, in)
+			d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: []byte("1"), Method: "tools/list", TaskSupport: ext})
+			if err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			if got, want := string(d.Frame), `{"jsonrpc":"2.0","id":1,"result":{"tools":`+want+`}}`; got != want {
+				t.Errorf("%s, extension %v:\n got: %s\nwant: %s", tt.name, ext, got, want)
+			}
 		}
 	}
 }

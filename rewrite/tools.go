@@ -35,8 +35,9 @@ const taskSupportOptional = `"execution":{"taskSupport":"optional"}`
 // toolsList edits the tools array of a tools/list result: tools with invalid
 // x-mcp-header annotations are removed (a Streamable HTTP client MUST exclude
 // them), an outputSchema that is not type "object" is dropped (2025 requires
-// one), and with taskSupport every tool is marked execution.taskSupport
-// "optional".
+// one), and execution.taskSupport is made what tasks.md §4 says the legacy
+// client sees: "optional" on every tool with taskSupport (the server
+// declared the tasks extension), on none without it.
 func toolsList(e *edits, tools gjson.Result, taskSupport bool) ([]ToolHeaders, []RejectedTool) {
 	elems := elements(tools, nil)
 	var headers []ToolHeaders
@@ -65,52 +66,119 @@ func toolsList(e *edits, tools gjson.Result, taskSupport bool) ([]ToolHeaders, [
 	return headers, rejected
 }
 
+// editTool adapts one tool. A 2026 Tool has no execution member, but a
+// server may send one anyway (mcp-go v1.2.1 marks its tools
+// taskSupport "optional" without declaring the tasks extension), and a
+// legacy client would task-augment calls on the strength of it. So the
+// proxy owns execution.taskSupport: with taskSupport every tool gets
+// "optional" (inserted or overwritten); without it every taskSupport is
+// removed, and the execution object too when nothing else is left in it.
+// Other members of execution are kept as they are.
 func editTool(e *edits, tool gjson.Result, taskSupport bool) {
 	var buf [16]member
 	ms := members(tool, buf[:0])
-	var execution *member
-	dropOutput := false
+	hasExecution, dropSome := false, false
 	for i := range ms {
 		switch ms[i].key.Str {
 		case "execution":
-			execution = &ms[i]
+			hasExecution = true
+			if dropExecution(ms[i].value, taskSupport) {
+				dropSome = true
+			} else {
+				editExecution(e, ms[i].value, taskSupport)
+			}
 		case "inputSchema":
 			objectProperties(e, ms[i].value)
 		case "outputSchema":
-			if ms[i].value.Get("type").String() != "object" {
-				dropOutput = true
+			if dropOutputSchema(ms[i].value) {
+				dropSome = true
 			} else {
 				objectProperties(e, ms[i].value)
 			}
 		}
 	}
-	if dropOutput {
-		e.removeMembers(tool, ms, func(i int) bool { return ms[i].key.Str == "outputSchema" })
+	kept := len(ms)
+	if dropSome {
+		// One call for all of the tool's removals, so that the commas of
+		// neighbouring removed members are handled together.
+		kept = e.removeMembers(tool, ms, func(i int) bool {
+			switch ms[i].key.Str {
+			case "execution":
+				return dropExecution(ms[i].value, taskSupport)
+			case "outputSchema":
+				return dropOutputSchema(ms[i].value)
+			}
+			return false
+		})
 	}
-	if !taskSupport {
-		return
-	}
-	switch {
-	case execution == nil:
+	if taskSupport && !hasExecution {
 		end := lastBrace(tool)
 		b := []byte(taskSupportOptional)
-		if kept := len(ms) - btoi(dropOutput); kept > 0 {
+		if kept > 0 {
 			b = append([]byte{','}, b...)
 		}
 		e.replace(end, end, b)
-	case execution.value.IsObject():
-		ts := execution.value.Get("taskSupport")
-		if ts.Exists() {
-			e.replace(ts.Index, ts.Index+len(ts.Raw), []byte(`"optional"`))
-		} else {
-			b := []byte(`"taskSupport":"optional"`)
-			if !objectIsEmpty(execution.value.Raw) {
-				b = append(b, ',')
-			}
-			e.replace(execution.value.Index+1, execution.value.Index+1, b)
+	}
+}
+
+// dropOutputSchema reports whether an outputSchema must go: 2025 requires
+// type "object".
+func dropOutputSchema(schema gjson.Result) bool {
+	return schema.Get("type").String() != "object"
+}
+
+// dropExecution reports whether a tool's execution member must go: without
+// taskSupport, one that is not an object (2025 requires one) or whose
+// members are all taskSupport. An empty object the server sent is kept.
+func dropExecution(execution gjson.Result, taskSupport bool) bool {
+	if taskSupport {
+		return false
+	}
+	if !execution.IsObject() {
+		return true
+	}
+	var buf [4]member
+	ms := members(execution, buf[:0])
+	for i := range ms {
+		if ms[i].key.Str != "taskSupport" {
+			return false
 		}
-	default:
-		e.replace(execution.value.Index, execution.value.Index+len(execution.value.Raw), []byte(`{"taskSupport":"optional"}`))
+	}
+	return len(ms) > 0
+}
+
+// editExecution edits an execution member that stays: with taskSupport,
+// every taskSupport becomes "optional" (one is added when there is none,
+// and a value that is not an object is replaced); without it, every
+// taskSupport member is removed.
+func editExecution(e *edits, execution gjson.Result, taskSupport bool) {
+	if !execution.IsObject() {
+		e.replace(execution.Index, execution.Index+len(execution.Raw), []byte(`{"taskSupport":"optional"}`))
+		return
+	}
+	var buf [4]member
+	ms := members(execution, buf[:0])
+	isTaskSupport := func(i int) bool { return ms[i].key.Str == "taskSupport" }
+	found := false
+	for i := range ms {
+		if !isTaskSupport(i) {
+			continue
+		}
+		found = true
+		if taskSupport {
+			v := ms[i].value
+			e.replace(v.Index, v.Index+len(v.Raw), []byte(`"optional"`))
+		}
+	}
+	switch {
+	case taskSupport && !found:
+		b := []byte(`"taskSupport":"optional"`)
+		if len(ms) > 0 {
+			b = append(b, ',')
+		}
+		e.replace(execution.Index+1, execution.Index+1, b)
+	case !taskSupport && found:
+		e.removeMembers(execution, ms, isTaskSupport)
 	}
 }
 
@@ -242,11 +310,4 @@ func isToken(s string) bool {
 		}
 	}
 	return true
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -46,25 +46,29 @@ var keyCases = []string{
 	"", "token", "TOKEN", "progressToken", "tok", "secret", "client_SECRET", "password", "passwd", "apikey", "api_key",
 	"API-Key", "api key", "api__key", "apiKEY", "authorization", "Authorizatio", "x-authorization-y", "\u212aey",
 	"api\u212aey", "ſecret", "to\u212aen", "é-token", "name", "_meta", "io.modelcontextprotocol/protocolVersion",
-	"api", "ap", "a", "t", "[", "@", "API_KEY_2",
+	"api", "ap", "a", "t", "[", "@", "API_KEY_2", "code_verifier", "codeVerifier", "VERIFIER", "verifie", "maxTokens",
 }
 
 func TestSensitiveKeyMatchesRegexp(t *testing.T) {
 	for _, k := range keyCases {
-		if got, want := SensitiveKey(k), sensitiveKey.MatchString(k); got != want {
-			t.Errorf("SensitiveKey(%q) = %v, the pattern says %v", k, got, want)
+		if got, want := secretWord(k), sensitiveKey.MatchString(k); got != want {
+			t.Errorf("secretWord(%q) = %v, the pattern says %v", k, got, want)
 		}
 	}
 }
 
-// FuzzSensitiveKey holds the hand matcher to the regular expression.
+// FuzzSensitiveKey holds the hand matcher to the regular expression, and
+// SensitiveKey to the rule less the protocol's keys.
 func FuzzSensitiveKey(f *testing.F) {
 	for _, k := range keyCases {
 		f.Add(k)
 	}
 	f.Fuzz(func(t *testing.T, k string) {
-		if got, want := SensitiveKey(k), sensitiveKey.MatchString(k); got != want {
-			t.Fatalf("SensitiveKey(%q) = %v, the pattern says %v", k, got, want)
+		if got, want := secretWord(k), sensitiveKey.MatchString(k); got != want {
+			t.Fatalf("secretWord(%q) = %v, the pattern says %v", k, got, want)
+		}
+		if got, want := SensitiveKey(k), sensitiveKey.MatchString(k) && !protocolKey(k); got != want {
+			t.Fatalf("SensitiveKey(%q) = %v, want %v", k, got, want)
 		}
 	})
 }
@@ -107,6 +111,7 @@ var redactCases = []string{
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"token":"abc","nested":[{"api_key":1},{"Password":{"a":"b"}}],"ok":"token"}}}`,
 	`{"a\u0074oken":"x","b":["secret",{"secret" : [1,2]}],"c":"\"token\":1"}`,
 	` [ {"token":null} , "x" ] `, `"token"`, `{"token":"a","token":"b"}`, `not json`, `{"k":"v"}`, `{}`, ``,
+	`{"params":{"_meta":{"progressToken":"p-1"},"maxTokens":64,"code_verifier":"v","access_token":"a"}}`,
 }
 
 func TestRedactMatchesTreeWalk(t *testing.T) {

@@ -11,6 +11,11 @@
 // Errors are split into two families, so callers can decide on retries:
 //   - *TransportError with Kind KindDial: no byte of the request left the
 //     machine (connection refused, DNS, TLS handshake). Always safe to retry.
+//   - *TransportError with Kind KindRedirect: the server answered with a
+//     redirect the proxy refuses to follow (another origin, https to http,
+//     a POST that would become a GET; see RedirectError). The first server
+//     got the request; the target got nothing. Retrying cannot help: the
+//     fix is the URL.
 //   - every other error: bytes may have reached the server.
 package routing
 
@@ -126,7 +131,8 @@ func New(cfg Config) (*Client, error) {
 	return &Client{
 		// No Client.Timeout: long tool calls and streams stay open for
 		// minutes; per-request deadlines come from the caller's context.
-		http:   &http.Client{Transport: rt},
+		// CheckRedirect: credentials stay with their origin (redirect.go).
+		http:   &http.Client{Transport: rt, CheckRedirect: checkRedirect},
 		url:    cfg.URL,
 		header: h,
 		max:    cfg.MaxMessageBytes,
@@ -156,6 +162,10 @@ const (
 	KindTimeout
 	// KindBroken: the connection failed after bytes may have left.
 	KindBroken
+	// KindRedirect: the server redirected the request somewhere the proxy
+	// does not follow (Err is a *RedirectError). Not retried: the same
+	// request gets the same redirect.
+	KindRedirect
 )
 
 // TransportError is an HTTP exchange that failed below HTTP status level.
@@ -171,6 +181,8 @@ func (e *TransportError) Error() string {
 		return fmt.Sprintf("cannot connect to %s: %v", e.URL, rootCause(e.Err))
 	case KindTimeout:
 		return fmt.Sprintf("request to %s timed out: %v", e.URL, rootCause(e.Err))
+	case KindRedirect:
+		return e.Err.Error() // names both URLs and the fix already
 	}
 	return fmt.Sprintf("connection to %s failed: %v", e.URL, rootCause(e.Err))
 }
@@ -192,8 +204,11 @@ func rootCause(err error) error {
 // Post sends body with the derived MCP headers and the user's headers. It
 // returns a Response for every HTTP status; the caller reads the messages and
 // must Close it. A *TransportError reports a failure before any status.
+// Under WithRawUTF8Headers(ctx) the MCP headers carry raw UTF-8 where the
+// Base64 sentinel would otherwise be used and the value allows it.
 func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*Response, error) {
-	return c.do(ctx, http.MethodPost, body, func(h http.Header) { writeHeaders(h, body, params) })
+	raw := RawUTF8Headers(ctx)
+	return c.do(ctx, http.MethodPost, body, func(h http.Header) { writeHeaders(h, body, params, raw) })
 }
 
 // Send makes one 2025-era (passthrough) HTTP request: method is POST, GET
@@ -247,8 +262,16 @@ func (c *Client) do(ctx context.Context, method string, body []byte, set func(ht
 // --header values and User-Agent come on top of these in Post.
 func Headers(body []byte, params []ParamHeader) http.Header {
 	h := make(http.Header, 6)
-	writeHeaders(h, body, params)
+	writeHeaders(h, body, params, false)
 	return h.Clone() // the caller may change it; the shared values stay as they are
+}
+
+// HeadersFor is Headers as Post sends them under ctx: with raw UTF-8
+// values under WithRawUTF8Headers (for the trace of such a request).
+func HeadersFor(ctx context.Context, body []byte, params []ParamHeader) http.Header {
+	h := make(http.Header, 6)
+	writeHeaders(h, body, params, RawUTF8Headers(ctx))
+	return h.Clone()
 }
 
 // Header values every POST carries, shared: net/http only reads them.
@@ -264,19 +287,24 @@ func headerValue(v string) []string {
 	return []string{v}
 }
 
-func writeHeaders(h http.Header, body []byte, params []ParamHeader) {
+func writeHeaders(h http.Header, body []byte, params []ParamHeader, raw bool) {
 	h["Content-Type"] = jsonContentType
 	h["Accept"] = acceptJSONOrSSE
-	DeriveHeaders(h, body, params)
+	deriveHeaders(h, body, params, raw)
 }
 
 func (c *Client) classify(ctx context.Context, err error) error {
 	kind := KindBroken
 	var op *net.OpError
 	var ne net.Error
+	var re *RedirectError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.As(err, &re):
+		// Not the *url.Error around it: its URL is the raw Location,
+		// query secrets included.
+		return &TransportError{Kind: KindRedirect, URL: c.URL(), Err: re}
 	case errors.As(err, &op) && op.Op == "dial":
 		kind = KindDial
 	case isDNSError(err):

@@ -1,9 +1,12 @@
 package routing
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -47,6 +50,15 @@ func namePath(method string) string {
 // Mcp-Param-{Name} per annotated argument present in the body. Values that
 // are not header-safe use the Base64 sentinel (EncodeValue).
 func DeriveHeaders(h http.Header, body []byte, params []ParamHeader) {
+	deriveHeaders(h, body, params, false)
+}
+
+// deriveHeaders is the one function that derives the MCP headers from a
+// body (invariant 5). With raw, a value that is valid UTF-8 and otherwise
+// header-safe (rawSafe) is written as it is instead of in the Base64
+// sentinel. It reports whether raw changes any value (rawDiffers); with h
+// nil it writes nothing and only reports that.
+func deriveHeaders(h http.Header, body []byte, params []ParamHeader, raw bool) (rawDiffers bool) {
 	doc := unsafe.String(unsafe.SliceData(body), len(body))
 	method := gjson.Get(doc, "method").String()
 	// The version is read from _meta without an escaped path, which gjson
@@ -60,12 +72,19 @@ func DeriveHeaders(h http.Header, body []byte, params []ParamHeader) {
 	if p := namePath(method); p != "" {
 		name = gjson.Get(doc, p)
 	}
+	e := encoder{raw: raw, write: h != nil}
 	if version.Type == gjson.String {
-		h[keyProtocolVersion] = versionValue(version.Str)
+		if v, ok := e.value(version.Str); ok {
+			h[keyProtocolVersion] = versionValue(v)
+		}
 	}
-	h[HeaderMethod] = []string{EncodeValue(method)}
+	if v, ok := e.value(method); ok {
+		h[HeaderMethod] = []string{v}
+	}
 	if name.Type == gjson.String {
-		h[HeaderName] = []string{EncodeValue(name.Str)}
+		if v, ok := e.value(name.Str); ok {
+			h[HeaderName] = []string{v}
+		}
 	}
 	for _, p := range params {
 		v := gjson.Get(doc, p.Path)
@@ -82,8 +101,36 @@ func DeriveHeaders(h http.Header, body []byte, params []ParamHeader) {
 		default:
 			continue // null, absent, objects and arrays get no header
 		}
-		h.Set(HeaderParamPrefix+p.Name, EncodeValue(s))
+		if v, ok := e.value(s); ok {
+			h.Set(HeaderParamPrefix+p.Name, v)
+		}
 	}
+	return e.differs
+}
+
+// encoder encodes the values of one request's headers.
+type encoder struct {
+	raw     bool // values that are rawSafe are sent as they are
+	write   bool // the values are wanted, not only differs
+	differs bool // a value is sent differently with raw than without
+}
+
+// value returns the header value for s, and false when the caller only
+// wants differs (nothing is encoded then).
+func (e *encoder) value(s string) (string, bool) {
+	if plainSafe(s) {
+		return s, e.write
+	}
+	if rawSafe(s) {
+		e.differs = true
+		if e.raw {
+			return s, e.write
+		}
+	}
+	if !e.write {
+		return "", false
+	}
+	return sentinelPrefix + base64.StdEncoding.EncodeToString([]byte(s)) + sentinelSuffix, true
 }
 
 // keyProtocolVersion is HeaderProtocolVersion in the canonical form that
@@ -101,11 +148,12 @@ const (
 // which is all of them in a session; net/http only reads header values.
 var modernVersionValue = []string{"2026-07-28"}
 
+// versionValue is the header value of an encoded version v.
 func versionValue(v string) []string {
 	if v == modernVersionValue[0] {
 		return modernVersionValue
 	}
-	return []string{EncodeValue(v)}
+	return []string{v}
 }
 
 // memberOf returns the first member key of obj, as gjson.Get(obj, escaped
@@ -157,6 +205,29 @@ func plainSafe(s string) bool {
 	return !(strings.HasPrefix(s, sentinelPrefix) && strings.HasSuffix(s, sentinelSuffix))
 }
 
+// rawSafe reports whether s, which is not plainSafe, may still be sent as
+// it is when raw UTF-8 is asked for (WithRawUTF8Headers): it is valid
+// UTF-8 made of printable characters, with no control character (C0, DEL
+// or C1: CR, LF and NUL above all, which must never reach a header), no
+// leading or trailing space (HTTP would strip it), and it is neither empty
+// nor a lookalike of the sentinel. Only non-ASCII letters and symbols pass
+// that plainSafe refused, as bytes 0x80 and above (obs-text, which
+// net/http sends and accepts).
+func rawSafe(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' || !utf8.ValidString(s) {
+		return false
+	}
+	if strings.HasPrefix(s, sentinelPrefix) && strings.HasSuffix(s, sentinelSuffix) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
 // DecodeValue reverses EncodeValue; it is what a server does before comparing
 // a header with the body.
 func DecodeValue(v string) (string, bool) {
@@ -168,4 +239,41 @@ func DecodeValue(v string) (string, bool) {
 		return "", false
 	}
 	return string(b), true
+}
+
+// Raw UTF-8 headers: go-sdk v1.8.0 servers compare the raw Mcp-Name header
+// with the body, so they refuse the spec's Base64 sentinel with -32020
+// (header mismatch), and a prompt named "grüße" fails there. A caller that
+// gets -32020 for a request whose headers used the sentinel (UsesBase64)
+// may send it once more under WithRawUTF8Headers: the values that are
+// valid UTF-8 and otherwise header-safe (rawSafe) then go as raw UTF-8.
+// CR, LF, NUL and other control characters keep the sentinel whatever the
+// mode, so they can never reach a header.
+
+type rawUTF8Key struct{}
+
+// WithRawUTF8Headers returns a context under which Client.Post (and
+// HeadersFor) derive Mcp-Method, Mcp-Name, Mcp-Param-* and
+// MCP-Protocol-Version with raw UTF-8 values instead of the Base64 sentinel
+// wherever the value allows it (see UsesBase64). Everything else about the
+// headers is as without it.
+func WithRawUTF8Headers(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rawUTF8Key{}, true)
+}
+
+// RawUTF8Headers reports whether ctx asks for raw UTF-8 headers.
+func RawUTF8Headers(ctx context.Context) bool {
+	raw, _ := ctx.Value(rawUTF8Key{}).(bool)
+	return raw
+}
+
+// UsesBase64 reports whether the headers derived from body carry a value in
+// the Base64 sentinel form that WithRawUTF8Headers would send as raw UTF-8
+// instead: exactly when a retry under WithRawUTF8Headers sends different
+// headers. It is false for a body whose sentinel values must all stay
+// Base64 (control characters, leading or trailing spaces, invalid UTF-8,
+// the empty string), since a retry would change nothing. It allocates
+// nothing beyond what reading the body takes.
+func UsesBase64(body []byte, params []ParamHeader) bool {
+	return deriveHeaders(nil, body, params, false)
 }

@@ -133,6 +133,42 @@ func TestRedaction(t *testing.T) {
 	}
 }
 
+// TestRedactionKeepsProtocolFields: progressToken and maxTokens are the
+// protocol's own fields, not secrets; a trace shows them, in a whole frame
+// and in the head of a frame over the cap, while the credentials next to
+// them (and a RedactKeys key) are still hidden.
+func TestRedactionKeepsProtocolFields(t *testing.T) {
+	frame := `{"jsonrpc":"2.0","id":4,"method":"sampling/createMessage","params":{"_meta":{"progressToken":"tok-visible"},"maxTokens":512,` +
+		`"access_token":"at-secret","code_verifier":"cv-secret","client_secret":"cs-secret","tenant":"tn-secret","messages":[]}}`
+	big := strings.TrimSuffix(frame, "}}") + `,"pad":"` + strings.Repeat("x", 300) + `"}}`
+	out := write(t, Options{RedactKeys: []string{"tenant"}, FrameCap: 280},
+		Record{Dir: ProxyToClient, Frame: json.RawMessage(frame)},
+		Record{Dir: ServerToProxy, Frame: json.RawMessage(big)},
+	)
+	for _, s := range []string{"at-secret", "cv-secret", "cs-secret", "tn-secret"} {
+		if bytes.Contains(out, []byte(s)) {
+			t.Errorf("secret %q leaked:\n%s", s, out)
+		}
+	}
+	recs := lines(t, out)
+	if len(recs) != 2 || recs[0].Truncated || !recs[1].Truncated {
+		t.Fatalf("records:\n%s", out)
+	}
+	var head struct {
+		Head string `json:"head"`
+	}
+	if err := json.Unmarshal(recs[1].Frame, &head); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range []string{string(recs[0].Frame), head.Head} {
+		for _, want := range []string{`"progressToken":"tok-visible"`, `"maxTokens":512`, `"access_token":"[REDACTED]"`, `"code_verifier":"[REDACTED]"`} {
+			if !strings.Contains(f, want) {
+				t.Errorf("record %d lacks %s: %s", i, want, f)
+			}
+		}
+	}
+}
+
 func TestNoRedactKeepsSecrets(t *testing.T) {
 	out := write(t, Options{NoRedact: true, SecretHeaders: []string{"x-tenant-key"}}, secretRecord())
 	for _, s := range secrets {

@@ -5,14 +5,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
@@ -73,6 +78,9 @@ type config struct {
 	caFile string
 	// insecure skips TLS certificate verification (loudly).
 	insecure bool
+	// allowHTTP lets credentials go over plain http:// to a host other than
+	// this machine (loudly); without it that is a usage error.
+	allowHTTP bool
 	// responseHeaderTimeout bounds the wait for response headers.
 	responseHeaderTimeout time.Duration
 	// maxRounds bounds MRTR rounds per request.
@@ -97,6 +105,8 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 type headerList struct {
 	h       http.Header
 	secrets *[]string // names whose values came from ${VAR}
+	n       int       // --header flags seen
+	err     error     // the first malformed one
 }
 
 // stringList collects a repeated string flag.
@@ -107,10 +117,17 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func (l *headerList) String() string { return "" }
 
+// Set takes one --header. A malformed one is kept in l.err, not returned:
+// the flag package would quote the whole argument in its message, and the
+// value is often a secret.
 func (l *headerList) Set(v string) error {
+	l.n++
 	name, value, err := parseHeader(v, os.LookupEnv)
 	if err != nil {
-		return err
+		if l.err == nil {
+			l.err = usagef("%s", err.where(fmt.Sprintf("--header #%d", l.n)))
+		}
+		return nil
 	}
 	l.h.Add(name, value)
 	if strings.Contains(v, "${") && l.secrets != nil {
@@ -119,33 +136,75 @@ func (l *headerList) Set(v string) error {
 	return nil
 }
 
+// headerError is a malformed 'Name: value'. Its text never holds the value,
+// nor a name that did not parse: either may be a secret (a token pasted
+// without its name, or a missing colon).
+type headerError struct {
+	name    string // the header's name, when it parsed
+	problem string
+}
+
+// where is the message for the header at where (which flag, which line).
+func (e *headerError) where(where string) string {
+	if e.name != "" {
+		return fmt.Sprintf("%s (%s): %s", where, e.name, e.problem)
+	}
+	return fmt.Sprintf("%s: %s", where, e.problem)
+}
+
+func (e *headerError) Error() string { return e.where("header") }
+
+// notShown ends the messages about a header whose text is not quoted.
+const notShown = "write it as 'Name: value' (its text is not shown, as it may hold a secret)"
+
 // parseHeader reads 'Name: value' (the space is optional). ${VAR} in the
 // value is replaced by the environment variable VAR, so secrets can stay out
 // of client configuration files.
-func parseHeader(v string, lookup func(string) (string, bool)) (string, string, error) {
+func parseHeader(v string, lookup func(string) (string, bool)) (string, string, *headerError) {
 	name, value, ok := strings.Cut(v, ":")
 	name = strings.TrimSpace(name)
-	if !ok || name == "" {
-		return "", "", fmt.Errorf("header %q must look like 'Name: value'", v)
+	switch {
+	case !ok:
+		return "", "", &headerError{problem: "there is no colon; " + notShown}
+	case name == "":
+		return "", "", &headerError{problem: "there is no name before the colon; " + notShown}
 	}
 	for i := 0; i < len(name); i++ {
 		if !isTokenChar(name[i]) {
-			return "", "", fmt.Errorf("header name %q has a character not allowed in HTTP header names", name)
+			return "", "", &headerError{problem: fmt.Sprintf("the name before the colon has %s as character %d, which HTTP header names cannot hold (letters, digits and !#$%%&'*+-.^_`|~); %s",
+				describeByte(name[i]), i+1, notShown)}
 		}
 	}
 	value = strings.TrimSpace(value)
 	value, missing := expandVars(value, lookup)
 	if missing != "" {
-		return "", "", fmt.Errorf("header %s uses ${%s}, which is not set in the environment", name, missing)
+		return "", "", &headerError{name: name, problem: fmt.Sprintf("${%s} is not set in the environment", missing)}
 	}
 	if strings.ContainsAny(value, "\r\n\x00") {
-		return "", "", fmt.Errorf("header %s: the value must not contain CR, LF or NUL", name)
+		return "", "", &headerError{name: name, problem: "the value must not contain CR, LF or NUL"}
 	}
 	return name, value, nil
 }
 
+// describeByte names a byte that is not allowed in a header name without
+// showing more of the text around it.
+func describeByte(c byte) string {
+	switch {
+	case c == ' ':
+		return "a space"
+	case c == '\t':
+		return "a tab"
+	case c < 0x20 || c == 0x7f:
+		return "a control character"
+	case c >= 0x80:
+		return "a non-ASCII character"
+	}
+	return fmt.Sprintf("the character %q", rune(c))
+}
+
 // readHeaderFile adds the headers of a file: one 'Name: value' a line;
 // blank lines and lines starting with # are skipped; ${VAR} is expanded.
+// An error names the line by its number, never by its text.
 func readHeaderFile(path string, h http.Header) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -157,9 +216,9 @@ func readHeaderFile(path string, h http.Header) ([]string, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, value, err := parseHeader(line, os.LookupEnv)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", i+1, err)
+		name, value, herr := parseHeader(line, os.LookupEnv)
+		if herr != nil {
+			return nil, errors.New(herr.where(fmt.Sprintf("line %d", i+1)))
 		}
 		h.Add(name, value)
 		names = append(names, name)
@@ -255,6 +314,7 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.StringVar(&c.headerFile, "header-file", "", "")
 	fs.StringVar(&c.caFile, "ca-file", "", "")
 	fs.BoolVar(&c.insecure, "insecure", false, "")
+	fs.BoolVar(&c.allowHTTP, "allow-http", false, "")
 	fs.DurationVar(&c.responseHeaderTimeout, "response-header-timeout", routing.DefaultResponseHeaderTimeout, "")
 	fs.IntVar(&c.maxRounds, "max-mrtr-rounds", bridge.DefaultMaxRounds, "")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", bridge.DefaultIdleTimeout, "")
@@ -285,6 +345,9 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	c.header = hl.h
 	if c.help || c.version {
 		return c, nil
+	}
+	if hl.err != nil {
+		return nil, hl.err
 	}
 	switch len(positional) {
 	case 0:
@@ -352,6 +415,10 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 		}
 		c.secretHeaders = append(c.secretHeaders, names...)
 	}
+	if cred := plainHTTPCredential(c); cred != "" && !c.allowHTTP {
+		return nil, usagef("%s would be sent unencrypted over http:// to %s, which is not this machine; use an https:// URL, or pass --allow-http to insist",
+			cred, hostOf(c.url))
+	}
 	if c.responseHeaderTimeout <= 0 {
 		return nil, usagef("--response-header-timeout must be a positive duration such as 10m")
 	}
@@ -365,6 +432,63 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 		return nil, usagef("timeouts must be positive durations such as 10s or 2m")
 	}
 	return c, nil
+}
+
+// plainHTTPCredential describes the credential the proxy would send in
+// clear text to another host (invariant 13), or is "" when there is none:
+// the URL is https://, or http:// to loopback (localhost, 127.0.0.0/8,
+// ::1), or nothing secret goes with it. Credentials are an Authorization,
+// Proxy-Authorization or Cookie header, a header whose name looks secret
+// (token, api key, ...), a header whose value came from ${VAR} or
+// --header-file, URL userinfo, and a URL query parameter whose name looks
+// secret. The description names the header, never its value.
+func plainHTTPCredential(c *config) string {
+	u, err := url.Parse(c.url)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") || isLoopback(u.Hostname()) {
+		return ""
+	}
+	if u.User != nil {
+		return "the user name and password in the URL"
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.header)) {
+		switch http.CanonicalHeaderKey(name) {
+		case "Authorization", "Proxy-Authorization", "Cookie":
+			return "the --header " + name
+		}
+		if rewrite.SensitiveKey(name) {
+			return "the --header " + name
+		}
+	}
+	for _, name := range c.secretHeaders {
+		if c.header.Get(name) != "" {
+			return "the header " + name + " (from ${VAR} or --header-file)"
+		}
+	}
+	for k := range u.Query() {
+		if rewrite.SensitiveKey(k) {
+			return "the URL's query parameter " + k
+		}
+	}
+	return ""
+}
+
+// isLoopback reports whether host names this machine: localhost,
+// 127.0.0.0/8 or ::1.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostOf is the host (and port) of a URL, for messages.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<invalid URL>"
+	}
+	return u.Host
 }
 
 func flagError(err error) error {
@@ -425,6 +549,9 @@ Flags:
   --no-redact               show secrets in logs and the trace (dangerous; logged loudly)
   --ca-file PATH            PEM certificates to trust besides the system roots
   --insecure                skip TLS certificate verification (dangerous; logged loudly)
+  --allow-http              send credentials (--header, --header-file, user:password in the
+                            URL) over plain http:// to a host other than this machine
+                            (dangerous; logged loudly); without it that is refused
   --protocol ERA            the server's era: auto (default: probe with server/discover at
                             initialize), modern (2026-07-28 only; a 2025 server is an
                             error) or legacy (pass 2025 through, no probe)

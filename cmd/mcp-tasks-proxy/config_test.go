@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +189,7 @@ func TestParseArgsUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"--nope", testURL}, env(), []string{"nope", "--help"}},
 		{"unknown flag after the URL", []string{testURL, "--nope"}, env(), []string{"nope"}},
 		{"flag without its value", []string{testURL, "--log-level"}, env(), []string{"log-level"}},
-		{"header without a colon", []string{"--header", "NoColon", testURL}, env(), []string{"NoColon"}},
+		{"header without a colon", []string{"--header", "NoColon", testURL}, env(), []string{"--header #1", "no colon", "Name: value"}},
 		{"--protocol 2025", []string{"--protocol", "2025", testURL}, env(), []string{"2025", "auto", "modern", "legacy"}},
 		{"--demo-legacy with --demo", []string{"--demo", "--demo-legacy"}, env(), []string{"--demo-legacy"}},
 		{"--demo-legacy with a URL", []string{"--demo-legacy", testURL}, env(), []string{"--demo"}},
@@ -301,9 +302,10 @@ func TestParseHeader(t *testing.T) {
 		{in: "X-Empty-Var: [${EMPTY}]", name: "X-Empty-Var", value: "[]"},
 		{in: "Authorization: Bearer ${MISSING_VAR}", errHas: "MISSING_VAR"},
 		{in: "X-A: ${TOKEN} ${ALSO_MISSING}", errHas: "ALSO_MISSING"},
-		{in: "X Api: v", errHas: "X Api"},
-		{in: "X\tApi: v", errHas: "not allowed"},
-		{in: "X(Api): v", errHas: "not allowed"},
+		{in: "X Api: v", errHas: "a space as character 2"},
+		{in: "X\tApi: v", errHas: "a tab as character 2"},
+		{in: "X(Api): v", errHas: "'(' as character 2"},
+		{in: "Xü: v", errHas: "a non-ASCII character as character 2"},
 		{in: ": v", errHas: "Name: value"},
 		{in: "NoColon", errHas: "Name: value"},
 		{in: "X-A: a\r\nInjected: 1", errHas: "CR"},
@@ -369,7 +371,7 @@ func TestParseArgsHeaders(t *testing.T) {
 		has    []string
 	}{
 		{"Authorization: Bearer ${MCPTP_TEST_SURELY_UNSET}", []string{"MCPTP_TEST_SURELY_UNSET"}},
-		{"Bad Name: v", []string{"Bad Name"}},
+		{"Bad Name: v", []string{"--header #1", "a space as character 4"}},
 		{"X-A: ${MCPTP_TEST_NEWLINE}", []string{"CR"}},
 		{"X-A: a\nX-Injected: 1", []string{"CR"}},
 		{"X-A: a\rb", []string{"CR"}},
@@ -756,5 +758,165 @@ func TestRewriteSubcommand(t *testing.T) {
 	}
 	if code, out, _ := runRewrite("", "--help"); code != 0 || !strings.Contains(out, "Examples") {
 		t.Errorf("--help: exit %d", code)
+	}
+}
+
+// A malformed --header or --header-file line is never echoed: the error
+// says which flag (by its place) or which line (by its number), and the
+// header's name when it parsed, never the value, nor a name that did not
+// parse (it may be a token pasted without its name).
+func TestHeaderErrorsNeverShowTheValue(t *testing.T) {
+	const secret = "sk-live-5EcR3tV4lue"
+	t.Setenv("MCPTP_TEST_CRLF", secret+"\r\nX-Injected: 1")
+	for _, tc := range []struct {
+		name   string
+		header string
+		has    []string // besides where it is
+	}{
+		{"no colon", secret, []string{"no colon", "Name: value"}},
+		{"no colon, with a name", "Authorization Bearer " + secret, []string{"no colon"}},
+		{"no name", ": Bearer " + secret, []string{"no name"}},
+		{"bad name characters", "Authorization Bearer " + secret + ": x", []string{"a space as character 14"}},
+		{"a secret as the name", secret + "(x): v", []string{"'(' as character 20"}},
+		{"a control character in the name", "X\x01" + secret + ": v", []string{"a control character as character 2"}},
+		{"CR", "X-Api-Key: " + secret + "\rX-Injected: 1", []string{"(X-Api-Key)", "CR, LF or NUL"}},
+		{"LF", "X-Api-Key: " + secret + "\nX-Injected: 1", []string{"(X-Api-Key)", "CR, LF or NUL"}},
+		{"NUL", "X-Api-Key: " + secret + "\x00", []string{"(X-Api-Key)", "CR, LF or NUL"}},
+		{"CR LF from the environment", "X-Api-Key: ${MCPTP_TEST_CRLF}", []string{"(X-Api-Key)", "CR, LF or NUL"}},
+		{"missing ${VAR}", "Authorization: Bearer " + secret + "${MCPTP_TEST_SURELY_UNSET}", []string{"(Authorization)", "${MCPTP_TEST_SURELY_UNSET} is not set"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			noSecret := func(msg string) {
+				t.Helper()
+				for _, s := range []string{secret, "5EcR3t", "Bearer"} {
+					if strings.Contains(msg, s) {
+						t.Errorf("error %q shows %q from the header", msg, s)
+					}
+				}
+			}
+			// The second --header is the bad one.
+			args := []string{"--header", "X-Good: 1", "--header", tc.header, testURL}
+			_, err := parseArgs(args, env())
+			wantUsageError(t, args, err, append([]string{"--header #2"}, tc.has...)...)
+			if err != nil {
+				noSecret(err.Error())
+			}
+			// Through run, as a host would log it.
+			r := runBounded(t, args, strings.NewReader(""), env())
+			if r.code != 2 || r.stdout != "" {
+				t.Errorf("run: exit %d stdout %q, want 2 and nothing", r.code, r.stdout)
+			}
+			noSecret(r.stderr)
+
+			if strings.ContainsAny(tc.header, "\r\n") {
+				return // a file line cannot hold a line break
+			}
+			file := t.TempDir() + "/headers"
+			if err := os.WriteFile(file, []byte("# first\nX-Good: 1\n\n"+tc.header+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args = []string{"--header-file", file, testURL}
+			_, err = parseArgs(args, env())
+			wantUsageError(t, args, err, append([]string{"--header-file " + file, "line 4"}, tc.has...)...)
+			if err != nil {
+				noSecret(err.Error())
+			}
+		})
+	}
+}
+
+// Invariant 13: credentials never go over plain http to another host
+// unless --allow-http insists. Loopback is this machine: allowed.
+func TestPlainHTTPCredentials(t *testing.T) {
+	t.Setenv("MCPTP_TEST_TOKEN", "tok-123")
+	file := t.TempDir() + "/headers"
+	if err := os.WriteFile(file, []byte("X-Team: ${MCPTP_TEST_TOKEN}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const remote = "http://mcp.example.com/mcp"
+	for _, tc := range []struct {
+		name string
+		args []string
+		cred string // what the refusal names; "" means accepted
+	}{
+		{"Authorization", []string{"--header", "Authorization: Bearer abc", remote}, "--header Authorization"},
+		{"authorization in lower case", []string{"--header", "authorization: Bearer abc", remote}, "--header Authorization"},
+		{"an API key header", []string{"--header", "X-Api-Key: abc", remote}, "--header X-Api-Key"},
+		{"Cookie", []string{"--header", "Cookie: s=1", remote}, "--header Cookie"},
+		{"a value from ${VAR}", []string{"--header", "X-Team: ${MCPTP_TEST_TOKEN}", remote}, "header X-Team"},
+		{"--header-file", []string{"--header-file", file, remote}, "header X-Team"},
+		{"URL userinfo", []string{"http://alice:hunter2@mcp.example.com/mcp"}, "user name and password"},
+		{"a token in the query", []string{"http://mcp.example.com/mcp?access_token=abc"}, "query parameter access_token"},
+		{"from the environment", nil, "--header Authorization"},
+		{"another port of an outside host", []string{"--header", "Authorization: Bearer abc", "http://10.0.0.5:8080/mcp"}, "--header Authorization"},
+		{"https", []string{"--header", "Authorization: Bearer abc", "https://mcp.example.com/mcp"}, ""},
+		{"no credentials", []string{"--header", "X-Team: blue", remote}, ""},
+		{"localhost", []string{"--header", "Authorization: Bearer abc", "http://localhost:8080/mcp"}, ""},
+		{"LOCALHOST", []string{"--header", "Authorization: Bearer abc", "http://LOCALHOST:8080/mcp"}, ""},
+		{"127.0.0.1", []string{"--header", "Authorization: Bearer abc", "http://127.0.0.1:8080/mcp"}, ""},
+		{"127.1.2.3", []string{"--header", "Authorization: Bearer abc", "http://127.1.2.3/mcp"}, ""},
+		{"::1", []string{"--header", "Authorization: Bearer abc", "http://[::1]:8080/mcp"}, ""},
+		{"userinfo on loopback", []string{"http://alice:hunter2@127.0.0.1:8080/mcp"}, ""},
+		{"--allow-http", []string{"--allow-http", "--header", "Authorization: Bearer abc", remote}, ""},
+		{"--allow-http after the URL", []string{"http://alice:hunter2@mcp.example.com/mcp", "--allow-http"}, ""},
+		{"a host that only starts like localhost", []string{"--header", "Authorization: Bearer abc", "http://localhost.example.com/mcp"}, "--header Authorization"},
+		{"a host that only starts like 127", []string{"--header", "Authorization: Bearer abc", "http://127.0.0.1.example.com/mcp"}, "--header Authorization"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := env()
+			args := tc.args
+			if args == nil {
+				getenv = env(envURL, remote)
+				args = []string{"--header", "Authorization: Bearer abc"}
+			}
+			c, err := parseArgs(args, getenv)
+			if tc.cred == "" {
+				if err != nil {
+					t.Fatalf("parseArgs(%q): %v", args, err)
+				}
+				if want := slices.Contains(args, "--allow-http"); c.allowHTTP != want {
+					t.Errorf("allowHTTP = %v, want %v", c.allowHTTP, want)
+				}
+				return
+			}
+			wantUsageError(t, args, err, tc.cred, "--allow-http", "https://", "unencrypted")
+			if err != nil {
+				for _, s := range []string{"abc", "hunter2", "tok-123", "Bearer"} {
+					if strings.Contains(err.Error(), s) {
+						t.Errorf("error %q shows the credential %q", err, s)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The refusal is a usage error: exit 2 and one line naming --allow-http;
+// with --allow-http the proxy runs and says loudly what it does.
+func TestRunPlainHTTPCredentials(t *testing.T) {
+	args := []string{"--header", "Authorization: Bearer abc", "http://mcp.example.com/mcp"}
+	r := runBounded(t, args, strings.NewReader(""), env())
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "--allow-http") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("run(%q): exit %d stdout %q stderr %q; want 2 and one line naming --allow-http", args, r.code, r.stdout, r.stderr)
+	}
+	// http://mcp.example.com is never dialled: stdin is empty, so the
+	// session ends before any request.
+	args = append([]string{"--allow-http", "--no-state"}, args...)
+	r = runBounded(t, args, strings.NewReader(""), env())
+	if r.code != 0 || !strings.Contains(r.stderr, "--allow-http") || !strings.Contains(r.stderr, "unencrypted") || strings.Contains(r.stderr, "abc") {
+		t.Errorf("run(%q): exit %d stderr %q; want 0 and a loud warning that names no secret", args, r.code, r.stderr)
+	}
+	// Loopback needs no flag and gets no warning.
+	args = []string{"--no-state", "--header", "Authorization: Bearer abc", "http://127.0.0.1:1/mcp"}
+	r = runBounded(t, args, strings.NewReader(""), env())
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("run(%q): exit %d stderr %q; want 0 and a quiet stderr", args, r.code, r.stderr)
+	}
+}
+
+func TestHelpNamesAllowHTTP(t *testing.T) {
+	r := runBounded(t, []string{"--help"}, strings.NewReader(""), env())
+	if !strings.Contains(r.stdout, "\n  --allow-http ") {
+		t.Errorf("--help does not list --allow-http:\n%s", r.stdout)
 	}
 }

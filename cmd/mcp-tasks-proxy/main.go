@@ -114,6 +114,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	if cfg.insecure {
 		loud(stderr, logger, cfg, "--insecure: TLS certificates are NOT verified; anyone on the network path can read and change this traffic, credentials included")
 	}
+	if cred := plainHTTPCredential(cfg); cred != "" && cfg.allowHTTP {
+		loud(stderr, logger, cfg, "--allow-http: "+cred+" is sent unencrypted over http:// to "+hostOf(cfg.url)+"; anyone on the network path can read it")
+	}
 	client, err := routing.New(routing.Config{
 		URL:                   url,
 		RootCAs:               caPEM,

@@ -1,0 +1,214 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// The delays a flapping server gets (streams acknowledged and closed at
+// once, or never acknowledged) grow strictly to the cap and stay there.
+func TestNextListenDelayFlapping(t *testing.T) {
+	want := []time.Duration{
+		250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
+		8 * time.Second, 16 * time.Second, listenBackoffMax, listenBackoffMax, listenBackoffMax,
+	}
+	for _, up := range []time.Duration{0, time.Millisecond, listenStableAfter - 1} {
+		var got []time.Duration
+		var d time.Duration
+		for range want {
+			d = nextListenDelay(d, up)
+			got = append(got, d)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("streams up %v each: delays %v, want %v", up, got, want)
+		}
+		for i := 1; i < len(got) && got[i-1] < listenBackoffMax; i++ {
+			if got[i] <= got[i-1] {
+				t.Errorf("streams up %v each: delay %d (%v) does not grow from %v", up, i, got[i], got[i-1])
+			}
+		}
+	}
+}
+
+// A stream that stayed up for listenStableAfter starts the delays again
+// from the minimum, whatever they had grown to; a shorter one does not.
+func TestNextListenDelayResetsAfterStableStream(t *testing.T) {
+	for _, tt := range []struct {
+		prev, up, want time.Duration
+	}{
+		{0, 0, listenBackoffMin},
+		{0, time.Hour, listenBackoffMin},
+		{listenBackoffMax, listenStableAfter, listenBackoffMin},
+		{listenBackoffMax, time.Hour, listenBackoffMin},
+		{4 * time.Second, listenStableAfter + time.Millisecond, listenBackoffMin},
+		{4 * time.Second, listenStableAfter - time.Millisecond, 8 * time.Second},
+		{listenBackoffMax, listenStableAfter - time.Millisecond, listenBackoffMax},
+		{listenBackoffMin, 0, 2 * listenBackoffMin},
+	} {
+		if got := nextListenDelay(tt.prev, tt.up); got != tt.want {
+			t.Errorf("nextListenDelay(%v, %v) = %v, want %v", tt.prev, tt.up, got, tt.want)
+		}
+	}
+}
+
+// listenClock is a fake clock for the listen loop. Every reading advances
+// it by step, so a stream appears to stay up step long; sleep records each
+// delay, lets plan set the step for the next stream, and after limit
+// delays blocks until the session ends.
+type listenClock struct {
+	mu     sync.Mutex
+	t      time.Time
+	step   time.Duration
+	delays []time.Duration
+	plan   func(n int) time.Duration // the step after the n-th delay
+	limit  int
+	full   chan struct{} // closed at the limit-th delay
+}
+
+func (c *listenClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(c.step)
+	return c.t
+}
+
+func (c *listenClock) sleep(ctx context.Context, d time.Duration) bool {
+	c.mu.Lock()
+	c.delays = append(c.delays, d)
+	n := len(c.delays)
+	c.step = c.plan(n)
+	if n == c.limit {
+		close(c.full)
+	}
+	c.mu.Unlock()
+	if n < c.limit {
+		return true
+	}
+	<-ctx.Done()
+	return false
+}
+
+// TestListenBackoffFlappingServer runs a session against a server that
+// acknowledges every subscriptions/listen stream and closes it at once. On
+// the fake clock the reconnect delays grow to the cap, start again after one
+// stream that stayed up for listenStableAfter, and grow again; each
+// reconnect is one stream at the server and one list_changed at the client.
+func TestListenBackoffFlappingServer(t *testing.T) {
+	var listens atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		id := gjson.GetBytes(b, "id").Raw
+		switch gjson.GetBytes(b, "method").Str {
+		case "server/discover":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, discoverResult)
+		case "subscriptions/listen": // acknowledged, then closed
+			listens.Add(1)
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":%s},\"notifications\":%s}}\n\n",
+				id, gjson.GetBytes(b, "params.notifications").Raw)
+		default:
+			if id == "" {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete"}}`, id)
+		}
+	}))
+	t.Cleanup(srv.Close)
+
+	const stable = 9 // the stream after the 9th delay stays up
+	clock := &listenClock{
+		t:     time.Date(2026, 7, 28, 0, 0, 0, 0, time.UTC),
+		limit: 11,
+		full:  make(chan struct{}),
+		plan: func(n int) time.Duration {
+			if n == stable {
+				return listenStableAfter + time.Second
+			}
+			return 0
+		},
+	}
+	client, err := routing.New(routing.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Client: client})
+	s.listen.sleep, s.listen.now = clock.sleep, clock.now
+	h := run(t, s, client)
+	h.send(initReq)
+	if r := h.next(); !gjson.Get(r, "result.capabilities.tools.listChanged").Bool() {
+		t.Fatalf("initialize answer: %s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	select {
+	case <-clock.full:
+	case <-time.After(wait):
+		clock.mu.Lock()
+		delays := slices.Clone(clock.delays)
+		clock.mu.Unlock()
+		t.Fatalf("only %d reconnect delays within %v: %v", len(delays), wait, delays)
+	}
+	// The client hears of each reconnect (streams 2 to 11), nothing else.
+	for i := 0; i < clock.limit-1; i++ {
+		if r := h.next(); gjson.Get(r, "method").Str != "notifications/tools/list_changed" {
+			t.Fatalf("frame %d to the client: %s", i, r)
+		}
+	}
+	clock.mu.Lock()
+	delays := slices.Clone(clock.delays)
+	clock.mu.Unlock()
+	want := []time.Duration{
+		250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
+		8 * time.Second, 16 * time.Second, listenBackoffMax, listenBackoffMax, // flapping: to the cap
+		listenBackoffMin, 2 * listenBackoffMin, // after a stream that stayed up
+	}
+	if !slices.Equal(delays, want) {
+		t.Errorf("reconnect delays %v, want %v", delays, want)
+	}
+	if n := listens.Load(); n != int32(clock.limit) {
+		t.Errorf("%d listen streams at the server, want %d (the first and one per reconnect)", n, clock.limit)
+	}
+	if rest := h.stop(); len(rest) != 0 {
+		t.Errorf("more frames to the client: %q", rest)
+	}
+}
+
+// run serves s over pipes, as start does for a Session it makes itself.
+func run(t *testing.T, s *Session, client *routing.Client) *harness {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, in: inW, lines: make(chan string, 1024), done: make(chan error, 1), cancel: cancel}
+	go func() {
+		h.done <- s.Run(ctx, inR, outW)
+		outW.Close()
+		client.CloseIdle()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+		close(h.lines)
+	}()
+	t.Cleanup(func() { h.stop(); cancel() })
+	return h
+}
