@@ -270,7 +270,7 @@ func (s *Session) sendFailed(ctx, actx context.Context, c *call, method string, 
 		switch te.Kind {
 		case routing.KindDial:
 			again = retryDial
-		case routing.KindTimeout:
+		case routing.KindTimeout, routing.KindRedirect:
 			again = retryNone
 		}
 	}
@@ -612,6 +612,9 @@ func (s *Session) transportError(id []byte, method string, err error) []byte {
 		case routing.KindTimeout:
 			cause = "timeout"
 			msg = fmt.Sprintf("the upstream server did not answer %s in time: %v; raise --response-header-timeout if the server is that slow to start answering", method, err)
+		case routing.KindRedirect:
+			cause = "redirect"
+			msg = fmt.Sprintf("%s was not sent: %v", method, te.Err)
 		default:
 			msg = fmt.Sprintf("the connection to the upstream server broke during %s: %v; the request may or may not have run", method, err)
 		}

@@ -121,6 +121,10 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 	resp, err := p.Client.Post(ctx, body, nil)
 	if err != nil {
 		p.observe(nil, nil, 0, start, err)
+		if errors.Is(err, routing.ErrRedirect) {
+			// A refused redirect stays refused: no retry.
+			return Verdict{Era: Unknown, Reason: "redirect refused", Err: err, Status: redirectStatus(err)}
+		}
 		return Verdict{Era: Unknown, Reason: "no answer", Err: p.transportErr(err), transport: true}
 	}
 	defer resp.Close()
@@ -260,6 +264,15 @@ func (p *Prober) transportErr(err error) error {
 		return fmt.Errorf("%s did not answer server/discover in time: check that the server is up and reachable", p.Client.URL())
 	}
 	return fmt.Errorf("reading the answer of %s to server/discover: %w", p.Client.URL(), err)
+}
+
+// redirectStatus is the 3xx status of a refused redirect.
+func redirectStatus(err error) int {
+	var re *routing.RedirectError
+	if errors.As(err, &re) {
+		return re.Status
+	}
+	return 0
 }
 
 // StatusText formats an HTTP status for messages ("HTTP 503", or "no HTTP

@@ -55,7 +55,7 @@ func TestCLIUsageErrors(t *testing.T) {
 	}{
 		{"no URL", nil, []string{"--url", "MCP_TASKS_PROXY_URL"}},
 		{"bad log level", []string{"--log-level", "bogus", url}, []string{"bogus"}},
-		{"header without colon", []string{"--header", "NoColon", url}, []string{"NoColon"}},
+		{"header without colon", []string{"--header", "NoColon", url}, []string{"--header #1", "no colon"}},
 		{"unknown flag", []string{"--no-such-flag", url}, []string{"no-such-flag"}},
 		{"two URLs", []string{url, url + "2"}, nil},
 		{"not an http URL", []string{"ftp://example.com/mcp"}, nil},
