@@ -164,16 +164,10 @@ type call struct {
 	progressSeen bool
 }
 
-// requestedTTL is the ttl the client asked for in params.task, in ms.
+// requestedTTL is the ttl the client asked for in params.task, in ms, held
+// to rewrite.MaxTTL.
 func (c *call) requestedTTL(seconds bool) (int64, bool) {
-	v := c.task.Get("ttl")
-	if v.Type != gjson.Number || v.Num < 0 {
-		return 0, false
-	}
-	if seconds {
-		return int64(v.Num * 1000), true
-	}
-	return int64(v.Num), true
+	return rewrite.TTLMillis(c.task.Get("ttl"), seconds)
 }
 
 // job is a request waiting for a slot.
