@@ -27,7 +27,10 @@ import (
 //	tasks/cancel       ─▶ tasks/cancel; the client sees cancelled from then on
 //	tasks/list         ─▶ the registry, refreshed with tasks/get
 
-// syntheticPrefix marks the ids of proxy-made tasks, served locally.
+// syntheticPrefix starts the ids of proxy-made tasks, so that people can
+// tell them apart. The proxy itself knows them by their registry record
+// (record.Synthetic), never by the prefix: a server's task id may start the
+// same way.
 const syntheticPrefix = "mcp-tasks-proxy-"
 
 // Poll failure bound: after this many failed polls in a row a waiting
@@ -70,10 +73,6 @@ func (s *Session) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) []b
 		return s.taskCancel(ctx, c, id.Str)
 	}
 	return rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound, "Method not found: "+f.Method, nil)
-}
-
-func taskNotFound(c *call) []byte {
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
 }
 
 // taskCall makes a tasks/* request of the proxy's own. It returns the
@@ -182,11 +181,7 @@ func cancelledView(at string) rewrite.ViewOverride {
 
 // taskGet answers tasks/get (tasks.md §13.3).
 func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
-	if strings.HasPrefix(id, syntheticPrefix) {
-		rec, ok := s.record(id)
-		if !ok {
-			return taskNotFound(c)
-		}
+	if rec, ok := s.record(id); ok && rec.Synthetic {
 		return rewrite.ResultFrame(c.id, s.recordView(rec))
 	}
 	res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
@@ -248,8 +243,6 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 		if frame := s.outcome(c, rec, id); final && frame != nil {
 			return frame
 		}
-	} else if strings.HasPrefix(id, syntheticPrefix) {
-		return taskNotFound(c)
 	}
 	failures := 0
 	var wait time.Duration
@@ -347,9 +340,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // taskCancel answers tasks/cancel (tasks.md §13.6).
 func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
 	rec, ok := s.record(id)
-	if !ok && strings.HasPrefix(id, syntheticPrefix) {
-		return taskNotFound(c)
-	}
 	var t rewrite.Task
 	if ok {
 		t = rewrite.ReadTask(gjson.ParseBytes(rec.Task))

@@ -57,3 +57,36 @@ func TestTaskHugeTTLClamped(t *testing.T) {
 		})
 	}
 }
+
+// A server task whose id happens to start with the proxy's synthetic prefix
+// is still the server's: the registry says it is not proxy-made, so it is
+// polled, its result fetched and its cancel sent upstream.
+func TestServerTaskWithSyntheticPrefix(t *testing.T) {
+	ts := newTaskServer(t, true)
+	c := startTasks(t, ts, Config{}, elicitCaps)
+	done, running := syntheticPrefix+"srv-done", syntheticPrefix+"srv-running"
+	for i, id := range []string{done, running} {
+		r := c.call(fmt.Sprint(i+1), "tools/call", `{"name":"task","arguments":{"id":`+jstr(id)+`},"task":{}}`)
+		if gjson.Get(r, "result.task.taskId").Str != id {
+			t.Fatalf("CreateTaskResult: %s", r)
+		}
+	}
+	ts.script(done, stepCompleted(taskOutput))
+	g := c.call(`"g"`, "tasks/get", taskParams(done))
+	if gjson.Get(g, "result.status").Str != "completed" || ts.count("tasks/get", done) != 1 {
+		t.Errorf("tasks/get of a server task with the synthetic prefix = %s (%d tasks/get upstream), want it polled: completed", g, ts.count("tasks/get", done))
+	}
+	res := c.call(`"r"`, "tasks/result", taskParams(done))
+	if gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
+		t.Errorf("tasks/result of a server task with the synthetic prefix: %s", res)
+	}
+	cx := c.call(`"c"`, "tasks/cancel", taskParams(running))
+	if gjson.Get(cx, "result.status").Str != "cancelled" || ts.count("tasks/cancel", running) != 1 {
+		t.Errorf("tasks/cancel of a server task with the synthetic prefix = %s (%d tasks/cancel upstream)", cx, ts.count("tasks/cancel", running))
+	}
+	// tasks/result of one never seen before is polled too.
+	ts.script(syntheticPrefix+"srv-other", stepCompleted(taskOutput))
+	if res := c.call(`"o"`, "tasks/result", taskParams(syntheticPrefix+"srv-other")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
+		t.Errorf("tasks/result of an unregistered server task with the synthetic prefix: %s", res)
+	}
+}
