@@ -131,8 +131,8 @@ func (s *Session) unreachable(c *call, method string, err error) []byte {
 // change is told to the client as notifications/tasks/status (polls the
 // client did not ask for: tasks/result waits and tasks/list refreshes; a
 // tasks/get answer says it already). It returns the record and whether the
-// task is registered.
-func (s *Session) observe(t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
+// task is registered. op is the trace op of the request that polled.
+func (s *Session) observe(op string, t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
 	var rec record
 	var registered, changed bool
 	err := s.reg.update(t.ID, func(r *record) bool {
@@ -156,7 +156,7 @@ func (s *Session) observe(t rewrite.Task, raw gjson.Result, notify bool) (record
 	}
 	if notify && registered && changed && rec.CancelledAt == "" {
 		params := t.View(s.cfg.Tasks, rewrite.ViewOverride{})
-		s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":%s}`, params))
+		s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":%s}`, params), op, nil)
 	}
 	return rec, registered
 }
@@ -189,7 +189,7 @@ func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
 		return failed
 	}
 	t := rewrite.ReadTask(res)
-	rec, _ := s.observe(t, res, false)
+	rec, _ := s.observe(c.op, t, res, false)
 	var ov rewrite.ViewOverride
 	if rec.CancelledAt != "" {
 		ov = cancelledView(rec.CancelledAt)
@@ -270,7 +270,7 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 		}
 		failures = 0
 		t := rewrite.ReadTask(res)
-		rec, registered := s.observe(t, res, true)
+		rec, registered := s.observe(c.op, t, res, true)
 		if !registered {
 			rec = record{ID: id, Task: []byte(res.Raw), Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}
 		}
@@ -352,7 +352,7 @@ func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
 			return failed
 		}
 		t = rewrite.ReadTask(res)
-		rec, _ = s.observe(t, res, false)
+		rec, _ = s.observe(c.op, t, res, false)
 		rec.Task = []byte(res.Raw)
 	}
 	switch {
@@ -461,7 +461,7 @@ func (s *Session) refresh(ctx context.Context, page []record) {
 				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
 			default:
 				t := rewrite.ReadTask(res)
-				if r, ok := s.observe(t, res, true); ok {
+				if r, ok := s.observe(opOf(ctx), t, res, true); ok {
 					*rec = r
 				}
 			}
@@ -605,7 +605,7 @@ func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
 		}
 		if !sleep(ctx, d) {
 			if c.cancelled.Load() {
-				s.cancelUpstream(t.ID)
+				s.cancelUpstream(c.op, t.ID)
 			}
 			return nil
 		}
@@ -637,15 +637,16 @@ func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
 				p = append(p, `,"message":`...)
 				p = rewrite.AppendString(p, t.StatusMessage)
 			}
-			s.send(append(p, "}}"...))
+			s.sendOp(append(p, "}}"...), c.op, nil)
 		}
 	}
 }
 
 // cancelUpstream sends tasks/cancel for a followed task the client gave up
-// on; its outcome does not matter, and it is bounded in time.
-func (s *Session) cancelUpstream(id string) {
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+// on; its outcome does not matter, and it is bounded in time. op is the
+// trace op of the followed call.
+func (s *Session) cancelUpstream(op, id string) {
+	ctx, cancel := context.WithTimeout(withOp(s.ctx, op), 10*time.Second)
 	defer cancel()
 	if _, rpcErr, err := s.taskCall(ctx, "tasks/cancel", id, nil); err != nil || rpcErr.Exists() {
 		s.warn("tasks/cancel for a followed task failed", zap.String("taskId", id), zap.Error(err), zap.String("error", rpcErr.Raw))

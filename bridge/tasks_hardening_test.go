@@ -2,11 +2,13 @@ package bridge
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 // Hardening of tasks across eras: bounded waits, retried task requests,
@@ -88,5 +90,79 @@ func TestServerTaskWithSyntheticPrefix(t *testing.T) {
 	ts.script(syntheticPrefix+"srv-other", stepCompleted(taskOutput))
 	if res := c.call(`"o"`, "tasks/result", taskParams(syntheticPrefix+"srv-other")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
 		t.Errorf("tasks/result of an unregistered server task with the synthetic prefix: %s", res)
+	}
+}
+
+// Frames the proxy sends because of a task request carry that request's
+// trace op: progress of a followed task, status notifications of a
+// tasks/result wait and of a tasks/list refresh, and the tasks/cancel of a
+// followed call the client gave up.
+func TestTaskNotificationsCarryTheirOp(t *testing.T) {
+	ts := newTaskServer(t, true)
+	var buf syncBuf
+	tw := trace.New(&buf, trace.Options{})
+	c := startTasks(t, ts, Config{Trace: tw}, elicitCaps)
+
+	ts.script("t-op-follow", stepWorking("step 1"), stepCompleted(taskOutput))
+	c.call(`"follow"`, "tools/call", `{"name":"task","arguments":{"id":"t-op-follow"},"_meta":{"progressToken":"tok"}}`)
+
+	c.call(`"create-res"`, "tools/call", `{"name":"task","arguments":{"id":"t-op-res"},"task":{}}`)
+	ts.script("t-op-res", stepWorking(""), stepCompleted(taskOutput))
+	c.call(`"res"`, "tasks/result", taskParams("t-op-res"))
+
+	c.call(`"create-list"`, "tools/call", `{"name":"task","arguments":{"id":"t-op-list"},"task":{}}`)
+	ts.script("t-op-list", stepCompleted(taskOutput))
+	c.listTasks(`"list"`, `{}`)
+
+	ts.script("t-op-abandon", stepWorking("busy"))
+	c.send(`"abandon"`, "tools/call", `{"name":"task","arguments":{"id":"t-op-abandon"}}`)
+	ts.waitFor(t, "tasks/get", "t-op-abandon", 1)
+	c.h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"abandon"}}`)
+	ts.waitFor(t, "tasks/cancel", "t-op-abandon", 1)
+	c.sync()
+	c.stop()
+	if dropped, err := tw.Close(); dropped != 0 || err != nil {
+		t.Fatalf("trace Close: %d dropped, %v", dropped, err)
+	}
+
+	var recs []gjson.Result
+	ops := map[string]string{} // the op of each client request, by raw id
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		r := gjson.Parse(line)
+		recs = append(recs, r)
+		if r.Get("dir").Str == "client->proxy" && r.Get("op").Str != "" {
+			ops[r.Get("frame.id").Raw] = r.Get("op").Str
+		}
+	}
+	seen := map[string]int{}
+	for _, r := range recs {
+		method := r.Get("frame.method").Str
+		op := r.Get("op").Str
+		switch {
+		case r.Get("dir").Str == "proxy->client" && method == "notifications/progress":
+			seen[method]++
+			if op == "" || op != ops[`"follow"`] {
+				t.Errorf("notifications/progress traced with op %q, want the followed call's %q: %s", op, ops[`"follow"`], r.Raw)
+			}
+		case r.Get("dir").Str == "proxy->client" && method == "notifications/tasks/status":
+			seen[method+" "+r.Get("frame.params.taskId").Str]++
+			wantOp := ops[`"res"`]
+			if r.Get("frame.params.taskId").Str == "t-op-list" {
+				wantOp = ops[`"list"`]
+			}
+			if op == "" || op != wantOp {
+				t.Errorf("notifications/tasks/status traced with op %q, want %q: %s", op, wantOp, r.Raw)
+			}
+		case r.Get("dir").Str == "proxy->server" && method == "tasks/cancel":
+			seen[method]++
+			if op == "" || op != ops[`"abandon"`] {
+				t.Errorf("tasks/cancel of an abandoned followed call traced with op %q, want %q: %s", op, ops[`"abandon"`], r.Raw)
+			}
+		}
+	}
+	for _, k := range []string{"notifications/progress", "notifications/tasks/status t-op-res", "notifications/tasks/status t-op-list", "tasks/cancel"} {
+		if seen[k] == 0 {
+			t.Errorf("no %s record in the trace: the test proves nothing", k)
+		}
 	}
 }
