@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // Tasks across eras (tasks.md §13): the legacy client's 2025 core tasks on
@@ -39,6 +40,16 @@ const maxPollFailures = 5
 
 // taskListPage is the tasks/list page size.
 const taskListPage = 50
+
+// DefaultPollTimeout bounds one tasks/get poll and one tasks/update
+// (DESIGN.md invariant 12: a poll ends within its own bound). A healthy
+// server answers these at once, so one that hangs is given up after this
+// long and the request is made again (both are safe to repeat), instead
+// of holding the request that waits on the task for --idle-timeout.
+const DefaultPollTimeout = 30 * time.Second
+
+// pollTimeout is DefaultPollTimeout; tests shorten it.
+var pollTimeout = DefaultPollTimeout
 
 func (s *Session) tasksEnabled() bool {
 	s.mu.Lock()
@@ -98,12 +109,66 @@ func (s *Session) taskCall(ctx context.Context, method, taskID string, extra []b
 	return m.Result, gjson.Result{}, nil
 }
 
+// poll makes one tasks/get for a task, bounded by pollTimeout. A poll that
+// times out fails like any other; the polling loops count it against
+// maxPollFailures and poll again.
+func (s *Session) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
+	return s.boundedTaskCall(ctx, "tasks/get", id, nil)
+}
+
+// boundedTaskCall is taskCall bounded by pollTimeout.
+func (s *Session) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
+	bctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
+	res, rpcErr, err := s.taskCall(bctx, method, id, extra)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%s: the server did not answer within %v", method, min(pollTimeout, s.cfg.IdleTimeout))
+	}
+	return res, rpcErr, err
+}
+
+// retriedTaskCall makes a tasks/get or tasks/update of the proxy's own under
+// the retry rules of forward.go (DESIGN.md invariant 6) for a method that is
+// safe to repeat: each attempt bounded by pollTimeout, and an attempt that
+// got no JSON-RPC answer (a timeout, a reset, an HTTP failure without a
+// JSON-RPC body) made again: up to maxDialRetries times when the connection
+// could not be made, maxBrokenRetries times otherwise, after retryBackoff,
+// doubling. The server's JSON-RPC error is its answer: never retried.
+func (s *Session) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
+	dials, breaks := 0, 0
+	backoff := retryBackoff
+	for {
+		res, rpcErr, err := s.boundedTaskCall(ctx, method, id, extra)
+		if err == nil || ctx.Err() != nil {
+			return res, rpcErr, err
+		}
+		var te *routing.TransportError
+		switch {
+		case errors.As(err, &te) && te.Kind == routing.KindDial && dials < maxDialRetries:
+			dials++
+		case breaks < maxBrokenRetries:
+			breaks++
+		default:
+			return res, rpcErr, err
+		}
+		s.info("retrying a task request", zap.String("method", method), zap.String("taskId", id), zap.Duration("after", backoff), zap.Error(err))
+		if !sleep(ctx, backoff) {
+			return res, rpcErr, ctx.Err()
+		}
+		backoff *= 2
+	}
+}
+
 // forClient makes a tasks/get or tasks/cancel on the client's behalf. When
 // it fails, the second value is the client's answer (nil when the request
 // was cancelled): the server's error verbatim, or one naming the failure. A
 // -32602 to tasks/get means the task is gone: it leaves the registry.
 func (s *Session) forClient(ctx context.Context, c *call, method, id string) (gjson.Result, []byte, bool) {
-	res, rpcErr, err := s.taskCall(ctx, method, id, nil)
+	do := s.taskCall
+	if method == "tasks/get" {
+		do = s.retriedTaskCall // safe to repeat
+	}
+	res, rpcErr, err := do(ctx, method, id, nil)
 	switch {
 	case err != nil:
 		if ctx.Err() != nil {
@@ -250,7 +315,7 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 		if !sleep(ctx, wait) {
 			return nil
 		}
-		res, rpcErr, err := s.taskCall(ctx, "tasks/get", id, nil)
+		res, rpcErr, err := s.poll(ctx, id)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -448,7 +513,9 @@ func (s *Session) refresh(ctx context.Context, page []record) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			res, rpcErr, err := s.taskCall(ctx, "tasks/get", rec.ID, nil)
+			// One bounded poll, not retried: a listing should not wait,
+			// and a failure shows the last known state.
+			res, rpcErr, err := s.poll(ctx, rec.ID)
 			switch {
 			case err != nil:
 				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
@@ -609,7 +676,7 @@ func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
 			}
 			return nil
 		}
-		res, rpcErr, err := s.taskCall(ctx, "tasks/get", t.ID, nil)
+		res, rpcErr, err := s.poll(ctx, t.ID)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -165,4 +166,78 @@ func TestTaskNotificationsCarryTheirOp(t *testing.T) {
 			t.Errorf("no %s record in the trace: the test proves nothing", k)
 		}
 	}
+}
+
+// shortPolls sets the poll bound for one test; call it before starting the
+// session, so that the bound is restored after the session has stopped.
+func shortPolls(t *testing.T, d time.Duration) {
+	t.Helper()
+	old := pollTimeout
+	pollTimeout = d
+	t.Cleanup(func() { pollTimeout = old })
+}
+
+// A tasks/get poll that hangs ends within the poll bound, not the idle
+// timeout (ten minutes), and the poll is made again: every wait on a task
+// ends. The bound is 50 ms here; each answer is awaited for at most `wait`.
+func TestTaskPollTimeout(t *testing.T) {
+	t.Run("tasks/result", func(t *testing.T) {
+		shortPolls(t, 50*time.Millisecond)
+		ts := newTaskServer(t, true)
+		c := startTasks(t, ts, Config{}, elicitCaps)
+		c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-hang-res"},"task":{}}`)
+		ts.script("t-hang-res", stepCompleted(taskOutput))
+		ts.fault("tasks/get", faultHang)
+		if res := c.call(`2`, "tasks/result", taskParams("t-hang-res")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
+			t.Errorf("tasks/result after a hung poll: %s", res)
+		}
+		if n := ts.count("tasks/get", "t-hang-res"); n != 2 {
+			t.Errorf("%d tasks/get, want 2 (the hung one, then its repeat)", n)
+		}
+	})
+	t.Run("followed", func(t *testing.T) {
+		shortPolls(t, 50*time.Millisecond)
+		ts := newTaskServer(t, true)
+		c := startTasks(t, ts, Config{}, elicitCaps)
+		ts.script("t-hang-follow", stepCompleted(taskOutput))
+		ts.fault("tasks/get", faultHang, faultHang)
+		if r := c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-hang-follow"}}`); gjson.Get(r, "result.structuredContent.answer").Int() != 42 {
+			t.Errorf("followed call after two hung polls: %s", r)
+		}
+		if n := ts.count("tasks/get", "t-hang-follow"); n != 3 {
+			t.Errorf("%d tasks/get, want 3", n)
+		}
+	})
+	t.Run("tasks/get", func(t *testing.T) {
+		shortPolls(t, 50*time.Millisecond)
+		ts := newTaskServer(t, true)
+		c := startTasks(t, ts, Config{}, elicitCaps)
+		c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-hang-get"},"task":{}}`)
+		ts.script("t-hang-get", stepCompleted(taskOutput))
+		ts.fault("tasks/get", faultHang)
+		if g := c.call(`2`, "tasks/get", taskParams("t-hang-get")); gjson.Get(g, "result.status").Str != "completed" {
+			t.Errorf("tasks/get after a hung poll: %s", g)
+		}
+		// Every retry hangs too: an error naming the bound, in bounded time.
+		ts.fault("tasks/get", faultHang, faultHang, faultHang)
+		c.call(`3`, "tools/call", `{"name":"task","arguments":{"id":"t-hang-all"},"task":{}}`)
+		g := c.call(`4`, "tasks/get", taskParams("t-hang-all"))
+		if gjson.Get(g, "error.code").Int() != -32603 || !strings.Contains(gjson.Get(g, "error.message").Str, "did not answer within 50ms") {
+			t.Errorf("tasks/get whose every attempt hangs: %s", g)
+		}
+		if n := ts.count("tasks/get", "t-hang-all"); n != 1+maxBrokenRetries {
+			t.Errorf("%d tasks/get for a hanging server, want %d", n, 1+maxBrokenRetries)
+		}
+	})
+	t.Run("tasks/list", func(t *testing.T) {
+		shortPolls(t, 50*time.Millisecond)
+		ts := newTaskServer(t, true)
+		c := startTasks(t, ts, Config{}, elicitCaps)
+		c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-hang-list"},"task":{}}`)
+		ts.fault("tasks/get", faultHang)
+		tasks, _ := c.listTasks(`2`, `{}`)
+		if v, ok := findTask(tasks, "t-hang-list"); !ok || v.Get("status").Str != "working" {
+			t.Errorf("tasks/list with a hung refresh = %v, want the last known state", tasks)
+		}
+	})
 }
