@@ -119,7 +119,7 @@ type Session struct {
 	legacyCaps []byte                           // the client's own capabilities
 	tasks      bool                             // the server declares the tasks extension
 	asks       map[string]*pendingAsk           // proxy requests to the client, by id
-	dispatched map[string]map[string]bool       // input keys asked, by task id
+	dispatched map[string]map[string]*inputKey  // task input keys, by task id
 
 	serverCaps []byte // the server's 2026 capabilities, from discover
 	listening  bool   // the list-change stream was started
@@ -219,7 +219,7 @@ func New(cfg Config) *Session {
 		inflight:   make(map[string]*call),
 		params:     make(map[string][]routing.ParamHeader),
 		asks:       make(map[string]*pendingAsk),
-		dispatched: make(map[string]map[string]bool),
+		dispatched: make(map[string]map[string]*inputKey),
 		reg:        newMemRegistry(),
 		listen:     listens{byURI: map[string]*listener{}},
 	}

@@ -565,44 +565,106 @@ func decodeCursor(c string) (int, bool) {
 	return n, err == nil && n >= 0
 }
 
+// inputKey is what the proxy did with one input request key of a task
+// (guarded by Session.mu). Keys are unique for a task's life: the client is
+// asked once per key, and a tasks/update that answers a key is idempotent,
+// so the proxy sends a held answer as often as it takes to be accepted.
+type inputKey struct {
+	busy   bool   // a goroutine is asking the client or sending the answer
+	answer []byte // the client's answer, held until the server accepts it
+	// done: the server accepted the answer, or the key cannot be answered
+	// (the client lacks the capability or failed the request).
+	done bool
+}
+
 // dispatchInput asks the client for every input request of t not asked
-// before (keys are unique for a task's life, so they are deduplicated
-// across polls), and sends each answer upstream with tasks/update.
-// relatedTask ties the requests to a task the client knows; a task the
-// proxy follows on the client's behalf sends none.
+// before (deduplicated across polls), and sends each answer upstream with
+// tasks/update. A key a poll shows again is left alone while it is being
+// asked or sent and once it is done; an answer the server has not accepted
+// yet is sent again (the client is never asked twice for an answer the
+// proxy holds), and a key whose answer never came (the wait timed out) is
+// asked again. relatedTask ties the requests to a task the client knows; a
+// task the proxy follows on the client's behalf sends none.
 func (s *Session) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask string) {
 	for _, in := range inputRequests(t.InputRequests) {
 		s.mu.Lock()
-		seen := s.dispatched[t.ID]
-		if seen == nil {
-			seen = map[string]bool{}
-			s.dispatched[t.ID] = seen
+		keys := s.dispatched[t.ID]
+		if keys == nil {
+			keys = map[string]*inputKey{}
+			s.dispatched[t.ID] = keys
 		}
-		dup := seen[in.key]
-		seen[in.key] = true
+		k := keys[in.key]
+		if k == nil {
+			k = &inputKey{}
+			keys[in.key] = k
+		}
+		start := !k.busy && !k.done
+		k.busy = k.busy || start
+		held := k.answer
 		s.mu.Unlock()
-		if dup {
+		if !start {
 			continue
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			answer, err := s.askInput(ctx, in, relatedTask)
-			if err != nil {
-				if !errors.Is(err, context.Canceled) {
-					s.warn("a task's input request was not answered; the task waits until it is cancelled",
-						zap.String("taskId", t.ID), zap.String("key", in.key), zap.Error(err))
-				}
-				return
-			}
-			extra := append([]byte(`,"inputResponses":{`), rewrite.AppendString(nil, in.key)...)
-			extra = append(extra, ':')
-			extra = append(extra, answer...)
-			extra = append(extra, '}')
-			if _, rpcErr, err := s.taskCall(ctx, "tasks/update", t.ID, extra); err != nil || rpcErr.Exists() {
-				s.warn("tasks/update failed", zap.String("taskId", t.ID), zap.String("key", in.key), zap.Error(err), zap.String("error", rpcErr.Raw))
-			}
+			s.deliverInput(ctx, t.ID, in, relatedTask, k, held)
 		}()
+	}
+}
+
+// deliverInput asks the client for one input request (unless its answer is
+// held) and sends the answer with tasks/update, under the retry rules of
+// retriedTaskCall: tasks/update is idempotent per input key, since keys are
+// unique for a task's life. The wait for the client's answer ends after
+// --request-timeout (DESIGN.md invariant 12).
+func (s *Session) deliverInput(ctx context.Context, taskID string, in inputRequest, relatedTask string, k *inputKey, answer []byte) {
+	settle := func(held []byte, done bool) {
+		s.mu.Lock()
+		k.busy, k.answer, k.done = false, held, done
+		s.mu.Unlock()
+	}
+	log := []zap.Field{zap.String("taskId", taskID), zap.String("key", in.key)}
+	if answer == nil {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if s.cfg.RequestTimeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		}
+		a, err := s.askInput(actx, in, relatedTask)
+		cancel()
+		switch {
+		case err == nil:
+			answer = a
+		case ctx.Err() != nil:
+			settle(nil, false) // no one waits for the task any more
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+			s.warn("the client did not answer a task's input request within --request-timeout; it is asked again if a later poll still shows the request",
+				append(log, zap.Duration("requestTimeout", s.cfg.RequestTimeout))...)
+			settle(nil, false)
+			return
+		default:
+			s.warn("a task's input request was not answered; the task waits until it is cancelled", append(log, zap.Error(err))...)
+			settle(nil, true)
+			return
+		}
+	}
+	extra := append([]byte(`,"inputResponses":{`), rewrite.AppendString(nil, in.key)...)
+	extra = append(extra, ':')
+	extra = append(extra, answer...)
+	extra = append(extra, '}')
+	_, rpcErr, err := s.retriedTaskCall(ctx, "tasks/update", taskID, extra)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			s.warn("tasks/update failed; the client's answer is kept and sent again when a poll shows the request still open", append(log, zap.Error(err))...)
+		}
+		settle(answer, false)
+	case rpcErr.Exists():
+		s.warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
+		settle(nil, true)
+	default:
+		settle(nil, true)
 	}
 }
 

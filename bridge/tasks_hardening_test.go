@@ -241,3 +241,107 @@ func TestTaskPollTimeout(t *testing.T) {
 		}
 	})
 }
+
+// count counts the frames to the client with method.
+func (c *legacyClient) count(method string) int {
+	n := 0
+	for _, f := range c.all {
+		if gjson.Get(f, "method").Str == method {
+			n++
+		}
+	}
+	return n
+}
+
+// A tasks/update that meets an HTTP 500 and then a reset is sent again (it
+// is idempotent per input key); the client is asked once, and once the
+// server has the answer a poll that still shows the key changes nothing.
+func TestTaskUpdateRetried(t *testing.T) {
+	ts := newTaskServer(t, true)
+	c := startTasks(t, ts, Config{}, elicitCaps)
+	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-upd"},"task":{}}`)
+	ts.script("t-upd", stepInputRequired(`{"k1":`+elicitK1+`}`))
+	ts.fault("tasks/update", faultHTTP500, faultReset)
+	c.call(`2`, "tasks/get", taskParams("t-upd"))
+	el := c.awaitMethod("elicitation/create")
+	c.h.send(`{"jsonrpc":"2.0","id":` + gjson.Get(el, "id").Raw + `,"result":{"action":"accept","content":{"name":"Luca"}}}`)
+	up := ts.waitFor(t, "tasks/update", "t-upd", 3)
+	for i, b := range up {
+		if got := gjson.Get(b, "params.inputResponses").Raw; !sameJSON(got, `{"k1":{"action":"accept","content":{"name":"Luca"}}}`) {
+			t.Errorf("tasks/update %d inputResponses = %s", i+1, got)
+		}
+	}
+	if ids := []string{gjson.Get(up[0], "id").Raw, gjson.Get(up[1], "id").Raw, gjson.Get(up[2], "id").Raw}; ids[0] == ids[1] || ids[1] == ids[2] {
+		t.Errorf("a retried tasks/update reused its upstream id: %v", ids)
+	}
+	c.call(`3`, "tasks/get", taskParams("t-upd")) // the key shows again: delivered already
+	c.sync()
+	if n := c.count("elicitation/create"); n != 1 {
+		t.Errorf("the client was asked %d times, want once", n)
+	}
+	if n := ts.count("tasks/update", "t-upd"); n != 3 {
+		t.Errorf("%d tasks/update, want 3 (500, reset, accepted) and none once accepted", n)
+	}
+}
+
+// A tasks/update that fails every retry keeps the client's answer: the next
+// poll that shows the key sends it again, without asking the client again.
+func TestTaskUpdateHeldAnswerResent(t *testing.T) {
+	ts := newTaskServer(t, true)
+	c := startTasks(t, ts, Config{}, elicitCaps)
+	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-held"},"task":{}}`)
+	ts.script("t-held", stepInputRequired(`{"k1":`+elicitK1+`}`))
+	ts.fault("tasks/update", faultHTTP500, faultReset, faultHTTP500)
+	c.call(`2`, "tasks/get", taskParams("t-held"))
+	el := c.awaitMethod("elicitation/create")
+	c.h.send(`{"jsonrpc":"2.0","id":` + gjson.Get(el, "id").Raw + `,"result":{"action":"accept","content":{"name":"Ada"}}}`)
+	ts.waitFor(t, "tasks/update", "t-held", 1+maxBrokenRetries)
+	// Later polls show the key still open; one of them, once the failed
+	// delivery has given up, sends the held answer again.
+	deadline := time.Now().Add(wait)
+	for i := 0; ts.count("tasks/update", "t-held") <= 1+maxBrokenRetries; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the held answer was not sent again; %d tasks/update", ts.count("tasks/update", "t-held"))
+		}
+		c.call(fmt.Sprintf(`"poll-%d"`, i), "tasks/get", taskParams("t-held"))
+		time.Sleep(20 * time.Millisecond)
+	}
+	up := ts.requests("tasks/update", "t-held")
+	if got := gjson.Get(up[len(up)-1], "params.inputResponses").Raw; !sameJSON(got, `{"k1":{"action":"accept","content":{"name":"Ada"}}}`) {
+		t.Errorf("resent tasks/update inputResponses = %s", got)
+	}
+	c.sync()
+	if n := c.count("elicitation/create"); n != 1 {
+		t.Errorf("the client was asked %d times for one answer, want once", n)
+	}
+}
+
+// The wait for the client's answer to a task's input request ends after
+// --request-timeout: the client is told the request is no longer needed,
+// and a later poll that still shows the key asks again.
+func TestTaskInputWaitBounded(t *testing.T) {
+	ts := newTaskServer(t, true)
+	c := startTasks(t, ts, Config{RequestTimeout: 500 * time.Millisecond}, elicitCaps)
+	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-slow-client"},"task":{}}`)
+	ts.script("t-slow-client", stepInputRequired(`{"k1":`+elicitK1+`}`))
+	c.call(`2`, "tasks/get", taskParams("t-slow-client"))
+	el := c.awaitMethod("elicitation/create")
+	cancelled := c.awaitMethod("notifications/cancelled")
+	if got := gjson.Get(cancelled, "params.requestId").Raw; got != gjson.Get(el, "id").Raw {
+		t.Errorf("notifications/cancelled for %s, want the unanswered %s", got, gjson.Get(el, "id").Raw)
+	}
+	// Asked again by a later poll, and answered this time.
+	deadline := time.Now().Add(wait)
+	for i := 0; c.count("elicitation/create") < 2; i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the timed-out input request was not asked again")
+		}
+		c.call(fmt.Sprintf(`"poll-%d"`, i), "tasks/get", taskParams("t-slow-client"))
+		time.Sleep(20 * time.Millisecond)
+	}
+	el2 := c.awaitMethod("elicitation/create")
+	c.h.send(`{"jsonrpc":"2.0","id":` + gjson.Get(el2, "id").Raw + `,"result":{"action":"decline"}}`)
+	if up := ts.waitFor(t, "tasks/update", "t-slow-client", 1); !sameJSON(gjson.Get(up[0], "params.inputResponses").Raw, `{"k1":{"action":"decline"}}`) {
+		t.Errorf("tasks/update: %s", up[0])
+	}
+}
