@@ -474,19 +474,13 @@ func isTaskMethod(method string) bool {
 }
 
 // openRegistry opens the task state file, or keeps the registry in memory
-// when there is none or it cannot be used (said loudly: tasks/list would
-// forget tasks on restart).
+// when there is none. A file that cannot be used moves the session to
+// memory, said once (tasks/list would forget tasks on restart).
 func (s *Session) openRegistry() {
 	if s.cfg.StatePath == "" {
 		return
 	}
-	reg, err := openFileRegistry(s.cfg.StatePath, s.client.URL())
-	if err != nil {
-		s.log.Error("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or pass --state-file or --no-state)",
-			zap.String("path", s.cfg.StatePath), zap.Error(err))
-		return
-	}
-	s.reg = reg
+	s.reg = openStateRegistry(s.cfg.StatePath, s.client.URL(), s.log)
 }
 
 // requiredParam names the string parameter a method cannot do without; it

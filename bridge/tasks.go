@@ -230,7 +230,7 @@ func (s *Session) observe(op string, t rewrite.Task, raw gjson.Result, notify bo
 func (s *Session) registerTask(rec record) {
 	rec.Seq = time.Now().UnixNano()
 	if err := s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true }); err != nil {
-		s.log.Error("recording the task in the state file failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
+		s.log.Error("recording the task failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
 	}
 }
 

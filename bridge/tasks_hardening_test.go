@@ -2,11 +2,16 @@ package bridge
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
@@ -343,5 +348,143 @@ func TestTaskInputWaitBounded(t *testing.T) {
 	c.h.send(`{"jsonrpc":"2.0","id":` + gjson.Get(el2, "id").Raw + `,"result":{"action":"decline"}}`)
 	if up := ts.waitFor(t, "tasks/update", "t-slow-client", 1); !sameJSON(gjson.Get(up[0], "params.inputResponses").Raw, `{"k1":{"action":"decline"}}`) {
 		t.Errorf("tasks/update: %s", up[0])
+	}
+}
+
+// stateWarnings returns the log entries about the state file, and fails on
+// any at error level.
+func stateWarnings(t *testing.T, logs *observer.ObservedLogs) []observer.LoggedEntry {
+	t.Helper()
+	var warns []observer.LoggedEntry
+	for _, e := range logs.All() {
+		if !strings.Contains(e.Message, "state file") && !strings.Contains(e.Message, "recording") {
+			continue
+		}
+		switch e.Level {
+		case zapcore.WarnLevel:
+			warns = append(warns, e)
+		case zapcore.ErrorLevel, zapcore.DPanicLevel:
+			t.Errorf("logged at %v: %s %v", e.Level, e.Message, e.Context)
+		}
+	}
+	return warns
+}
+
+// useTasks creates a real and a synthetic task, lists them and reads the
+// synthetic one's result; it returns the synthetic id.
+func useTasks(t *testing.T, ts *taskServer, c *legacyClient, realID string) string {
+	t.Helper()
+	c.call(`"u1"`, "tools/call", `{"name":"task","arguments":{"id":`+jstr(realID)+`},"task":{}}`)
+	r := c.call(`"u2"`, "tools/call", `{"name":"sync","task":{}}`)
+	synth := gjson.Get(r, "result.task.taskId").Str
+	tasks, _ := c.listTasks(`"u3"`, `{}`)
+	for _, id := range []string{realID, synth} {
+		if _, ok := findTask(tasks, id); !ok {
+			t.Errorf("tasks/list = %v, want %s listed", tasks, id)
+		}
+	}
+	if res := c.call(`"u4"`, "tasks/result", taskParams(synth)); gjson.Get(res, "result.structuredContent.n").Int() != 1 {
+		t.Errorf("tasks/result of the synthetic task: %s", res)
+	}
+	if g := c.call(`"u5"`, "tasks/get", taskParams(realID)); gjson.Get(g, "result.status").Str != "working" {
+		t.Errorf("tasks/get of %s: %s", realID, g)
+	}
+	return synth
+}
+
+// A state directory that cannot be created (its parent is a regular file:
+// that fails for root too) leaves the session on memory with one warning,
+// and tasks are listed as usual.
+func TestTaskStateDirUncreatable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTaskServer(t, true)
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := startTasks(t, ts, Config{StatePath: filepath.Join(dir, "file", "state.json"), Logger: zap.New(core)}, elicitCaps)
+	useTasks(t, ts, c, "t-nodir")
+	c.stop()
+	if w := stateWarnings(t, logs); len(w) != 1 {
+		t.Errorf("%d warnings about the state file, want exactly one: %v", len(w), w)
+	}
+}
+
+// A state file that cannot be written falls back to memory seeded with the
+// records the file holds, with one warning: a task created afterwards is
+// listed, and an old one keeps its cached result. Writing is made to fail
+// for root too: the lock file's path is a directory. For other users a
+// read-only directory is tried as well (the lock file exists, so the write
+// itself fails); root skips it.
+func TestTaskStateFileUnwritable(t *testing.T) {
+	old := `{"version":1,"tasks":[{"id":"t-old","seq":1,"task":{"taskId":"t-old","status":"completed","createdAt":"` + tsCreated + `","lastUpdatedAt":"` + tsUpdated + `","ttlMs":60000},"result":` + taskOutput + `}]}`
+	for _, how := range []string{"lock path is a directory", "read-only directory"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "state.json")
+			if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			switch how {
+			case "lock path is a directory":
+				if err := os.Mkdir(path+".lock", 0o700); err != nil {
+					t.Fatal(err)
+				}
+			case "read-only directory":
+				if os.Geteuid() == 0 {
+					t.Skip("root writes to a read-only directory")
+				}
+				// The lock file exists, so locking works and writing fails.
+				if err := os.WriteFile(path+".lock", nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(dir, 0o500); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { os.Chmod(dir, 0o700) })
+			}
+			ts := newTaskServer(t, true)
+			core, logs := observer.New(zapcore.DebugLevel)
+			c := startTasks(t, ts, Config{StatePath: path, Logger: zap.New(core)}, elicitCaps)
+			useTasks(t, ts, c, "t-new")
+			tasks, _ := c.listTasks(`"l"`, `{}`)
+			if _, ok := findTask(tasks, "t-old"); !ok {
+				t.Errorf("the task the file held is not listed: %v", tasks)
+			}
+			if res := c.call(`"r"`, "tasks/result", taskParams("t-old")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
+				t.Errorf("tasks/result of the task the file held: %s", res)
+			}
+			c.stop()
+			if w := stateWarnings(t, logs); len(w) != 1 {
+				t.Errorf("%d warnings about the state file, want exactly one: %v", len(w), w)
+			}
+			if b, _ := os.ReadFile(path); string(b) != old {
+				t.Errorf("the state file changed:\n%s", b)
+			}
+		})
+	}
+}
+
+// A state file of a newer format version is left byte for byte as it was,
+// unknown fields and all, while the session keeps its tasks in memory and
+// warns once.
+func TestTaskStateFileNewerVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	newer := `{"version":2,"upstream":"http://elsewhere/mcp","format":{"compression":"none"},"tasks":[{"id":"t-v2","seq":1,"task":{"taskId":"t-v2","status":"working"},"origin":"session-7","labels":["a","b"]}]}` + "\n"
+	if err := os.WriteFile(path, []byte(newer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTaskServer(t, true)
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := startTasks(t, ts, Config{StatePath: path, Logger: zap.New(core)}, elicitCaps)
+	useTasks(t, ts, c, "t-now")
+	c.call(`"x"`, "tasks/cancel", taskParams("t-now"))
+	c.stop()
+	if b, err := os.ReadFile(path); err != nil || string(b) != newer {
+		t.Errorf("the newer state file changed (%v):\n got: %s\nwant: %s", err, b, newer)
+	}
+	w := stateWarnings(t, logs)
+	if len(w) != 1 || !strings.Contains(w[0].Message, "newer") {
+		t.Errorf("warnings about the state file = %v, want one about the newer version", w)
 	}
 }
