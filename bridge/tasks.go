@@ -28,11 +28,42 @@ import (
 //	tasks/cancel       ─▶ tasks/cancel; the client sees cancelled from then on
 //	tasks/list         ─▶ the registry, refreshed with tasks/get
 
-// syntheticPrefix starts the ids of proxy-made tasks, so that people can
-// tell them apart. The proxy itself knows them by their registry record
-// (record.Synthetic), never by the prefix: a server's task id may start the
-// same way.
+// syntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
+// random hex digits. The proxy knows its tasks by their registry record
+// (record.Synthetic), not by the id: a server's task id may start the same
+// way. Only an id the registry does not know is judged by its shape
+// (mintedID), so that a proxy-made id that expired or was trimmed is
+// answered locally and never sent upstream (tasks.md §13.8).
 const syntheticPrefix = "mcp-tasks-proxy-"
+
+// mintedID reports whether id has the shape of the ids the proxy mints.
+func mintedID(id string) bool {
+	hex, ok := strings.CutPrefix(id, syntheticPrefix)
+	if !ok || len(hex) != 32 {
+		return false
+	}
+	for _, r := range hex {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// localTask looks a task up in the registry and says whether the proxy
+// answers for it: a proxy-made task (found, and the answer is the record),
+// or an id of the proxy's own shape it no longer knows (not found).
+func (s *Session) localTask(id string) (rec record, found, local bool) {
+	rec, found = s.record(id)
+	if found {
+		return rec, true, rec.Synthetic
+	}
+	return rec, false, mintedID(id)
+}
+
+func taskNotFound(c *call) []byte {
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
+}
 
 // Poll failure bound: after this many failed polls in a row a waiting
 // request gets an error instead of waiting forever.
@@ -246,7 +277,10 @@ func cancelledView(at string) rewrite.ViewOverride {
 
 // taskGet answers tasks/get (tasks.md §13.3).
 func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
-	if rec, ok := s.record(id); ok && rec.Synthetic {
+	if rec, found, local := s.localTask(id); local {
+		if !found {
+			return taskNotFound(c)
+		}
 		return rewrite.ResultFrame(c.id, s.recordView(rec))
 	}
 	res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
@@ -300,7 +334,7 @@ func (s *Session) recordView(rec record) []byte {
 // tasks/get until the task is terminal (tasks.md §13.4). tasks/result is
 // never sent upstream. A client cancel stops the wait, not the task.
 func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
-	if rec, ok := s.record(id); ok {
+	if rec, found, local := s.localTask(id); found {
 		// Only a known outcome is final: a task may be created already
 		// terminal, without its payload, which a tasks/get then brings.
 		st := rewrite.ReadTask(gjson.ParseBytes(rec.Task)).Status
@@ -308,6 +342,8 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 		if frame := s.outcome(c, rec, id); final && frame != nil {
 			return frame
 		}
+	} else if local {
+		return taskNotFound(c)
 	}
 	failures := 0
 	var wait time.Duration
@@ -404,7 +440,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // taskCancel answers tasks/cancel (tasks.md §13.6).
 func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
-	rec, ok := s.record(id)
+	rec, ok, local := s.localTask(id)
+	if !ok && local {
+		return taskNotFound(c)
+	}
 	var t rewrite.Task
 	if ok {
 		t = rewrite.ReadTask(gjson.ParseBytes(rec.Task))

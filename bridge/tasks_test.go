@@ -719,17 +719,19 @@ func TestSyntheticTask(t *testing.T) {
 		t.Errorf("tasks/list does not show the synthetic task completed: %v", tasks)
 	}
 
+	// An unknown id of the proxy's own shape (expired, say) is answered
+	// locally.
+	for i, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		unknown := c.call(fmt.Sprintf(`"s6-%d"`, i), m, taskParams("mcp-tasks-proxy-00000000000000000000000000000000"))
+		if gjson.Get(unknown, "error.code").Int() != -32602 {
+			t.Errorf("%s of an unknown synthetic id: %s", m, unknown)
+		}
+	}
 	if ts.mentions("mcp-tasks-proxy-") {
 		t.Errorf("a synthetic task id went upstream")
 	}
 	if n := ts.count("tasks/get", ""); n != 0 {
 		t.Errorf("%d upstream tasks/get for synthetic tasks, want none", n)
-	}
-	// An id the registry does not know is the server's to judge, whatever
-	// it looks like (an expired synthetic task is unknown there too).
-	unknown := c.call(`"s6"`, "tasks/get", taskParams("mcp-tasks-proxy-0000000000000000"))
-	if gjson.Get(unknown, "error.code").Int() != -32602 {
-		t.Errorf("tasks/get of an unknown synthetic id: %s", unknown)
 	}
 }
 
