@@ -13,12 +13,17 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"go.uber.org/zap"
 )
 
 // The task registry: the tasks this client created through the proxy, for
 // tasks/list, sticky cancels and cached outcomes (tasks.md §13.5). It is a
 // state file, so tasks outlive a client or proxy restart, shared safely by
 // concurrent proxies through a file lock; with --no-state it lives in memory.
+// A state file that cannot be used (a directory that cannot be created, a
+// file that cannot be read, locked or written, or one of a newer format)
+// moves the session to memory, with one warning (stateRegistry).
 
 // record is one registered task.
 type record struct {
@@ -149,8 +154,124 @@ func DefaultStatePath(upstream string) (string, error) {
 	return filepath.Join(dir, "mcp-tasks-proxy", "tasks-"+hex.EncodeToString(sum[:8])+".json"), nil
 }
 
+// stateRegistry is the registry of a session with a state file. It uses the
+// file until an operation on it fails, and from then on, for the rest of the
+// session, memory seeded with the records the file still gives, so that a
+// task the client creates is listed whatever happens to the file. A file of
+// a newer format is never written (and not read: its records may mean what
+// this version cannot know), so a newer proxy's fields survive.
+type stateRegistry struct {
+	path string
+	log  *zap.Logger
+	mu   sync.Mutex    // held over each operation, so a fallback sees every write that succeeded
+	file *fileRegistry // nil once given up
+	mem  *memRegistry  // set once the file is given up
+}
+
+// openStateRegistry opens the state file at path as a session's registry.
+// A file that is not valid JSON is left for the user to fix, loudly; any
+// other problem moves the session to memory with one warning.
+func openStateRegistry(path, upstream string, log *zap.Logger) registry {
+	r := &stateRegistry{path: path, log: log}
+	f, err := openFileRegistry(path, upstream)
+	var invalid *invalidStateError
+	switch {
+	case errors.As(err, &invalid):
+		log.Error("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or pass --state-file or --no-state)",
+			zap.String("path", path), zap.Error(err))
+		return newMemRegistry()
+	case err != nil:
+		r.fallBack(err)
+	default:
+		r.file = f
+	}
+	return r
+}
+
+// fallBack gives up the file for the rest of the session; r.mu is held or
+// r is not shared yet.
+func (r *stateRegistry) fallBack(err error) *memRegistry {
+	if r.mem != nil {
+		return r.mem
+	}
+	r.file, r.mem = nil, newMemRegistry()
+	var newer *newerStateError
+	if errors.As(err, &newer) {
+		r.log.Warn("the task state file was written by a newer mcp-tasks-proxy; it is left untouched, and tasks are remembered only while this process runs (upgrade, or pass --state-file or --no-state)",
+			zap.String("path", r.path), zap.Error(err))
+		return r.mem
+	}
+	// Best effort, without the lock: whatever can still be read.
+	if st, rerr := readState(r.path); rerr == nil {
+		for _, rec := range st.Tasks {
+			r.mem.recs[rec.ID] = rec
+		}
+		trim(r.mem.recs)
+	}
+	r.log.Warn("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or its permissions, or pass --state-file or --no-state)",
+		zap.String("path", r.path), zap.Int("tasksKept", len(r.mem.recs)), zap.Error(err))
+	return r.mem
+}
+
+func (r *stateRegistry) get(id string) (record, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.file != nil {
+		rec, ok, err := r.file.get(id)
+		if err == nil {
+			return rec, ok, nil
+		}
+		r.fallBack(err)
+	}
+	return r.mem.get(id)
+}
+
+func (r *stateRegistry) update(id string, fn func(*record) bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.file != nil {
+		err := r.file.update(id, fn)
+		if err == nil {
+			return nil
+		}
+		r.fallBack(err)
+	}
+	return r.mem.update(id, fn)
+}
+
+func (r *stateRegistry) list() ([]record, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.file != nil {
+		recs, err := r.file.list()
+		if err == nil {
+			return recs, nil
+		}
+		r.fallBack(err)
+	}
+	return r.mem.list()
+}
+
+// invalidStateError is a state file that is not valid JSON.
+type invalidStateError struct {
+	path string
+	err  error
+}
+
+func (e *invalidStateError) Error() string {
+	return fmt.Sprintf("the state file %s is not valid (%v); move it away or pass --state-file", e.path, e.err)
+}
+
+// newerStateError is a state file of a newer format version.
+type newerStateError struct{ version int }
+
+func (e *newerStateError) Error() string {
+	return fmt.Sprintf("the state file has format version %d; this proxy knows version %d", e.version, stateVersion)
+}
+
 // openFileRegistry prepares the state file's directory and checks that the
-// file, if present, is readable. Nothing is written until a task is.
+// file, if present, is readable and of a known version. Nothing is written
+// until a task is.
 func openFileRegistry(path, upstream string) (*fileRegistry, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
@@ -199,8 +320,18 @@ func readState(path string) (stateFile, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return st, nil
 	}
+	// The version first: a newer format may not decode as this one.
+	var v struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return st, &invalidStateError{path: path, err: err}
+	}
+	if v.Version > stateVersion {
+		return st, &newerStateError{version: v.Version}
+	}
 	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("the state file %s is not valid (%v); move it away or pass --state-file", path, err)
+		return st, &invalidStateError{path: path, err: err}
 	}
 	return st, nil
 }

@@ -122,7 +122,7 @@ type Session struct {
 	legacyCaps []byte                           // the client's own capabilities
 	tasks      bool                             // the server declares the tasks extension
 	asks       map[string]*pendingAsk           // proxy requests to the client, by id
-	dispatched map[string]map[string]bool       // input keys asked, by task id
+	dispatched map[string]map[string]*inputKey  // task input keys, by task id
 
 	serverCaps []byte // the server's 2026 capabilities, from discover
 	listening  bool   // the list-change stream was started
@@ -167,16 +167,10 @@ type call struct {
 	progressSeen bool
 }
 
-// requestedTTL is the ttl the client asked for in params.task, in ms.
+// requestedTTL is the ttl the client asked for in params.task, in ms, held
+// to rewrite.MaxTTL.
 func (c *call) requestedTTL(seconds bool) (int64, bool) {
-	v := c.task.Get("ttl")
-	if v.Type != gjson.Number || v.Num < 0 {
-		return 0, false
-	}
-	if seconds {
-		return int64(v.Num * 1000), true
-	}
-	return int64(v.Num), true
+	return rewrite.TTLMillis(c.task.Get("ttl"), seconds)
 }
 
 // job is a request waiting for a slot.
@@ -228,7 +222,7 @@ func New(cfg Config) *Session {
 		inflight:   make(map[string]*call),
 		params:     make(map[string][]routing.ParamHeader),
 		asks:       make(map[string]*pendingAsk),
-		dispatched: make(map[string]map[string]bool),
+		dispatched: make(map[string]map[string]*inputKey),
 		reg:        newMemRegistry(),
 		listen:     listens{byURI: map[string]*listener{}},
 	}
@@ -514,19 +508,13 @@ func isTaskMethod(method string) bool {
 }
 
 // openRegistry opens the task state file, or keeps the registry in memory
-// when there is none or it cannot be used (said loudly: tasks/list would
-// forget tasks on restart).
+// when there is none. A file that cannot be used moves the session to
+// memory, said once (tasks/list would forget tasks on restart).
 func (s *Session) openRegistry() {
 	if s.cfg.StatePath == "" {
 		return
 	}
-	reg, err := openFileRegistry(s.cfg.StatePath, s.client.URL())
-	if err != nil {
-		s.log.Error("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or pass --state-file or --no-state)",
-			zap.String("path", s.cfg.StatePath), zap.Error(err))
-		return
-	}
-	s.reg = reg
+	s.reg = openStateRegistry(s.cfg.StatePath, s.client.URL(), s.log)
 }
 
 // requiredParam names the string parameter a method cannot do without; it

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // Tasks across eras (tasks.md §13): the legacy client's 2025 core tasks on
@@ -27,8 +28,42 @@ import (
 //	tasks/cancel       ─▶ tasks/cancel; the client sees cancelled from then on
 //	tasks/list         ─▶ the registry, refreshed with tasks/get
 
-// syntheticPrefix marks the ids of proxy-made tasks, served locally.
+// syntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
+// random hex digits. The proxy knows its tasks by their registry record
+// (record.Synthetic), not by the id: a server's task id may start the same
+// way. Only an id the registry does not know is judged by its shape
+// (mintedID), so that a proxy-made id that expired or was trimmed is
+// answered locally and never sent upstream (tasks.md §13.8).
 const syntheticPrefix = "mcp-tasks-proxy-"
+
+// mintedID reports whether id has the shape of the ids the proxy mints.
+func mintedID(id string) bool {
+	hex, ok := strings.CutPrefix(id, syntheticPrefix)
+	if !ok || len(hex) != 32 {
+		return false
+	}
+	for _, r := range hex {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// localTask looks a task up in the registry and says whether the proxy
+// answers for it: a proxy-made task (found, and the answer is the record),
+// or an id of the proxy's own shape it no longer knows (not found).
+func (s *Session) localTask(id string) (rec record, found, local bool) {
+	rec, found = s.record(id)
+	if found {
+		return rec, true, rec.Synthetic
+	}
+	return rec, false, mintedID(id)
+}
+
+func taskNotFound(c *call) []byte {
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
+}
 
 // Poll failure bound: after this many failed polls in a row a waiting
 // request gets an error instead of waiting forever.
@@ -36,6 +71,16 @@ const maxPollFailures = 5
 
 // taskListPage is the tasks/list page size.
 const taskListPage = 50
+
+// DefaultPollTimeout bounds one tasks/get poll and one tasks/update
+// (DESIGN.md invariant 12: a poll ends within its own bound). A healthy
+// server answers these at once, so one that hangs is given up after this
+// long and the request is made again (both are safe to repeat), instead
+// of holding the request that waits on the task for --idle-timeout.
+const DefaultPollTimeout = 30 * time.Second
+
+// pollTimeout is DefaultPollTimeout; tests shorten it.
+var pollTimeout = DefaultPollTimeout
 
 func (s *Session) tasksEnabled() bool {
 	s.mu.Lock()
@@ -72,10 +117,6 @@ func (s *Session) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) []b
 	return rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound, "Method not found: "+f.Method, nil)
 }
 
-func taskNotFound(c *call) []byte {
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
-}
-
 // taskCall makes a tasks/* request of the proxy's own. It returns the
 // result, or the server's JSON-RPC error, or a transport error.
 func (s *Session) taskCall(ctx context.Context, method, taskID string, extra []byte) (gjson.Result, gjson.Result, error) {
@@ -99,12 +140,66 @@ func (s *Session) taskCall(ctx context.Context, method, taskID string, extra []b
 	return m.Result, gjson.Result{}, nil
 }
 
+// poll makes one tasks/get for a task, bounded by pollTimeout. A poll that
+// times out fails like any other; the polling loops count it against
+// maxPollFailures and poll again.
+func (s *Session) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
+	return s.boundedTaskCall(ctx, "tasks/get", id, nil)
+}
+
+// boundedTaskCall is taskCall bounded by pollTimeout.
+func (s *Session) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
+	bctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
+	res, rpcErr, err := s.taskCall(bctx, method, id, extra)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%s: the server did not answer within %v", method, min(pollTimeout, s.cfg.IdleTimeout))
+	}
+	return res, rpcErr, err
+}
+
+// retriedTaskCall makes a tasks/get or tasks/update of the proxy's own under
+// the retry rules of forward.go (DESIGN.md invariant 6) for a method that is
+// safe to repeat: each attempt bounded by pollTimeout, and an attempt that
+// got no JSON-RPC answer (a timeout, a reset, an HTTP failure without a
+// JSON-RPC body) made again: up to maxDialRetries times when the connection
+// could not be made, maxBrokenRetries times otherwise, after retryBackoff,
+// doubling. The server's JSON-RPC error is its answer: never retried.
+func (s *Session) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
+	dials, breaks := 0, 0
+	backoff := retryBackoff
+	for {
+		res, rpcErr, err := s.boundedTaskCall(ctx, method, id, extra)
+		if err == nil || ctx.Err() != nil {
+			return res, rpcErr, err
+		}
+		var te *routing.TransportError
+		switch {
+		case errors.As(err, &te) && te.Kind == routing.KindDial && dials < maxDialRetries:
+			dials++
+		case breaks < maxBrokenRetries:
+			breaks++
+		default:
+			return res, rpcErr, err
+		}
+		s.info("retrying a task request", zap.String("method", method), zap.String("taskId", id), zap.Duration("after", backoff), zap.Error(err))
+		if !sleep(ctx, backoff) {
+			return res, rpcErr, ctx.Err()
+		}
+		backoff *= 2
+	}
+}
+
 // forClient makes a tasks/get or tasks/cancel on the client's behalf. When
 // it fails, the second value is the client's answer (nil when the request
 // was cancelled): the server's error verbatim, or one naming the failure. A
 // -32602 to tasks/get means the task is gone: it leaves the registry.
 func (s *Session) forClient(ctx context.Context, c *call, method, id string) (gjson.Result, []byte, bool) {
-	res, rpcErr, err := s.taskCall(ctx, method, id, nil)
+	do := s.taskCall
+	if method == "tasks/get" {
+		do = s.retriedTaskCall // safe to repeat
+	}
+	res, rpcErr, err := do(ctx, method, id, nil)
 	switch {
 	case err != nil:
 		if ctx.Err() != nil {
@@ -132,8 +227,8 @@ func (s *Session) unreachable(c *call, method string, err error) []byte {
 // change is told to the client as notifications/tasks/status (polls the
 // client did not ask for: tasks/result waits and tasks/list refreshes; a
 // tasks/get answer says it already). It returns the record and whether the
-// task is registered.
-func (s *Session) observe(t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
+// task is registered. op is the trace op of the request that polled.
+func (s *Session) observe(op string, t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
 	var rec record
 	var registered, changed bool
 	err := s.reg.update(t.ID, func(r *record) bool {
@@ -157,7 +252,7 @@ func (s *Session) observe(t rewrite.Task, raw gjson.Result, notify bool) (record
 	}
 	if notify && registered && changed && rec.CancelledAt == "" {
 		params := t.View(s.cfg.Tasks, rewrite.ViewOverride{})
-		s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":%s}`, params))
+		s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":%s}`, params), op, nil)
 	}
 	return rec, registered
 }
@@ -166,7 +261,7 @@ func (s *Session) observe(t rewrite.Task, raw gjson.Result, notify bool) (record
 func (s *Session) registerTask(rec record) {
 	rec.Seq = time.Now().UnixNano()
 	if err := s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true }); err != nil {
-		s.log.Error("recording the task in the state file failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
+		s.log.Error("recording the task failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
 	}
 }
 
@@ -182,9 +277,8 @@ func cancelledView(at string) rewrite.ViewOverride {
 
 // taskGet answers tasks/get (tasks.md §13.3).
 func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
-	if strings.HasPrefix(id, syntheticPrefix) {
-		rec, ok := s.record(id)
-		if !ok {
+	if rec, found, local := s.localTask(id); local {
+		if !found {
 			return taskNotFound(c)
 		}
 		return rewrite.ResultFrame(c.id, s.recordView(rec))
@@ -194,7 +288,7 @@ func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
 		return failed
 	}
 	t := rewrite.ReadTask(res)
-	rec, _ := s.observe(t, res, false)
+	rec, _ := s.observe(c.op, t, res, false)
 	var ov rewrite.ViewOverride
 	if rec.CancelledAt != "" {
 		ov = cancelledView(rec.CancelledAt)
@@ -240,7 +334,7 @@ func (s *Session) recordView(rec record) []byte {
 // tasks/get until the task is terminal (tasks.md §13.4). tasks/result is
 // never sent upstream. A client cancel stops the wait, not the task.
 func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
-	if rec, ok := s.record(id); ok {
+	if rec, found, local := s.localTask(id); found {
 		// Only a known outcome is final: a task may be created already
 		// terminal, without its payload, which a tasks/get then brings.
 		st := rewrite.ReadTask(gjson.ParseBytes(rec.Task)).Status
@@ -248,7 +342,7 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 		if frame := s.outcome(c, rec, id); final && frame != nil {
 			return frame
 		}
-	} else if strings.HasPrefix(id, syntheticPrefix) {
+	} else if local {
 		return taskNotFound(c)
 	}
 	failures := 0
@@ -257,7 +351,7 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 		if !sleep(ctx, wait) {
 			return nil
 		}
-		res, rpcErr, err := s.taskCall(ctx, "tasks/get", id, nil)
+		res, rpcErr, err := s.poll(ctx, id)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -277,7 +371,7 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 		}
 		failures = 0
 		t := rewrite.ReadTask(res)
-		rec, registered := s.observe(t, res, true)
+		rec, registered := s.observe(c.op, t, res, true)
 		if !registered {
 			rec = record{ID: id, Task: []byte(res.Raw), Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}
 		}
@@ -346,8 +440,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // taskCancel answers tasks/cancel (tasks.md §13.6).
 func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
-	rec, ok := s.record(id)
-	if !ok && strings.HasPrefix(id, syntheticPrefix) {
+	rec, ok, local := s.localTask(id)
+	if !ok && local {
 		return taskNotFound(c)
 	}
 	var t rewrite.Task
@@ -362,7 +456,7 @@ func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
 			return failed
 		}
 		t = rewrite.ReadTask(res)
-		rec, _ = s.observe(t, res, false)
+		rec, _ = s.observe(c.op, t, res, false)
 		rec.Task = []byte(res.Raw)
 	}
 	switch {
@@ -458,7 +552,9 @@ func (s *Session) refresh(ctx context.Context, page []record) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			res, rpcErr, err := s.taskCall(ctx, "tasks/get", rec.ID, nil)
+			// One bounded poll, not retried: a listing should not wait,
+			// and a failure shows the last known state.
+			res, rpcErr, err := s.poll(ctx, rec.ID)
 			switch {
 			case err != nil:
 				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
@@ -471,7 +567,7 @@ func (s *Session) refresh(ctx context.Context, page []record) {
 				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
 			default:
 				t := rewrite.ReadTask(res)
-				if r, ok := s.observe(t, res, true); ok {
+				if r, ok := s.observe(opOf(ctx), t, res, true); ok {
 					*rec = r
 				}
 			}
@@ -508,44 +604,106 @@ func decodeCursor(c string) (int, bool) {
 	return n, err == nil && n >= 0
 }
 
+// inputKey is what the proxy did with one input request key of a task
+// (guarded by Session.mu). Keys are unique for a task's life: the client is
+// asked once per key, and a tasks/update that answers a key is idempotent,
+// so the proxy sends a held answer as often as it takes to be accepted.
+type inputKey struct {
+	busy   bool   // a goroutine is asking the client or sending the answer
+	answer []byte // the client's answer, held until the server accepts it
+	// done: the server accepted the answer, or the key cannot be answered
+	// (the client lacks the capability or failed the request).
+	done bool
+}
+
 // dispatchInput asks the client for every input request of t not asked
-// before (keys are unique for a task's life, so they are deduplicated
-// across polls), and sends each answer upstream with tasks/update.
-// relatedTask ties the requests to a task the client knows; a task the
-// proxy follows on the client's behalf sends none.
+// before (deduplicated across polls), and sends each answer upstream with
+// tasks/update. A key a poll shows again is left alone while it is being
+// asked or sent and once it is done; an answer the server has not accepted
+// yet is sent again (the client is never asked twice for an answer the
+// proxy holds), and a key whose answer never came (the wait timed out) is
+// asked again. relatedTask ties the requests to a task the client knows; a
+// task the proxy follows on the client's behalf sends none.
 func (s *Session) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask string) {
 	for _, in := range inputRequests(t.InputRequests) {
 		s.mu.Lock()
-		seen := s.dispatched[t.ID]
-		if seen == nil {
-			seen = map[string]bool{}
-			s.dispatched[t.ID] = seen
+		keys := s.dispatched[t.ID]
+		if keys == nil {
+			keys = map[string]*inputKey{}
+			s.dispatched[t.ID] = keys
 		}
-		dup := seen[in.key]
-		seen[in.key] = true
+		k := keys[in.key]
+		if k == nil {
+			k = &inputKey{}
+			keys[in.key] = k
+		}
+		start := !k.busy && !k.done
+		k.busy = k.busy || start
+		held := k.answer
 		s.mu.Unlock()
-		if dup {
+		if !start {
 			continue
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			answer, err := s.askInput(ctx, in, relatedTask)
-			if err != nil {
-				if !errors.Is(err, context.Canceled) {
-					s.warn("a task's input request was not answered; the task waits until it is cancelled",
-						zap.String("taskId", t.ID), zap.String("key", in.key), zap.Error(err))
-				}
-				return
-			}
-			extra := append([]byte(`,"inputResponses":{`), rewrite.AppendString(nil, in.key)...)
-			extra = append(extra, ':')
-			extra = append(extra, answer...)
-			extra = append(extra, '}')
-			if _, rpcErr, err := s.taskCall(ctx, "tasks/update", t.ID, extra); err != nil || rpcErr.Exists() {
-				s.warn("tasks/update failed", zap.String("taskId", t.ID), zap.String("key", in.key), zap.Error(err), zap.String("error", rpcErr.Raw))
-			}
+			s.deliverInput(ctx, t.ID, in, relatedTask, k, held)
 		}()
+	}
+}
+
+// deliverInput asks the client for one input request (unless its answer is
+// held) and sends the answer with tasks/update, under the retry rules of
+// retriedTaskCall: tasks/update is idempotent per input key, since keys are
+// unique for a task's life. The wait for the client's answer ends after
+// --request-timeout (DESIGN.md invariant 12).
+func (s *Session) deliverInput(ctx context.Context, taskID string, in inputRequest, relatedTask string, k *inputKey, answer []byte) {
+	settle := func(held []byte, done bool) {
+		s.mu.Lock()
+		k.busy, k.answer, k.done = false, held, done
+		s.mu.Unlock()
+	}
+	log := []zap.Field{zap.String("taskId", taskID), zap.String("key", in.key)}
+	if answer == nil {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if s.cfg.RequestTimeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		}
+		a, err := s.askInput(actx, in, relatedTask)
+		cancel()
+		switch {
+		case err == nil:
+			answer = a
+		case ctx.Err() != nil:
+			settle(nil, false) // no one waits for the task any more
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+			s.warn("the client did not answer a task's input request within --request-timeout; it is asked again if a later poll still shows the request",
+				append(log, zap.Duration("requestTimeout", s.cfg.RequestTimeout))...)
+			settle(nil, false)
+			return
+		default:
+			s.warn("a task's input request was not answered; the task waits until it is cancelled", append(log, zap.Error(err))...)
+			settle(nil, true)
+			return
+		}
+	}
+	extra := append([]byte(`,"inputResponses":{`), rewrite.AppendString(nil, in.key)...)
+	extra = append(extra, ':')
+	extra = append(extra, answer...)
+	extra = append(extra, '}')
+	_, rpcErr, err := s.retriedTaskCall(ctx, "tasks/update", taskID, extra)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			s.warn("tasks/update failed; the client's answer is kept and sent again when a poll shows the request still open", append(log, zap.Error(err))...)
+		}
+		settle(answer, false)
+	case rpcErr.Exists():
+		s.warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
+		settle(nil, true)
+	default:
+		settle(nil, true)
 	}
 }
 
@@ -615,11 +773,11 @@ func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
 		}
 		if !sleep(ctx, d) {
 			if c.cancelled.Load() {
-				s.cancelUpstream(t.ID)
+				s.cancelUpstream(c.op, t.ID)
 			}
 			return nil
 		}
-		res, rpcErr, err := s.taskCall(ctx, "tasks/get", t.ID, nil)
+		res, rpcErr, err := s.poll(ctx, t.ID)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -647,15 +805,16 @@ func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
 				p = append(p, `,"message":`...)
 				p = rewrite.AppendString(p, t.StatusMessage)
 			}
-			s.send(append(p, "}}"...))
+			s.sendOp(append(p, "}}"...), c.op, nil)
 		}
 	}
 }
 
 // cancelUpstream sends tasks/cancel for a followed task the client gave up
-// on; its outcome does not matter, and it is bounded in time.
-func (s *Session) cancelUpstream(id string) {
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+// on; its outcome does not matter, and it is bounded in time. op is the
+// trace op of the followed call.
+func (s *Session) cancelUpstream(op, id string) {
+	ctx, cancel := context.WithTimeout(withOp(s.ctx, op), 10*time.Second)
 	defer cancel()
 	if _, rpcErr, err := s.taskCall(ctx, "tasks/cancel", id, nil); err != nil || rpcErr.Exists() {
 		s.warn("tasks/cancel for a followed task failed", zap.String("taskId", id), zap.Error(err), zap.String("error", rpcErr.Raw))

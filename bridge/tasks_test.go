@@ -111,14 +111,33 @@ type taskServer struct {
 	scripts map[string][]taskStep
 	known   map[string]bool
 	seq     int
+	// faults are failures to give instead of answers, by method, consumed
+	// in order: faultHang, faultHTTP500 or faultReset.
+	faults  map[string][]string
+	release chan struct{} // closed at cleanup: hung requests end
+}
+
+// Faults a taskServer can give instead of an answer.
+const (
+	faultHang    = "hang"  // no answer until the client gives up
+	faultHTTP500 = "500"   // HTTP 500 with a plain text body
+	faultReset   = "reset" // the connection closed without an answer
+)
+
+// fault makes the next requests for method fail, one fault each.
+func (s *taskServer) fault(method string, faults ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[method] = append(s.faults[method], faults...)
 }
 
 func newTaskServer(t *testing.T, ext bool) *taskServer {
 	t.Helper()
 	v := taskSchemas(t)
-	s := &taskServer{ext: ext, scripts: map[string][]taskStep{}, known: map[string]bool{}}
+	s := &taskServer{ext: ext, scripts: map[string][]taskStep{}, known: map[string]bool{}, faults: map[string][]string{}, release: make(chan struct{})}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
+	t.Cleanup(func() { close(s.release) }) // before Close, which waits for handlers
 	// Registered before any harness, so it runs after the session stopped.
 	t.Cleanup(func() { s.check(t, v) })
 	return s
@@ -140,6 +159,13 @@ func (s *taskServer) serve(w http.ResponseWriter, r *http.Request) {
 	var result, rpcErr string
 	httpStatus := 0
 	s.mu.Lock()
+	if fs := s.faults[ex.method]; len(fs) > 0 {
+		s.faults[ex.method] = fs[1:]
+		s.log = append(s.log, ex)
+		s.mu.Unlock()
+		s.giveFault(w, r, fs[0])
+		return
+	}
 	switch ex.method {
 	case "server/discover":
 		result = tsDiscoverPlain
@@ -208,6 +234,25 @@ func (s *taskServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, ex.resp)
+}
+
+func (s *taskServer) giveFault(w http.ResponseWriter, r *http.Request, fault string) {
+	switch fault {
+	case faultHang:
+		select {
+		case <-r.Context().Done():
+		case <-s.release:
+		}
+	case faultHTTP500:
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, "scripted failure")
+	case faultReset:
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}
 }
 
 // toolCall answers tools/call; s.mu is held.
@@ -674,9 +719,13 @@ func TestSyntheticTask(t *testing.T) {
 		t.Errorf("tasks/list does not show the synthetic task completed: %v", tasks)
 	}
 
-	unknown := c.call(`"s6"`, "tasks/get", taskParams("mcp-tasks-proxy-0000000000000000"))
-	if gjson.Get(unknown, "error.code").Int() != -32602 {
-		t.Errorf("tasks/get of an unknown synthetic id: %s", unknown)
+	// An unknown id of the proxy's own shape (expired, say) is answered
+	// locally.
+	for i, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		unknown := c.call(fmt.Sprintf(`"s6-%d"`, i), m, taskParams("mcp-tasks-proxy-00000000000000000000000000000000"))
+		if gjson.Get(unknown, "error.code").Int() != -32602 {
+			t.Errorf("%s of an unknown synthetic id: %s", m, unknown)
+		}
 	}
 	if ts.mentions("mcp-tasks-proxy-") {
 		t.Errorf("a synthetic task id went upstream")

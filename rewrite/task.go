@@ -170,7 +170,7 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 
 // appendTTL writes the legacy ttl: ttlMs wins; then the draft ttlSeconds;
 // then a stray ttl, read as milliseconds; otherwise null (unlimited, and the
-// 2025 field is required).
+// 2025 field is required). A finite ttl is held to MaxTTL.
 func appendTTL(b []byte, obj gjson.Result, seconds bool) []byte {
 	var ms int64
 	switch v := firstOf(obj, "ttlMs"); {
@@ -178,20 +178,19 @@ func appendTTL(b []byte, obj gjson.Result, seconds bool) []byte {
 		if v.Type == gjson.Null {
 			return append(b, "null"...)
 		}
-		ms, _ = millis(v)
+		ms, _ = TTLMillis(v, false)
 	case obj.Get("ttlSeconds").Exists():
 		v := obj.Get("ttlSeconds")
 		if v.Type == gjson.Null {
 			return append(b, "null"...)
 		}
-		s, _ := millis(v)
-		ms = s * 1000
+		ms, _ = TTLMillis(v, true)
 	case obj.Get("ttl").Exists():
 		v := obj.Get("ttl")
 		if v.Type == gjson.Null {
 			return append(b, "null"...)
 		}
-		ms, _ = millis(v)
+		ms, _ = TTLMillis(v, false)
 	default:
 		return append(b, "null"...)
 	}
@@ -199,6 +198,29 @@ func appendTTL(b []byte, obj gjson.Result, seconds bool) []byte {
 		return strconv.AppendInt(b, ms/1000, 10)
 	}
 	return strconv.AppendInt(b, ms, 10)
+}
+
+// MaxTTL is the longest task retention the proxy converts, shows or grants:
+// one year. A larger ttl (a thousand years, 2^63-1, 1e300) counts as one
+// year, so that no ttl arithmetic can overflow: a time.Duration holds only
+// about 292 years, and an overflow would put a task's expiry in the past.
+const MaxTTL = 365 * 24 * time.Hour
+
+// TTLMillis reads a ttl in milliseconds (in seconds with seconds set),
+// floored and held to 0 … MaxTTL. Negatives, NaN and non-numbers are not
+// ok. The arithmetic is done in float64, which cannot overflow here.
+func TTLMillis(v gjson.Result, seconds bool) (int64, bool) {
+	if v.Type != gjson.Number || v.Num < 0 || math.IsNaN(v.Num) {
+		return 0, false
+	}
+	ms := v.Num
+	if seconds {
+		ms *= 1000
+	}
+	if limit := float64(MaxTTL / time.Millisecond); ms >= limit {
+		return int64(limit), true
+	}
+	return int64(math.Floor(ms)), true
 }
 
 // millis reads a non-negative integer number of milliseconds: fractions are

@@ -211,3 +211,61 @@ func TestListenNotification(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskViewHugeTTL: a ttl past what a time.Duration holds (~292 years) is
+// shown as MaxTTL, never wrapped negative; ttlSeconds × 1000 cannot
+// overflow either.
+func TestTaskViewHugeTTL(t *testing.T) {
+	maxMs := rewrite.MaxTTL.Milliseconds()
+	for _, member := range []string{
+		`"ttlMs":31536000000000`, `"ttlMs":9223372036854775807`, `"ttlMs":1e300`,
+		`"ttlSeconds":31536000000`, `"ttlSeconds":9223372036854775807`, `"ttlSeconds":1e300`,
+		`"ttl":9223372036854775807`, `"ttl":1e300`,
+	} {
+		task := rewrite.ReadTask(gjson.Parse(`{"taskId":"t","status":"working","createdAt":"a","lastUpdatedAt":"a",` + member + `}`))
+		for _, seconds := range []bool{false, true} {
+			want := maxMs
+			if seconds {
+				want /= 1000
+			}
+			got := gjson.GetBytes(task.View(rewrite.TaskOptions{TTLSeconds: seconds}, rewrite.ViewOverride{}), "ttl")
+			if got.Type != gjson.Number || got.Int() != want {
+				t.Errorf("%s (seconds=%v): ttl %s, want %d", member, seconds, got.Raw, want)
+			}
+		}
+	}
+	// Within the bound nothing changes.
+	task := rewrite.ReadTask(gjson.Parse(`{"taskId":"t","status":"working","createdAt":"a","lastUpdatedAt":"a","ttlSeconds":86400}`))
+	if got := gjson.GetBytes(task.View(rewrite.TaskOptions{}, rewrite.ViewOverride{}), "ttl").Raw; got != "86400000" {
+		t.Errorf("ttlSeconds 86400: ttl %s, want 86400000", got)
+	}
+}
+
+func TestTTLMillis(t *testing.T) {
+	maxMs := rewrite.MaxTTL.Milliseconds()
+	tests := []struct {
+		raw     string
+		seconds bool
+		want    int64
+		ok      bool
+	}{
+		{`60000`, false, 60000, true},
+		{`1.9`, false, 1, true},
+		{`30`, true, 30000, true},
+		{`0`, false, 0, true},
+		{`-1`, false, 0, false},
+		{`null`, false, 0, false},
+		{`"60000"`, false, 0, false},
+		{`31536000000000`, false, maxMs, true},
+		{`9223372036854775807`, false, maxMs, true},
+		{`9223372036854775807`, true, maxMs, true},
+		{`1e300`, true, maxMs, true},
+		{`1e999`, false, maxMs, true},
+	}
+	for _, tt := range tests {
+		got, ok := rewrite.TTLMillis(gjson.Parse(tt.raw), tt.seconds)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("TTLMillis(%s, seconds=%v) = %d, %v; want %d, %v", tt.raw, tt.seconds, got, ok, tt.want, tt.ok)
+		}
+	}
+}
