@@ -519,7 +519,7 @@ func (s *Session) streamNotification(c *call, m *rewrite.Frame) {
 	if c.cancelled.Load() {
 		return
 	}
-	s.send(clone(m.Raw)) // the stream reader reuses its buffer
+	s.sendOp(clone(m.Raw), c.op, nil) // the stream reader reuses its buffer
 }
 
 // noAnswer is the error for a body or stream that ended without a response.

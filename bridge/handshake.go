@@ -108,8 +108,8 @@ func (s *Session) setLevel(f *rewrite.Frame, op string) {
 		}
 	}
 	if !valid {
-		s.send(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
-			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil))
+		s.sendOp(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
+			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil), op, nil)
 		return
 	}
 	s.mu.Lock()

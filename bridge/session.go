@@ -397,13 +397,18 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 	if ce := s.log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
 		ce.Write(zap.ByteString("frame", s.logFrame(line)), zap.String("method", f.Method))
 	}
+	// Every record a request causes carries its op: the request and its
+	// answer, the client's answers to what the proxy asked for it, and
+	// the client's cancel of it.
 	var op string
 	switch {
-	case err != nil:
 	case f.Kind == rewrite.KindRequest:
 		op = s.nextOp()
+	case err != nil:
 	case f.Kind == rewrite.KindResponse:
 		op = s.askOp(f.ID.Raw) // an answer belongs to the op that asked
+	case f.Method == "notifications/cancelled":
+		op = s.inflightOp(f.Params.Get("requestId").Raw)
 	}
 	s.traceFrame(trace.ClientToProxy, op, line, nil)
 	if err != nil {
@@ -413,7 +418,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		}
 		s.warn("invalid message from client", zap.Error(err), zap.ByteString("frame", s.logFrame(line)))
 		if f.Kind != rewrite.KindNotification { // notifications are never answered
-			s.send(rewrite.ErrorFrame(id, rewrite.Code(err), invalidMessage(err), nil))
+			s.sendOp(rewrite.ErrorFrame(id, rewrite.Code(err), invalidMessage(err), nil), op, nil)
 		}
 		return true
 	}
@@ -451,8 +456,8 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		return true
 	}
 	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
-		s.send(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidParams,
-			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil))
+		s.sendOp(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidParams,
+			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil), op, nil)
 		return true
 	}
 	return s.enqueue(ctx, &f, op, nil)
@@ -463,8 +468,8 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, barrier <-chan struct{}) bool {
 	c, ok := s.register(ctx, f, op)
 	if !ok {
-		s.send(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
-			"a request with this id is already in flight; ids must be unique among pending requests", nil))
+		s.sendOp(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
+			"a request with this id is already in flight; ids must be unique among pending requests", nil), op, nil)
 		return true
 	}
 	c.barrier = barrier
@@ -537,6 +542,16 @@ func invalidMessage(err error) string {
 		return "Invalid params: " + err.Error()
 	}
 	return "Invalid Request: " + err.Error()
+}
+
+// inflightOp is the op of the request in flight under the client's raw id.
+func (s *Session) inflightOp(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.inflight[id]; c != nil {
+		return c.op
+	}
+	return ""
 }
 
 // register records a request as in flight under the client's id, from the
