@@ -194,7 +194,7 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	if err != nil {
 		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), 0, retryNone
 	}
-	actx, touch, stop := s.deadlines(ctx)
+	actx, touch, stop := s.deadlines(ctx, c)
 	defer stop()
 
 	params := s.paramHeaders(f)
@@ -231,25 +231,32 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	return frame, code, again
 }
 
-// deadlines bounds one upstream exchange: the idle timer restarts on every
-// message from the server (touch; progress keeps a long call alive), the
-// hard maximum does not. stop releases the timers.
-func (s *Session) deadlines(ctx context.Context) (actx context.Context, touch, stop func()) {
-	actx, cancel := context.WithCancelCause(ctx)
+// deadlines bounds one upstream exchange of c: the idle timer restarts on
+// every message from the server (touch; progress keeps a long call alive),
+// the request's hard maximum does not. stop releases the timers.
+func (s *Session) deadlines(ctx context.Context, c *call) (actx context.Context, touch, stop func()) {
+	hctx, hcancel := s.requestBound(ctx, c)
+	actx, cancel := context.WithCancelCause(hctx)
 	idle := time.AfterFunc(s.cfg.IdleTimeout, func() { cancel(errIdle) })
-	var hard *time.Timer
-	if s.cfg.RequestTimeout > 0 {
-		hard = time.AfterFunc(s.cfg.RequestTimeout, func() { cancel(errHardMax) })
-	}
 	touch = func() { idle.Reset(s.cfg.IdleTimeout) }
 	stop = func() {
 		idle.Stop()
-		if hard != nil {
-			hard.Stop()
-		}
 		cancel(nil)
+		hcancel()
 	}
 	return actx, touch, stop
+}
+
+// requestBound bounds a wait that is part of request c by what is left of
+// --request-timeout, counted from when the request was read: its upstream
+// exchanges and the waits for the client's answers to what the server asked
+// (MRTR) together never take longer. Following a task the server made of
+// the call is governed by the task instead.
+func (s *Session) requestBound(ctx context.Context, c *call) (context.Context, context.CancelFunc) {
+	if s.cfg.RequestTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadlineCause(ctx, c.start.Add(s.cfg.RequestTimeout), errHardMax)
 }
 
 // sendFailed is the answer for an exchange that failed before any status,
@@ -427,6 +434,20 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 // cannot go on it returns nil and the client's answer (nil when the client
 // cancelled).
 func (s *Session) mrtrRound(ctx context.Context, c *call, f *rewrite.Frame, ir []byte, round int) ([]byte, []byte) {
+	wctx, cancel := s.requestBound(ctx, c)
+	defer cancel()
+	retry, failed := s.mrtrAsk(wctx, c, f, ir, round)
+	if retry == nil && failed == nil && ctx.Err() == nil {
+		// The request's time ran out while the client was deciding: its
+		// asks are cancelled (wait told the client), and the request ends.
+		failed = s.timedOut(wctx, c, f.Method)
+	}
+	return retry, failed
+}
+
+// mrtrAsk is one MRTR round; wctx bounds its waits. It returns nil and nil
+// when a wait ended with wctx.
+func (s *Session) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []byte, round int) ([]byte, []byte) {
 	res := gjson.ParseBytes(ir)
 	reqs := inputRequests(res.Get("inputRequests"))
 	state := res.Get("requestState")
@@ -438,7 +459,7 @@ func (s *Session) mrtrRound(ctx context.Context, c *call, f *rewrite.Frame, ir [
 	case len(reqs) == 0:
 		// requestState only: an out-of-band step is still running. Pace
 		// the retries (250 ms, doubling, at most 4 s).
-		if !sleep(ctx, 250*time.Millisecond<<min(round, 4)) {
+		if !sleep(wctx, 250*time.Millisecond<<min(round, 4)) {
 			return nil, nil
 		}
 	default:
@@ -456,12 +477,12 @@ func (s *Session) mrtrRound(ctx context.Context, c *call, f *rewrite.Frame, ir [
 		}
 		retry = []byte(`"inputResponses":{`)
 		for i, in := range reqs {
-			answer, err := s.inputAnswer(ctx, in, pend[i])
+			answer, err := s.inputAnswer(wctx, in, pend[i])
 			if err != nil {
 				for _, p := range pend[i+1:] {
 					p.abandon()
 				}
-				if ctx.Err() != nil {
+				if wctx.Err() != nil {
 					return nil, nil
 				}
 				return nil, s.inputFailed(c, f.Method, in, err)

@@ -212,7 +212,7 @@ func (p *passthrough) remember(f *rewrite.Frame, answer []byte) {
 // that drops before the answer is resumed with GET and Last-Event-ID.
 func (p *passthrough) exchange(ctx context.Context, c *call, body []byte, h http.Header) passResult {
 	s := p.s
-	actx, touch, stop := s.deadlines(ctx)
+	actx, touch, stop := s.deadlines(ctx, c)
 	defer stop()
 	s.traceHTTP(c.op, http.MethodPost, body, h, []string{"passthrough"})
 	start := time.Now()

@@ -159,3 +159,38 @@ func TestReaderNeverParksOnTheQueue(t *testing.T) {
 		t.Errorf("%d calls reached the server; only the one in flight should have", n)
 	}
 }
+
+// TestRequestTimeoutBoundsTheWaitForTheClient: --request-timeout bounds
+// the whole request, the wait for the client's answer to an elicitation
+// included. A client that never answers gets the ask cancelled, then one
+// error naming the flag.
+func TestRequestTimeoutBoundsTheWaitForTheClient(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{RequestTimeout: 300 * time.Millisecond})
+	var calls atomic.Int32
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"input_required","inputRequests":{"k":{"method":"elicitation/create","params":{"mode":"form","message":"n?","requestedSchema":{"type":"object","properties":{}}}}}}}`, gjson.Get(body, "id").Raw)
+	})
+	h.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`)
+	ask := h.next()
+	if gjson.Get(ask, "method").Str != "elicitation/create" {
+		t.Fatalf("want an elicitation, got %s", ask)
+	}
+	// The client never answers.
+	cancel := h.next()
+	if gjson.Get(cancel, "method").Str != "notifications/cancelled" || gjson.Get(cancel, "params.requestId").Raw != gjson.Get(ask, "id").Raw {
+		t.Errorf("want the ask cancelled, got %s", cancel)
+	}
+	r := h.next()
+	if gjson.Get(r, "id").Int() != 7 || !strings.Contains(gjson.Get(r, "error.message").Str, "--request-timeout") {
+		t.Errorf("want one error naming --request-timeout, got %s", r)
+	}
+	if rest := h.stop(); len(rest) != 0 {
+		t.Errorf("frames after the answer: %v", rest)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the server saw %d calls, want 1", n)
+	}
+}

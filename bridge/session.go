@@ -69,8 +69,11 @@ type Config struct {
 	// IdleTimeout ends an upstream exchange that sends nothing for this
 	// long; every message (progress, logs) restarts it. Default 10m.
 	IdleTimeout time.Duration
-	// RequestTimeout is the hard maximum of one upstream exchange, 0 for
-	// none. Default 2h. Task polling is governed by the task instead.
+	// RequestTimeout is the hard maximum of one request, 0 for none,
+	// counted from when it was read: its upstream exchanges and the waits
+	// for the client's answers to what the server asked (MRTR, and a
+	// task's input requests) included. Default 2h. Following a task is
+	// governed by the task instead (each poll has its own bound).
 	RequestTimeout time.Duration
 	// Protocol forces the upstream era (--protocol): ProtocolAuto (the
 	// default) probes the server, ProtocolModern bridges to 2026-07-28 and
