@@ -24,8 +24,12 @@ import (
 // and one recovery from either of two upstream errors, as eras.md §14.3
 // says: a -32020 (header mismatch) on tools/call refreshes the x-mcp-header
 // annotations from tools/list and retries; a -32022 (unsupported version)
-// probes the server again and retries if it is still modern. Both are
-// answered by the server before it runs anything, so the retry is safe.
+// probes the server again and retries if it is still modern. Before those,
+// a -32020 to a request whose headers carried a value in the Base64 form is
+// retried once with raw UTF-8 values: some servers (go-sdk v1.8.0) compare
+// the header with the body without decoding the form the spec asks for.
+// All of these are answered by the server before it runs anything, so the
+// retry is safe.
 func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte {
 	if s.meta.Load() == nil {
 		return notInitialized(c, f.Method)
@@ -53,7 +57,15 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 			}
 			round++
 			c.retry = retry
-		case recovered || ctx.Err() != nil:
+		case ctx.Err() != nil:
+			return frame
+		case code == rewrite.CodeHeaderMismatch && c.sentBase64 && !c.rawHeaders:
+			c.rawHeaders = true
+			s.rawHeadersNoted.Do(func() {
+				s.info("the server refused a header in the Base64 form the spec asks for (-32020 header mismatch); such a request is retried once with the raw UTF-8 value",
+					zap.String("method", f.Method), zap.ByteString("id", c.id))
+			})
+		case recovered:
 			return frame
 		case code == rewrite.CodeHeaderMismatch && f.Method == "tools/call":
 			recovered = true
@@ -196,6 +208,9 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	}
 	actx, touch, stop := s.deadlines(ctx, c)
 	defer stop()
+	if c.rawHeaders {
+		actx = routing.WithRawUTF8Headers(actx)
+	}
 
 	params := s.paramHeaders(f)
 	if s.tracing() {
@@ -206,7 +221,10 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 		if c.retry != nil {
 			rw = append(rw, "mrtr.retry")
 		}
-		s.traceUp(c.op, body, params, rw)
+		if c.rawHeaders {
+			rw = append(rw, "headers.raw")
+		}
+		s.traceUp(actx, c.op, body, params, rw)
 	}
 	start := time.Now()
 	resp, err := s.client.Post(actx, body, params)
@@ -226,6 +244,10 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	})
 	if frame == nil && c.input == nil && ctx.Err() == nil {
 		frame = s.timedOut(actx, c, f.Method)
+	}
+	if code == rewrite.CodeHeaderMismatch && !c.rawHeaders {
+		// Read only on the rare refusal: may a raw retry change anything?
+		c.sentBase64 = routing.UsesBase64(body, params)
 	}
 	s.logExchange(c.op, f.Method, c.id, upID, resp.Status, start, len(body), len(frame))
 	return frame, code, again

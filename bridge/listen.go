@@ -223,7 +223,7 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 		return false, 0, err
 	}
 	op := "listen-" + string(id)
-	s.traceUp(op, body, nil, []string{"id.mint", "meta.inject"})
+	s.traceUp(ctx, op, body, nil, []string{"id.mint", "meta.inject"})
 	start := time.Now()
 	resp, err := s.client.Post(ctx, body, nil)
 	if err != nil {

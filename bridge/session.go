@@ -137,6 +137,8 @@ type Session struct {
 
 	fetchMu sync.Mutex // one lazy tools/list fetch at a time
 
+	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
+
 	// pass is set once a legacy server accepted the client's initialize:
 	// from then on every message takes the passthrough path.
 	pass atomic.Pointer[passthrough]
@@ -165,6 +167,10 @@ type call struct {
 	// barrier, when set, is closed once the client messages read before
 	// this request have been POSTed (passthrough keeps the client's order).
 	barrier <-chan struct{}
+	// sentBase64 is set when the server refused the headers with -32020
+	// and they carried a value in the Base64 form; rawHeaders, once the
+	// request is retried with raw UTF-8 values instead (for good).
+	sentBase64, rawHeaders bool
 	// lastProgress is the last progress value sent to the client.
 	lastProgress float64
 	progressSeen bool

@@ -133,7 +133,7 @@ func (s *Session) internalCall(ctx context.Context, method string, params []byte
 	op := opOf(ctx)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
 	defer cancel()
-	s.traceUp(op, body, nil, []string{"id.mint", "meta.inject"})
+	s.traceUp(ctx, op, body, nil, []string{"id.mint", "meta.inject"})
 	start := time.Now()
 	resp, err := s.client.Post(ctx, body, nil)
 	if err != nil {

@@ -51,13 +51,14 @@ func (s *Session) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []
 	s.cfg.Trace.Emit(trace.Record{Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites, Frame: json.RawMessage(frame), MethodIDFromFrame: true})
 }
 
-// traceUp records a request the proxy POSTs, with the headers it derives.
-func (s *Session) traceUp(op string, body []byte, params []routing.ParamHeader, rewrites []string) {
+// traceUp records a request the proxy POSTs under ctx, with the headers it
+// derives.
+func (s *Session) traceUp(ctx context.Context, op string, body []byte, params []routing.ParamHeader, rewrites []string) {
 	if !s.tracing() {
 		return
 	}
 	s.cfg.Trace.Emit(trace.Record{Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites, Frame: json.RawMessage(body), MethodIDFromFrame: true,
-		HTTP: &trace.HTTP{Method: http.MethodPost, URL: s.client.URL(), Header: s.sentHeaders(body, params)}})
+		HTTP: &trace.HTTP{Method: http.MethodPost, URL: s.client.URL(), Header: s.sentHeaders(ctx, body, params)}})
 }
 
 // traceEvent records an event of the proxy itself.
@@ -107,7 +108,7 @@ func (s *Session) prober(op string) capabilities.Prober {
 	if s.tracing() {
 		p.Observe = func(body, answer []byte, status int, start time.Time, err error) {
 			if status == -1 {
-				s.traceUp(op, body, nil, []string{"id.mint", "meta.inject"})
+				s.traceUp(context.Background(), op, body, nil, []string{"id.mint", "meta.inject"})
 				return
 			}
 			s.traceDown(op, answer, status, start, err)
@@ -119,8 +120,8 @@ func (s *Session) prober(op string) capabilities.Prober {
 // sentHeaders are the headers of a POST as the trace shows them: the
 // user's (--header; the trace writer redacts the secret ones) and the
 // derived MCP headers on top.
-func (s *Session) sentHeaders(body []byte, params []routing.ParamHeader) map[string]string {
-	return firstValues(s.client.UserHeader(), routing.Headers(body, params))
+func (s *Session) sentHeaders(ctx context.Context, body []byte, params []routing.ParamHeader) map[string]string {
+	return firstValues(s.client.UserHeader(), routing.HeadersFor(ctx, body, params))
 }
 
 // firstValues flattens headers, later ones on top, to one value per name.
