@@ -122,7 +122,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := u.v.ValidateUpstream(body); err != nil {
 			probs = append(probs, fmt.Sprintf("body does not validate against 2026-07-28: %v", err))
 		}
-		probs = append(probs, checkUpstreamHeaders(r.Header, body)...)
+		probs = append(probs, checkUpstreamHeaders(r.Header, body, u.rawRetry(ex))...)
 	}
 	u.mu.Lock()
 	if ex.ID != "" {
@@ -148,6 +148,29 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.respBody = rw.body.Bytes()
 	u.mu.Unlock()
 	close(ex.done)
+}
+
+// rawRetry reports whether ex may carry a raw UTF-8 Mcp-Name: only as the
+// one retry of the same request whose Base64 form the server refused with
+// -32020 (a server that compares the header undecoded, like go-sdk v1.8.0).
+func (u *upstream) rawRetry(ex *exchange) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	params := gjson.GetBytes(ex.Body, "params").Raw
+	for i := len(u.exchanges) - 1; i >= 0; i-- {
+		prev := u.exchanges[i]
+		if prev.RPCMethod != ex.RPCMethod || gjson.GetBytes(prev.Body, "params").Raw != params {
+			continue
+		}
+		select {
+		case <-prev.done:
+		default:
+			return false // still unanswered: not a retry
+		}
+		return strings.HasPrefix(prev.Header.Get("Mcp-Name"), "=?base64?") &&
+			gjson.GetBytes(prev.respBody, "error.code").Int() == -32020
+	}
+	return false
 }
 
 // response waits (bounded) for the handler of ex to return and gives its
@@ -235,7 +258,7 @@ func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter
 
 // checkUpstreamHeaders compares the MCP headers of a POST with its body
 // (eras.md §15.1 to §15.3).
-func checkUpstreamHeaders(h http.Header, body []byte) []string {
+func checkUpstreamHeaders(h http.Header, body []byte, rawRetry bool) []string {
 	var probs []string
 	bad := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
 	method := gjson.GetBytes(body, "method").String()
@@ -296,7 +319,7 @@ func checkUpstreamHeaders(h http.Header, body []byte) []string {
 	}
 	raw := names[0]
 	for i := 0; i < len(raw); i++ {
-		if c := raw[i]; c < 0x20 || c > 0x7e {
+		if c := raw[i]; c < 0x20 || c == 0x7f || c > 0x7e && !(rawRetry && utf8.ValidString(raw)) {
 			bad("Mcp-Name %q has byte %#x, which must be Base64-encoded", raw, c)
 			break
 		}
