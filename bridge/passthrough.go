@@ -362,7 +362,7 @@ func (s *Session) passNotification(p *passthrough, f *rewrite.Frame, op string) 
 		s.mu.Unlock()
 		if c != nil && c.method != "initialize" {
 			c.cancelled.Store(true)
-			j.after = c.cancel
+			j.after = func() { s.cancelCall(c) }
 			s.info("request cancelled by the client", zap.String("id", id.Raw), zap.String("method", c.method))
 		}
 	}

@@ -70,6 +70,29 @@ func (p *pending) pop() (job, bool) {
 	return j, true
 }
 
+// remove takes the job of c out of the queue, if it is still waiting, and
+// reports whether it did: a request the client cancelled while it waited no
+// longer counts against the queue's bounds. The caller answers for it (the
+// starter never sees it).
+func (p *pending) remove(c *call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := p.head; i < len(p.jobs); i++ {
+		if p.jobs[i].c != c {
+			continue
+		}
+		p.bytes -= len(p.jobs[i].f.Raw)
+		n := copy(p.jobs[i:], p.jobs[i+1:])
+		p.jobs[i+n] = job{}
+		p.jobs = p.jobs[:i+n]
+		if p.head == len(p.jobs) {
+			p.jobs, p.head = p.jobs[:0], 0
+		}
+		return true
+	}
+	return false
+}
+
 // len is the number of waiting jobs.
 func (p *pending) len() int {
 	p.mu.Lock()

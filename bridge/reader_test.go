@@ -194,3 +194,61 @@ func TestRequestTimeoutBoundsTheWaitForTheClient(t *testing.T) {
 		t.Errorf("the server saw %d calls, want 1", n)
 	}
 }
+
+// TestCancelledQueuedRequestsLeaveTheQueue: requests the client cancels
+// while they wait for a slot leave the queue at once, so they do not count
+// against its bound: with the slot held by a hung call and the queue filled
+// and then cancelled, a new request is queued and answered, not refused.
+func TestCancelledQueuedRequestsLeaveTheQueue(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{MaxInFlight: 1})
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	var calls atomic.Int32
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		if calls.Add(1) == 1 {
+			arrived <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, gjson.Get(body, "id").Raw)
+	})
+	h.writeBounded(`{"jsonrpc":"2.0","id":"hang","method":"tools/call","params":{"name":"x"}}`)
+	<-arrived
+	var lines []string
+	for i := range queuedPerSlot {
+		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, i))
+	}
+	for i := range queuedPerSlot {
+		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, i))
+	}
+	lines = append(lines,
+		`{"jsonrpc":"2.0","id":"new","method":"tools/call","params":{"name":"x"}}`,
+		`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	h.writeBounded(lines...)
+	if f := h.next(); gjson.Get(f, "id").Str != "p" {
+		t.Fatalf("want only the ping's answer while the slot is held, got %s", f)
+	}
+	close(release)
+	got := map[string]string{}
+	for len(got) < 2 {
+		f := h.next()
+		got[gjson.Get(f, "id").String()] = f
+	}
+	if f := got["new"]; !gjson.Get(f, "result").Exists() {
+		t.Errorf("the request sent after the queue's requests were cancelled: %s, want its result", f)
+	}
+	if _, ok := got["hang"]; !ok {
+		t.Errorf("answers = %v, want hang and new", got)
+	}
+	if rest := h.stop(); len(rest) != 0 {
+		t.Errorf("frames for cancelled requests: %v", rest)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d calls reached the server, want 2 (hang, new)", n)
+	}
+}

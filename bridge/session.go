@@ -624,10 +624,21 @@ func (s *Session) notification(f *rewrite.Frame) {
 			return
 		}
 		c.cancelled.Store(true)
-		c.cancel() // closes the upstream stream, or drops it from the queue
+		s.cancelCall(c) // closes the upstream stream, or drops it from the queue
 		s.info("request cancelled by the client", zap.String("id", id.Raw), zap.String("method", c.method))
 	default:
 		s.debug("client notification consumed", zap.String("method", f.Method))
+	}
+}
+
+// cancelCall ends a request the client cancelled (c.cancelled is set): its
+// context is cancelled, which closes its upstream stream, and a request
+// still waiting for a slot leaves the queue at once, so that cancelled
+// requests never fill the queue and get new ones refused.
+func (s *Session) cancelCall(c *call) {
+	c.cancel()
+	if s.queue.remove(c) {
+		s.finish(c, nil) // no answer: the client cancelled it
 	}
 }
 
