@@ -164,7 +164,8 @@ func (s *Session) boundedTaskCall(ctx context.Context, method, id string, extra 
 // got no JSON-RPC answer (a timeout, a reset, an HTTP failure without a
 // JSON-RPC body) made again: up to maxDialRetries times when the connection
 // could not be made, maxBrokenRetries times otherwise, after retryBackoff,
-// doubling. The server's JSON-RPC error is its answer: never retried.
+// doubling. The server's JSON-RPC error is its answer: never retried; nor
+// is a redirect the proxy refused, which the same request meets again.
 func (s *Session) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
 	dials, breaks := 0, 0
 	backoff := retryBackoff
@@ -175,6 +176,8 @@ func (s *Session) retriedTaskCall(ctx context.Context, method, id string, extra 
 		}
 		var te *routing.TransportError
 		switch {
+		case errors.Is(err, routing.ErrRedirect):
+			return res, rpcErr, err
 		case errors.As(err, &te) && te.Kind == routing.KindDial && dials < maxDialRetries:
 			dials++
 		case breaks < maxBrokenRetries:
@@ -217,6 +220,12 @@ func (s *Session) forClient(ctx context.Context, c *call, method, id string) (gj
 
 // unreachable is the error for a task request that did not reach the server.
 func (s *Session) unreachable(c *call, method string, err error) []byte {
+	if errors.Is(err, routing.ErrRedirect) {
+		// The message names the target and the fix; trying again cannot help.
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("%s was not sent: %v", method, err),
+			errorData(s.client.URL(), 0, "cause", "redirect"))
+	}
 	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 		fmt.Sprintf("%s failed: %v; the task itself is unaffected, try again", method, err),
 		errorData(s.client.URL(), 0, "", ""))

@@ -249,6 +249,24 @@ func TestTaskPollTimeout(t *testing.T) {
 	})
 }
 
+// A tasks/get the server redirects to another origin is refused and not
+// made again (the same request meets the same redirect): the client gets
+// one error naming the target and the fix, not a suggestion to try again.
+func TestTaskGetRedirectNotRetried(t *testing.T) {
+	ts := newTaskServer(t, true)
+	c := startTasks(t, ts, Config{}, elicitCaps)
+	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-redirect"},"task":{}}`)
+	ts.fault("tasks/get", faultRedirect, faultRedirect, faultRedirect)
+	g := c.call(`2`, "tasks/get", taskParams("t-redirect"))
+	msg := gjson.Get(g, "error.message").Str
+	if !strings.Contains(msg, "elsewhere.invalid") || strings.Contains(msg, "try again") || gjson.Get(g, "error.data.cause").Str != "redirect" {
+		t.Errorf("tasks/get redirected to another origin: %s", g)
+	}
+	if n := ts.count("tasks/get", "t-redirect"); n != 1 {
+		t.Errorf("%d tasks/get, want 1: a refused redirect is not retried", n)
+	}
+}
+
 // count counts the frames to the client with method.
 func (c *legacyClient) count(method string) int {
 	n := 0

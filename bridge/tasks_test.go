@@ -122,6 +122,8 @@ const (
 	faultHang    = "hang"  // no answer until the client gives up
 	faultHTTP500 = "500"   // HTTP 500 with a plain text body
 	faultReset   = "reset" // the connection closed without an answer
+	// faultRedirect: a 307 to another origin, which the proxy refuses.
+	faultRedirect = "redirect"
 )
 
 // fault makes the next requests for method fail, one fault each.
@@ -247,6 +249,8 @@ func (s *taskServer) giveFault(w http.ResponseWriter, r *http.Request, fault str
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, "scripted failure")
+	case faultRedirect:
+		http.Redirect(w, r, "http://elsewhere.invalid/mcp", http.StatusTemporaryRedirect)
 	case faultReset:
 		conn, _, err := w.(http.Hijacker).Hijack()
 		if err == nil {
