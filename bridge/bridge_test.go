@@ -132,7 +132,12 @@ func start(t *testing.T, url string, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	cfg.Client = client
-	s := New(cfg)
+	return run(t, New(cfg), client)
+}
+
+// run serves s over pipes: stdin is h.in, stdout lines come on h.lines.
+func run(t *testing.T, s *Session, client *routing.Client) *harness {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,7 +155,7 @@ func start(t *testing.T, url string, cfg Config) *harness {
 		}
 		close(h.lines)
 	}()
-	t.Cleanup(func() { h.stop() })
+	t.Cleanup(func() { h.stop(); cancel() })
 	return h
 }
 

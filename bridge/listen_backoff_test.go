@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -187,28 +186,4 @@ func TestListenBackoffFlappingServer(t *testing.T) {
 	if rest := h.stop(); len(rest) != 0 {
 		t.Errorf("more frames to the client: %q", rest)
 	}
-}
-
-// run serves s over pipes, as start does for a Session it makes itself.
-func run(t *testing.T, s *Session, client *routing.Client) *harness {
-	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, in: inW, lines: make(chan string, 1024), done: make(chan error, 1), cancel: cancel}
-	go func() {
-		h.done <- s.Run(ctx, inR, outW)
-		outW.Close()
-		client.CloseIdle()
-	}()
-	go func() {
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-		close(h.lines)
-	}()
-	t.Cleanup(func() { h.stop(); cancel() })
-	return h
 }

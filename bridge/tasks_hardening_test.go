@@ -267,17 +267,6 @@ func TestTaskGetRedirectNotRetried(t *testing.T) {
 	}
 }
 
-// count counts the frames to the client with method.
-func (c *legacyClient) count(method string) int {
-	n := 0
-	for _, f := range c.all {
-		if gjson.Get(f, "method").Str == method {
-			n++
-		}
-	}
-	return n
-}
-
 // A tasks/update that meets an HTTP 500 and then a reset is sent again (it
 // is idempotent per input key); the client is asked once, and once the
 // server has the answer a poll that still shows the key changes nothing.

@@ -555,6 +555,17 @@ func (c *legacyClient) sync() {
 	c.call(id, "ping", `{}`)
 }
 
+// count counts the frames to the client with method (call sync first).
+func (c *legacyClient) count(method string) int {
+	n := 0
+	for _, f := range c.all {
+		if gjson.Get(f, "method").Str == method {
+			n++
+		}
+	}
+	return n
+}
+
 // index is the arrival position of a frame in all, or -1.
 func (c *legacyClient) index(frame string) int {
 	for i, f := range c.all {
@@ -1061,13 +1072,7 @@ func TestTaskInputRequired(t *testing.T) {
 		t.Errorf("second tasks/update inputResponses = %s", got)
 	}
 	c.sync()
-	n := 0
-	for _, f := range c.all {
-		if gjson.Get(f, "method").Str == "elicitation/create" {
-			n++
-		}
-	}
-	if n != 2 {
+	if n := c.count("elicitation/create"); n != 2 {
 		t.Errorf("%d elicitation/create sent, want 2 (k1 once, k2 once)", n)
 	}
 	if n := ts.count("tasks/update", "t-input"); n != 2 {
@@ -1379,13 +1384,7 @@ func TestTaskResultInputRequired(t *testing.T) {
 		t.Errorf("tasks/result after the input: %s", res)
 	}
 	c.sync()
-	n := 0
-	for _, f := range c.all {
-		if gjson.Get(f, "method").Str == "elicitation/create" {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := c.count("elicitation/create"); n != 1 {
 		t.Errorf("%d elicitation/create for one key", n)
 	}
 }
