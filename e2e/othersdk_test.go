@@ -28,10 +28,11 @@ import (
 // demo. Frames the servers send that are not valid 2026-07-28 are logged as
 // the server's quirks, not failed: the proxy must cope with them.
 //
-// The assertions that known product bugs break are in their own tests:
-// TestGoSDKServerNonASCIIPromptName (the proxy's Base64 Mcp-Name is refused
-// by go-sdk v1.8.0) and TestMCPGoServerNoTaskSupportLeak (mcp-go's
-// execution.taskSupport reaches the client without the tasks extension).
+// Two server quirks the proxy copes with have tests of their own:
+// TestGoSDKServerNonASCIIPromptName (go-sdk v1.8.0 refuses the spec's
+// Base64 Mcp-Name, so the proxy retries with raw UTF-8) and
+// TestMCPGoServerNoTaskSupportLeak (mcp-go marks execution.taskSupport
+// without declaring the tasks extension, and the proxy removes it).
 
 // osdkKind describes one plain server for the shared drivers.
 type osdkKind struct {
@@ -122,8 +123,8 @@ func osdkRawClient(t *testing.T, k osdkKind) {
 	t.Run("tools/call echo", func(t *testing.T) {
 		p := p.bind(t)
 		for i, text := range []string{"hello", "héllo 世界", `quotes " and \ and <tags> & more`} {
-			args := `{"name":"echo","arguments":{"text":` + osdkQuote(text) + `}}`
-			res := resultOf(t, p.call(osdkQuote("echo-"+string(rune('a'+i))), "tools/call", args))
+			args := `{"name":"echo","arguments":{"text":` + fsQuote(text) + `}}`
+			res := resultOf(t, p.call(fsQuote("echo-"+string(rune('a'+i))), "tools/call", args))
 			if got := res.Get("content.0.text").String(); got != text || res.Get("isError").Bool() {
 				t.Errorf("echo %q answered %s", text, res.Raw)
 			}
@@ -194,7 +195,7 @@ func osdkRawClient(t *testing.T, k osdkKind) {
 		if uris := res.Get("resources.#.uri").Array(); len(uris) != 1 || uris[0].String() != k.notes {
 			t.Errorf("resources/list = %s, want the one resource %s", res.Raw, k.notes)
 		}
-		res = resultOf(t, p.call(`"read"`, "resources/read", `{"uri":`+osdkQuote(k.notes)+`}`))
+		res = resultOf(t, p.call(`"read"`, "resources/read", `{"uri":`+fsQuote(k.notes)+`}`))
 		c := res.Get("contents.0")
 		if c.Get("uri").String() != k.notes || c.Get("text").String() != osdkNotesText {
 			t.Errorf("resources/read = %s, want %s with text %q", res.Raw, k.notes, osdkNotesText)
@@ -320,16 +321,7 @@ func osdkSDKClient(t *testing.T, k osdkKind) {
 	})
 
 	t.Run("tools/list", func(t *testing.T) {
-		res, err := session.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
-		slices.Sort(names)
-		if !slices.Equal(names, k.tools) {
+		if names := sdkToolNames(t, ctx, session); !slices.Equal(names, k.tools) {
 			t.Errorf("tools/list names = %v, want %v", names, k.tools)
 		}
 	})
@@ -340,14 +332,7 @@ func osdkSDKClient(t *testing.T, k osdkKind) {
 		if err != nil {
 			t.Fatalf("%s: %v", tool, err)
 		}
-		if res.IsError || len(res.Content) != 1 {
-			t.Fatalf("%s: result %+v", tool, res)
-		}
-		tc, ok := res.Content[0].(*mcp.TextContent)
-		if !ok {
-			t.Fatalf("%s: content %#v", tool, res.Content[0])
-		}
-		return tc.Text
+		return sdkText(t, res)
 	}
 
 	t.Run("tools/call echo", func(t *testing.T) {
@@ -393,15 +378,8 @@ func osdkSDKClient(t *testing.T, k osdkKind) {
 		if !slices.Contains(names, "hello") || !slices.Contains(names, k.nonASCII) {
 			t.Errorf("prompts/list = %q, want hello and %q", names, k.nonASCII)
 		}
-		res, err := session.GetPrompt(ctx, &mcp.GetPromptParams{Name: "hello", Arguments: map[string]string{"name": "Wörld"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Messages) != 1 {
-			t.Fatalf("messages = %+v", res.Messages)
-		}
-		if tc, ok := res.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "Hello, Wörld!" {
-			t.Errorf("hello = %#v, want Hello, Wörld!", res.Messages[0].Content)
+		if got := sdkPromptText(t, ctx, session, "hello", map[string]string{"name": "Wörld"}); got != "Hello, Wörld!" {
+			t.Errorf("hello = %q, want Hello, Wörld!", got)
 		}
 	})
 
@@ -469,8 +447,8 @@ func osdkSDKClient(t *testing.T, k osdkKind) {
 // Mcp-Name as the spec's Base64 sentinel (eras.md §15.3; the recorder checks
 // it), and the go-sdk v1.8.0 server compares that header with the body
 // without decoding it (streamable_headers.go validateMcpHeaders) and
-// answers -32020 header mismatch. Known product bug: fails until the proxy
-// copes with that server.
+// answers -32020 header mismatch; the proxy then retries once with the raw
+// UTF-8 name.
 func TestGoSDKServerNonASCIIPromptName(t *testing.T) {
 	t.Parallel()
 	osdkNonASCIIPrompt(t, osdkGoSDK)
@@ -490,7 +468,7 @@ func osdkNonASCIIPrompt(t *testing.T, k osdkKind) {
 		up := k.start(t).upstream
 		p := startProxy(t, []string{up.URL})
 		p.initialize()
-		resp := p.call(`"get"`, "prompts/get", `{"name":`+osdkQuote(k.nonASCII)+`,"arguments":{"name":"Wörld"}}`)
+		resp := p.call(`"get"`, "prompts/get", `{"name":`+fsQuote(k.nonASCII)+`,"arguments":{"name":"Wörld"}}`)
 		res := gjson.GetBytes(resp, "result")
 		if got := res.Get("messages.0.content.text").String(); got != k.greeting {
 			t.Errorf("prompts/get %q through the proxy = %s, want the text %q", k.nonASCII, shortBytes(resp), k.greeting)
@@ -508,15 +486,8 @@ func osdkNonASCIIPrompt(t *testing.T, k osdkKind) {
 		defer cancel()
 		tap := osdkConnect(t, ctx, mcp.NewClient(&mcp.Implementation{Name: "e2e-osdk-sdk", Version: "1"}, nil), up.URL)
 		defer tap.close(t)
-		res, err := tap.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: k.nonASCII, Arguments: map[string]string{"name": "Wörld"}})
-		if err != nil {
-			t.Fatalf("GetPrompt %q: %v", k.nonASCII, err)
-		}
-		if len(res.Messages) != 1 {
-			t.Fatalf("messages = %+v", res.Messages)
-		}
-		if tc, ok := res.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != k.greeting {
-			t.Errorf("GetPrompt %q = %#v, want %q", k.nonASCII, res.Messages[0].Content, k.greeting)
+		if got := sdkPromptText(t, ctx, tap.session, k.nonASCII, map[string]string{"name": "Wörld"}); got != k.greeting {
+			t.Errorf("GetPrompt %q = %q, want %q", k.nonASCII, got, k.greeting)
 		}
 	})
 }
@@ -562,8 +533,8 @@ func TestGoSDKServerNoTaskSupport(t *testing.T) {
 // TestMCPGoServerNoTaskSupportLeak: the mcp-go server declares no tasks
 // extension but puts execution.taskSupport ("optional" on upper,
 // "forbidden" on count) on its tools, a field 2026-07-28 does not have.
-// The client must see no taskSupport on any tool (tasks.md §4). Known
-// product bug: fails until the proxy drops the server's execution field.
+// The client must see no taskSupport on any tool (tasks.md §4): the proxy
+// removes the server's taskSupport.
 func TestMCPGoServerNoTaskSupportLeak(t *testing.T) {
 	t.Parallel()
 	osdkTaskSupport(t, newMCPGoServer(t, false).upstream, false)
@@ -578,9 +549,6 @@ func TestMCPGoServerTaskSupportWithExtension(t *testing.T) {
 }
 
 // --- helpers ---
-
-// osdkQuote is s as a JSON string literal.
-func osdkQuote(s string) string { return fsQuote(s) }
 
 // osdkRecv is a channel closed once ch has delivered a value, for
 // waitClosed. The goroutine ends when the value arrives; a value that never

@@ -580,17 +580,6 @@ func TestPassthroughSDKClient(t *testing.T) {
 		}
 	}()
 	sid := up.sessionOf(t, 1)
-	text := func(t *testing.T, res *mcp.CallToolResult) string {
-		t.Helper()
-		if res.IsError || len(res.Content) != 1 {
-			t.Fatalf("result %+v, want one text content", res)
-		}
-		tc, ok := res.Content[0].(*mcp.TextContent)
-		if !ok {
-			t.Fatalf("content %#v is not text", res.Content[0])
-		}
-		return tc.Text
-	}
 
 	t.Run("auto-detection and handshake", func(t *testing.T) {
 		// stderr is copied from a pipe: the line may lag the handshake.
@@ -629,14 +618,7 @@ func TestPassthroughSDKClient(t *testing.T) {
 	})
 
 	t.Run("tools/list", func(t *testing.T) {
-		res, err := session.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
+		names := sdkToolNames(t, ctx, session)
 		for _, want := range []string{"echo", "confirm", "summarize", "add_tool", "touch", "drop_stream", "slow"} {
 			if !slices.Contains(names, want) {
 				t.Errorf("tools/list = %v, missing %s", names, want)
@@ -650,7 +632,7 @@ func TestPassthroughSDKClient(t *testing.T) {
 			if err != nil {
 				t.Fatalf("echo %q: %v", s, err)
 			}
-			if got := text(t, res); got != s {
+			if got := sdkText(t, res); got != s {
 				t.Errorf("echo %q came back as %q", s, got)
 			}
 		}
@@ -661,7 +643,7 @@ func TestPassthroughSDKClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := text(t, res); got != "confirmed: accept true" {
+		if got := sdkText(t, res); got != "confirmed: accept true" {
 			t.Errorf("confirm = %q, want \"confirmed: accept true\" (the handler's answer)", got)
 		}
 		mu.Lock()
@@ -676,7 +658,7 @@ func TestPassthroughSDKClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := text(t, res), "summary: short(Summarize: a long text)"; got != want {
+		if got, want := sdkText(t, res), "summary: short(Summarize: a long text)"; got != want {
 			t.Errorf("summarize = %q, want %q", got, want)
 		}
 		mu.Lock()
@@ -698,7 +680,7 @@ func TestPassthroughSDKClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := text(t, res); got != "added e2e_added" {
+		if got := sdkText(t, res); got != "added e2e_added" {
 			t.Errorf("add_tool = %q", got)
 		}
 		waitFor(t, "notifications/tools/list_changed", func() bool { return listChanged > 0 })
@@ -730,7 +712,7 @@ func TestPassthroughSDKClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := text(t, res); got != "touched legacy://note" {
+		if got := sdkText(t, res); got != "touched legacy://note" {
 			t.Errorf("touch = %q", got)
 		}
 		waitFor(t, "notifications/resources/updated", func() bool { return len(updated) > 0 })
@@ -748,7 +730,7 @@ func TestPassthroughSDKClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := text(t, res); got != "resumed" {
+		if got := sdkText(t, res); got != "resumed" {
 			t.Errorf("drop_stream = %q, want resumed", got)
 		}
 		if n := l.Resumed.Load(); n < 1 {
@@ -792,7 +774,7 @@ func TestPassthroughSDKClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := text(t, res); got != "after cancel" {
+		if got := sdkText(t, res); got != "after cancel" {
 			t.Errorf("echo after cancel = %q", got)
 		}
 	})

@@ -125,14 +125,7 @@ func TestSDKClient(t *testing.T) {
 	})
 
 	t.Run("tools/list", func(t *testing.T) {
-		res, err := session.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
+		names := sdkToolNames(t, ctx, session)
 		for _, want := range []string{"echo", "slow_count", "whoami"} {
 			if !slices.Contains(names, want) {
 				t.Errorf("tools/list = %v, missing %s", names, want)
@@ -146,26 +139,15 @@ func TestSDKClient(t *testing.T) {
 			if err != nil {
 				t.Fatalf("echo %q: %v", text, err)
 			}
-			if res.IsError || len(res.Content) != 1 {
-				t.Fatalf("echo %q: result %+v", text, res)
-			}
-			tc, ok := res.Content[0].(*mcp.TextContent)
-			if !ok || tc.Text != text {
-				t.Errorf("echo %q came back as %#v", text, res.Content[0])
+			if got := sdkText(t, res); got != text {
+				t.Errorf("echo %q came back as %q", text, got)
 			}
 		}
 	})
 
 	t.Run("prompts/get", func(t *testing.T) {
-		res, err := session.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greeting", Arguments: map[string]string{"name": "Wörld"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Messages) != 1 {
-			t.Fatalf("messages = %+v", res.Messages)
-		}
-		if tc, ok := res.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "Hello, Wörld!" {
-			t.Errorf("greeting = %#v, want Hello, Wörld!", res.Messages[0].Content)
+		if got := sdkPromptText(t, ctx, session, "greeting", map[string]string{"name": "Wörld"}); got != "Hello, Wörld!" {
+			t.Errorf("greeting = %q, want Hello, Wörld!", got)
 		}
 	})
 
@@ -264,4 +246,51 @@ func TestSDKClient(t *testing.T) {
 	t.Run("exit on stdin EOF", func(t *testing.T) {
 		closeSession()
 	})
+}
+
+// sdkToolNames is the names of the tools session lists, sorted.
+func sdkToolNames(t *testing.T, ctx context.Context, session *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// sdkText is the one text content of a tool result; an error result or any
+// other content fails the test.
+func sdkText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if res.IsError || len(res.Content) != 1 {
+		t.Fatalf("result %+v, want one text content", res)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content %#v is not text", res.Content[0])
+	}
+	return tc.Text
+}
+
+// sdkPromptText gets a prompt and returns the text of its one message;
+// anything else fails the test.
+func sdkPromptText(t *testing.T, ctx context.Context, session *mcp.ClientSession, name string, args map[string]string) string {
+	t.Helper()
+	res, err := session.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("prompts/get %q: %v", name, err)
+	}
+	if len(res.Messages) != 1 {
+		t.Fatalf("prompts/get %q: messages = %+v", name, res.Messages)
+	}
+	tc, ok := res.Messages[0].Content.(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("prompts/get %q: content %#v is not text", name, res.Messages[0].Content)
+	}
+	return tc.Text
 }
