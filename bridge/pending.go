@@ -26,16 +26,18 @@ func newPending(maxJobs, maxBytes int) *pending {
 	return &pending{wake: make(chan struct{}, 1), maxJobs: maxJobs, maxBytes: maxBytes}
 }
 
-// push appends j, unless that would take the queue over its bounds. The
-// first waiting request is always taken, whatever its size (it passed the
+// push appends j, unless that would take the queue over its bounds; then
+// it reports false, with the jobs waiting and their bytes. The first
+// waiting request is always taken, whatever its size (it passed the
 // per-message limit already).
-func (p *pending) push(j job) bool {
+func (p *pending) push(j job) (ok bool, waiting, bytes int) {
 	n := len(j.f.Raw)
 	p.mu.Lock()
-	waiting := len(p.jobs) - p.head
+	waiting = len(p.jobs) - p.head
 	if waiting > 0 && (waiting >= p.maxJobs || p.bytes+n > p.maxBytes) {
+		bytes = p.bytes
 		p.mu.Unlock()
-		return false
+		return false, waiting, bytes
 	}
 	if p.head > 0 && len(p.jobs) == cap(p.jobs) {
 		// Reuse the room the consumed jobs left at the front.
@@ -50,7 +52,7 @@ func (p *pending) push(j job) bool {
 	case p.wake <- struct{}{}:
 	default: // a wake-up is already due
 	}
-	return true
+	return true, 0, 0
 }
 
 // pop takes the oldest waiting job, if any.
@@ -91,11 +93,4 @@ func (p *pending) remove(c *call) bool {
 		return true
 	}
 	return false
-}
-
-// len is the number of waiting jobs.
-func (p *pending) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.jobs) - p.head
 }

@@ -252,3 +252,35 @@ func TestCancelledQueuedRequestsLeaveTheQueue(t *testing.T) {
 		t.Errorf("%d calls reached the server, want 2 (hang, new)", n)
 	}
 }
+
+// TestQueueBytesBoundNamesItsFlag: a request refused because the waiting
+// requests' bytes reach --max-message-size (not their count) gets an error
+// naming that flag, not --max-in-flight, which would not help.
+func TestQueueBytesBoundNamesItsFlag(t *testing.T) {
+	u := newUpstream(t)
+	h := initialized(t, u, Config{MaxInFlight: 1, MaxMessageBytes: 1000})
+	release := make(chan struct{})
+	defer close(release)
+	arrived := make(chan struct{}, 1)
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	h.writeBounded(`{"jsonrpc":"2.0","id":"hang","method":"tools/call","params":{"name":"x"}}`)
+	<-arrived
+	pad := strings.Repeat("a", 600)
+	h.writeBounded(
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"pad":"`+pad+`"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{"pad":"`+pad+`"}}}`)
+	f := h.next()
+	msg := gjson.Get(f, "error.message").Str
+	if gjson.Get(f, "id").Int() != 2 || !strings.Contains(msg, "--max-message-size") || strings.Contains(msg, "--max-in-flight") {
+		t.Errorf("request over the queue's bytes bound: %s, want an error naming --max-message-size", f)
+	}
+}

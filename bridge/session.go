@@ -486,8 +486,8 @@ func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, barr
 		c.cancel()
 		return false
 	}
-	if !s.queue.push(job{c: c, f: *f}) {
-		s.refuseQueued(c)
+	if ok, n, size := s.queue.push(job{c: c, f: *f}); !ok {
+		s.refuseQueued(c, n, size)
 	}
 	return true
 }
@@ -498,17 +498,20 @@ const queuedPerSlot = 16
 
 // refuseQueued answers a request the full queue cannot take. The reader
 // never waits for room, so that the client's answers, cancels and pings
-// behind it are still read.
-func (s *Session) refuseQueued(c *call) {
+// behind it are still read. n requests of size bytes were waiting.
+func (s *Session) refuseQueued(c *call, n, size int) {
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
 	s.mu.Unlock()
 	c.cancel()
-	n := s.queue.len()
-	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n))
+	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n), zap.Int("waitingBytes", size))
+	raise := "raise --max-in-flight"
+	if n < s.queue.maxJobs { // the bytes bound, not the count
+		raise = fmt.Sprintf("raise --max-message-size, which also bounds the bytes of the waiting requests (%d)", s.cfg.MaxMessageBytes)
+	}
 	frame := rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
-		fmt.Sprintf("the proxy refused %s: %d requests are already waiting for one of the %d in-flight slots; wait for answers before sending more (or raise --max-in-flight)", c.method, n, s.cfg.MaxInFlight),
-		fmt.Appendf(nil, `{"waiting":%d,"maxInFlight":%d}`, n, s.cfg.MaxInFlight))
+		fmt.Sprintf("the proxy refused %s: %d requests (%d bytes) are already waiting for one of the %d in-flight slots; wait for answers before sending more (or %s)", c.method, n, size, s.cfg.MaxInFlight, raise),
+		fmt.Appendf(nil, `{"waiting":%d,"waitingBytes":%d,"maxInFlight":%d}`, n, size, s.cfg.MaxInFlight))
 	s.logRequest(c.op, c.method, c.id, c.start, frame, false)
 	s.sendOp(frame, c.op, nil)
 }
