@@ -614,7 +614,7 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	s.info("the upstream server ended the MCP session (HTTP 404); starting a new one with the client's initialize")
 
 	body, id := p.own(p.initFrame)
-	c := &call{id: id, method: "initialize", op: op}
+	c := &call{id: id, method: "initialize", op: op, start: time.Now()}
 	frame, sid, err := p.handshake(ctx, c, body)
 	if err != nil {
 		return err
@@ -647,7 +647,7 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	for _, r := range replays {
 		body, id := p.own(r)
 		method := gjson.GetBytes(r, "method").String()
-		res := p.exchange(ctx, &call{id: id, method: method, op: op}, body, h)
+		res := p.exchange(ctx, &call{id: id, method: method, op: op, start: time.Now()}, body, h)
 		if res.frame == nil || gjson.GetBytes(res.frame, "error").Exists() {
 			s.warn("replaying session state in the new MCP session failed", zap.String("method", method), zap.ByteString("answer", s.logFrame(res.frame)))
 		}

@@ -12,6 +12,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// queued bounds the queue in these tests.
+const queued = 16
+
 // writeBounded writes lines to the session's stdin without letting a
 // session that stopped reading hang the test: the write runs aside, and the
 // test fails if it has not gone through within the bound.
@@ -43,7 +46,7 @@ func (h *harness) writeBounded(lines ...string) {
 // however many requests wait, or the session deadlocks for good.
 func TestPipelinedCallsEachNeedingInput(t *testing.T) {
 	u := newUpstream(t)
-	h := initialized(t, u, Config{MaxInFlight: 1})
+	h := initialized(t, u, Config{MaxInFlight: 1, MaxQueued: queued})
 	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
 		w.Header().Set("Content-Type", "application/json")
 		id := gjson.Get(body, "id").Raw
@@ -87,10 +90,10 @@ func TestPipelinedCallsEachNeedingInput(t *testing.T) {
 	if answered != asked {
 		t.Errorf("%d calls answered after %d elicitations", answered, asked)
 	}
-	// The queue holds 16 per slot: 1 in flight, 16 waiting, and whatever
+	// The queue holds 16: 1 in flight, 16 waiting, and whatever
 	// the worker took meanwhile; no call may be lost either way.
 	if answered < 17 {
-		t.Errorf("only %d of %d calls ran (%d refused); the queue should hold 16 per slot", answered, calls, refused)
+		t.Errorf("only %d of %d calls ran (%d refused); the queue should hold 16", answered, calls, refused)
 	}
 }
 
@@ -101,7 +104,7 @@ func TestPipelinedCallsEachNeedingInput(t *testing.T) {
 // session.
 func TestReaderNeverParksOnTheQueue(t *testing.T) {
 	u := newUpstream(t)
-	h := initialized(t, u, Config{MaxInFlight: 1})
+	h := initialized(t, u, Config{MaxInFlight: 1, MaxQueued: queued})
 	release := make(chan struct{})
 	defer close(release)
 	var started atomic.Int32
@@ -121,7 +124,7 @@ func TestReaderNeverParksOnTheQueue(t *testing.T) {
 	<-arrived
 	// 16 wait in the queue; 4 more are over its bound.
 	var lines []string
-	for i := range queuedPerSlot + 4 {
+	for i := range queued + 4 {
 		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, i))
 	}
 	lines = append(lines,
@@ -137,12 +140,12 @@ func TestReaderNeverParksOnTheQueue(t *testing.T) {
 			}
 			break
 		}
-		if gjson.Get(f, "error.data.waiting").Int() != queuedPerSlot {
+		if gjson.Get(f, "error.data.waiting").Int() != queued {
 			t.Errorf("unexpected frame before the ping's answer: %s", f)
 		}
 		refused[gjson.Get(f, "id").Int()] = true
 	}
-	for i := queuedPerSlot; i < queuedPerSlot+4; i++ {
+	for i := queued; i < queued+4; i++ {
 		if !refused[int64(i)] {
 			t.Errorf("request %d over the queue's bound was not refused (refused: %v)", i, refused)
 		}
@@ -201,7 +204,7 @@ func TestRequestTimeoutBoundsTheWaitForTheClient(t *testing.T) {
 // and then cancelled, a new request is queued and answered, not refused.
 func TestCancelledQueuedRequestsLeaveTheQueue(t *testing.T) {
 	u := newUpstream(t)
-	h := initialized(t, u, Config{MaxInFlight: 1})
+	h := initialized(t, u, Config{MaxInFlight: 1, MaxQueued: queued})
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 1)
 	var calls atomic.Int32
@@ -220,10 +223,10 @@ func TestCancelledQueuedRequestsLeaveTheQueue(t *testing.T) {
 	h.writeBounded(`{"jsonrpc":"2.0","id":"hang","method":"tools/call","params":{"name":"x"}}`)
 	<-arrived
 	var lines []string
-	for i := range queuedPerSlot {
+	for i := range queued {
 		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, i))
 	}
-	for i := range queuedPerSlot {
+	for i := range queued {
 		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, i))
 	}
 	lines = append(lines,
@@ -258,7 +261,7 @@ func TestCancelledQueuedRequestsLeaveTheQueue(t *testing.T) {
 // naming that flag, not --max-in-flight, which would not help.
 func TestQueueBytesBoundNamesItsFlag(t *testing.T) {
 	u := newUpstream(t)
-	h := initialized(t, u, Config{MaxInFlight: 1, MaxMessageBytes: 1000})
+	h := initialized(t, u, Config{MaxInFlight: 1, MaxQueued: queued, MaxMessageBytes: 1000})
 	release := make(chan struct{})
 	defer close(release)
 	arrived := make(chan struct{}, 1)

@@ -48,6 +48,10 @@ type Config struct {
 	Logger *zap.Logger
 	// MaxInFlight bounds concurrently forwarded requests. Default 64.
 	MaxInFlight int
+	// MaxQueued bounds the requests read but waiting for an in-flight
+	// slot; one more is refused at once. Default 16 per slot, at least
+	// 1024. Their bytes are bounded by MaxMessageBytes.
+	MaxQueued int
 	// MaxMessageBytes bounds one stdin line. Default 128 MiB.
 	MaxMessageBytes int
 	// DiscoverTimeout bounds the server/discover probe. Default 30s.
@@ -196,6 +200,9 @@ func New(cfg Config) *Session {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = routing.DefaultMaxMessageBytes
 	}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = max(minQueued, queuedPerSlot*cfg.MaxInFlight)
+	}
 	if cfg.DiscoverTimeout <= 0 {
 		cfg.DiscoverTimeout = DefaultDiscoverTimeout
 	}
@@ -225,7 +232,7 @@ func New(cfg Config) *Session {
 		log:        cfg.Logger,
 		client:     cfg.Client,
 		out:        make(chan outFrame, 256),
-		queue:      newPending(queuedPerSlot*cfg.MaxInFlight, cfg.MaxMessageBytes),
+		queue:      newPending(cfg.MaxQueued, cfg.MaxMessageBytes),
 		sem:        make(chan struct{}, cfg.MaxInFlight),
 		stopped:    make(chan struct{}),
 		inflight:   make(map[string]*call),
@@ -248,9 +255,8 @@ func New(cfg Config) *Session {
 // goroutine; the writer owns stdout. The reader never waits on the queue:
 // whatever is queued, a cancel, a ping, an answer or the end of input that
 // arrives behind saturating requests is read and handled at once. The queue
-// is bounded (queuedPerSlot requests per in-flight slot, and
-// MaxMessageBytes of frames); a request over that bound is refused with an
-// error instead of being held.
+// is bounded (MaxQueued requests, and MaxMessageBytes of frames); a request
+// over that bound is refused with an error instead of being held.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -492,9 +498,12 @@ func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, barr
 	return true
 }
 
-// queuedPerSlot bounds the requests waiting for an in-flight slot, per slot
-// (1024 with the default --max-in-flight of 64).
-const queuedPerSlot = 16
+// The default bound of the requests waiting for an in-flight slot: 16 per
+// slot, and at least 1024 (the default with --max-in-flight 64).
+const (
+	queuedPerSlot = 16
+	minQueued     = 1024
+)
 
 // refuseQueued answers a request the full queue cannot take. The reader
 // never waits for room, so that the client's answers, cancels and pings

@@ -153,19 +153,38 @@ func (s *Session) boundedTaskCall(ctx context.Context, method, id string, extra 
 	defer cancel()
 	res, rpcErr, err := s.taskCall(bctx, method, id, extra)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%s: the server did not answer within %v", method, min(pollTimeout, s.cfg.IdleTimeout))
+		err = fmt.Errorf("%s: %w within %v", method, errPollTimeout, min(pollTimeout, s.cfg.IdleTimeout))
 	}
 	return res, rpcErr, err
 }
 
+// errPollTimeout is a task request that got no answer within its bound.
+var errPollTimeout = errors.New("the server did not answer")
+
+// transient reports whether a failed task request of the proxy's own may be
+// made again: when the connection failed or broke, or the request timed out
+// (its own short bound), not when the server answered, even with garbage:
+// the next poll asks again anyway. tasks/update, which carries the client's
+// answer, is made again after an HTTP 5xx too.
+func transient(method string, err error) bool {
+	var te *routing.TransportError
+	var na *noAnswerError
+	switch {
+	case errors.Is(err, routing.ErrRedirect):
+		return false // the same request meets the same redirect
+	case errors.As(err, &te), errors.Is(err, errPollTimeout):
+		return true
+	}
+	return method == "tasks/update" && errors.As(err, &na) && na.status >= 500
+}
+
 // retriedTaskCall makes a tasks/get or tasks/update of the proxy's own under
 // the retry rules of forward.go (DESIGN.md invariant 6) for a method that is
-// safe to repeat: each attempt bounded by pollTimeout, and an attempt that
-// got no JSON-RPC answer (a timeout, a reset, an HTTP failure without a
-// JSON-RPC body) made again: up to maxDialRetries times when the connection
-// could not be made, maxBrokenRetries times otherwise, after retryBackoff,
-// doubling. The server's JSON-RPC error is its answer: never retried; nor
-// is a redirect the proxy refused, which the same request meets again.
+// safe to repeat: each attempt bounded by pollTimeout, and a transient
+// failure (see transient) made again: up to maxDialRetries times when the
+// connection could not be made, maxBrokenRetries times otherwise, after
+// retryBackoff, doubling. The server's JSON-RPC error is its answer: never
+// retried.
 func (s *Session) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
 	dials, breaks := 0, 0
 	backoff := retryBackoff
@@ -176,7 +195,7 @@ func (s *Session) retriedTaskCall(ctx context.Context, method, id string, extra 
 		}
 		var te *routing.TransportError
 		switch {
-		case errors.Is(err, routing.ErrRedirect):
+		case !transient(method, err):
 			return res, rpcErr, err
 		case errors.As(err, &te) && te.Kind == routing.KindDial && dials < maxDialRetries:
 			dials++

@@ -143,11 +143,34 @@ func (s *Session) internalCall(ctx context.Context, method string, params []byte
 	defer resp.Close()
 	msg, err := capabilities.ReadAnswer(resp, id)
 	s.traceDown(op, msg, resp.Status, start, nil)
-	if err != nil && !errors.Is(err, io.EOF) {
+	switch {
+	case err == nil || errors.Is(err, io.EOF):
+		if len(msg) == 0 {
+			return nil, &noAnswerError{method: method, status: resp.Status}
+		}
+		return msg, nil
+	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%s: %w", method, err)
+	case errors.Is(err, routing.ErrContentType) || errors.Is(err, routing.ErrTooLarge):
+		return nil, &noAnswerError{method: method, status: resp.Status, err: err}
 	}
-	if len(msg) == 0 {
-		return nil, fmt.Errorf("%s: no answer (HTTP %d)", method, resp.Status)
-	}
-	return msg, nil
+	// The connection broke while the answer was read.
+	return nil, fmt.Errorf("%s: %w", method, &routing.TransportError{Kind: routing.KindBroken, URL: s.client.URL(), Err: err})
 }
+
+// noAnswerError is an internal request whose HTTP answer carried no JSON-RPC
+// message: nothing, or a body of another kind (err).
+type noAnswerError struct {
+	method string
+	status int
+	err    error
+}
+
+func (e *noAnswerError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("%s: %v (HTTP %d)", e.method, e.err, e.status)
+	}
+	return fmt.Sprintf("%s: no answer (HTTP %d)", e.method, e.status)
+}
+
+func (e *noAnswerError) Unwrap() error { return e.err }

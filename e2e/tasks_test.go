@@ -749,9 +749,9 @@ func TestTasksUnsolicited(t *testing.T) {
 		tkInit(p)
 		mark := p.mark()
 		callID := tkID("call")
-		res := resultOf(t, p.call(callID, "tools/call", `{"name":"slow","arguments":{"ms":700},"_meta":{"progressToken":"pt-slow"}}`))
-		if got := tkText(res); got != "slept 700 ms" {
-			t.Errorf("followed slow = %q, want %q", got, "slept 700 ms")
+		res := resultOf(t, p.call(callID, "tools/call", `{"name":"slow","arguments":{"ms":2000},"_meta":{"progressToken":"pt-slow"}}`))
+		if got := tkText(res); got != "slept 2000 ms" {
+			t.Errorf("followed slow = %q, want %q", got, "slept 2000 ms")
 		}
 		if res.Get("task").Exists() || res.Get(tkRelatedTask).Exists() {
 			t.Errorf("a plain call's result looks like a task: %s", res.Raw)
@@ -779,7 +779,7 @@ func TestTasksUnsolicited(t *testing.T) {
 			progress = append(progress, r.Get("params.progress").Float())
 		}
 		if len(progress) == 0 {
-			t.Errorf("no notifications/progress while following a 700 ms task polled every 200 ms")
+			t.Errorf("no notifications/progress while following a 2 s task polled every 200 ms (ten polls at an idle pace)")
 		}
 		for i := 1; i < len(progress); i++ {
 			if progress[i] <= progress[i-1] {
