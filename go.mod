@@ -3,6 +3,7 @@ module github.com/mcp-tasks-proxy/mcp-tasks-proxy
 go 1.26.0
 
 require (
+	github.com/gofrs/flock v0.13.2
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
