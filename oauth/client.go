@@ -163,6 +163,7 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Close() error {
 	c.stop()
 	c.wg.Wait()
+	c.hc.CloseIdleConnections()
 	return nil
 }
 
@@ -363,6 +364,9 @@ func (c *Client) fail(reason string, err error) *SignInError {
 func (c *Client) lock(ctx context.Context) (func(), error) {
 	unlock, err := filelock.LockContext(ctx, c.store.lockPath())
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, c.fail("the sign-in was stopped", ctx.Err())
+		}
 		if ctx.Err() != nil {
 			return nil, c.fail(fmt.Sprintf("another mcp-tasks-proxy was signing in to it, or refreshing its token, and did not finish within %v", c.cfg.AuthTimeout), ctx.Err())
 		}

@@ -45,6 +45,7 @@ type fixture struct {
 	needScope     string   // the RS answers 403 insufficient_scope without it
 	scopesOffered []string // PRM scopes_supported
 	challengeRM   bool     // the 401 challenge carries resource_metadata
+	cimd          bool     // client_id_metadata_document_supported
 	// records
 	authorizes  []url.Values
 	tokens      []url.Values
@@ -54,6 +55,7 @@ type fixture struct {
 	rsCalls     int
 	refreshes   int
 	reuse       int // refresh tokens presented twice
+	basic       int // token requests with HTTP Basic client authentication
 	secrets     []string
 	clients     map[string]fxClient
 	codes       map[string]fxCode
@@ -141,6 +143,7 @@ func (f *fixture) serveAS(w http.ResponseWriter, r *http.Request) {
 			"response_types_supported":                       []string{"code"},
 			"code_challenge_methods_supported":               methods,
 			"authorization_response_iss_parameter_supported": f.issSupported,
+			"client_id_metadata_document_supported":          f.cimd,
 		})
 	case "/authorize":
 		q := r.URL.Query()
@@ -191,9 +194,14 @@ func (f *fixture) serveAS(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		form := r.PostForm
 		f.tokens = append(f.tokens, form)
-		id := form.Get("client_id")
+		id, secret := form.Get("client_id"), form.Get("client_secret")
+		if u, p, ok := r.BasicAuth(); ok {
+			id, _ = url.QueryUnescape(u)
+			secret, _ = url.QueryUnescape(p)
+			f.basic++
+		}
 		cl, ok := f.clients[id]
-		if !ok || cl.secret != form.Get("client_secret") {
+		if !ok || cl.secret != secret {
 			writeJSON(w, 401, map[string]string{"error": "invalid_client"})
 			return
 		}
@@ -381,7 +389,9 @@ func (b *fakeBrowser) open(u string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		resp, err := http.DefaultClient.Do(req)
+		hc := &http.Client{Transport: &http.Transport{}}
+		defer hc.CloseIdleConnections()
+		resp, err := hc.Do(req)
 		if err != nil {
 			return
 		}

@@ -18,12 +18,14 @@ import (
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+	"go.uber.org/goleak"
 )
 
 // The first request signs in: DCR (native, both grants), PKCE S256,
 // resource on the authorization and token requests; the request goes once
 // more and passes. A second Client on the store reuses the token.
 func TestFirstSignInAndReuse(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after every other cleanup
 	f := newFixture(t)
 	f.clientSecret = true
 	dir := filepath.Join(t.TempDir(), "store")
@@ -758,4 +760,77 @@ func TestBrowserCommand(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Registration order: a static client wins, then a client metadata
+// document where the AS supports one, then DCR with the user's metadata
+// merged in (redirect_uris stays the proxy's).
+func TestClientRegistrationOrder(t *testing.T) {
+	t.Run("static", func(t *testing.T) {
+		f := newFixture(t)
+		f.cimd = true
+		e := f.newEnv(storeDir(t), func(c *Config) {
+			c.ClientInfo = []byte(`{"client_id":"pre id","client_secret":"pre-secret-1","issuer":"` + f.issuer() + `"}`)
+			c.ClientMetadataURL = "https://client.example/meta.json"
+		})
+		f.mu.Lock()
+		f.clients["pre id"] = fxClient{secret: "pre-secret-1", redirect: e.c.redirectURIs()}
+		f.secrets = append(f.secrets, "pre-secret-1")
+		f.mu.Unlock()
+		e.mustCall(t)
+		f.kill()
+		e.mustCall(t) // a refresh with the static client
+		if f.count("register") != 0 || f.authorizes[0].Get("client_id") != "pre id" || f.count("refresh") != 1 {
+			t.Errorf("registrations %d, client %q, refreshes %d", f.count("register"), f.authorizes[0].Get("client_id"), f.count("refresh"))
+		}
+		if f.basic != 2 {
+			t.Errorf("%d token requests with Basic client authentication, want 2", f.basic)
+		}
+		if st, _ := e.c.Status(); st.ClientSource != sourceStatic || st.ClientID != "pre id" {
+			t.Errorf("Status %+v", st)
+		}
+		f.scan(t, []*env{e})
+	})
+	t.Run("static for another issuer", func(t *testing.T) {
+		f := newFixture(t)
+		e := f.newEnv(storeDir(t), func(c *Config) {
+			c.ClientInfo = []byte(`{"client_id":"pre","issuer":"https://other.example"}`)
+		})
+		err := signInErr(t, e)
+		if !strings.Contains(err.Error(), "the static OAuth client is for the authorization server https://other.example") {
+			t.Errorf("error %q", err)
+		}
+	})
+	t.Run("metadata document", func(t *testing.T) {
+		f := newFixture(t)
+		f.cimd = true
+		const cid = "https://client.example/meta.json"
+		e := f.newEnv(storeDir(t), func(c *Config) { c.ClientMetadataURL = cid })
+		f.mu.Lock()
+		f.clients[cid] = fxClient{redirect: e.c.redirectURIs()}
+		f.mu.Unlock()
+		e.mustCall(t)
+		if f.count("register") != 0 || f.authorizes[0].Get("client_id") != cid {
+			t.Errorf("registrations %d, client %q", f.count("register"), f.authorizes[0].Get("client_id"))
+		}
+		if st, _ := e.c.Status(); st.ClientSource != sourceCIMD {
+			t.Errorf("Status %+v", st)
+		}
+	})
+	t.Run("DCR when the AS has no metadata documents", func(t *testing.T) {
+		f := newFixture(t)
+		e := f.newEnv(storeDir(t), func(c *Config) {
+			c.ClientMetadataURL = "https://client.example/meta.json"
+			c.ClientMetadata = []byte(`{"client_name":"My Laptop","logo_uri":"https://x/l.png","redirect_uris":["https://evil.example/cb"]}`)
+		})
+		e.mustCall(t)
+		reg := f.registers[0]
+		if reg["client_name"] != "My Laptop" || reg["logo_uri"] != "https://x/l.png" || reg["application_type"] != "native" {
+			t.Errorf("registration %v", reg)
+		}
+		uris := fmt.Sprint(reg["redirect_uris"])
+		if strings.Contains(uris, "evil") || !strings.Contains(uris, "http://127.0.0.1:") || len(reg["redirect_uris"].([]any)) != portTries {
+			t.Errorf("redirect_uris %s", uris)
+		}
+	})
 }
