@@ -46,6 +46,7 @@ type fixture struct {
 	scopesOffered []string // PRM scopes_supported
 	challengeRM   bool     // the 401 challenge carries resource_metadata
 	cimd          bool     // client_id_metadata_document_supported
+	chScope       string   // the 401 challenge's scope
 	// records
 	authorizes  []url.Values
 	tokens      []url.Values
@@ -296,6 +297,9 @@ func (f *fixture) serveRS(w http.ResponseWriter, r *http.Request) {
 		ch := `Bearer error="invalid_token"`
 		if f.challengeRM {
 			ch += fmt.Sprintf(`, resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, f.rs.URL)
+		}
+		if f.chScope != "" {
+			ch += fmt.Sprintf(`, scope="%s"`, f.chScope)
 		}
 		w.Header().Set("WWW-Authenticate", ch)
 		w.WriteHeader(401)

@@ -834,3 +834,65 @@ func TestClientRegistrationOrder(t *testing.T) {
 		}
 	})
 }
+
+// The challenge's scope wins over scopes_supported; Config.Scope over both.
+func TestScopeChoice(t *testing.T) {
+	for _, tc := range []struct {
+		name, override, want string
+	}{
+		{"challenge", "", "mcp:tools"},
+		{"override", "a b", "a b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.chScope = "mcp:tools"
+			f.scopesOffered = []string{"read", "write"}
+			e := f.newEnv(storeDir(t), func(c *Config) { c.Scope = tc.override })
+			e.mustCall(t)
+			if got := f.authorizes[0].Get("scope"); got != tc.want {
+				t.Errorf("scope %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Metadata traffic follows a redirect only on the same origin, even with
+// the caller's own http.Client.
+func TestMetadataRedirectSameOriginOnly(t *testing.T) {
+	var mu sync.Mutex
+	var other []string
+	elsewhere := newRecorder(t, &mu, &other)
+	srv := newHTTPTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/.well-known/oauth-protected-resource/mcp":
+			http.Redirect(w, r, elsewhere.URL+"/prm", http.StatusFound)
+		case "/.well-known/oauth-protected-resource":
+			http.Redirect(w, r, "/moved", http.StatusFound)
+		case "/moved":
+			writeJSON(w, 200, map[string]any{"resource": "http://" + r.Host, "authorization_servers": []string{elsewhere.URL}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	c := newBare(t, srv.URL+"/mcp", func(c *Config) { c.HTTPClient = &http.Client{} })
+	if err := sameOriginRedirect(mustReq(t, elsewhere.URL+"/x"), []*http.Request{mustReq(t, srv.URL+"/y")}); err == nil {
+		t.Error("a redirect to another origin is allowed")
+	}
+	_, err := c.discover(context.Background(), nil) // same-origin redirect followed; the AS (elsewhere) has no metadata
+	if err == nil || !strings.Contains(err.Error(), "no authorization server metadata was found for "+elsewhere.URL) {
+		t.Errorf("discover: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(other, "/prm") {
+		t.Error("a cross-origin redirect was followed")
+	}
+}
+
+func mustReq(t *testing.T, u string) *http.Request {
+	r, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
