@@ -214,9 +214,20 @@ func (c *Client) Authorization(ctx context.Context) (string, error) {
 	return bearer(t), nil
 }
 
-// dueForRefresh: a refreshable token within a minute (or a quarter of its
-// lifetime) of its expiry, and no refresh ahead failed in the last 30s.
+// dueForRefresh: a refreshable token that is due (see due), and no
+// refresh ahead failed in the last 30s.
 func (c *Client) dueForRefresh(t *token) bool {
+	if !c.due(t) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastProbe.IsZero() || c.now().Sub(c.lastProbe) > 30*time.Second
+}
+
+// due: a refreshable token within a minute (or a quarter of its lifetime,
+// when shorter) of its expiry.
+func (c *Client) due(t *token) bool {
 	if t.RefreshToken == "" || t.Expiry.IsZero() {
 		return false
 	}
@@ -226,13 +237,7 @@ func (c *Client) dueForRefresh(t *token) bool {
 			margin = life / 4
 		}
 	}
-	now := c.now()
-	if now.Before(t.Expiry.Add(-margin)) {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lastProbe.IsZero() || now.Sub(c.lastProbe) > 30*time.Second
+	return !c.now().Before(t.Expiry.Add(-margin))
 }
 
 // Retry implements routing.Auth. A 401 refreshes the token, or signs in
@@ -451,7 +456,7 @@ func (c *Client) refreshAhead(ctx context.Context, held string) error {
 		return err
 	}
 	t := rec.Token
-	if t == nil || t.RefreshToken == "" || (t.AccessToken != held && !c.dueNow(t)) {
+	if t == nil || t.RefreshToken == "" || (t.AccessToken != held && !c.due(t)) {
 		c.publish(rec) // another process refreshed, or signed out
 		return nil
 	}
@@ -480,10 +485,6 @@ func spent(t *token) *token {
 	nt := *t
 	nt.RefreshToken = ""
 	return &nt
-}
-
-func (c *Client) dueNow(t *token) bool {
-	return !t.Expiry.IsZero() && !c.now().Before(t.Expiry.Add(-refreshMargin))
 }
 
 var errNoTokenEndpoint = errors.New("no token endpoint is known")
