@@ -135,6 +135,42 @@ func StartProtectedLegacy(ctx context.Context, as *authserver.Server, opts *Prot
 	return url, l, stop, err
 }
 
+// DemoProtectedOptions are what [StartWithOAuth] uses when given none:
+// every request needs mcp:read, and the touch tool also needs mcp:write,
+// so a sign-in and a step-up can both be watched.
+func DemoProtectedOptions() *ProtectedOptions {
+	return &ProtectedOptions{
+		Scopes:     []string{"mcp:read"},
+		ToolScopes: map[string][]string{"touch": {"mcp:write"}},
+	}
+}
+
+// StartWithOAuth starts an authorization server (cfg; its DefaultScopes
+// default to mcp:read) and the 2026 demo server behind it, for
+// `--demo --demo-oauth`. nil opts means [DemoProtectedOptions]. stop ends
+// both.
+func StartWithOAuth(ctx context.Context, cfg authserver.Config, opts *ProtectedOptions) (url string, as *authserver.Server, stop func(), err error) {
+	if cfg.DefaultScopes == nil {
+		cfg.DefaultScopes = []string{"mcp:read"}
+	}
+	if opts == nil {
+		opts = DemoProtectedOptions()
+	}
+	as, err = authserver.Start(ctx, cfg)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	url, stopMCP, err := StartProtected(ctx, as, opts)
+	if err != nil {
+		as.Close()
+		return "", nil, nil, err
+	}
+	return url, as, func() {
+		stopMCP()
+		as.Close()
+	}, nil
+}
+
 // protector holds what Protect's handlers share.
 type protector struct {
 	as       *authserver.Server

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"go.uber.org/goleak"
+	"golang.org/x/oauth2"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
@@ -295,5 +297,78 @@ func TestProtectedLegacy(t *testing.T) {
 	}
 	if l.Deleted.Load() != 1 {
 		t.Errorf("deletes %d, want 1", l.Deleted.Load())
+	}
+}
+
+// TestStartWithOAuth signs in to the --demo-oauth pair the way a client
+// would: the challenge, the metadata, registration, the code flow with the
+// challenge's scope, a call, and a step-up for touch.
+func TestStartWithOAuth(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	u, as, stop, err := demo.StartWithOAuth(ctx, authserver.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	p := &peer{url: u, client: &http.Client{Transport: tr}}
+
+	_, h, _ := p.call(t, "", "tools/list", "", nil)
+	c := challenge(t, h)
+	prm, err := oauthex.GetProtectedResourceMetadata(ctx, c["resource_metadata"], u, p.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asm, err := oauthex.GetAuthServerMeta(ctx, as.MetadataURL(), prm.AuthorizationServers[0], p.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
+		RedirectURIs: []string{"http://127.0.0.1:1/callback"}, TokenEndpointAuthMethod: "none",
+		GrantTypes: []string{"authorization_code", "refresh_token"}, ApplicationType: "native",
+	}, p.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn := func(scope string) string {
+		conf := &oauth2.Config{
+			ClientID:    reg.ClientID,
+			Endpoint:    oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams},
+			RedirectURL: "http://127.0.0.1:1/callback",
+			Scopes:      strings.Fields(scope),
+		}
+		v := oauth2.GenerateVerifier()
+		cb, err := authserver.Browse(ctx, conf.AuthCodeURL("s", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", u)),
+			authserver.BrowseOptions{NoCallback: true, Client: p.client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cbu, _ := url.Parse(cb)
+		if cbu.Query().Get("iss") != asm.Issuer {
+			t.Errorf("iss %q", cbu.Query().Get("iss"))
+		}
+		tok, err := conf.Exchange(context.WithValue(ctx, oauth2.HTTPClient, p.client), cbu.Query().Get("code"),
+			oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.AccessToken
+	}
+	tok := signIn(c["scope"])
+	if status, _, body := p.call(t, tok, "tools/list", "", nil); status != http.StatusOK {
+		t.Fatalf("tools/list: %d %s", status, body)
+	}
+	touch := map[string]any{"name": "touch", "arguments": map[string]any{}}
+	status, h, _ := p.call(t, tok, "tools/call", "touch", touch)
+	c = challenge(t, h)
+	if status != http.StatusForbidden || c["error"] != "insufficient_scope" || c["scope"] != "mcp:read mcp:write" {
+		t.Fatalf("touch with mcp:read: %d %v", status, c)
+	}
+	tok = signIn(c["scope"])
+	if status, _, body := p.call(t, tok, "tools/call", "touch", touch); status != http.StatusOK {
+		t.Errorf("touch after step-up: %d %s", status, body)
 	}
 }

@@ -16,7 +16,8 @@
 //
 // -delay (or $FAKEBROWSER_DELAY, a Go duration) waits before starting.
 // -log (or $FAKEBROWSER_LOG) appends one line per run to FILE: the URL it
-// was given, then the callback URL, tab-separated.
+// was given, then the callback URL, tab-separated. The callback URL holds
+// the authorization code: keep the file out of secret scans' expectations.
 //
 // It writes nothing on stdout except in print mode, and exits 1 with a
 // message on stderr when a request fails.
