@@ -622,6 +622,22 @@ func (s *Server) Expire(token string) bool {
 	return true
 }
 
+// Revoke revokes one token as the revocation endpoint would: an access
+// token alone, or a refresh token with its whole grant. False if unknown.
+func (s *Server) Revoke(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.access[token]; t != nil {
+		t.revoked = true
+		return true
+	}
+	if t := s.refresh[token]; t != nil {
+		s.revokeGrantLocked(t.grant)
+		return true
+	}
+	return false
+}
+
 // RevokeAll revokes every grant: all access and refresh tokens. It returns
 // how many grants were live.
 func (s *Server) RevokeAll() int {

@@ -818,6 +818,14 @@ func TestExpireAndRevokeAll(t *testing.T) {
 	status, m := e.form(e.as.TokenEndpoint(), refresh(client, tok2["refresh_token"].(string)))
 	wantError(t, status, m, http.StatusBadRequest, "invalid_grant")
 
+	_, tok = e.signIn()
+	if !e.as.Revoke(tok["refresh_token"].(string)) || e.as.Revoke("nope") {
+		t.Error("Revoke did not report")
+	}
+	if _, ok := e.as.Verify(tok["access_token"].(string)); ok {
+		t.Error("revoking the refresh token left its grant's access token valid")
+	}
+
 	e.as.SetAccessTokenTTL(time.Millisecond)
 	_, tok = e.signIn()
 	if tok["expires_in"].(float64) != 1 {
