@@ -16,7 +16,19 @@
 //     a POST that would become a GET; see RedirectError). The first server
 //     got the request; the target got nothing. Retrying cannot help: the
 //     fix is the URL.
+//   - *TransportError with Kind KindAuth: the Auth hook (Config.Auth) could
+//     not authorize the request: a sign-in that did not complete, a refresh
+//     the authorization server refused, a scope never granted. Its text is
+//     written for the end user and names the way out. Not retried: the
+//     hook has already done what it could.
 //   - every other error: bytes may have reached the server.
+//
+// With an Auth hook, every request (Post; Send's POST, GET and DELETE)
+// carries the hook's Authorization header. A 401, or a 403 whose challenge
+// says insufficient_scope, is reported to the hook, and when it says so the
+// request is sent once more with the new header. This is the one exception
+// to "a tools/call is never replayed": the server's auth layer refused the
+// first copy before any processing.
 package routing
 
 import (
@@ -60,6 +72,10 @@ type Config struct {
 	UserAgent string
 	// Transport, when set, replaces the default transport (tests).
 	Transport http.RoundTripper
+	// Auth, when set, authorizes every request (see Auth); nil means the
+	// user's headers are all the authorization there is. Its Authorization
+	// header replaces one given in Header.
+	Auth Auth
 }
 
 // Defaults.
@@ -77,6 +93,7 @@ type Client struct {
 	header http.Header
 	max    int
 	ua     []string // the User-Agent value, shared by every request
+	auth   Auth     // nil: no hook, no cost
 }
 
 // New validates cfg and builds the client with one shared keep-alive pool.
@@ -137,6 +154,7 @@ func New(cfg Config) (*Client, error) {
 		header: h,
 		max:    cfg.MaxMessageBytes,
 		ua:     headerValue(cfg.UserAgent),
+		auth:   cfg.Auth,
 	}, nil
 }
 
@@ -166,6 +184,10 @@ const (
 	// does not follow (Err is a *RedirectError). Not retried: the same
 	// request gets the same redirect.
 	KindRedirect
+	// KindAuth: the Auth hook could not authorize the request (Err is its
+	// error). Nothing was sent, or the server refused the request before
+	// any processing. Not retried by callers.
+	KindAuth
 )
 
 // TransportError is an HTTP exchange that failed below HTTP status level.
@@ -183,6 +205,8 @@ func (e *TransportError) Error() string {
 		return fmt.Sprintf("request to %s timed out: %v", e.URL, rootCause(e.Err))
 	case KindRedirect:
 		return e.Err.Error() // names both URLs and the fix already
+	case KindAuth:
+		return e.Err.Error() // names the server, the cause and the way out
 	}
 	return fmt.Sprintf("connection to %s failed: %v", e.URL, rootCause(e.Err))
 }
@@ -232,8 +256,50 @@ func (c *Client) Send(ctx context.Context, method string, body []byte, h http.He
 }
 
 // do makes one HTTP request with the user's headers and User-Agent, then
-// the protocol headers set() adds on top.
+// the protocol headers set() adds on top, then the Auth hook's
+// Authorization. A request the server's auth layer refused is sent once
+// more when the hook says so.
 func (c *Client) do(ctx context.Context, method string, body []byte, set func(http.Header)) (*Response, error) {
+	if c.auth == nil {
+		resp, err := c.send(ctx, method, body, set, "")
+		if err != nil {
+			return nil, err
+		}
+		return newResponse(resp, c.max), nil
+	}
+	authz, err := c.auth.Authorization(ctx)
+	if err != nil {
+		return nil, c.authError(err)
+	}
+	resp, err := c.send(ctx, method, body, set, authz)
+	if err != nil || !authRefused(resp) {
+		if err != nil {
+			return nil, err
+		}
+		return newResponse(resp, c.max), nil
+	}
+	again, err := c.auth.Retry(ctx, resp.StatusCode, resp.Header, authz)
+	if err != nil || !again {
+		if err != nil {
+			discard(resp)
+			return nil, c.authError(err)
+		}
+		return newResponse(resp, c.max), nil // the refusal, for the caller to report
+	}
+	discard(resp)
+	if authz, err = c.auth.Authorization(ctx); err != nil {
+		return nil, c.authError(err)
+	}
+	resp, err = c.send(ctx, method, body, set, authz)
+	if err != nil {
+		return nil, err
+	}
+	return newResponse(resp, c.max), nil // a second refusal goes to the caller as it is
+}
+
+// send makes one HTTP request; authz, when not empty, is its
+// Authorization header.
+func (c *Client) send(ctx context.Context, method string, body []byte, set func(http.Header), authz string) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -250,11 +316,14 @@ func (c *Client) do(ctx context.Context, method string, body []byte, set func(ht
 		h["User-Agent"] = c.ua
 	}
 	set(h)
+	if authz != "" {
+		h["Authorization"] = []string{authz}
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, c.classify(ctx, err)
 	}
-	return newResponse(resp, c.max), nil
+	return resp, nil
 }
 
 // Headers returns the protocol headers of a POST that carries body:

@@ -1,0 +1,257 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// Discovery, as the MCP authorization spec orders it. go-sdk's
+// oauthex.GetProtectedResourceMetadata and GetAuthServerMeta are not used:
+// they refuse authorization servers on private networks (10/8,
+// 192.168/16: a company's self-hosted MCP server), forgive a trailing slash
+// where RFC 8414 §3.3 asks for an identical issuer, stop the search at the
+// first 5xx, and accept PKCE without S256. Their types, and
+// ParseWWWAuthenticate, are used.
+
+// discovery is what a sign-in needs to know about the server.
+type discovery struct {
+	resource string   // sent as resource
+	scopes   []string // scopes_supported of the resource metadata
+	as       *oauthex.AuthServerMeta
+}
+
+// challenge is the Bearer challenge of a refusal, parameters lower-cased.
+type challenge map[string]string
+
+func parseChallenge(h http.Header) challenge {
+	cs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
+	if err != nil {
+		return nil
+	}
+	for _, c := range cs {
+		if c.Scheme == "bearer" {
+			return c.Params
+		}
+	}
+	return nil
+}
+
+func (ch challenge) scopes() []string { return strings.Fields(ch["scope"]) }
+
+// discover finds the protected resource metadata (from the challenge's
+// resource_metadata, else the path-inserted, then the root well-known
+// URL), checks its resource, and finds its authorization server's
+// metadata. A server with no resource metadata is tried as its own
+// authorization server (the 2025-03-26 arrangement).
+func (c *Client) discover(ctx context.Context, ch challenge) (*discovery, error) {
+	var tried []string
+	for _, cand := range c.prmURLs(ch["resource_metadata"]) {
+		if err := c.checkEndpoint("the resource metadata URL", cand); err != nil {
+			tried = append(tried, err.Error())
+			continue
+		}
+		var prm oauthex.ProtectedResourceMetadata
+		status, err := c.getJSON(ctx, cand, &prm)
+		if err != nil {
+			if status == 0 {
+				tried = append(tried, err.Error())
+			}
+			continue
+		}
+		if !c.resourceMatches(prm.Resource) {
+			return nil, fmt.Errorf("the protected resource metadata at %s is for %q, not for %s (RFC 9728 §3.3); it is not used", cand, clip(prm.Resource, 200), displayURL(c.server))
+		}
+		if len(prm.AuthorizationServers) == 0 {
+			return nil, fmt.Errorf("the protected resource metadata at %s names no authorization server", cand)
+		}
+		var errs []string
+		for _, issuer := range prm.AuthorizationServers {
+			as, err := c.authServerMeta(ctx, issuer)
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			d := &discovery{resource: prm.Resource, scopes: prm.ScopesSupported, as: as}
+			if c.cfg.Resource != "" {
+				d.resource = c.cfg.Resource
+			}
+			return d, nil
+		}
+		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	// No resource metadata: the server's origin may be its own
+	// authorization server.
+	origin := &url.URL{Scheme: c.server.Scheme, Host: c.server.Host}
+	as, err := c.authServerMeta(ctx, origin.String())
+	if err != nil {
+		reason := fmt.Sprintf("%s publishes no protected resource metadata (RFC 9728), and %s", c.host, err)
+		if len(tried) > 0 {
+			reason += " (" + strings.Join(tried, "; ") + ")"
+		}
+		return nil, errors.New(reason)
+	}
+	d := &discovery{resource: c.server.String(), as: as}
+	if c.cfg.Resource != "" {
+		d.resource = c.cfg.Resource
+	}
+	return d, nil
+}
+
+// prmURLs lists where the protected resource metadata may be, in order.
+func (c *Client) prmURLs(fromChallenge string) []string {
+	var urls []string
+	if fromChallenge != "" {
+		urls = append(urls, fromChallenge)
+	}
+	u := url.URL{Scheme: c.server.Scheme, Host: c.server.Host}
+	if p := strings.Trim(c.server.Path, "/"); p != "" {
+		u.Path = "/.well-known/oauth-protected-resource/" + p
+		urls = append(urls, u.String())
+	}
+	u.Path = "/.well-known/oauth-protected-resource"
+	urls = append(urls, u.String())
+	return urls
+}
+
+// resourceMatches accepts a resource metadata document for this server:
+// its resource is the server URL, or the same origin with a path that is a
+// whole-segment prefix of the server's (as the root well-known document
+// names the origin). Trailing slashes do not count.
+func (c *Client) resourceMatches(resource string) bool {
+	r, err := canonicalURL(resource)
+	if err != nil || r.Scheme != c.server.Scheme || r.Host != c.server.Host || r.RawQuery != "" {
+		return false
+	}
+	rp := strings.TrimSuffix(r.Path, "/")
+	sp := strings.TrimSuffix(c.server.Path, "/")
+	return rp == sp || strings.HasPrefix(sp, rp+"/")
+}
+
+// authServerMeta fetches the authorization server metadata of issuer in
+// the spec's order: RFC 8414 then OpenID Connect, with path insertion for
+// an issuer with a path, then OIDC path appending. The document's issuer
+// must be identical to issuer, and it must offer PKCE with S256.
+func (c *Client) authServerMeta(ctx context.Context, issuer string) (*oauthex.AuthServerMeta, error) {
+	if err := c.checkEndpoint("the authorization server", issuer); err != nil {
+		return nil, err
+	}
+	iu, err := url.Parse(issuer)
+	if err != nil {
+		return nil, fmt.Errorf("the authorization server %q is not a URL", clip(issuer, 200))
+	}
+	var problems []string
+	for _, cand := range asMetaURLs(iu) {
+		var as oauthex.AuthServerMeta
+		status, err := c.getJSON(ctx, cand, &as)
+		if err != nil {
+			if status == 0 || status >= 500 {
+				problems = append(problems, err.Error())
+			}
+			continue
+		}
+		if as.Issuer != issuer {
+			problems = append(problems, fmt.Sprintf("the metadata at %s is for issuer %q, not %q (RFC 8414 §3.3); it is not used", cand, clip(as.Issuer, 200), issuer))
+			continue
+		}
+		if !slices.Contains(as.CodeChallengeMethodsSupported, "S256") {
+			return nil, fmt.Errorf("the authorization server %s does not offer PKCE with S256 (code_challenge_methods_supported is %q); the proxy does not sign in without it", issuer, as.CodeChallengeMethodsSupported)
+		}
+		for _, e := range []struct{ what, u string }{
+			{"its authorization endpoint", as.AuthorizationEndpoint},
+			{"its token endpoint", as.TokenEndpoint},
+		} {
+			if err := c.checkEndpoint(e.what, e.u); err != nil {
+				return nil, fmt.Errorf("the authorization server %s: %v", issuer, err)
+			}
+		}
+		for _, e := range []struct{ what, u string }{
+			{"its registration endpoint", as.RegistrationEndpoint},
+			{"its revocation endpoint", as.RevocationEndpoint},
+		} {
+			if e.u != "" {
+				if err := c.checkEndpoint(e.what, e.u); err != nil {
+					return nil, fmt.Errorf("the authorization server %s: %v", issuer, err)
+				}
+			}
+		}
+		return &as, nil
+	}
+	reason := fmt.Sprintf("no authorization server metadata was found for %s", issuer)
+	if len(problems) > 0 {
+		reason += ": " + strings.Join(problems, "; ")
+	}
+	return nil, errors.New(reason)
+}
+
+// asMetaURLs lists the metadata URLs of an issuer in the MCP spec's order.
+func asMetaURLs(iu *url.URL) []string {
+	u := url.URL{Scheme: iu.Scheme, Host: iu.Host}
+	p := strings.Trim(iu.Path, "/")
+	if p == "" {
+		u.Path = "/.well-known/oauth-authorization-server"
+		a := u.String()
+		u.Path = "/.well-known/openid-configuration"
+		return []string{a, u.String()}
+	}
+	var urls []string
+	for _, path := range []string{
+		"/.well-known/oauth-authorization-server/" + p,
+		"/.well-known/openid-configuration/" + p,
+		"/" + p + "/.well-known/openid-configuration",
+	} {
+		u.Path = path
+		urls = append(urls, u.String())
+	}
+	return urls
+}
+
+// maxMetadata bounds a metadata or token response.
+const maxMetadata = 1 << 20
+
+// getJSON GETs a JSON document into v. status is the HTTP status (0 when
+// none came); err is set for any failure.
+func (c *Client) getJSON(ctx context.Context, u string, v any) (status int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", u, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("cannot fetch %s: %v", u, rootCause(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return resp.StatusCode, fmt.Errorf("%s answered HTTP %d", u, resp.StatusCode)
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return resp.StatusCode, fmt.Errorf("%s answered %q, not JSON", u, mt)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxMetadata)).Decode(v); err != nil {
+		return resp.StatusCode, fmt.Errorf("%s answered invalid JSON (%v)", u, syntaxOnly(err))
+	}
+	return resp.StatusCode, nil
+}
+
+// rootCause drops the *url.Error wrapping (its text repeats the URL).
+func rootCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,68 @@
+package oauth
+
+import (
+	"errors"
+	"fmt"
+)
+
+// SignInError is every failure of the Client to authorize a request: a
+// sign-in that did not complete (nobody signed in in time, the
+// authorization server refused, the state or issuer did not match), a
+// refresh the authorization server refused, a scope it never grants. Its
+// text is for the end user: it names the server, the cause and the way
+// out. It never holds a secret.
+type SignInError struct {
+	// Host is the MCP server's host (and port, when not the default).
+	Host string
+	// Server is the MCP server URL, without userinfo or query.
+	Server string
+	// Reason says what happened, in a phrase.
+	Reason string
+	// Err is the cause, when there is one (context.DeadlineExceeded for a
+	// sign-in that timed out). Its text is already in Reason.
+	Err error
+}
+
+func (e *SignInError) Error() string {
+	return fmt.Sprintf("sign-in to %s did not complete: %s; to sign in from a terminal, run: mcp-tasks-proxy auth login %s",
+		e.Host, e.Reason, e.Server)
+}
+
+func (e *SignInError) Unwrap() error { return e.Err }
+
+// ErrNotSignedIn is returned by Logout when the store holds nothing for the
+// server.
+var ErrNotSignedIn = errors.New("not signed in")
+
+// tokenError is an OAuth error response of the token, registration or
+// revocation endpoint (RFC 6749 §5.2). Only its code and description are
+// kept: never the body, which might echo what was sent.
+type tokenError struct {
+	Code        string
+	Description string
+	Status      int
+}
+
+func (e *tokenError) Error() string {
+	s := fmt.Sprintf("the authorization server answered %s", e.Code)
+	if e.Code == "" {
+		s = fmt.Sprintf("the authorization server answered HTTP %d", e.Status)
+	}
+	if e.Description != "" {
+		s += fmt.Sprintf(" (%s)", clip(e.Description, 200))
+	}
+	return s
+}
+
+func isOAuthError(err error, code string) bool {
+	var te *tokenError
+	return errors.As(err, &te) && te.Code == code
+}
+
+// clip shortens s to n bytes, for text that comes from a server.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

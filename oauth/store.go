@@ -1,0 +1,236 @@
+package oauth
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// The store: one JSON file per server, NAME.json, and its lock, NAME.lock,
+// in a directory of mode 0700. NAME is the server's host and a hash of its
+// canonical URL, so a person can tell the files apart and two endpoints of
+// one host do not share one.
+
+// storeVersion is the file format's version. A file of a later version is
+// refused rather than overwritten.
+const storeVersion = 1
+
+// record is one server's stored state.
+type record struct {
+	Version int    `json:"version"`
+	Server  string `json:"server"`
+	// Resource is what the last sign-in sent as resource (RFC 8707), and
+	// what refreshes send.
+	Resource string `json:"resource,omitempty"`
+	// ResourceScopes is the protected resource metadata's scopes_supported.
+	ResourceScopes []string `json:"resource_scopes,omitempty"`
+	// AS is the metadata of the authorization server of the last sign-in:
+	// its token endpoint serves refreshes, its revocation endpoint logout.
+	AS *oauthex.AuthServerMeta `json:"authorization_server,omitempty"`
+	// Clients are the dynamically registered clients, by issuer.
+	Clients map[string]*registration `json:"clients,omitempty"`
+	// Token is the current grant.
+	Token *token `json:"token,omitempty"`
+}
+
+// registration is a client the proxy uses with one issuer.
+type registration struct {
+	ClientID     string    `json:"client_id"`
+	ClientSecret string    `json:"client_secret,omitempty"`
+	AuthMethod   string    `json:"token_endpoint_auth_method,omitempty"`
+	RedirectURIs []string  `json:"redirect_uris,omitempty"`
+	Source       string    `json:"source"` // sourceStatic, sourceCIMD, sourceDCR
+	RegisteredAt time.Time `json:"registered_at,omitzero"`
+}
+
+// How the client was obtained.
+const (
+	sourceStatic = "static"
+	sourceCIMD   = "metadata-document"
+	sourceDCR    = "dynamic"
+)
+
+// token is a grant. Expiry is zero when the server gave no lifetime.
+type token struct {
+	AccessToken  string    `json:"access_token"`
+	TokenType    string    `json:"token_type,omitempty"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	Obtained     time.Time `json:"obtained,omitzero"`
+	Scopes       []string  `json:"scopes,omitempty"`
+	Issuer       string    `json:"issuer,omitempty"`
+	ClientID     string    `json:"client_id,omitempty"`
+}
+
+type store struct {
+	dir  string
+	name string // NAME
+}
+
+// defaultStoreDir is os.UserConfigDir()/mcp-tasks-proxy/oauth.
+func defaultStoreDir() (string, error) {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no directory for the OAuth store (%v): pass one with --oauth-store", err)
+	}
+	return filepath.Join(d, "mcp-tasks-proxy", "oauth"), nil
+}
+
+// openStore makes dir (mode 0700) when it is missing and refuses one that
+// others can read.
+func openStore(dir, server string) (*store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the OAuth store %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the OAuth store %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("the OAuth store %s is not a directory", dir)
+	}
+	if err := checkPrivate(dir, fi.Mode(), "700"); err != nil {
+		return nil, err
+	}
+	return &store{dir: dir, name: storeName(server)}, nil
+}
+
+// checkPrivate refuses a store directory or file that group or others may
+// use, naming the chmod that fixes it. Windows has no such mode bits.
+func checkPrivate(path string, mode fs.FileMode, want string) error {
+	if runtime.GOOS == "windows" || mode.Perm()&0o077 == 0 {
+		return nil
+	}
+	kind := "file"
+	if mode.IsDir() {
+		kind = "directory"
+	}
+	return fmt.Errorf("the OAuth store %s %s can be read by other users (mode %04o), so it is not used; fix it with: chmod %s %s",
+		kind, path, mode.Perm(), want, shellQuote(path))
+}
+
+func shellQuote(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '\\' ||
+			('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// storeName is HOST-HASH: the host (':' made '_') and 16 hex digits of the
+// SHA-256 of the canonical server URL.
+func storeName(server string) string {
+	host := server
+	if i := strings.Index(host, "://"); i >= 0 {
+		host = host[i+3:]
+	}
+	if i := strings.IndexAny(host, "/?#"); i >= 0 {
+		host = host[:i]
+	}
+	host = strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(host))
+	sum := sha256.Sum256([]byte(server))
+	return host + "-" + hex.EncodeToString(sum[:8])
+}
+
+func (s *store) path() string     { return filepath.Join(s.dir, s.name+".json") }
+func (s *store) lockPath() string { return filepath.Join(s.dir, s.name+".lock") }
+
+// load reads the server's record; a missing file is an empty record.
+func (s *store) load(server string) (*record, error) {
+	p := s.path()
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &record{Version: storeVersion, Server: server}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the OAuth store file %s: %w", p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the OAuth store file %s: %w", p, err)
+	}
+	if err := checkPrivate(p, fi.Mode(), "600"); err != nil {
+		return nil, err
+	}
+	var r record
+	dec := json.NewDecoder(f)
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("the OAuth store file %s is not valid JSON (%v); delete it to sign in again", p, syntaxOnly(err))
+	}
+	if r.Version > storeVersion {
+		return nil, fmt.Errorf("the OAuth store file %s has version %d, newer than this mcp-tasks-proxy knows (%d); upgrade, or delete it", p, r.Version, storeVersion)
+	}
+	r.Version = storeVersion
+	r.Server = server
+	return &r, nil
+}
+
+// syntaxOnly keeps a JSON decoding error from quoting the file's content.
+func syntaxOnly(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("syntax error at byte %d", se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("wrong type for %s", te.Field)
+	}
+	return errors.New("cannot decode")
+}
+
+// save writes r atomically: a temporary file of mode 0600 in the same
+// directory, synced, then renamed over the old one. A reader sees the old
+// record or the new one, never a part.
+func (s *store) save(r *record) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(s.dir, s.name+".*.tmp") // mode 0600
+	if err != nil {
+		return fmt.Errorf("cannot write the OAuth store in %s: %w", s.dir, err)
+	}
+	name := tmp.Name()
+	_, err = tmp.Write(append(b, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(name, s.path())
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		return fmt.Errorf("cannot write the OAuth store file %s: %w", s.path(), err)
+	}
+	return nil
+}
+
+// remove deletes the server's record (not its lock file: see filelock).
+func (s *store) remove() error {
+	err := os.Remove(s.path())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
