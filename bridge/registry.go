@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,8 +14,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
 )
 
 // The task registry: the tasks this client created through the proxy, for
@@ -282,6 +286,11 @@ func openFileRegistry(path, upstream string) (*fileRegistry, error) {
 	return &fileRegistry{path: path, upstream: upstream}, nil
 }
 
+// stateLockTimeout bounds the wait for the state file's lock, which
+// another proxy holds only for one read-modify-write: one that holds it
+// longer is stuck, and the session goes on in memory (every wait ends).
+var stateLockTimeout = 10 * time.Second
+
 func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -292,9 +301,11 @@ func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 			return nil
 		}
 	}
-	unlock, err := lockFile(r.path + ".lock")
+	ctx, cancel := context.WithTimeout(context.Background(), stateLockTimeout)
+	defer cancel()
+	unlock, err := filelock.LockContext(ctx, r.path+".lock")
 	if err != nil {
-		return fmt.Errorf("locking the state file: %w", err)
+		return fmt.Errorf("locking the state file (%s.lock): %w", r.path, err)
 	}
 	defer unlock()
 	st, err := readState(r.path)

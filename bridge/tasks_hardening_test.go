@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
@@ -422,12 +423,13 @@ func TestTaskStateDirUncreatable(t *testing.T) {
 // A state file that cannot be written falls back to memory seeded with the
 // records the file holds, with one warning: a task created afterwards is
 // listed, and an old one keeps its cached result. Writing is made to fail
-// for root too: the lock file's path is a directory. For other users a
+// for root too: the lock file's path is a directory, or another process
+// holds the lock and never lets go. For other users a
 // read-only directory is tried as well (the lock file exists, so the write
 // itself fails); root skips it.
 func TestTaskStateFileUnwritable(t *testing.T) {
 	old := `{"version":1,"tasks":[{"id":"t-old","seq":1,"task":{"taskId":"t-old","status":"completed","createdAt":"` + tsCreated + `","lastUpdatedAt":"` + tsUpdated + `","ttlMs":60000},"result":` + taskOutput + `}]}`
-	for _, how := range []string{"lock path is a directory", "read-only directory"} {
+	for _, how := range []string{"lock path is a directory", "lock held by a stuck process", "read-only directory"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "state.json")
@@ -439,6 +441,15 @@ func TestTaskStateFileUnwritable(t *testing.T) {
 				if err := os.Mkdir(path+".lock", 0o700); err != nil {
 					t.Fatal(err)
 				}
+			case "lock held by a stuck process":
+				unlock, err := filelock.Lock(path + ".lock")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(unlock)
+				old := stateLockTimeout
+				stateLockTimeout = 50 * time.Millisecond
+				t.Cleanup(func() { stateLockTimeout = old })
 			case "read-only directory":
 				if os.Geteuid() == 0 {
 					t.Skip("root writes to a read-only directory")
