@@ -642,6 +642,13 @@ func (s *Session) invalidBody(id []byte, method string, resp *routing.Response, 
 // capSnippet is the start of a body for error.data.
 func capSnippet(b []byte) []byte { return b[:min(len(b), 256)] }
 
+// refused reports a request the proxy did not send on: a redirect it does
+// not follow, or a sign-in that did not complete. Repeating it cannot help.
+func refused(err error) bool {
+	var te *routing.TransportError
+	return errors.As(err, &te) && (te.Kind == routing.KindRedirect || te.Kind == routing.KindAuth)
+}
+
 // transportError is the error for an exchange that failed before any status.
 func (s *Session) transportError(id []byte, method string, err error) []byte {
 	var te *routing.TransportError

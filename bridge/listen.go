@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // Subscriptions (eras.md §9): the legacy client's unsolicited list_changed
@@ -225,7 +226,13 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 	op := "listen-" + string(id)
 	s.traceUp(ctx, op, body, nil, []string{"id.mint", "meta.inject"})
 	start := time.Now()
-	resp, err := s.client.Post(ctx, body, nil)
+	pctx := ctx
+	if !first || l.failed == nil {
+		// No request of the client's waits for this stream: it may not
+		// start a sign-in (a tab per reconnect); a refreshed token it uses.
+		pctx = routing.Unattended(ctx)
+	}
+	resp, err := s.client.Post(pctx, body, nil)
 	if err != nil {
 		s.traceDown(op, nil, 0, start, err)
 		return false, 0, err

@@ -541,7 +541,7 @@ func (p *passthrough) get(ctx context.Context) {
 		}
 		s.traceHTTP(op, http.MethodGet, nil, h, nil)
 		start := time.Now()
-		resp, err := s.client.Send(ctx, http.MethodGet, nil, h)
+		resp, err := s.client.Send(routing.Unattended(ctx), http.MethodGet, nil, h) // no sign-in for a stream the client did not ask for
 		var delay time.Duration
 		switch {
 		case err != nil:

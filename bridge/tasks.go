@@ -170,8 +170,8 @@ func transient(method string, err error) bool {
 	var te *routing.TransportError
 	var na *noAnswerError
 	switch {
-	case errors.Is(err, routing.ErrRedirect):
-		return false // the same request meets the same redirect
+	case refused(err):
+		return false // the same request meets the same refusal
 	case errors.As(err, &te), errors.Is(err, errPollTimeout):
 		return true
 	}
@@ -239,11 +239,10 @@ func (s *Session) forClient(ctx context.Context, c *call, method, id string) (gj
 
 // unreachable is the error for a task request that did not reach the server.
 func (s *Session) unreachable(c *call, method string, err error) []byte {
-	if errors.Is(err, routing.ErrRedirect) {
-		// The message names the target and the fix; trying again cannot help.
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
-			fmt.Sprintf("%s was not sent: %v", method, err),
-			errorData(s.client.URL(), 0, "cause", "redirect"))
+	if refused(err) {
+		// The message names what was refused and the fix; trying again
+		// cannot help.
+		return s.transportError(c.id, method, err)
 	}
 	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 		fmt.Sprintf("%s failed: %v; the task itself is unaffected, try again", method, err),

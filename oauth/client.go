@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"go.uber.org/zap"
 	"golang.org/x/oauth2"
@@ -63,9 +64,12 @@ type flight struct {
 // per scope set); different kinds exclude each other through the store
 // lock, as processes do.
 const (
-	keyRenew     = "renew"
-	keyProactive = "refresh ahead"
-	keyStepUp    = "step up "
+	keyRenew = "renew"
+	// keyRenewUnattended: a renewal for a request the client did not make
+	// (routing.Unattended): it refreshes, and never signs in.
+	keyRenewUnattended = "renew-unattended"
+	keyProactive       = "refresh ahead"
+	keyStepUp          = "step up "
 )
 
 // New validates cfg, opens the store (creating its directory) and reads
@@ -266,7 +270,11 @@ func (c *Client) retryUnauthorized(ctx context.Context, ch challenge, sent strin
 		return true, nil // renewed since this request left
 	}
 	c.mu.Unlock()
-	err := c.fly(ctx, keyRenew, func(fctx context.Context) error { return c.renew(fctx, ch, sent) })
+	key, attended := keyRenew, !routing.IsUnattended(ctx)
+	if !attended {
+		key = keyRenewUnattended // never joined by a request that may sign in
+	}
+	err := c.fly(ctx, key, func(fctx context.Context) error { return c.renew(fctx, ch, sent, attended) })
 	if errors.Is(err, errNotOAuth) {
 		c.log.Info("oauth: the server answered 401 but publishes no OAuth metadata; the 401 is passed on", zap.Error(err))
 		return false, nil
@@ -296,6 +304,9 @@ func (c *Client) againAfterRefusal(sent string, rec *record) error {
 }
 
 func (c *Client) stepUp(ctx context.Context, ch challenge, sent string) (bool, error) {
+	if routing.IsUnattended(ctx) {
+		return false, nil // a step-up signs in: the client's own request will
+	}
 	challenged := ch.scopes()
 	key := strings.Join(sortedCopy(challenged), " ")
 	c.mu.Lock()
@@ -406,7 +417,7 @@ func usable(t *token, now time.Time) bool {
 
 // renew, under the store lock: adopt a token another process got in the
 // meantime, else refresh, else sign in.
-func (c *Client) renew(ctx context.Context, ch challenge, sent string) error {
+func (c *Client) renew(ctx context.Context, ch challenge, sent string, attended bool) error {
 	unlock, err := c.lock(ctx)
 	if err != nil {
 		return err
@@ -440,6 +451,9 @@ func (c *Client) renew(ctx context.Context, ch challenge, sent string) error {
 		default:
 			return c.fail(fmt.Sprintf("the token could not be refreshed: %v", err), err)
 		}
+	}
+	if !attended {
+		return c.fail("a sign-in is needed, and it is started only by a request of the client's, not by a stream the proxy keeps open", errUnattended)
 	}
 	if err := c.againAfterRefusal(sent, rec); err != nil {
 		return err

@@ -45,6 +45,10 @@ var errNoASMetadata = errors.New("no authorization server metadata was found")
 // --header way out.
 var errNotOAuth = errors.New("the server does not offer OAuth")
 
+// errUnattended: a sign-in is needed for a request the client did not make
+// (routing.Unattended); none is started for it.
+var errUnattended = errors.New("no sign-in for an unattended request")
+
 // tokenError is an OAuth error response of the token, registration or
 // revocation endpoint (RFC 6749 §5.2). Only its code and description are
 // kept: never the body, which might echo what was sent.

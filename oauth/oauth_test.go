@@ -896,3 +896,33 @@ func mustReq(t *testing.T, u string) *http.Request {
 	}
 	return r
 }
+
+// A request the client did not make (routing.Unattended: a listen stream
+// reconnecting) never starts a sign-in, so it cannot open a browser tab per
+// try; it still refreshes a token, and a sign-in the client's own request
+// makes serves it on its next try.
+func TestUnattendedRequestNeverSignsIn(t *testing.T) {
+	f := newFixture(t)
+	e := f.newEnv(storeDir(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := e.call(routing.Unattended(ctx))
+	var te *routing.TransportError
+	if !errors.As(err, &te) || te.Kind != routing.KindAuth || !strings.Contains(err.Error(), "auth login") {
+		t.Fatalf("unattended call before any sign-in: %v", err)
+	}
+	if n := f.count("authorize"); n != 0 || e.browser.count() != 0 {
+		t.Fatalf("an unattended request started a sign-in (%d authorizations, %d browser launches)", n, e.browser.count())
+	}
+	e.mustCall(t) // the client's own request signs in
+	if status, err := e.call(routing.Unattended(ctx)); err != nil || status != 200 {
+		t.Fatalf("unattended call after the sign-in: %d, %v", status, err)
+	}
+	f.kill() // the access token is refused: a refresh, not a sign-in
+	if status, err := e.call(routing.Unattended(ctx)); err != nil || status != 200 {
+		t.Fatalf("unattended call with a refused token: %d, %v", status, err)
+	}
+	if a, r := f.count("authorize"), f.count("refresh"); a != 1 || r != 1 {
+		t.Errorf("%d sign-ins and %d refreshes, want 1 and 1", a, r)
+	}
+}

@@ -25,6 +25,23 @@ type Auth interface {
 	Retry(ctx context.Context, status int, h http.Header, sent string) (bool, error)
 }
 
+type unattendedKey struct{}
+
+// Unattended marks ctx as a request the client did not ask for (a listen
+// stream, the 2025 GET stream): Auth may refresh its token, but must not
+// start a sign-in that waits for a person, so that a stream reconnecting in
+// the background cannot open a browser tab per try. The client's next own
+// request signs in, and the stream's next try uses the new token.
+func Unattended(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unattendedKey{}, true)
+}
+
+// IsUnattended reports whether ctx was marked by Unattended.
+func IsUnattended(ctx context.Context) bool {
+	v, _ := ctx.Value(unattendedKey{}).(bool)
+	return v
+}
+
 // authRefused reports whether an answer is one the auth layer gave before
 // any processing: a 401, or a 403 whose Bearer challenge says
 // insufficient_scope (RFC 6750 §3.1). Such a request is sent once more
