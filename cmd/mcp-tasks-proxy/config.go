@@ -90,7 +90,15 @@ type config struct {
 	// requestTimeout is the hard maximum of one upstream request.
 	requestTimeout time.Duration
 	// cpuProfile receives a Go CPU profile of the whole run.
-	cpuProfile    string
+	cpuProfile string
+	// oauth holds the OAuth flags (oauthflags.go).
+	oauth oauthFlags
+	// oauthOff: an Authorization header given with --header or
+	// --header-file turns OAuth off.
+	oauthOff bool
+	// demoOAuth puts the demo server behind an embedded authorization
+	// server (--demo --demo-oauth).
+	demoOAuth     bool
 	version, help bool
 }
 
@@ -296,6 +304,7 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.Var(hl, "header", "")
 	fs.BoolVar(&c.demo, "demo", false, "")
 	fs.BoolVar(&c.demoLegacy, "demo-legacy", false, "")
+	fs.BoolVar(&c.demoOAuth, "demo-oauth", false, "")
 	fs.StringVar(&c.protocol, "protocol", bridge.ProtocolAuto, "")
 	fs.StringVar(&c.logLevel, "log-level", "warn", "")
 	fs.StringVar(&c.logFormat, "log-format", "console", "")
@@ -320,6 +329,7 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", bridge.DefaultIdleTimeout, "")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", bridge.DefaultRequestTimeout, "")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "")
+	c.oauth.register(fs)
 	fs.BoolVar(&c.version, "version", false, "")
 	fs.BoolVar(&c.help, "help", false, "")
 	fs.BoolVar(&c.help, "h", false, "")
@@ -362,7 +372,10 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	if c.demo && c.demoLegacy {
 		return nil, usagef("--demo and --demo-legacy each start a demo server; pass one")
 	}
-	c.demo = c.demo || c.demoLegacy
+	if c.demoOAuth && c.demoLegacy {
+		return nil, usagef("--demo-oauth protects the 2026-07-28 demo server; use it with --demo, not --demo-legacy")
+	}
+	c.demo = c.demo || c.demoLegacy || c.demoOAuth
 	if c.url == "" && !c.demo {
 		c.url = getenv(envURL)
 	}
@@ -414,6 +427,16 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 			return nil, usagef("--header-file %s: %v", c.headerFile, err)
 		}
 		c.secretHeaders = append(c.secretHeaders, names...)
+	}
+	if err := c.oauth.check(); err != nil {
+		return nil, err
+	}
+	c.oauth.given = givenOAuthFlags(fs)
+	if c.header.Get("Authorization") != "" {
+		if c.demoOAuth {
+			return nil, usagef("--demo-oauth shows the OAuth sign-in, which an Authorization header turns off; drop the header")
+		}
+		c.oauthOff = true
 	}
 	if cred := plainHTTPCredential(c); cred != "" && !c.allowHTTP {
 		return nil, usagef("%s would be sent unencrypted over http:// to %s, which is not this machine; use an https:// URL, or pass --allow-http to insist",
@@ -516,17 +539,24 @@ Usage:
   mcp-tasks-proxy trace view FILE     a trace as a timeline, grouped by request
   mcp-tasks-proxy trace stats FILE    counts, latency p50/p99 and errors by method
   mcp-tasks-proxy rewrite --up|--down what the bridge does to frames, offline (--help)
+  mcp-tasks-proxy auth login|status|logout URL   OAuth sign-in from a terminal (--help)
 
 Examples:
   # Bridge to a modern server
   mcp-tasks-proxy https://mcp.example.com/mcp
 
-  # With a bearer token kept in the environment (${VAR} is expanded)
+  # A server that needs OAuth: the browser opens for the sign-in at the first
+  # request; the tokens are stored and refreshed for the next runs
+  mcp-tasks-proxy https://mcp.example.com/mcp
+  mcp-tasks-proxy auth login --no-browser https://mcp.example.com/mcp   # headless
+
+  # With a bearer token kept in the environment (${VAR} is expanded; OAuth off)
   mcp-tasks-proxy --header 'Authorization: Bearer ${MCP_TOKEN}' https://mcp.example.com/mcp
 
   # Try it without a server: an embedded demo server on loopback
   mcp-tasks-proxy --demo
   mcp-tasks-proxy --demo-legacy       # a 2025 server: passthrough mode
+  mcp-tasks-proxy --demo --demo-oauth # behind a local OAuth server: watch a sign-in
 
   # Insist on a 2026-07-28 server (a 2025 server gets a clear error)
   mcp-tasks-proxy --protocol modern https://mcp.example.com/mcp
@@ -541,7 +571,8 @@ Examples:
 Flags:
   --url URL                 server endpoint (or the first argument, or $MCP_TASKS_PROXY_URL)
   --header 'Name: value'    extra HTTP header on every upstream request; repeatable;
-                            ${VAR} in the value is read from the environment
+                            ${VAR} in the value is read from the environment; an
+                            Authorization header turns OAuth off
   --header-file PATH        more headers, one 'Name: value' a line (keeps secrets out of ps)
   --trace FILE              write a JSONL frame trace (one record per frame per hop) to FILE,
                             or to stderr with -; view it with: mcp-tasks-proxy trace view FILE
@@ -557,6 +588,8 @@ Flags:
                             error) or legacy (pass 2025 through, no probe)
   --demo                    start the embedded 2026-07-28 demo server and bridge to it
   --demo-legacy             start an embedded 2025 demo server (passthrough mode)
+  --demo-oauth              with --demo: put the demo server behind an embedded OAuth
+                            authorization server (auto-consent), to watch a sign-in
   --log-level LEVEL         debug, info, warn or error (default warn: stderr stays quiet)
   --log-format FORMAT       console or json (default console)
   --log-file PATH           write logs to PATH instead of stderr
@@ -584,8 +617,34 @@ Tasks:
                             (default: the user cache dir, one file per upstream URL;
                             in memory with --demo)
   --no-state                keep the task registry in memory only
+
+OAuth (a server that answers 401 asks for a sign-in; nothing happens before that):
+  --oauth-store DIR         where tokens are kept, one 0600 file per server in a 0700
+                            directory (default: the user config dir, mcp-tasks-proxy/oauth)
+  --oauth-browser CMD       open the sign-in page with CMD URL (default: $BROWSER, then
+                            the platform's opener); the URL is printed on stderr too
+  --oauth-no-browser        only print the sign-in URL on stderr, and wait for the sign-in
+  --auth-timeout D          how long a sign-in may take: seconds (120) or a duration
+                            (default 2m); then waiting requests get an error naming
+                            mcp-tasks-proxy auth login URL
+  --oauth-callback-port N   port the browser comes back to (default: derived from the URL,
+                            stable across runs; the next one when taken)
+  --oauth-callback-host H   host the browser comes back to: 127.0.0.1 (default), localhost
+                            or ::1; the callback listens on loopback only
+  --static-oauth-client-info JSON|@FILE  a pre-registered client: {"client_id": "...",
+                            "client_secret": "..."}; otherwise the proxy registers itself
+  --static-oauth-client-metadata JSON|@FILE  client metadata merged into the dynamic
+                            registration (e.g. {"client_name": "..."})
+  --oauth-client-metadata-url URL  an https URL of the client's metadata document, used
+                            as client_id where the authorization server supports it
+  --resource URL            the resource (RFC 8707) to ask tokens for (default: the
+                            server's own, from its metadata)
+  --oauth-scope SCOPES      the scopes to ask for, space separated (default: what the
+                            server asks for)
+  An Authorization header (--header, --header-file) turns OAuth off.
+
   --version                 print the version and exit
-  --help                    print this help and exit
+  --help, -h                print this help and exit
 
 stdout carries only JSON-RPC lines; logs go to stderr or --log-file.
 Exit status: 0 on a normal end (stdin closed, SIGINT, SIGTERM, SIGHUP); 2 on a usage error.

@@ -26,6 +26,8 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
@@ -49,6 +51,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			return traceCommand(args[1:], stdout, stderr)
 		case "rewrite":
 			return rewriteCommand(args[1:], stdin, stdout, stderr)
+		case "auth":
+			return authCommand(args[1:], stdin, stdout, stderr)
 		}
 	}
 	cfg, err := parseArgs(args, getenv)
@@ -87,9 +91,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	url := cfg.url
 	if cfg.demo {
 		start := demo.Start
-		if cfg.demoLegacy {
+		switch {
+		case cfg.demoLegacy:
 			start = func(ctx context.Context) (string, func(), error) {
 				u, _, stop, err := demo.StartLegacy(ctx)
+				return u, stop, err
+			}
+		case cfg.demoOAuth:
+			start = func(ctx context.Context) (string, func(), error) {
+				u, _, stop, err := demo.StartWithOAuth(ctx, authserver.Config{}, nil)
 				return u, stop, err
 			}
 		}
@@ -101,7 +111,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		}
 		defer stopDemo()
 		url = demoURL
-		logger.Info("demo server started", zap.String("url", url))
+		logger.Info("demo server started", zap.String("url", url), zap.Bool("oauth", cfg.demoOAuth))
 	}
 
 	var caPEM []byte
@@ -117,7 +127,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	if cred := plainHTTPCredential(cfg); cred != "" && cfg.allowHTTP {
 		loud(stderr, logger, cfg, "--allow-http: "+cred+" is sent unencrypted over http:// to "+hostOf(cfg.url)+"; anyone on the network path can read it")
 	}
+	auth, closeAuth, code := newAuth(cfg, url, caPEM, logger, stderr)
+	if code != 0 {
+		return code
+	}
+	defer closeAuth()
+	var routingAuth routing.Auth
+	if auth != nil {
+		routingAuth = auth
+	}
 	client, err := routing.New(routing.Config{
+		Auth:                  routingAuth,
 		URL:                   url,
 		RootCAs:               caPEM,
 		Insecure:              cfg.insecure,
@@ -202,6 +222,56 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	logger.Info("mcp-tasks-proxy stopped")
 	return 0
+}
+
+// newAuth builds the OAuth client for the upstream, or nil when an
+// Authorization header turned OAuth off. It stays dormant until the server
+// answers 401: an unprotected server sees no change. Its lines for the
+// person (the sign-in address) go to stderr, and to the log with
+// --log-file. The returned func closes it (and removes the demo's
+// throwaway store); a non-zero int is the exit status of a failure.
+func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr io.Writer) (*oauth.Client, func(), int) {
+	if cfg.oauthOff {
+		if len(cfg.oauth.given) > 0 {
+			loud(stderr, logger, cfg, "an Authorization header was given with --header or --header-file, so OAuth is off and "+strings.Join(cfg.oauth.given, ", ")+" has no effect")
+		}
+		return nil, func() {}, 0
+	}
+	cleanup := func() {}
+	o := cfg.oauth
+	if cfg.demoOAuth && o.store == "" {
+		// The demo's server moves port every run: keep its tokens out of
+		// the user's store.
+		dir, err := os.MkdirTemp("", "mcp-tasks-proxy-demo-oauth-")
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot make a store for the demo sign-in: %v\n", err)
+			return nil, nil, 1
+		}
+		o.store = dir
+		cleanup = func() { _ = os.RemoveAll(dir) }
+	}
+	hc, err := oauthHTTPClient(caPEM, cfg.insecure, cfg.connectTimeout)
+	if err != nil {
+		cleanup()
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
+		return nil, nil, 2
+	}
+	var out io.Writer = &userLines{stderr: stderr}
+	if cfg.logFile != "" {
+		out = &userLines{stderr: stderr, logger: logger}
+	}
+	a, err := oauth.New(o.oauthConfig(url, cfg.allowHTTP, hc, logger, out))
+	if err != nil {
+		cleanup()
+		if len(cfg.oauth.given) == 0 && !cfg.demoOAuth {
+			// Nobody asked for OAuth: a server without it must still work.
+			loud(stderr, logger, cfg, fmt.Sprintf("OAuth sign-in is unavailable (%v); a server that asks for it will be refused", err))
+			return nil, func() {}, 0
+		}
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+		return nil, nil, 1
+	}
+	return a, func() { _ = a.Close(); cleanup() }, 0
 }
 
 // startCPUProfile profiles the process until the returned func runs.

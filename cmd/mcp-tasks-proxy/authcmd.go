@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+const authHelpText = `mcp-tasks-proxy auth signs in to an OAuth-protected MCP server from a terminal,
+shows what is stored, and signs out. The proxy itself signs in when a server
+first answers 401; use these to do it ahead of time, on a machine without a
+browser, or to check and remove what is stored.
+
+Usage:
+  mcp-tasks-proxy auth login  [flags] URL   sign in (opens a browser), store the tokens
+  mcp-tasks-proxy auth status [flags] URL   show the server, issuer, client, scopes and
+                                            expiry (never a token)
+  mcp-tasks-proxy auth logout [flags] URL   revoke the tokens where the authorization
+                                            server supports it, then delete them
+
+Examples:
+  # Sign in with the browser of this machine
+  mcp-tasks-proxy auth login https://mcp.example.com/mcp
+
+  # On a machine without a browser (over SSH): open the printed address on any
+  # machine, sign in, then paste the address the browser ends up at
+  mcp-tasks-proxy auth login --no-browser https://mcp.example.com/mcp
+
+  # What is stored, for people or for scripts
+  mcp-tasks-proxy auth status https://mcp.example.com/mcp
+  mcp-tasks-proxy auth status --json https://mcp.example.com/mcp
+
+  # Sign out
+  mcp-tasks-proxy auth logout https://mcp.example.com/mcp
+
+Flags (give the same --oauth-store, client and resource flags as the proxy uses):
+  --no-browser              login: print the sign-in address and read the address the
+                            browser was sent to from stdin (no listener; headless use)
+  --json                    status: print a JSON object
+  --oauth-store DIR         the token store (default: the user config dir,
+                            mcp-tasks-proxy/oauth)
+  --oauth-browser CMD       login: open the sign-in page with CMD URL
+  --oauth-no-browser        login: print the address instead of opening a browser, and
+                            wait for the browser to come back to the loopback callback
+  --auth-timeout D          how long the sign-in may take: seconds (120) or a duration
+                            (default 2m)
+  --oauth-callback-port N   login: the callback's port (default: derived from the URL)
+  --oauth-callback-host H   login: 127.0.0.1 (default), localhost or ::1
+  --static-oauth-client-info JSON|@FILE      a pre-registered client
+  --static-oauth-client-metadata JSON|@FILE  metadata for the dynamic registration
+  --oauth-client-metadata-url URL            the client's metadata document
+  --resource URL            the resource (RFC 8707) to ask tokens for
+  --oauth-scope SCOPES      the scopes to ask for, space separated
+  --ca-file PATH            PEM certificates to trust besides the system roots
+  --insecure                skip TLS certificate verification (dangerous)
+  --allow-http              allow plain http:// to a host other than this machine
+  --help, -h                print this help and exit
+
+Exit status: 0 on success (status: signed in; logout: also when nothing was
+stored); 1 when the sign-in, the revocation or the store failed (status: not
+signed in); 2 on a usage error.
+`
+
+// authConfig is the parsed command line of `auth`.
+type authConfig struct {
+	verb      string
+	url       string
+	oauth     oauthFlags
+	paste     bool // --no-browser
+	json      bool
+	caFile    string
+	insecure  bool
+	allowHTTP bool
+	help      bool
+}
+
+// parseAuthArgs reads `auth VERB [flags] URL`; flags may come after the URL.
+func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, error) {
+	c := &authConfig{}
+	if len(args) > 0 {
+		switch args[0] {
+		case "login", "status", "logout":
+			c.verb, args = args[0], args[1:]
+		case "-h", "--help", "-help", "help":
+			c.help = true
+			return c, nil
+		default:
+			if !strings.HasPrefix(args[0], "-") {
+				return nil, usagef("auth %s: unknown command; use login, status or logout (mcp-tasks-proxy auth --help)", args[0])
+			}
+		}
+	}
+	fs := flag.NewFlagSet("mcp-tasks-proxy auth", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	c.oauth.register(fs)
+	fs.StringVar(&c.url, "url", "", "")
+	fs.BoolVar(&c.paste, "no-browser", false, "")
+	fs.BoolVar(&c.json, "json", false, "")
+	fs.StringVar(&c.caFile, "ca-file", "", "")
+	fs.BoolVar(&c.insecure, "insecure", false, "")
+	fs.BoolVar(&c.allowHTTP, "allow-http", false, "")
+	fs.BoolVar(&c.help, "help", false, "")
+	fs.BoolVar(&c.help, "h", false, "")
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				c.help = true
+				return c, nil
+			}
+			msg := err.Error()
+			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+				return nil, usagef("auth: unknown flag -%s; run mcp-tasks-proxy auth --help for the list", name)
+			}
+			return nil, usagef("auth: %s", msg)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if c.help {
+		return c, nil
+	}
+	if c.verb == "" {
+		return nil, usagef("auth: say what to do: mcp-tasks-proxy auth login|status|logout URL")
+	}
+	switch len(positional) {
+	case 0:
+	case 1:
+		if c.url != "" && c.url != positional[0] {
+			return nil, usagef("auth %s: the URL is given twice; give it once", c.verb)
+		}
+		c.url = positional[0]
+	default:
+		return nil, usagef("auth %s: unexpected argument %s: give one server URL", c.verb, routing.Redact(positional[1]))
+	}
+	if c.url == "" {
+		c.url = getenv(envURL)
+	}
+	if c.url == "" {
+		return nil, usagef("auth %s: no server URL: mcp-tasks-proxy auth %s https://host/mcp", c.verb, c.verb)
+	}
+	if _, err := routing.New(routing.Config{URL: c.url}); err != nil {
+		return nil, usagef("auth %s: %v", c.verb, err)
+	}
+	if c.paste && c.verb != "login" {
+		return nil, usagef("auth %s: --no-browser is for auth login", c.verb)
+	}
+	if c.json && c.verb != "status" {
+		return nil, usagef("auth %s: --json is for auth status", c.verb)
+	}
+	if c.paste && c.oauth.noBrowser {
+		return nil, usagef("auth login: --no-browser (paste the address back) and --oauth-no-browser (wait for the browser on the loopback callback) are two ways; pass one")
+	}
+	if err := c.oauth.check(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// authCommand runs `mcp-tasks-proxy auth login|status|logout [flags] URL`.
+func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, err := parseAuthArgs(args, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+		return 2
+	}
+	if c.help {
+		fmt.Fprint(stdout, authHelpText)
+		return 0
+	}
+	var caPEM []byte
+	if c.caFile != "" {
+		if caPEM, err = os.ReadFile(c.caFile); err != nil {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
+			return 2
+		}
+	}
+	if c.insecure {
+		fmt.Fprintln(stderr, "mcp-tasks-proxy: warning: --insecure: TLS certificates are NOT verified")
+	}
+	hc, err := oauthHTTPClient(caPEM, c.insecure, 0)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
+		return 2
+	}
+	cl, err := oauth.New(c.oauth.oauthConfig(c.url, c.allowHTTP, hc, nil, &userLines{stderr: stderr}))
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth %s: %v\n", c.verb, err)
+		return 1
+	}
+	defer cl.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	switch c.verb {
+	case "login":
+		return authLogin(ctx, c, cl, stdin, stdout, stderr)
+	case "status":
+		return authStatus(c, cl, stdout, stderr)
+	}
+	return authLogout(ctx, cl, stdout, stderr)
+}
+
+func authLogin(ctx context.Context, c *authConfig, cl *oauth.Client, stdin io.Reader, stdout, stderr io.Writer) int {
+	var paste func() (string, error)
+	if c.paste {
+		rd := bufio.NewReader(stdin)
+		paste = func() (string, error) {
+			line, err := rd.ReadString('\n')
+			if strings.TrimSpace(line) != "" {
+				return line, nil
+			}
+			if err == nil {
+				err = errors.New("an empty line")
+			}
+			return "", err
+		}
+	}
+	if err := cl.Login(ctx, paste); err != nil {
+		var se *oauth.SignInError
+		if errors.As(err, &se) {
+			// Not the SignInError's own text: its way out is this command.
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: auth login: sign-in to %s did not complete: %s\n", se.Host, se.Reason)
+		} else {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: auth login: %v\n", err)
+		}
+		return 1
+	}
+	st, err := cl.Status()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth login: signed in, but the store cannot be read back: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Signed in to %s.\nThe tokens are stored in %s (mode 0600); the proxy uses and refreshes them.\n", st.Server, st.StoreFile)
+	return 0
+}
+
+// statusJSON is `auth status --json`: never a token.
+type statusJSON struct {
+	Server       string   `json:"server"`
+	StoreFile    string   `json:"storeFile"`
+	SignedIn     bool     `json:"signedIn"`
+	Issuer       string   `json:"issuer,omitempty"`
+	ClientID     string   `json:"clientId,omitempty"`
+	ClientSource string   `json:"clientSource,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+	Expiry       string   `json:"expiry,omitempty"`
+	Expired      bool     `json:"expired,omitempty"`
+	Refreshable  bool     `json:"refreshable"`
+}
+
+func authStatus(c *authConfig, cl *oauth.Client, stdout, stderr io.Writer) int {
+	st, err := cl.Status()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth status: %v\n", err)
+		return 1
+	}
+	now := time.Now()
+	expired := !st.Expiry.IsZero() && !now.Before(st.Expiry)
+	if c.json {
+		j := statusJSON{Server: st.Server, StoreFile: st.StoreFile, SignedIn: st.SignedIn, Issuer: st.Issuer,
+			ClientID: st.ClientID, ClientSource: st.ClientSource, Scopes: st.Scopes, Expired: expired, Refreshable: st.Refreshable}
+		if !st.Expiry.IsZero() {
+			j.Expiry = st.Expiry.UTC().Format(time.RFC3339)
+		}
+		b, _ := json.MarshalIndent(j, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else if !st.SignedIn {
+		fmt.Fprintf(stdout, "Not signed in to %s (store: %s).\nSign in with: mcp-tasks-proxy auth login %s\n", st.Server, st.StoreFile, st.Server)
+	} else {
+		fmt.Fprintf(stdout, "Server:   %s\n", st.Server)
+		fmt.Fprintf(stdout, "Issuer:   %s\n", st.Issuer)
+		fmt.Fprintf(stdout, "Client:   %s (%s)\n", st.ClientID, st.ClientSource)
+		scopes := strings.Join(st.Scopes, " ")
+		if scopes == "" {
+			scopes = "(none named)"
+		}
+		fmt.Fprintf(stdout, "Scopes:   %s\n", scopes)
+		fmt.Fprintf(stdout, "Expires:  %s\n", describeExpiry(st, now))
+		fmt.Fprintf(stdout, "Store:    %s\n", st.StoreFile)
+	}
+	if !st.SignedIn {
+		return 1
+	}
+	return 0
+}
+
+// describeExpiry says when the access token expires, and what happens then.
+func describeExpiry(st oauth.Status, now time.Time) string {
+	if st.Expiry.IsZero() {
+		return "not said by the authorization server"
+	}
+	at := st.Expiry.Local().Format("2006-01-02 15:04:05 MST")
+	left := st.Expiry.Sub(now).Round(time.Second)
+	switch {
+	case left > 0 && st.Refreshable:
+		return fmt.Sprintf("%s (in %v; refreshed automatically)", at, left)
+	case left > 0:
+		return fmt.Sprintf("%s (in %v; no refresh token: sign in again then)", at, left)
+	case st.Refreshable:
+		return fmt.Sprintf("%s (expired %v ago; refreshed at the next request)", at, -left)
+	}
+	return fmt.Sprintf("%s (expired %v ago; no refresh token: the next request signs in again)", at, -left)
+}
+
+func authLogout(ctx context.Context, cl *oauth.Client, stdout, stderr io.Writer) int {
+	st, _ := cl.Status()
+	err := cl.Logout(ctx)
+	switch {
+	case errors.Is(err, oauth.ErrNotSignedIn):
+		fmt.Fprintf(stdout, "Not signed in to %s: nothing to remove.\n", st.Server)
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth logout: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Signed out of %s: the tokens were revoked where the authorization server supports it, and %s is deleted.\n", st.Server, st.StoreFile)
+	return 0
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
+)
+
+// oauthFlags are the OAuth flags, shared by the proxy and `auth`. Each
+// field's documentation is oauth.Config's field of the same name.
+type oauthFlags struct {
+	// store is --oauth-store: the token store directory.
+	store string
+	// callbackHost is --oauth-callback-host: 127.0.0.1, localhost or ::1.
+	callbackHost string
+	// callbackPort is --oauth-callback-port: 0 derives one from the URL.
+	callbackPort int
+	// browser is --oauth-browser: the command that opens the sign-in page.
+	browser string
+	// noBrowser is --oauth-no-browser: only print the sign-in URL.
+	noBrowser bool
+	// timeout is --auth-timeout: bare seconds or a Go duration.
+	timeout time.Duration
+	// clientInfo and clientMetadata are --static-oauth-client-info and
+	// --static-oauth-client-metadata as given (JSON or @FILE); clientInfoJSON
+	// and clientMetadataJSON what they hold.
+	clientInfo, clientMetadata         string
+	clientInfoJSON, clientMetadataJSON []byte
+	// metadataURL is --oauth-client-metadata-url.
+	metadataURL string
+	// resource is --resource.
+	resource string
+	// scope is --oauth-scope.
+	scope string
+	// given are the OAuth flags set on the command line.
+	given []string
+}
+
+// oauthFlagNames are the flags that only matter when OAuth is on.
+var oauthFlagNames = []string{
+	"oauth-store", "oauth-callback-port", "oauth-callback-host", "oauth-browser", "oauth-no-browser",
+	"auth-timeout", "static-oauth-client-info", "static-oauth-client-metadata",
+	"oauth-client-metadata-url", "resource", "oauth-scope",
+}
+
+// register adds the OAuth flags to fs.
+func (o *oauthFlags) register(fs *flag.FlagSet) {
+	o.timeout = oauth.DefaultAuthTimeout
+	fs.StringVar(&o.store, "oauth-store", "", "")
+	fs.IntVar(&o.callbackPort, "oauth-callback-port", 0, "")
+	fs.StringVar(&o.callbackHost, "oauth-callback-host", "127.0.0.1", "")
+	fs.StringVar(&o.browser, "oauth-browser", "", "")
+	fs.BoolVar(&o.noBrowser, "oauth-no-browser", false, "")
+	fs.Var(seconds{&o.timeout}, "auth-timeout", "")
+	fs.StringVar(&o.clientInfo, "static-oauth-client-info", "", "")
+	fs.StringVar(&o.clientMetadata, "static-oauth-client-metadata", "", "")
+	fs.StringVar(&o.metadataURL, "oauth-client-metadata-url", "", "")
+	fs.StringVar(&o.resource, "resource", "", "")
+	fs.StringVar(&o.scope, "oauth-scope", "", "")
+}
+
+// check validates the OAuth flags and reads the @FILE values. Every error
+// is a usageError naming the flag.
+func (o *oauthFlags) check() error {
+	switch strings.Trim(o.callbackHost, "[]") {
+	case "127.0.0.1", "localhost", "::1":
+	default:
+		return usagef("--oauth-callback-host %q: the browser must come back to this machine; use 127.0.0.1 (default), localhost or ::1", o.callbackHost)
+	}
+	if o.callbackPort < 0 || o.callbackPort > 65535 {
+		return usagef("--oauth-callback-port %d: use a port number (1-65535), or 0 to derive one from the URL", o.callbackPort)
+	}
+	if o.timeout <= 0 {
+		return usagef("--auth-timeout must be positive: seconds (120) or a duration (2m)")
+	}
+	var err error
+	if o.clientInfoJSON, err = jsonFlag("--static-oauth-client-info", o.clientInfo); err != nil {
+		return err
+	}
+	if len(o.clientInfoJSON) > 0 {
+		var ci struct {
+			ClientID any `json:"client_id"`
+		}
+		if err := json.Unmarshal(o.clientInfoJSON, &ci); err != nil {
+			return usagef("--static-oauth-client-info: not a JSON object (%v); give {\"client_id\": \"...\"} (client_secret, token_endpoint_auth_method and issuer are optional), or @FILE", jsonProblem(err))
+		}
+		if id, ok := ci.ClientID.(string); !ok || id == "" {
+			return usagef("--static-oauth-client-info: no client_id string; give {\"client_id\": \"...\"}, or @FILE")
+		}
+	}
+	if o.clientMetadataJSON, err = jsonFlag("--static-oauth-client-metadata", o.clientMetadata); err != nil {
+		return err
+	}
+	if len(o.clientMetadataJSON) > 0 {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(o.clientMetadataJSON, &m); err != nil {
+			return usagef("--static-oauth-client-metadata: not a JSON object (%v); give client metadata such as {\"client_name\": \"...\"}, or @FILE", jsonProblem(err))
+		}
+	}
+	if o.metadataURL != "" {
+		u, err := url.Parse(o.metadataURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			return usagef("--oauth-client-metadata-url %q: use an https:// URL with a path, where the client's metadata document is served", o.metadataURL)
+		}
+	}
+	if o.resource != "" {
+		u, err := url.Parse(o.resource)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("--resource %q: use an absolute https:// URL (the server's canonical URL)", o.resource)
+		}
+	}
+	return nil
+}
+
+// givenOAuthFlags reports the OAuth flags set on the command line, in order.
+func givenOAuthFlags(fs *flag.FlagSet) []string {
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		for _, n := range oauthFlagNames {
+			if f.Name == n {
+				out = append(out, "--"+n)
+			}
+		}
+	})
+	return out
+}
+
+// jsonFlag is a flag value that is JSON, or @FILE whose content is.
+func jsonFlag(flagName, v string) ([]byte, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	if path, ok := strings.CutPrefix(v, "@"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, usagef("%s: %v", flagName, err)
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil, usagef("%s: %s is empty; it should hold a JSON object", flagName, path)
+		}
+		return b, nil
+	}
+	return []byte(v), nil
+}
+
+// jsonProblem says what is wrong with JSON without quoting it (it may hold
+// a client secret).
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return "a JSON " + te.Value + ", not an object"
+	}
+	return "invalid JSON"
+}
+
+// seconds is a duration flag that also takes bare seconds, as mcp-remote's
+// --auth-timeout does: 30, 90.5, 2m, 1m30s.
+type seconds struct{ d *time.Duration }
+
+var errSecondsForm = errors.New("use a positive number of seconds (120) or a duration (2m, 90s)")
+
+func (s seconds) String() string {
+	if s.d == nil {
+		return ""
+	}
+	return s.d.String()
+}
+
+func (s seconds) Set(v string) error {
+	v = strings.TrimSpace(v)
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f <= 0 || f > 1e9 {
+			return errSecondsForm
+		}
+		*s.d = time.Duration(f * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return errSecondsForm
+	}
+	*s.d = d
+	return nil
+}
+
+// oauthConfig is the oauth.Config for serverURL under these flags.
+func (o *oauthFlags) oauthConfig(serverURL string, allowHTTP bool, hc *http.Client, logger *zap.Logger, out io.Writer) oauth.Config {
+	return oauth.Config{
+		ServerURL:         serverURL,
+		StoreDir:          o.store,
+		CallbackHost:      o.callbackHost,
+		CallbackPort:      o.callbackPort,
+		Browser:           o.browser,
+		NoBrowser:         o.noBrowser,
+		AuthTimeout:       o.timeout,
+		ClientInfo:        o.clientInfoJSON,
+		ClientMetadata:    o.clientMetadataJSON,
+		ClientMetadataURL: o.metadataURL,
+		Resource:          o.resource,
+		Scope:             o.scope,
+		AllowHTTP:         allowHTTP,
+		HTTPClient:        hc,
+		Logger:            logger,
+		Out:               out,
+	}
+}
+
+// oauthHTTPClient carries the authorization server's traffic with the
+// upstream's TLS settings (--ca-file, --insecure) and proxies from the
+// environment.
+func oauthHTTPClient(caPEM []byte, insecure bool, connectTimeout time.Duration) (*http.Client, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} // --insecure: the user's explicit, loudly logged choice
+	if len(caPEM) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, errors.New("the CA file holds no PEM certificate")
+		}
+		tlsCfg.RootCAs = pool
+	}
+	if connectTimeout <= 0 {
+		connectTimeout = 10 * time.Second
+	}
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   connectTimeout,
+		ResponseHeaderTimeout: time.Minute,
+		IdleConnTimeout:       90 * time.Second,
+		TLSClientConfig:       tlsCfg,
+	}}, nil
+}
+
+// userLines is where the OAuth client's lines for the person go (the
+// sign-in address and what to do): stderr always, since that is what hosts
+// show, even with --log-file; with --log-file they are logged too, so the
+// log tells the whole story. Never stdout (DESIGN.md invariant 1).
+type userLines struct {
+	mu     sync.Mutex
+	stderr io.Writer
+	logger *zap.Logger // nil: stderr is the log already
+}
+
+func (u *userLines) Write(p []byte) (int, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n, err := u.stderr.Write(p)
+	if u.logger != nil {
+		if msg := strings.Join(strings.Fields(string(p)), " "); msg != "" {
+			u.logger.Warn(msg)
+		}
+	}
+	return n, err
+}
