@@ -188,6 +188,27 @@ type authUpstream struct {
 	changed   chan struct{}
 	exchanges []*authExchange
 	problems  []string
+	// epoch is the index of the first exchange of the current proxy
+	// process: upstream ids are unique per process. anyIDs turns the id
+	// check off, for processes that run at once.
+	epoch  int
+	anyIDs bool
+}
+
+// nextProcess tells the recorder that a new proxy process starts: its
+// upstream ids begin afresh.
+func (u *authUpstream) nextProcess() {
+	u.mu.Lock()
+	u.epoch = len(u.exchanges)
+	u.mu.Unlock()
+}
+
+// manyProcesses turns the upstream id check off: several processes run at
+// once, each with ids of its own.
+func (u *authUpstream) manyProcesses() {
+	u.mu.Lock()
+	u.anyIDs = true
+	u.mu.Unlock()
 }
 
 // newProtectedUpstream serves the 2026 demo server behind as.
@@ -251,13 +272,17 @@ func (u *authUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ex.RPCMethod = gjson.GetBytes(body, "method").String()
 		ex.ID = gjson.GetBytes(body, "id").Raw
 	}
+	// A request without a bearer is validated once the auth layer has let
+	// it through: one it refused (401) was never processed, and may be a
+	// bare probe for the challenge (auth login's).
+	anonymous := r.Header.Get("Authorization") == ""
 	var probs []string
-	if r.Method == http.MethodPost {
+	if r.Method == http.MethodPost && !anonymous {
 		probs = u.check(r, ex)
 	}
 	u.mu.Lock()
-	if r.Method == http.MethodPost && ex.ID != "" && !u.legacy {
-		for _, prev := range u.exchanges {
+	if r.Method == http.MethodPost && ex.ID != "" && !u.legacy && !u.anyIDs {
+		for _, prev := range u.exchanges[u.epoch:] {
 			if prev.HTTPMethod == http.MethodPost && prev.ID == ex.ID && prev.RPCMethod == ex.RPCMethod && !(prev.done && authRefusedStatus(prev.status)) {
 				probs = append(probs, fmt.Sprintf("upstream id %s sent again, though its earlier request was not refused by the auth layer (status %d)", ex.ID, prev.status))
 				break
@@ -273,6 +298,16 @@ func (u *authUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	u.next.ServeHTTP(&authWriter{ResponseWriter: w, u: u, ex: ex}, r)
 
+	u.mu.Lock()
+	status := ex.status
+	u.mu.Unlock()
+	if r.Method == http.MethodPost && anonymous && status != http.StatusUnauthorized {
+		for _, p := range u.check(r, ex) {
+			u.mu.Lock()
+			u.problems = append(u.problems, fmt.Sprintf("%s %s %s: %s", r.Method, ex.RPCMethod, shortBytes(body), p))
+			u.mu.Unlock()
+		}
+	}
 	u.mu.Lock()
 	if ex.status == 0 {
 		ex.status = http.StatusOK
@@ -432,8 +467,10 @@ func newStoreDir(t *testing.T) string {
 }
 
 // args is the proxy's command line: the store, the browser command, extra
-// flags, the server URL.
+// flags, the server URL. Call it right before starting the process: it
+// starts a new epoch of upstream ids.
 func (f *oauthFixture) args(b *browser, extra ...string) []string {
+	f.up.nextProcess()
 	args := []string{"--oauth-store", f.store}
 	if b != nil {
 		args = append(args, "--oauth-browser", b.cmd)
@@ -504,6 +541,13 @@ func checkSignInMessage(t *testing.T, e gjson.Result, serverURL string) {
 	for _, want := range []string{"sign-in to " + u.Host + " did not complete", "mcp-tasks-proxy auth login " + serverURL} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error message %q does not contain %q", msg, want)
+		}
+	}
+	// The server's auth layer refused the request before any processing:
+	// nothing broke, and nothing may have run.
+	for _, wrong := range []string{"connection to the upstream server broke", "may or may not have run"} {
+		if strings.Contains(msg, wrong) {
+			t.Errorf("error message %q says %q about a sign-in that did not complete", msg, wrong)
 		}
 	}
 }

@@ -282,6 +282,7 @@ func TestOAuthRevocation(t *testing.T) {
 func TestOAuthTwoProcesses(t *testing.T) {
 	t.Parallel()
 	f := newOAuthFixture(t, authserver.Config{}, nil)
+	f.up.manyProcesses()
 	b := newBrowser(t, "follow")
 	a := startProxy(t, f.args(b))
 	c := startProxy(t, f.args(b))
@@ -377,7 +378,7 @@ func TestOAuthStepUpRetryCap(t *testing.T) {
 	if n := len(f.up.posts("tools/call")); n > 2*4 {
 		t.Errorf("%d tools/call POSTs for 4 calls: more than one replay each", n)
 	}
-	listTools(t, p, "list")
+	listTools(t, p, `"list"`)
 }
 
 // TestOAuthNoBrowser: --oauth-no-browser prints the sign-in URL on stderr,
@@ -425,6 +426,9 @@ func TestOAuthTimeout(t *testing.T) {
 		p := startProxy(t, f.args(newBrowser(t, "never"), "--auth-timeout", "2s"))
 		e := errorOf(t, p.call(`"init"`, "initialize", initParams))
 		checkSignInMessage(t, e, f.up.URL)
+		if st := f.stats(); st.Authorizations != 1 {
+			t.Errorf("%d authorization requests (browser tabs) for one initialize, want 1: a sign-in that did not complete is not retried", st.Authorizations)
+		}
 		resultOf(t, p.call(`"ping"`, "ping", ""))
 		// The next initialize tries again (and times out again).
 		checkSignInMessage(t, errorOf(t, p.call(`"init2"`, "initialize", initParams)), f.up.URL)
