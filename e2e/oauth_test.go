@@ -228,16 +228,16 @@ func TestOAuthExpiryAndRefresh(t *testing.T) {
 
 	t.Run("short-lived token", func(t *testing.T) {
 		p := p.bind(t)
-		f.as.SetAccessTokenTTL(time.Second)
+		f.as.SetAccessTokenTTL(2 * time.Second)
 		f.as.ExpireAll()
-		callEcho(t, p, "3", "one-second token")
+		callEcho(t, p, "3", "two-second token")
 		if got := f.stats().Refreshes; got != 2 {
 			t.Fatalf("refreshes %d, want 2", got)
 		}
 		// Whatever the proxy does before the token's end (refresh ahead or
 		// not), after it the next call must refresh, not sign in. This
 		// sleep is a lower bound, not a race.
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(2500 * time.Millisecond)
 		f.as.SetAccessTokenTTL(time.Hour)
 		callEcho(t, p, "4", "after the second")
 		st := f.stats()
