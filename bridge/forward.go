@@ -299,7 +299,7 @@ func (s *Session) sendFailed(ctx, actx context.Context, c *call, method string, 
 		switch te.Kind {
 		case routing.KindDial:
 			again = retryDial
-		case routing.KindTimeout, routing.KindRedirect:
+		case routing.KindTimeout, routing.KindRedirect, routing.KindAuth:
 			again = retryNone
 		}
 	}
@@ -594,9 +594,9 @@ func (s *Session) httpFailure(id []byte, method string, resp *routing.Response, 
 	var hint string
 	switch {
 	case st == http.StatusUnauthorized:
-		hint = "authentication required: pass credentials with --header 'Authorization: Bearer <token>'"
+		hint = "authentication required: " + capabilities.AuthHint(url)
 	case st == http.StatusForbidden:
-		hint = "access denied: check the credentials passed with --header"
+		hint = "access denied: " + capabilities.ForbiddenHint(url)
 	case st == http.StatusNotFound:
 		hint = "endpoint not found: check the URL path (MCP endpoints often end in /mcp)"
 	case st == http.StatusTooManyRequests:
@@ -658,6 +658,11 @@ func (s *Session) transportError(id []byte, method string, err error) []byte {
 		case routing.KindRedirect:
 			cause = "redirect"
 			msg = fmt.Sprintf("%s was not sent: %v", method, te.Err)
+		case routing.KindAuth:
+			// The hook's text: it names the server, what did not happen
+			// and the way out (mcp-tasks-proxy auth login URL).
+			cause = "auth"
+			msg = te.Err.Error()
 		default:
 			msg = fmt.Sprintf("the connection to the upstream server broke during %s: %v; the request may or may not have run", method, err)
 		}

@@ -58,6 +58,11 @@ func (s *Session) initialize(ctx context.Context, c *call, f *rewrite.Frame) []b
 	case v.Era == capabilities.Legacy:
 		s.verdict(opOf(ctx), "legacy", v.Reason)
 		return s.passInit(ctx, c, f)
+	case capabilities.IsAuthError(v.Err):
+		// The sign-in did not complete: the hook's text names the server
+		// and the way out.
+		s.warn("server/discover probe not authorized", zap.String("url", url), zap.Error(v.Err))
+		return rewrite.ErrorFrame(id, rewrite.CodeInternalError, v.Err.Error(), errorData(url, 0, "cause", "auth"))
 	default:
 		s.warn("server/discover probe failed", zap.String("url", url), zap.Int("httpStatus", v.Status), zap.Error(v.Err))
 		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,

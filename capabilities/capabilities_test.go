@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -621,9 +622,9 @@ func TestProbeClassification(t *testing.T) {
 		{name: "401", answer: func(_ int, _ string, w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="https://x/.well-known/oauth-protected-resource"`)
 			writeJSON(w, 401, `{"error":"invalid_token"}`)
-		}, era: Unknown, posts: 1, status: 401, errHas: []string{"--header", "Authorization", "401"}},
+		}, era: Unknown, posts: 1, status: 401, errHas: []string{"--header", "Authorization", "401", "mcp-tasks-proxy auth login "}},
 		{name: "403", answer: jsonAnswer(403, errorFrame("ID", -32600, "Forbidden", "")),
-			era: Unknown, posts: 1, status: 403, errHas: []string{"--header", "403"}},
+			era: Unknown, posts: 1, status: 403, errHas: []string{"--header", "403", "mcp-tasks-proxy auth login "}},
 
 		// Row: 5xx => not era evidence.
 		{name: "500", answer: func(_ int, _ string, w http.ResponseWriter, _ *http.Request) {
@@ -913,5 +914,41 @@ func TestProbeRetriesTransportFailures(t *testing.T) {
 		if len(posts) >= 2 && gjson.GetBytes(posts[0].body, "id").Raw == gjson.GetBytes(posts[1].body, "id").Raw {
 			t.Errorf("a retried probe reused its id")
 		}
+	}
+}
+
+// failingAuth is an auth hook whose sign-in never completes.
+type failingAuth struct{ calls atomic.Int64 }
+
+func (a *failingAuth) Authorization(context.Context) (string, error) {
+	a.calls.Add(1)
+	return "", errors.New("sign-in to h did not complete: nobody signed in; to sign in from a terminal, run: mcp-tasks-proxy auth login https://h/mcp")
+}
+
+func (a *failingAuth) Retry(context.Context, int, http.Header, string) (bool, error) {
+	return false, nil
+}
+
+// A probe the auth hook cannot authorize is not retried (another try would
+// only open another browser tab): its error is the hook's.
+func TestProbeAuthFailureNotRetried(t *testing.T) {
+	up := newUpstream(t, jsonAnswer(200, resultFrame("ID", discoverWith(`["2026-07-28"]`))))
+	a := &failingAuth{}
+	c, err := routing.New(routing.Config{URL: up.url(), Auth: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdle()
+	var n atomic.Int64
+	p := &Prober{Client: c, NextID: func() []byte { return strconv.AppendInt(nil, n.Add(1), 10) }}
+	v := probe(t, p, 0)
+	if v.Era != Unknown || !IsAuthError(v.Err) || !strings.Contains(v.Err.Error(), "auth login https://h/mcp") {
+		t.Errorf("verdict %v, %v; want Unknown with the hook's error", v.Era, v.Err)
+	}
+	if got := a.calls.Load(); got != 1 {
+		t.Errorf("%d authorizations asked, want 1: not retried", got)
+	}
+	if got := len(up.recorded()); got != 0 {
+		t.Errorf("%d posts, want none", got)
 	}
 }

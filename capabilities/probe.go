@@ -125,6 +125,12 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 			// A refused redirect stays refused: no retry.
 			return Verdict{Era: Unknown, Reason: "redirect refused", Err: err, Status: redirectStatus(err)}
 		}
+		if IsAuthError(err) {
+			// The sign-in did not complete: the hook has done what it
+			// could, and its text names the way out. No retry (another
+			// browser tab would only follow).
+			return Verdict{Era: Unknown, Reason: "sign-in did not complete", Err: err}
+		}
 		return Verdict{Era: Unknown, Reason: "no answer", Err: p.transportErr(err), transport: true}
 	}
 	defer resp.Close()
@@ -132,9 +138,9 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 	status := resp.Status
 	switch {
 	case status == 401 || status == 403:
-		hint := "pass credentials with --header 'Authorization: Bearer <token>'"
+		hint := "authentication required: " + AuthHint(url)
 		if status == 403 {
-			hint = "check that the credentials passed with --header are allowed to use this server"
+			hint = "access denied: " + ForbiddenHint(url)
 		}
 		return Verdict{Era: Unknown, Status: status, Reason: "authentication required",
 			Err: fmt.Errorf("%s answered HTTP %d to server/discover: %s", url, status, hint)}
@@ -264,6 +270,26 @@ func (p *Prober) transportErr(err error) error {
 		return fmt.Errorf("%s did not answer server/discover in time: check that the server is up and reachable", p.Client.URL())
 	}
 	return fmt.Errorf("reading the answer of %s to server/discover: %w", p.Client.URL(), err)
+}
+
+// AuthHint is the way out of an HTTP 401 from url, for messages: both of
+// them, OAuth and a static token.
+func AuthHint(url string) string {
+	return "sign in with: mcp-tasks-proxy auth login " + url + " (OAuth), or pass a token with --header 'Authorization: Bearer <token>'"
+}
+
+// ForbiddenHint is the way out of an HTTP 403 from url (one that is not an
+// OAuth step-up, which the proxy handles itself).
+func ForbiddenHint(url string) string {
+	return "the credentials are not allowed to do this; check the account's permissions, sign in as another account with: mcp-tasks-proxy auth login " + url + " (OAuth), or check the token passed with --header"
+}
+
+// IsAuthError reports whether err is the auth hook's failure to authorize
+// a request (routing.KindAuth): a sign-in that did not complete. Its text
+// names the server and the way out; it is never retried.
+func IsAuthError(err error) bool {
+	var te *routing.TransportError
+	return errors.As(err, &te) && te.Kind == routing.KindAuth
 }
 
 // redirectStatus is the 3xx status of a refused redirect.

@@ -267,6 +267,10 @@ func (c *Client) retryUnauthorized(ctx context.Context, ch challenge, sent strin
 	}
 	c.mu.Unlock()
 	err := c.fly(ctx, keyRenew, func(fctx context.Context) error { return c.renew(fctx, ch, sent) })
+	if errors.Is(err, errNotOAuth) {
+		c.log.Info("oauth: the server answered 401 but publishes no OAuth metadata; the 401 is passed on", zap.Error(err))
+		return false, nil
+	}
 	return err == nil, err
 }
 

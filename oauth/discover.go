@@ -98,6 +98,11 @@ func (c *Client) discover(ctx context.Context, ch challenge) (*discovery, error)
 		if len(tried) > 0 {
 			reason += " (" + strings.Join(tried, "; ") + ")"
 		}
+		if len(tried) == 0 && errors.Is(err, errNoASMetadata) {
+			// Every metadata URL answered, none with a document: the
+			// server does not do OAuth (an API key, a static token).
+			return nil, fmt.Errorf("%w: %s", errNotOAuth, reason)
+		}
 		return nil, errors.New(reason)
 	}
 	d := &discovery{resource: c.server.String(), as: as}
@@ -188,9 +193,9 @@ func (c *Client) authServerMeta(ctx context.Context, issuer string) (*oauthex.Au
 	}
 	reason := fmt.Sprintf("no authorization server metadata was found for %s", issuer)
 	if len(problems) > 0 {
-		reason += ": " + strings.Join(problems, "; ")
+		return nil, errors.New(reason + ": " + strings.Join(problems, "; "))
 	}
-	return nil, errors.New(reason)
+	return nil, fmt.Errorf("%w for %s", errNoASMetadata, issuer)
 }
 
 // asMetaURLs lists the metadata URLs of an issuer in the MCP spec's order.

@@ -34,6 +34,17 @@ func (e *SignInError) Unwrap() error { return e.Err }
 // server.
 var ErrNotSignedIn = errors.New("not signed in")
 
+// errNoASMetadata: every authorization server metadata URL answered, and
+// none with a document.
+var errNoASMetadata = errors.New("no authorization server metadata was found")
+
+// errNotOAuth: the server publishes no OAuth metadata at all, neither
+// protected resource nor authorization server metadata. Its 401 is not an
+// OAuth challenge the proxy can meet (an API key or a static token is
+// expected), so Retry passes it on for the caller to report, with the
+// --header way out.
+var errNotOAuth = errors.New("the server does not offer OAuth")
+
 // tokenError is an OAuth error response of the token, registration or
 // revocation endpoint (RFC 6749 §5.2). Only its code and description are
 // kept: never the body, which might echo what was sent.

@@ -21,7 +21,15 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain keeps the proxies' default OAuth store out of the user's config
+// directory.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcp-tasks-proxy-cmd-test-")
+	if err == nil {
+		os.Setenv("XDG_CONFIG_HOME", dir)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
+}
 
 // waitBound bounds every wait in this file; it is a hang guard, not a speed
 // assertion.
