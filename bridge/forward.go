@@ -35,7 +35,9 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 		return notInitialized(c, f.Method)
 	}
 	if f.Method == "tools/call" {
-		s.ensureTools(ctx)
+		if err := s.ensureTools(ctx); refused(err) {
+			return s.transportError(c.id, f.Method, err)
+		}
 	}
 	frame, code := s.modernAttempt(ctx, c, f)
 	recovered := false
@@ -70,7 +72,7 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 		case code == rewrite.CodeHeaderMismatch && f.Method == "tools/call":
 			recovered = true
 			s.info("header mismatch: refreshing tools/list and retrying once", zap.ByteString("id", c.id))
-			s.fetchTools(ctx)
+			_ = s.fetchTools(ctx) // a failure leaves the annotations as they were
 		case code == rewrite.CodeUnsupportedProtocolVersion:
 			recovered = true
 			if !s.stillModern(ctx, c) {
@@ -596,7 +598,7 @@ func (s *Session) httpFailure(id []byte, method string, resp *routing.Response, 
 	case st == http.StatusUnauthorized:
 		hint = "authentication required: " + capabilities.AuthHint(url)
 	case st == http.StatusForbidden:
-		hint = "access denied: " + capabilities.ForbiddenHint(url)
+		hint = "access denied: " + capabilities.ForbiddenHint(url, resp.Header)
 	case st == http.StatusNotFound:
 		hint = "endpoint not found: check the URL path (MCP endpoints often end in /mcp)"
 	case st == http.StatusTooManyRequests:

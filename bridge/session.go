@@ -139,7 +139,9 @@ type Session struct {
 	askID  atomic.Int64
 	opID   atomic.Int64
 
-	fetchMu sync.Mutex // one lazy tools/list fetch at a time
+	fetchMu  sync.Mutex // one lazy tools/list fetch at a time
+	fetched  int        // lazy fetches made (under mu)
+	fetchErr error      // the last one's failure (under mu)
 
 	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
 

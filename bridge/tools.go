@@ -56,28 +56,42 @@ func (s *Session) paramHeaders(f *rewrite.Frame) []routing.ParamHeader {
 }
 
 // ensureTools lists the tools once, lazily, when a tools/call comes before
-// the client has listed them: the call may need Mcp-Param-* headers.
-func (s *Session) ensureTools(ctx context.Context) {
+// the client has listed them: the call may need Mcp-Param-* headers. It
+// returns the listing's error: one the proxy refused to send on (see
+// refused) ends the call too, which would only meet it again.
+func (s *Session) ensureTools(ctx context.Context) error {
 	s.mu.Lock()
-	listed := s.listed
+	listed, gen := s.listed, s.fetched
 	s.mu.Unlock()
 	if listed {
-		return
+		return nil
 	}
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
 	s.mu.Lock()
-	listed = s.listed
+	listed, ran, err := s.listed, s.fetched != gen, s.fetchErr
 	s.mu.Unlock()
-	if !listed {
-		s.fetchTools(ctx)
+	switch {
+	case listed:
+		return nil
+	case ran:
+		// A listing ran while this call waited for it: its outcome stands
+		// (a sign-in nobody finished is not started again at once).
+		return err
 	}
+	err = s.fetchTools(ctx)
+	s.mu.Lock()
+	s.fetched++
+	s.fetchErr = err
+	s.mu.Unlock()
+	return err
 }
 
 // fetchTools walks every tools/list page and replaces the annotations. A
 // server that refuses tools/list counts as listed (there is nothing to
-// learn); a transport failure does not, so a later call tries again.
-func (s *Session) fetchTools(ctx context.Context) {
+// learn); a transport failure does not, so a later call tries again. It
+// returns that failure.
+func (s *Session) fetchTools(ctx context.Context) error {
 	params := make(map[string][]routing.ParamHeader)
 	var cursor *string
 	for range maxToolPages {
@@ -89,7 +103,7 @@ func (s *Session) fetchTools(ctx context.Context) {
 		msg, err := s.internalCall(ctx, "tools/list", p)
 		if err != nil {
 			s.warn("listing tools for x-mcp-header annotations failed", zap.Error(err))
-			return
+			return err
 		}
 		m, err := rewrite.Parse(msg)
 		if err != nil || m.Kind != rewrite.KindResponse {
@@ -115,6 +129,7 @@ func (s *Session) fetchTools(ctx context.Context) {
 	s.mu.Lock()
 	s.params, s.listed = params, true
 	s.mu.Unlock()
+	return nil
 }
 
 // internalCall makes a request of the proxy's own with the session's _meta

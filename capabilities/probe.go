@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -140,7 +142,7 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 	case status == 401 || status == 403:
 		hint := "authentication required: " + AuthHint(url)
 		if status == 403 {
-			hint = "access denied: " + ForbiddenHint(url)
+			hint = "access denied: " + ForbiddenHint(url, resp.Header)
 		}
 		return Verdict{Era: Unknown, Status: status, Reason: "authentication required",
 			Err: fmt.Errorf("%s answered HTTP %d to server/discover: %s", url, status, hint)}
@@ -278,10 +280,29 @@ func AuthHint(url string) string {
 	return "sign in with: mcp-tasks-proxy auth login " + url + " (OAuth), or pass a token with --header 'Authorization: Bearer <token>'"
 }
 
-// ForbiddenHint is the way out of an HTTP 403 from url (one that is not an
-// OAuth step-up, which the proxy handles itself).
-func ForbiddenHint(url string) string {
+// ForbiddenHint is the way out of an HTTP 403 from url, whose headers are
+// h. A 403 insufficient_scope reaches the client only once a step-up did
+// not get the scope: the hint names it.
+func ForbiddenHint(url string, h http.Header) string {
+	if scope := insufficientScope(h); scope != "" {
+		return fmt.Sprintf("the server needs the scope %q, which signing in did not grant; the account may not be allowed it (ask the server's administrator), or sign in as another account with: mcp-tasks-proxy auth login %s", scope, url)
+	}
 	return "the credentials are not allowed to do this; check the account's permissions, sign in as another account with: mcp-tasks-proxy auth login " + url + " (OAuth), or check the token passed with --header"
+}
+
+// insufficientScope is the scope a Bearer insufficient_scope challenge in h
+// asks for ("" when h has none; RFC 6750 §3.1).
+func insufficientScope(h http.Header) string {
+	chs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
+	if err != nil {
+		return ""
+	}
+	for _, ch := range chs {
+		if ch.Scheme == "bearer" && ch.Params["error"] == "insufficient_scope" {
+			return ch.Params["scope"]
+		}
+	}
+	return ""
 }
 
 // IsAuthError reports whether err is the auth hook's failure to authorize
