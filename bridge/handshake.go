@@ -62,7 +62,8 @@ func (s *Session) initialize(ctx context.Context, c *call, f *rewrite.Frame) []b
 		// The sign-in did not complete: the hook's text names the server
 		// and the way out.
 		s.warn("server/discover probe not authorized", zap.String("url", url), zap.Error(v.Err))
-		return rewrite.ErrorFrame(id, rewrite.CodeInternalError, v.Err.Error(), errorData(url, 0, "cause", "auth"))
+		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+			fmt.Sprintf("cannot initialize: %v; the next initialize will try again", v.Err), errorData(url, 0, "cause", "auth"))
 	default:
 		s.warn("server/discover probe failed", zap.String("url", url), zap.Int("httpStatus", v.Status), zap.Error(v.Err))
 		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,

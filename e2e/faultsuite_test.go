@@ -850,9 +850,11 @@ func TestFaultSuiteDiscover(t *testing.T) {
 	})
 	p := startProxy(t, []string{"--no-state", up.URL})
 
-	e := fsCheckError(t, p.call(`"init-401"`, "initialize", initParams), -32603, "401", "--header", "Authorization", "next initialize")
-	if got := e.Get("data.httpStatus").Int(); got != 401 {
-		t.Errorf("error.data.httpStatus = %d, want 401", got)
+	// The 401 names resource metadata on plain http at another host: no
+	// sign-in can start, and the error says why and the other way in.
+	e := fsCheckError(t, p.call(`"init-401"`, "initialize", initParams), -32603, "cannot start", "plain http", "--header", "Authorization", "next initialize")
+	if got := e.Get("data.cause").Str; got != "auth" {
+		t.Errorf("error.data.cause = %q, want auth", got)
 	}
 	resultOf(t, p.call(`"ping-401"`, "ping", ""))
 

@@ -97,7 +97,10 @@ func proxyEnv(extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "XDG_CACHE_HOME="+cacheDir)
+	// The default OAuth store too lives under this run's directory, never
+	// the user's (macOS and Windows ignore XDG_CONFIG_HOME, but the tests
+	// that sign in pass --oauth-store).
+	env = append(env, "XDG_CACHE_HOME="+cacheDir, "XDG_CONFIG_HOME="+filepath.Join(filepath.Dir(cacheDir), "config"))
 	if raceEnabled {
 		// The race runtime sleeps 1 s at exit by default; a race still
 		// fails the run (exit status 66).

@@ -96,6 +96,12 @@ func (u *upstream) problem(format string, args ...any) {
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/.well-known/") {
+		// The proxy's OAuth discovery after a 401: these servers publish
+		// no metadata, so the 401 reaches the client as it is.
+		http.NotFound(w, r)
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		u.problem("%s %s: reading the request body: %v", r.Method, r.URL.Path, err)

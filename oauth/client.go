@@ -45,13 +45,14 @@ type Client struct {
 	outMu sync.Mutex
 	out   io.Writer
 
-	mu        sync.Mutex
-	rec       *record // the state last read or written; never changed once set
-	flights   map[string]*flight
-	stepUps   map[string]int  // step-up sign-ins per challenged scope set
-	mine      map[string]bool // access tokens this process signed in for
-	refused   int             // sign-ins in a row for a refused signed-in token
-	lastProbe time.Time       // when a proactive refresh last failed
+	mu              sync.Mutex
+	rec             *record // the state last read or written; never changed once set
+	flights         map[string]*flight
+	stepUps         map[string]int  // step-up sign-ins per challenged scope set
+	mine            map[string]bool // access tokens this process signed in for
+	refused         int             // sign-ins in a row for a refused signed-in token
+	lastProbe       time.Time       // when a proactive refresh last failed
+	discoveryWarned bool            // the unusable metadata was said once
 }
 
 // flight is one renewal that every request needing it waits on.
@@ -634,7 +635,7 @@ func (c *Client) scopesFor(rec *record, d *discovery, ch challenge, extra []stri
 func (c *Client) signIn(ctx context.Context, rec *record, ch challenge, extra []string, paste func() (string, error)) error {
 	d, err := c.discover(ctx, ch)
 	if err != nil {
-		return c.fail(err.Error(), err)
+		return c.fail(err.Error(), fmt.Errorf("%w: %w", errDiscovery, err))
 	}
 	scopes := c.scopesFor(rec, d, ch, extra)
 	state := rand.Text()

@@ -24,6 +24,11 @@ type SignInError struct {
 }
 
 func (e *SignInError) Error() string {
+	if errors.Is(e.Err, errDiscovery) {
+		// No sign-in could start: auth login would meet the same.
+		return fmt.Sprintf("sign-in to %s cannot start: %s; the server's OAuth set-up must be fixed, or pass a token with --header 'Authorization: Bearer <token>'",
+			e.Host, e.Reason)
+	}
 	return fmt.Sprintf("sign-in to %s did not complete: %s; to sign in from a terminal, run: mcp-tasks-proxy auth login %s",
 		e.Host, e.Reason, e.Server)
 }
@@ -44,6 +49,10 @@ var errNoASMetadata = errors.New("no authorization server metadata was found")
 // expected), so Retry passes it on for the caller to report, with the
 // --header way out.
 var errNotOAuth = errors.New("the server does not offer OAuth")
+
+// errDiscovery: the server's OAuth metadata could not be found or used, so
+// no sign-in could start.
+var errDiscovery = errors.New("no usable OAuth metadata")
 
 // errUnattended: a sign-in is needed for a request the client did not make
 // (routing.Unattended); none is started for it.

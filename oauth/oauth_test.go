@@ -150,8 +150,16 @@ func signInErr(t *testing.T, e *env) error {
 		t.Fatalf("err = %v (%T), want a KindAuth TransportError around a *SignInError", err, err)
 	}
 	host := f0(e)
-	if !strings.HasPrefix(err.Error(), "sign-in to "+host+" did not complete: ") ||
-		!strings.HasSuffix(err.Error(), "run: mcp-tasks-proxy auth login http://"+host+"/mcp") {
+	switch {
+	case errors.Is(err, errDiscovery):
+		// No sign-in could start: auth login would not help either.
+		if !strings.HasPrefix(err.Error(), "sign-in to "+host+" cannot start: ") ||
+			!strings.HasSuffix(err.Error(), "the server's OAuth set-up must be fixed, or pass a token with --header 'Authorization: Bearer <token>'") ||
+			strings.Contains(err.Error(), "auth login") {
+			t.Errorf("error text %q does not name the host and the way out", err)
+		}
+	case !strings.HasPrefix(err.Error(), "sign-in to "+host+" did not complete: ") ||
+		!strings.HasSuffix(err.Error(), "run: mcp-tasks-proxy auth login http://"+host+"/mcp"):
 		t.Errorf("error text %q does not name the host and the way out", err)
 	}
 	return err
