@@ -45,14 +45,13 @@ type Client struct {
 	outMu sync.Mutex
 	out   io.Writer
 
-	mu              sync.Mutex
-	rec             *record // the state last read or written; never changed once set
-	flights         map[string]*flight
-	stepUps         map[string]int  // step-up sign-ins per challenged scope set
-	mine            map[string]bool // access tokens this process signed in for
-	refused         int             // sign-ins in a row for a refused signed-in token
-	lastProbe       time.Time       // when a proactive refresh last failed
-	discoveryWarned bool            // the unusable metadata was said once
+	mu        sync.Mutex
+	rec       *record // the state last read or written; never changed once set
+	flights   map[string]*flight
+	stepUps   map[string]int  // step-up sign-ins per challenged scope set
+	mine      map[string]bool // access tokens this process signed in for
+	refused   int             // sign-ins in a row for a refused signed-in token
+	lastProbe time.Time       // when a proactive refresh last failed
 }
 
 // flight is one renewal that every request needing it waits on.
