@@ -86,6 +86,7 @@ if [ -z "$(git remote)" ]; then
   export GIT_CONFIG_VALUE_0=https://github.com/mcp-tasks-proxy/mcp-tasks-proxy.git
 fi
 
+"$goreleaser" check
 "$goreleaser" "${args[@]}"
 
 version=$(node -p 'require("./dist/metadata.json").version')
@@ -93,5 +94,27 @@ echo "== npm packages $version"
 rm -rf dist/npm
 node scripts/npm/pack.js --all --version "$version" --out dist/npm --artifacts dist/artifacts.json
 
-echo "== dist/"
-(cd dist && ls -1 ./*.tar.gz ./*.zip ./*.deb ./*.rpm ./*checksums.txt homebrew/Casks/*.rb npm/*.tgz)
+echo "== checking dist/"
+cd dist
+expect() { # expect COUNT GLOB...: exactly COUNT files match
+  local want=$1 got
+  shift
+  got=$(find . -maxdepth 3 -type f \( "$@" \) | wc -l | tr -d ' ')
+  if [ "$got" != "$want" ]; then
+    echo "release.sh: expected $want files matching $*, found $got" >&2
+    exit 1
+  fi
+}
+expect 4 -name '*.tar.gz' -path './mcp-tasks-proxy_*'
+expect 2 -name '*.zip'
+expect 2 -name '*.deb'
+expect 2 -name '*.rpm'
+expect 1 -name '*_checksums.txt'
+expect 1 -path './homebrew/Casks/mcp-tasks-proxy.rb'
+expect 7 -path './npm/*.tgz'
+if command -v sha256sum >/dev/null 2>&1; then
+  sha256sum --quiet -c ./*_checksums.txt
+else
+  shasum -a 256 --quiet -c ./*_checksums.txt
+fi
+ls -1 ./*.tar.gz ./*.zip ./*.deb ./*.rpm ./*_checksums.txt homebrew/Casks/*.rb npm/*.tgz
