@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -457,6 +458,9 @@ func TestRunVersion(t *testing.T) {
 	r := runBounded(t, []string{"--version"}, strings.NewReader(""), env())
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "mcp-tasks-proxy ") || strings.Count(r.stdout, "\n") != 1 || r.stderr != "" {
 		t.Errorf("run(--version): exit %d, stdout %q, stderr %q; want 0 and one line", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "(commit ") || !strings.Contains(r.stdout, runtime.Version()) || !strings.Contains(r.stdout, runtime.GOOS+"/"+runtime.GOARCH) {
+		t.Errorf("--version %q does not name the commit, the Go version and the platform", r.stdout)
 	}
 }
 

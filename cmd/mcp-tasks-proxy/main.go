@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -36,6 +37,9 @@ import (
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); otherwise
 // it comes from the module's build information.
 var version = ""
+
+// commit is set at link time by releases (-X main.commit=…).
+var commit = ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
@@ -65,7 +69,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		fmt.Fprint(stdout, helpText)
 		return 0
 	case cfg.version:
-		fmt.Fprintf(stdout, "mcp-tasks-proxy %s\n", versionString())
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
 
@@ -387,6 +391,43 @@ func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func(), error) {
 	}
 	logger := zap.New(zapcore.NewCore(enc, sink, level))
 	return logger, func() { _ = logger.Sync(); closeFn() }, nil
+}
+
+// versionLine is what --version prints: the version, the commit, the Go
+// version and the platform, on one line.
+func versionLine() string {
+	return fmt.Sprintf("mcp-tasks-proxy %s (commit %s, %s, %s/%s)", versionString(), commitString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// commitString is the commit the binary was built from: set at link time
+// by releases, else from the build's VCS stamp, else "unknown" (go install
+// of a module version carries none).
+func commitString() string {
+	if commit != "" {
+		return commit
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev string
+		var dirty bool
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if rev != "" && dirty {
+			rev += "-dirty"
+		}
+		if rev != "" {
+			return rev
+		}
+	}
+	return "unknown"
 }
 
 func versionString() string {

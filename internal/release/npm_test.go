@@ -288,8 +288,8 @@ func checkOnlyHostPackage(t *testing.T, nodeModules string, host struct{ goos, g
 func checkVersion(t *testing.T, installed string) {
 	t.Helper()
 	out := run(t, t.TempDir(), nil, installed, "--version")
-	if !strings.Contains(out, testVersion) {
-		t.Errorf("%s --version printed %q, want %s in it", installed, out, testVersion)
+	if !strings.Contains(out, testVersion) || !strings.Contains(out, "commit releasetest") || !strings.Contains(out, runtime.Version()) {
+		t.Errorf("%s --version printed %q, want %s, commit releasetest and %s in it", installed, out, testVersion, runtime.Version())
 	}
 }
 
