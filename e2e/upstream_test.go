@@ -371,4 +371,4 @@ func shortBytes(b []byte) string {
 // waitTimeout bounds every single wait in these tests. It is a safety net
 // against hangs, not a speed requirement: nothing here should take more than
 // a fraction of it.
-const waitTimeout = 20 * time.Second
+const waitTimeout = 60 * time.Second
