@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -221,6 +222,8 @@ func checkCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		switch {
 		case cfg.demoLegacy:
 			url, _, stopDemo, err = demo.StartLegacy(ctx)
+		case cfg.demoOAuth:
+			url, _, stopDemo, err = demo.StartWithOAuth(ctx, authserver.Config{}, nil)
 		default:
 			url, stopDemo, err = demo.Start(ctx)
 		}
@@ -268,6 +271,7 @@ type checker struct {
 	oauth  *oauth.Client
 	ids    atomic.Int64
 	rep    checkReport
+	oauthErr error // why the OAuth client is unavailable
 	// session headers of a 2025 server.
 	legacyHeader http.Header
 }
@@ -334,6 +338,7 @@ func (c *checker) setup() error {
 			return err
 		}
 		cl, err := oauth.New(c.cfg.oauth.oauthConfig(c.url, c.cfg.allowHTTP, hc, nil, io.Discard))
+		c.oauthErr = err
 		if err == nil {
 			c.oauth = cl
 			if st, err := cl.Status(); err == nil && st.SignedIn {
@@ -411,7 +416,7 @@ func (c *checker) authReport(ctx context.Context, status int, h http.Header) {
 		return
 	}
 	if c.oauth == nil {
-		r.Reason = fmt.Sprintf("the server wants a sign-in (HTTP %d), and the OAuth client is unavailable", status)
+		r.Reason = fmt.Sprintf("the server wants a sign-in (HTTP %d), and the OAuth client is unavailable: %v", status, c.oauthErr)
 		return
 	}
 	d, err := c.oauth.Discover(ctx, h)

@@ -458,7 +458,12 @@ func (c *configCmd) inputs() [][]byte {
 	}
 	var in [][]byte
 	for _, v := range c.vars {
-		b, _ := json.Marshal(map[string]any{"type": "promptString", "id": v, "description": v + " for " + c.name, "password": true})
+		b, _ := json.Marshal(struct {
+			Type        string `json:"type"`
+			ID          string `json:"id"`
+			Description string `json:"description"`
+			Password    bool   `json:"password"`
+		}{"promptString", v, v + " for " + c.name, true})
 		in = append(in, b)
 	}
 	return in
@@ -575,6 +580,13 @@ func mergeEntry(doc []byte, key, name string, entry []byte, inputs [][]byte) (ou
 	path := gjson.Escape(key) + "." + gjson.Escape(name)
 	old := root.Get(path)
 	out = doc
+	// A value the person put in place of a placeholder stays.
+	gjson.GetBytes(entry, "env").ForEach(func(k, v gjson.Result) bool {
+		if ov := old.Get("env." + gjson.Escape(k.Str)); strings.HasPrefix(v.Str, "<set ") && ov.Type == gjson.String {
+			entry, _ = sjson.SetBytes(entry, "env."+gjson.Escape(k.Str), ov.Str)
+		}
+		return true
+	})
 	if !old.Exists() || !sameJSON([]byte(old.Raw), entry) {
 		if out, err = sjson.SetRawBytes(out, path, entry); err != nil {
 			return nil, false, false, err
