@@ -264,13 +264,13 @@ func useColor(w io.Writer, getenv func(string) string) bool {
 
 // checker runs one check.
 type checker struct {
-	cfg    *config
-	url    string
-	caPEM  []byte
-	client *routing.Client
-	oauth  *oauth.Client
-	ids    atomic.Int64
-	rep    checkReport
+	cfg      *config
+	url      string
+	caPEM    []byte
+	client   *routing.Client
+	oauth    *oauth.Client
+	ids      atomic.Int64
+	rep      checkReport
 	oauthErr error // why the OAuth client is unavailable
 	// session headers of a 2025 server.
 	legacyHeader http.Header

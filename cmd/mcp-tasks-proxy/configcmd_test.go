@@ -144,7 +144,7 @@ func TestConfigCmdRelativePaths(t *testing.T) {
 func TestConfigCmdHostFile(t *testing.T) {
 	for _, tc := range []struct {
 		host, goos, want string
-		ws           bool
+		ws               bool
 	}{
 		{"claude-desktop", "darwin", "/H/Library/Application Support/Claude/claude_desktop_config.json", false},
 		{"vscode", "linux", "/C/Code/User/mcp.json", false},
