@@ -57,6 +57,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			return rewriteCommand(args[1:], stdin, stdout, stderr)
 		case "auth":
 			return authCommand(args[1:], stdin, stdout, stderr)
+		case "config":
+			return configCommand(args[1:], stdout, stderr, getenv)
+		case "check":
+			return checkCommand(args[1:], stdout, stderr, getenv)
 		}
 	}
 	cfg, err := parseArgs(args, getenv)

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
+)
+
+// runCheck runs `check ARGS` and returns the exit status, stdout and stderr.
+func runCheck(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := map[string]string{}
+	code := run(append([]string{"check", "--timeout", "20s", "--oauth-store", filepath.Join(t.TempDir(), "oauth")}, args...), strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
+}
+
+func checkJSON(t *testing.T, args ...string) (int, checkReport) {
+	t.Helper()
+	code, out, errs := runCheck(t, append([]string{"--json"}, args...)...)
+	var r checkReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("check --json printed no JSON (%v):\n%s\nstderr: %s", err, out, errs)
+	}
+	return code, r
+}
+
+func startCheckDemo(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	u, stop, err := demo.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(); cancel() })
+	return u
+}
+
+func TestCheckModernDemo(t *testing.T) {
+	u := startCheckDemo(t)
+	code, r := checkJSON(t, u)
+	if code != 0 || !r.Usable || r.Reason != "" {
+		t.Fatalf("exit %d, usable %v, reason %q; want a usable server", code, r.Usable, r.Reason)
+	}
+	if r.Era != "2026-07-28" || r.Transport != "streamable-http" || !r.Tasks {
+		t.Errorf("era %q transport %q tasks %v", r.Era, r.Transport, r.Tasks)
+	}
+	if len(r.Extensions) != 1 || r.Extensions[0] != "io.modelcontextprotocol/tasks" {
+		t.Errorf("extensions %v", r.Extensions)
+	}
+	if r.Tools == nil || r.Tools.Count == 0 || r.Prompts == nil || r.Resources == nil {
+		t.Errorf("counts: tools %+v prompts %+v resources %+v", r.Tools, r.Prompts, r.Resources)
+	}
+	if len(r.Filtered) != 1 || r.Filtered[0].Name != "bad_header_tool" || !strings.Contains(r.Filtered[0].Reason, "x-mcp-header") {
+		t.Errorf("filtered tools %+v, want bad_header_tool with its reason", r.Filtered)
+	}
+	if r.Base64Names != "accepted" {
+		t.Errorf("base64Names %q, want accepted", r.Base64Names)
+	}
+	if gotName := string(r.ServerInfo); !strings.Contains(gotName, "mcp-tasks-proxy-demo") {
+		t.Errorf("serverInfo %s", gotName)
+	}
+	if r.RoundTripMs <= 0 || r.Auth != nil {
+		t.Errorf("round trip %v, auth %+v", r.RoundTripMs, r.Auth)
+	}
+
+	code, out, _ := runCheck(t, u)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"verdict:", "usable", "2026-07-28", "io.modelcontextprotocol/tasks", "bad_header_tool", "Base64 names:", "accepted", "round trip:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("human output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("colour codes on a stdout that is not a terminal:\n%q", out)
+	}
+	// Aligned: every value starts in the same column.
+	col := -1
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		i := regexp.MustCompile(`:\s+`).FindStringIndex(line)
+		if i == nil {
+			t.Fatalf("line %q has no label", line)
+		}
+		if col == -1 {
+			col = i[1]
+		} else if i[1] != col {
+			t.Errorf("line %q: value at column %d, want %d", line, i[1], col)
+		}
+	}
+}
+
+func TestCheckLegacyDemo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	u, _, stop, err := demo.StartLegacy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	code, r := checkJSON(t, u)
+	if code != 0 || !r.Usable {
+		t.Fatalf("exit %d, reason %q", code, r.Reason)
+	}
+	if r.Era != "2025-11-25" || r.Transport != "streamable-http" || r.Base64Names != "" {
+		t.Errorf("era %q transport %q base64 %q", r.Era, r.Transport, r.Base64Names)
+	}
+	if r.Tools == nil || r.Tools.Count == 0 || r.Tools.Error != "" {
+		t.Errorf("tools %+v", r.Tools)
+	}
+}
+
+// A go-sdk v1.8.0 server rejects the Base64 form of Mcp-Name (DESIGN.md).
+func TestCheckGoSDKRefusesBase64(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "go-sdk", Version: "1.8.0"}, nil)
+	srv.AddPrompt(&mcp.Prompt{Name: "hello"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	code, r := checkJSON(t, ts.URL)
+	if code != 0 || !r.Usable || r.Era != "2026-07-28" {
+		t.Fatalf("exit %d usable %v era %q reason %q", code, r.Usable, r.Era, r.Reason)
+	}
+	if r.Base64Names != "refused" {
+		t.Errorf("base64Names %q, want refused", r.Base64Names)
+	}
+	if len(r.Extensions) != 0 || r.Tasks {
+		t.Errorf("extensions %v tasks %v: go-sdk declares none", r.Extensions, r.Tasks)
+	}
+}
+
+func TestCheckProtected(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	u, as, stop, err := demo.StartWithOAuth(ctx, authserver.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	code, r := checkJSON(t, u)
+	if code != checkSignIn || r.Usable {
+		t.Fatalf("exit %d usable %v reason %q; want %d", code, r.Usable, r.Reason, checkSignIn)
+	}
+	a := r.Auth
+	if a == nil || !a.Required || a.SignedIn || a.AuthorizationServer != as.Issuer() || len(a.Scopes) == 0 || a.ResourceMetadata == "" {
+		t.Fatalf("auth %+v (issuer %s)", a, as.Issuer())
+	}
+	if r.Next != "mcp-tasks-proxy auth login "+u {
+		t.Errorf("next %q", r.Next)
+	}
+	_, out, _ := runCheck(t, u)
+	for _, want := range []string{"OAuth required", "auth server:", "scopes:", "auth login " + u} {
+		if !strings.Contains(out, want) {
+			t.Errorf("human output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCheckDeadURL(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	u := ts.URL + "/mcp"
+	ts.Close()
+	code, r := checkJSON(t, u)
+	if code != checkUnusable || r.Usable || !strings.Contains(r.Reason, "cannot connect") {
+		t.Fatalf("exit %d reason %q", code, r.Reason)
+	}
+	code, out, _ := runCheck(t, u)
+	if code != 1 || !strings.Contains(out, "not usable: cannot connect") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestCheckHTMLPage(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<!doctype html><title>hi</title>"))
+	}))
+	defer ts.Close()
+	code, r := checkJSON(t, ts.URL)
+	if code != checkUnusable || r.Usable || !strings.Contains(r.Reason, "does not look like an MCP endpoint") {
+		t.Fatalf("exit %d reason %q", code, r.Reason)
+	}
+}
+
+func TestCheckPostRefused(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}))
+	defer ts.Close()
+	code, r := checkJSON(t, ts.URL)
+	if code != checkUnusable || r.Transport != "not-streamable-http" || !strings.Contains(r.Reason, "refused POST with HTTP 405; it may be an old HTTP+SSE server") {
+		t.Fatalf("exit %d transport %q reason %q", code, r.Transport, r.Reason)
+	}
+}
+
+func TestCheckUsage(t *testing.T) {
+	if code, _, errs := runCheck(t); code != 2 || !strings.Contains(errs, "no upstream URL") {
+		t.Errorf("no URL: exit %d, %s", code, errs)
+	}
+	if code, _, _ := runCheck(t, "--timeout", "soon", "http://127.0.0.1:1/mcp"); code != 2 {
+		t.Errorf("bad --timeout: exit %d", code)
+	}
+	if code, out, _ := runCheck(t, "--help"); code != 0 || !strings.Contains(out, "Examples:") {
+		t.Errorf("--help: exit %d", code)
+	}
+	f, rest, err := splitCheckArgs([]string{"--header", "--json", "--json", "u"})
+	if err != nil || !f.json || len(rest) != 3 || rest[1] != "--json" {
+		t.Errorf("a --header value is not check's flag: %+v %q %v", f, rest, err)
+	}
+	if useColor(&bytes.Buffer{}, func(string) string { return "" }) {
+		t.Error("colour on a buffer")
+	}
+}

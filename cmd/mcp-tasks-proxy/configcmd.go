@@ -1,0 +1,825 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+const configHelpText = `mcp-tasks-proxy config prints the entry that makes a host (an MCP client
+application) launch this proxy for a server, or merges it into the host's
+configuration file with --write.
+
+Usage:
+  mcp-tasks-proxy config HOST URL [flags] [proxy flags]
+
+Hosts:
+  claude-desktop   claude_desktop_config.json, "mcpServers"
+  claude-code      prints the 'claude mcp add' line to run (Claude Code keeps its own file)
+  cursor           ~/.cursor/mcp.json (--workspace: .cursor/mcp.json), "mcpServers"
+  vscode           the user mcp.json (--workspace: .vscode/mcp.json), "servers"
+  windsurf         ~/.codeium/windsurf/mcp_config.json, "mcpServers"
+  zed              Zed's settings.json, "context_servers"
+
+Examples:
+  # Print the Claude Desktop entry for a server
+  mcp-tasks-proxy config claude-desktop https://mcp.example.com/mcp
+
+  # Add it to Claude Desktop's file (a backup is made first), named "example"
+  mcp-tasks-proxy config claude-desktop https://mcp.example.com/mcp --name example --write
+
+  # A token kept out of the file: the entry keeps ${EXAMPLE_TOKEN} and an env block
+  mcp-tasks-proxy config cursor https://mcp.example.com/mcp --header 'Authorization: Bearer ${EXAMPLE_TOKEN}'
+
+  # Launch through npx instead of this binary's path
+  mcp-tasks-proxy config vscode https://mcp.example.com/mcp --npx --write --workspace
+
+  # Claude Code: run the printed line
+  mcp-tasks-proxy config claude-code https://mcp.example.com/mcp
+
+Flags:
+  --name NAME       the server's name in the host (default: from the URL's host)
+  --npx             launch with 'npx -y mcp-tasks-proxy' instead of this binary's
+                    absolute path
+  --write           merge the entry into the host's file: a backup is made first,
+                    the rest of the file is kept, and the file changed is named
+  --workspace       cursor, vscode: the project's file in the current directory
+                    instead of the user's
+  --file PATH       the file to write instead of the host's default
+  --help, -h        print this help and exit
+
+Every other flag (--header, --header-file, --protocol, --log-file, ...) is a
+proxy flag: it is checked, and passed to the proxy in the entry. Relative paths
+are made absolute, since hosts start the proxy in a directory of their own.
+A --header value keeps its ${VAR} references; the entry gets an env block for
+them. A header whose literal value looks like a secret is never printed nor
+written: the entry reads it from a variable instead, which you then set.
+
+Exit status: 0 on success; 1 when the file cannot be read or written; 2 on a
+usage error.
+`
+
+// The hosts config knows.
+var configHosts = []string{"claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed"}
+
+// configCmd is the parsed command line of `config`.
+type configCmd struct {
+	host      string
+	url       string
+	name      string
+	npx       bool
+	write     bool
+	workspace bool
+	file      string
+	help      bool
+	// proxyArgs are the proxy flags, as they go into the entry (the URL
+	// last, not included).
+	proxyArgs []string
+	// vars are the ${VAR} names the header values use, in order.
+	vars []string
+	// notes go to stderr: warnings and what to do next.
+	notes []string
+}
+
+// pathFlags are the proxy flags whose value is a file or a directory.
+var pathFlags = map[string]bool{
+	"header-file": true, "ca-file": true, "trace": true, "log-file": true,
+	"state-file": true, "oauth-store": true, "cpuprofile": true,
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// parseConfigArgs reads `config HOST URL [flags]`. getwd makes relative
+// paths absolute.
+func parseConfigArgs(args []string, getenv func(string) string, getwd func() (string, error)) (*configCmd, error) {
+	c := &configCmd{}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "--help" || a == "-help" || a == "help" && len(args) == 1 {
+			c.help = true
+			return c, nil
+		}
+	}
+	proxyFS := newFlagSet(&config{}, &headerList{h: http.Header{}})
+	var positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		next := func() (string, error) {
+			if hasValue {
+				return value, nil
+			}
+			if i+1 >= len(args) {
+				return "", usagef("flag --%s needs a value", name)
+			}
+			i++
+			return args[i], nil
+		}
+		var err error
+		switch name {
+		case "name":
+			c.name, err = next()
+		case "file":
+			c.file, err = next()
+		case "npx", "write", "workspace":
+			b := true
+			if hasValue {
+				if b, err = parseBoolFlag(name, value); err != nil {
+					return nil, err
+				}
+			}
+			switch name {
+			case "npx":
+				c.npx = b
+			case "write":
+				c.write = b
+			default:
+				c.workspace = b
+			}
+		case "url":
+			c.url, err = next()
+			if err == nil && len(positional) > 1 {
+				return nil, usagef("the URL is given twice; give it once")
+			}
+		case "demo", "demo-legacy", "demo-oauth", "version", "cpuprofile":
+			return nil, usagef("--%s makes no sense in a host's entry", name)
+		default:
+			f := proxyFS.Lookup(name)
+			if f == nil {
+				return nil, usagef("unknown flag %s; run mcp-tasks-proxy config --help for the list", a)
+			}
+			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+				c.proxyArgs = append(c.proxyArgs, a)
+				continue
+			}
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			if pathFlags[name] && v != "-" && v != "" && !filepath.IsAbs(v) {
+				wd, werr := getwd()
+				if werr != nil {
+					return nil, fmt.Errorf("--%s %s: cannot make the path absolute: %v", name, v, werr)
+				}
+				v = filepath.Join(wd, v)
+			}
+			c.proxyArgs = append(c.proxyArgs, "--"+name, v)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(positional) == 0 {
+		return nil, usagef("config needs a host: %s (mcp-tasks-proxy config --help)", strings.Join(configHosts, ", "))
+	}
+	c.host = positional[0]
+	if !slices.Contains(configHosts, c.host) {
+		return nil, usagef("config: unknown host %q; use %s", c.host, strings.Join(configHosts, ", "))
+	}
+	switch len(positional) {
+	case 1:
+		if c.url == "" {
+			return nil, usagef("config %s needs the server's URL: mcp-tasks-proxy config %s https://host/mcp", c.host, c.host)
+		}
+	case 2:
+		if c.url != "" && c.url != positional[1] {
+			return nil, usagef("the URL is given twice; give it once")
+		}
+		c.url = positional[1]
+	default:
+		return nil, usagef("unexpected argument %s: give one host and one URL", routing.Redact(positional[2]))
+	}
+	if c.workspace && c.host != "cursor" && c.host != "vscode" {
+		return nil, usagef("--workspace is for cursor and vscode, which have a project file")
+	}
+	if c.host == "claude-code" && (c.write || c.file != "") {
+		return nil, usagef("claude-code keeps its own configuration: run the line config prints instead of --write")
+	}
+	if c.file != "" {
+		if !c.write {
+			return nil, usagef("--file is where --write writes; pass --write too")
+		}
+		if !filepath.IsAbs(c.file) {
+			wd, err := getwd()
+			if err != nil {
+				return nil, err
+			}
+			c.file = filepath.Join(wd, c.file)
+		}
+	}
+	if err := c.secureHeaders(); err != nil {
+		return nil, err
+	}
+	// The proxy's own checks, with each ${VAR} standing in for a value the
+	// host will supply: this machine need not have it set.
+	check := slices.Clone(c.proxyArgs)
+	for i := range check {
+		check[i] = varRef.ReplaceAllString(check[i], "x")
+	}
+	if _, err := parseArgs(append(check, c.url), func(string) string { return "" }); err != nil {
+		return nil, err
+	}
+	if c.name == "" {
+		c.name = defaultServerName(c.url)
+	}
+	if strings.TrimSpace(c.name) == "" || strings.ContainsAny(c.name, "\x00\r\n") {
+		return nil, usagef("--name %q: give a name without control characters", c.name)
+	}
+	return c, nil
+}
+
+func parseBoolFlag(name, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "1", "t", "true":
+		return true, nil
+	case "0", "f", "false":
+		return false, nil
+	}
+	return false, usagef("--%s=%s: use true or false", name, v)
+}
+
+// secureHeaders collects the ${VAR} names of the header values, and turns
+// a header whose literal value looks secret into a ${VAR} reference.
+func (c *configCmd) secureHeaders() error {
+	for i := 0; i+1 < len(c.proxyArgs); i++ {
+		if c.proxyArgs[i] != "--header" {
+			continue
+		}
+		i++
+		v := c.proxyArgs[i]
+		hname, hval, ok := strings.Cut(v, ":")
+		hname = strings.TrimSpace(hname)
+		if !ok || hname == "" {
+			continue // parseArgs reports it, without the text
+		}
+		if m := varRef.FindAllStringSubmatch(v, -1); m != nil {
+			for _, g := range m {
+				if !slices.Contains(c.vars, g[1]) {
+					c.vars = append(c.vars, g[1])
+				}
+			}
+			continue
+		}
+		if !secretHeader(hname) {
+			continue
+		}
+		name := c.name
+		if name == "" {
+			name = defaultServerName(c.url)
+		}
+		vn := envName(name, hname)
+		hval = strings.TrimSpace(hval)
+		ref := "${" + vn + "}"
+		if scheme, _, found := strings.Cut(hval, " "); found && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic") || strings.EqualFold(scheme, "Token")) {
+			ref = scheme + " " + ref
+		}
+		c.proxyArgs[i] = hname + ": " + ref
+		if !slices.Contains(c.vars, vn) {
+			c.vars = append(c.vars, vn)
+		}
+		c.notes = append(c.notes, fmt.Sprintf("the value of --header %s looks like a secret, and a configuration file is no place for it: the entry reads it from ${%s} instead (the value you gave is not printed nor written)", hname, vn))
+	}
+	return nil
+}
+
+// secretHeader reports whether a header's value is a credential.
+func secretHeader(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Authorization", "Proxy-Authorization", "Cookie":
+		return true
+	}
+	return rewrite.SensitiveKey(name)
+}
+
+// envName is the variable a literal secret header moves to:
+// EXAMPLE_TOKEN for Authorization, EXAMPLE_X_API_KEY for X-Api-Key.
+func envName(server, header string) string {
+	up := func(s string) string {
+		var b strings.Builder
+		for _, r := range strings.ToUpper(s) {
+			if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+				b.WriteRune(r)
+			} else {
+				b.WriteByte('_')
+			}
+		}
+		return strings.Trim(b.String(), "_")
+	}
+	prefix := up(server)
+	if prefix == "" || prefix[0] >= '0' && prefix[0] <= '9' {
+		prefix = "MCP_" + prefix
+	}
+	suffix := up(header)
+	if strings.EqualFold(header, "Authorization") {
+		suffix = "TOKEN"
+	}
+	return prefix + "_" + suffix
+}
+
+// defaultServerName derives an entry name from the URL's host:
+// mcp.example.com becomes "example", localhost:8080 "localhost-8080".
+func defaultServerName(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return "mcp-server"
+	}
+	host := strings.ToLower(u.Hostname())
+	if isLoopback(host) {
+		if p := u.Port(); p != "" {
+			return "localhost-" + p
+		}
+		return "localhost"
+	}
+	labels := strings.Split(host, ".")
+	if len(labels) > 1 && (labels[0] == "mcp" || labels[0] == "www" || labels[0] == "api") {
+		labels = labels[1:]
+	}
+	if len(labels) > 1 {
+		labels = labels[:len(labels)-1] // the top-level domain says nothing
+	}
+	return strings.Join(labels, "-")
+}
+
+// executable is the running binary's path (a variable for tests).
+var executable = func() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	return filepath.Abs(p)
+}
+
+// launch is the command and arguments the host runs.
+func (c *configCmd) launch() (string, []string, error) {
+	args := append(slices.Clone(c.proxyArgs), c.url)
+	if c.npx {
+		return "npx", append([]string{"-y", "mcp-tasks-proxy"}, args...), nil
+	}
+	exe, err := executable()
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot find this binary's path (%v); pass --npx", err)
+	}
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		c.notes = append(c.notes, "this binary is a temporary build (go run): the entry points at a file that will be gone; install it (go install, npm, Homebrew) and run config again, or pass --npx")
+	}
+	return exe, args, nil
+}
+
+// envBlock is the entry's env: for each variable, what the host puts
+// there. Hosts that expand variables themselves read them from their own
+// environment; the others need the value written in.
+func (c *configCmd) envBlock() map[string]string {
+	if len(c.vars) == 0 {
+		return nil
+	}
+	env := map[string]string{}
+	for _, v := range c.vars {
+		switch c.host {
+		case "cursor", "windsurf":
+			env[v] = "${env:" + v + "}"
+		case "vscode":
+			env[v] = "${input:" + v + "}"
+		default:
+			env[v] = "<set " + v + ">"
+		}
+	}
+	return env
+}
+
+// configKey is the member of the host's file that holds the servers.
+func configKey(host string) string {
+	switch host {
+	case "vscode":
+		return "servers"
+	case "zed":
+		return "context_servers"
+	}
+	return "mcpServers"
+}
+
+// entry is the server's JSON object in the host's file.
+func (c *configCmd) entry() ([]byte, error) {
+	cmd, args, err := c.launch()
+	if err != nil {
+		return nil, err
+	}
+	out := []byte(`{}`)
+	switch c.host {
+	case "vscode":
+		out, _ = sjson.SetBytes(out, "type", "stdio")
+	case "zed":
+		out, _ = sjson.SetBytes(out, "source", "custom")
+	}
+	out, _ = sjson.SetBytes(out, "command", cmd)
+	out, _ = sjson.SetBytes(out, "args", args)
+	if env := c.envBlock(); env != nil {
+		// In the order the variables came.
+		e := []byte(`{}`)
+		for _, v := range c.vars {
+			e, _ = sjson.SetBytes(e, gjson.Escape(v), env[v])
+		}
+		out, _ = sjson.SetRawBytes(out, "env", e)
+	}
+	return out, nil
+}
+
+// inputs are VS Code's prompts for the variables: it asks once and keeps
+// the value in its secret storage.
+func (c *configCmd) inputs() [][]byte {
+	if c.host != "vscode" {
+		return nil
+	}
+	var in [][]byte
+	for _, v := range c.vars {
+		b, _ := json.Marshal(struct {
+			Type        string `json:"type"`
+			ID          string `json:"id"`
+			Description string `json:"description"`
+			Password    bool   `json:"password"`
+		}{"promptString", v, v + " for " + c.name, true})
+		in = append(in, b)
+	}
+	return in
+}
+
+// snippet is the entry inside the file's shape, ready to paste.
+func (c *configCmd) snippet() ([]byte, error) {
+	e, err := c.entry()
+	if err != nil {
+		return nil, err
+	}
+	doc := []byte(`{}`)
+	if in := c.inputs(); in != nil {
+		doc, _ = sjson.SetRawBytes(doc, "inputs", []byte("["+string(bytes.Join(in, []byte(",")))+"]"))
+	}
+	doc, _ = sjson.SetRawBytes(doc, configKey(c.host)+"."+gjson.Escape(c.name), e)
+	return indentJSON(doc), nil
+}
+
+func indentJSON(b []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		return b
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+// claudeCodeLine is the `claude mcp add` command for Claude Code.
+func (c *configCmd) claudeCodeLine() (string, error) {
+	cmd, args, err := c.launch()
+	if err != nil {
+		return "", err
+	}
+	parts := []string{"claude", "mcp", "add", "--transport", "stdio", "--scope", "user"}
+	for _, v := range c.vars {
+		// The shell reads the value when the line runs; Claude Code keeps
+		// it in its own configuration.
+		parts = append(parts, "--env", v+`="$`+v+`"`)
+	}
+	parts = append(parts, shellQuote(c.name), "--", shellQuote(cmd))
+	for _, a := range args {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " "), nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// hostFile is the host's configuration file on this OS.
+func (c *configCmd) hostFile(goos string, home string, configDir string, wd string) string {
+	if c.file != "" {
+		return c.file
+	}
+	switch c.host {
+	case "claude-desktop":
+		return filepath.Join(configDir, "Claude", "claude_desktop_config.json")
+	case "cursor":
+		if c.workspace {
+			return filepath.Join(wd, ".cursor", "mcp.json")
+		}
+		return filepath.Join(home, ".cursor", "mcp.json")
+	case "vscode":
+		if c.workspace {
+			return filepath.Join(wd, ".vscode", "mcp.json")
+		}
+		return filepath.Join(configDir, "Code", "User", "mcp.json")
+	case "windsurf":
+		return filepath.Join(home, ".codeium", "windsurf", "mcp_config.json")
+	case "zed":
+		switch goos {
+		case "windows":
+			return filepath.Join(configDir, "Zed", "settings.json")
+		case "darwin":
+			return filepath.Join(home, ".config", "zed", "settings.json")
+		}
+		return filepath.Join(configDir, "zed", "settings.json")
+	}
+	return ""
+}
+
+// errJSONC is a file with comments or trailing commas, which config does
+// not rewrite: they would be lost.
+var errJSONC = errors.New("has comments or trailing commas")
+
+// mergeEntry puts entry under key.name in doc (a JSON object), and VS
+// Code's inputs that are not there yet. It reports whether doc changed and
+// whether an entry of that name was replaced.
+func mergeEntry(doc []byte, key, name string, entry []byte, inputs [][]byte) (out []byte, changed, replaced bool, err error) {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		doc = []byte(`{}`)
+	}
+	if !gjson.ValidBytes(doc) {
+		if gjson.Valid(stripJSONC(string(doc))) {
+			return nil, false, false, errJSONC
+		}
+		return nil, false, false, errors.New("is not valid JSON")
+	}
+	root := gjson.ParseBytes(doc)
+	if !root.IsObject() {
+		return nil, false, false, errors.New("does not hold a JSON object")
+	}
+	if s := root.Get(gjson.Escape(key)); s.Exists() && !s.IsObject() {
+		return nil, false, false, fmt.Errorf("has %q, but not as an object", key)
+	}
+	path := gjson.Escape(key) + "." + gjson.Escape(name)
+	old := root.Get(path)
+	out = doc
+	// A value the person put in place of a placeholder stays.
+	gjson.GetBytes(entry, "env").ForEach(func(k, v gjson.Result) bool {
+		if ov := old.Get("env." + gjson.Escape(k.Str)); strings.HasPrefix(v.Str, "<set ") && ov.Type == gjson.String {
+			entry, _ = sjson.SetBytes(entry, "env."+gjson.Escape(k.Str), ov.Str)
+		}
+		return true
+	})
+	if !old.Exists() || !sameJSON([]byte(old.Raw), entry) {
+		if out, err = sjson.SetRawBytes(out, path, entry); err != nil {
+			return nil, false, false, err
+		}
+		changed, replaced = true, old.Exists()
+	}
+	if len(inputs) > 0 {
+		have := gjson.GetBytes(out, "inputs")
+		if have.Exists() && !have.IsArray() {
+			return nil, false, false, errors.New(`has "inputs", but not as an array`)
+		}
+		for _, in := range inputs {
+			id := gjson.GetBytes(in, "id").Str
+			found := false
+			for _, h := range have.Array() {
+				if h.Get("id").Str == id {
+					found = true
+				}
+			}
+			if !found {
+				if out, err = sjson.SetRawBytes(out, "inputs.-1", in); err != nil {
+					return nil, false, false, err
+				}
+				changed = true
+			}
+		}
+	}
+	if changed {
+		out = indentJSON(out)
+	}
+	return out, changed, replaced, nil
+}
+
+func sameJSON(a, b []byte) bool {
+	var x, y bytes.Buffer
+	return json.Compact(&x, a) == nil && json.Compact(&y, b) == nil && bytes.Equal(x.Bytes(), y.Bytes())
+}
+
+// stripJSONC removes // and /* */ comments outside strings, and trailing
+// commas before } and ], to tell JSONC from a broken file.
+func stripJSONC(s string) string {
+	var b strings.Builder
+	inStr := false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case inStr:
+			b.WriteByte(ch)
+			if ch == '\\' && i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			} else if ch == '"' {
+				inStr = false
+			}
+		case ch == '"':
+			inStr = true
+			b.WriteByte(ch)
+		case ch == '/' && i+1 < len(s) && s[i+1] == '/':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+			b.WriteByte('\n')
+		case ch == '/' && i+1 < len(s) && s[i+1] == '*':
+			end := strings.Index(s[i+2:], "*/")
+			if end < 0 {
+				return b.String()
+			}
+			i += end + 3
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return regexp.MustCompile(`,(\s*[}\]])`).ReplaceAllString(b.String(), "$1")
+}
+
+// writeConfigFile merges the entry into path: a backup of the old file
+// first, then an atomic replace with the old file's mode. It returns the
+// backup's path ("" when there was no file), and whether anything changed.
+func writeConfigFile(path, key, name string, entry []byte, inputs [][]byte, now time.Time) (backup string, changed, replaced bool, err error) {
+	old, err := os.ReadFile(path)
+	mode := os.FileMode(0o600)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		old = nil
+	case err != nil:
+		return "", false, false, err
+	default:
+		if fi, err := os.Stat(path); err == nil {
+			mode = fi.Mode().Perm()
+		}
+	}
+	out, changed, replaced, err := mergeEntry(old, key, name, entry, inputs)
+	if err != nil || !changed {
+		return "", changed, replaced, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", false, false, err
+	}
+	if old != nil {
+		backup = path + "." + now.Format("20060102-150405") + ".bak"
+		for n := 2; ; n++ {
+			if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			backup = fmt.Sprintf("%s.%s-%d.bak", path, now.Format("20060102-150405"), n)
+		}
+		if err := os.WriteFile(backup, old, mode); err != nil {
+			return "", false, false, fmt.Errorf("cannot make the backup %s: %w", backup, err)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return backup, false, false, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(out); err != nil {
+		tmp.Close()
+		return backup, false, false, err
+	}
+	if err := tmp.Chmod(mode); err != nil && runtime.GOOS != "windows" {
+		tmp.Close()
+		return backup, false, false, err
+	}
+	if err := tmp.Close(); err != nil {
+		return backup, false, false, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return backup, false, false, err
+	}
+	return backup, true, replaced, nil
+}
+
+// configCommand runs `mcp-tasks-proxy config`.
+func configCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	c, err := parseConfigArgs(args, getenv, os.Getwd)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+		var ue usageError
+		if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
+			return 2
+		}
+		return 1
+	}
+	if c.help {
+		fmt.Fprint(stdout, configHelpText)
+		return 0
+	}
+	code := c.run(stdout, stderr)
+	for _, n := range c.notes {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: note: %s\n", n)
+	}
+	return code
+}
+
+func (c *configCmd) run(stdout, stderr io.Writer) int {
+	if c.host == "claude-code" {
+		line, err := c.claudeCodeLine()
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, line)
+		if len(c.vars) > 0 {
+			c.notes = append(c.notes, fmt.Sprintf("set %s in this shell before running the line: Claude Code stores the value it reads", strings.Join(c.vars, ", ")))
+		}
+		return 0
+	}
+	if !c.write {
+		s, err := c.snippet()
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+			return 1
+		}
+		stdout.Write(s)
+		c.varNotes("")
+		return 0
+	}
+	home, _ := os.UserHomeDir()
+	configDir, _ := os.UserConfigDir()
+	wd, _ := os.Getwd()
+	path := c.hostFile(runtime.GOOS, home, configDir, wd)
+	if path == "" || (home == "" && configDir == "") {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot tell where %s keeps its configuration on this machine; pass --file PATH\n", c.host)
+		return 1
+	}
+	e, err := c.entry()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+		return 1
+	}
+	backup, changed, replaced, err := writeConfigFile(path, configKey(c.host), c.name, e, c.inputs(), time.Now())
+	if err != nil {
+		if errors.Is(err, errJSONC) {
+			s, _ := c.snippet()
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: %s %v, which rewriting it would lose; it is left as it was. Add this under %q by hand:\n%s", path, err, configKey(c.host), s)
+			return 1
+		}
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %s: %v; it is left as it was\n", path, err)
+		return 1
+	}
+	switch {
+	case !changed:
+		fmt.Fprintf(stdout, "%s already has the server %q as given; nothing changed\n", path, c.name)
+	case replaced:
+		fmt.Fprintf(stdout, "replaced the server %q in %s (backup: %s)\n", c.name, path, backup)
+	case backup != "":
+		fmt.Fprintf(stdout, "added the server %q to %s (backup: %s)\n", c.name, path, backup)
+	default:
+		fmt.Fprintf(stdout, "created %s with the server %q\n", path, c.name)
+	}
+	c.varNotes(path)
+	if changed {
+		c.notes = append(c.notes, "restart "+c.host+" (or reload its MCP servers) to start the proxy")
+	}
+	return 0
+}
+
+// varNotes says where the variables' values go.
+func (c *configCmd) varNotes(path string) {
+	if len(c.vars) == 0 {
+		return
+	}
+	vars := strings.Join(c.vars, ", ")
+	file := "the file"
+	if path != "" {
+		file = path
+	}
+	switch c.host {
+	case "cursor", "windsurf":
+		c.notes = append(c.notes, fmt.Sprintf("%s reads %s from its own environment (${env:…}): set it where %s is started", c.host, vars, c.host))
+	case "vscode":
+		c.notes = append(c.notes, fmt.Sprintf("VS Code asks for %s when it first starts the server, and keeps the answer in its secret storage", vars))
+	default:
+		c.notes = append(c.notes, fmt.Sprintf("replace <set …> in the env block of %q in %s with the value of %s: %s does not read your shell's environment", c.name, file, vars, c.host))
+	}
+}
