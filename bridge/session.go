@@ -84,6 +84,16 @@ type Config struct {
 	// refuses a legacy server, ProtocolLegacy passes 2025 through without
 	// probing.
 	Protocol string
+	// DrainTimeout is how long, once stdin ends, the requests already read
+	// (in flight or waiting for a slot) may take to be answered before the
+	// session ends (--drain-timeout). A request still unanswered then gets
+	// an error naming the bound. 0 drains nothing: end of input cancels
+	// the work in flight at once. A signal (ctx) never drains.
+	DrainTimeout time.Duration
+	// IgnoreTools are glob patterns of tool names hidden from the client
+	// (--ignore-tool): tools/list answers leave them out and a tools/call
+	// of one is refused. See MatchTool.
+	IgnoreTools []string
 }
 
 // The --protocol choices.
@@ -145,6 +155,10 @@ type Session struct {
 
 	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
 
+	// drainWait is closed once stdin ended and every request read has
+	// been answered (under mu; nil until the end of input).
+	drainWait chan struct{}
+
 	// pass is set once a legacy server accepted the client's initialize:
 	// from then on every message takes the passthrough path.
 	pass atomic.Pointer[passthrough]
@@ -160,6 +174,9 @@ type call struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	cancelled atomic.Bool // the client sent notifications/cancelled
+	// answered is claimed by whoever delivers the one answer: the request's
+	// own finish, or the drain's bound at the end of input.
+	answered atomic.Bool
 	// progressToken is the raw _meta.progressToken, if any.
 	progressToken []byte
 	// task is the raw params.task of a task-augmented tools/call.
@@ -246,9 +263,11 @@ func New(cfg Config) *Session {
 	}
 }
 
-// Run serves the session until stdin ends or ctx is cancelled. Then it
-// cancels in-flight work, waits for it, flushes stdout and returns. It
-// returns nil on a normal end (EOF or cancellation).
+// Run serves the session until stdin ends or ctx is cancelled. At the end
+// of input it first answers the requests already read, for at most
+// Config.DrainTimeout (see drain). Then it cancels in-flight work, waits
+// for it, flushes stdout and returns. It returns nil on a normal end (EOF
+// or cancellation).
 //
 // Three goroutines cooperate: the reader parses stdin, answers what is local
 // (ping, logging/setLevel, cancellations, the client's answers to the
@@ -275,6 +294,9 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	var err error
 	select {
 	case err = <-readerDone:
+		if err == nil {
+			s.drain(ctx)
+		}
 	case <-ctx.Done():
 	}
 	// Stop everything in flight; answers that race the cancel are dropped.
@@ -364,6 +386,8 @@ func (s *Session) run(j job) {
 	defer j.c.cancel()
 	var frame []byte
 	switch {
+	case j.f.Method == "tools/call" && s.ignoredCall(&j.f):
+		frame = s.refuseIgnored(j.c, &j.f)
 	case s.pass.Load() != nil:
 		frame = s.passRequest(j.c.ctx, j.c, &j.f)
 	case j.f.Method == "initialize":
@@ -374,6 +398,9 @@ func (s *Session) run(j job) {
 		frame = s.subscription(j.c.ctx, j.c, &j.f)
 	default:
 		frame = s.forward(j.c.ctx, j.c, &j.f)
+	}
+	if j.f.Method == "tools/list" {
+		frame = s.hideIgnored(frame)
 	}
 	s.finish(j.c, frame)
 	if j.c.after != nil && frame != nil && !j.c.cancelled.Load() {
@@ -513,6 +540,7 @@ const (
 func (s *Session) refuseQueued(c *call, n, size int) {
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
+	s.drainedLocked()
 	s.mu.Unlock()
 	c.cancel()
 	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n), zap.Int("waitingBytes", size))
@@ -602,7 +630,11 @@ func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string) (*c
 func (s *Session) finish(c *call, frame []byte) {
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
+	s.drainedLocked()
 	s.mu.Unlock()
+	if !c.answered.CompareAndSwap(false, true) {
+		return // the drain's bound answered it at the end of input
+	}
 	s.logRequest(c.op, c.method, c.id, c.start, frame, c.cancelled.Load())
 	if c.cancelled.Load() || frame == nil {
 		return
