@@ -113,3 +113,26 @@ func TestDrainSkipsCancelled(t *testing.T) {
 		t.Errorf("after the end of input: %q, want nothing", rest)
 	}
 }
+
+// TestPipedInput: initialize and a call written at once, then the end of
+// input (printf … | mcp-tasks-proxy): the call waits for initialize, and
+// both are answered, in order, before Run returns.
+func TestPipedInput(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
+			url := ""
+			if legacy {
+				url = newLegacyFake(t).URL
+			} else {
+				url = newUpstream(t).URL
+			}
+			h := start(t, url, Config{DrainTimeout: wait})
+			h.send(initReq, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+			rest := h.stop()
+			if len(rest) != 2 || gjson.Get(rest[0], "id").Raw != "0" || !gjson.Get(rest[0], "result").Exists() ||
+				gjson.Get(rest[1], "id").Raw != "1" || !gjson.Get(rest[1], "result").Exists() {
+				t.Errorf("answers %q, want initialize's then the call's results", rest)
+			}
+		})
+	}
+}

@@ -155,6 +155,12 @@ type Session struct {
 
 	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
 
+	// initPending counts the initialize requests read and not answered
+	// yet; initWait (under mu) is closed when it drops to zero. A request
+	// read behind an unanswered initialize (piped input) waits for it.
+	initPending atomic.Int32
+	initWait    chan struct{}
+
 	// drainWait is closed once stdin ended and every request read has
 	// been answered (under mu; nil until the end of input).
 	drainWait chan struct{}
@@ -386,6 +392,8 @@ func (s *Session) run(j job) {
 	defer j.c.cancel()
 	var frame []byte
 	switch {
+	case j.f.Method != "initialize" && !s.awaitInit(j.c.ctx):
+		// The session ended while an initialize read before it ran.
 	case j.f.Method == "tools/call" && s.ignoredCall(&j.f):
 		frame = s.refuseIgnored(j.c, &j.f)
 	case s.pass.Load() != nil:
@@ -538,6 +546,9 @@ const (
 // never waits for room, so that the client's answers, cancels and pings
 // behind it are still read. n requests of size bytes were waiting.
 func (s *Session) refuseQueued(c *call, n, size int) {
+	if c.method == "initialize" {
+		defer s.initFinished()
+	}
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
 	s.drainedLocked()
@@ -622,12 +633,18 @@ func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string) (*c
 	}
 	c.ctx, c.cancel = context.WithCancel(withOp(ctx, op))
 	s.inflight[f.ID.Raw] = c
+	if f.Method == "initialize" && s.initPending.Add(1) == 1 {
+		s.initWait = make(chan struct{})
+	}
 	return c, true
 }
 
 // finish delivers a request's one answer, unless the client cancelled it or
 // the session is ending.
 func (s *Session) finish(c *call, frame []byte) {
+	if c.method == "initialize" {
+		defer s.initFinished() // after its answer is queued
+	}
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
 	s.drainedLocked()
@@ -643,6 +660,39 @@ func (s *Session) finish(c *call, frame []byte) {
 		return // shutting down: the client has gone
 	}
 	s.sendOp(frame, c.op, c.rewrites)
+}
+
+// awaitInit waits for the initialize requests read before this request to
+// be answered, so that piped input (initialize, then a call, without
+// waiting) works as a client that waits would. It reports false when ctx
+// ended first. A client that waits for initialize's answer never waits
+// here.
+func (s *Session) awaitInit(ctx context.Context) bool {
+	if s.initPending.Load() == 0 {
+		return true
+	}
+	s.mu.Lock()
+	ch := s.initWait
+	s.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// initFinished notes that an initialize was answered (or refused).
+func (s *Session) initFinished() {
+	s.mu.Lock()
+	if s.initPending.Add(-1) == 0 && s.initWait != nil {
+		close(s.initWait)
+		s.initWait = nil
+	}
+	s.mu.Unlock()
 }
 
 // notification handles a client notification; none is forwarded upstream in
