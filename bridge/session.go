@@ -94,6 +94,11 @@ type Config struct {
 	// (--ignore-tool): tools/list answers leave them out and a tools/call
 	// of one is refused. See MatchTool.
 	IgnoreTools []string
+	// OnInitialized, when set, is called after each successful initialize
+	// with the era found: "2026-07-28" (bridged) or the 2025 version the
+	// server answered with (passed through). It runs on a worker: keep it
+	// short.
+	OnInitialized func(era string)
 }
 
 // The --protocol choices.
@@ -407,8 +412,11 @@ func (s *Session) run(j job) {
 	default:
 		frame = s.forward(j.c.ctx, j.c, &j.f)
 	}
-	if j.f.Method == "tools/list" {
+	switch j.f.Method {
+	case "tools/list":
 		frame = s.hideIgnored(frame)
+	case "initialize":
+		s.initialized(frame)
 	}
 	s.finish(j.c, frame)
 	if j.c.after != nil && frame != nil && !j.c.cancelled.Load() {
@@ -660,6 +668,22 @@ func (s *Session) finish(c *call, frame []byte) {
 		return // shutting down: the client has gone
 	}
 	s.sendOp(frame, c.op, c.rewrites)
+}
+
+// initialized tells Config.OnInitialized the era an initialize found.
+func (s *Session) initialized(frame []byte) {
+	if s.cfg.OnInitialized == nil || frame == nil {
+		return
+	}
+	v := gjson.GetBytes(frame, "result.protocolVersion")
+	if !v.Exists() {
+		return // refused: no era to tell
+	}
+	era := "2026-07-28"
+	if s.pass.Load() != nil {
+		era = v.Str
+	}
+	s.cfg.OnInitialized(era)
 }
 
 // awaitInit waits for the initialize requests read before this request to

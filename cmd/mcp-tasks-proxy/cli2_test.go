@@ -291,7 +291,15 @@ func TestHello(t *testing.T) {
 		!strings.Contains(r.stderr, url) || !strings.Contains(r.stderr, "Ctrl-") || !strings.Contains(r.stderr, "JSON-RPC message a line") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want one greeting line on stderr", r.code, r.stdout, r.stderr)
 	}
-	r = runBounded(t, []string{url, "--silent"}, strings.NewReader(""), env())
+	r = runBounded(t, []string{url}, strings.NewReader(initializeLine+"\n"), env())
+	if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 2 || lines[1] != "mcp-tasks-proxy: the server speaks 2026-07-28: bridging" {
+		t.Errorf("after initialize: stderr %q, want the greeting, then the era", r.stderr)
+	}
+	r = runBounded(t, []string{"--demo-legacy"}, strings.NewReader(initializeLine+"\n"), env())
+	if !strings.Contains(r.stderr, "the server speaks 2025-11-25: passing it through") {
+		t.Errorf("legacy demo: stderr %q, want the era", r.stderr)
+	}
+	r = runBounded(t, []string{url, "--silent"}, strings.NewReader(initializeLine+"\n"), env())
 	if r.stderr != "" {
 		t.Errorf("--silent: stderr %q, want nothing", r.stderr)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -29,6 +30,29 @@ func helloLine(cfg *config, url string) string {
 	}
 	return fmt.Sprintf("mcp-tasks-proxy %s: a stdio MCP server (2025-11-25) bridging to %s; the server's era is detected at initialize. Type one JSON-RPC message a line; end with %s (requests already sent are answered first).",
 		versionString(), upstream, eof)
+}
+
+// eraLine, on a terminal, says on stderr which era initialize found, once
+// per era: the greeting could not know it yet.
+func eraLine(terminal bool, stderr io.Writer) func(string) {
+	if !terminal {
+		return nil
+	}
+	var mu sync.Mutex
+	said := ""
+	return func(era string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if era == said {
+			return
+		}
+		said = era
+		if era == "2026-07-28" {
+			fmt.Fprintln(stderr, "mcp-tasks-proxy: the server speaks 2026-07-28: bridging")
+		} else {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: the server speaks %s: passing it through\n", era)
+		}
+	}
 }
 
 // colorOK reports whether output to w may be coloured: w is a terminal,

@@ -221,6 +221,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		Protocol:       cfg.protocol,
 		DrainTimeout:   cfg.drainTimeout,
 		IgnoreTools:    cfg.ignoreTools,
+		OnInitialized:  eraLine(isTTY(stdin) && !cfg.silent, stderr),
 	})
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 
