@@ -84,6 +84,21 @@ type Config struct {
 	// refuses a legacy server, ProtocolLegacy passes 2025 through without
 	// probing.
 	Protocol string
+	// DrainTimeout is how long, once stdin ends, the requests already read
+	// (in flight or waiting for a slot) may take to be answered before the
+	// session ends (--drain-timeout). A request still unanswered then gets
+	// an error naming the bound. 0 drains nothing: end of input cancels
+	// the work in flight at once. A signal (ctx) never drains.
+	DrainTimeout time.Duration
+	// IgnoreTools are glob patterns of tool names hidden from the client
+	// (--ignore-tool): tools/list answers leave them out and a tools/call
+	// of one is refused. See MatchTool.
+	IgnoreTools []string
+	// OnInitialized, when set, is called after each successful initialize
+	// with the era found: "2026-07-28" (bridged) or the 2025 version the
+	// server answered with (passed through). It runs on a worker: keep it
+	// short.
+	OnInitialized func(era string)
 }
 
 // The --protocol choices.
@@ -145,6 +160,16 @@ type Session struct {
 
 	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
 
+	// initPending counts the initialize requests read and not answered
+	// yet; initWait (under mu) is closed when it drops to zero. A request
+	// read behind an unanswered initialize (piped input) waits for it.
+	initPending atomic.Int32
+	initWait    chan struct{}
+
+	// drainWait is closed once stdin ended and every request read has
+	// been answered (under mu; nil until the end of input).
+	drainWait chan struct{}
+
 	// pass is set once a legacy server accepted the client's initialize:
 	// from then on every message takes the passthrough path.
 	pass atomic.Pointer[passthrough]
@@ -160,6 +185,9 @@ type call struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	cancelled atomic.Bool // the client sent notifications/cancelled
+	// answered is claimed by whoever delivers the one answer: the request's
+	// own finish, or the drain's bound at the end of input.
+	answered atomic.Bool
 	// progressToken is the raw _meta.progressToken, if any.
 	progressToken []byte
 	// task is the raw params.task of a task-augmented tools/call.
@@ -246,9 +274,11 @@ func New(cfg Config) *Session {
 	}
 }
 
-// Run serves the session until stdin ends or ctx is cancelled. Then it
-// cancels in-flight work, waits for it, flushes stdout and returns. It
-// returns nil on a normal end (EOF or cancellation).
+// Run serves the session until stdin ends or ctx is cancelled. At the end
+// of input it first answers the requests already read, for at most
+// Config.DrainTimeout (see drain). Then it cancels in-flight work, waits
+// for it, flushes stdout and returns. It returns nil on a normal end (EOF
+// or cancellation).
 //
 // Three goroutines cooperate: the reader parses stdin, answers what is local
 // (ping, logging/setLevel, cancellations, the client's answers to the
@@ -275,6 +305,9 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	var err error
 	select {
 	case err = <-readerDone:
+		if err == nil {
+			s.drain(ctx)
+		}
 	case <-ctx.Done():
 	}
 	// Stop everything in flight; answers that race the cancel are dropped.
@@ -364,6 +397,10 @@ func (s *Session) run(j job) {
 	defer j.c.cancel()
 	var frame []byte
 	switch {
+	case j.f.Method != "initialize" && !s.awaitInit(j.c.ctx):
+		// The session ended while an initialize read before it ran.
+	case j.f.Method == "tools/call" && s.ignoredCall(&j.f):
+		frame = s.refuseIgnored(j.c, &j.f)
 	case s.pass.Load() != nil:
 		frame = s.passRequest(j.c.ctx, j.c, &j.f)
 	case j.f.Method == "initialize":
@@ -374,6 +411,12 @@ func (s *Session) run(j job) {
 		frame = s.subscription(j.c.ctx, j.c, &j.f)
 	default:
 		frame = s.forward(j.c.ctx, j.c, &j.f)
+	}
+	switch j.f.Method {
+	case "tools/list":
+		frame = s.hideIgnored(frame)
+	case "initialize":
+		s.initialized(frame)
 	}
 	s.finish(j.c, frame)
 	if j.c.after != nil && frame != nil && !j.c.cancelled.Load() {
@@ -511,8 +554,12 @@ const (
 // never waits for room, so that the client's answers, cancels and pings
 // behind it are still read. n requests of size bytes were waiting.
 func (s *Session) refuseQueued(c *call, n, size int) {
+	if c.method == "initialize" {
+		defer s.initFinished()
+	}
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
+	s.drainedLocked()
 	s.mu.Unlock()
 	c.cancel()
 	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n), zap.Int("waitingBytes", size))
@@ -594,15 +641,25 @@ func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string) (*c
 	}
 	c.ctx, c.cancel = context.WithCancel(withOp(ctx, op))
 	s.inflight[f.ID.Raw] = c
+	if f.Method == "initialize" && s.initPending.Add(1) == 1 {
+		s.initWait = make(chan struct{})
+	}
 	return c, true
 }
 
 // finish delivers a request's one answer, unless the client cancelled it or
 // the session is ending.
 func (s *Session) finish(c *call, frame []byte) {
+	if c.method == "initialize" {
+		defer s.initFinished() // after its answer is queued
+	}
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
+	s.drainedLocked()
 	s.mu.Unlock()
+	if !c.answered.CompareAndSwap(false, true) {
+		return // the drain's bound answered it at the end of input
+	}
 	s.logRequest(c.op, c.method, c.id, c.start, frame, c.cancelled.Load())
 	if c.cancelled.Load() || frame == nil {
 		return
@@ -611,6 +668,55 @@ func (s *Session) finish(c *call, frame []byte) {
 		return // shutting down: the client has gone
 	}
 	s.sendOp(frame, c.op, c.rewrites)
+}
+
+// initialized tells Config.OnInitialized the era an initialize found.
+func (s *Session) initialized(frame []byte) {
+	if s.cfg.OnInitialized == nil || frame == nil {
+		return
+	}
+	v := gjson.GetBytes(frame, "result.protocolVersion")
+	if !v.Exists() {
+		return // refused: no era to tell
+	}
+	era := "2026-07-28"
+	if s.pass.Load() != nil {
+		era = v.Str
+	}
+	s.cfg.OnInitialized(era)
+}
+
+// awaitInit waits for the initialize requests read before this request to
+// be answered, so that piped input (initialize, then a call, without
+// waiting) works as a client that waits would. It reports false when ctx
+// ended first. A client that waits for initialize's answer never waits
+// here.
+func (s *Session) awaitInit(ctx context.Context) bool {
+	if s.initPending.Load() == 0 {
+		return true
+	}
+	s.mu.Lock()
+	ch := s.initWait
+	s.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// initFinished notes that an initialize was answered (or refused).
+func (s *Session) initFinished() {
+	s.mu.Lock()
+	if s.initPending.Add(-1) == 0 && s.initWait != nil {
+		close(s.initWait)
+		s.initWait = nil
+	}
+	s.mu.Unlock()
 }
 
 // notification handles a client notification; none is forwarded upstream in

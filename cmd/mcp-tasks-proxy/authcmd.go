@@ -86,6 +86,23 @@ type authConfig struct {
 	help      bool
 }
 
+// authFlagSet is auth's flag set (also read by completion).
+func authFlagSet(c *authConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcp-tasks-proxy auth", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	c.oauth.register(fs)
+	fs.StringVar(&c.url, "url", "", "")
+	fs.BoolVar(&c.paste, "no-browser", false, "")
+	fs.BoolVar(&c.json, "json", false, "")
+	fs.StringVar(&c.caFile, "ca-file", "", "")
+	fs.BoolVar(&c.insecure, "insecure", false, "")
+	fs.BoolVar(&c.allowHTTP, "allow-http", false, "")
+	fs.BoolVar(&c.help, "help", false, "")
+	fs.BoolVar(&c.help, "h", false, "")
+	return fs
+}
+
 // parseAuthArgs reads `auth VERB [flags] URL`; flags may come after the URL.
 func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, error) {
 	c := &authConfig{}
@@ -102,18 +119,7 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 			}
 		}
 	}
-	fs := flag.NewFlagSet("mcp-tasks-proxy auth", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	c.oauth.register(fs)
-	fs.StringVar(&c.url, "url", "", "")
-	fs.BoolVar(&c.paste, "no-browser", false, "")
-	fs.BoolVar(&c.json, "json", false, "")
-	fs.StringVar(&c.caFile, "ca-file", "", "")
-	fs.BoolVar(&c.insecure, "insecure", false, "")
-	fs.BoolVar(&c.allowHTTP, "allow-http", false, "")
-	fs.BoolVar(&c.help, "help", false, "")
-	fs.BoolVar(&c.help, "h", false, "")
+	fs := authFlagSet(c)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -121,11 +127,7 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 				c.help = true
 				return c, nil
 			}
-			msg := err.Error()
-			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-				return nil, usagef("auth: unknown flag -%s; run mcp-tasks-proxy auth --help for the list", name)
-			}
-			return nil, usagef("auth: %s", msg)
+			return nil, usagef("auth: %s", flagProblem(err, fs, "mcp-tasks-proxy auth --help"))
 		}
 		if fs.NArg() == 0 {
 			break

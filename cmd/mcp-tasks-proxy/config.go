@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,9 +99,31 @@ type config struct {
 	oauthOff bool
 	// demoOAuth puts the demo server behind an embedded authorization
 	// server (--demo --demo-oauth).
-	demoOAuth     bool
+	demoOAuth bool
+	// ignoreTools are glob patterns of tools hidden from the client
+	// (mcp-remote's --ignore-tool): * is any run of characters, case is
+	// ignored.
+	ignoreTools stringList
+	// drainTimeout is how long the requests already read may take once
+	// stdin ends; 0 cancels them at once.
+	drainTimeout time.Duration
+	// debug writes debug logs to a file (--log-file, or debugLogPath's
+	// default), named once on stderr (mcp-remote's --debug).
+	debug bool
+	// debugDefault is set when --debug chose the log file itself.
+	debugDefault bool
+	// silent keeps stderr to errors (mcp-remote's --silent).
+	silent bool
+	// callbackPort is the callback port given after the URL, as
+	// mcp-remote takes it (0: none).
+	callbackPort  int
 	version, help bool
 }
+
+// DefaultDrainTimeout is --drain-timeout's default: short enough that the
+// process still exits within 5 s of the end of input (DESIGN.md invariant
+// 9), long enough for a piped tools/call to be answered.
+const DefaultDrainTimeout = 3 * time.Second
 
 // usageError is a command-line mistake: one line on stderr, exit status 2.
 type usageError struct{ msg string }
@@ -311,8 +334,9 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.StringVar(&c.logFile, "log-file", "", "")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "")
 	fs.Var(byteSize{&c.maxMessage}, "max-message-size", "")
-	fs.DurationVar(&c.connectTimeout, "connect-timeout", routing.DefaultConnectTimeout, "")
-	fs.DurationVar(&c.discoverTimeout, "discover-timeout", bridge.DefaultDiscoverTimeout, "")
+	c.connectTimeout, c.discoverTimeout = routing.DefaultConnectTimeout, bridge.DefaultDiscoverTimeout
+	fs.Var(duration{d: &c.connectTimeout}, "connect-timeout", "")
+	fs.Var(duration{d: &c.discoverTimeout}, "discover-timeout", "")
 	fs.StringVar(&c.taskIsError, "task-iserror", "completed", "")
 	fs.StringVar(&c.legacyTTLUnit, "legacy-ttl-unit", "ms", "")
 	fs.StringVar(&c.stateFile, "state-file", "", "")
@@ -324,12 +348,20 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.StringVar(&c.caFile, "ca-file", "", "")
 	fs.BoolVar(&c.insecure, "insecure", false, "")
 	fs.BoolVar(&c.allowHTTP, "allow-http", false, "")
-	fs.DurationVar(&c.responseHeaderTimeout, "response-header-timeout", routing.DefaultResponseHeaderTimeout, "")
+	c.responseHeaderTimeout = routing.DefaultResponseHeaderTimeout
+	fs.Var(duration{d: &c.responseHeaderTimeout}, "response-header-timeout", "")
 	fs.IntVar(&c.maxRounds, "max-mrtr-rounds", bridge.DefaultMaxRounds, "")
-	fs.DurationVar(&c.idleTimeout, "idle-timeout", bridge.DefaultIdleTimeout, "")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", bridge.DefaultRequestTimeout, "")
+	c.idleTimeout, c.requestTimeout, c.drainTimeout = bridge.DefaultIdleTimeout, bridge.DefaultRequestTimeout, DefaultDrainTimeout
+	fs.Var(duration{d: &c.idleTimeout}, "idle-timeout", "")
+	fs.Var(duration{d: &c.requestTimeout, zeroOK: true}, "request-timeout", "")
+	fs.Var(duration{d: &c.drainTimeout, zeroOK: true}, "drain-timeout", "")
+	fs.Var(&c.ignoreTools, "ignore-tool", "")
+	fs.BoolVar(&c.debug, "debug", false, "")
+	fs.BoolVar(&c.silent, "silent", false, "")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "")
 	c.oauth.register(fs)
+	// mcp-remote's name for the callback host.
+	fs.Func("host", "", func(v string) error { c.oauth.callbackHost = v; return nil })
 	fs.BoolVar(&c.version, "version", false, "")
 	fs.BoolVar(&c.help, "help", false, "")
 	fs.BoolVar(&c.help, "h", false, "")
@@ -344,7 +376,7 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, flagError(err)
+			return nil, usagef("%s", flagProblem(err, fs, "mcp-tasks-proxy --help"))
 		}
 		if fs.NArg() == 0 {
 			break
@@ -358,6 +390,12 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	}
 	if hl.err != nil {
 		return nil, hl.err
+	}
+	switch n := len(positional); {
+	case n == 2 && isPort(positional[1]), n == 1 && c.url != "" && isPort(positional[0]):
+		// mcp-remote's callback port after the URL.
+		c.callbackPort, _ = strconv.Atoi(positional[n-1])
+		positional = positional[:n-1]
 	}
 	switch len(positional) {
 	case 0:
@@ -428,10 +466,21 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 		}
 		c.secretHeaders = append(c.secretHeaders, names...)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := c.mcpRemoteFlags(set); err != nil {
+		return nil, err
+	}
 	if err := c.oauth.check(); err != nil {
 		return nil, err
 	}
 	c.oauth.given = givenOAuthFlags(fs)
+	if set["host"] {
+		c.oauth.given = append(c.oauth.given, "--host")
+	}
+	if c.callbackPort != 0 {
+		c.oauth.given = append(c.oauth.given, "the callback port "+strconv.Itoa(c.callbackPort))
+	}
 	if c.header.Get("Authorization") != "" {
 		if c.demoOAuth {
 			return nil, usagef("--demo-oauth shows the OAuth sign-in, which an Authorization header turns off; drop the header")
@@ -514,15 +563,59 @@ func hostOf(raw string) string {
 	return u.Host
 }
 
-func flagError(err error) error {
-	msg := err.Error()
-	if errors.Is(err, flag.ErrHelp) {
-		return usagef("unknown flag -h; use --help")
+// isPort reports whether s is a TCP port number, 1-65535.
+func isPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == s
+}
+
+// mcpRemoteFlags checks mcp-remote's flags against ours: the callback port
+// after the URL, --debug and --silent. set holds the flags given.
+func (c *config) mcpRemoteFlags(set map[string]bool) error {
+	if c.callbackPort != 0 {
+		if set["oauth-callback-port"] && c.oauth.callbackPort != c.callbackPort {
+			return usagef("the callback port is given twice (%d after the URL, and --oauth-callback-port %d); give it once", c.callbackPort, c.oauth.callbackPort)
+		}
+		c.oauth.callbackPort = c.callbackPort
 	}
-	if strings.HasPrefix(msg, "flag provided but not defined: ") {
-		return usagef("unknown flag -%s; run mcp-tasks-proxy --help for the list", strings.TrimPrefix(msg, "flag provided but not defined: "))
+	if set["host"] && set["oauth-callback-host"] {
+		return usagef("--host is mcp-remote's name for --oauth-callback-host; give one")
 	}
-	return usagef("%s", msg)
+	switch {
+	case c.debug && c.silent:
+		return usagef("--debug and --silent contradict each other; pass one")
+	case c.debug && set["log-level"] && c.logLevel != "debug":
+		return usagef("--debug writes debug logs, and --log-level %s asks for less; pass one", c.logLevel)
+	case c.silent && set["log-level"] && c.logLevel != "error":
+		return usagef("--silent keeps stderr to errors, and --log-level %s asks for more; pass one", c.logLevel)
+	case c.debug:
+		c.logLevel = "debug"
+		if c.logFile == "" {
+			path, err := debugLogPath()
+			if err != nil {
+				return usagef("--debug: no user cache directory for the debug log (%v); pass --log-file PATH as well", err)
+			}
+			c.logFile, c.debugDefault = path, true
+		}
+	case c.silent:
+		c.logLevel = "error"
+	}
+	for _, p := range c.ignoreTools {
+		if strings.TrimSpace(p) == "" {
+			return usagef("--ignore-tool needs a tool name or a pattern such as 'delete*'")
+		}
+	}
+	return nil
+}
+
+// debugLogPath is where --debug writes without --log-file: debug.log in
+// the user cache directory's mcp-tasks-proxy folder.
+func debugLogPath() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "mcp-tasks-proxy", "debug.log"), nil
 }
 
 const helpText = `mcp-tasks-proxy bridges a legacy MCP client (protocol 2025-11-25, stdio) to a
@@ -540,6 +633,9 @@ Usage:
   mcp-tasks-proxy trace stats FILE    counts, latency p50/p99 and errors by method
   mcp-tasks-proxy rewrite --up|--down what the bridge does to frames, offline (--help)
   mcp-tasks-proxy auth login|status|logout URL   OAuth sign-in from a terminal (--help)
+  mcp-tasks-proxy completion bash|zsh|fish      a shell completion script
+  mcp-tasks-proxy help [COMMAND]      this help, or a command's
+  mcp-tasks-proxy version             the version, as --version
 
 Examples:
   # Bridge to a modern server
@@ -568,6 +664,16 @@ Examples:
   # See one log line per request, as JSON, in a file
   mcp-tasks-proxy --log-level info --log-format json --log-file /tmp/mcp-proxy.log https://mcp.example.com/mcp
 
+  # From a terminal: type one JSON-RPC message a line, end with Ctrl-D; the
+  # answers of the requests read are printed before the exit
+  { echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"sh","version":"0"}}}'
+    echo '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'
+  } | mcp-tasks-proxy --demo
+
+  # mcp-remote's command line works too: callback port after the URL,
+  # --host, --debug, --silent, --ignore-tool
+  mcp-tasks-proxy https://mcp.example.com/mcp 9696 --ignore-tool 'delete*' --debug
+
 Flags:
   --url URL                 server endpoint (or the first argument, or $MCP_TASKS_PROXY_URL)
   --header 'Name: value'    extra HTTP header on every upstream request; repeatable;
@@ -593,8 +699,14 @@ Flags:
   --log-level LEVEL         debug, info, warn or error (default warn: stderr stays quiet)
   --log-format FORMAT       console or json (default console)
   --log-file PATH           write logs to PATH instead of stderr
+  --debug                   write debug logs (every frame, redacted) to --log-file, or to
+                            debug.log in the user cache dir's mcp-tasks-proxy folder; the
+                            file is named on stderr at start
+  --silent                  only errors on stderr (no warnings, no greeting); the OAuth
+                            sign-in address is still shown
   --max-in-flight N         concurrent forwarded requests; stdin waits beyond it (default 64)
   --max-message-size SIZE   largest message on stdin or from the server (default 128MiB)
+  Durations (D) are seconds (10) or a number with a unit (10s, 2m, 1h30m).
   --connect-timeout D       dial and TLS handshake timeout (default 10s)
   --discover-timeout D      server/discover probe timeout at initialize (default 30s)
   --response-header-timeout D  give up when the server has not started answering after D
@@ -604,6 +716,12 @@ Flags:
   --request-timeout D       hard maximum for one request, 0 for none (default 2h);
                             task polling is governed by the task, not by these
   --max-mrtr-rounds N       rounds of client input a request may need (default 16)
+  --drain-timeout D         when stdin ends, answer the requests already read for at
+                            most D, then give those left an error and exit; 0 cancels
+                            them at once (default 3s: the exit stays within 5 s)
+  --ignore-tool PATTERN     hide the tools whose name matches PATTERN from tools/list,
+                            and refuse tools/call of them; * matches any run of
+                            characters, case is ignored (as mcp-remote); repeatable
   --cpuprofile FILE         write a Go CPU profile of the whole run to FILE, for
                             performance reports (go tool pprof FILE)
 
@@ -631,6 +749,9 @@ OAuth (a server that answers 401 asks for a sign-in; nothing happens before that
                             stable across runs; the next one when taken)
   --oauth-callback-host H   host the browser comes back to: 127.0.0.1 (default), localhost
                             or ::1; the callback listens on loopback only
+  --host H                  mcp-remote's name for --oauth-callback-host
+  URL PORT                  mcp-remote's callback port after the URL: as
+                            --oauth-callback-port PORT
   --static-oauth-client-info JSON|@FILE  a pre-registered client: {"client_id": "...",
                             "client_secret": "..."}; otherwise the proxy registers itself
   --static-oauth-client-metadata JSON|@FILE  client metadata merged into the dynamic
@@ -646,6 +767,7 @@ OAuth (a server that answers 401 asks for a sign-in; nothing happens before that
   --version                 print the version and exit
   --help, -h                print this help and exit
 
-stdout carries only JSON-RPC lines; logs go to stderr or --log-file.
+stdout carries only JSON-RPC lines; logs go to stderr or --log-file. Started from
+a terminal, one greeting line goes to stderr. NO_COLOR turns colours off.
 Exit status: 0 on a normal end (stdin closed, SIGINT, SIGTERM, SIGHUP); 2 on a usage error.
 `

@@ -194,7 +194,7 @@ func TestParseArgsUsageErrors(t *testing.T) {
 		{"--connect-timeout -1s", []string{"--connect-timeout", "-1s", testURL}, env(), []string{"positive"}},
 		{"--connect-timeout 0", []string{"--connect-timeout", "0", testURL}, env(), []string{"positive"}},
 		{"--discover-timeout 0s", []string{"--discover-timeout", "0s", testURL}, env(), []string{"positive"}},
-		{"--connect-timeout 10", []string{"--connect-timeout", "10", testURL}, env(), []string{"connect-timeout"}},
+		{"--connect-timeout ten", []string{"--connect-timeout", "ten", testURL}, env(), []string{"--connect-timeout", "ten", "seconds (10)", "10s"}},
 		{"unknown flag", []string{"--nope", testURL}, env(), []string{"nope", "--help"}},
 		{"unknown flag after the URL", []string{testURL, "--nope"}, env(), []string{"nope"}},
 		{"flag without its value", []string{testURL, "--log-level"}, env(), []string{"log-level"}},

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -51,8 +52,14 @@ const exitGrace = 5 * time.Second
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) > 0 {
 		switch args[0] {
+		case "help":
+			return helpCommand(args[1:], stdin, stdout, stderr, getenv)
+		case "version":
+			return versionCommand(args[1:], stdout, stderr)
+		case "completion":
+			return completionCommand(args[1:], stdout, stderr)
 		case "trace":
-			return traceCommand(args[1:], stdout, stderr)
+			return traceCommand(args[1:], stdin, stdout, stderr, getenv)
 		case "rewrite":
 			return rewriteCommand(args[1:], stdin, stdout, stderr)
 		case "auth":
@@ -77,12 +84,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		return 0
 	}
 
-	logger, closeLog, err := newLogger(cfg, stderr)
+	if cfg.debugDefault {
+		if err := os.MkdirAll(filepath.Dir(cfg.logFile), 0o700); err != nil {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: --debug: %v; pass --log-file PATH as well\n", err)
+			return 2
+		}
+	}
+	logger, closeLog, err := newLogger(cfg, stderr, colorOK(stderr, getenv))
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
 		return 2
 	}
 	defer closeLog()
+	if cfg.debug {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: debug log: %s\n", cfg.logFile)
+	}
 
 	if cfg.cpuProfile != "" {
 		stopProfile, err := startCPUProfile(cfg.cpuProfile)
@@ -207,9 +223,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		IdleTimeout:    cfg.idleTimeout,
 		RequestTimeout: cfg.requestTimeout,
 		Protocol:       cfg.protocol,
+		DrainTimeout:   cfg.drainTimeout,
+		IgnoreTools:    cfg.ignoreTools,
+		OnInitialized:  eraLine(isTTY(stdin) && !cfg.silent, stderr),
 	})
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 
+	if isTTY(stdin) && !cfg.silent {
+		fmt.Fprintln(stderr, helloLine(cfg, client.URL()))
+	}
 	stdin, restoreStdin := pollableStdin(stdin, stdout, stderr)
 	defer restoreStdin()
 	done := make(chan error, 1)
@@ -326,33 +348,9 @@ func closeTrace(tw *trace.Writer, logger *zap.Logger) {
 // loud is a warning that always reaches stderr, even with --log-file.
 func loud(stderr io.Writer, logger *zap.Logger, cfg *config, msg string) {
 	logger.Warn(msg)
-	if cfg.logFile != "" {
+	if cfg.logFile != "" && !cfg.silent {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: warning: %s\n", msg)
 	}
-}
-
-// traceCommand runs `mcp-tasks-proxy trace view|stats FILE`.
-func traceCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 2 || (args[0] != "view" && args[0] != "stats") {
-		fmt.Fprintln(stderr, "mcp-tasks-proxy: usage: mcp-tasks-proxy trace view FILE | mcp-tasks-proxy trace stats FILE")
-		return 2
-	}
-	f, err := os.Open(args[1])
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 1
-	}
-	defer f.Close()
-	if args[0] == "view" {
-		err = trace.View(stdout, f, isTerminal(stdout))
-	} else {
-		err = trace.Stats(stdout, f)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: trace %s: %v\n", args[0], err)
-		return 1
-	}
-	return 0
 }
 
 // isTerminal reports whether w is a character device (colour output).
@@ -366,7 +364,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // newLogger builds the zap logger: stderr (or --log-file) only, never stdout.
-func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func(), error) {
+// color turns on coloured levels in console logs on stderr (see colorOK).
+func newLogger(cfg *config, stderr io.Writer, color bool) (*zap.Logger, func(), error) {
 	var level zapcore.Level
 	if err := level.Set(cfg.logLevel); err != nil {
 		return nil, nil, usagef("--log-level %q: use debug, info, warn or error", cfg.logLevel)
@@ -379,6 +378,9 @@ func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func(), error) {
 		enc = zapcore.NewJSONEncoder(encCfg)
 	} else {
 		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
+		if color && cfg.logFile == "" {
+			encCfg.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		}
 		enc = zapcore.NewConsoleEncoder(encCfg)
 	}
 	var sink zapcore.WriteSyncer = zapcore.AddSync(stderr)

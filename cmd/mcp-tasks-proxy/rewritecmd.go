@@ -34,6 +34,7 @@ Flags:
   --id JSON                  --down: the client's id to restore (default: keep the frame's id)
   --task-augmented           --down: the client asked for a task (a task result is nested)
   --task-iserror MODE        --down: completed (default) or failed
+  --help, -h                 print this help and exit
 
 Examples:
   echo '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}' |
@@ -42,31 +43,52 @@ Examples:
     mcp-tasks-proxy rewrite --down --task-augmented --id 1
 `
 
-// rewriteCommand runs `mcp-tasks-proxy rewrite`.
-func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// rewriteOpts are rewrite's flags.
+type rewriteOpts struct {
+	up, down, augmented, help                        *bool
+	caps, info, level, discover, method, id, isError *string
+}
+
+// rewriteFlagSet is rewrite's flag set (also read by completion).
+func rewriteFlagSet() (*flag.FlagSet, *rewriteOpts) {
 	fs := flag.NewFlagSet("rewrite", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	up := fs.Bool("up", false, "")
-	down := fs.Bool("down", false, "")
-	caps := fs.String("client-caps", "{}", "")
-	info := fs.String("client-info", `{"name":"client","version":"0"}`, "")
-	level := fs.String("log-level", "", "")
-	discover := fs.String("discover", "", "")
-	method := fs.String("method", "tools/call", "")
-	id := fs.String("id", "", "")
-	augmented := fs.Bool("task-augmented", false, "")
-	isError := fs.String("task-iserror", "completed", "")
-	help := fs.Bool("help", false, "")
+	fs.Usage = func() {}
+	o := &rewriteOpts{
+		up:        fs.Bool("up", false, ""),
+		down:      fs.Bool("down", false, ""),
+		caps:      fs.String("client-caps", "{}", ""),
+		info:      fs.String("client-info", `{"name":"client","version":"0"}`, ""),
+		level:     fs.String("log-level", "", ""),
+		discover:  fs.String("discover", "", ""),
+		method:    fs.String("method", "tools/call", ""),
+		id:        fs.String("id", "", ""),
+		augmented: fs.Bool("task-augmented", false, ""),
+		isError:   fs.String("task-iserror", "completed", ""),
+		help:      fs.Bool("help", false, ""),
+	}
+	fs.BoolVar(o.help, "h", false, "")
+	return fs, o
+}
+
+// rewriteCommand runs `mcp-tasks-proxy rewrite`.
+func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, o := rewriteFlagSet()
+	up, down, caps, info, level, discover := o.up, o.down, o.caps, o.info, o.level, o.discover
+	method, id, augmented, isError, help := o.method, o.id, o.augmented, o.isError, o.help
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy rewrite: "+format+"\n", a...)
 		return 2
 	}
 	if err := fs.Parse(args); err != nil {
-		return fail("%v; run mcp-tasks-proxy rewrite --help", err)
+		return fail("%s", flagProblem(err, fs, "mcp-tasks-proxy rewrite --help"))
 	}
 	if *help {
 		fmt.Fprint(stdout, rewriteHelp)
 		return 0
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q: the frames come on stdin; run mcp-tasks-proxy rewrite --help", fs.Arg(0))
 	}
 	if *up == *down {
 		return fail("give exactly one of --up and --down")

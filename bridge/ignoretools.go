@@ -1,0 +1,112 @@
+package bridge
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// MatchTool reports whether the tool name matches an --ignore-tool
+// pattern. It matches as mcp-remote does: the whole name, ignoring case,
+// where * stands for any run of characters (none included) and every other
+// character for itself. "delete*" matches deleteFile and DELETE; "*_admin"
+// matches user_admin.
+func MatchTool(pattern, name string) bool {
+	p, n := strings.ToLower(pattern), strings.ToLower(name)
+	// The classic backtracking matcher: only the last * needs revisiting.
+	pi, ni := 0, 0
+	star, mark := -1, 0
+	for ni < len(n) {
+		switch {
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, ni
+			pi++
+		case pi < len(p) && p[pi] == n[ni]:
+			pi++
+			ni++
+		case star >= 0:
+			pi = star + 1
+			mark++
+			ni = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// ignoredBy is the first --ignore-tool pattern that hides the tool, or "".
+func (s *Session) ignoredBy(name string) string {
+	for _, p := range s.cfg.IgnoreTools {
+		if MatchTool(p, name) {
+			return p
+		}
+	}
+	return ""
+}
+
+// ignoredCall reports whether f is a tools/call of a hidden tool.
+func (s *Session) ignoredCall(f *rewrite.Frame) bool {
+	if len(s.cfg.IgnoreTools) == 0 {
+		return false
+	}
+	name := f.Params.Get("name")
+	return name.Type == gjson.String && s.ignoredBy(name.Str) != ""
+}
+
+// refuseIgnored answers a tools/call of a hidden tool, as a server answers
+// a tool it does not have; nothing is sent upstream.
+func (s *Session) refuseIgnored(c *call, f *rewrite.Frame) []byte {
+	name := f.Params.Get("name").Str
+	pattern := s.ignoredBy(name)
+	s.info("tools/call refused: the tool is hidden by --ignore-tool", zap.String("tool", name), zap.String("pattern", pattern))
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams,
+		fmt.Sprintf("Unknown tool: %s is hidden by the proxy's --ignore-tool %s, so it cannot be called; drop that flag to use it", name, pattern),
+		fmt.Appendf(nil, `{"tool":%s,"ignoreTool":%s}`, strconv.Quote(name), strconv.Quote(pattern)))
+}
+
+// hideIgnored leaves the hidden tools out of a tools/list answer. The
+// tools kept, and everything else in the frame, keep their bytes.
+func (s *Session) hideIgnored(frame []byte) []byte {
+	if len(s.cfg.IgnoreTools) == 0 || frame == nil {
+		return frame
+	}
+	tools := gjson.GetBytes(frame, "result.tools")
+	if !tools.IsArray() {
+		return frame
+	}
+	kept := make([]byte, 0, len(tools.Raw))
+	kept = append(kept, '[')
+	hidden := 0
+	tools.ForEach(func(_, t gjson.Result) bool {
+		if name := t.Get("name"); name.Type == gjson.String && s.ignoredBy(name.Str) != "" {
+			hidden++
+			return true
+		}
+		if len(kept) > 1 {
+			kept = append(kept, ',')
+		}
+		kept = append(kept, t.Raw...)
+		return true
+	})
+	if hidden == 0 {
+		return frame
+	}
+	kept = append(kept, ']')
+	out, err := sjson.SetRawBytes(frame, "result.tools", kept)
+	if err != nil {
+		s.warn("cannot hide the --ignore-tool tools from tools/list", zap.Error(err))
+		return frame
+	}
+	s.debug("tools hidden from tools/list by --ignore-tool", zap.Int("hidden", hidden))
+	return out
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// duration is a duration flag that also takes bare seconds: 10, 2.5, 10s,
+// 2m, 1h30m. zeroOK lets 0 through (it means "none" for the flag).
+type duration struct {
+	d      *time.Duration
+	zeroOK bool
+}
+
+var (
+	errDurationForm     = errors.New("use a positive number of seconds (10) or a duration with a unit (10s, 2m, 1h30m)")
+	errDurationZeroForm = errors.New("use seconds (10) or a duration with a unit (10s, 2m, 1h30m), or 0 for none")
+)
+
+func (v duration) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v duration) Set(s string) error {
+	form := errDurationForm
+	if v.zeroOK {
+		form = errDurationZeroForm
+	}
+	s = strings.TrimSpace(s)
+	var d time.Duration
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 || f > 1e9 {
+			return form
+		}
+		d = time.Duration(f * float64(time.Second))
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil || d < 0 {
+			return form
+		}
+	}
+	if d == 0 && !v.zeroOK {
+		return form
+	}
+	*v.d = d
+	return nil
+}

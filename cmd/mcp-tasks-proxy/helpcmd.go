@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// helpCommand runs `mcp-tasks-proxy help [COMMAND]`: the proxy's help, or
+// that command's.
+func helpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stdout, helpText)
+		return 0
+	case len(args) > 1 && args[0] == "trace":
+		args = args[:1] // help trace view: trace's help covers its verbs
+	case len(args) > 1 && args[0] == "auth":
+		args = args[:2]
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: help: give one command (mcp-tasks-proxy help %s)\n", args[0])
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, helpText)
+		return 0
+	case "version":
+		fmt.Fprintln(stdout, "mcp-tasks-proxy version (or --version) prints the version, the commit, the Go version and the platform, on one line.")
+		return 0
+	}
+	if !slices.Contains(subcommands, args[0]) {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: help %s: unknown command; the commands are %s\n", args[0], strings.Join(subcommands, ", "))
+		return 2
+	}
+	return run(append(args, "--help"), stdin, stdout, stderr, getenv)
+}
+
+// versionCommand runs `mcp-tasks-proxy version`, as --version.
+func versionCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--help":
+			fmt.Fprintln(stdout, "Usage: mcp-tasks-proxy version\n\nPrints the version, the commit, the Go version and the platform, on one line (as --version).")
+			return 0
+		}
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: version takes no arguments (%s)\n", args[0])
+		return 2
+	}
+	fmt.Fprintln(stdout, versionLine())
+	return 0
+}

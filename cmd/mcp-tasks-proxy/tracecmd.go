@@ -1,0 +1,95 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
+)
+
+const traceHelp = `mcp-tasks-proxy trace reads a frame trace written with --trace FILE: every
+frame on every hop, one JSON record a line.
+
+Usage:
+  mcp-tasks-proxy trace view  [FILE|-]   a timeline, grouped by request (op)
+  mcp-tasks-proxy trace stats [FILE|-]   counts, latency p50/p99 and errors by method
+
+FILE - (or no FILE) reads the trace from stdin.
+
+Flags:
+  --help, -h                print this help and exit
+
+Examples:
+  mcp-tasks-proxy --trace /tmp/mcp.trace https://mcp.example.com/mcp
+  mcp-tasks-proxy trace view /tmp/mcp.trace
+  mcp-tasks-proxy trace stats /tmp/mcp.trace
+  mcp-tasks-proxy --demo --trace - < frames.jsonl 2>&1 >/dev/null | mcp-tasks-proxy trace view -
+
+The timeline is coloured on a terminal, unless NO_COLOR is set.
+`
+
+// traceCommand runs `mcp-tasks-proxy trace view|stats [FILE|-]`.
+func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: trace: "+format+"\n", a...)
+		return 2
+	}
+	verb := ""
+	if len(args) > 0 && (args[0] == "view" || args[0] == "stats") {
+		verb, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("mcp-tasks-proxy trace", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	help := fs.Bool("help", false, "")
+	fs.BoolVar(help, "h", false, "")
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return fail("%s", flagProblem(err, fs, "mcp-tasks-proxy trace --help"))
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch {
+	case *help:
+		fmt.Fprint(stdout, traceHelp)
+		return 0
+	case verb == "" && len(files) > 0:
+		return fail("%s: unknown command; use view or stats (mcp-tasks-proxy trace --help)", files[0])
+	case verb == "":
+		return fail("say what to do: mcp-tasks-proxy trace view FILE | mcp-tasks-proxy trace stats FILE (--help)")
+	case len(files) > 1:
+		return fail("%s: give one trace file, or - for stdin", verb)
+	}
+	in := stdin
+	name := "-"
+	if len(files) == 1 {
+		name = files[0]
+	}
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		in = f
+	}
+	var err error
+	if verb == "view" {
+		err = trace.View(stdout, in, colorOK(stdout, getenv))
+	} else {
+		err = trace.Stats(stdout, in)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: trace %s: %v\n", verb, err)
+		return 1
+	}
+	return 0
+}
