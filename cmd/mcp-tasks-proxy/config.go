@@ -633,6 +633,8 @@ Usage:
   mcp-tasks-proxy trace stats FILE    counts, latency p50/p99 and errors by method
   mcp-tasks-proxy rewrite --up|--down what the bridge does to frames, offline (--help)
   mcp-tasks-proxy auth login|status|logout URL   OAuth sign-in from a terminal (--help)
+  mcp-tasks-proxy check URL           look at a server before wiring it in (--help)
+  mcp-tasks-proxy config HOST URL     the entry for a host's config file, or --write it (--help)
   mcp-tasks-proxy completion bash|zsh|fish      a shell completion script
   mcp-tasks-proxy help [COMMAND]      this help, or a command's
   mcp-tasks-proxy version             the version, as --version
