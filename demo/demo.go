@@ -359,13 +359,23 @@ func newHandler() (_ http.Handler, closeListens, closeTasks func()) {
 // the server's tasks, so no task timer outlives it.
 func Start(ctx context.Context) (url string, stop func(), err error) {
 	handler, closeListens, closeTasks := newHandler()
-	return serve(ctx, handler, closeListens, closeTasks)
+	return serve(ctx, atPath(handler), closeListens, closeTasks)
 }
 
-// serve serves h at Path on a loopback port until stop is called or ctx
-// ends. Before a graceful shutdown it calls closeStreams, so long-lived
+// atPath is a handler for serve: h alone at Path.
+func atPath(h http.Handler) func(url string) (http.Handler, error) {
+	return func(string) (http.Handler, error) {
+		mux := http.NewServeMux()
+		mux.Handle(Path, h)
+		return mux, nil
+	}
+}
+
+// serve serves the handler that handler builds for the server's URL
+// (http://127.0.0.1:PORT/mcp) on a free loopback port until stop is called or
+// ctx ends. Before a graceful shutdown it calls closeStreams, so long-lived
 // streams do not hold it up; after it, cleanup.
-func serve(ctx context.Context, h http.Handler, closeStreams, cleanup func()) (url string, stop func(), err error) {
+func serve(ctx context.Context, handler func(url string) (http.Handler, error), closeStreams, cleanup func()) (url string, stop func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return "", nil, fmt.Errorf("demo: not starting: %w", err)
 	}
@@ -374,14 +384,18 @@ func serve(ctx context.Context, h http.Handler, closeStreams, cleanup func()) (u
 	if err != nil {
 		return "", nil, fmt.Errorf("demo: listen on loopback: %w", err)
 	}
+	url = "http://" + ln.Addr().String() + Path
+	h, err := handler(url)
+	if err != nil {
+		_ = ln.Close()
+		return "", nil, err
+	}
 
-	mux := http.NewServeMux()
-	mux.Handle(Path, h)
 	// Handlers see a context that is cancelled when a graceful stop runs out
 	// of time, so long-running calls end promptly.
 	base, cancelBase := context.WithCancel(context.Background())
 	hs := &http.Server{
-		Handler:           mux,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
@@ -412,8 +426,7 @@ func serve(ctx context.Context, h http.Handler, closeStreams, cleanup func()) (u
 		stopAfter()
 		shutdown()
 	}
-
-	return "http://" + ln.Addr().String() + Path, stop, nil
+	return url, stop, nil
 }
 
 // guard is the outermost receiving middleware. It works around go-sdk v1.8.0

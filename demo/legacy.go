@@ -96,7 +96,7 @@ func NewLegacy() *Legacy {
 // Start; stop ends it.
 func StartLegacy(ctx context.Context) (url string, l *Legacy, stop func(), err error) {
 	l = NewLegacy()
-	url, stop, err = serve(ctx, l, func() { l.Expire() }, func() {})
+	url, stop, err = serve(ctx, atPath(l), func() { l.Expire() }, func() {})
 	return url, l, stop, err
 }
 

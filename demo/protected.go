@@ -3,13 +3,10 @@ package demo
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -119,7 +116,7 @@ func ProtectedHandler(as *authserver.Server, resourceURL string, opts *Protected
 // also the resource.
 func StartProtected(ctx context.Context, as *authserver.Server, opts *ProtectedOptions) (url string, stop func(), err error) {
 	h, closeListens, closeTasks := newHandler()
-	url, stop, err = serveProtected(ctx, h, as, opts, closeListens, closeTasks)
+	url, stop, err = serve(ctx, protected(h, as, opts), closeListens, closeTasks)
 	if err != nil {
 		closeListens()
 		closeTasks()
@@ -131,7 +128,7 @@ func StartProtected(ctx context.Context, as *authserver.Server, opts *ProtectedO
 // behind [Protect] on a free loopback port, like [StartLegacy].
 func StartProtectedLegacy(ctx context.Context, as *authserver.Server, opts *ProtectedOptions) (url string, l *Legacy, stop func(), err error) {
 	l = NewLegacy()
-	url, stop, err = serveProtected(ctx, l, as, opts, func() { l.Expire() }, func() {})
+	url, stop, err = serve(ctx, protected(l, as, opts), func() { l.Expire() }, func() {})
 	return url, l, stop, err
 }
 
@@ -289,52 +286,8 @@ func (cw *challengeWriter) WriteHeader(code int) {
 	cw.ResponseWriter.WriteHeader(code)
 }
 
-// serveProtected serves Protect(h) at the root of a free loopback port
-// until stop is called or ctx ends, as serve does for the plain servers.
-func serveProtected(ctx context.Context, h http.Handler, as *authserver.Server, opts *ProtectedOptions, closeStreams, cleanup func()) (url string, stop func(), err error) {
-	if err := ctx.Err(); err != nil {
-		return "", nil, fmt.Errorf("demo: not starting: %w", err)
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("demo: listen on loopback: %w", err)
-	}
-	url = "http://" + ln.Addr().String() + Path
-	ph, err := Protect(h, as, url, opts)
-	if err != nil {
-		_ = ln.Close()
-		return "", nil, err
-	}
-	base, cancelBase := context.WithCancel(context.Background())
-	hs := &http.Server{
-		Handler:           ph,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = hs.Serve(ln)
-	}()
-	var once sync.Once
-	shutdown := func() {
-		once.Do(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-			defer cancel()
-			closeStreams()
-			if err := hs.Shutdown(sctx); err != nil {
-				cancelBase()
-				_ = hs.Close()
-			}
-			cancelBase()
-			<-served
-			cleanup()
-		})
-	}
-	stopAfter := context.AfterFunc(ctx, shutdown)
-	return url, func() {
-		stopAfter()
-		shutdown()
-	}, nil
+// protected is a handler for serve: Protect(h) at the root, with the
+// server's URL as the resource.
+func protected(h http.Handler, as *authserver.Server, opts *ProtectedOptions) func(url string) (http.Handler, error) {
+	return func(url string) (http.Handler, error) { return Protect(h, as, url, opts) }
 }
