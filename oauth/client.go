@@ -395,13 +395,20 @@ func (c *Client) lock(ctx context.Context) (func(), error) {
 	return unlock, nil
 }
 
-// reload reads the store; the record is the caller's until published.
-func (c *Client) reload() (*record, error) {
-	rec, err := c.store.load(c.server.String())
+// locked takes the server's store lock, bounded by ctx, and reads the
+// store under it; the record is the caller's until published. The caller
+// calls unlock.
+func (c *Client) locked(ctx context.Context) (rec *record, unlock func(), err error) {
+	unlock, err = c.lock(ctx)
 	if err != nil {
-		return nil, c.fail(err.Error(), err)
+		return nil, nil, err
 	}
-	return rec, nil
+	rec, err = c.store.load(c.server.String())
+	if err != nil {
+		unlock()
+		return nil, nil, c.fail(err.Error(), err)
+	}
+	return rec, unlock, nil
 }
 
 func (c *Client) save(rec *record) error {
@@ -418,15 +425,11 @@ func usable(t *token, now time.Time) bool {
 // renew, under the store lock: adopt a token another process got in the
 // meantime, else refresh, else sign in.
 func (c *Client) renew(ctx context.Context, ch challenge, sent string, attended bool) error {
-	unlock, err := c.lock(ctx)
+	rec, unlock, err := c.locked(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	rec, err := c.reload()
-	if err != nil {
-		return err
-	}
 	if t := rec.Token; usable(t, c.now()) && bearer(t) != sent {
 		c.log.Debug("oauth: another process renewed the token")
 		c.publish(rec)
@@ -464,15 +467,11 @@ func (c *Client) renew(ctx context.Context, ch challenge, sent string, attended 
 // refreshAhead refreshes a token shortly before it expires, under the
 // store lock. A failure is logged; the request goes with what there is.
 func (c *Client) refreshAhead(ctx context.Context, held string) error {
-	unlock, err := c.lock(ctx)
+	rec, unlock, err := c.locked(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	rec, err := c.reload()
-	if err != nil {
-		return err
-	}
 	t := rec.Token
 	if t == nil || t.RefreshToken == "" || (t.AccessToken != held && !c.due(t)) {
 		c.publish(rec) // another process refreshed, or signed out
@@ -534,15 +533,11 @@ func (c *Client) refreshLocked(ctx context.Context, rec *record) error {
 }
 
 func (c *Client) stepUpLocked(ctx context.Context, ch challenge, sent string, challenged []string) error {
-	unlock, err := c.lock(ctx)
+	rec, unlock, err := c.locked(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	rec, err := c.reload()
-	if err != nil {
-		return err
-	}
 	if t := rec.Token; usable(t, c.now()) && bearer(t) != sent && containsAll(t.Scopes, challenged) {
 		c.publish(rec)
 		return nil
@@ -769,15 +764,11 @@ func (c *Client) Login(ctx context.Context, paste func() (string, error)) error 
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AuthTimeout)
 	defer cancel()
 	ch := c.probe(ctx)
-	unlock, err := c.lock(ctx)
+	rec, unlock, err := c.locked(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	rec, err := c.reload()
-	if err != nil {
-		return err
-	}
 	return c.signIn(ctx, rec, ch, nil, paste)
 }
 
