@@ -108,12 +108,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/httpserve"
 )
 
 const (
@@ -390,43 +391,7 @@ func serve(ctx context.Context, handler func(url string) (http.Handler, error), 
 		_ = ln.Close()
 		return "", nil, err
 	}
-
-	// Handlers see a context that is cancelled when a graceful stop runs out
-	// of time, so long-running calls end promptly.
-	base, cancelBase := context.WithCancel(context.Background())
-	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
-	}
-
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = hs.Serve(ln) // always returns http.ErrServerClosed after Shutdown or Close
-	}()
-
-	var once sync.Once
-	shutdown := func() {
-		once.Do(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-			defer cancel()
-			closeStreams()
-			if err := hs.Shutdown(sctx); err != nil {
-				cancelBase()
-				_ = hs.Close()
-			}
-			cancelBase()
-			<-served
-			cleanup()
-		})
-	}
-	stopAfter := context.AfterFunc(ctx, shutdown)
-	stop = func() {
-		stopAfter()
-		shutdown()
-	}
-	return url, stop, nil
+	return url, httpserve.Serve(ctx, ln, h, stopTimeout, closeStreams, cleanup), nil
 }
 
 // guard is the outermost receiving middleware. It works around go-sdk v1.8.0

@@ -73,6 +73,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/httpserve"
 )
 
 // Defaults for the zero Config.
@@ -344,29 +346,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = hs.Serve(ln)
-	}()
-	var once sync.Once
-	shutdown := func() {
-		once.Do(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-			defer cancel()
-			if hs.Shutdown(sctx) != nil {
-				_ = hs.Close()
-			}
-			<-served
-			s.client.CloseIdleConnections()
-		})
-	}
-	stopAfter := context.AfterFunc(ctx, shutdown)
-	s.stop = func() {
-		stopAfter()
-		shutdown()
-	}
+	s.stop = httpserve.Serve(ctx, ln, s, stopTimeout, func() {}, func() { s.client.CloseIdleConnections() })
 	return s, nil
 }
 
