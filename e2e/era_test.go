@@ -164,8 +164,7 @@ type erListenWatch struct {
 	// only waits for the client to close them (a slow acknowledgement).
 	hold func(*erListen) bool
 
-	mu      sync.Mutex
-	changed chan struct{}
+	changes
 	listens []*erListen
 }
 
@@ -181,7 +180,7 @@ type erListen struct {
 }
 
 func newERListenWatch(next http.Handler) *erListenWatch {
-	return &erListenWatch{next: next, changed: make(chan struct{})}
+	return &erListenWatch{next: next}
 }
 
 func (w *erListenWatch) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -209,8 +208,7 @@ func (w *erListenWatch) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	l.drop = cancel
 	w.mu.Lock()
 	w.listens = append(w.listens, l)
-	close(w.changed)
-	w.changed = make(chan struct{})
+	w.notifyLocked()
 	w.mu.Unlock()
 	if w.hold != nil && w.hold(l) {
 		<-ctx.Done()
@@ -222,23 +220,17 @@ func (w *erListenWatch) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // wait returns the first listen request that satisfies pred.
 func (w *erListenWatch) wait(t *testing.T, desc string, pred func(*erListen) bool) *erListen {
 	t.Helper()
-	deadline := time.After(waitTimeout)
-	for {
-		w.mu.Lock()
+	var found *erListen
+	w.until(t, func() bool {
 		for _, l := range w.listens {
 			if pred(l) {
-				w.mu.Unlock()
-				return l
+				found = l
+				return true
 			}
 		}
-		ch := w.changed
-		w.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("upstream never received %s within %v", desc, waitTimeout)
-		}
-	}
+		return false
+	}, func() string { return fmt.Sprintf("upstream never received %s within %v", desc, waitTimeout) })
+	return found
 }
 
 func (w *erListenWatch) count() int {

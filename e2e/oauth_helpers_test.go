@@ -184,8 +184,7 @@ type authUpstream struct {
 	// Legacy is the 2025 server, for a legacy upstream.
 	Legacy *demo.Legacy
 
-	mu        sync.Mutex
-	changed   chan struct{}
+	changes
 	exchanges []*authExchange
 	problems  []string
 	// epoch is the index of the first exchange of the current proxy
@@ -225,7 +224,7 @@ func newProtectedLegacyUpstream(t *testing.T, as *authserver.Server, opts *demo.
 
 func startAuthUpstream(t *testing.T, as *authserver.Server, opts *demo.ProtectedOptions, legacy bool) *authUpstream {
 	t.Helper()
-	u := &authUpstream{t: t, v: schematest.Load(t), legacy: legacy, changed: make(chan struct{})}
+	u := &authUpstream{t: t, v: schematest.Load(t), legacy: legacy}
 	// The listener exists before the server starts, so the resource URL
 	// is known when the handler is built.
 	u.srv = httptest.NewUnstartedServer(u)
@@ -344,11 +343,6 @@ func (u *authUpstream) check(r *http.Request, ex *authExchange) []string {
 	return probs
 }
 
-func (u *authUpstream) notifyLocked() {
-	close(u.changed)
-	u.changed = make(chan struct{})
-}
-
 // seen returns snapshots of the exchanges that satisfy pred (nil: all).
 func (u *authUpstream) seen(pred func(authSeen) bool) []authSeen {
 	u.mu.Lock()
@@ -366,23 +360,18 @@ func (u *authUpstream) seen(pred func(authSeen) bool) []authSeen {
 // wait waits (bounded) for an exchange that satisfies pred.
 func (u *authUpstream) wait(t testing.TB, desc string, pred func(authSeen) bool) authSeen {
 	t.Helper()
-	deadline := time.After(waitTimeout)
-	for {
-		u.mu.Lock()
+	var s authSeen
+	u.until(t, func() bool {
 		for _, ex := range u.exchanges {
-			if s := (authSeen{authExchange: ex, Status: ex.status, Done: ex.done}); pred(s) {
-				u.mu.Unlock()
-				return s
+			if s = (authSeen{authExchange: ex, Status: ex.status, Done: ex.done}); pred(s) {
+				return true
 			}
 		}
-		ch := u.changed
-		u.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("the protected upstream never saw %s within %v; it saw:\n%s", desc, waitTimeout, u.dump())
-		}
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("the protected upstream never saw %s within %v; it saw:\n%s", desc, waitTimeout, u.dump())
+	})
+	return s
 }
 
 func (u *authUpstream) dump() string {

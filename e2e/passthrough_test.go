@@ -61,8 +61,7 @@ type legacyUpstream struct {
 	srv  *httptest.Server
 	URL  string
 
-	mu            sync.Mutex
-	changed       chan struct{} // closed and replaced on every change
+	changes
 	exchanges     []*legacyExchange
 	sessions      map[string]bool   // Mcp-Session-Id values the server issued
 	clientMethods map[string]string // raw id → method, of requests POSTed
@@ -76,7 +75,6 @@ func newLegacyUpstream(t testing.TB, h http.Handler) *legacyUpstream {
 		t:             t,
 		v:             schematest.Load(t),
 		next:          h,
-		changed:       make(chan struct{}),
 		sessions:      map[string]bool{},
 		clientMethods: map[string]string{},
 		serverMethods: map[string]string{},
@@ -93,12 +91,6 @@ func newLegacyUpstream(t testing.TB, h http.Handler) *legacyUpstream {
 		}
 	})
 	return u
-}
-
-// notifyLocked wakes the waiters; u.mu is held.
-func (u *legacyUpstream) notifyLocked() {
-	close(u.changed)
-	u.changed = make(chan struct{})
 }
 
 func (u *legacyUpstream) problem(format string, args ...any) {
@@ -342,6 +334,11 @@ func (u *legacyUpstream) snapLocked(ex *legacyExchange) legacySeen {
 func (u *legacyUpstream) seen(pred func(legacySeen) bool) []legacySeen {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	return u.seenLocked(pred)
+}
+
+// seenLocked is seen with u.mu held.
+func (u *legacyUpstream) seenLocked(pred func(legacySeen) bool) []legacySeen {
 	var out []legacySeen
 	for _, ex := range u.exchanges {
 		if s := u.snapLocked(ex); pred == nil || pred(s) {
@@ -354,23 +351,18 @@ func (u *legacyUpstream) seen(pred func(legacySeen) bool) []legacySeen {
 // wait waits (bounded) until an exchange satisfies pred, and returns it.
 func (u *legacyUpstream) wait(t testing.TB, desc string, pred func(legacySeen) bool) legacySeen {
 	t.Helper()
-	deadline := time.After(waitTimeout)
-	for {
-		u.mu.Lock()
+	var s legacySeen
+	u.until(t, func() bool {
 		for _, ex := range u.exchanges {
-			if s := u.snapLocked(ex); pred(s) {
-				u.mu.Unlock()
-				return s
+			if s = u.snapLocked(ex); pred(s) {
+				return true
 			}
 		}
-		ch := u.changed
-		u.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("the legacy upstream never saw %s within %v; it saw:\n%s", desc, waitTimeout, u.dump())
-		}
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("the legacy upstream never saw %s within %v; it saw:\n%s", desc, waitTimeout, u.dump())
+	})
+	return s
 }
 
 func (u *legacyUpstream) dump() string {
@@ -405,20 +397,14 @@ func isGetStream(sid string) func(legacySeen) bool {
 // returns them all.
 func (u *legacyUpstream) waitN(t testing.TB, desc string, n int, pred func(legacySeen) bool) []legacySeen {
 	t.Helper()
-	deadline := time.After(waitTimeout)
-	for {
-		u.mu.Lock()
-		ch := u.changed
-		u.mu.Unlock()
-		if got := u.seen(pred); len(got) >= n {
-			return got
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("the legacy upstream never saw %d× %s within %v; it saw:\n%s", n, desc, waitTimeout, u.dump())
-		}
-	}
+	var got []legacySeen
+	u.until(t, func() bool {
+		got = u.seenLocked(pred)
+		return len(got) >= n
+	}, func() string {
+		return fmt.Sprintf("the legacy upstream never saw %d× %s within %v; it saw:\n%s", n, desc, waitTimeout, u.dump())
+	})
+	return got
 }
 
 // sessionOf waits for the n-th (from 1) successful initialize and returns
