@@ -90,6 +90,18 @@ func newAuthClient(t *testing.T, srv *httptest.Server, a Auth) *Client {
 
 const callBody = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`
 
+// postCall posts callBody through c and closes the response, for its
+// status.
+func postCall(t *testing.T, c *Client) *Response {
+	t.Helper()
+	resp, err := c.Post(context.Background(), []byte(callBody), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Close()
+	return resp
+}
+
 // A 401 is told to the hook, and the same body (a tools/call) goes once
 // more with the new header.
 func TestAuthRetriesOnceAfter401(t *testing.T) {
@@ -99,11 +111,7 @@ func TestAuthRetriesOnceAfter401(t *testing.T) {
 	defer srv.Close()
 	a := &fakeAuth{gen: 1, again: true}
 	c := newAuthClient(t, srv, a)
-	resp, err := c.Post(context.Background(), []byte(callBody), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Close()
+	resp := postCall(t, c)
 	if resp.Status != 200 {
 		t.Fatalf("status %d", resp.Status)
 	}
@@ -124,11 +132,7 @@ func TestAuthRetryIsOnce(t *testing.T) {
 	defer srv.Close()
 	a := &fakeAuth{gen: 1, again: true}
 	c := newAuthClient(t, srv, a)
-	resp, err := c.Post(context.Background(), []byte(callBody), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Close()
+	resp := postCall(t, c)
 	if resp.Status != http.StatusUnauthorized || len(s.seen) != 2 || len(a.retries) != 1 {
 		t.Fatalf("status %d, %d requests, %d retries; want 401, 2, 1", resp.Status, len(s.seen), len(a.retries))
 	}
@@ -142,11 +146,7 @@ func TestAuth403(t *testing.T) {
 	defer srv.Close()
 	a := &fakeAuth{gen: 1, again: true}
 	c := newAuthClient(t, srv, a)
-	resp, err := c.Post(context.Background(), []byte(callBody), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Close()
+	resp := postCall(t, c)
 	if resp.Status != 200 || len(a.retries) != 1 || !strings.Contains(a.retries[0], "insufficient_scope") {
 		t.Fatalf("status %d retries %q", resp.Status, a.retries)
 	}
@@ -157,11 +157,7 @@ func TestAuth403(t *testing.T) {
 	defer plain.Close()
 	a2 := &fakeAuth{gen: 1, again: true}
 	c2 := newAuthClient(t, plain, a2)
-	resp, err = c2.Post(context.Background(), []byte(callBody), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Close()
+	resp = postCall(t, c2)
 	if resp.Status != http.StatusForbidden || len(a2.retries) != 0 {
 		t.Fatalf("plain 403: status %d retries %q", resp.Status, a2.retries)
 	}
@@ -233,11 +229,7 @@ func TestAuthOnEveryPassthroughRequest(t *testing.T) {
 		}
 	}
 	c0 := newAuthClient(t, srv, &fakeAuth{})
-	resp, err := c0.Post(context.Background(), []byte(callBody), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Close()
+	postCall(t, c0)
 	if got := s.seen[len(s.seen)-1]; !strings.HasPrefix(got, "POST Bearer user ") {
 		t.Errorf("with no token the user's header goes: %q", got)
 	}
