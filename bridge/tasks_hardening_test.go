@@ -191,9 +191,7 @@ func shortPolls(t *testing.T, d time.Duration) {
 func TestTaskPollTimeout(t *testing.T) {
 	t.Run("tasks/result", func(t *testing.T) {
 		shortPolls(t, 50*time.Millisecond)
-		ts := newTaskServer(t, true)
-		c := startTasks(t, ts, Config{}, elicitCaps)
-		c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-hang-res"},"task":{}}`)
+		ts, c := startWithTask(t, "t-hang-res")
 		ts.script("t-hang-res", stepCompleted(taskOutput))
 		ts.fault("tasks/get", faultHang)
 		if res := c.call(`2`, "tasks/result", taskParams("t-hang-res")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
@@ -218,9 +216,7 @@ func TestTaskPollTimeout(t *testing.T) {
 	})
 	t.Run("tasks/get", func(t *testing.T) {
 		shortPolls(t, 50*time.Millisecond)
-		ts := newTaskServer(t, true)
-		c := startTasks(t, ts, Config{}, elicitCaps)
-		c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-hang-get"},"task":{}}`)
+		ts, c := startWithTask(t, "t-hang-get")
 		ts.script("t-hang-get", stepCompleted(taskOutput))
 		ts.fault("tasks/get", faultHang)
 		if g := c.call(`2`, "tasks/get", taskParams("t-hang-get")); gjson.Get(g, "result.status").Str != "completed" {
@@ -239,9 +235,7 @@ func TestTaskPollTimeout(t *testing.T) {
 	})
 	t.Run("tasks/list", func(t *testing.T) {
 		shortPolls(t, 50*time.Millisecond)
-		ts := newTaskServer(t, true)
-		c := startTasks(t, ts, Config{}, elicitCaps)
-		c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-hang-list"},"task":{}}`)
+		ts, c := startWithTask(t, "t-hang-list")
 		ts.fault("tasks/get", faultHang)
 		tasks, _ := c.listTasks(`2`, `{}`)
 		if v, ok := findTask(tasks, "t-hang-list"); !ok || v.Get("status").Str != "working" {
@@ -254,9 +248,7 @@ func TestTaskPollTimeout(t *testing.T) {
 // made again (the same request meets the same redirect): the client gets
 // one error naming the target and the fix, not a suggestion to try again.
 func TestTaskGetRedirectNotRetried(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-redirect"},"task":{}}`)
+	ts, c := startWithTask(t, "t-redirect")
 	ts.fault("tasks/get", faultRedirect, faultRedirect, faultRedirect)
 	g := c.call(`2`, "tasks/get", taskParams("t-redirect"))
 	msg := gjson.Get(g, "error.message").Str
@@ -272,9 +264,7 @@ func TestTaskGetRedirectNotRetried(t *testing.T) {
 // is idempotent per input key); the client is asked once, and once the
 // server has the answer a poll that still shows the key changes nothing.
 func TestTaskUpdateRetried(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-upd"},"task":{}}`)
+	ts, c := startWithTask(t, "t-upd")
 	ts.script("t-upd", stepInputRequired(`{"k1":`+elicitK1+`}`))
 	ts.fault("tasks/update", faultHTTP500, faultReset)
 	c.call(`2`, "tasks/get", taskParams("t-upd"))
@@ -302,9 +292,7 @@ func TestTaskUpdateRetried(t *testing.T) {
 // A tasks/update that fails every retry keeps the client's answer: the next
 // poll that shows the key sends it again, without asking the client again.
 func TestTaskUpdateHeldAnswerResent(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-held"},"task":{}}`)
+	ts, c := startWithTask(t, "t-held")
 	ts.script("t-held", stepInputRequired(`{"k1":`+elicitK1+`}`))
 	ts.fault("tasks/update", faultHTTP500, faultReset, faultHTTP500)
 	c.call(`2`, "tasks/get", taskParams("t-held"))

@@ -463,6 +463,16 @@ func (c *legacyClient) initialize(caps string) string {
 	return r
 }
 
+// startWithTask starts the proxy on a new task server with the extension
+// and creates the server task id (a task-augmented tools/call, id 1).
+func startWithTask(t *testing.T, id string) (*taskServer, *legacyClient) {
+	t.Helper()
+	ts := newTaskServer(t, true)
+	c := startTasks(t, ts, Config{}, elicitCaps)
+	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":`+jstr(id)+`},"task":{}}`)
+	return ts, c
+}
+
 // startTasks starts a session against ts and initializes it.
 func startTasks(t *testing.T, ts *taskServer, cfg Config, caps string) *legacyClient {
 	t.Helper()
@@ -773,9 +783,7 @@ func TestSyntheticTaskTTLSeconds(t *testing.T) {
 
 // 3. tasks/get of a completed task, then tasks/result from the cache.
 func TestTaskGetCompletedThenCachedResult(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-done"},"task":{}}`)
+	ts, c := startWithTask(t, "t-done")
 	ts.script("t-done", taskStep{status: "completed", extra: `,"statusMessage":"all done","result":{"resultType":"complete","content":[{"type":"text","text":"task output"}],"structuredContent":{"answer":42}}`})
 	g := c.call(`2`, "tasks/get", taskParams("t-done"))
 	view := gjson.Get(g, "result")
@@ -798,9 +806,7 @@ func TestTaskGetCompletedThenCachedResult(t *testing.T) {
 // 4. tasks/result polls until the task is terminal, without blocking other
 // requests, and a status change of a registered task is announced.
 func TestTaskResultPolls(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-poll"},"task":{}}`)
+	ts, c := startWithTask(t, "t-poll")
 	ts.script("t-poll", stepWorking("still going"))
 	c.send(`"res"`, "tasks/result", taskParams("t-poll"))
 	ts.waitFor(t, "tasks/get", "t-poll", 2) // blocked: working, working
@@ -840,9 +846,7 @@ func TestTaskResultPolls(t *testing.T) {
 // 5. A failed task: tasks/result gives the server's error verbatim; the
 // view's statusMessage comes from error.message.
 func TestTaskFailed(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-fail"},"task":{}}`)
+	ts, c := startWithTask(t, "t-fail")
 	errObj := `{"code":-32001,"message":"the backend rejected the job","data":{"retry":false}}`
 	ts.script("t-fail", stepWorking(""), stepFailed(errObj))
 	res := c.call(`2`, "tasks/result", taskParams("t-fail"))
@@ -887,9 +891,7 @@ func TestTaskIsError(t *testing.T) {
 
 // 7. tasks/cancel: get, cancel upstream, sticky cancelled.
 func TestTaskCancel(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-cancel"},"task":{}}`)
+	ts, c := startWithTask(t, "t-cancel")
 	before := len(ts.methodsFor("t-cancel"))
 	r := c.call(`2`, "tasks/cancel", taskParams("t-cancel"))
 	v := gjson.Get(r, "result")
@@ -930,9 +932,7 @@ func TestTaskCancel(t *testing.T) {
 // or found by the fresh tasks/get (cancel racing completion), is -32602 and
 // sends no tasks/cancel upstream.
 func TestTaskCancelTerminal(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-cached"},"task":{}}`)
+	ts, c := startWithTask(t, "t-cached")
 	c.call(`2`, "tools/call", `{"name":"task","arguments":{"id":"t-race"},"task":{}}`)
 	ts.script("t-cached", stepFailed(`{"code":-32001,"message":"nope"}`))
 	if g := c.call(`3`, "tasks/get", taskParams("t-cached")); gjson.Get(g, "result.status").Str != "failed" {
@@ -1032,9 +1032,7 @@ const elicitK2 = `{"method":"elicitation/create","params":{"mode":"form","messag
 // with related-task; the answer goes upstream as tasks/update; keys are
 // asked once.
 func TestTaskInputRequired(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-input"},"task":{}}`)
+	ts, c := startWithTask(t, "t-input")
 	ts.script("t-input", stepInputRequired(`{"k1":`+elicitK1+`}`))
 	g := c.call(`"g1"`, "tasks/get", taskParams("t-input"))
 	if gjson.Get(g, "result.status").Str != "input_required" {
@@ -1365,9 +1363,7 @@ func TestTerminalSeedTask(t *testing.T) {
 // 6. input_required seen while tasks/result waits: the request carries
 // related-task, and the answer goes upstream.
 func TestTaskResultInputRequired(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-res-in"},"task":{}}`)
+	ts, c := startWithTask(t, "t-res-in")
 	ts.script("t-res-in", stepInputRequired(`{"k1":`+elicitK1+`}`))
 	c.send(`"res"`, "tasks/result", taskParams("t-res-in"))
 	el := c.awaitMethod("elicitation/create")
@@ -1432,9 +1428,7 @@ func TestFollowedTaskOutcomes(t *testing.T) {
 
 // 5. A client cancel of tasks/result stops the wait, not the task.
 func TestTaskResultCancelledByClient(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-wait"},"task":{}}`)
+	ts, c := startWithTask(t, "t-wait")
 	c.send(`"res"`, "tasks/result", taskParams("t-wait"))
 	ts.waitFor(t, "tasks/get", "t-wait", 1)
 	c.h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"res"}}`)
@@ -1498,9 +1492,7 @@ func TestTaskInputRequestKinds(t *testing.T) {
 
 // 6. An elicitation the client fails becomes a cancel upstream (POLICY).
 func TestTaskElicitationErrorBecomesCancel(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-elerr"},"task":{}}`)
+	ts, c := startWithTask(t, "t-elerr")
 	ts.script("t-elerr", stepInputRequired(`{"k1":`+elicitK1+`}`))
 	c.call(`2`, "tasks/get", taskParams("t-elerr"))
 	el := c.awaitMethod("elicitation/create")
@@ -1539,9 +1531,7 @@ func TestToolsListTaskSupport(t *testing.T) {
 // 5. tasks/result merges related-task into the result's own _meta, which
 // loses only serverInfo.
 func TestTaskResultMergesMeta(t *testing.T) {
-	ts := newTaskServer(t, true)
-	c := startTasks(t, ts, Config{}, elicitCaps)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-m"},"task":{}}`)
+	ts, c := startWithTask(t, "t-m")
 	ts.script("t-m", stepCompleted(`{"resultType":"complete","content":[],"_meta":{"trace":"abc","io.modelcontextprotocol/serverInfo":{"name":"x","version":"1"}}}`))
 	res := c.call(`2`, "tasks/result", taskParams("t-m"))
 	want := `{"trace":"abc","io.modelcontextprotocol/related-task":{"taskId":"t-m"}}`
