@@ -105,6 +105,24 @@ func (u *upstream) setHandler(h func(w http.ResponseWriter, r *http.Request, bod
 	u.mu.Unlock()
 }
 
+// hold makes u hold each request, unanswered, until release is closed
+// (nil: never) or the request is cancelled. arrived is closed when the
+// first request arrives; started counts them all.
+func (u *upstream) hold(release <-chan struct{}) (arrived <-chan struct{}, started *atomic.Int32) {
+	first := make(chan struct{})
+	var once sync.Once
+	started = new(atomic.Int32)
+	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+		started.Add(1)
+		once.Do(func() { close(first) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	return first, started
+}
+
 func (u *upstream) lastBody(method string) string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -401,11 +419,7 @@ func TestInFlightBound(t *testing.T) {
 func TestExitOnEOFWithWorkInFlight(t *testing.T) {
 	u := newUpstream(t)
 	h := initialized(t, u, Config{})
-	arrived := make(chan struct{})
-	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
-		close(arrived)
-		<-r.Context().Done()
-	})
+	arrived, _ := u.hold(nil)
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
 	<-arrived
 	h.stop() // fails the test if Run does not return within the bound

@@ -84,11 +84,7 @@ func TestDrainBoundAnswersWithError(t *testing.T) {
 func TestNoDrainByDefault(t *testing.T) {
 	u := newUpstream(t)
 	h := initialized(t, u, Config{})
-	arrived := make(chan struct{})
-	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
-		close(arrived)
-		<-r.Context().Done()
-	})
+	arrived, _ := u.hold(nil)
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
 	<-arrived
 	if rest := h.stop(); len(rest) != 0 {
@@ -101,11 +97,7 @@ func TestNoDrainByDefault(t *testing.T) {
 func TestDrainSkipsCancelled(t *testing.T) {
 	u := newUpstream(t)
 	h := initialized(t, u, Config{DrainTimeout: wait})
-	arrived := make(chan struct{})
-	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
-		close(arrived)
-		<-r.Context().Done()
-	})
+	arrived, _ := u.hold(nil)
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
 	<-arrived
 	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)

@@ -107,19 +107,7 @@ func TestReaderNeverParksOnTheQueue(t *testing.T) {
 	h := initialized(t, u, Config{MaxInFlight: 1, MaxQueued: queued})
 	release := make(chan struct{})
 	defer close(release)
-	var started atomic.Int32
-	arrived := make(chan struct{}, 1)
-	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
-		started.Add(1)
-		select {
-		case arrived <- struct{}{}:
-		default:
-		}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
+	arrived, started := u.hold(release)
 	h.writeBounded(`{"jsonrpc":"2.0","id":"hang","method":"tools/call","params":{"name":"x"}}`)
 	<-arrived
 	// 16 wait in the queue; 4 more are over its bound.
@@ -264,17 +252,7 @@ func TestQueueBytesBoundNamesItsFlag(t *testing.T) {
 	h := initialized(t, u, Config{MaxInFlight: 1, MaxQueued: queued, MaxMessageBytes: 1000})
 	release := make(chan struct{})
 	defer close(release)
-	arrived := make(chan struct{}, 1)
-	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
-		select {
-		case arrived <- struct{}{}:
-		default:
-		}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
+	arrived, _ := u.hold(release)
 	h.writeBounded(`{"jsonrpc":"2.0","id":"hang","method":"tools/call","params":{"name":"x"}}`)
 	<-arrived
 	pad := strings.Repeat("a", 600)
