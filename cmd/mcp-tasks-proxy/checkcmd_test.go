@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
 )
 
 // runCheck runs `check ARGS` and returns the exit status, stdout and stderr.
@@ -144,13 +143,7 @@ func TestCheckGoSDKRefusesBase64(t *testing.T) {
 }
 
 func TestCheckProtected(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	u, as, stop, err := demo.StartWithOAuth(ctx, authserver.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	u, as := startOAuthDemo(t)
 	code, r := checkJSON(t, u)
 	if code != checkSignIn || r.Usable {
 		t.Fatalf("exit %d usable %v reason %q; want %d", code, r.Usable, r.Reason, checkSignIn)

@@ -299,15 +299,23 @@ func (p *pasteBrowser) String() string {
 	return p.buf.String()
 }
 
-// auth login --no-browser against a real authorization server and a
-// protected demo server, then status (text and JSON; never a token) and
-// logout (revoked, deleted).
-func TestAuthLoginStatusLogout(t *testing.T) {
+// startOAuthDemo serves the protected demo server and its authorization
+// server until the test ends; url is the server's.
+func startOAuthDemo(t *testing.T) (url string, as *authserver.Server) {
+	t.Helper()
 	url, as, stop, err := demo.StartWithOAuth(context.Background(), authserver.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	t.Cleanup(stop)
+	return url, as
+}
+
+// auth login --no-browser against a real authorization server and a
+// protected demo server, then status (text and JSON; never a token) and
+// logout (revoked, deleted).
+func TestAuthLoginStatusLogout(t *testing.T) {
+	url, as := startOAuthDemo(t)
 	store := filepath.Join(t.TempDir(), "store")
 
 	inR, inW := io.Pipe()
@@ -400,11 +408,7 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 // exit 1, with a message that names the host and the cause (not the
 // command being run as the way out).
 func TestAuthLoginTimeout(t *testing.T) {
-	url, _, stop, err := demo.StartWithOAuth(context.Background(), authserver.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	url, _ := startOAuthDemo(t)
 	store := filepath.Join(t.TempDir(), "store")
 	inR, inW := io.Pipe()
 	defer inW.Close()
