@@ -650,12 +650,18 @@ func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string) (*c
 // finish delivers a request's one answer, unless the client cancelled it or
 // the session is ending.
 func (s *Session) finish(c *call, frame []byte) {
+	defer func() {
+		// Only once the answer is queued may the drain end the session:
+		// told before, Run could stop the writer and drop it.
+		s.mu.Lock()
+		s.drainedLocked()
+		s.mu.Unlock()
+	}()
 	if c.method == "initialize" {
 		defer s.initFinished() // after its answer is queued
 	}
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
-	s.drainedLocked()
 	s.mu.Unlock()
 	if !c.answered.CompareAndSwap(false, true) {
 		return // the drain's bound answered it at the end of input
