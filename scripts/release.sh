@@ -112,9 +112,10 @@ expect 2 -name '*.rpm'
 expect 1 -name '*_checksums.txt'
 expect 1 -path './homebrew/Casks/mcp-tasks-proxy.rb'
 expect 7 -path './npm/*.tgz'
+expect 5 -path './npm/platforms/*.tgz'
 if command -v sha256sum >/dev/null 2>&1; then
   sha256sum --quiet -c ./*_checksums.txt
 else
   shasum -a 256 --quiet -c ./*_checksums.txt
 fi
-ls -1 ./*.tar.gz ./*.zip ./*.deb ./*.rpm ./*_checksums.txt homebrew/Casks/*.rb npm/*.tgz
+ls -1 ./*.tar.gz ./*.zip ./*.deb ./*.rpm ./*_checksums.txt homebrew/Casks/*.rb npm/*.tgz npm/platforms/*.tgz

@@ -14,6 +14,10 @@
 // --all fails unless every platform has a binary (a release); without it,
 // the platforms given are packed (a test packs this machine's only). The
 // main package always lists every platform. Prints the .tgz paths, one a line.
+// DIR holds the main package and this machine's platform package, so that
+// `npm install -g DIR/*.tgz` installs offline as it stands; the other
+// platforms' packages go to DIR/platforms (npm refuses a package named for
+// another platform). Publish both folders.
 // No network: `npm pack` of a local folder fetches nothing.
 
 const fs = require('fs');
@@ -132,7 +136,10 @@ function main() {
         preferUnplugged: true,
         files: ['bin'],
       });
-      tgzs.push(npmPack(dir, opts.out));
+      const here = platform === process.platform && arch === process.arch;
+      const dest = here ? opts.out : path.join(opts.out, 'platforms');
+      fs.mkdirSync(dest, { recursive: true });
+      tgzs.push(npmPack(dir, dest));
     }
 
     const main = path.join(stage, 'mcp-tasks-proxy');
