@@ -84,6 +84,9 @@ type Config struct {
 	// refuses a legacy server, ProtocolLegacy passes 2025 through without
 	// probing.
 	Protocol string
+	// Transport is the --transport choice (TransportHTTPFirst, the default;
+	// see ssecarrier.go): when to try the 2024-11-05 HTTP+SSE transport.
+	Transport string
 }
 
 // The --protocol choices.

@@ -203,6 +203,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		IdleTimeout:    cfg.idleTimeout,
 		RequestTimeout: cfg.requestTimeout,
 		Protocol:       cfg.protocol,
+		Transport:      cfg.transport.String(),
 	})
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 
