@@ -32,6 +32,11 @@ import (
 //	client request ──▶ queue ──▶ POST ──▶ JSON or SSE ──▶ messages to the client
 //	client notification / answer ──▶ poster (in order) ──▶ POST (202)
 //	GET stream ──▶ server requests and notifications ──▶ client
+//
+// How messages travel is the carrier's (carrier.go): Streamable HTTP as
+// above, or, for an old server (2024-11-05), the HTTP+SSE transport, where
+// one GET stream carries every server message, answers included
+// (ssecarrier.go). The logic here is the same over both.
 
 // Header names of 2025 Streamable HTTP sessions.
 const (
