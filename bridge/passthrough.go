@@ -148,6 +148,12 @@ func (s *Session) passStart(ctx context.Context, c *call, f *rewrite.Frame, mk f
 	p.car = mk(p)
 	res := p.car.exchange(ctx, c, f.Raw, http.Header{})
 	frame = res.frame
+	if frame == nil && res.err != nil && ctx.Err() == nil {
+		// An HTTP+SSE session that ended during its own handshake (404).
+		frame = rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("cannot initialize: %v during the handshake; the next initialize will try again", res.err),
+			errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
+	}
 	if res.err != nil || frame == nil || gjson.GetBytes(frame, "error").Exists() {
 		// The server refused the handshake: the client sees why.
 		p.car.end()

@@ -300,3 +300,29 @@ func TestSSEEndpointOtherOrigin(t *testing.T) {
 		t.Errorf("the other origin got %d requests", hits)
 	}
 }
+
+// TestSSEReconnectFails: the server is gone after the stream dropped; a
+// later request waits --discover-timeout for a new session, then gets one
+// error that says so, and the proxy still exits cleanly.
+func TestSSEReconnectFails(t *testing.T) {
+	t.Parallel()
+	u := newSSEUpstream(t)
+	p := startProxy(t, []string{"--discover-timeout", "1s", "--log-format", "json", u.URL}).passthrough()
+	resultOf(t, p.call(`1`, "initialize", passInitParams))
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resultOf(t, p.call(`2`, "tools/list", `{}`))
+	u.CloseClientConnections()
+	u.Close()
+	waitLog(t, p.stderr, "the drop logged", func(l gjson.Result) bool {
+		return strings.Contains(l.Get("msg").String(), "HTTP+SSE stream dropped")
+	})
+	e := errorOf(t, p.call(`3`, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`))
+	msg := e.Get("message").String()
+	if !strings.Contains(msg, "could not start a new session within 1s") || !strings.Contains(msg, "dropped") {
+		t.Errorf("error %q: want it to name the dropped stream and the failed reconnect", msg)
+	}
+	p.closeStdin()
+	if code := p.waitExit(exitWait); code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+}

@@ -23,8 +23,8 @@
 //     hook has already done what it could.
 //   - every other error: bytes may have reached the server.
 //
-// With an Auth hook, every request (Post; Send's POST, GET and DELETE)
-// carries the hook's Authorization header. A 401, or a 403 whose challenge
+// With an Auth hook, every request (Post; Send's POST, GET and DELETE;
+// OpenLegacy's GET and SendTo's POST, see legacysse.go) carries the hook's Authorization header. A 401, or a 403 whose challenge
 // says insufficient_scope, is reported to the hook, and when it says so the
 // request is sent once more with the new header. This is the one exception
 // to "a tools/call is never replayed": the server's auth layer refused the
