@@ -99,8 +99,8 @@ func (s *Session) initialize(ctx context.Context, c *call, f *rewrite.Frame) []b
 // opened no event stream with an endpoint event.
 func (s *Session) sseFirst(ctx context.Context, c *call, f *rewrite.Frame) (frame []byte, done bool) {
 	only := s.cfg.Transport == TransportSSEOnly
-	if !only && s.cfg.Transport != TransportSSEFirst {
-		return nil, false
+	if !only && (s.cfg.Transport != TransportSSEFirst || s.cfg.Protocol == ProtocolModern) {
+		return nil, false // --protocol modern: a 2024-11-05 server is not wanted first
 	}
 	url := s.client.URL()
 	if only && s.cfg.Protocol == ProtocolModern {
