@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tidwall/gjson"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // initialize answers the legacy handshake locally from a server/discover
@@ -36,6 +38,9 @@ func (s *Session) initialize(ctx context.Context, c *call, f *rewrite.Frame) []b
 	meta := capabilities.Meta(caps, info, level)
 
 	url := s.client.URL()
+	if frame, done := s.sseFirst(ctx, c, f); done {
+		return frame
+	}
 	if s.cfg.Protocol == ProtocolLegacy {
 		s.verdict(opOf(ctx), "legacy", "forced by --protocol legacy; no probe")
 		return s.passInit(ctx, c, f)
@@ -88,12 +93,53 @@ func (s *Session) initialize(ctx context.Context, c *call, f *rewrite.Frame) []b
 	return rewrite.ResultFrame(id, result)
 }
 
+// sseFirst tries the HTTP+SSE transport before Streamable HTTP under
+// --transport sse-first and sse-only. done is false when Streamable HTTP
+// is to be tried: the default, or sse-first against a server whose GET
+// opened no event stream with an endpoint event.
+func (s *Session) sseFirst(ctx context.Context, c *call, f *rewrite.Frame) (frame []byte, done bool) {
+	only := s.cfg.Transport == TransportSSEOnly
+	if !only && (s.cfg.Transport != TransportSSEFirst || s.cfg.Protocol == ProtocolModern) {
+		return nil, false // --protocol modern: a 2024-11-05 server is not wanted first
+	}
+	url := s.client.URL()
+	if only && s.cfg.Protocol == ProtocolModern {
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
+			"--transport sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but --protocol modern demands a 2026-07-28 server; drop one of them",
+			errorData(url, 0, "", "")), true
+	}
+	frame, err := s.sseInit(ctx, c, f)
+	switch {
+	case err == nil:
+		return frame, true
+	case ctx.Err() != nil:
+		return nil, true
+	case only || isEndpointError(err) || capabilities.IsAuthError(err):
+		s.warn("no HTTP+SSE stream", zap.String("url", url), zap.Error(err))
+		hint := "; the next initialize will try again"
+		if only && !isEndpointError(err) {
+			hint = "; --transport sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use --transport http-first"
+		}
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "cannot initialize: "+err.Error()+hint, errorData(url, 0, "transport", "sse")), true
+	}
+	s.info("no HTTP+SSE stream; trying Streamable HTTP", zap.Error(err))
+	return nil, false
+}
+
+func isEndpointError(err error) bool {
+	var ee *routing.EndpointError
+	return errors.As(err, &ee)
+}
+
 // verdict logs the upstream era once per initialize, at info, and records
 // it in the trace.
 func (s *Session) verdict(op, era, reason string) {
 	mode := "bridge to 2026-07-28"
-	if era == "legacy" {
+	switch era {
+	case capabilities.Legacy.String():
 		mode = "passthrough (2025 on both sides)"
+	case capabilities.LegacySSE.String():
+		mode = "passthrough over the HTTP+SSE transport (2024-11-05)"
 	}
 	s.info("upstream era detected", zap.String("era", era), zap.String("mode", mode), zap.String("url", s.client.URL()), zap.String("reason", reason))
 	s.traceEvent(op, "era: "+era+" ("+reason+"); mode: "+mode)

@@ -32,6 +32,11 @@ import (
 //	client request ──▶ queue ──▶ POST ──▶ JSON or SSE ──▶ messages to the client
 //	client notification / answer ──▶ poster (in order) ──▶ POST (202)
 //	GET stream ──▶ server requests and notifications ──▶ client
+//
+// How messages travel is the carrier's (carrier.go): Streamable HTTP as
+// above, or, for an old server (2024-11-05), the HTTP+SSE transport, where
+// one GET stream carries every server message, answers included
+// (ssecarrier.go). The logic here is the same over both.
 
 // Header names of 2025 Streamable HTTP sessions.
 const (
@@ -69,6 +74,7 @@ type passthrough struct {
 	getCancel   context.CancelFunc // the GET stream of the current session
 	ownID       int64
 	lastPost    chan struct{} // closed when the last queued client message is POSTed
+	car         carrier       // how messages travel: Streamable HTTP or HTTP+SSE
 
 	reinitMu sync.Mutex // one re-initialization at a time
 }
@@ -99,31 +105,74 @@ func (p *passthrough) header() (http.Header, int) {
 	return h, p.gen
 }
 
-// passInit forwards the client's initialize to a legacy server and, when it
-// succeeds, puts the session into passthrough mode before the answer goes
-// out, so that every later client message takes the passthrough path.
+// passInit forwards the client's initialize to a legacy server over
+// Streamable HTTP. When the server refuses the POST the way a 2024-11-05
+// HTTP+SSE server does (400, 404 or 405 without a JSON-RPC message), it
+// tries the old transport, as mcp-remote does, unless --transport
+// http-only (or sse-first, which has tried it already) rules it out.
 func (s *Session) passInit(ctx context.Context, c *call, f *rewrite.Frame) []byte {
-	p := &passthrough{s: s, posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
-	frame, sid, err := p.handshake(ctx, c, f.Raw)
-	if err != nil || frame == nil {
+	frame, refused := s.passStart(ctx, c, f, func(p *passthrough) carrier { return &streamable{p: p} })
+	if !refused {
 		return frame
 	}
-	if gjson.GetBytes(frame, "error").Exists() {
-		return frame // the server refused the handshake: the client sees why
+	switch s.cfg.Transport {
+	case TransportHTTPOnly:
+		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			gjson.GetBytes(frame, "error.message").String()+"; if it is an old HTTP+SSE server (MCP 2024-11-05), drop --transport http-only (or use --transport sse-only)",
+			[]byte(gjson.GetBytes(frame, "error.data").Raw))
+	case TransportSSEFirst:
+		return frame
 	}
-	p.sessionID = sid
+	s.info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(frame, "error.data.httpStatus").Int())))
+	sframe, err := s.sseInit(ctx, c, f)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
+		if isEndpointError(err) {
+			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "cannot initialize: "+err.Error(), errorData(s.client.URL(), 0, "cause", "endpoint origin"))
+		}
+		return frame
+	}
+	return sframe
+}
+
+// passStart forwards the client's initialize over the carrier mk makes
+// and, when it succeeds, puts the session into passthrough mode before the
+// answer goes out, so that every later client message takes the
+// passthrough path. refused reports a POST refused the way a 2024-11-05
+// server refuses it (the frame is then the proxy's error for it).
+func (s *Session) passStart(ctx context.Context, c *call, f *rewrite.Frame, mk func(*passthrough) carrier) (frame []byte, refused bool) {
+	p := &passthrough{s: s, posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
+	p.car = mk(p)
+	res := p.car.exchange(ctx, c, f.Raw, http.Header{})
+	frame = res.frame
+	if frame == nil && res.err != nil && ctx.Err() == nil {
+		// An HTTP+SSE session that ended during its own handshake (404).
+		frame = rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("cannot initialize: %v during the handshake; the next initialize will try again", res.err),
+			errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
+	}
+	if res.err != nil || frame == nil || gjson.GetBytes(frame, "error").Exists() {
+		// The server refused the handshake: the client sees why.
+		p.car.end()
+		return frame, res.refused
+	}
+	p.sessionID = res.sessionID
 	p.version = gjson.GetBytes(frame, "result.protocolVersion").String()
 	c.rewrites = []string{"passthrough"}
+	p.car.started()
 	s.pass.Store(p)
 	s.listen.start(func() { p.poster(s.ctx) })
-	s.info("passthrough session started", zap.String("protocolVersion", p.version), zap.Bool("sessionId", sid != ""))
-	return frame
+	s.info("passthrough session started", zap.String("transport", p.car.name()), zap.String("protocolVersion", p.version), zap.Bool("sessionId", res.sessionID != ""))
+	return frame, false
 }
 
 // handshake POSTs an initialize without session headers and returns the
 // answer and the session id the server gave.
 func (p *passthrough) handshake(ctx context.Context, c *call, body []byte) ([]byte, string, error) {
-	res := p.exchange(ctx, c, body, http.Header{})
+	res := p.car.exchange(ctx, c, body, http.Header{})
 	return res.frame, res.sessionID, res.err
 }
 
@@ -133,6 +182,16 @@ type passResult struct {
 	again     retryKind // whether a failure may be retried
 	sessionID string    // the Mcp-Session-Id the answer carried
 	err       error     // errExpired, or why there is no frame
+	// refused: the POST was answered 400, 404 or 405 without a JSON-RPC
+	// message, which is how a 2024-11-05 HTTP+SSE server answers a POST to
+	// its stream's URL (mcp-remote's cue to try the old transport).
+	refused bool
+}
+
+// refusal reports an HTTP status with which a 2024-11-05 server refuses a
+// POST to its event stream's URL.
+func refusal(status int) bool {
+	return status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusMethodNotAllowed
 }
 
 // passRequest forwards one client request and returns its one answer. The
@@ -149,13 +208,16 @@ func (s *Session) passRequest(ctx context.Context, c *call, f *rewrite.Frame) []
 			return nil
 		}
 	}
+	if frame, ok := p.car.wait(ctx, c); !ok {
+		return frame
+	}
 	for reinit := false; ; reinit = true {
 		var res passResult
 		var gen int
 		frame, _, _ := s.attempt(ctx, c, f.Method, func() ([]byte, int, retryKind) {
 			var h http.Header
 			h, gen = p.header()
-			res = p.exchange(ctx, c, f.Raw, h)
+			res = p.car.exchange(ctx, c, f.Raw, h)
 			return res.frame, 0, res.again
 		})
 		if !errors.Is(res.err, errExpired) {
@@ -210,7 +272,8 @@ func (p *passthrough) remember(f *rewrite.Frame, answer []byte) {
 // exchange POSTs one message and reads the answer to c.id. Server requests
 // and notifications on the stream go to the client as they come; a stream
 // that drops before the answer is resumed with GET and Last-Event-ID.
-func (p *passthrough) exchange(ctx context.Context, c *call, body []byte, h http.Header) passResult {
+func (t *streamable) exchange(ctx context.Context, c *call, body []byte, h http.Header) passResult {
+	p := t.p
 	s := p.s
 	actx, touch, stop := s.deadlines(ctx, c)
 	defer stop()
@@ -226,10 +289,11 @@ func (p *passthrough) exchange(ctx context.Context, c *call, body []byte, h http
 	last := ""                  // the id of the last event seen, over the resumptions
 	delay := defaultResumeDelay // the last retry: the stream named
 	for resumes := 0; ; resumes++ {
-		frame, done := p.read(actx, c, resp, start, touch)
+		frame, done, server := t.read(actx, c, resp, start, touch)
 		resp.Close()
 		if done || ctx.Err() != nil {
 			res.frame = frame
+			res.refused = !server && refusal(resp.Status)
 			if frame == nil && ctx.Err() == nil {
 				res.frame = s.timedOut(actx, c, c.method)
 			}
@@ -281,8 +345,11 @@ func (p *passthrough) exchange(ctx context.Context, c *call, body []byte, h http
 }
 
 // read reads one answer body or stream. It returns the client's answer and
-// true, or false when an event stream ended before the answer.
-func (p *passthrough) read(ctx context.Context, c *call, resp *routing.Response, start time.Time, touch func()) ([]byte, bool) {
+// true, or false when an event stream ended before the answer; server is
+// true when the answer is the server's own JSON-RPC message (false for an
+// error the proxy made of an HTTP failure).
+func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, start time.Time, touch func()) (frame []byte, done, server bool) {
+	p := t.p
 	s := p.s
 	first := true
 	for {
@@ -290,25 +357,25 @@ func (p *passthrough) read(ctx context.Context, c *call, resp *routing.Response,
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
-				return nil, true
+				return nil, true, false
 			case errors.Is(err, io.EOF):
 				if resp.IsSSE() && resp.Status < 300 {
-					return nil, false
+					return nil, false, false
 				}
-				return s.noAnswer(c, c.method, resp, ""), true
+				return s.noAnswer(c, c.method, resp, ""), true, false
 			case errors.Is(err, routing.ErrContentType):
-				return s.httpFailure(c.id, c.method, resp, msg), true
+				return s.httpFailure(c.id, c.method, resp, msg), true, false
 			case errors.Is(err, routing.ErrTooLarge):
 				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", c.method),
-					errorData(s.client.URL(), resp.Status, "", "")), true
+					errorData(s.client.URL(), resp.Status, "", "")), true, false
 			}
 			if resp.IsSSE() {
-				return nil, false // a broken stream: resumable like an ended one
+				return nil, false, false // a broken stream: resumable like an ended one
 			}
 			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", c.method, err),
-				errorData(s.client.URL(), resp.Status, "", "")), true
+				errorData(s.client.URL(), resp.Status, "", "")), true, false
 		}
 		touch()
 		status := 0
@@ -321,22 +388,22 @@ func (p *passthrough) read(ctx context.Context, c *call, resp *routing.Response,
 		switch {
 		case perr != nil && !resp.IsSSE():
 			if resp.Status < 300 {
-				return s.invalidBody(c.id, c.method, resp, msg, perr), true
+				return s.invalidBody(c.id, c.method, resp, msg, perr), true, false
 			}
-			return s.httpFailure(c.id, c.method, resp, msg), true
+			return s.httpFailure(c.id, c.method, resp, msg), true, false
 		case perr != nil:
 			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.logFrame(msg)))
 		case m.Kind == rewrite.KindResponse && m.ID.Raw == string(c.id):
-			return clone(m.Raw), true
+			return clone(m.Raw), true, true
 		case m.Kind == rewrite.KindResponse && m.ID.Type == gjson.Null && m.Error.Exists():
 			// An error about an unreadable request: it is this one's.
-			return rewrite.ErrorFrameRaw(c.id, []byte(m.Error.Raw)), true
+			return rewrite.ErrorFrameRaw(c.id, []byte(m.Error.Raw)), true, true
 		case m.Kind == rewrite.KindResponse:
 			s.warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", c.id))
 			if !resp.IsSSE() {
 				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 					fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", c.method, m.ID.Raw, c.id),
-					errorData(s.client.URL(), resp.Status, "", "")), true
+					errorData(s.client.URL(), resp.Status, "", "")), true, false
 			}
 		default:
 			s.sendOp(clone(m.Raw), c.op, nil) // a server request or notification
@@ -354,7 +421,7 @@ func (s *Session) passNotification(p *passthrough, f *rewrite.Frame, op string) 
 		p.mu.Lock()
 		p.initialized = true
 		p.mu.Unlock()
-		j.after = func() { p.openGet(s.ctx) }
+		j.after = func() { p.car.openGet(s.ctx) }
 	case "notifications/cancelled":
 		id := f.Params.Get("requestId")
 		s.mu.Lock()
@@ -442,13 +509,19 @@ func (p *passthrough) send(ctx context.Context, j clientPost) {
 	if what == "" {
 		what = "an answer to a server request"
 	}
+	if _, ok := p.car.wait(ctx, nil); !ok {
+		if ctx.Err() == nil {
+			s.warn("the upstream connection is down; a client message was dropped", zap.String("message", what))
+		}
+		return
+	}
 	for attempt := 0; attempt < 2; attempt++ {
 		h, gen := p.header()
-		status, err := p.fire(ctx, j.op, j.body, h)
+		status, err := p.car.fire(ctx, j.op, j.body, h)
 		switch {
 		case ctx.Err() != nil:
 			return
-		case status == http.StatusNotFound && h.Get(headerSessionID) != "":
+		case p.car.expired(status, h):
 			if rerr := p.reinit(ctx, gen); rerr != nil {
 				s.warn("cannot start a new MCP session", zap.Error(rerr))
 				return
@@ -470,7 +543,8 @@ func (p *passthrough) send(ctx context.Context, j clientPost) {
 
 // fire POSTs a message that expects no answer (202 Accepted) and returns
 // the status. A body that comes anyway is read for server messages.
-func (p *passthrough) fire(ctx context.Context, op string, body []byte, h http.Header) (int, error) {
+func (t *streamable) fire(ctx context.Context, op string, body []byte, h http.Header) (int, error) {
+	p := t.p
 	s := p.s
 	s.traceHTTP(op, http.MethodPost, body, h, []string{"passthrough"})
 	start := time.Now()
@@ -484,14 +558,15 @@ func (p *passthrough) fire(ctx context.Context, op string, body []byte, h http.H
 	defer resp.Close()
 	s.traceDown(op, nil, resp.Status, start, nil)
 	if resp.IsSSE() {
-		p.relay(pctx, op, resp)
+		t.relay(pctx, op, resp)
 	}
 	return resp.Status, nil
 }
 
 // relay delivers the server requests and notifications of a stream that
 // answers no client request (the GET stream), until it ends.
-func (p *passthrough) relay(ctx context.Context, op string, resp *routing.Response) {
+func (t *streamable) relay(ctx context.Context, op string, resp *routing.Response) {
+	p := t.p
 	s := p.s
 	for {
 		msg, err := resp.Next()
@@ -518,7 +593,8 @@ func (p *passthrough) relay(ctx context.Context, op string, resp *routing.Respon
 // means the server offers none. A dropped stream is reopened, with
 // Last-Event-ID when it had event ids, after the server's retry delay or a
 // bounded backoff.
-func (p *passthrough) openGet(ctx context.Context) {
+func (t *streamable) openGet(ctx context.Context) {
+	p := t.p
 	p.mu.Lock()
 	if p.getCancel != nil {
 		p.getCancel()
@@ -526,10 +602,11 @@ func (p *passthrough) openGet(ctx context.Context) {
 	gctx, cancel := context.WithCancel(ctx)
 	p.getCancel = cancel
 	p.mu.Unlock()
-	p.s.listen.start(func() { p.get(gctx) })
+	p.s.listen.start(func() { t.get(gctx) })
 }
 
-func (p *passthrough) get(ctx context.Context) {
+func (t *streamable) get(ctx context.Context) {
+	p := t.p
 	s := p.s
 	op := "get-stream"
 	last := ""
@@ -568,7 +645,7 @@ func (p *passthrough) get(ctx context.Context) {
 			s.warn("the upstream GET stream was refused; retrying", zap.Int("httpStatus", resp.Status), zap.String("contentType", resp.ContentType), zap.Duration("after", backoff))
 		default:
 			s.traceDown(op, nil, resp.Status, start, nil)
-			p.relay(ctx, op, resp)
+			t.relay(ctx, op, resp)
 			resp.Close()
 			if id := resp.LastEventID(); id != "" {
 				last = id
@@ -611,8 +688,11 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	p.mu.Unlock()
 	s := p.s
 	op := "reinit-" + strconv.Itoa(gen+1)
-	s.info("the upstream server ended the MCP session (HTTP 404); starting a new one with the client's initialize")
+	s.info("the upstream MCP session ended; starting a new one with the client's initialize", zap.String("transport", p.car.name()))
 
+	if err := p.car.connect(ctx); err != nil {
+		return err
+	}
 	body, id := p.own(p.initFrame)
 	c := &call{id: id, method: "initialize", op: op, start: time.Now()}
 	frame, sid, err := p.handshake(ctx, c, body)
@@ -632,7 +712,7 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	p.mu.Unlock()
 	h, _ := p.header()
 	if initialized {
-		if status, err := p.fire(ctx, op, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), h); err != nil || status >= 300 {
+		if status, err := p.car.fire(ctx, op, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), h); err != nil || status >= 300 {
 			return fmt.Errorf("the server refused notifications/initialized (HTTP %d, %v)", status, err)
 		}
 	}
@@ -647,13 +727,14 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	for _, r := range replays {
 		body, id := p.own(r)
 		method := gjson.GetBytes(r, "method").String()
-		res := p.exchange(ctx, &call{id: id, method: method, op: op, start: time.Now()}, body, h)
+		res := p.car.exchange(ctx, &call{id: id, method: method, op: op, start: time.Now()}, body, h)
 		if res.frame == nil || gjson.GetBytes(res.frame, "error").Exists() {
 			s.warn("replaying session state in the new MCP session failed", zap.String("method", method), zap.ByteString("answer", s.logFrame(res.frame)))
 		}
 	}
+	p.car.started()
 	if initialized {
-		p.openGet(s.ctx)
+		p.car.openGet(s.ctx)
 	}
 	s.info("new MCP session started", zap.String("protocolVersion", version))
 	return nil
@@ -673,9 +754,13 @@ func (p *passthrough) own(msg []byte) ([]byte, []byte) {
 	return b, id
 }
 
+// end ends the upstream session on exit.
+func (p *passthrough) end() { p.car.end() }
+
 // end ends the session with DELETE on exit; a 405 (the server does not let
 // clients end sessions) is fine.
-func (p *passthrough) end() {
+func (t *streamable) end() {
+	p := t.p
 	h, _ := p.header()
 	if h.Get(headerSessionID) == "" {
 		return

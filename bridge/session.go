@@ -99,6 +99,9 @@ type Config struct {
 	// server answered with (passed through). It runs on a worker: keep it
 	// short.
 	OnInitialized func(era string)
+	// Transport is the --transport choice (TransportHTTPFirst, the default;
+	// see ssecarrier.go): when to try the 2024-11-05 HTTP+SSE transport.
+	Transport string
 }
 
 // The --protocol choices.

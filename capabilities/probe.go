@@ -20,12 +20,18 @@ import (
 // Era is the verdict of a probe.
 type Era int
 
-// The verdicts. Only Modern and Legacy are evidence about the server and may
-// be cached; Unknown is a failure to learn anything (try again later).
+// The verdicts. Only Modern, Legacy and LegacySSE are evidence about the
+// server and may be cached; Unknown is a failure to learn anything (try
+// again later).
 const (
 	Unknown Era = iota
 	Modern
 	Legacy
+	// LegacySSE is a 2024-11-05 server on the old HTTP+SSE transport: it
+	// refuses POSTs to its URL, and a GET opens an event stream whose first
+	// event names the endpoint to POST to (routing.OpenLegacy). The probe
+	// never returns it: the bridge learns it from that GET.
+	LegacySSE
 )
 
 func (e Era) String() string {
@@ -34,6 +40,8 @@ func (e Era) String() string {
 		return "modern"
 	case Legacy:
 		return "legacy"
+	case LegacySSE:
+		return "legacy-sse"
 	}
 	return "unknown"
 }

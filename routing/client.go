@@ -23,8 +23,8 @@
 //     hook has already done what it could.
 //   - every other error: bytes may have reached the server.
 //
-// With an Auth hook, every request (Post; Send's POST, GET and DELETE)
-// carries the hook's Authorization header. A 401, or a 403 whose challenge
+// With an Auth hook, every request (Post; Send's POST, GET and DELETE;
+// OpenLegacy's GET and SendTo's POST, see legacysse.go) carries the hook's Authorization header. A 401, or a 403 whose challenge
 // says insufficient_scope, is reported to the hook, and when it says so the
 // request is sent once more with the new header. This is the one exception
 // to "a tools/call is never replayed": the server's auth layer refused the
@@ -232,7 +232,7 @@ func rootCause(err error) error {
 // Base64 sentinel would otherwise be used and the value allows it.
 func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*Response, error) {
 	raw := RawUTF8Headers(ctx)
-	return c.do(ctx, http.MethodPost, body, func(h http.Header) { writeHeaders(h, body, params, raw) })
+	return c.do(ctx, c.url, http.MethodPost, body, func(h http.Header) { writeHeaders(h, body, params, raw) })
 }
 
 // Send makes one 2025-era (passthrough) HTTP request: method is POST, GET
@@ -241,7 +241,7 @@ func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*
 // Last-Event-ID). The user's headers and User-Agent come on top, as for
 // Post; no header is derived from the body, since a 2025 server needs none.
 func (c *Client) Send(ctx context.Context, method string, body []byte, h http.Header) (*Response, error) {
-	return c.do(ctx, method, body, func(rh http.Header) {
+	return c.do(ctx, c.url, method, body, func(rh http.Header) {
 		switch method {
 		case http.MethodPost:
 			rh.Set("Content-Type", "application/json")
@@ -259,9 +259,9 @@ func (c *Client) Send(ctx context.Context, method string, body []byte, h http.He
 // the protocol headers set() adds on top, then the Auth hook's
 // Authorization. A request the server's auth layer refused is sent once
 // more when the hook says so.
-func (c *Client) do(ctx context.Context, method string, body []byte, set func(http.Header)) (*Response, error) {
+func (c *Client) do(ctx context.Context, target, method string, body []byte, set func(http.Header)) (*Response, error) {
 	if c.auth == nil {
-		resp, err := c.send(ctx, method, body, set, "")
+		resp, err := c.send(ctx, target, method, body, set, "")
 		if err != nil {
 			return nil, err
 		}
@@ -271,7 +271,7 @@ func (c *Client) do(ctx context.Context, method string, body []byte, set func(ht
 	if err != nil {
 		return nil, c.authError(err)
 	}
-	resp, err := c.send(ctx, method, body, set, authz)
+	resp, err := c.send(ctx, target, method, body, set, authz)
 	if err != nil || !authRefused(resp) {
 		if err != nil {
 			return nil, err
@@ -290,21 +290,21 @@ func (c *Client) do(ctx context.Context, method string, body []byte, set func(ht
 	if authz, err = c.auth.Authorization(ctx); err != nil {
 		return nil, c.authError(err)
 	}
-	resp, err = c.send(ctx, method, body, set, authz)
+	resp, err = c.send(ctx, target, method, body, set, authz)
 	if err != nil {
 		return nil, err
 	}
 	return newResponse(resp, c.max), nil // a second refusal goes to the caller as it is
 }
 
-// send makes one HTTP request; authz, when not empty, is its
-// Authorization header.
-func (c *Client) send(ctx context.Context, method string, body []byte, set func(http.Header), authz string) (*http.Response, error) {
+// send makes one HTTP request to target (the endpoint, or a URL of its
+// origin); authz, when not empty, is its Authorization header.
+func (c *Client) send(ctx context.Context, target, method string, body []byte, set func(http.Header), authz string) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url, rd)
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
 		return nil, &TransportError{Kind: KindDial, URL: c.URL(), Err: err}
 	}
@@ -402,6 +402,9 @@ type Response struct {
 	size int64 // Content-Length, -1 when unknown
 	done bool
 	room []byte // the JSON body's whole buffer, when it has room in front
+	// final is the URL that gave the answer, after same-origin redirects:
+	// a relative 2024-11-05 endpoint is resolved against it.
+	final *url.URL
 }
 
 func newResponse(resp *http.Response, max int) *Response {
@@ -413,6 +416,9 @@ func newResponse(resp *http.Response, max int) *Response {
 		body:        resp.Body,
 		max:         max,
 		size:        resp.ContentLength,
+	}
+	if resp.Request != nil {
+		r.final = resp.Request.URL
 	}
 	if r.ContentType == "text/event-stream" {
 		r.sse = NewSSEReader(resp.Body, max)

@@ -29,6 +29,8 @@ type SSEReader struct {
 	id    string // the committed last event id
 	next  string // the id field of the event being read
 	retry time.Duration
+	event string // the type of the event Next last returned
+	typ   string // the event field of the event being read
 }
 
 // LastEventID is the last event id the stream set (the SSE "id:" field),
@@ -38,6 +40,10 @@ func (s *SSEReader) LastEventID() string { return s.id }
 // Retry is the reconnection delay the stream asked for (the SSE "retry:"
 // field), or 0 when it asked for none.
 func (s *SSEReader) Retry() time.Duration { return s.retry }
+
+// Event is the type of the event Next last returned (its "event:" field),
+// "" when it named none (a "message" event).
+func (s *SSEReader) Event() string { return s.event }
 
 // NewSSEReader reads events from r; max bounds one event's data (0 means
 // unlimited).
@@ -70,6 +76,7 @@ func (s *SSEReader) Next() ([]byte, error) {
 				}
 			}
 			if s.saw && len(s.data) > 0 {
+				s.event, s.typ = s.typ, ""
 				return s.data, nil // its id is not committed: resume before it
 			}
 			return nil, io.EOF
@@ -79,9 +86,10 @@ func (s *SSEReader) Next() ([]byte, error) {
 			// event without data (a priming event).
 			s.id = s.next
 			if s.saw && len(s.data) > 0 {
+				s.event, s.typ = s.typ, ""
 				return s.data, nil
 			}
-			s.saw = false // an event with empty data is not dispatched (the SSE spec)
+			s.saw, s.typ = false, "" // an event with empty data is not dispatched (the SSE spec)
 			continue
 		}
 		if err := s.field(line); err != nil {
@@ -105,6 +113,9 @@ func (s *SSEReader) field(line []byte) error {
 		if bytes.IndexByte(value, 0) < 0 {
 			s.next = string(value)
 		}
+		return nil
+	case "event":
+		s.typ = string(value)
 		return nil
 	case "retry":
 		if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {

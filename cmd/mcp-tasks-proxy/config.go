@@ -38,6 +38,8 @@ type config struct {
 	demoLegacy bool
 	// protocol forces the upstream era: auto (default), modern or legacy.
 	protocol string
+	// transport is --transport (transportflag.go).
+	transport transportFlag
 	// logLevel is the minimum level written to the log (default warn).
 	logLevel string
 	// logFormat is console (for people) or json (for machines).
@@ -329,6 +331,7 @@ func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
 	fs.BoolVar(&c.demoLegacy, "demo-legacy", false, "")
 	fs.BoolVar(&c.demoOAuth, "demo-oauth", false, "")
 	fs.StringVar(&c.protocol, "protocol", bridge.ProtocolAuto, "")
+	c.transport.register(fs)
 	fs.StringVar(&c.logLevel, "log-level", "warn", "")
 	fs.StringVar(&c.logFormat, "log-format", "console", "")
 	fs.StringVar(&c.logFile, "log-file", "", "")
@@ -694,6 +697,9 @@ Flags:
   --protocol ERA            the server's era: auto (default: probe with server/discover at
                             initialize), modern (2026-07-28 only; a 2025 server is an
                             error) or legacy (pass 2025 through, no probe)
+  --transport MODE          http-first (default: Streamable HTTP, then the old HTTP+SSE
+                            transport of 2024-11-05 when the POST is refused), http-only,
+                            sse-first or sse-only (mcp-remote's values)
   --demo                    start the embedded 2026-07-28 demo server and bridge to it
   --demo-legacy             start an embedded 2025 demo server (passthrough mode)
   --demo-oauth              with --demo: put the demo server behind an embedded OAuth

@@ -226,6 +226,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		DrainTimeout:   cfg.drainTimeout,
 		IgnoreTools:    cfg.ignoreTools,
 		OnInitialized:  eraLine(isTTY(stdin) && !cfg.silent, stderr),
+		Transport:      cfg.transport.String(),
 	})
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 

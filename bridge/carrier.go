@@ -1,0 +1,55 @@
+package bridge
+
+import (
+	"context"
+	"net/http"
+)
+
+// A carrier is how passthrough messages travel to and from a legacy
+// server; the passthrough logic (the client's handshake, ordering, retries,
+// session expiry and re-initialization) is the same over both:
+//
+//   - streamable: 2025 Streamable HTTP. Each request is POSTed and
+//     answered on its own response; the GET stream carries the rest.
+//   - sseCarrier: the 2024-11-05 HTTP+SSE transport. One GET stream
+//     carries every server message, answers included; messages are POSTed
+//     to the endpoint it named.
+type carrier interface {
+	// name names the transport, for logs.
+	name() string
+	// connect prepares a new upstream session before its initialize is
+	// sent (a re-initialization): HTTP+SSE opens a new event stream.
+	connect(ctx context.Context) error
+	// started is called once an upstream session is initialized.
+	started()
+	// wait holds a client message until the carrier can send it. It
+	// returns false when it cannot, with the error for c (nil when c is
+	// nil or ctx ended).
+	wait(ctx context.Context, c *call) ([]byte, bool)
+	// exchange sends one request and returns its one answer.
+	exchange(ctx context.Context, c *call, body []byte, h http.Header) passResult
+	// fire sends a message that expects no answer and returns the HTTP
+	// status.
+	fire(ctx context.Context, op string, body []byte, h http.Header) (int, error)
+	// expired reports whether a status fire returned for a message sent
+	// with the session headers h means that the session has ended.
+	expired(status int, h http.Header) bool
+	// openGet starts receiving the server's own messages, after
+	// notifications/initialized.
+	openGet(ctx context.Context)
+	// end ends the upstream session (on exit, or a refused handshake).
+	end()
+}
+
+// streamable is the 2025 Streamable HTTP carrier.
+type streamable struct{ p *passthrough }
+
+func (t *streamable) name() string                  { return "streamable-http" }
+func (t *streamable) connect(context.Context) error { return nil }
+func (t *streamable) started()                      {}
+
+func (t *streamable) wait(context.Context, *call) ([]byte, bool) { return nil, true }
+
+func (t *streamable) expired(status int, h http.Header) bool {
+	return status == http.StatusNotFound && h.Get(headerSessionID) != ""
+}

@@ -1,0 +1,421 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// The --transport choices (mcp-remote's values): which upstream transport
+// is tried first, and whether the other one is tried at all.
+const (
+	// TransportHTTPFirst (the default): Streamable HTTP, and the 2024-11-05
+	// HTTP+SSE transport when the server refuses the initialize POST with
+	// 400, 404 or 405 and no JSON-RPC message.
+	TransportHTTPFirst = "http-first"
+	// TransportHTTPOnly: Streamable HTTP only.
+	TransportHTTPOnly = "http-only"
+	// TransportSSEFirst: HTTP+SSE, and Streamable HTTP when the GET does not
+	// open an event stream with an endpoint event.
+	TransportSSEFirst = "sse-first"
+	// TransportSSEOnly: HTTP+SSE only.
+	TransportSSEOnly = "sse-only"
+)
+
+// sseStreamOp is the trace's op for the messages of the HTTP+SSE stream.
+const sseStreamOp = "sse-stream"
+
+// sseCarrier carries passthrough messages over the HTTP+SSE transport of
+// MCP 2024-11-05 (routing.OpenLegacy): every server message, the answers
+// to the client's requests included, comes on one GET stream, and each
+// client message is POSTed to the endpoint the stream named.
+//
+// The transport has no resumption, and a new GET is a new session on the
+// server. So when the stream drops, every request waiting for its answer
+// gets an error naming the cause (the request may or may not have run),
+// and the proxy reconnects with backoff and re-initializes, as it does when
+// a 2025 session expires: it replays the client's initialize,
+// notifications/initialized, the log level and the resource
+// subscriptions. Requests that come meanwhile wait for the new session, up
+// to --discover-timeout, then fail with an error that says so. A POST
+// answered 404 (session not found) is a session expiry too.
+type sseCarrier struct {
+	p *passthrough
+	s *Session
+
+	mu           sync.Mutex
+	endpoint     string             // where to POST, on the URL's origin
+	gen          int                // the stream's generation
+	stop         context.CancelFunc // ends the current stream
+	waiters      map[string]*sseWaiter
+	down         error         // why there is no stream; nil while one is open
+	up           chan struct{} // closed while an initialized session is up
+	ready        bool          // up is closed
+	live         bool          // the client's session is established: reconnect after a drop
+	reconnecting bool          // a reconnect loop runs
+}
+
+// sseWaiter is a request waiting for its answer on the stream.
+type sseWaiter struct {
+	ch    chan sseAnswer // buffered: one answer
+	touch func()         // restarts the request's idle timer
+}
+
+type sseAnswer struct {
+	frame []byte
+	err   error // the stream dropped, or the session was replaced
+}
+
+func newSSECarrier(s *Session) *sseCarrier {
+	return &sseCarrier{s: s, waiters: map[string]*sseWaiter{}, up: make(chan struct{})}
+}
+
+// sseInit opens an HTTP+SSE stream and, when the server opens one with an
+// endpoint event, forwards the client's initialize over it. err says why
+// the server is not an HTTP+SSE server (the handshake's own failure is in
+// the frame).
+func (s *Session) sseInit(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, error) {
+	t := newSSECarrier(s)
+	if err := t.open(ctx, false); err != nil {
+		return nil, err
+	}
+	s.verdict(opOf(ctx), capabilities.LegacySSE.String(), "a GET opened an event stream with an endpoint event")
+	frame, _ := s.passStart(ctx, c, f, func(p *passthrough) carrier {
+		t.p = p
+		return t
+	})
+	return frame, nil
+}
+
+func (t *sseCarrier) name() string { return "http+sse" }
+
+// open GETs a new event stream, reads its endpoint, and starts reading its
+// messages; the stream it replaces is closed, and requests waiting on it
+// fail. ctx bounds the opening only: the stream lasts as long as the
+// session. A reconnect is unattended: it may refresh a token, never start a
+// sign-in.
+func (t *sseCarrier) open(ctx context.Context, reconnect bool) error {
+	s := t.s
+	sctx, cancel := context.WithCancel(s.ctx)
+	if reconnect {
+		sctx = routing.Unattended(sctx)
+	}
+	abort := context.AfterFunc(ctx, cancel)
+	s.traceHTTP(sseStreamOp, http.MethodGet, nil, nil, []string{"sse"})
+	start := time.Now()
+	st, err := s.client.OpenLegacy(sctx, min(s.cfg.DiscoverTimeout, routing.DefaultEndpointWait))
+	if !abort() {
+		err = errors.Join(ctx.Err(), err)
+	}
+	if err != nil {
+		if st != nil {
+			st.Close()
+		}
+		cancel()
+		s.traceDown(sseStreamOp, nil, 0, start, err)
+		return err
+	}
+	s.traceDown(sseStreamOp, nil, st.Status, start, nil)
+	t.mu.Lock()
+	if t.stop != nil {
+		t.stop()
+	}
+	t.gen++
+	gen := t.gen
+	t.stop, t.endpoint, t.down = cancel, st.Endpoint, nil
+	old := t.waiters
+	t.waiters = map[string]*sseWaiter{}
+	t.mu.Unlock()
+	for _, w := range old {
+		w.ch <- sseAnswer{err: errors.New("the upstream server ended the MCP session")}
+	}
+	s.debug("HTTP+SSE stream open", zap.String("endpoint", routing.Redact(st.Endpoint)))
+	if !s.listen.start(func() { t.run(st, gen) }) {
+		st.Close()
+		cancel()
+		return context.Canceled
+	}
+	return nil
+}
+
+// run reads the stream: answers go to the requests waiting for them,
+// server requests and notifications to the client.
+func (t *sseCarrier) run(st *routing.LegacyStream, gen int) {
+	s := t.s
+	defer st.Close()
+	for {
+		msg, err := st.Next()
+		if err != nil {
+			t.dropped(gen, err)
+			return
+		}
+		t.touchAll()
+		if ev := st.Event(); ev != "" && ev != "message" {
+			s.debug("HTTP+SSE event skipped", zap.String("event", ev))
+			continue
+		}
+		if s.tracing() {
+			s.traceDown(sseStreamOp, msg, 0, time.Now(), nil)
+		}
+		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
+		switch {
+		case perr != nil:
+			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.logFrame(msg)))
+		case m.Kind == rewrite.KindResponse:
+			t.deliver(m.ID.Raw, clone(m.Raw))
+		default:
+			s.sendOp(clone(m.Raw), sseStreamOp, nil)
+		}
+	}
+}
+
+// deliver hands an answer to the request waiting for it.
+func (t *sseCarrier) deliver(id string, frame []byte) {
+	t.mu.Lock()
+	w := t.waiters[id]
+	delete(t.waiters, id)
+	t.mu.Unlock()
+	if w == nil {
+		t.s.debug("upstream response for no waiting request dropped (cancelled or timed out)", zap.String("id", id))
+		return
+	}
+	w.ch <- sseAnswer{frame: frame}
+}
+
+func (t *sseCarrier) touchAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, w := range t.waiters {
+		w.touch()
+	}
+}
+
+// dropped fails the requests waiting on the stream of generation gen and
+// starts reconnecting, once the client's session is established.
+func (t *sseCarrier) dropped(gen int, err error) {
+	s := t.s
+	if s.ctx.Err() != nil {
+		return // the session is ending
+	}
+	if errors.Is(err, io.EOF) {
+		err = errors.New("the server closed it")
+	}
+	t.mu.Lock()
+	if gen != t.gen {
+		t.mu.Unlock()
+		return // a newer stream replaced it
+	}
+	t.down = fmt.Errorf("the HTTP+SSE event stream from the upstream server dropped (%v)", err)
+	down := t.down
+	old := t.waiters
+	t.waiters = map[string]*sseWaiter{}
+	if t.ready {
+		t.up, t.ready = make(chan struct{}), false
+	}
+	reconnect := t.live && !t.reconnecting
+	t.reconnecting = t.reconnecting || reconnect
+	t.mu.Unlock()
+	s.warn("the upstream HTTP+SSE stream dropped; requests waiting for answers fail, and the proxy reconnects with a new session", zap.Error(err), zap.Int("waiting", len(old)))
+	for _, w := range old {
+		w.ch <- sseAnswer{err: down}
+	}
+	if reconnect {
+		s.listen.start(t.reconnect)
+	}
+}
+
+// reconnect re-initializes with backoff until a new session is up.
+func (t *sseCarrier) reconnect() {
+	s := t.s
+	defer func() {
+		t.mu.Lock()
+		t.reconnecting = false
+		t.mu.Unlock()
+	}()
+	backoff := listenBackoffMin
+	for {
+		if !sleep(s.ctx, backoff) {
+			return
+		}
+		t.mu.Lock()
+		done := t.ready || !t.live
+		t.mu.Unlock()
+		if done {
+			return
+		}
+		t.p.mu.Lock()
+		gen := t.p.gen
+		t.p.mu.Unlock()
+		if err := t.p.reinit(s.ctx, gen); err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			backoff = min(backoff*2, listenBackoffMax)
+			s.info("reconnecting to the upstream HTTP+SSE server failed; retrying", zap.Error(err), zap.Duration("after", backoff))
+		}
+	}
+}
+
+func (t *sseCarrier) connect(ctx context.Context) error { return t.open(ctx, true) }
+
+func (t *sseCarrier) started() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.live = true
+	if !t.ready {
+		t.ready = true
+		close(t.up)
+	}
+}
+
+// reconnectWait is how long a client message waits for a new session.
+func (t *sseCarrier) reconnectWait() time.Duration { return t.s.cfg.DiscoverTimeout }
+
+func (t *sseCarrier) wait(ctx context.Context, c *call) ([]byte, bool) {
+	t.mu.Lock()
+	up := t.up
+	t.mu.Unlock()
+	select {
+	case <-up:
+		return nil, true
+	default:
+	}
+	timer := time.NewTimer(t.reconnectWait())
+	defer timer.Stop()
+	select {
+	case <-up:
+		return nil, true
+	case <-ctx.Done():
+		return nil, false
+	case <-timer.C:
+	}
+	if c == nil {
+		return nil, false
+	}
+	t.mu.Lock()
+	why := t.down
+	t.mu.Unlock()
+	if why == nil {
+		why = errors.New("the upstream HTTP+SSE session is being re-established")
+	}
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		fmt.Sprintf("%v, and the proxy could not start a new session within %v; it keeps trying: send %s again later", why, t.reconnectWait(), c.method),
+		errorData(t.s.client.URL(), 0, "cause", "stream dropped")), false
+}
+
+func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ http.Header) passResult {
+	s := t.s
+	actx, touch, stop := s.deadlines(ctx, c)
+	defer stop()
+	w := &sseWaiter{ch: make(chan sseAnswer, 1), touch: touch}
+	key := string(c.id)
+	t.mu.Lock()
+	endpoint, down := t.endpoint, t.down
+	if down == nil {
+		t.waiters[key] = w
+	}
+	t.mu.Unlock()
+	if down != nil {
+		return passResult{frame: t.dropFrame(c, down)}
+	}
+	defer t.forget(key, w)
+	s.traceHTTP(c.op, http.MethodPost, body, nil, []string{"passthrough", "sse"})
+	start := time.Now()
+	resp, err := s.client.SendTo(actx, endpoint, body)
+	if err != nil {
+		s.traceDown(c.op, nil, 0, start, err)
+		frame, again := s.sendFailed(ctx, actx, c, c.method, err)
+		return passResult{frame: frame, again: again, err: err}
+	}
+	msg, _ := resp.Next()
+	resp.Close()
+	s.traceDown(c.op, nil, resp.Status, start, nil)
+	switch {
+	case resp.Status == http.StatusNotFound:
+		return passResult{err: errExpired}
+	case resp.Status >= 300:
+		return passResult{frame: s.httpFailure(c.id, c.method, resp, msg)}
+	}
+	select {
+	case a := <-w.ch:
+		frame := a.frame
+		if a.err != nil {
+			frame = t.dropFrame(c, a.err)
+		}
+		s.logExchange(c.op, c.method, c.id, nil, resp.Status, start, len(body), len(frame))
+		return passResult{frame: frame}
+	case <-actx.Done():
+		if ctx.Err() != nil {
+			return passResult{} // cancelled: nothing more for this id
+		}
+		return passResult{frame: s.timedOut(actx, c, c.method)}
+	}
+}
+
+// dropFrame is the error for a request whose answer cannot come.
+func (t *sseCarrier) dropFrame(c *call, why error) []byte {
+	tail := "the request may or may not have run"
+	if safeToRepeat(c.method) {
+		tail = "sending it again is safe"
+	}
+	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		fmt.Sprintf("%v before the answer to %s; %s (the proxy reconnects with a new session)", why, c.method, tail),
+		errorData(t.s.client.URL(), 0, "cause", "stream dropped"))
+}
+
+func (t *sseCarrier) forget(key string, w *sseWaiter) {
+	t.mu.Lock()
+	if t.waiters[key] == w {
+		delete(t.waiters, key)
+	}
+	t.mu.Unlock()
+}
+
+func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ http.Header) (int, error) {
+	s := t.s
+	t.mu.Lock()
+	endpoint, down := t.endpoint, t.down
+	t.mu.Unlock()
+	if down != nil {
+		return 0, down
+	}
+	s.traceHTTP(op, http.MethodPost, body, nil, []string{"passthrough", "sse"})
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
+	defer cancel()
+	resp, err := s.client.SendTo(pctx, endpoint, body)
+	if err != nil {
+		s.traceDown(op, nil, 0, start, err)
+		return 0, err
+	}
+	resp.Close()
+	s.traceDown(op, nil, resp.Status, start, nil)
+	return resp.Status, nil
+}
+
+// expired: a 2024-11-05 server answers 404 for a session it no longer has.
+func (t *sseCarrier) expired(status int, _ http.Header) bool { return status == http.StatusNotFound }
+
+// openGet has nothing to do: the stream is the session.
+func (t *sseCarrier) openGet(context.Context) {}
+
+func (t *sseCarrier) end() {
+	t.mu.Lock()
+	t.live = false
+	stop := t.stop
+	t.stop = nil
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
