@@ -25,7 +25,10 @@ var NullID = []byte("null")
 // ErrorFrame builds a JSON-RPC error response. id is the raw id (NullID when
 // unknown); data is raw JSON or nil.
 func ErrorFrame(id []byte, code int, message string, data []byte) []byte {
-	if len(id) == 0 {
+	if !scalarID(id) {
+		// No id, or one JSON-RPC does not allow (an array or object, which
+		// may hold a raw CR): the answer's id is null, as JSON-RPC asks
+		// when the request's id cannot be read.
 		id = NullID
 	}
 	b := make([]byte, 0, 64+len(id)+len(message)+len(data))
@@ -40,6 +43,19 @@ func ErrorFrame(id []byte, code int, message string, data []byte) []byte {
 		b = append(b, data...)
 	}
 	return append(b, "}}"...)
+}
+
+// scalarID reports whether id is a string, a number or null: the only ids
+// JSON-RPC allows, none of which can hold a raw line break.
+func scalarID(id []byte) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch c := id[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9', c == 'n':
+		return true
+	}
+	return false
 }
 
 // ResultFrame builds a JSON-RPC result response from a raw result object.
