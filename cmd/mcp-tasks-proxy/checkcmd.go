@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
@@ -27,7 +28,8 @@ import (
 )
 
 const checkHelpText = `mcp-tasks-proxy check looks at an MCP server from the shell, without a client:
-its era and transport, versions, identity, capabilities and extensions, how
+its era and transport (Streamable HTTP, or the old HTTP+SSE transport of MCP
+2024-11-05, which the proxy passes through), versions, identity, capabilities and extensions, how
 many tools, prompts and resources it has (and any tool the proxy would hide),
 whether it takes Base64-encoded Mcp-Name headers, what sign-in it wants, and
 the round-trip time.
@@ -48,7 +50,10 @@ Flags:
 
 The proxy's flags that shape requests apply as they would in a host's entry:
 --header, --header-file, --ca-file, --insecure, --allow-http, --connect-timeout,
---oauth-store (a stored sign-in is used; check never opens a browser), --protocol.
+--oauth-store (a stored sign-in is used; check never opens a browser), --protocol,
+--transport (http-first, the default, tries the old HTTP+SSE transport when the
+server refuses the POST; http-only never tries it; sse-first and sse-only try it
+first).
 
 Exit status: 0 when the proxy can use the server; 1 when it cannot (the reason
 is printed); 2 on a usage error; 3 when the server wants a sign-in first (run
@@ -69,11 +74,15 @@ type checkReport struct {
 	Usable bool   `json:"usable"`
 	// Reason says why the server is not usable, or is empty.
 	Reason string `json:"reason,omitempty"`
-	// Era is "2026-07-28", the 2025 version the server negotiated, or
-	// "unknown".
+	// Era is "2026-07-28", the 2025 (or 2024-11-05) version the server
+	// negotiated, or "unknown".
 	Era string `json:"era"`
-	// Transport is "streamable-http", "not-streamable-http" (the POST was
-	// refused: maybe an old HTTP+SSE server) or "" when nothing answered.
+	// Transport is "streamable-http", "http+sse" (the old HTTP+SSE
+	// transport of MCP 2024-11-05, passed through; also when its endpoint
+	// event names another origin, which is refused), "not-streamable-http"
+	// (the POST was refused, and no HTTP+SSE event stream opened, or
+	// --transport http-only kept check from trying one) or "" when nothing
+	// answered.
 	Transport    string          `json:"transport,omitempty"`
 	Versions     []string        `json:"versions,omitempty"`
 	ServerInfo   json.RawMessage `json:"serverInfo,omitempty"`
@@ -274,6 +283,8 @@ type checker struct {
 	oauthErr error // why the OAuth client is unavailable
 	// session headers of a 2025 server.
 	legacyHeader http.Header
+	// sseErr is why --transport sse-first found no HTTP+SSE stream.
+	sseErr error
 }
 
 func (c *checker) nextID() []byte { return strconv.AppendInt(nil, c.ids.Add(1), 10) }
@@ -288,6 +299,24 @@ func (c *checker) run(ctx context.Context) *checkReport {
 	defer c.client.CloseIdle()
 	if c.oauth != nil {
 		defer c.oauth.Close()
+	}
+	// --transport sse-first and sse-only try the HTTP+SSE transport first,
+	// as the bridge does (sse-first not when --protocol modern asks for a
+	// 2026 server).
+	switch t := c.cfg.transport.value; {
+	case t == bridge.TransportSSEOnly && c.cfg.protocol == bridge.ProtocolModern:
+		r.Reason = "--transport sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but --protocol modern demands a 2026-07-28 server; drop one of them"
+		return r
+	case t == bridge.TransportSSEOnly || t == bridge.TransportSSEFirst && c.cfg.protocol != bridge.ProtocolModern:
+		err := c.sse(ctx)
+		switch {
+		case err == nil:
+			return r
+		case t == bridge.TransportSSEOnly || ctx.Err() != nil || isEndpointError(err):
+			c.sseFailed(ctx, err, "")
+			return r
+		}
+		c.sseErr = err
 	}
 	// The first request: server/discover, as the bridge's probe sends it.
 	meta := c.meta()
@@ -601,10 +630,9 @@ func (c *checker) legacy(ctx context.Context) {
 	resp.Close()
 	res := gjson.ParseBytes(msg)
 	if status >= 400 && status < 500 && !res.Get("result").Exists() {
-		// The seam for old HTTP+SSE servers (2024-11-05): a POST refused
-		// with 4xx is how they show.
-		r.Transport = "not-streamable-http"
-		r.Reason = fmt.Sprintf("not Streamable HTTP: the server refused POST with HTTP %d; it may be an old HTTP+SSE server", status)
+		// A POST refused with 4xx is how old HTTP+SSE servers (2024-11-05)
+		// show.
+		c.refused(ctx, status)
 		return
 	}
 	if rerr != nil && !errors.Is(rerr, io.EOF) || !res.Get("result").IsObject() {
@@ -667,6 +695,155 @@ func (c *checker) legacy(ctx context.Context) {
 	r.Usable = true
 }
 
+// refused follows a Streamable HTTP POST refused with a 4xx: the server may
+// speak the old HTTP+SSE transport of MCP 2024-11-05, which check tries as
+// the bridge does, unless --transport rules it out or has tried it already.
+func (c *checker) refused(ctx context.Context, status int) {
+	r := &c.rep
+	r.Era = "unknown"
+	why := fmt.Sprintf("not Streamable HTTP: the server refused POST with HTTP %d", status)
+	switch c.cfg.transport.value {
+	case bridge.TransportHTTPOnly:
+		r.Transport = "not-streamable-http"
+		r.Reason = why + "; it may be an old HTTP+SSE server (MCP 2024-11-05), which --transport http-only keeps check from trying"
+		r.Next = "drop --transport http-only (or use --transport sse-only) to try the old HTTP+SSE transport"
+		return
+	case bridge.TransportSSEFirst:
+		if c.sseErr != nil {
+			c.sseFailed(ctx, c.sseErr, why+", and ")
+			return
+		}
+	}
+	if err := c.sse(ctx); err != nil {
+		c.sseFailed(ctx, err, why+", and ")
+	}
+}
+
+func isEndpointError(err error) bool {
+	var ee *routing.EndpointError
+	return errors.As(err, &ee)
+}
+
+// sseFailed reports that no HTTP+SSE stream opened; prefix says what was
+// tried before.
+func (c *checker) sseFailed(ctx context.Context, err error, prefix string) {
+	r := &c.rep
+	r.Era = "unknown"
+	switch {
+	case isEndpointError(err):
+		r.Transport = "http+sse" // a stream opened, but its endpoint is refused
+	case prefix != "":
+		r.Transport = "not-streamable-http"
+	}
+	var nl *routing.NotLegacyError
+	if errors.As(err, &nl) && (nl.Status == http.StatusUnauthorized || nl.Status == http.StatusForbidden) {
+		r.HTTPStatus = nl.Status
+		c.authReport(ctx, nl.Status, nil)
+		return
+	}
+	r.Reason = prefix + c.describeErr(err)
+	if c.cfg.transport.value == bridge.TransportSSEOnly && !isEndpointError(err) {
+		r.Reason += "; --transport sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05)"
+		r.Next = "for a Streamable HTTP server drop --transport sse-only, or use --transport http-first"
+	}
+}
+
+// sse looks at an old HTTP+SSE server (MCP 2024-11-05), as the bridge's
+// passthrough reaches it: GET the event stream, read its endpoint, POST
+// initialize, notifications/initialized and the lists there, and read each
+// answer from the stream. The stream is closed at the end. err is why no
+// stream with an endpoint event opened; anything later is in the report.
+func (c *checker) sse(ctx context.Context) error {
+	r := &c.rep
+	sctx, cancel := context.WithCancel(routing.Unattended(ctx))
+	defer cancel()
+	wait := routing.DefaultEndpointWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(min(wait, time.Until(dl)), time.Millisecond)
+	}
+	st, err := c.client.OpenLegacy(sctx, wait)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	defer st.Close()
+	r.Transport, r.HTTPStatus, r.Era = "http+sse", st.Status, "unknown"
+	send := func(body []byte) error {
+		resp, err := c.client.SendTo(sctx, st.Endpoint, body)
+		if err != nil {
+			return err
+		}
+		status := resp.Status
+		resp.Close()
+		if status < 200 || status > 299 {
+			return fmt.Errorf("the message endpoint refused the POST with HTTP %d", status)
+		}
+		return nil
+	}
+	// call POSTs a request and reads the stream up to its answer; server
+	// requests and notifications on the way are skipped.
+	call := func(_ context.Context, method string, params []byte) ([]byte, error) {
+		id := c.nextID()
+		if err := send(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, params)); err != nil {
+			return nil, err
+		}
+		for {
+			msg, err := st.Next()
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, fmt.Errorf("the HTTP+SSE event stream ended before the answer to %s: %w", method, err)
+			}
+			if ev := st.Event(); ev != "" && ev != "message" {
+				continue
+			}
+			m, err := rewrite.Parse(rewrite.TrimFrame(msg))
+			if err == nil && m.Kind == rewrite.KindResponse && m.ID.Raw == string(id) {
+				return append([]byte(nil), m.Raw...), nil
+			}
+		}
+	}
+	params := fmt.Appendf(nil, `{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"mcp-tasks-proxy-check","version":%q}}`,
+		capabilities.LegacyVersion, versionString())
+	start := time.Now()
+	msg, err := call(ctx, "initialize", params)
+	if err != nil {
+		r.Reason = "the HTTP+SSE server opened its event stream, but initialize failed: " + c.describeErr(err)
+		return nil
+	}
+	r.RoundTripMs = float64(time.Since(start).Microseconds()) / 1000
+	res := gjson.ParseBytes(msg)
+	result := res.Get("result")
+	if !result.IsObject() {
+		r.Reason = "the HTTP+SSE server answered initialize with no InitializeResult"
+		if e := res.Get("error"); e.Exists() {
+			r.Reason = fmt.Sprintf("the HTTP+SSE server refused initialize: error %d: %s", e.Get("code").Int(), e.Get("message").String())
+		}
+		return nil
+	}
+	version := result.Get("protocolVersion").String()
+	if version != "" {
+		r.Era, r.Versions = version, []string{version}
+	}
+	if info := result.Get("serverInfo"); info.IsObject() {
+		r.ServerInfo = json.RawMessage(info.Raw)
+	}
+	caps := result.Get("capabilities")
+	if caps.IsObject() {
+		r.Capabilities = json.RawMessage(caps.Raw)
+	}
+	r.Tasks = caps.Get("tasks").Exists()
+	_ = send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	r.Tools = c.list(ctx, call, caps, "tools", true)
+	r.Prompts = c.list(ctx, call, caps, "prompts", false)
+	r.Resources = c.list(ctx, call, caps, "resources", false)
+	r.Usable = true
+	return nil
+}
+
 // writeCheckReport prints the report for people: one aligned line per
 // fact, the verdict first.
 func writeCheckReport(w io.Writer, r *checkReport, color bool) {
@@ -695,8 +872,10 @@ func writeCheckReport(w io.Writer, r *checkReport, color bool) {
 	switch r.Transport {
 	case "streamable-http":
 		add("transport", "Streamable HTTP")
+	case "http+sse":
+		add("transport", "HTTP+SSE (MCP 2024-11-05 transport): passed through")
 	case "not-streamable-http":
-		add("transport", "not Streamable HTTP (maybe an old HTTP+SSE server)")
+		add("transport", "not Streamable HTTP (the POST was refused)")
 	}
 	if len(r.Versions) > 0 {
 		add("versions", strings.Join(r.Versions, ", "))

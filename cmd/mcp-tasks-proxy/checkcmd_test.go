@@ -195,8 +195,78 @@ func TestCheckPostRefused(t *testing.T) {
 	}))
 	defer ts.Close()
 	code, r := checkJSON(t, ts.URL)
-	if code != checkUnusable || r.Transport != "not-streamable-http" || !strings.Contains(r.Reason, "refused POST with HTTP 405; it may be an old HTTP+SSE server") {
+	if code != checkUnusable || r.Transport != "not-streamable-http" || !strings.Contains(r.Reason, "refused POST with HTTP 405, and ") || !strings.Contains(r.Reason, "did not open an HTTP+SSE (2024-11-05) event stream") {
 		t.Fatalf("exit %d transport %q reason %q", code, r.Transport, r.Reason)
+	}
+}
+
+// startCheckSSE serves a go-sdk v1.8.0 server with one tool over the old
+// HTTP+SSE transport (MCP 2024-11-05).
+func startCheckSSE(t *testing.T) string {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "go-sdk-sse", Version: "1.8.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "echoes"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	ts := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// An old HTTP+SSE server refuses the Streamable HTTP POST; check then
+// opens its event stream and describes it.
+func TestCheckHTTPSSE(t *testing.T) {
+	u := startCheckSSE(t)
+	for _, mode := range [][]string{nil, {"--transport", "sse-first"}, {"--transport", "sse-only"}} {
+		code, r := checkJSON(t, append(mode, u)...)
+		if code != checkUsable || !r.Usable || r.Reason != "" {
+			t.Fatalf("%v: exit %d usable %v reason %q", mode, code, r.Usable, r.Reason)
+		}
+		if r.Transport != "http+sse" || r.Era != "2025-11-25" || r.Base64Names != "" {
+			t.Errorf("%v: transport %q era %q base64 %q", mode, r.Transport, r.Era, r.Base64Names)
+		}
+		if r.Tools == nil || r.Tools.Count != 1 || r.Tools.Error != "" {
+			t.Errorf("%v: tools %+v, want 1", mode, r.Tools)
+		}
+		if !strings.Contains(string(r.ServerInfo), "go-sdk-sse") || len(r.Capabilities) == 0 || r.RoundTripMs <= 0 {
+			t.Errorf("%v: serverInfo %s capabilities %s round trip %v", mode, r.ServerInfo, r.Capabilities, r.RoundTripMs)
+		}
+	}
+	code, out, _ := runCheck(t, u)
+	if code != checkUsable {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"usable", "HTTP+SSE (MCP 2024-11-05 transport): passed through", "2025-11-25", "go-sdk-sse", "round trip:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("human output lacks %q:\n%s", want, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^tools:\s+1$`).MatchString(out) {
+		t.Errorf("human output lacks the tool count 1:\n%s", out)
+	}
+
+	// --transport http-only: check does not try the old transport, and says
+	// how to let it.
+	code, r := checkJSON(t, "--transport", "http-only", u)
+	if code != checkUnusable || r.Usable || r.Transport != "not-streamable-http" || !strings.Contains(r.Reason, "--transport http-only") || !strings.Contains(r.Next, "--transport") {
+		t.Fatalf("http-only: exit %d usable %v transport %q reason %q next %q", code, r.Usable, r.Transport, r.Reason, r.Next)
+	}
+	code, out, _ = runCheck(t, "--transport", "http-only", u)
+	if code != checkUnusable || !strings.Contains(out, "not usable") || !strings.Contains(out, "--transport") {
+		t.Errorf("http-only: exit %d:\n%s", code, out)
+	}
+}
+
+// --transport sse-first falls back to Streamable HTTP; sse-only does not.
+func TestCheckSSEFirstFallsBack(t *testing.T) {
+	u := startCheckDemo(t)
+	code, r := checkJSON(t, "--transport", "sse-first", u)
+	if code != checkUsable || r.Transport != "streamable-http" {
+		t.Fatalf("sse-first: exit %d transport %q reason %q", code, r.Transport, r.Reason)
+	}
+	code, r = checkJSON(t, "--transport", "sse-only", u)
+	if code != checkUnusable || r.Usable || !strings.Contains(r.Reason, "--transport sse-only") || !strings.Contains(r.Next, "--transport") {
+		t.Fatalf("sse-only: exit %d usable %v reason %q next %q", code, r.Usable, r.Reason, r.Next)
 	}
 }
 
