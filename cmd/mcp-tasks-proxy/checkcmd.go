@@ -69,6 +69,24 @@ const (
 
 // checkReport is what check found. Its JSON form is for scripts; its
 // field names are stable.
+// initialized records what a 2025-era initialize result says: the
+// version (the era), the server's info and capabilities, and tasks. It
+// returns the capabilities.
+func (r *checkReport) initialized(result gjson.Result) gjson.Result {
+	if version := result.Get("protocolVersion").String(); version != "" {
+		r.Era, r.Versions = version, []string{version}
+	}
+	if info := result.Get("serverInfo"); info.IsObject() {
+		r.ServerInfo = json.RawMessage(info.Raw)
+	}
+	caps := result.Get("capabilities")
+	if caps.IsObject() {
+		r.Capabilities = json.RawMessage(caps.Raw)
+	}
+	r.Tasks = caps.Get("tasks").Exists()
+	return caps
+}
+
 type checkReport struct {
 	URL    string `json:"url"`
 	Usable bool   `json:"usable"`
@@ -643,20 +661,7 @@ func (c *checker) legacy(ctx context.Context) {
 		return
 	}
 	r.Transport = "streamable-http"
-	result := res.Get("result")
-	version := result.Get("protocolVersion").String()
-	r.Versions = []string{version}
-	if version != "" {
-		r.Era = version
-	}
-	if info := result.Get("serverInfo"); info.IsObject() {
-		r.ServerInfo = json.RawMessage(info.Raw)
-	}
-	caps := result.Get("capabilities")
-	if caps.IsObject() {
-		r.Capabilities = json.RawMessage(caps.Raw)
-	}
-	r.Tasks = caps.Get("tasks").Exists()
+	caps := r.initialized(res.Get("result"))
 	c.legacyHeader = http.Header{}
 	if sid != "" {
 		c.legacyHeader.Set("Mcp-Session-Id", sid)
@@ -824,18 +829,7 @@ func (c *checker) sse(ctx context.Context) error {
 		}
 		return nil
 	}
-	version := result.Get("protocolVersion").String()
-	if version != "" {
-		r.Era, r.Versions = version, []string{version}
-	}
-	if info := result.Get("serverInfo"); info.IsObject() {
-		r.ServerInfo = json.RawMessage(info.Raw)
-	}
-	caps := result.Get("capabilities")
-	if caps.IsObject() {
-		r.Capabilities = json.RawMessage(caps.Raw)
-	}
-	r.Tasks = caps.Get("tasks").Exists()
+	caps := r.initialized(result)
 	_ = send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	r.Tools = c.list(ctx, call, caps, "tools", true)
 	r.Prompts = c.list(ctx, call, caps, "prompts", false)
