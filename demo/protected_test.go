@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -264,6 +265,11 @@ func TestProtectedLegacy(t *testing.T) {
 		if c := challenge(t, h); status != http.StatusUnauthorized || c["scope"] != "mcp:read" || c["resource_metadata"] == "" {
 			t.Errorf("%s without a token: %d %v", m, status, c)
 		}
+	}
+	// go-sdk registers the session as the initialize is answered, not
+	// before: wait for it (bounded).
+	for deadline := time.Now().Add(10 * time.Second); l.Sessions() != 1 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
 	}
 	if l.Sessions() != 1 || l.Deleted.Load() != 0 {
 		t.Errorf("sessions %d, deletes %d", l.Sessions(), l.Deleted.Load())
