@@ -25,6 +25,7 @@ func (s *Session) drain(ctx context.Context) {
 	if s.cfg.DrainTimeout <= 0 {
 		return
 	}
+	s.draining.Store(true)
 	s.mu.Lock()
 	s.drainWait = make(chan struct{})
 	s.drainedLocked()

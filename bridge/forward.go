@@ -259,14 +259,21 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 // every message from the server (touch; progress keeps a long call alive),
 // the request's hard maximum does not. stop releases the timers.
 func (s *Session) deadlines(ctx context.Context, c *call) (actx context.Context, touch, stop func()) {
-	hctx, hcancel := s.requestBound(ctx, c)
-	actx, cancel := context.WithCancelCause(hctx)
+	// One context and two timers per exchange: the hard one fires at what
+	// is left of the request's --request-timeout (see requestBound).
+	actx, cancel := context.WithCancelCause(ctx)
 	idle := time.AfterFunc(s.cfg.IdleTimeout, func() { cancel(errIdle) })
+	var hard *time.Timer
+	if s.cfg.RequestTimeout > 0 {
+		hard = time.AfterFunc(time.Until(c.start.Add(s.cfg.RequestTimeout)), func() { cancel(errHardMax) })
+	}
 	touch = func() { idle.Reset(s.cfg.IdleTimeout) }
 	stop = func() {
 		idle.Stop()
+		if hard != nil {
+			hard.Stop()
+		}
 		cancel(nil)
-		hcancel()
 	}
 	return actx, touch, stop
 }

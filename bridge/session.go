@@ -172,6 +172,7 @@ type Session struct {
 	// drainWait is closed once stdin ended and every request read has
 	// been answered (under mu; nil until the end of input).
 	drainWait chan struct{}
+	draining  atomic.Bool // drain has started (set before drainWait)
 
 	// pass is set once a legacy server accepted the client's initialize:
 	// from then on every message takes the passthrough path.
@@ -655,10 +656,14 @@ func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string) (*c
 func (s *Session) finish(c *call, frame []byte) {
 	defer func() {
 		// Only once the answer is queued may the drain end the session:
-		// told before, Run could stop the writer and drop it.
-		s.mu.Lock()
-		s.drainedLocked()
-		s.mu.Unlock()
+		// told before, Run could stop the writer and drop it. Outside a
+		// drain this costs one atomic load, not a second lock per request
+		// (drain sets the flag before it looks at what is in flight).
+		if s.draining.Load() {
+			s.mu.Lock()
+			s.drainedLocked()
+			s.mu.Unlock()
+		}
 	}()
 	if c.method == "initialize" {
 		defer s.initFinished() // after its answer is queued
