@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // TestBase64HeaderRefusedRetriedRaw: a server that compares Mcp-Name with
@@ -17,7 +20,8 @@ import (
 // and a server that refuses the raw value too gets no third try.
 func TestBase64HeaderRefusedRetriedRaw(t *testing.T) {
 	u := newUpstream(t)
-	h := initialized(t, u, Config{})
+	core, logs := observer.New(zapcore.InfoLevel)
+	h := initialized(t, u, Config{Logger: zap.New(core)})
 	var mu sync.Mutex
 	var seen []string // Mcp-Name of each prompts/get
 	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
@@ -60,5 +64,9 @@ func TestBase64HeaderRefusedRetriedRaw(t *testing.T) {
 			t.Errorf("%s: Mcp-Name per attempt %q, want %q", tc.name, seen, tc.headers)
 		}
 		mu.Unlock()
+	}
+	// The README: the first such retry of a session is logged at info, once.
+	if n := logs.FilterMessageSnippet("Base64 form").Len(); n != 1 {
+		t.Errorf("%d info lines about the Base64 refusal, want exactly 1 for the session", n)
 	}
 }
