@@ -62,7 +62,7 @@ func (s *Session) drain(ctx context.Context) {
 		s.warn("request cancelled at the end of input: not answered within the drain bound", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Duration("drainTimeout", s.cfg.DrainTimeout))
 		s.logRequest(c.op, c.method, c.id, c.start, frame, false)
 		select {
-		case s.out <- outFrame{b: frame, op: c.op}:
+		case s.out <- outFrame{Out: Out{Frame: frame, Op: c.op, Stream: c.stream, Final: true}}:
 		case <-ctx.Done():
 			return
 		case <-grace.C:

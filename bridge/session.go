@@ -152,6 +152,8 @@ type Session struct {
 	serverCaps []byte // the server's 2026 capabilities, from discover
 	listening  bool   // the list-change stream was started
 
+	streams streams // the In.Stream of each request in flight, by op
+
 	reg    registry // the tasks the client created through the proxy
 	listen listens  // subscriptions/listen streams
 	askID  atomic.Int64
@@ -184,6 +186,7 @@ type call struct {
 	id        []byte // the client's raw id
 	method    string
 	op        string    // the trace's op id
+	stream    any       // the In.Stream it came from
 	start     time.Time // when the request was read
 	rewrites  []string  // what the answer's rewrite changed, for the trace
 	ctx       context.Context
@@ -278,33 +281,40 @@ func New(cfg Config) *Session {
 	}
 }
 
-// Run serves the session until stdin ends or ctx is cancelled. At the end
-// of input it first answers the requests already read, for at most
-// Config.DrainTimeout (see drain). Then it cancels in-flight work, waits
-// for it, flushes stdout and returns. It returns nil on a normal end (EOF
-// or cancellation).
+// Run serves the session over stdio: NDJSON lines from in, frames to out.
+// It is Serve with a Stdio Conn.
+func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.Serve(ctx, NewStdio(in, out, s.cfg.MaxMessageBytes))
+}
+
+// Serve serves the session over conn until its input ends or ctx is
+// cancelled. At the end of input it first answers the requests already
+// read, for at most Config.DrainTimeout (see drain). Then it cancels
+// in-flight work, waits for it, flushes conn and returns. It returns nil on
+// a normal end (end of input or cancellation).
 //
-// Three goroutines cooperate: the reader parses stdin, answers what is local
+// Three goroutines cooperate: the reader reads conn, answers what is local
 // (ping, logging/setLevel, cancellations, the client's answers to the
 // proxy's own requests) at once and queues requests; the starter takes
 // queued requests as in-flight slots free up and hands each to a worker
-// goroutine; the writer owns stdout. The reader never waits on the queue:
-// whatever is queued, a cancel, a ping, an answer or the end of input that
-// arrives behind saturating requests is read and handled at once. The queue
-// is bounded (MaxQueued requests, and MaxMessageBytes of frames); a request
-// over that bound is refused with an error instead of being held.
-func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+// goroutine; the writer is the only one that writes to conn. The reader
+// never waits on the queue: whatever is queued, a cancel, a ping, an answer
+// or the end of input that arrives behind saturating requests is read and
+// handled at once. The queue is bounded (MaxQueued requests, and
+// MaxMessageBytes of frames); a request over that bound is refused with an
+// error instead of being held.
+func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.ctx = ctx
 	s.openRegistry()
 	writerDone := make(chan error, 1)
-	go func() { writerDone <- s.write(out) }()
+	go func() { writerDone <- s.write(conn) }()
 	starterDone := make(chan struct{})
 	go func() { defer close(starterDone); s.start(ctx) }()
 
 	readerDone := make(chan error, 1)
-	go func() { readerDone <- s.read(ctx, in) }()
+	go func() { readerDone <- s.read(ctx, conn) }()
 
 	var err error
 	select {
@@ -428,35 +438,34 @@ func (s *Session) run(j job) {
 	}
 }
 
-// read is the stdin loop: one line, one message.
-func (s *Session) read(ctx context.Context, in io.Reader) error {
-	lr := newLineReader(in, s.cfg.MaxMessageBytes)
+// read is the input loop: one message at a time.
+func (s *Session) read(ctx context.Context, conn Conn) error {
 	for {
-		line, err := lr.next()
+		in, err := conn.Read()
+		var tooLarge *TooLargeError
 		switch {
-		case errors.Is(err, errLineTooLong):
-			s.warn("stdin line over the size limit discarded", zap.Int("limit", s.cfg.MaxMessageBytes))
-			s.send(rewrite.ErrorFrame(nil, rewrite.CodeInvalidRequest,
-				fmt.Sprintf("message larger than %d bytes discarded; raise --max-message-size", s.cfg.MaxMessageBytes), nil))
+		case errors.As(err, &tooLarge):
+			s.warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
+			s.emit(outFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: rewrite.ErrorFrame(nil, rewrite.CodeInvalidRequest,
+				fmt.Sprintf("message larger than %d bytes discarded; raise --max-message-size", tooLarge.Limit), nil)}})
 			continue
+		case err == io.EOF:
+			return nil
 		case err != nil:
-			if err == io.EOF {
-				return nil
-			}
-			return fmt.Errorf("reading stdin: %w", err)
+			return fmt.Errorf("reading the client's input: %w", err)
 		}
-		line = rewrite.TrimFrame(line)
+		line := rewrite.TrimFrame(in.Frame)
 		if len(line) == 0 {
 			continue
 		}
-		if !s.dispatch(ctx, line) {
+		if !s.dispatch(ctx, line, in.Stream) {
 			return nil
 		}
 	}
 }
 
 // dispatch handles one message. It returns false when the session is over.
-func (s *Session) dispatch(ctx context.Context, line []byte) bool {
+func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	f, err := rewrite.Parse(line)
 	if ce := s.log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
 		ce.Write(zap.ByteString("frame", s.logFrame(line)), zap.String("method", f.Method))
@@ -482,7 +491,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		}
 		s.warn("invalid message from client", zap.Error(err), zap.ByteString("frame", s.logFrame(line)))
 		if f.Kind != rewrite.KindNotification { // notifications are never answered
-			s.sendOp(rewrite.ErrorFrame(id, rewrite.Code(err), invalidMessage(err), nil), op, nil)
+			s.reply(rewrite.ErrorFrame(id, rewrite.Code(err), invalidMessage(err), nil), op, stream, nil)
 		}
 		return true
 	}
@@ -505,14 +514,14 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 	case pass != nil:
 		// passthrough: every request goes to the server, after the client
 		// messages it wrote before (notifications/initialized above all).
-		return s.enqueue(ctx, &f, op, pass.barrier())
+		return s.enqueue(ctx, &f, op, stream, pass.barrier())
 	}
 	// A request.
 	switch f.Method {
 	case "ping":
 		frame := rewrite.ResultFrame([]byte(f.ID.Raw), []byte(`{}`))
 		s.logRequest(op, f.Method, []byte(f.ID.Raw), time.Now(), frame, false)
-		s.sendOp(frame, op, []string{"ping.local"})
+		s.reply(frame, op, stream, []string{"ping.local"})
 		return true
 	case "logging/setLevel":
 		s.setLevel(&f, op)
@@ -520,20 +529,20 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		return true
 	}
 	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
-		s.sendOp(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidParams,
-			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil), op, nil)
+		s.reply(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidParams,
+			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil), op, stream, nil)
 		return true
 	}
-	return s.enqueue(ctx, &f, op, nil)
+	return s.enqueue(ctx, &f, op, stream, nil)
 }
 
 // enqueue registers a request and queues it for an in-flight slot. It
 // returns false when the session is over.
-func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, barrier <-chan struct{}) bool {
-	c, ok := s.register(ctx, f, op)
+func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, stream any, barrier <-chan struct{}) bool {
+	c, ok := s.register(ctx, f, op, stream)
 	if !ok {
-		s.sendOp(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
-			"a request with this id is already in flight; ids must be unique among pending requests", nil), op, nil)
+		s.reply(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
+			"a request with this id is already in flight; ids must be unique among pending requests", nil), op, stream, nil)
 		return true
 	}
 	c.barrier = barrier
@@ -565,6 +574,7 @@ func (s *Session) refuseQueued(c *call, n, size int) {
 	delete(s.inflight, string(c.id))
 	s.drainedLocked()
 	s.mu.Unlock()
+	s.streams.drop(c.op)
 	c.cancel()
 	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n), zap.Int("waitingBytes", size))
 	raise := "raise --max-in-flight"
@@ -575,7 +585,7 @@ func (s *Session) refuseQueued(c *call, n, size int) {
 		fmt.Sprintf("the proxy refused %s: %d requests (%d bytes) are already waiting for one of the %d in-flight slots; wait for answers before sending more (or %s)", c.method, n, size, s.cfg.MaxInFlight, raise),
 		fmt.Appendf(nil, `{"waiting":%d,"waitingBytes":%d,"maxInFlight":%d}`, n, size, s.cfg.MaxInFlight))
 	s.logRequest(c.op, c.method, c.id, c.start, frame, false)
-	s.sendOp(frame, c.op, nil)
+	s.reply(frame, c.op, c.stream, nil)
 }
 
 func isTaskMethod(method string) bool {
@@ -630,13 +640,13 @@ func (s *Session) inflightOp(id string) string {
 
 // register records a request as in flight under the client's id, from the
 // moment it is read, so that a cancel finds it even while it is queued.
-func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string) (*call, bool) {
+func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string, stream any) (*call, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.inflight[f.ID.Raw]; dup {
 		return nil, false
 	}
-	c := &call{id: []byte(f.ID.Raw), method: f.Method, op: op, start: time.Now()}
+	c := &call{id: []byte(f.ID.Raw), method: f.Method, op: op, stream: stream, start: time.Now()}
 	if tok := f.Params.Get("_meta.progressToken"); tok.Exists() {
 		c.progressToken = []byte(tok.Raw)
 	}
@@ -645,6 +655,7 @@ func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string) (*c
 	}
 	c.ctx, c.cancel = context.WithCancel(withOp(ctx, op))
 	s.inflight[f.ID.Raw] = c
+	s.streams.add(op, stream)
 	if f.Method == "initialize" && s.initPending.Add(1) == 1 {
 		s.initWait = make(chan struct{})
 	}
@@ -671,17 +682,21 @@ func (s *Session) finish(c *call, frame []byte) {
 	s.mu.Lock()
 	delete(s.inflight, string(c.id))
 	s.mu.Unlock()
+	s.streams.drop(c.op)
 	if !c.answered.CompareAndSwap(false, true) {
 		return // the drain's bound answered it at the end of input
 	}
 	s.logRequest(c.op, c.method, c.id, c.start, frame, c.cancelled.Load())
-	if c.cancelled.Load() || frame == nil {
-		return
-	}
 	if s.ctx.Err() != nil {
 		return // shutting down: the client has gone
 	}
-	s.sendOp(frame, c.op, c.rewrites)
+	if c.cancelled.Load() || frame == nil {
+		if c.stream != nil {
+			s.reply(nil, c.op, c.stream, nil) // ended without an answer
+		}
+		return
+	}
+	s.reply(frame, c.op, c.stream, c.rewrites)
 }
 
 // initialized tells Config.OnInitialized the era an initialize found.
@@ -776,23 +791,34 @@ func (s *Session) cancelCall(c *call) {
 	}
 }
 
-// send queues a frame for stdout. Once the session is ending, a sender that
-// would block gives up: the client has gone or stopped reading.
+// send queues a frame that belongs to no request.
 func (s *Session) send(frame []byte) { s.sendOp(frame, "", nil) }
 
-// sendOp is send with the op and the rewrites the trace records.
+// sendOp queues a frame sent while the request with this op runs (or for
+// no request, op ""): the trace records its op and rewrites, and a front
+// with streams gets it on that request's stream while it is in flight.
 func (s *Session) sendOp(frame []byte, op string, rewrites []string) {
+	s.emit(outFrame{Out: Out{Frame: frame, Op: op, Stream: s.streams.of(op)}, rewrites: rewrites})
+}
+
+// reply queues a request's one answer (nil: its end without one).
+func (s *Session) reply(frame []byte, op string, stream any, rewrites []string) {
+	s.emit(outFrame{Out: Out{Frame: frame, Op: op, Stream: stream, Final: true}, rewrites: rewrites})
+}
+
+// emit queues a frame for the writer. Once the session is ending, a sender
+// that would block gives up: the client has gone or stopped reading.
+func (s *Session) emit(of outFrame) {
 	select {
-	case s.out <- outFrame{b: frame, op: op, rewrites: rewrites}:
+	case s.out <- of:
 	case <-s.ctx.Done():
 	}
 }
 
-// write is the only code that touches stdout. It flushes whenever the queue
-// runs dry, so a burst costs one write. It ends when the session has stopped
-// and every queued frame is written.
-func (s *Session) write(w io.Writer) error {
-	bw := newFlusher(w)
+// write is the only code that writes to the Conn. It flushes whenever the
+// queue runs dry, so a burst costs one write. It ends when the session has
+// stopped and every queued frame is written.
+func (s *Session) write(conn Conn) error {
 	var failed error
 	for {
 		var of outFrame
@@ -803,7 +829,7 @@ func (s *Session) write(w io.Writer) error {
 			case of = <-s.out:
 			default:
 				if failed == nil {
-					failed = bw.flush()
+					failed = conn.Flush()
 				}
 				return failed
 			}
@@ -811,14 +837,19 @@ func (s *Session) write(w io.Writer) error {
 		if failed != nil {
 			continue // keep draining so senders never block
 		}
-		frame := of.b
-		s.traceFrame(trace.ProxyToClient, of.op, frame, of.rewrites)
-		if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
-			ce.Write(zap.ByteString("frame", s.logFrame(frame)))
+		if of.Frame != nil {
+			s.traceFrame(trace.ProxyToClient, of.Op, of.Frame, of.rewrites)
+			if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
+				ce.Write(zap.ByteString("frame", s.logFrame(of.Frame)))
+			}
 		}
-		if err := bw.writeLine(frame, len(s.out) == 0); err != nil {
+		err := conn.Write(of.Out)
+		if err == nil && len(s.out) == 0 {
+			err = conn.Flush()
+		}
+		if err != nil {
 			failed = err
-			s.log.Error("writing to stdout failed; frames are dropped", zap.Error(err))
+			s.log.Error("writing to the client failed; frames are dropped", zap.Error(err))
 		}
 	}
 }

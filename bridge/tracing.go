@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
@@ -17,11 +19,41 @@ import (
 // blocks or changes the data path; with no trace every call here is a
 // cheap no-op.
 
-// outFrame is a frame for stdout with the op it belongs to, for the trace.
+// outFrame is a frame for the client with the rewrites the trace records.
 type outFrame struct {
-	b        []byte
-	op       string
+	Out
 	rewrites []string
+}
+
+// streams maps the op of each request in flight to the In.Stream it came
+// from, so that what is sent while it runs reaches the same stream. A front
+// without streams (stdio) never fills it, and then a lookup is one atomic
+// load.
+type streams struct {
+	used atomic.Bool
+	m    sync.Map // op -> In.Stream
+}
+
+func (t *streams) add(op string, stream any) {
+	if stream == nil {
+		return
+	}
+	t.used.Store(true)
+	t.m.Store(op, stream)
+}
+
+func (t *streams) drop(op string) {
+	if t.used.Load() {
+		t.m.Delete(op)
+	}
+}
+
+func (t *streams) of(op string) any {
+	if op == "" || !t.used.Load() {
+		return nil
+	}
+	v, _ := t.m.Load(op)
+	return v
 }
 
 type opKey struct{}

@@ -1,0 +1,110 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A Conn is the client side of a session: the messages the legacy client
+// sends, and the frames the session sends back. The session core speaks
+// only to a Conn, never to stdin and stdout: Stdio is one implementation,
+// an HTTP front with one stream per request is another.
+//
+// Concurrency: Read is called by one goroutine (the session's reader), and
+// Write and Flush by one other (the session's writer). Neither is called
+// again once Serve has returned.
+type Conn interface {
+	// Read returns the client's next message: one JSON-RPC message, its
+	// framing removed. It returns io.EOF at the end of input, after which
+	// the session drains and ends. An error that wraps ErrTooLarge reports
+	// a message over the size limit that was skipped: the session answers
+	// it and reads on. Any other error ends the session.
+	Read() (In, error)
+	// Write sends one frame to the client. An Out with a nil Frame and
+	// Final set tells that its request ended without an answer (the client
+	// cancelled it, or the session is ending): a front that holds a stream
+	// open for the request closes it. Write may keep the frame.
+	Write(Out) error
+	// Flush pushes out what Write buffered. The session calls it whenever
+	// it has nothing more to write for now, so a burst costs one write.
+	Flush() error
+}
+
+// In is one message from the client.
+type In struct {
+	// Frame is the message's bytes. The session keeps them.
+	Frame []byte
+	// Stream is the front's handle for where this message came from; the
+	// session gives it back, untouched, on every frame that belongs to
+	// the request this message carries. Stdio leaves it nil.
+	Stream any
+}
+
+// Out is one frame for the client, tagged with what it belongs to.
+type Out struct {
+	// Frame is the complete JSON-RPC message, without framing.
+	Frame []byte
+	// Op is the trace's op id of the client request the frame belongs to
+	// ("" for none).
+	Op string
+	// Stream is the In.Stream of that request: set on its answer and on
+	// everything sent while it runs (progress, logs, the proxy's own
+	// requests to the client). Frames that belong to no request (list
+	// changes, resource updates, the server's own requests outside a
+	// request, answers to unparseable input) carry the Stream of the
+	// message that caused them, or nil.
+	Stream any
+	// Final marks the one answer to the request, or its end without one
+	// (Frame nil).
+	Final bool
+}
+
+// ErrTooLarge is wrapped by Conn.Read's error for a message over the size
+// limit (TooLargeError says which limit).
+var ErrTooLarge = errors.New("message too large")
+
+// TooLargeError reports a skipped message over Limit bytes.
+type TooLargeError struct {
+	Limit  int
+	Stream any // the In.Stream the answer goes to
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("message larger than %d bytes", e.Limit)
+}
+
+func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
+
+// Stdio is the NDJSON Conn: one message per line in, one frame per line
+// out.
+type Stdio struct {
+	lines *lineReader
+	out   *flusher
+}
+
+// NewStdio reads lines of at most maxBytes from in and writes frames to out.
+func NewStdio(in io.Reader, out io.Writer, maxBytes int) *Stdio {
+	return &Stdio{lines: newLineReader(in, maxBytes), out: newFlusher(out)}
+}
+
+// Read returns the next line.
+func (c *Stdio) Read() (In, error) {
+	line, err := c.lines.next()
+	if errors.Is(err, errLineTooLong) {
+		return In{}, &TooLargeError{Limit: c.lines.max}
+	}
+	return In{Frame: line}, err
+}
+
+// Write writes one frame as a line; the end of a request without an answer
+// writes nothing.
+func (c *Stdio) Write(o Out) error {
+	if o.Frame == nil {
+		return nil
+	}
+	return c.out.writeLine(o.Frame, false)
+}
+
+// Flush flushes the lines written.
+func (c *Stdio) Flush() error { return c.out.flush() }
