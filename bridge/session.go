@@ -99,6 +99,14 @@ type Config struct {
 	// server answered with (passed through). It runs on a worker: keep it
 	// short.
 	OnInitialized func(era string)
+	// SessionID names the session in the trace, when a process serves
+	// several (give Logger the same name as a field).
+	SessionID string
+	// StateOwner scopes the task registry: a session sees, lists and
+	// updates only the tasks recorded under its owner. Stdio sessions
+	// leave it empty; serve mode sets the session and the client's bearer
+	// identity.
+	StateOwner string
 	// Transport is the --transport choice (TransportHTTPFirst, the default;
 	// see ssecarrier.go): when to try the 2024-11-05 HTTP+SSE transport.
 	Transport string

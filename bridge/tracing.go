@@ -80,7 +80,7 @@ func (s *Session) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []
 	if !s.tracing() {
 		return
 	}
-	s.cfg.Trace.Emit(trace.Record{Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites, Frame: json.RawMessage(frame), MethodIDFromFrame: true})
+	s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites, Frame: json.RawMessage(frame), MethodIDFromFrame: true})
 }
 
 // traceUp records a request the proxy POSTs under ctx, with the headers it
@@ -89,7 +89,7 @@ func (s *Session) traceUp(ctx context.Context, op string, body []byte, params []
 	if !s.tracing() {
 		return
 	}
-	s.cfg.Trace.Emit(trace.Record{Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites, Frame: json.RawMessage(body), MethodIDFromFrame: true,
+	s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites, Frame: json.RawMessage(body), MethodIDFromFrame: true,
 		HTTP: &trace.HTTP{Method: http.MethodPost, URL: s.client.URL(), Header: s.sentHeaders(ctx, body, params)}})
 }
 
@@ -98,7 +98,7 @@ func (s *Session) traceEvent(op, note string) {
 	if !s.tracing() {
 		return
 	}
-	s.cfg.Trace.Emit(trace.Record{Time: time.Now(), Dir: trace.Proxy, Op: op, Note: note})
+	s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: trace.Proxy, Op: op, Note: note})
 }
 
 // traceHTTP records a passthrough request (POST, GET or DELETE) with the

@@ -52,6 +52,9 @@ type Record struct {
 	Time time.Time `json:"ts"`
 	// Dir is the hop.
 	Dir Dir `json:"dir"`
+	// Session names the client session the record belongs to, when a
+	// process serves several (serve mode).
+	Session string `json:"session,omitempty"`
 	// Op links a client request to everything it caused: discover, MRTR
 	// retries, task polls and updates, and the final answer.
 	Op string `json:"op,omitempty"`
