@@ -107,7 +107,7 @@ func (s *Session) traceHTTP(op, method string, body []byte, h http.Header, rewri
 	if !s.tracing() {
 		return
 	}
-	r := trace.Record{Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites,
+	r := trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites,
 		HTTP: &trace.HTTP{Method: method, URL: s.client.URL(), Header: firstValues(s.client.UserHeader(), h)}}
 	if body != nil {
 		r.Frame, r.MethodIDFromFrame = json.RawMessage(body), true
@@ -121,7 +121,7 @@ func (s *Session) traceDown(op string, msg []byte, status int, start time.Time, 
 	if !s.tracing() {
 		return
 	}
-	r := trace.Record{Time: time.Now(), Dir: trace.ServerToProxy, Op: op, LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
+	r := trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: trace.ServerToProxy, Op: op, LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
 	if len(msg) > 0 {
 		r.Frame, r.MethodIDFromFrame = json.RawMessage(msg), true
 	}
