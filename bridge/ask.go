@@ -24,7 +24,7 @@ func (e *clientError) Error() string {
 
 // pendingAsk is a request sent to the client, awaiting its answer.
 type pendingAsk struct {
-	s  *Session
+	s  *env
 	id []byte
 	op string // the trace op of the request that needs the answer
 	ch chan []byte
@@ -32,11 +32,11 @@ type pendingAsk struct {
 
 // askStart sends a request to the client without waiting, so several can be
 // sent in a fixed order and then awaited together.
-func (s *Session) askStart(op, method string, params []byte) *pendingAsk {
-	p := &pendingAsk{s: s, id: append(strconv.AppendInt([]byte(`"mtp-`), s.askID.Add(1), 10), '"'), op: op, ch: make(chan []byte, 1)}
-	s.mu.Lock()
-	s.asks[string(p.id)] = p
-	s.mu.Unlock()
+func (s *env) askStart(op, method string, params []byte) *pendingAsk {
+	p := &pendingAsk{s: s, id: append(strconv.AppendInt([]byte(`"mtp-`), s.asks.next.Add(1), 10), '"'), op: op, ch: make(chan []byte, 1)}
+	s.asks.mu.Lock()
+	s.asks.m[string(p.id)] = p
+	s.asks.mu.Unlock()
 	rw := []string{"input.ask"}
 	if len(params) == 0 {
 		s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q}`, p.id, method), op, rw)
@@ -47,10 +47,10 @@ func (s *Session) askStart(op, method string, params []byte) *pendingAsk {
 }
 
 // askOp is the op of a pending request to the client, for its answer.
-func (s *Session) askOp(id string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p := s.asks[id]; p != nil {
+func (s *env) askOp(id string) string {
+	s.asks.mu.Lock()
+	defer s.asks.mu.Unlock()
+	if p := s.asks.m[id]; p != nil {
 		return p.op
 	}
 	return ""
@@ -78,9 +78,9 @@ func (p *pendingAsk) wait(ctx context.Context) (gjson.Result, error) {
 		}
 		return f.Result, nil
 	case <-ctx.Done():
-		s.mu.Lock()
-		delete(s.asks, string(p.id))
-		s.mu.Unlock()
+		s.asks.mu.Lock()
+		delete(s.asks.m, string(p.id))
+		s.asks.mu.Unlock()
 		if s.ctx.Err() == nil {
 			s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"no longer needed"}}`, p.id), p.op, nil)
 		}
@@ -90,11 +90,11 @@ func (p *pendingAsk) wait(ctx context.Context) (gjson.Result, error) {
 
 // clientAnswered routes a response from the client to the request waiting
 // for it. It reports false for an id nobody waits for.
-func (s *Session) clientAnswered(f *rewrite.Frame) bool {
-	s.mu.Lock()
-	p, ok := s.asks[f.ID.Raw]
-	delete(s.asks, f.ID.Raw)
-	s.mu.Unlock()
+func (s *env) clientAnswered(f *rewrite.Frame) bool {
+	s.asks.mu.Lock()
+	p, ok := s.asks.m[f.ID.Raw]
+	delete(s.asks.m, f.ID.Raw)
+	s.asks.mu.Unlock()
 	if ok {
 		p.ch <- clone(f.Raw)
 	}
@@ -104,10 +104,11 @@ func (s *Session) clientAnswered(f *rewrite.Frame) bool {
 // clientCan reports whether the client declared the capability an input
 // request needs, and names it when not (2025 servers send only what the
 // client declared).
-func (s *Session) clientCan(method string, params gjson.Result) (bool, string) {
-	s.mu.Lock()
-	caps := gjson.ParseBytes(s.legacyCaps)
-	s.mu.Unlock()
+func (s *modern) clientCan(method string, params gjson.Result) (bool, string) {
+	var caps gjson.Result
+	if st := s.state.Load(); st != nil {
+		caps = gjson.ParseBytes(st.legacyCaps)
+	}
 	switch method {
 	case "elicitation/create":
 		if !caps.Get("elicitation").Exists() {
@@ -143,7 +144,7 @@ func inputRequests(m gjson.Result) []inputRequest {
 
 // askInput sends one input request to the client and returns the answer
 // for inputResponses. relatedTask ties it to a task the client knows.
-func (s *Session) askInput(ctx context.Context, in inputRequest, relatedTask string) ([]byte, error) {
+func (s *modern) askInput(ctx context.Context, in inputRequest, relatedTask string) ([]byte, error) {
 	if ok, missing := s.clientCan(in.method, in.params); !ok {
 		return nil, missingCapability(in.method, missing)
 	}
@@ -162,7 +163,7 @@ func missingCapability(method, capability string) error {
 }
 
 // inputParams prepares an input request's params for the client.
-func (s *Session) inputParams(in inputRequest, relatedTask string) []byte {
+func (s *modern) inputParams(in inputRequest, relatedTask string) []byte {
 	var elicitationID string
 	if in.method == "elicitation/create" && in.params.Get("mode").String() == "url" {
 		elicitationID = "mtp-elicitation-" + randomHex(12)
@@ -174,7 +175,7 @@ func (s *Session) inputParams(in inputRequest, relatedTask string) []byte {
 }
 
 // inputAnswer waits for the client's answer to an input request.
-func (s *Session) inputAnswer(ctx context.Context, in inputRequest, p *pendingAsk) ([]byte, error) {
+func (s *modern) inputAnswer(ctx context.Context, in inputRequest, p *pendingAsk) ([]byte, error) {
 	res, err := p.wait(ctx)
 	if err != nil {
 		if _, ok := err.(*clientError); ok && in.method == "elicitation/create" {

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const wait = 10 * time.Second
 
 // upstream is a scriptable modern server.
-type upstream struct {
+type testUpstream struct {
 	*httptest.Server
 	mu      sync.Mutex
 	bodies  []string
@@ -41,7 +41,7 @@ type upstream struct {
 	tools   string                                                    // tools/list tools array
 }
 
-func (u *upstream) toolsJSON() string {
+func (u *testUpstream) toolsJSON() string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.tools == "" {
@@ -52,8 +52,8 @@ func (u *upstream) toolsJSON() string {
 
 const discoverResult = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"extensions":{"io.modelcontextprotocol/tasks":{}}},"instructions":"hi","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"9"}}}`
 
-func newUpstream(t *testing.T) *upstream {
-	u := &upstream{disc: discoverResult}
+func newUpstream(t *testing.T) *testUpstream {
+	u := &testUpstream{disc: discoverResult}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		body := string(b)
@@ -99,7 +99,7 @@ func orNull(s string) string {
 	return s
 }
 
-func (u *upstream) setHandler(h func(w http.ResponseWriter, r *http.Request, body string)) {
+func (u *testUpstream) setHandler(h func(w http.ResponseWriter, r *http.Request, body string)) {
 	u.mu.Lock()
 	u.handle = h
 	u.mu.Unlock()
@@ -108,7 +108,7 @@ func (u *upstream) setHandler(h func(w http.ResponseWriter, r *http.Request, bod
 // hold makes u hold each request, unanswered, until release is closed
 // (nil: never) or the request is cancelled. arrived is closed when the
 // first request arrives; started counts them all.
-func (u *upstream) hold(release <-chan struct{}) (arrived <-chan struct{}, started *atomic.Int32) {
+func (u *testUpstream) hold(release <-chan struct{}) (arrived <-chan struct{}, started *atomic.Int32) {
 	first := make(chan struct{})
 	var once sync.Once
 	started = new(atomic.Int32)
@@ -123,7 +123,7 @@ func (u *upstream) hold(release <-chan struct{}) (arrived <-chan struct{}, start
 	return first, started
 }
 
-func (u *upstream) lastBody(method string) string {
+func (u *testUpstream) lastBody(method string) string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for i := len(u.bodies) - 1; i >= 0; i-- {
@@ -225,7 +225,7 @@ func (h *harness) stop() []string {
 
 const initReq = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true},"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}}`
 
-func initialized(t *testing.T, u *upstream, cfg Config) *harness {
+func initialized(t *testing.T, u *testUpstream, cfg Config) *harness {
 	h := start(t, u.URL, cfg)
 	h.send(initReq)
 	if r := h.next(); gjson.Get(r, "result.protocolVersion").Str != "2025-06-18" {
@@ -542,7 +542,7 @@ func TestUpstreamFailuresAnswerOnce(t *testing.T) {
 }
 
 // allBut returns the bodies of every request except those of one method.
-func (u *upstream) allBut(method string) []string {
+func (u *testUpstream) allBut(method string) []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	var out []string
@@ -554,7 +554,7 @@ func (u *upstream) allBut(method string) []string {
 	return out
 }
 
-func (u *upstream) count(method string) int {
+func (u *testUpstream) count(method string) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	n := 0

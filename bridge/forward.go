@@ -30,68 +30,93 @@ import (
 // the header with the body without decoding the form the spec asks for.
 // All of these are answered by the server before it runs anything, so the
 // retry is safe.
-func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+func (s *modern) forward(ctx context.Context, c *call, f *rewrite.Frame) outcome {
 	if s.meta.Load() == nil {
-		return notInitialized(c, f.Method)
+		return frameOnly(notInitialized(c, f.Method))
 	}
 	if f.Method == "tools/call" {
 		if err := s.ensureTools(ctx); refused(err) {
-			return s.transportError(c.id, f.Method, err)
+			return frameOnly(s.transportError(c.id, f.Method, err))
 		}
 	}
-	frame, code := s.modernAttempt(ctx, c, f)
+	var t tries
+	r := s.modernAttempt(ctx, c, f, &t)
 	recovered := false
 	for round := 0; ; {
 		switch {
-		case c.input != nil:
+		case r.input != nil:
 			// The server needs input from the client: ask it, then retry
 			// with the answers (MRTR, eras.md §8.3).
-			ir := c.input
-			c.input = nil
 			if round >= s.cfg.MaxRounds {
-				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 					fmt.Sprintf("the server asked for client input %d times for %s without finishing; giving up (raise --max-mrtr-rounds)", round, f.Method),
-					errorData(s.client.URL(), 0, "", ""))
+					errorData(s.client.URL(), 0, "", "")))
 			}
-			retry, failed := s.mrtrRound(ctx, c, f, ir, round)
+			retry, failed := s.mrtrRound(ctx, c, f, r.input, round)
 			if retry == nil {
-				return failed
+				return frameOnly(failed)
 			}
 			round++
-			c.retry = retry
+			t.retry = retry
 		case ctx.Err() != nil:
-			return frame
-		case code == rewrite.CodeHeaderMismatch && c.sentBase64 && !c.rawHeaders:
-			c.rawHeaders = true
+			return r.outcome()
+		case r.code == rewrite.CodeHeaderMismatch && t.sentBase64 && !t.rawHeaders:
+			t.rawHeaders = true
 			s.rawHeadersNoted.Do(func() {
 				s.info("the server refused a header in the Base64 form the spec asks for (-32020 header mismatch); such a request is retried once with the raw UTF-8 value",
 					zap.String("method", f.Method), zap.ByteString("id", c.id))
 			})
 		case recovered:
-			return frame
-		case code == rewrite.CodeHeaderMismatch && f.Method == "tools/call":
+			return r.outcome()
+		case r.code == rewrite.CodeHeaderMismatch && f.Method == "tools/call":
 			recovered = true
 			s.info("header mismatch: refreshing tools/list and retrying once", zap.ByteString("id", c.id))
 			_ = s.fetchTools(ctx) // a failure leaves the annotations as they were
-		case code == rewrite.CodeUnsupportedProtocolVersion:
+		case r.code == rewrite.CodeUnsupportedProtocolVersion:
 			recovered = true
 			if !s.stillModern(ctx, c) {
-				return s.versionGone(c, f.Method, frame)
+				return frameOnly(s.versionGone(c, f.Method, r.frame))
 			}
 		default:
-			return frame
+			return r.outcome()
 		}
-		frame, code = s.modernAttempt(ctx, c, f)
-		if recovered && code == rewrite.CodeUnsupportedProtocolVersion && c.input == nil {
-			return s.versionGone(c, f.Method, frame)
+		r = s.modernAttempt(ctx, c, f, &t)
+		if recovered && r.code == rewrite.CodeUnsupportedProtocolVersion && r.input == nil {
+			return frameOnly(s.versionGone(c, f.Method, r.frame))
 		}
 	}
 }
 
+// tries is what one request carries from one attempt to the next.
+type tries struct {
+	// retry holds the params members of the next MRTR retry.
+	retry []byte
+	// sentBase64 is set when the server refused the headers with -32020
+	// and they carried a value in the Base64 form; rawHeaders, once the
+	// request is retried with raw UTF-8 values instead (for good).
+	sentBase64, rawHeaders bool
+}
+
+// result is what one upstream exchange of a client request came to.
+type result struct {
+	frame    []byte    // the client's answer (nil: none, or input below)
+	rewrites []string  // what the answer's rewrite changed, for the trace
+	code     int       // the code of the server's JSON-RPC error, if any
+	again    retryKind // whether a failure may be retried
+	input    []byte    // an InputRequiredResult: ask the client, then retry
+	after    func()    // runs once the answer is queued
+}
+
+// failed is a result of an answer made by the proxy.
+func failed(frame []byte, again retryKind) result { return result{frame: frame, again: again} }
+
+func (r result) outcome() outcome {
+	return outcome{frame: r.frame, rewrites: r.rewrites, after: r.after}
+}
+
 // modernAttempt is one attempt of a request to a modern server.
-func (s *Session) modernAttempt(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, int) {
-	frame, code, _ := s.attempt(ctx, c, f.Method, func() ([]byte, int, retryKind) { return s.exchange(ctx, c, f) })
-	return frame, code
+func (s *modern) modernAttempt(ctx context.Context, c *call, f *rewrite.Frame, t *tries) result {
+	return s.attempt(ctx, c, f.Method, func() result { return s.exchange(ctx, c, f, t) })
 }
 
 func notInitialized(c *call, method string) []byte {
@@ -100,7 +125,7 @@ func notInitialized(c *call, method string) []byte {
 }
 
 // stillModern probes the server again after a -32022 on a request.
-func (s *Session) stillModern(ctx context.Context, c *call) bool {
+func (s *modern) stillModern(ctx context.Context, c *call) bool {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
 	prober := s.prober(c.op)
@@ -113,7 +138,7 @@ func (s *Session) stillModern(ctx context.Context, c *call) bool {
 
 // versionGone answers a request the server rejected with -32022 for good:
 // -32603, carrying the server's original error data.
-func (s *Session) versionGone(c *call, method string, frame []byte) []byte {
+func (s *modern) versionGone(c *call, method string, frame []byte) []byte {
 	if frame == nil {
 		return nil
 	}
@@ -134,22 +159,22 @@ func orEmptyObject(raw string) string {
 // attempt makes one upstream exchange for a client request, and repeats it
 // under the retry policy below. It returns the client's answer, the code of
 // the server's JSON-RPC error if any, and why the last exchange failed.
-func (s *Session) attempt(ctx context.Context, c *call, method string, exchange func() ([]byte, int, retryKind)) ([]byte, int, retryKind) {
+func (s *env) attempt(ctx context.Context, c *call, method string, exchange func() result) result {
 	dials, breaks := 0, 0
 	backoff := retryBackoff
 	for {
-		frame, code, again := exchange()
+		r := exchange()
 		switch {
-		case again == retryDial && dials < maxDialRetries:
+		case r.again == retryDial && dials < maxDialRetries:
 			dials++ // nothing was sent: always safe
-		case again == retryBroken && safeToRepeat(method) && breaks < maxBrokenRetries:
+		case r.again == retryBroken && safeToRepeat(method) && breaks < maxBrokenRetries:
 			breaks++ // bytes may have left, but repeating this method is harmless
 		default:
-			return frame, code, again
+			return r
 		}
 		s.info("retrying the upstream request", zap.String("method", method), zap.ByteString("id", c.id), zap.Duration("after", backoff))
 		if !sleep(ctx, backoff) {
-			return nil, 0, retryNone
+			return result{}
 		}
 		backoff *= 2
 	}
@@ -186,15 +211,13 @@ func safeToRepeat(method string) bool {
 	return strings.HasSuffix(method, "/list")
 }
 
-// exchange makes one upstream exchange for a client request. It returns the
-// client's answer, the code of the server's JSON-RPC error if any, and
-// whether the failure may be retried.
-func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, int, retryKind) {
+// exchange makes one upstream exchange for a client request.
+func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tries) result {
 	upID := s.nextUpstreamID()
 	up := rewrite.Up{ID: upID, Meta: *s.meta.Load()}
-	if c.retry != nil {
+	if t.retry != nil {
 		up.DropParams = []string{"inputResponses", "requestState"}
-		up.Extra = c.retry
+		up.Extra = t.retry
 	}
 	if c.task.Exists() {
 		// 2026 has no request-side task flag (tasks.md §13.1).
@@ -206,11 +229,11 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	}
 	body, err := rewrite.RequestUp(f, up)
 	if err != nil {
-		return rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), 0, retryNone
+		return failed(rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), retryNone)
 	}
 	actx, touch, stop := s.deadlines(ctx, c)
 	defer stop()
-	if c.rawHeaders {
+	if t.rawHeaders {
 		actx = routing.WithRawUTF8Headers(actx)
 	}
 
@@ -220,10 +243,10 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 		if c.task.Exists() {
 			rw = append(rw, "task.drop")
 		}
-		if c.retry != nil {
+		if t.retry != nil {
 			rw = append(rw, "mrtr.retry")
 		}
-		if c.rawHeaders {
+		if t.rawHeaders {
 			rw = append(rw, "headers.raw")
 		}
 		s.traceUp(actx, c.op, body, params, rw)
@@ -232,11 +255,10 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	resp, err := s.client.Post(actx, body, params)
 	if err != nil {
 		s.traceDown(c.op, nil, 0, start, err)
-		frame, again := s.sendFailed(ctx, actx, c, f.Method, err)
-		return frame, 0, again
+		return failed(s.sendFailed(ctx, actx, c, f.Method, err))
 	}
 	defer resp.Close()
-	frame, code, again := s.answer(actx, c, f, upID, resp, func(msg []byte, first bool) {
+	r := s.answer(actx, c, f, upID, resp, func(msg []byte, first bool) {
 		touch()
 		status := 0
 		if first {
@@ -244,21 +266,21 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 		}
 		s.traceDown(c.op, msg, status, start, nil)
 	})
-	if frame == nil && c.input == nil && ctx.Err() == nil {
-		frame = s.timedOut(actx, c, f.Method)
+	if r.frame == nil && r.input == nil && ctx.Err() == nil {
+		r.frame = s.timedOut(actx, c, f.Method)
 	}
-	if code == rewrite.CodeHeaderMismatch && !c.rawHeaders {
+	if r.code == rewrite.CodeHeaderMismatch && !t.rawHeaders {
 		// Read only on the rare refusal: may a raw retry change anything?
-		c.sentBase64 = routing.UsesBase64(body, params)
+		t.sentBase64 = routing.UsesBase64(body, params)
 	}
-	s.logExchange(c.op, f.Method, c.id, upID, resp.Status, start, len(body), len(frame))
-	return frame, code, again
+	s.logExchange(c.op, f.Method, c.id, upID, resp.Status, start, len(body), len(r.frame))
+	return r
 }
 
 // deadlines bounds one upstream exchange of c: the idle timer restarts on
 // every message from the server (touch; progress keeps a long call alive),
 // the request's hard maximum does not. stop releases the timers.
-func (s *Session) deadlines(ctx context.Context, c *call) (actx context.Context, touch, stop func()) {
+func (s *env) deadlines(ctx context.Context, c *call) (actx context.Context, touch, stop func()) {
 	// One context and two timers per exchange: the hard one fires at what
 	// is left of the request's --request-timeout (see requestBound).
 	actx, cancel := context.WithCancelCause(ctx)
@@ -283,7 +305,7 @@ func (s *Session) deadlines(ctx context.Context, c *call) (actx context.Context,
 // exchanges and the waits for the client's answers to what the server asked
 // (MRTR) together never take longer. Following a task the server made of
 // the call is governed by the task instead.
-func (s *Session) requestBound(ctx context.Context, c *call) (context.Context, context.CancelFunc) {
+func (s *env) requestBound(ctx context.Context, c *call) (context.Context, context.CancelFunc) {
 	if s.cfg.RequestTimeout <= 0 {
 		return context.WithCancel(ctx)
 	}
@@ -294,7 +316,7 @@ func (s *Session) requestBound(ctx context.Context, c *call) (context.Context, c
 // and whether it may be retried: a dial error always, a broken connection
 // for methods safe to repeat, a timeout never (it would only multiply the
 // wait). It is nil when the client cancelled or the session is ending.
-func (s *Session) sendFailed(ctx, actx context.Context, c *call, method string, err error) ([]byte, retryKind) {
+func (s *env) sendFailed(ctx, actx context.Context, c *call, method string, err error) ([]byte, retryKind) {
 	if ctx.Err() != nil {
 		return nil, retryNone
 	}
@@ -323,7 +345,7 @@ var (
 
 // timedOut is the answer for an exchange a timeout ended (its stream is
 // closed, which cancels it upstream), or nil when no timeout did.
-func (s *Session) timedOut(actx context.Context, c *call, method string) []byte {
+func (s *env) timedOut(actx context.Context, c *call, method string) []byte {
 	var msg string
 	switch context.Cause(actx) {
 	case errIdle:
@@ -339,14 +361,14 @@ func (s *Session) timedOut(actx context.Context, c *call, method string) []byte 
 
 // answer reads the upstream messages of one request: notifications go to the
 // client as they come, and the response for upID becomes the client's answer.
-func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response, seen func(msg []byte, first bool)) ([]byte, int, retryKind) {
+func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response, seen func(msg []byte, first bool)) result {
 	var skipped string // why the last unusable stream event was skipped
 	first := true
 	for {
 		msg, err := resp.Next()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, 0, retryNone
+				return result{}
 			}
 			switch {
 			case errors.Is(err, io.EOF):
@@ -354,17 +376,17 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 				if resp.IsSSE() && resp.Status < 300 {
 					again = retryBroken // the stream ended before the response
 				}
-				return s.noAnswer(c, f.Method, resp, skipped), 0, again
+				return failed(s.noAnswer(c, f.Method, resp, skipped), again)
 			case errors.Is(err, routing.ErrContentType):
-				return s.httpFailure(c.id, f.Method, resp, msg), 0, retryNone
+				return failed(s.httpFailure(c.id, f.Method, resp, msg), retryNone)
 			case errors.Is(err, routing.ErrTooLarge):
-				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", f.Method),
-					errorData(s.client.URL(), resp.Status, "", "")), 0, retryNone
+					errorData(s.client.URL(), resp.Status, "", "")), retryNone)
 			}
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
-				errorData(s.client.URL(), resp.Status, "", "")), 0, retryBroken
+				errorData(s.client.URL(), resp.Status, "", "")), retryBroken)
 		}
 		seen(msg, first)
 		first = false
@@ -372,9 +394,9 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 		if perr != nil {
 			if !resp.IsSSE() {
 				if resp.Status < 300 {
-					return s.invalidBody(c.id, f.Method, resp, msg, perr), 0, retryNone
+					return failed(s.invalidBody(c.id, f.Method, resp, msg, perr), retryNone)
 				}
-				return s.httpFailure(c.id, f.Method, resp, msg), 0, retryNone
+				return failed(s.httpFailure(c.id, f.Method, resp, msg), retryNone)
 			}
 			skipped = "an event that is not a JSON-RPC message (" + perr.Error() + ")"
 			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.logFrame(msg)))
@@ -395,15 +417,15 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 			if resp.IsSSE() {
 				continue
 			}
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
-				errorData(s.client.URL(), resp.Status, "", "")), 0, retryNone
+				errorData(s.client.URL(), resp.Status, "", "")), retryNone)
 		}
-		code := 0
+		r := s.down(ctx, c, f.Method, &m, resp.Status, resp.Room())
 		if m.Error.Exists() {
-			code = int(m.Error.Get("code").Int())
+			r.code = int(m.Error.Get("code").Int())
 		}
-		return s.down(ctx, c, f.Method, &m, resp.Status, resp.Room()), code, retryNone
+		return r
 	}
 }
 
@@ -411,7 +433,7 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 // the buffer m was read into with spare bytes in front (a large JSON body):
 // a plain result is then rewritten in place, so that only one copy of it is
 // ever in memory.
-func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.Frame, status int, room []byte) []byte {
+func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Frame, status int, room []byte) result {
 	tasks := s.tasksEnabled()
 	augmented := method == "tools/call" && c.task.Exists() && tasks
 	if augmented || method == "tools/list" {
@@ -422,41 +444,40 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks, Room: room})
 	if err != nil {
 		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", s.logFrame(m.Raw)))
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
-			fmt.Sprintf("invalid upstream result for %s: %v", method, err), errorData(s.client.URL(), status, "", ""))
+		return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			fmt.Sprintf("invalid upstream result for %s: %v", method, err), errorData(s.client.URL(), status, "", "")), retryNone)
 	}
-	c.rewrites = d.Rewrites
 	switch d.ResultType {
 	case rewrite.ResultComplete:
 		switch {
 		case method == "tools/list":
 			s.rememberTools(d)
 		case augmented && !d.IsError:
-			return s.taskCreated(c, m)
+			return s.tasks.taskCreated(c, m)
 		}
-		return d.Frame
+		return result{frame: d.Frame, rewrites: d.Rewrites}
 	case rewrite.ResultTask:
 		if method != "tools/call" {
 			break // only tools/call may become a task (tasks.md §13.8)
 		}
 		if augmented {
-			return s.taskCreated(c, m)
+			return s.tasks.taskCreated(c, m)
 		}
 		t := rewrite.ReadTask(m.Result)
 		s.info("the server made a task of a plain tools/call; following it", zap.ByteString("id", c.id), zap.String("taskId", t.ID))
-		return s.follow(ctx, c, t)
+		return s.tasks.follow(ctx, c, t)
 	case rewrite.ResultInputRequired:
 		switch method {
 		case "tools/call", "prompts/get", "resources/read":
-			c.input = []byte(m.Result.Raw) // a copy: forward asks the client, then retries
-			return nil
+			// A copy: forward asks the client, then retries.
+			return result{input: []byte(m.Result.Raw), rewrites: d.Rewrites}
 		}
 	}
 	s.warn("invalid upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
 		zap.ByteString("frame", s.logFrame(m.Raw)))
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 		fmt.Sprintf("invalid upstream result for %s: unrecognized or misplaced resultType %q", method, d.ResultType),
-		errorData(s.client.URL(), status, "resultType", d.ResultType))
+		errorData(s.client.URL(), status, "resultType", d.ResultType)), retryNone)
 }
 
 // mrtrRound asks the client for one InputRequiredResult's inputRequests,
@@ -464,7 +485,7 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 // inputResponses, and requestState echoed byte for byte. When the round
 // cannot go on it returns nil and the client's answer (nil when the client
 // cancelled).
-func (s *Session) mrtrRound(ctx context.Context, c *call, f *rewrite.Frame, ir []byte, round int) ([]byte, []byte) {
+func (s *modern) mrtrRound(ctx context.Context, c *call, f *rewrite.Frame, ir []byte, round int) ([]byte, []byte) {
 	wctx, cancel := s.requestBound(ctx, c)
 	defer cancel()
 	retry, failed := s.mrtrAsk(wctx, c, f, ir, round)
@@ -478,7 +499,7 @@ func (s *Session) mrtrRound(ctx context.Context, c *call, f *rewrite.Frame, ir [
 
 // mrtrAsk is one MRTR round; wctx bounds its waits. It returns nil and nil
 // when a wait ended with wctx.
-func (s *Session) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []byte, round int) ([]byte, []byte) {
+func (s *modern) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []byte, round int) ([]byte, []byte) {
 	res := gjson.ParseBytes(ir)
 	reqs := inputRequests(res.Get("inputRequests"))
 	state := res.Get("requestState")
@@ -540,7 +561,7 @@ func (s *Session) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []
 // inputFailed is the answer when the client failed a sampling or roots
 // request (eras.md §8.3 POLICY): a tool reports it as a tool error the model
 // can read; other methods get -32603.
-func (s *Session) inputFailed(c *call, method string, in inputRequest, err error) []byte {
+func (s *modern) inputFailed(c *call, method string, in inputRequest, err error) []byte {
 	msg := fmt.Sprintf("the client could not answer %s, which the server needs to finish %s: %v", in.method, method, err)
 	if method == "tools/call" {
 		return rewrite.ResultFrame(c.id, append(append([]byte(`{"content":[{"type":"text","text":`), rewrite.AppendString(nil, msg)...), `}],"isError":true}`...))
@@ -550,7 +571,7 @@ func (s *Session) inputFailed(c *call, method string, in inputRequest, err error
 
 // streamNotification forwards request-scoped notifications (progress, log
 // messages) to the client before the response.
-func (s *Session) streamNotification(c *call, m *rewrite.Frame) {
+func (s *modern) streamNotification(c *call, m *rewrite.Frame) {
 	switch m.Method {
 	case "notifications/progress":
 		// 2025 requires progress to increase; a server may restart its
@@ -575,7 +596,7 @@ func (s *Session) streamNotification(c *call, m *rewrite.Frame) {
 }
 
 // noAnswer is the error for a body or stream that ended without a response.
-func (s *Session) noAnswer(c *call, method string, resp *routing.Response, skipped string) []byte {
+func (s *env) noAnswer(c *call, method string, resp *routing.Response, skipped string) []byte {
 	if resp.Status >= 300 {
 		return s.httpFailure(c.id, method, resp, nil)
 	}
@@ -597,7 +618,7 @@ func (s *Session) noAnswer(c *call, method string, resp *routing.Response, skipp
 // httpFailure is the error for an HTTP answer that carries no usable
 // JSON-RPC response: its message names the status and the likely fix, and
 // error.data holds the status, the URL and the start of the body.
-func (s *Session) httpFailure(id []byte, method string, resp *routing.Response, body []byte) []byte {
+func (s *env) httpFailure(id []byte, method string, resp *routing.Response, body []byte) []byte {
 	url := s.client.URL()
 	st := resp.Status
 	var hint string
@@ -640,7 +661,7 @@ func (s *Session) httpFailure(id []byte, method string, resp *routing.Response, 
 
 // invalidBody is the error for a successful HTTP answer whose body is not a
 // JSON-RPC message.
-func (s *Session) invalidBody(id []byte, method string, resp *routing.Response, body []byte, err error) []byte {
+func (s *env) invalidBody(id []byte, method string, resp *routing.Response, body []byte, err error) []byte {
 	data := errorData(s.client.URL(), resp.Status, "contentType", resp.ContentType)
 	data = append(data[:len(data)-1], `,"body":`...)
 	data = append(rewrite.AppendString(data, string(capSnippet(body))), '}')
@@ -659,7 +680,7 @@ func refused(err error) bool {
 }
 
 // transportError is the error for an exchange that failed before any status.
-func (s *Session) transportError(id []byte, method string, err error) []byte {
+func (s *env) transportError(id []byte, method string, err error) []byte {
 	var te *routing.TransportError
 	msg := fmt.Sprintf("the request %s to the upstream server failed: %v", method, err)
 	cause := "network"

@@ -16,50 +16,48 @@ import (
 // initialize answers the legacy handshake locally from a server/discover
 // probe (eras.md §3.1). A failed probe is not cached: the next initialize
 // probes again, and the process keeps serving.
-func (s *Session) initialize(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) outcome {
 	id := []byte(f.ID.Raw)
 	p := f.Params
 	if !p.IsObject() {
-		return rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
-			"Invalid params: initialize needs params with protocolVersion, capabilities and clientInfo", nil)
+		return frameOnly(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
+			"Invalid params: initialize needs params with protocolVersion, capabilities and clientInfo", nil))
 	}
-	requested := p.Get("protocolVersion").String()
-	caps := capabilities.ClientCapabilities([]byte(p.Get("capabilities").Raw))
-	var info []byte
-	if ci := p.Get("clientInfo"); ci.IsObject() {
-		info = []byte(ci.Raw)
-	}
-
 	s.initMu.Lock()
 	defer s.initMu.Unlock()
-	s.mu.Lock()
-	level := s.level
-	s.mu.Unlock()
-	meta := capabilities.Meta(caps, info, level)
-
-	url := s.client.URL()
-	if frame, done := s.sseFirst(ctx, c, f); done {
-		return frame
+	if out, done := s.sseFirst(ctx, c, f); done {
+		return out
 	}
 	if s.cfg.Protocol == ProtocolLegacy {
 		s.verdict(opOf(ctx), "legacy", "forced by --protocol legacy; no probe")
 		return s.passInit(ctx, c, f)
 	}
+	st := &modernState{
+		caps:       capabilities.ClientCapabilities([]byte(p.Get("capabilities").Raw)),
+		legacyCaps: []byte(p.Get("capabilities").Raw),
+	}
+	if ci := p.Get("clientInfo"); ci.IsObject() {
+		st.clientInfo = []byte(ci.Raw)
+	}
+	s.metaMu.Lock()
+	meta := capabilities.Meta(st.caps, st.clientInfo, s.level)
+	s.metaMu.Unlock()
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
 	prober := s.prober(opOf(ctx))
 	v := prober.Probe(pctx, meta)
 	if ctx.Err() != nil {
-		return nil // the session is ending
+		return outcome{} // the session is ending
 	}
+	url := s.client.URL()
 	switch {
 	case v.Era == capabilities.Modern:
 		s.verdict(opOf(ctx), "modern", v.Reason)
 	case v.Era == capabilities.Legacy && s.cfg.Protocol == ProtocolModern:
 		s.warn("upstream era detected", zap.String("era", "legacy"), zap.String("url", url), zap.String("reason", v.Reason))
-		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+		return frameOnly(rewrite.ErrorFrame(id, rewrite.CodeInternalError,
 			fmt.Sprintf("the upstream server at %s speaks MCP 2025 (%s), but --protocol modern demands a 2026-07-28 server; drop --protocol modern (or use --protocol auto) to pass the 2025 protocol through", url, v.Reason),
-			errorData(url, v.Status, "upstreamEra", "legacy"))
+			errorData(url, v.Status, "upstreamEra", "legacy")))
 	case v.Era == capabilities.Legacy:
 		s.verdict(opOf(ctx), "legacy", v.Reason)
 		return s.passInit(ctx, c, f)
@@ -67,63 +65,62 @@ func (s *Session) initialize(ctx context.Context, c *call, f *rewrite.Frame) []b
 		// The sign-in did not complete: the hook's text names the server
 		// and the way out.
 		s.warn("server/discover probe not authorized", zap.String("url", url), zap.Error(v.Err))
-		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
-			fmt.Sprintf("cannot initialize: %v; the next initialize will try again", v.Err), errorData(url, 0, "cause", "auth"))
+		return frameOnly(rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+			fmt.Sprintf("cannot initialize: %v; the next initialize will try again", v.Err), errorData(url, 0, "cause", "auth")))
 	default:
 		s.warn("server/discover probe failed", zap.String("url", url), zap.Int("httpStatus", v.Status), zap.Error(v.Err))
-		return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+		return frameOnly(rewrite.ErrorFrame(id, rewrite.CodeInternalError,
 			fmt.Sprintf("cannot initialize: %v (%s); the next initialize will try again", v.Err, capabilities.StatusText(v.Status)),
-			errorData(url, v.Status, "", ""))
+			errorData(url, v.Status, "", "")))
 	}
 
-	result := capabilities.InitializeResult(v.Discover, capabilities.InitializeOptions{
-		RequestedVersion: requested,
+	res := capabilities.InitializeResult(v.Discover, capabilities.InitializeOptions{
+		RequestedVersion: p.Get("protocolVersion").String(),
 		UpstreamURL:      url,
 		Tasks:            true,
 		Subscriptions:    true,
 	})
-	serverCaps := []byte(gjson.GetBytes(v.Discover, "capabilities").Raw)
-	_, hasTasks := capabilities.ServerCapabilities(serverCaps, false)
-	s.mu.Lock()
-	s.caps, s.clientInfo, s.ready = caps, info, true
-	s.legacyCaps, s.tasks, s.serverCaps = []byte(p.Get("capabilities").Raw), hasTasks, serverCaps
-	m := capabilities.Meta(caps, info, s.level) // the level may have changed during the probe
+	st.serverCaps = []byte(gjson.GetBytes(v.Discover, "capabilities").Raw)
+	_, st.hasTasks = capabilities.ServerCapabilities(st.serverCaps, false)
+	s.metaMu.Lock()
+	s.state.Store(st)
+	m := capabilities.Meta(st.caps, st.clientInfo, s.level) // the level may have changed during the probe
 	s.meta.Store(&m)
-	s.mu.Unlock()
-	return rewrite.ResultFrame(id, result)
+	s.metaMu.Unlock()
+	return outcome{frame: rewrite.ResultFrame(id, res), era: capabilities.ModernVersion}
 }
 
 // sseFirst tries the HTTP+SSE transport before Streamable HTTP under
 // --transport sse-first and sse-only. done is false when Streamable HTTP
 // is to be tried: the default, or sse-first against a server whose GET
 // opened no event stream with an endpoint event.
-func (s *Session) sseFirst(ctx context.Context, c *call, f *rewrite.Frame) (frame []byte, done bool) {
+func (s *handshake) sseFirst(ctx context.Context, c *call, f *rewrite.Frame) (out outcome, done bool) {
 	only := s.cfg.Transport == TransportSSEOnly
 	if !only && (s.cfg.Transport != TransportSSEFirst || s.cfg.Protocol == ProtocolModern) {
-		return nil, false // --protocol modern: a 2024-11-05 server is not wanted first
+		return outcome{}, false // --protocol modern: a 2024-11-05 server is not wanted first
 	}
 	url := s.client.URL()
 	if only && s.cfg.Protocol == ProtocolModern {
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
+		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
 			"--transport sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but --protocol modern demands a 2026-07-28 server; drop one of them",
-			errorData(url, 0, "", "")), true
+			errorData(url, 0, "", ""))), true
 	}
-	frame, err := s.sseInit(ctx, c, f)
+	out, err := s.sseInit(ctx, c, f)
 	switch {
 	case err == nil:
-		return frame, true
+		return out, true
 	case ctx.Err() != nil:
-		return nil, true
+		return outcome{}, true
 	case only || isEndpointError(err) || capabilities.IsAuthError(err):
 		s.warn("no HTTP+SSE stream", zap.String("url", url), zap.Error(err))
 		hint := "; the next initialize will try again"
 		if only && !isEndpointError(err) {
 			hint = "; --transport sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use --transport http-first"
 		}
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "cannot initialize: "+err.Error()+hint, errorData(url, 0, "transport", "sse")), true
+		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "cannot initialize: "+err.Error()+hint, errorData(url, 0, "transport", "sse"))), true
 	}
 	s.info("no HTTP+SSE stream; trying Streamable HTTP", zap.Error(err))
-	return nil, false
+	return outcome{}, false
 }
 
 func isEndpointError(err error) bool {
@@ -133,7 +130,7 @@ func isEndpointError(err error) bool {
 
 // verdict logs the upstream era once per initialize, at info, and records
 // it in the trace.
-func (s *Session) verdict(op, era, reason string) {
+func (s *handshake) verdict(op, era, reason string) {
 	mode := "bridge to 2026-07-28"
 	switch era {
 	case capabilities.Legacy.String():
@@ -150,7 +147,7 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 
 // setLevel answers logging/setLevel locally and remembers the level; it rides
 // every later upstream request as _meta logLevel (eras.md §10).
-func (s *Session) setLevel(f *rewrite.Frame, op string) {
+func (s *modern) setLevel(f *rewrite.Frame, op string, stream any) {
 	id := []byte(f.ID.Raw)
 	lv := f.Params.Get("level")
 	valid := false
@@ -160,18 +157,18 @@ func (s *Session) setLevel(f *rewrite.Frame, op string) {
 		}
 	}
 	if !valid {
-		s.sendOp(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
-			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil), op, nil)
+		s.reply(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
+			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil), op, stream, nil)
 		return
 	}
-	s.mu.Lock()
+	s.metaMu.Lock()
 	s.level = lv.Str
-	if s.ready {
-		m := capabilities.Meta(s.caps, s.clientInfo, s.level)
+	if st := s.state.Load(); st != nil {
+		m := capabilities.Meta(st.caps, st.clientInfo, s.level)
 		s.meta.Store(&m)
 	}
-	s.mu.Unlock()
-	s.sendOp(rewrite.ResultFrame(id, []byte(`{}`)), op, []string{"setLevel.local"})
+	s.metaMu.Unlock()
+	s.reply(rewrite.ResultFrame(id, []byte(`{}`)), op, stream, []string{"setLevel.local"})
 }
 
 // errorData builds error.data for proxy-made errors: the upstream URL

@@ -69,13 +69,14 @@ type listener struct {
 	kinds []string
 }
 
-// listens tracks the session's listen streams; it is safe to start one from
-// any goroutine until the session closes.
+// listens are the modern session's subscriptions/listen streams: the
+// list-change stream, and one per resources/subscribe. They run in the
+// session's background group.
 type listens struct {
-	mu     sync.Mutex
-	wg     sync.WaitGroup
-	closed bool
-	byURI  map[string]*listener
+	*modern
+	mu        sync.Mutex
+	byURI     map[string]*listener
+	listening bool // the list-change stream was started
 	// sleep and now are the listen loops' clock, the real one when nil.
 	// Tests set them before the session runs; they are not changed after.
 	sleep func(ctx context.Context, d time.Duration) bool
@@ -98,36 +99,10 @@ func (l *listens) clock() time.Time {
 	return time.Now()
 }
 
-// start runs fn in a tracked goroutine, unless the session has closed.
-func (l *listens) start(fn func()) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		fn()
-	}()
-	return true
-}
-
-// close stops new streams and waits for the running ones, which end with
-// the session's context.
-func (l *listens) close() {
-	l.mu.Lock()
-	l.closed = true
-	l.mu.Unlock()
-	l.wg.Wait()
-}
-
 // openListChanged opens the list-change stream for the kinds the server
 // declared. It runs once, after notifications/initialized.
-func (s *Session) openListChanged() {
-	s.mu.Lock()
-	caps := gjson.ParseBytes(s.serverCaps)
-	s.mu.Unlock()
+func (s *listens) openListChanged() {
+	caps := gjson.ParseBytes(s.state.Load().serverCaps) // after a successful initialize
 	filter := []byte(`{`)
 	var kinds []string
 	for _, k := range []struct{ cap, field, method string }{
@@ -151,8 +126,8 @@ func (s *Session) openListChanged() {
 }
 
 // newListener prepares a listener whose stream ends with the session or
-// with its cancel. Callers that publish it do so under s.listen.mu.
-func (s *Session) newListener(filter []byte, kinds []string, waited bool) (*listener, context.Context) {
+// with its cancel. Callers that publish it do so under s.mu.
+func (s *listens) newListener(filter []byte, kinds []string, waited bool) (*listener, context.Context) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	l := &listener{filter: filter, kinds: kinds, cancel: cancel, acked: make(chan gjson.Result, 1)}
 	if waited {
@@ -162,8 +137,8 @@ func (s *Session) newListener(filter []byte, kinds []string, waited bool) (*list
 }
 
 // runListener starts l's loop; false when the session is closing.
-func (s *Session) runListener(ctx context.Context, l *listener) bool {
-	ok := s.listen.start(func() { s.listenLoop(ctx, l) })
+func (s *listens) runListener(ctx context.Context, l *listener) bool {
+	ok := s.bg.start(func() { s.listenLoop(ctx, l) })
 	if !ok {
 		l.cancel()
 	}
@@ -171,7 +146,7 @@ func (s *Session) runListener(ctx context.Context, l *listener) bool {
 }
 
 // listenLoop keeps one listen stream open until ctx ends.
-func (s *Session) listenLoop(ctx context.Context, l *listener) {
+func (s *listens) listenLoop(ctx context.Context, l *listener) {
 	var delay time.Duration
 	first := true
 	for ctx.Err() == nil {
@@ -197,7 +172,7 @@ func (s *Session) listenLoop(ctx context.Context, l *listener) {
 		delay = nextListenDelay(delay, up)
 		s.warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err),
 			zap.Duration("up", up), zap.Duration("after", delay))
-		if !s.listen.wait(ctx, delay) {
+		if !s.wait(ctx, delay) {
 			return
 		}
 	}
@@ -206,11 +181,11 @@ func (s *Session) listenLoop(ctx context.Context, l *listener) {
 // listenOnce opens the stream and forwards its notifications until it
 // ends. opened reports whether it was acknowledged, and up how long it
 // stayed open after that.
-func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (opened bool, up time.Duration, err error) {
+func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (opened bool, up time.Duration, err error) {
 	var ackedAt time.Time
 	defer func() {
 		if opened {
-			up = s.listen.clock().Sub(ackedAt)
+			up = s.clock().Sub(ackedAt)
 		}
 	}()
 	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"subscriptions/listen","params":{"notifications":%s}}`, l.filter)
@@ -270,7 +245,7 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 			return opened, 0, errors.New("the server ended the subscription")
 		case m.Method == "notifications/subscriptions/acknowledged":
 			if !opened {
-				ackedAt = s.listen.clock()
+				ackedAt = s.clock()
 			}
 			opened = true
 			if first {
@@ -294,7 +269,7 @@ func (s *Session) listenOnce(ctx context.Context, l *listener, first bool) (open
 }
 
 // subscription answers resources/subscribe and resources/unsubscribe.
-func (s *Session) subscription(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+func (s *listens) subscription(ctx context.Context, c *call, f *rewrite.Frame) []byte {
 	if s.meta.Load() == nil {
 		return notInitialized(c, f.Method)
 	}
@@ -302,31 +277,29 @@ func (s *Session) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 	if uri.Type != gjson.String {
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
 	}
-	s.mu.Lock()
-	canSubscribe := gjson.GetBytes(s.serverCaps, "resources.subscribe").Bool()
-	s.mu.Unlock()
+	canSubscribe := gjson.GetBytes(s.state.Load().serverCaps, "resources.subscribe").Bool() // meta is set: initialized
 	if !canSubscribe {
 		return rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.client.URL()), nil)
 	}
-	s.listen.mu.Lock()
-	l := s.listen.byURI[uri.Str]
+	s.mu.Lock()
+	l := s.byURI[uri.Str]
 	var lctx context.Context
 	switch {
 	case f.Method == "resources/unsubscribe":
-		delete(s.listen.byURI, uri.Str)
+		delete(s.byURI, uri.Str)
 	case l == nil:
 		// Registered, with its cancel, before it opens: a second subscribe
 		// to the same URI opens no second stream, and an unsubscribe that
 		// comes first still stops it.
 		filter := append(rewrite.AppendString([]byte(`{"resourceSubscriptions":[`), uri.Str), "]}"...)
 		l, lctx = s.newListener(filter, nil, true)
-		s.listen.byURI[uri.Str] = l
+		s.byURI[uri.Str] = l
 	default:
-		s.listen.mu.Unlock()
+		s.mu.Unlock()
 		return rewrite.ResultFrame(c.id, []byte(`{}`)) // already subscribed
 	}
-	s.listen.mu.Unlock()
+	s.mu.Unlock()
 	if f.Method == "resources/unsubscribe" {
 		if l != nil {
 			l.cancel() // closing the stream ends the subscription
@@ -334,11 +307,11 @@ func (s *Session) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 		return rewrite.ResultFrame(c.id, []byte(`{}`))
 	}
 	drop := func() {
-		s.listen.mu.Lock()
-		if s.listen.byURI[uri.Str] == l {
-			delete(s.listen.byURI, uri.Str)
+		s.mu.Lock()
+		if s.byURI[uri.Str] == l {
+			delete(s.byURI, uri.Str)
 		}
-		s.listen.mu.Unlock()
+		s.mu.Unlock()
 		l.cancel()
 	}
 	if !s.runListener(lctx, l) {

@@ -147,7 +147,8 @@ func TestListenBackoffFlappingServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(Config{Client: client})
-	s.listen.sleep, s.listen.now = clock.sleep, clock.now
+	l := s.upstream().(*modern).listen
+	l.sleep, l.now = clock.sleep, clock.now
 	h := run(t, s, client)
 	h.send(initReq)
 	if r := h.next(); !gjson.Get(r, "result.capabilities.tools.listChanged").Bool() {

@@ -60,7 +60,7 @@ const (
 
 // passthrough is the session's state against a legacy upstream.
 type passthrough struct {
-	s     *Session
+	s     *env
 	posts chan clientPost // client notifications and answers, POSTed in order
 
 	mu          sync.Mutex
@@ -110,44 +110,45 @@ func (p *passthrough) header() (http.Header, int) {
 // HTTP+SSE server does (400, 404 or 405 without a JSON-RPC message), it
 // tries the old transport, as mcp-remote does, unless --transport
 // http-only (or sse-first, which has tried it already) rules it out.
-func (s *Session) passInit(ctx context.Context, c *call, f *rewrite.Frame) []byte {
-	frame, refused := s.passStart(ctx, c, f, func(p *passthrough) carrier { return &streamable{p: p} })
+func (s *handshake) passInit(ctx context.Context, c *call, f *rewrite.Frame) outcome {
+	out, refused := s.passStart(ctx, c, f, func(p *passthrough) carrier { return &streamable{p: p} })
 	if !refused {
-		return frame
+		return out
 	}
+	frame := out.frame
 	switch s.cfg.Transport {
 	case TransportHTTPOnly:
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
 			gjson.GetBytes(frame, "error.message").String()+"; if it is an old HTTP+SSE server (MCP 2024-11-05), drop --transport http-only (or use --transport sse-only)",
-			[]byte(gjson.GetBytes(frame, "error.data").Raw))
+			[]byte(gjson.GetBytes(frame, "error.data").Raw)))
 	case TransportSSEFirst:
-		return frame
+		return out
 	}
 	s.info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(frame, "error.data.httpStatus").Int())))
-	sframe, err := s.sseInit(ctx, c, f)
+	sout, err := s.sseInit(ctx, c, f)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return outcome{}
 		}
 		s.warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
 		if isEndpointError(err) {
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "cannot initialize: "+err.Error(), errorData(s.client.URL(), 0, "cause", "endpoint origin"))
+			return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "cannot initialize: "+err.Error(), errorData(s.client.URL(), 0, "cause", "endpoint origin")))
 		}
-		return frame
+		return out
 	}
-	return sframe
+	return sout
 }
 
 // passStart forwards the client's initialize over the carrier mk makes
 // and, when it succeeds, puts the session into passthrough mode before the
-// answer goes out, so that every later client message takes the
-// passthrough path. refused reports a POST refused the way a 2024-11-05
+// answer goes out (the outcome's next), so that every later client message
+// takes the passthrough path. refused reports a POST refused the way a 2024-11-05
 // server refuses it (the frame is then the proxy's error for it).
-func (s *Session) passStart(ctx context.Context, c *call, f *rewrite.Frame, mk func(*passthrough) carrier) (frame []byte, refused bool) {
-	p := &passthrough{s: s, posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
+func (s *handshake) passStart(ctx context.Context, c *call, f *rewrite.Frame, mk func(*passthrough) carrier) (out outcome, refused bool) {
+	p := &passthrough{s: s.env, posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
 	p.car = mk(p)
 	res := p.car.exchange(ctx, c, f.Raw, http.Header{})
-	frame = res.frame
+	frame := res.frame
 	if frame == nil && res.err != nil && ctx.Err() == nil {
 		// An HTTP+SSE session that ended during its own handshake (404).
 		frame = rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
@@ -157,16 +158,14 @@ func (s *Session) passStart(ctx context.Context, c *call, f *rewrite.Frame, mk f
 	if res.err != nil || frame == nil || gjson.GetBytes(frame, "error").Exists() {
 		// The server refused the handshake: the client sees why.
 		p.car.end()
-		return frame, res.refused
+		return frameOnly(frame), res.refused
 	}
 	p.sessionID = res.sessionID
 	p.version = gjson.GetBytes(frame, "result.protocolVersion").String()
-	c.rewrites = []string{"passthrough"}
 	p.car.started()
-	s.pass.Store(p)
-	s.listen.start(func() { p.poster(s.ctx) })
+	s.bg.start(func() { p.poster(s.ctx) })
 	s.info("passthrough session started", zap.String("transport", p.car.name()), zap.String("protocolVersion", p.version), zap.Bool("sessionId", res.sessionID != ""))
-	return frame, false
+	return outcome{frame: frame, rewrites: passthroughRewrites, next: p, era: p.version}, false
 }
 
 // handshake POSTs an initialize without session headers and returns the
@@ -198,9 +197,15 @@ func refusal(status int) bool {
 // retry rules are the modern path's (dial errors always; broken streams for
 // methods safe to repeat); an expired session is re-initialized, and the
 // request is sent again only when it is safe to repeat.
-func (s *Session) passRequest(ctx context.Context, c *call, f *rewrite.Frame) []byte {
-	p := s.pass.Load()
-	c.rewrites = []string{"passthrough"}
+func (p *passthrough) request(ctx context.Context, c *call, f *rewrite.Frame) outcome {
+	return outcome{frame: p.forward(ctx, c, f), rewrites: passthroughRewrites}
+}
+
+// passthroughRewrites: the frames of passthrough are the server's own.
+var passthroughRewrites = []string{"passthrough"}
+
+func (p *passthrough) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+	s := p.s
 	if c.barrier != nil {
 		select {
 		case <-c.barrier:
@@ -214,12 +219,12 @@ func (s *Session) passRequest(ctx context.Context, c *call, f *rewrite.Frame) []
 	for reinit := false; ; reinit = true {
 		var res passResult
 		var gen int
-		frame, _, _ := s.attempt(ctx, c, f.Method, func() ([]byte, int, retryKind) {
+		frame := s.attempt(ctx, c, f.Method, func() result {
 			var h http.Header
 			h, gen = p.header()
 			res = p.car.exchange(ctx, c, f.Raw, h)
-			return res.frame, 0, res.again
-		})
+			return failed(res.frame, res.again)
+		}).frame
 		if !errors.Is(res.err, errExpired) {
 			p.remember(f, frame)
 			return frame
@@ -414,32 +419,31 @@ func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, 
 // passNotification POSTs a client notification, in order with the others.
 // A cancel also closes the request's own stream once it is sent: 2025
 // cancels with the notification, not by disconnecting.
-func (s *Session) passNotification(p *passthrough, f *rewrite.Frame, op string) {
+func (p *passthrough) notified(f *rewrite.Frame, op string, cancel func()) {
 	j := clientPost{body: f.Raw, method: f.Method, op: op} // a fresh line, never reused
 	switch f.Method {
 	case "notifications/initialized":
 		p.mu.Lock()
 		p.initialized = true
 		p.mu.Unlock()
-		j.after = func() { p.car.openGet(s.ctx) }
+		j.after = func() { p.car.openGet(p.s.ctx) }
 	case "notifications/cancelled":
-		id := f.Params.Get("requestId")
-		s.mu.Lock()
-		c := s.inflight[id.Raw]
-		s.mu.Unlock()
-		if c != nil && c.method != "initialize" {
-			c.cancelled.Store(true)
-			j.after = func() { s.cancelCall(c) }
-			s.info("request cancelled by the client", zap.String("id", id.Raw), zap.String("method", c.method))
-		}
+		j.after = cancel // once the server has the cancel
 	}
 	p.enqueue(j)
 }
 
-// passAnswer POSTs the client's answer to a server request.
-func (s *Session) passAnswer(p *passthrough, f *rewrite.Frame, op string) {
+// answered POSTs the client's answer to a server request.
+func (p *passthrough) answered(f *rewrite.Frame, op string) bool {
 	p.enqueue(clientPost{body: f.Raw, op: op})
+	return true
 }
+
+// Every message goes to the server: nothing is answered locally, and the
+// upstream's file state belongs to the modern bridge.
+func (p *passthrough) open()                                  {}
+func (p *passthrough) local(*rewrite.Frame, string, any) bool { return false }
+func (p *passthrough) close()                                 { p.end() }
 
 // enqueue queues a client message for the poster. Called by the reader
 // only, so the queue is in the client's order.
@@ -602,7 +606,7 @@ func (t *streamable) openGet(ctx context.Context) {
 	gctx, cancel := context.WithCancel(ctx)
 	p.getCancel = cancel
 	p.mu.Unlock()
-	p.s.listen.start(func() { t.get(gctx) })
+	p.s.bg.start(func() { t.get(gctx) })
 }
 
 func (t *streamable) get(ctx context.Context) {
@@ -782,7 +786,7 @@ func (t *streamable) end() {
 }
 
 // logExchange writes the debug line of one upstream exchange.
-func (s *Session) logExchange(op, method string, id, upID []byte, status int, start time.Time, up, down int) {
+func (s *env) logExchange(op, method string, id, upID []byte, status int, start time.Time, up, down int) {
 	if ce := s.log.Check(zapcore.DebugLevel, "upstream exchange"); ce != nil {
 		fields := []zap.Field{zap.String("dir", "proxy->server"), zap.String("op", op), zap.String("method", method), zap.ByteString("id", id),
 			zap.Int("httpStatus", status), zap.Duration("latency", time.Since(start)), zap.Int("bytesUp", up), zap.Int("bytesDown", down)}

@@ -128,65 +128,34 @@ const (
 	DefaultRequestTimeout  = 2 * time.Hour
 )
 
-// Session is one legacy client session. Create it with New and call Run once.
+// Session is one legacy client session: the core that reads the client's
+// messages, runs its requests on bounded workers and writes their answers.
+// It knows no era: each request goes to the session's upstream, which the
+// first initialize chooses (see upstream). Create it with New and call Run
+// or Serve once.
 type Session struct {
-	cfg    Config
-	log    *zap.Logger
-	client *routing.Client
+	*env
 
-	out     chan outFrame // frames for the writer goroutine
 	queue   *pending      // requests read but not started yet (bounded)
 	sem     chan struct{} // in-flight bound
 	stopped chan struct{} // closed when every answer has been queued
 	wg      sync.WaitGroup
-	ctx     context.Context // cancelled when the session ends
-	upID    atomic.Int64
-	initMu  sync.Mutex // serializes initialize
-	meta    atomic.Pointer[rewrite.MetaBlock]
 
-	mu         sync.Mutex
-	inflight   map[string]*call                 // by the client's raw id
-	ready      bool                             // initialize succeeded
-	caps       []byte                           // mapped client capabilities
-	clientInfo []byte                           // the client's clientInfo
-	level      string                           // logging/setLevel
-	params     map[string][]routing.ParamHeader // x-mcp-header annotations by tool
-	listed     bool                             // params reflect a tools/list
-	legacyCaps []byte                           // the client's own capabilities
-	tasks      bool                             // the server declares the tasks extension
-	asks       map[string]*pendingAsk           // proxy requests to the client, by id
-	dispatched map[string]map[string]*inputKey  // task input keys, by task id
+	// up is where requests go: the modern bridge until an initialize finds
+	// a 2025 server, then the passthrough that initialize started.
+	up atomic.Pointer[upstreamBox]
 
-	serverCaps []byte // the server's 2026 capabilities, from discover
-	listening  bool   // the list-change stream was started
-
-	streams streams // the In.Stream of each request in flight, by op
-
-	reg    registry // the tasks the client created through the proxy
-	listen listens  // subscriptions/listen streams
-	askID  atomic.Int64
-	opID   atomic.Int64
-
-	fetchMu  sync.Mutex // one lazy tools/list fetch at a time
-	fetched  int        // lazy fetches made (under mu)
-	fetchErr error      // the last one's failure (under mu)
-
-	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
-
-	// initPending counts the initialize requests read and not answered
-	// yet; initWait (under mu) is closed when it drops to zero. A request
-	// read behind an unanswered initialize (piped input) waits for it.
-	initPending atomic.Int32
+	mu       sync.Mutex
+	inflight map[string]*call // by the client's raw id
+	// initWait (under mu) is closed when the initialize requests read and
+	// not answered yet (initPending) drop to zero. A request read behind
+	// an unanswered initialize (piped input) waits for it.
 	initWait    chan struct{}
-
-	// drainWait is closed once stdin ended and every request read has
-	// been answered (under mu; nil until the end of input).
+	initPending atomic.Int32
+	// drainWait (under mu) is closed once the input ended and every
+	// request read has been answered (nil until the end of input).
 	drainWait chan struct{}
 	draining  atomic.Bool // drain has started (set before drainWait)
-
-	// pass is set once a legacy server accepted the client's initialize:
-	// from then on every message takes the passthrough path.
-	pass atomic.Pointer[passthrough]
 }
 
 // call is one client request that needs an in-flight slot.
@@ -196,7 +165,6 @@ type call struct {
 	op        string    // the trace's op id
 	stream    any       // the In.Stream it came from
 	start     time.Time // when the request was read
-	rewrites  []string  // what the answer's rewrite changed, for the trace
 	ctx       context.Context
 	cancel    context.CancelFunc
 	cancelled atomic.Bool // the client sent notifications/cancelled
@@ -207,19 +175,9 @@ type call struct {
 	progressToken []byte
 	// task is the raw params.task of a task-augmented tools/call.
 	task gjson.Result
-	// after runs once the answer is queued (e.g. input requests that must
-	// follow a tasks/get answer).
-	after func()
-	// input is an InputRequiredResult waiting for the client's answers;
-	// retry holds the params members of the next MRTR retry.
-	input, retry []byte
 	// barrier, when set, is closed once the client messages read before
 	// this request have been POSTed (passthrough keeps the client's order).
 	barrier <-chan struct{}
-	// sentBase64 is set when the server refused the headers with -32020
-	// and they carried a value in the Base64 form; rawHeaders, once the
-	// request is retried with raw UTF-8 values instead (for good).
-	sentBase64, rawHeaders bool
 	// lastProgress is the last progress value sent to the client.
 	lastProgress float64
 	progressSeen bool
@@ -272,21 +230,16 @@ func New(cfg Config) *Session {
 	case cfg.Redact == nil:
 		cfg.Redact = rewrite.SensitiveKey
 	}
-	return &Session{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		client:     cfg.Client,
-		out:        make(chan outFrame, 256),
-		queue:      newPending(cfg.MaxQueued, cfg.MaxMessageBytes),
-		sem:        make(chan struct{}, cfg.MaxInFlight),
-		stopped:    make(chan struct{}),
-		inflight:   make(map[string]*call),
-		params:     make(map[string][]routing.ParamHeader),
-		asks:       make(map[string]*pendingAsk),
-		dispatched: make(map[string]map[string]*inputKey),
-		reg:        newMemRegistry(),
-		listen:     listens{byURI: map[string]*listener{}},
+	e := &env{cfg: cfg, log: cfg.Logger, client: cfg.Client, out: make(chan outFrame, 256), asks: asks{m: map[string]*pendingAsk{}}}
+	s := &Session{
+		env:      e,
+		queue:    newPending(cfg.MaxQueued, cfg.MaxMessageBytes),
+		sem:      make(chan struct{}, cfg.MaxInFlight),
+		stopped:  make(chan struct{}),
+		inflight: make(map[string]*call),
 	}
+	s.up.Store(&upstreamBox{newModern(e)})
+	return s
 }
 
 // Run serves the session over stdio: NDJSON lines from in, frames to out.
@@ -315,7 +268,7 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.ctx = ctx
-	s.openRegistry()
+	s.upstream().open()
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- s.write(conn) }()
 	starterDone := make(chan struct{})
@@ -336,10 +289,8 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	cancel()
 	<-starterDone
 	s.wg.Wait()
-	s.listen.close()
-	if p := s.pass.Load(); p != nil {
-		p.end()
-	}
+	s.bg.close()
+	s.upstream().close()
 	close(s.stopped)
 	werr := <-writerDone
 	if err == nil || errors.Is(err, io.EOF) {
@@ -375,7 +326,7 @@ func (s *Session) start(ctx context.Context) {
 		}
 		if j.c.ctx.Err() != nil { // cancelled while queued
 			<-s.sem
-			s.finish(j.c, nil)
+			s.finish(j.c, nil, nil)
 			continue
 		}
 		select {
@@ -414,35 +365,34 @@ func (s *Session) worker(ctx context.Context, j job, work <-chan job) {
 	}
 }
 
-// run forwards one request and delivers its answer.
+// run runs one request on its upstream and delivers its answer.
 func (s *Session) run(j job) {
 	defer j.c.cancel()
-	var frame []byte
+	var out outcome
 	switch {
 	case j.f.Method != "initialize" && !s.awaitInit(j.c.ctx):
 		// The session ended while an initialize read before it ran.
 	case j.f.Method == "tools/call" && s.ignoredCall(&j.f):
-		frame = s.refuseIgnored(j.c, &j.f)
-	case s.pass.Load() != nil:
-		frame = s.passRequest(j.c.ctx, j.c, &j.f)
-	case j.f.Method == "initialize":
-		frame = s.initialize(j.c.ctx, j.c, &j.f)
-	case isTaskMethod(j.f.Method):
-		frame = s.taskMethod(j.c.ctx, j.c, &j.f)
-	case j.f.Method == "resources/subscribe" || j.f.Method == "resources/unsubscribe":
-		frame = s.subscription(j.c.ctx, j.c, &j.f)
+		out = frameOnly(s.refuseIgnored(j.c, &j.f))
 	default:
-		frame = s.forward(j.c.ctx, j.c, &j.f)
+		out = s.upstream().request(j.c.ctx, j.c, &j.f)
+	}
+	if out.next != nil {
+		// Before the answer goes out, so that every later client message
+		// takes the new upstream.
+		s.up.Store(&upstreamBox{out.next})
 	}
 	switch j.f.Method {
 	case "tools/list":
-		frame = s.hideIgnored(frame)
+		out.frame = s.hideIgnored(out.frame)
 	case "initialize":
-		s.initialized(frame)
+		if out.era != "" && s.cfg.OnInitialized != nil {
+			s.cfg.OnInitialized(out.era)
+		}
 	}
-	s.finish(j.c, frame)
-	if j.c.after != nil && frame != nil && !j.c.cancelled.Load() {
-		j.c.after()
+	s.finish(j.c, out.frame, out.rewrites)
+	if out.after != nil && out.frame != nil && !j.c.cancelled.Load() {
+		out.after()
 	}
 }
 
@@ -503,45 +453,25 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 		}
 		return true
 	}
-	pass := s.pass.Load()
-	switch {
-	case f.Kind == rewrite.KindNotification && pass != nil:
-		s.passNotification(pass, &f, op)
+	up := s.upstream()
+	switch f.Kind {
+	case rewrite.KindNotification:
+		var cancel func()
+		if f.Method == "notifications/cancelled" {
+			cancel = s.cancelled(&f)
+		}
+		up.notified(&f, op, cancel)
 		return true
-	case f.Kind == rewrite.KindNotification:
-		s.notification(&f)
-		return true
-	case f.Kind == rewrite.KindResponse && pass != nil:
-		s.passAnswer(pass, &f, op)
-		return true
-	case f.Kind == rewrite.KindResponse:
-		if !s.clientAnswered(&f) {
+	case rewrite.KindResponse:
+		if !up.answered(&f, op) {
 			s.warn("response from client for an unknown request id ignored", zap.String("id", f.ID.Raw))
 		}
 		return true
-	case pass != nil:
-		// passthrough: every request goes to the server, after the client
-		// messages it wrote before (notifications/initialized above all).
-		return s.enqueue(ctx, &f, op, stream, pass.barrier())
 	}
-	// A request.
-	switch f.Method {
-	case "ping":
-		frame := rewrite.ResultFrame([]byte(f.ID.Raw), []byte(`{}`))
-		s.logRequest(op, f.Method, []byte(f.ID.Raw), time.Now(), frame, false)
-		s.reply(frame, op, stream, []string{"ping.local"})
-		return true
-	case "logging/setLevel":
-		s.setLevel(&f, op)
-		s.logRequest(op, f.Method, []byte(f.ID.Raw), time.Now(), []byte(`{}`), false)
+	if up.local(&f, op, stream) {
 		return true
 	}
-	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
-		s.reply(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidParams,
-			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil), op, stream, nil)
-		return true
-	}
-	return s.enqueue(ctx, &f, op, stream, nil)
+	return s.enqueue(ctx, &f, op, stream, up.barrier())
 }
 
 // enqueue registers a request and queues it for an in-flight slot. It
@@ -604,16 +534,6 @@ func isTaskMethod(method string) bool {
 	return false
 }
 
-// openRegistry opens the task state file, or keeps the registry in memory
-// when there is none. A file that cannot be used moves the session to
-// memory, said once (tasks/list would forget tasks on restart).
-func (s *Session) openRegistry() {
-	if s.cfg.StatePath == "" {
-		return
-	}
-	s.reg = openStateRegistry(s.cfg.StatePath, s.client.URL(), s.log)
-}
-
 // requiredParam names the string parameter a method cannot do without; it
 // is also what the Mcp-Name header carries, so it is checked before sending.
 func requiredParam(method string) string {
@@ -672,7 +592,7 @@ func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string, str
 
 // finish delivers a request's one answer, unless the client cancelled it or
 // the session is ending.
-func (s *Session) finish(c *call, frame []byte) {
+func (s *Session) finish(c *call, frame []byte, rewrites []string) {
 	defer func() {
 		// Only once the answer is queued may the drain end the session:
 		// told before, Run could stop the writer and drop it. Outside a
@@ -704,23 +624,7 @@ func (s *Session) finish(c *call, frame []byte) {
 		}
 		return
 	}
-	s.reply(frame, c.op, c.stream, c.rewrites)
-}
-
-// initialized tells Config.OnInitialized the era an initialize found.
-func (s *Session) initialized(frame []byte) {
-	if s.cfg.OnInitialized == nil || frame == nil {
-		return
-	}
-	v := gjson.GetBytes(frame, "result.protocolVersion")
-	if !v.Exists() {
-		return // refused: no era to tell
-	}
-	era := "2026-07-28"
-	if s.pass.Load() != nil {
-		era = v.Str
-	}
-	s.cfg.OnInitialized(era)
+	s.reply(frame, c.op, c.stream, rewrites)
 }
 
 // awaitInit waits for the initialize requests read before this request to
@@ -756,36 +660,21 @@ func (s *Session) initFinished() {
 	s.mu.Unlock()
 }
 
-// notification handles a client notification; none is forwarded upstream in
-// 2026-07-28 (eras.md §5.2).
-func (s *Session) notification(f *rewrite.Frame) {
-	switch f.Method {
-	case "notifications/initialized":
-		s.debug("client initialized")
-		// The 2025 client signals readiness here: the list-change stream
-		// starts now (eras.md §3.1 POLICY), once.
-		s.mu.Lock()
-		start := s.ready && !s.listening
-		s.listening = s.listening || start
-		s.mu.Unlock()
-		if start {
-			s.openListChanged()
-		}
-	case "notifications/cancelled":
-		id := f.Params.Get("requestId")
-		s.mu.Lock()
-		c := s.inflight[id.Raw]
-		s.mu.Unlock()
-		if c == nil || c.method == "initialize" {
-			s.debug("cancel for an unknown or finished request ignored", zap.String("requestId", id.Raw))
-			return
-		}
-		c.cancelled.Store(true)
-		s.cancelCall(c) // closes the upstream stream, or drops it from the queue
-		s.info("request cancelled by the client", zap.String("id", id.Raw), zap.String("method", c.method))
-	default:
-		s.debug("client notification consumed", zap.String("method", f.Method))
+// cancelled marks the request a notifications/cancelled names as cancelled
+// and returns what ends it, or nil when no such request is in flight (an
+// initialize is never cancelled).
+func (s *Session) cancelled(f *rewrite.Frame) func() {
+	id := f.Params.Get("requestId")
+	s.mu.Lock()
+	c := s.inflight[id.Raw]
+	s.mu.Unlock()
+	if c == nil || c.method == "initialize" {
+		s.debug("cancel for an unknown or finished request ignored", zap.String("requestId", id.Raw))
+		return nil
 	}
+	c.cancelled.Store(true)
+	s.info("request cancelled by the client", zap.String("id", id.Raw), zap.String("method", c.method))
+	return func() { s.cancelCall(c) }
 }
 
 // cancelCall ends a request the client cancelled (c.cancelled is set): its
@@ -795,28 +684,28 @@ func (s *Session) notification(f *rewrite.Frame) {
 func (s *Session) cancelCall(c *call) {
 	c.cancel()
 	if s.queue.remove(c) {
-		s.finish(c, nil) // no answer: the client cancelled it
+		s.finish(c, nil, nil) // no answer: the client cancelled it
 	}
 }
 
 // send queues a frame that belongs to no request.
-func (s *Session) send(frame []byte) { s.sendOp(frame, "", nil) }
+func (s *env) send(frame []byte) { s.sendOp(frame, "", nil) }
 
 // sendOp queues a frame sent while the request with this op runs (or for
 // no request, op ""): the trace records its op and rewrites, and a front
 // with streams gets it on that request's stream while it is in flight.
-func (s *Session) sendOp(frame []byte, op string, rewrites []string) {
+func (s *env) sendOp(frame []byte, op string, rewrites []string) {
 	s.emit(outFrame{Out: Out{Frame: frame, Op: op, Stream: s.streams.of(op)}, rewrites: rewrites})
 }
 
 // reply queues a request's one answer (nil: its end without one).
-func (s *Session) reply(frame []byte, op string, stream any, rewrites []string) {
+func (s *env) reply(frame []byte, op string, stream any, rewrites []string) {
 	s.emit(outFrame{Out: Out{Frame: frame, Op: op, Stream: stream, Final: true}, rewrites: rewrites})
 }
 
 // emit queues a frame for the writer. Once the session is ending, a sender
 // that would block gives up: the client has gone or stopped reading.
-func (s *Session) emit(of outFrame) {
+func (s *env) emit(of outFrame) {
 	select {
 	case s.out <- of:
 	case <-s.ctx.Done():
@@ -863,7 +752,7 @@ func (s *Session) write(conn Conn) error {
 }
 
 // logRequest writes the one info line of a client request.
-func (s *Session) logRequest(op, method string, id []byte, start time.Time, frame []byte, cancelled bool) {
+func (s *env) logRequest(op, method string, id []byte, start time.Time, frame []byte, cancelled bool) {
 	ce := s.log.Check(zapcore.InfoLevel, "request")
 	if ce == nil {
 		return
@@ -882,23 +771,23 @@ func (s *Session) logRequest(op, method string, id []byte, start time.Time, fram
 }
 
 // nextUpstreamID mints a proxy-owned upstream id (eras.md §18).
-func (s *Session) nextUpstreamID() []byte {
+func (s *env) nextUpstreamID() []byte {
 	return strconv.AppendInt(nil, s.upID.Add(1), 10)
 }
 
-func (s *Session) warn(msg string, fields ...zap.Field) {
+func (s *env) warn(msg string, fields ...zap.Field) {
 	if ce := s.log.Check(zapcore.WarnLevel, msg); ce != nil {
 		ce.Write(fields...)
 	}
 }
 
-func (s *Session) info(msg string, fields ...zap.Field) {
+func (s *env) info(msg string, fields ...zap.Field) {
 	if ce := s.log.Check(zapcore.InfoLevel, msg); ce != nil {
 		ce.Write(fields...)
 	}
 }
 
-func (s *Session) debug(msg string, fields ...zap.Field) {
+func (s *env) debug(msg string, fields ...zap.Field) {
 	if ce := s.log.Check(zapcore.DebugLevel, msg); ce != nil {
 		ce.Write(fields...)
 	}
@@ -910,7 +799,7 @@ const debugFrameCap = 4 << 10
 // logFrame is a frame as logs may show it: secrets redacted (by default
 // token, secret, password, api key and authorization keys, at any depth),
 // and cut to debugFrameCap bytes.
-func (s *Session) logFrame(b []byte) []byte {
+func (s *env) logFrame(b []byte) []byte {
 	if s.cfg.Redact == nil {
 		return capBytes(b)
 	}

@@ -51,7 +51,7 @@ const sseStreamOp = "sse-stream"
 // answered 404 (session not found) is a session expiry too.
 type sseCarrier struct {
 	p *passthrough
-	s *Session
+	s *env
 
 	mu           sync.Mutex
 	endpoint     string             // where to POST, on the URL's origin
@@ -76,7 +76,7 @@ type sseAnswer struct {
 	err   error // the stream dropped, or the session was replaced
 }
 
-func newSSECarrier(s *Session) *sseCarrier {
+func newSSECarrier(s *env) *sseCarrier {
 	return &sseCarrier{s: s, waiters: map[string]*sseWaiter{}, up: make(chan struct{})}
 }
 
@@ -84,17 +84,17 @@ func newSSECarrier(s *Session) *sseCarrier {
 // endpoint event, forwards the client's initialize over it. err says why
 // the server is not an HTTP+SSE server (the handshake's own failure is in
 // the frame).
-func (s *Session) sseInit(ctx context.Context, c *call, f *rewrite.Frame) ([]byte, error) {
-	t := newSSECarrier(s)
+func (s *handshake) sseInit(ctx context.Context, c *call, f *rewrite.Frame) (outcome, error) {
+	t := newSSECarrier(s.env)
 	if err := t.open(ctx, false); err != nil {
-		return nil, err
+		return outcome{}, err
 	}
 	s.verdict(opOf(ctx), capabilities.LegacySSE.String(), "a GET opened an event stream with an endpoint event")
-	frame, _ := s.passStart(ctx, c, f, func(p *passthrough) carrier {
+	out, _ := s.passStart(ctx, c, f, func(p *passthrough) carrier {
 		t.p = p
 		return t
 	})
-	return frame, nil
+	return out, nil
 }
 
 func (t *sseCarrier) name() string { return "http+sse" }
@@ -140,7 +140,7 @@ func (t *sseCarrier) open(ctx context.Context, reconnect bool) error {
 		w.ch <- sseAnswer{err: errors.New("the upstream server ended the MCP session")}
 	}
 	s.debug("HTTP+SSE stream open", zap.String("endpoint", routing.Redact(st.Endpoint)))
-	if !s.listen.start(func() { t.run(st, gen) }) {
+	if !s.bg.start(func() { t.run(st, gen) }) {
 		st.Close()
 		cancel()
 		return context.Canceled
@@ -230,7 +230,7 @@ func (t *sseCarrier) dropped(gen int, err error) {
 		w.ch <- sseAnswer{err: down}
 	}
 	if reconnect {
-		s.listen.start(t.reconnect)
+		s.bg.start(t.reconnect)
 	}
 }
 

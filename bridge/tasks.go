@@ -28,6 +28,17 @@ import (
 //	tasks/cancel       ─▶ tasks/cancel; the client sees cancelled from then on
 //	tasks/list         ─▶ the registry, refreshed with tasks/get
 
+// taskBridge is the modern session's tasks: the registry of the tasks the
+// client created through the proxy, and the input keys already asked of
+// the client, by task.
+type taskBridge struct {
+	*modern
+	reg registry
+
+	mu         sync.Mutex
+	dispatched map[string]map[string]*inputKey // by task id
+}
+
 // syntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
 // random hex digits. The proxy knows its tasks by their registry record
 // (record.Synthetic), not by the id: a server's task id may start the same
@@ -53,7 +64,7 @@ func mintedID(id string) bool {
 // localTask looks a task up in the registry and says whether the proxy
 // answers for it: a proxy-made task (found, and the answer is the record),
 // or an id of the proxy's own shape it no longer knows (not found).
-func (s *Session) localTask(id string) (rec record, found, local bool) {
+func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
 	rec, found = s.record(id)
 	if found {
 		return rec, true, rec.Synthetic
@@ -82,44 +93,43 @@ const DefaultPollTimeout = 30 * time.Second
 // pollTimeout is DefaultPollTimeout; tests shorten it.
 var pollTimeout = DefaultPollTimeout
 
-func (s *Session) tasksEnabled() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tasks
+func (s *modern) tasksEnabled() bool {
+	st := s.state.Load()
+	return st != nil && st.hasTasks
 }
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 // taskMethod answers tasks/get, tasks/result, tasks/list and tasks/cancel.
-func (s *Session) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+func (s *taskBridge) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) outcome {
 	if s.meta.Load() == nil {
-		return notInitialized(c, f.Method)
+		return frameOnly(notInitialized(c, f.Method))
 	}
 	if !s.tasksEnabled() {
-		return rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound,
-			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.client.URL()), nil)
+		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound,
+			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.client.URL()), nil))
 	}
 	if f.Method == "tasks/list" {
-		return s.taskList(ctx, c, f)
+		return frameOnly(s.taskList(ctx, c, f))
 	}
 	id := f.Params.Get("taskId")
 	if id.Type != gjson.String || id.Str == "" {
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.taskId, a string", f.Method), nil)
+		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.taskId, a string", f.Method), nil))
 	}
 	switch f.Method {
 	case "tasks/get":
 		return s.taskGet(ctx, c, id.Str)
 	case "tasks/result":
-		return s.taskResult(ctx, c, id.Str)
+		return frameOnly(s.taskResult(ctx, c, id.Str))
 	case "tasks/cancel":
-		return s.taskCancel(ctx, c, id.Str)
+		return frameOnly(s.taskCancel(ctx, c, id.Str))
 	}
-	return rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound, "Method not found: "+f.Method, nil)
+	return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound, "Method not found: "+f.Method, nil))
 }
 
 // taskCall makes a tasks/* request of the proxy's own. It returns the
 // result, or the server's JSON-RPC error, or a transport error.
-func (s *Session) taskCall(ctx context.Context, method, taskID string, extra []byte) (gjson.Result, gjson.Result, error) {
+func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra []byte) (gjson.Result, gjson.Result, error) {
 	p := rewrite.AppendString([]byte(`{"taskId":`), taskID)
 	p = append(p, extra...)
 	p = append(p, '}')
@@ -143,12 +153,12 @@ func (s *Session) taskCall(ctx context.Context, method, taskID string, extra []b
 // poll makes one tasks/get for a task, bounded by pollTimeout. A poll that
 // times out fails like any other; the polling loops count it against
 // maxPollFailures and poll again.
-func (s *Session) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
+func (s *taskBridge) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
 	return s.boundedTaskCall(ctx, "tasks/get", id, nil)
 }
 
 // boundedTaskCall is taskCall bounded by pollTimeout.
-func (s *Session) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
+func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
 	bctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
 	res, rpcErr, err := s.taskCall(bctx, method, id, extra)
@@ -185,7 +195,7 @@ func transient(method string, err error) bool {
 // connection could not be made, maxBrokenRetries times otherwise, after
 // retryBackoff, doubling. The server's JSON-RPC error is its answer: never
 // retried.
-func (s *Session) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
+func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
 	dials, breaks := 0, 0
 	backoff := retryBackoff
 	for {
@@ -216,7 +226,7 @@ func (s *Session) retriedTaskCall(ctx context.Context, method, id string, extra 
 // it fails, the second value is the client's answer (nil when the request
 // was cancelled): the server's error verbatim, or one naming the failure. A
 // -32602 to tasks/get means the task is gone: it leaves the registry.
-func (s *Session) forClient(ctx context.Context, c *call, method, id string) (gjson.Result, []byte, bool) {
+func (s *taskBridge) forClient(ctx context.Context, c *call, method, id string) (gjson.Result, []byte, bool) {
 	do := s.taskCall
 	if method == "tasks/get" {
 		do = s.retriedTaskCall // safe to repeat
@@ -238,7 +248,7 @@ func (s *Session) forClient(ctx context.Context, c *call, method, id string) (gj
 }
 
 // unreachable is the error for a task request that did not reach the server.
-func (s *Session) unreachable(c *call, method string, err error) []byte {
+func (s *taskBridge) unreachable(c *call, method string, err error) []byte {
 	if refused(err) {
 		// The message names what was refused and the fix; trying again
 		// cannot help.
@@ -255,7 +265,7 @@ func (s *Session) unreachable(c *call, method string, err error) []byte {
 // client did not ask for: tasks/result waits and tasks/list refreshes; a
 // tasks/get answer says it already). It returns the record and whether the
 // task is registered. op is the trace op of the request that polled.
-func (s *Session) observe(op string, t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
+func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
 	var rec record
 	var registered, changed bool
 	err := s.reg.update(t.ID, func(r *record) bool {
@@ -285,14 +295,14 @@ func (s *Session) observe(op string, t rewrite.Task, raw gjson.Result, notify bo
 }
 
 // registerTask records a task the client created through the proxy.
-func (s *Session) registerTask(rec record) {
+func (s *taskBridge) registerTask(rec record) {
 	rec.Seq = time.Now().UnixNano()
 	if err := s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true }); err != nil {
 		s.log.Error("recording the task failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
 	}
 }
 
-func (s *Session) prune(id string) {
+func (s *taskBridge) prune(id string) {
 	if err := s.reg.update(id, func(*record) bool { return false }); err != nil {
 		s.log.Error("updating the task state file failed", zap.Error(err))
 	}
@@ -303,33 +313,34 @@ func cancelledView(at string) rewrite.ViewOverride {
 }
 
 // taskGet answers tasks/get (tasks.md §13.3).
-func (s *Session) taskGet(ctx context.Context, c *call, id string) []byte {
+func (s *taskBridge) taskGet(ctx context.Context, c *call, id string) outcome {
 	if rec, found, local := s.localTask(id); local {
 		if !found {
-			return taskNotFound(c)
+			return frameOnly(taskNotFound(c))
 		}
-		return rewrite.ResultFrame(c.id, s.recordView(rec))
+		return frameOnly(rewrite.ResultFrame(c.id, s.recordView(rec)))
 	}
 	res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
 	if !ok {
-		return failed
+		return frameOnly(failed)
 	}
 	t := rewrite.ReadTask(res)
 	rec, _ := s.observe(c.op, t, res, false)
+	out := outcome{rewrites: []string{"task.view", "ttl.rename"}}
 	var ov rewrite.ViewOverride
 	if rec.CancelledAt != "" {
 		ov = cancelledView(rec.CancelledAt)
 	} else if t.Status == rewrite.StatusInputRequired {
 		// Ask after the answer is out (2025 order: the client learns the
 		// status, then gets the requests).
-		c.after = func() { s.dispatchInput(withOp(s.ctx, c.op), t, id) }
+		out.after = func() { s.dispatchInput(withOp(s.ctx, c.op), t, id) }
 	}
-	c.rewrites = []string{"task.view", "ttl.rename"}
-	return rewrite.ResultFrame(c.id, rewrite.TaskResult(t, s.cfg.Tasks, ov))
+	out.frame = rewrite.ResultFrame(c.id, rewrite.TaskResult(t, s.cfg.Tasks, ov))
+	return out
 }
 
 // record reads the registry, logging a failure as a miss.
-func (s *Session) record(id string) (record, bool) {
+func (s *taskBridge) record(id string) (record, bool) {
 	rec, ok, err := s.reg.get(id)
 	if err != nil {
 		s.log.Error("reading the task state file failed", zap.Error(err))
@@ -348,7 +359,7 @@ func recordTask(rec record) rewrite.Task {
 }
 
 // recordView is the legacy view of a registered task's last known state.
-func (s *Session) recordView(rec record) []byte {
+func (s *taskBridge) recordView(rec record) []byte {
 	t := recordTask(rec)
 	var ov rewrite.ViewOverride
 	if rec.CancelledAt != "" {
@@ -360,7 +371,7 @@ func (s *Session) recordView(rec record) []byte {
 // taskResult answers tasks/result: from the cached outcome, or by polling
 // tasks/get until the task is terminal (tasks.md §13.4). tasks/result is
 // never sent upstream. A client cancel stops the wait, not the task.
-func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
+func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte {
 	if rec, found, local := s.localTask(id); found {
 		// Only a known outcome is final: a task may be created already
 		// terminal, without its payload, which a tasks/get then brings.
@@ -419,7 +430,7 @@ func (s *Session) taskResult(ctx context.Context, c *call, id string) []byte {
 
 // outcome is the tasks/result answer for a terminal record, or nil while
 // the task is still running.
-func (s *Session) outcome(c *call, rec record, id string) []byte {
+func (s *taskBridge) outcome(c *call, rec record, id string) []byte {
 	t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
 	switch {
 	case rec.CancelledAt != "" || t.Status == rewrite.StatusCancelled:
@@ -466,7 +477,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // taskCancel answers tasks/cancel (tasks.md §13.6).
-func (s *Session) taskCancel(ctx context.Context, c *call, id string) []byte {
+func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte {
 	rec, ok, local := s.localTask(id)
 	if !ok && local {
 		return taskNotFound(c)
@@ -523,7 +534,7 @@ func alreadyTerminal(c *call, status string) []byte {
 // the page's running tasks with tasks/get (tasks.md §13.5). Only a -32602
 // from the server prunes an entry; any other failure keeps it, with its
 // last known state.
-func (s *Session) taskList(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+func (s *taskBridge) taskList(ctx context.Context, c *call, f *rewrite.Frame) []byte {
 	recs, err := s.reg.list()
 	if err != nil {
 		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "reading the task state file failed: "+err.Error(), nil)
@@ -567,7 +578,7 @@ func (s *Session) taskList(ctx context.Context, c *call, f *rewrite.Frame) []byt
 
 // refresh polls the page's running tasks in parallel (at most 4 at once).
 // A pruned task's record is zeroed in place.
-func (s *Session) refresh(ctx context.Context, page []record) {
+func (s *taskBridge) refresh(ctx context.Context, page []record) {
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
 	for i := range page {
@@ -604,7 +615,7 @@ func (s *Session) refresh(ctx context.Context, page []record) {
 }
 
 // dropExpired removes synthetic tasks whose ttl has passed.
-func (s *Session) dropExpired(recs []record) []record {
+func (s *taskBridge) dropExpired(recs []record) []record {
 	out := recs[:0]
 	for _, r := range recs {
 		if exp, err := time.Parse(time.RFC3339Nano, r.Expires); r.Expires != "" && err == nil && time.Now().After(exp) {
@@ -651,7 +662,7 @@ type inputKey struct {
 // proxy holds), and a key whose answer never came (the wait timed out) is
 // asked again. relatedTask ties the requests to a task the client knows; a
 // task the proxy follows on the client's behalf sends none.
-func (s *Session) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask string) {
+func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask string) {
 	for _, in := range inputRequests(t.InputRequests) {
 		s.mu.Lock()
 		keys := s.dispatched[t.ID]
@@ -671,11 +682,7 @@ func (s *Session) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask
 		if !start {
 			continue
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.deliverInput(ctx, t.ID, in, relatedTask, k, held)
-		}()
+		s.bg.start(func() { s.deliverInput(ctx, t.ID, in, relatedTask, k, held) })
 	}
 }
 
@@ -684,7 +691,7 @@ func (s *Session) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask
 // retriedTaskCall: tasks/update is idempotent per input key, since keys are
 // unique for a task's life. The wait for the client's answer ends after
 // --request-timeout (DESIGN.md invariant 12).
-func (s *Session) deliverInput(ctx context.Context, taskID string, in inputRequest, relatedTask string, k *inputKey, answer []byte) {
+func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRequest, relatedTask string, k *inputKey, answer []byte) {
 	settle := func(held []byte, done bool) {
 		s.mu.Lock()
 		k.busy, k.answer, k.done = false, held, done
@@ -737,12 +744,11 @@ func (s *Session) deliverInput(ctx context.Context, taskID string, in inputReque
 // taskCreated handles a task-augmented tools/call (tasks.md §13.1): a task
 // from the server becomes the nested 2025 CreateTaskResult; a synchronous
 // result becomes a synthetic local task holding it.
-func (s *Session) taskCreated(c *call, m *rewrite.Frame) []byte {
+func (s *taskBridge) taskCreated(c *call, m *rewrite.Frame) result {
 	if rt := m.Result.Get("resultType").String(); rt == rewrite.ResultTask {
 		t := rewrite.ReadTask(m.Result)
 		s.registerTask(record{ID: t.ID, Task: []byte(m.Result.Raw)})
-		c.rewrites = []string{"task.drop", "task.nest", "ttl.rename"}
-		return rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(t, s.cfg.Tasks))
+		return result{frame: rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(t, s.cfg.Tasks)), rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
 	}
 	id := syntheticPrefix + randomHex(16)
 	at := now()
@@ -762,16 +768,18 @@ func (s *Session) taskCreated(c *call, m *rewrite.Frame) []byte {
 	rec.Task = append(task, '}')
 	s.registerTask(rec)
 	view := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
-	c.rewrites = []string{"task.drop", "task.synthetic"}
-	return rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(view, s.cfg.Tasks))
+	return result{frame: rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(view, s.cfg.Tasks)), rewrites: []string{"task.drop", "task.synthetic"}}
 }
 
 // follow drives a task the server made of a plain tools/call until it ends,
 // and answers the call with its outcome (tasks.md §13.2). With a
 // progressToken, every poll sends progress with the task's status message.
 // A client cancel sends tasks/cancel upstream and nothing to the client.
-func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
-	c.rewrites = []string{"task.follow"}
+func (s *taskBridge) follow(ctx context.Context, c *call, t rewrite.Task) result {
+	return result{frame: s.followTask(ctx, c, t), rewrites: []string{"task.follow"}}
+}
+
+func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []byte {
 	failures, polls := 0, 0
 	// A task created already terminal carries no payload: fetch it at once.
 	fetch := t.Terminal() && t.Status != rewrite.StatusCancelled && !t.Result.Exists() && !t.Error.Exists()
@@ -840,7 +848,7 @@ func (s *Session) follow(ctx context.Context, c *call, t rewrite.Task) []byte {
 // cancelUpstream sends tasks/cancel for a followed task the client gave up
 // on; its outcome does not matter, and it is bounded in time. op is the
 // trace op of the followed call.
-func (s *Session) cancelUpstream(op, id string) {
+func (s *taskBridge) cancelUpstream(op, id string) {
 	ctx, cancel := context.WithTimeout(withOp(s.ctx, op), 10*time.Second)
 	defer cancel()
 	if _, rpcErr, err := s.taskCall(ctx, "tasks/cancel", id, nil); err != nil || rpcErr.Exists() {

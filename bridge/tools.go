@@ -24,7 +24,7 @@ const maxToolPages = 100
 
 // rememberTools keeps the annotations of a tools/list page the client asked
 // for, and reports the tools removed from it.
-func (s *Session) rememberTools(d rewrite.Downed) {
+func (s *modern) rememberTools(d rewrite.Downed) {
 	for _, r := range d.Rejected {
 		s.warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
 	}
@@ -45,7 +45,7 @@ func paramHeaders(t rewrite.ToolHeaders) []routing.ParamHeader {
 }
 
 // paramHeaders returns the Mcp-Param-* annotations for a tools/call.
-func (s *Session) paramHeaders(f *rewrite.Frame) []routing.ParamHeader {
+func (s *modern) paramHeaders(f *rewrite.Frame) []routing.ParamHeader {
 	if f.Method != "tools/call" {
 		return nil
 	}
@@ -59,7 +59,7 @@ func (s *Session) paramHeaders(f *rewrite.Frame) []routing.ParamHeader {
 // the client has listed them: the call may need Mcp-Param-* headers. It
 // returns the listing's error: one the proxy refused to send on (see
 // refused) ends the call too, which would only meet it again.
-func (s *Session) ensureTools(ctx context.Context) error {
+func (s *modern) ensureTools(ctx context.Context) error {
 	s.mu.Lock()
 	listed, gen := s.listed, s.fetched
 	s.mu.Unlock()
@@ -91,7 +91,7 @@ func (s *Session) ensureTools(ctx context.Context) error {
 // server that refuses tools/list counts as listed (there is nothing to
 // learn); a transport failure does not, so a later call tries again. It
 // returns that failure.
-func (s *Session) fetchTools(ctx context.Context) error {
+func (s *modern) fetchTools(ctx context.Context) error {
 	params := make(map[string][]routing.ParamHeader)
 	var cursor *string
 	for range maxToolPages {
@@ -134,7 +134,7 @@ func (s *Session) fetchTools(ctx context.Context) error {
 
 // internalCall makes a request of the proxy's own with the session's _meta
 // and returns the raw answer.
-func (s *Session) internalCall(ctx context.Context, method string, params []byte) ([]byte, error) {
+func (s *modern) internalCall(ctx context.Context, method string, params []byte) ([]byte, error) {
 	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":%q,"params":%s}`, method, params)
 	f, err := rewrite.Parse(frame)
 	if err != nil {

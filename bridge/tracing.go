@@ -69,14 +69,14 @@ func opOf(ctx context.Context) string {
 }
 
 // nextOp mints an op id.
-func (s *Session) nextOp() string {
+func (s *env) nextOp() string {
 	return "op-" + strconv.FormatInt(s.opID.Add(1), 10)
 }
 
-func (s *Session) tracing() bool { return s.cfg.Trace.Enabled() }
+func (s *env) tracing() bool { return s.cfg.Trace.Enabled() }
 
 // traceFrame records one frame on the stdio side.
-func (s *Session) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []string) {
+func (s *env) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []string) {
 	if !s.tracing() {
 		return
 	}
@@ -85,7 +85,7 @@ func (s *Session) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []
 
 // traceUp records a request the proxy POSTs under ctx, with the headers it
 // derives.
-func (s *Session) traceUp(ctx context.Context, op string, body []byte, params []routing.ParamHeader, rewrites []string) {
+func (s *env) traceUp(ctx context.Context, op string, body []byte, params []routing.ParamHeader, rewrites []string) {
 	if !s.tracing() {
 		return
 	}
@@ -94,7 +94,7 @@ func (s *Session) traceUp(ctx context.Context, op string, body []byte, params []
 }
 
 // traceEvent records an event of the proxy itself.
-func (s *Session) traceEvent(op, note string) {
+func (s *env) traceEvent(op, note string) {
 	if !s.tracing() {
 		return
 	}
@@ -103,7 +103,7 @@ func (s *Session) traceEvent(op, note string) {
 
 // traceHTTP records a passthrough request (POST, GET or DELETE) with the
 // headers it carries.
-func (s *Session) traceHTTP(op, method string, body []byte, h http.Header, rewrites []string) {
+func (s *env) traceHTTP(op, method string, body []byte, h http.Header, rewrites []string) {
 	if !s.tracing() {
 		return
 	}
@@ -117,7 +117,7 @@ func (s *Session) traceHTTP(op, method string, body []byte, h http.Header, rewri
 
 // traceDown records a message from the server; status is 0 after the first
 // message of a stream.
-func (s *Session) traceDown(op string, msg []byte, status int, start time.Time, err error) {
+func (s *env) traceDown(op string, msg []byte, status int, start time.Time, err error) {
 	if !s.tracing() {
 		return
 	}
@@ -135,7 +135,7 @@ func (s *Session) traceDown(op string, msg []byte, status int, start time.Time, 
 }
 
 // prober is the era probe, traced under op.
-func (s *Session) prober(op string) capabilities.Prober {
+func (s *env) prober(op string) capabilities.Prober {
 	p := capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
 	if s.tracing() {
 		p.Observe = func(body, answer []byte, status int, start time.Time, err error) {
@@ -152,7 +152,7 @@ func (s *Session) prober(op string) capabilities.Prober {
 // sentHeaders are the headers of a POST as the trace shows them: the
 // user's (--header; the trace writer redacts the secret ones) and the
 // derived MCP headers on top.
-func (s *Session) sentHeaders(ctx context.Context, body []byte, params []routing.ParamHeader) map[string]string {
+func (s *env) sentHeaders(ctx context.Context, body []byte, params []routing.ParamHeader) map[string]string {
 	return firstValues(s.client.UserHeader(), routing.HeadersFor(ctx, body, params))
 }
 

@@ -1,0 +1,208 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// An upstream is how a session reaches its server. There are two: modern
+// (the 2026-07-28 bridge: discover, _meta, MRTR, listen, tasks) and legacy
+// (passthrough of 2025, over Streamable HTTP or HTTP+SSE). A session starts
+// with modern; the initialize that finds a 2025 server returns the
+// passthrough it started as its outcome's next, and from then on every
+// message goes there. The core never asks which one it has.
+//
+// request and answerLocally run on the session's goroutines concurrently;
+// local, notified and answered run on the reader, in the client's order,
+// and must not block on the server.
+type upstream interface {
+	// open prepares the upstream when the session starts.
+	open()
+	// local answers a request that never reaches a worker, at once, on
+	// the reader (ping, logging/setLevel, a request missing what names
+	// it). It reports false for a request to queue.
+	local(f *rewrite.Frame, op string, stream any) bool
+	// request runs one client request to its one outcome.
+	request(ctx context.Context, c *call, f *rewrite.Frame) outcome
+	// notified takes a client notification. cancel is set for a
+	// notifications/cancelled that names a request in flight: it ends
+	// that request, and the mode runs it when its order allows.
+	notified(f *rewrite.Frame, op string, cancel func())
+	// answered takes a client response to a request the proxy did not
+	// make itself; it reports false when nobody waits for it.
+	answered(f *rewrite.Frame, op string) bool
+	// barrier is what a request read now must wait for before it leaves
+	// (nil: nothing): the client's earlier notifications, in passthrough.
+	barrier() <-chan struct{}
+	// close ends the upstream when the session ends.
+	close()
+}
+
+// upstreamBox holds an upstream in an atomic.Pointer.
+type upstreamBox struct{ upstream }
+
+// upstream is where requests go now.
+func (s *Session) upstream() upstream { return s.up.Load().upstream }
+
+// outcome is what an upstream returns for a request.
+type outcome struct {
+	// frame is the client's answer; nil when there is none (the client
+	// cancelled, or the session is ending).
+	frame []byte
+	// rewrites names what the answer's rewrite changed, for the trace.
+	rewrites []string
+	// after runs once the answer is queued (the input requests that must
+	// follow a tasks/get answer).
+	after func()
+	// next, set by an initialize, is the upstream every later message
+	// takes; era is the protocol an initialize found.
+	next upstream
+	era  string
+}
+
+// frameOnly is an outcome of a frame alone.
+func frameOnly(frame []byte) outcome { return outcome{frame: frame} }
+
+// modern is the 2026-07-28 bridge: the client's requests are rewritten to
+// the modern wire, with the _meta block, and answered from the server's
+// results, MRTR rounds and tasks.
+type modern struct {
+	*env
+	hs     *handshake
+	tasks  *taskBridge
+	listen *listens
+
+	// state is the initialize result, stored once an initialize succeeded
+	// (nil before: requests are refused as not initialized).
+	state atomic.Pointer[modernState]
+
+	// metaMu guards level and the _meta block made from it and state.
+	metaMu sync.Mutex
+	level  string // logging/setLevel
+	meta   atomic.Pointer[rewrite.MetaBlock]
+
+	// mu guards the tool annotations: the x-mcp-header params by tool,
+	// whether they reflect a tools/list, and the lazy fetches made.
+	mu       sync.Mutex
+	params   map[string][]routing.ParamHeader
+	listed   bool
+	fetched  int
+	fetchErr error
+	fetchMu  sync.Mutex // one lazy tools/list fetch at a time
+
+	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
+}
+
+// modernState is what a successful initialize learned, stored once.
+type modernState struct {
+	caps       []byte // the client's capabilities, mapped to 2026
+	clientInfo []byte // the client's clientInfo
+	legacyCaps []byte // the client's own capabilities
+	serverCaps []byte // the server's 2026 capabilities, from discover
+	hasTasks   bool   // the server declares the tasks extension
+}
+
+func newModern(e *env) *modern {
+	m := &modern{env: e, params: map[string][]routing.ParamHeader{}}
+	m.hs = &handshake{modern: m}
+	m.tasks = &taskBridge{modern: m, reg: newMemRegistry(), dispatched: map[string]map[string]*inputKey{}}
+	m.listen = &listens{modern: m, byURI: map[string]*listener{}}
+	return m
+}
+
+// ready reports whether an initialize succeeded.
+func (s *modern) ready() bool { return s.state.Load() != nil }
+
+// open opens the task state file, or keeps the registry in memory when
+// there is none. A file that cannot be used moves the session to memory,
+// said once (tasks/list would forget tasks on restart).
+func (s *modern) open() {
+	if s.cfg.StatePath != "" {
+		s.tasks.reg = openStateRegistry(s.cfg.StatePath, s.client.URL(), s.log)
+	}
+}
+
+// local answers ping and logging/setLevel, and refuses a request without
+// the string param that names it (it is also what Mcp-Name carries).
+func (s *modern) local(f *rewrite.Frame, op string, stream any) bool {
+	id := []byte(f.ID.Raw)
+	switch f.Method {
+	case "ping":
+		frame := rewrite.ResultFrame(id, []byte(`{}`))
+		s.logRequest(op, f.Method, id, time.Now(), frame, false)
+		s.reply(frame, op, stream, []string{"ping.local"})
+		return true
+	case "logging/setLevel":
+		s.setLevel(f, op, stream)
+		s.logRequest(op, f.Method, id, time.Now(), []byte(`{}`), false)
+		return true
+	}
+	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
+		s.reply(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
+			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil), op, stream, nil)
+		return true
+	}
+	return false
+}
+
+// request runs one client request against the modern server.
+func (s *modern) request(ctx context.Context, c *call, f *rewrite.Frame) outcome {
+	switch {
+	case f.Method == "initialize":
+		return s.hs.initialize(ctx, c, f)
+	case isTaskMethod(f.Method):
+		return s.tasks.taskMethod(ctx, c, f)
+	case f.Method == "resources/subscribe" || f.Method == "resources/unsubscribe":
+		return frameOnly(s.listen.subscription(ctx, c, f))
+	}
+	return s.forward(ctx, c, f)
+}
+
+// notified: no client notification is forwarded to a 2026-07-28 server
+// (eras.md §5.2). notifications/initialized opens the list-change stream.
+func (s *modern) notified(f *rewrite.Frame, _ string, cancel func()) {
+	switch f.Method {
+	case "notifications/initialized":
+		s.debug("client initialized")
+		// The 2025 client signals readiness here: the list-change stream
+		// starts now (eras.md §3.1 POLICY), once.
+		s.listen.mu.Lock()
+		start := s.ready() && !s.listen.listening
+		s.listen.listening = s.listen.listening || start
+		s.listen.mu.Unlock()
+		if start {
+			s.listen.openListChanged()
+		}
+	case "notifications/cancelled":
+		if cancel != nil {
+			cancel() // closes the upstream stream, or drops it from the queue
+		}
+	default:
+		s.debug("client notification consumed", zap.String("method", f.Method))
+	}
+}
+
+// answered routes the client's answer to the proxy's request that waits
+// for it.
+func (s *modern) answered(f *rewrite.Frame, _ string) bool { return s.clientAnswered(f) }
+
+func (s *modern) barrier() <-chan struct{} { return nil }
+
+func (s *modern) close() {}
+
+// handshake answers the legacy initialize: from a server/discover probe
+// when the server is modern, or by starting a passthrough when it speaks
+// 2025 (over Streamable HTTP, or the 2024-11-05 HTTP+SSE transport).
+type handshake struct {
+	*modern
+	initMu sync.Mutex // one initialize at a time
+}
