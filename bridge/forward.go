@@ -128,8 +128,8 @@ func notInitialized(c *call, method string) []byte {
 func (s *modern) stillModern(ctx context.Context, c *call) bool {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
-	prober := s.prober(c.op)
-	if v := prober.Probe(pctx, *s.meta.Load()); v.Era == capabilities.Modern {
+	prober := s.prober()
+	if v := prober.Probe(s.traced(pctx, rwOwn), *s.meta.Load()); v.Era == capabilities.Modern {
 		s.info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.id))
 		return true
 	}
@@ -249,23 +249,15 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 		if t.rawHeaders {
 			rw = append(rw, "headers.raw")
 		}
-		s.traceUp(actx, c.op, body, params, rw)
+		actx = withRewrites(actx, rw)
 	}
 	start := time.Now()
 	resp, err := s.client.Post(actx, body, params)
 	if err != nil {
-		s.traceDown(c.op, nil, 0, start, err)
 		return failed(s.sendFailed(ctx, actx, c, f.Method, err))
 	}
 	defer resp.Close()
-	r := s.answer(actx, c, f, upID, resp, func(msg []byte, first bool) {
-		touch()
-		status := 0
-		if first {
-			status = resp.Status
-		}
-		s.traceDown(c.op, msg, status, start, nil)
-	})
+	r := s.answer(actx, c, f, upID, resp, touch)
 	if r.frame == nil && r.input == nil && ctx.Err() == nil {
 		r.frame = s.timedOut(actx, c, f.Method)
 	}
@@ -361,9 +353,8 @@ func (s *env) timedOut(actx context.Context, c *call, method string) []byte {
 
 // answer reads the upstream messages of one request: notifications go to the
 // client as they come, and the response for upID becomes the client's answer.
-func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response, seen func(msg []byte, first bool)) result {
+func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []byte, resp *routing.Response, touch func()) result {
 	var skipped string // why the last unusable stream event was skipped
-	first := true
 	for {
 		msg, err := resp.Next()
 		if err != nil {
@@ -388,8 +379,7 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
 				errorData(s.client.URL(), resp.Status, "", "")), retryBroken)
 		}
-		seen(msg, first)
-		first = false
+		touch()
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
 			if !resp.IsSSE() {

@@ -44,8 +44,8 @@ func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) o
 	s.metaMu.Unlock()
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
-	prober := s.prober(opOf(ctx))
-	v := prober.Probe(pctx, meta)
+	prober := s.prober()
+	v := prober.Probe(s.traced(pctx, rwOwn), meta)
 	if ctx.Err() != nil {
 		return outcome{} // the session is ending
 	}

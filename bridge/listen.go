@@ -62,6 +62,7 @@ var errListenUnsupported = errors.New("subscriptions/listen is not implemented b
 // listener is one subscriptions/listen stream, reopened until stopped.
 type listener struct {
 	filter []byte             // params.notifications
+	op     string             // the trace op of every record the stream causes
 	cancel context.CancelFunc // set at creation, never changed
 	acked  chan gjson.Result  // the first acknowledgement's notifications
 	failed chan error         // the first attempt failed (resource subscriptions)
@@ -121,15 +122,17 @@ func (s *listens) openListChanged() {
 	if len(kinds) == 0 {
 		return // nothing to listen for: no stream
 	}
-	l, ctx := s.newListener(append(filter, '}'), kinds, false)
+	// The stream is caused by notifications/initialized: its records get an
+	// op of their own.
+	l, ctx := s.newListener(append(filter, '}'), kinds, false, s.nextOp())
 	s.runListener(ctx, l)
 }
 
 // newListener prepares a listener whose stream ends with the session or
 // with its cancel. Callers that publish it do so under s.mu.
-func (s *listens) newListener(filter []byte, kinds []string, waited bool) (*listener, context.Context) {
-	ctx, cancel := context.WithCancel(s.ctx)
-	l := &listener{filter: filter, kinds: kinds, cancel: cancel, acked: make(chan gjson.Result, 1)}
+func (s *listens) newListener(filter []byte, kinds []string, waited bool, op string) (*listener, context.Context) {
+	ctx, cancel := context.WithCancel(withOp(s.ctx, op))
+	l := &listener{filter: filter, kinds: kinds, op: op, cancel: cancel, acked: make(chan gjson.Result, 1)}
 	if waited {
 		l.failed = make(chan error, 1)
 	}
@@ -198,22 +201,18 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 	if err != nil {
 		return false, 0, err
 	}
-	op := "listen-" + string(id)
-	s.traceUp(ctx, op, body, nil, []string{"id.mint", "meta.inject"})
-	start := time.Now()
-	pctx := ctx
+	op := l.op
+	pctx := s.traced(ctx, rwOwn)
 	if !first || l.failed == nil {
 		// No request of the client's waits for this stream: it may not
 		// start a sign-in (a tab per reconnect); a refreshed token it uses.
-		pctx = routing.Unattended(ctx)
+		pctx = routing.Unattended(pctx)
 	}
 	resp, err := s.client.Post(pctx, body, nil)
 	if err != nil {
-		s.traceDown(op, nil, 0, start, err)
 		return false, 0, err
 	}
 	defer resp.Close()
-	status := resp.Status
 	if resp.Status >= 300 {
 		msg, _ := resp.Next()
 		if gjson.GetBytes(msg, "error.code").Int() == rewrite.CodeMethodNotFound {
@@ -229,8 +228,6 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 			}
 			return opened, 0, err
 		}
-		s.traceDown(op, msg, status, start, nil)
-		status = 0
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
 			s.warn("listen stream event skipped", zap.Error(perr))
@@ -257,7 +254,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 				// Reconnected: changes may have been missed while the
 				// stream was down.
 				for _, k := range l.kinds {
-					s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":%q}`, k))
+					s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":%q}`, k), op, []string{"listen.reconnected"})
 				}
 			}
 		case m.Method == "notifications/cancelled":
@@ -293,7 +290,7 @@ func (s *listens) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 		// to the same URI opens no second stream, and an unsubscribe that
 		// comes first still stops it.
 		filter := append(rewrite.AppendString([]byte(`{"resourceSubscriptions":[`), uri.Str), "]}"...)
-		l, lctx = s.newListener(filter, nil, true)
+		l, lctx = s.newListener(filter, nil, true, c.op)
 		s.byURI[uri.Str] = l
 	default:
 		s.mu.Unlock()

@@ -282,11 +282,9 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, h http.
 	s := p.s
 	actx, touch, stop := s.deadlines(ctx, c)
 	defer stop()
-	s.traceHTTP(c.op, http.MethodPost, body, h, []string{"passthrough"})
 	start := time.Now()
-	resp, err := s.client.Send(actx, http.MethodPost, body, h)
+	resp, err := s.client.Send(s.tracedAs(actx, c.op, rwPass), http.MethodPost, body, h)
 	if err != nil {
-		s.traceDown(c.op, nil, 0, start, err)
 		frame, again := s.sendFailed(ctx, actx, c, c.method, err)
 		return passResult{frame: frame, again: again, err: err}
 	}
@@ -328,10 +326,8 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, h http.
 		}
 		gh, _ := p.header()
 		gh.Set(headerLastEventID, last)
-		s.traceHTTP(c.op, http.MethodGet, nil, gh, []string{"stream.resume"})
-		resp, err = s.client.Send(actx, http.MethodGet, nil, gh)
+		resp, err = s.client.Send(s.tracedAs(actx, c.op, rwResume), http.MethodGet, nil, gh)
 		if err != nil {
-			s.traceDown(c.op, nil, 0, start, err)
 			frame, _ := s.sendFailed(ctx, actx, c, c.method, err)
 			res.frame = frame
 			return res
@@ -356,7 +352,6 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, h http.
 func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, start time.Time, touch func()) (frame []byte, done, server bool) {
 	p := t.p
 	s := p.s
-	first := true
 	for {
 		msg, err := resp.Next()
 		if err != nil {
@@ -383,12 +378,6 @@ func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, 
 				errorData(s.client.URL(), resp.Status, "", "")), true, false
 		}
 		touch()
-		status := 0
-		if first {
-			status = resp.Status
-		}
-		first = false
-		s.traceDown(c.op, msg, status, start, nil)
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		switch {
 		case perr != nil && !resp.IsSSE():
@@ -550,17 +539,13 @@ func (p *passthrough) send(ctx context.Context, j clientPost) {
 func (t *streamable) fire(ctx context.Context, op string, body []byte, h http.Header) (int, error) {
 	p := t.p
 	s := p.s
-	s.traceHTTP(op, http.MethodPost, body, h, []string{"passthrough"})
-	start := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
 	defer cancel()
-	resp, err := s.client.Send(pctx, http.MethodPost, body, h)
+	resp, err := s.client.Send(s.tracedAs(pctx, op, rwPass), http.MethodPost, body, h)
 	if err != nil {
-		s.traceDown(op, nil, 0, start, err)
 		return 0, err
 	}
 	defer resp.Close()
-	s.traceDown(op, nil, resp.Status, start, nil)
 	if resp.IsSSE() {
 		t.relay(pctx, op, resp)
 	}
@@ -576,9 +561,6 @@ func (t *streamable) relay(ctx context.Context, op string, resp *routing.Respons
 		msg, err := resp.Next()
 		if err != nil {
 			return
-		}
-		if s.tracing() {
-			s.traceDown(op, msg, 0, time.Now(), nil)
 		}
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		switch {
@@ -620,35 +602,29 @@ func (t *streamable) get(ctx context.Context) {
 		if last != "" {
 			h.Set(headerLastEventID, last)
 		}
-		s.traceHTTP(op, http.MethodGet, nil, h, nil)
-		start := time.Now()
-		resp, err := s.client.Send(routing.Unattended(ctx), http.MethodGet, nil, h) // no sign-in for a stream the client did not ask for
+		// No sign-in for a stream the client did not ask for.
+		resp, err := s.client.Send(routing.Unattended(s.tracedAs(ctx, op, nil)), http.MethodGet, nil, h)
 		var delay time.Duration
 		switch {
 		case err != nil:
-			s.traceDown(op, nil, 0, start, err)
 			if ctx.Err() != nil {
 				return
 			}
 			s.debug("the upstream GET stream failed; retrying", zap.Error(err), zap.Duration("after", backoff))
 		case resp.Status == http.StatusMethodNotAllowed:
 			resp.Close()
-			s.traceDown(op, nil, resp.Status, start, nil)
 			s.info("the upstream server offers no GET stream (HTTP 405); server messages come only on request streams")
 			return
 		case resp.Status == http.StatusNotFound && h.Get(headerSessionID) != "":
 			resp.Close()
-			s.traceDown(op, nil, resp.Status, start, nil)
 			// The session expired; the next request or message re-initializes,
 			// which reopens this stream.
 			s.info("the upstream session expired; the GET stream waits for the next message to start a new one")
 			return
 		case resp.Status != http.StatusOK || !resp.IsSSE():
 			resp.Close()
-			s.traceDown(op, nil, resp.Status, start, nil)
 			s.warn("the upstream GET stream was refused; retrying", zap.Int("httpStatus", resp.Status), zap.String("contentType", resp.ContentType), zap.Duration("after", backoff))
 		default:
-			s.traceDown(op, nil, resp.Status, start, nil)
 			t.relay(ctx, op, resp)
 			resp.Close()
 			if id := resp.LastEventID(); id != "" {
@@ -770,18 +746,16 @@ func (t *streamable) end() {
 		return
 	}
 	s := p.s
-	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+	// The session's context has ended: keep its values (the trace), not
+	// its end. The records' op names the cause: the client's session ended.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), deleteTimeout)
 	defer cancel()
-	s.traceHTTP("", http.MethodDelete, nil, h, nil)
-	start := time.Now()
-	resp, err := s.client.Send(ctx, http.MethodDelete, nil, h)
+	resp, err := s.client.Send(s.tracedAs(ctx, "session-end", nil), http.MethodDelete, nil, h)
 	if err != nil {
-		s.traceDown("", nil, 0, start, err)
 		s.debug("ending the upstream MCP session failed", zap.Error(err))
 		return
 	}
 	resp.Close()
-	s.traceDown("", nil, resp.Status, start, nil)
 	s.debug("upstream MCP session ended", zap.Int("httpStatus", resp.Status))
 }
 

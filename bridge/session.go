@@ -267,6 +267,10 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if s.tracing() {
+		// Every HTTP exchange of the session is traced by the client.
+		ctx = routing.WithObserver(ctx, tracer{s.env})
+	}
 	s.ctx = ctx
 	s.upstream().open()
 	writerDone := make(chan error, 1)

@@ -106,13 +106,11 @@ func (t *sseCarrier) name() string { return "http+sse" }
 // sign-in.
 func (t *sseCarrier) open(ctx context.Context, reconnect bool) error {
 	s := t.s
-	sctx, cancel := context.WithCancel(s.ctx)
+	sctx, cancel := context.WithCancel(s.tracedAs(s.ctx, sseStreamOp, rwSSEStream))
 	if reconnect {
 		sctx = routing.Unattended(sctx)
 	}
 	abort := context.AfterFunc(ctx, cancel)
-	s.traceHTTP(sseStreamOp, http.MethodGet, nil, nil, []string{"sse"})
-	start := time.Now()
 	st, err := s.client.OpenLegacy(sctx, min(s.cfg.DiscoverTimeout, routing.DefaultEndpointWait))
 	if !abort() {
 		err = errors.Join(ctx.Err(), err)
@@ -122,10 +120,8 @@ func (t *sseCarrier) open(ctx context.Context, reconnect bool) error {
 			st.Close()
 		}
 		cancel()
-		s.traceDown(sseStreamOp, nil, 0, start, err)
 		return err
 	}
-	s.traceDown(sseStreamOp, nil, st.Status, start, nil)
 	t.mu.Lock()
 	if t.stop != nil {
 		t.stop()
@@ -163,9 +159,6 @@ func (t *sseCarrier) run(st *routing.LegacyStream, gen int) {
 		if ev := st.Event(); ev != "" && ev != "message" {
 			s.debug("HTTP+SSE event skipped", zap.String("event", ev))
 			continue
-		}
-		if s.tracing() {
-			s.traceDown(sseStreamOp, msg, 0, time.Now(), nil)
 		}
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		switch {
@@ -329,17 +322,14 @@ func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ http.
 		return passResult{frame: t.dropFrame(c, down)}
 	}
 	defer t.forget(key, w)
-	s.traceHTTP(c.op, http.MethodPost, body, nil, []string{"passthrough", "sse"})
 	start := time.Now()
-	resp, err := s.client.SendTo(actx, endpoint, body)
+	resp, err := s.client.SendTo(s.tracedAs(actx, c.op, rwPassSSE), endpoint, body)
 	if err != nil {
-		s.traceDown(c.op, nil, 0, start, err)
 		frame, again := s.sendFailed(ctx, actx, c, c.method, err)
 		return passResult{frame: frame, again: again, err: err}
 	}
 	msg, _ := resp.Next()
 	resp.Close()
-	s.traceDown(c.op, nil, resp.Status, start, nil)
 	switch {
 	case resp.Status == http.StatusNotFound:
 		return passResult{err: errExpired}
@@ -389,17 +379,13 @@ func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ http.He
 	if down != nil {
 		return 0, down
 	}
-	s.traceHTTP(op, http.MethodPost, body, nil, []string{"passthrough", "sse"})
-	start := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
 	defer cancel()
-	resp, err := s.client.SendTo(pctx, endpoint, body)
+	resp, err := s.client.SendTo(s.tracedAs(pctx, op, rwPassSSE), endpoint, body)
 	if err != nil {
-		s.traceDown(op, nil, 0, start, err)
 		return 0, err
 	}
 	resp.Close()
-	s.traceDown(op, nil, resp.Status, start, nil)
 	return resp.Status, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -145,19 +144,14 @@ func (s *modern) internalCall(ctx context.Context, method string, params []byte)
 	if err != nil {
 		return nil, err
 	}
-	op := opOf(ctx)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
 	defer cancel()
-	s.traceUp(ctx, op, body, nil, []string{"id.mint", "meta.inject"})
-	start := time.Now()
-	resp, err := s.client.Post(ctx, body, nil)
+	resp, err := s.client.Post(s.traced(ctx, rwOwn), body, nil)
 	if err != nil {
-		s.traceDown(op, nil, 0, start, err)
 		return nil, err
 	}
 	defer resp.Close()
 	msg, err := capabilities.ReadAnswer(resp, id)
-	s.traceDown(op, msg, resp.Status, start, nil)
 	switch {
 	case err == nil || errors.Is(err, io.EOF):
 		if len(msg) == 0 {

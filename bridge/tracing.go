@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
@@ -83,16 +82,6 @@ func (s *env) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []stri
 	s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites, Frame: json.RawMessage(frame), MethodIDFromFrame: true})
 }
 
-// traceUp records a request the proxy POSTs under ctx, with the headers it
-// derives.
-func (s *env) traceUp(ctx context.Context, op string, body []byte, params []routing.ParamHeader, rewrites []string) {
-	if !s.tracing() {
-		return
-	}
-	s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites, Frame: json.RawMessage(body), MethodIDFromFrame: true,
-		HTTP: &trace.HTTP{Method: http.MethodPost, URL: s.client.URL(), Header: s.sentHeaders(ctx, body, params)}})
-}
-
 // traceEvent records an event of the proxy itself.
 func (s *env) traceEvent(op, note string) {
 	if !s.tracing() {
@@ -101,27 +90,23 @@ func (s *env) traceEvent(op, note string) {
 	s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: trace.Proxy, Op: op, Note: note})
 }
 
-// traceHTTP records a passthrough request (POST, GET or DELETE) with the
-// headers it carries.
-func (s *env) traceHTTP(op, method string, body []byte, h http.Header, rewrites []string) {
-	if !s.tracing() {
-		return
-	}
-	r := trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: op, Rewrites: rewrites,
-		HTTP: &trace.HTTP{Method: method, URL: s.client.URL(), Header: firstValues(s.client.UserHeader(), h)}}
+// tracer is the session's routing.Observer while it traces: every HTTP
+// exchange with the server becomes records on the two server hops, under
+// the op and with the rewrites its context carries (withOp,
+// withRewrites). No call site traces an exchange by hand.
+type tracer struct{ s *env }
+
+func (t tracer) Request(ctx context.Context, method, url string, h http.Header, body []byte) {
+	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: opOf(ctx), Rewrites: rewritesOf(ctx),
+		HTTP: &trace.HTTP{Method: method, URL: url, Header: firstValues(h)}}
 	if body != nil {
 		r.Frame, r.MethodIDFromFrame = json.RawMessage(body), true
 	}
-	s.cfg.Trace.Emit(r)
+	t.s.cfg.Trace.Emit(r)
 }
 
-// traceDown records a message from the server; status is 0 after the first
-// message of a stream.
-func (s *env) traceDown(op string, msg []byte, status int, start time.Time, err error) {
-	if !s.tracing() {
-		return
-	}
-	r := trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: trace.ServerToProxy, Op: op, LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
+func (t tracer) Answer(ctx context.Context, status int, msg []byte, since time.Time, err error) {
+	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ServerToProxy, Op: opOf(ctx), LatencyMs: float64(time.Since(since).Microseconds()) / 1000}
 	if len(msg) > 0 {
 		r.Frame, r.MethodIDFromFrame = json.RawMessage(msg), true
 	}
@@ -131,29 +116,51 @@ func (s *env) traceDown(op string, msg []byte, status int, start time.Time, err 
 	if err != nil {
 		r.Error = err.Error()
 	}
-	s.cfg.Trace.Emit(r)
+	t.s.cfg.Trace.Emit(r)
 }
 
-// prober is the era probe, traced under op.
-func (s *env) prober(op string) capabilities.Prober {
-	p := capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
-	if s.tracing() {
-		p.Observe = func(body, answer []byte, status int, start time.Time, err error) {
-			if status == -1 {
-				s.traceUp(context.Background(), op, body, nil, []string{"id.mint", "meta.inject"})
-				return
-			}
-			s.traceDown(op, answer, status, start, err)
-		}
+type rewritesKey struct{}
+
+// withRewrites names, for the trace, what the proxy changed in the
+// requests made under ctx. Only call it while tracing: it allocates.
+func withRewrites(ctx context.Context, rw []string) context.Context {
+	return context.WithValue(ctx, rewritesKey{}, rw)
+}
+
+func rewritesOf(ctx context.Context) []string {
+	rw, _ := ctx.Value(rewritesKey{}).([]string)
+	return rw
+}
+
+// traced is ctx with rw for the trace, or ctx itself when not tracing.
+func (s *env) traced(ctx context.Context, rw []string) context.Context {
+	if !s.tracing() {
+		return ctx
 	}
-	return p
+	return withRewrites(ctx, rw)
 }
 
-// sentHeaders are the headers of a POST as the trace shows them: the
-// user's (--header; the trace writer redacts the secret ones) and the
-// derived MCP headers on top.
-func (s *env) sentHeaders(ctx context.Context, body []byte, params []routing.ParamHeader) map[string]string {
-	return firstValues(s.client.UserHeader(), routing.HeadersFor(ctx, body, params))
+// tracedAs is traced, with the records under op whatever ctx carries.
+func (s *env) tracedAs(ctx context.Context, op string, rw []string) context.Context {
+	if !s.tracing() {
+		return ctx
+	}
+	return withRewrites(withOp(ctx, op), rw)
+}
+
+// The rewrites of the proxy's own requests and of passthrough, for the
+// trace.
+var (
+	rwOwn       = []string{"id.mint", "meta.inject"}
+	rwPass      = []string{"passthrough"}
+	rwPassSSE   = []string{"passthrough", "sse"}
+	rwResume    = []string{"stream.resume"}
+	rwSSEStream = []string{"sse"}
+)
+
+// prober is the era probe; its exchanges are traced like any other.
+func (s *env) prober() capabilities.Prober {
+	return capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
 }
 
 // firstValues flattens headers, later ones on top, to one value per name.

@@ -233,7 +233,7 @@ func TestDebugRedaction(t *testing.T) {
 // event of the proxy itself (the era verdict), which carries a note.
 var dbgDirs = map[string]bool{"client->proxy": true, "proxy->server": true, "server->proxy": true, "proxy->client": true, "proxy": true}
 
-var dbgOpPattern = regexp.MustCompile(`^(op-[1-9][0-9]*|listen-.+|get-stream|reinit-[1-9][0-9]*)$`)
+var dbgOpPattern = regexp.MustCompile(`^(op-[1-9][0-9]*|get-stream|sse-stream|reinit-[1-9][0-9]*|session-end)$`)
 
 // dbgReadTrace reads a trace and checks that it is valid JSONL: every line
 // one JSON object with an RFC 3339 ts, a known dir, a well-formed op when
@@ -264,7 +264,10 @@ func dbgReadTrace(t *testing.T, path string) []gjson.Result {
 			t.Errorf("trace line %d: a proxy event without a note", i+1)
 		}
 		if op := r.Get("op"); op.Exists() && !dbgOpPattern.MatchString(op.Str) {
-			t.Errorf("trace line %d: op %s is not op-N, listen-ID, get-stream or reinit-N", i+1, op.Raw)
+			t.Errorf("trace line %d: op %s is not op-N, get-stream, sse-stream, reinit-N or session-end", i+1, op.Raw)
+		}
+		if !r.Get("op").Exists() && dbgCausedByARequest(r) {
+			t.Errorf("trace line %d: a record a request caused carries no op: %s", i+1, shortBytes([]byte(line)))
 		}
 		if f := r.Get("frame"); f.Exists() && !gjson.Valid(f.Raw) {
 			t.Errorf("trace line %d: frame is not JSON", i+1)
@@ -272,6 +275,26 @@ func dbgReadTrace(t *testing.T, path string) []gjson.Result {
 		recs = append(recs, r)
 	}
 	return recs
+}
+
+// dbgCausedByARequest reports a record that can only exist because of a
+// request, and so must carry its op: every upstream hop (the proxy has no
+// traffic of its own without a cause), and what the proxy sends the client
+// while a request runs (progress, log messages, its own requests and
+// cancels).
+func dbgCausedByARequest(r gjson.Result) bool {
+	switch r.Get("dir").Str {
+	case "proxy->server", "server->proxy":
+		return true
+	case "proxy->client":
+		switch m := r.Get("frame.method"); {
+		case r.Get("frame.id").Exists() && m.Exists(): // the proxy's own request
+			return true
+		case m.Str == "notifications/progress", m.Str == "notifications/message", m.Str == "notifications/cancelled":
+			return true
+		}
+	}
+	return false
 }
 
 // dbgFind returns the records on hop dir whose frame id is id (raw JSON).

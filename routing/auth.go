@@ -46,8 +46,8 @@ func IsUnattended(ctx context.Context) bool {
 // any processing: a 401, or a 403 whose Bearer challenge says
 // insufficient_scope (RFC 6750 §3.1). Such a request is sent once more
 // after Auth.Retry, tools/call included: the server never acted on it.
-func authRefused(resp *http.Response) bool {
-	switch resp.StatusCode {
+func authRefused(resp *Response) bool {
+	switch resp.Status {
 	case http.StatusUnauthorized:
 		return true
 	case http.StatusForbidden:
@@ -60,11 +60,11 @@ func authRefused(resp *http.Response) bool {
 	return false
 }
 
-// discard drains a little of a refused answer's body, so the connection
-// can be reused, and closes it.
-func discard(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
+// discard drains a little of a refused answer and closes it, so that the
+// connection can be reused for the retry.
+func (r *Response) discard() {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.body, 64<<10))
+	_ = r.Close()
 }
 
 // authError wraps an error of the Auth hook. Its text is the hook's own:

@@ -261,11 +261,7 @@ func (c *Client) Send(ctx context.Context, method string, body []byte, h http.He
 // more when the hook says so.
 func (c *Client) do(ctx context.Context, target, method string, body []byte, set func(http.Header)) (*Response, error) {
 	if c.auth == nil {
-		resp, err := c.send(ctx, target, method, body, set, "")
-		if err != nil {
-			return nil, err
-		}
-		return newResponse(resp, c.max), nil
+		return c.send(ctx, target, method, body, set, "")
 	}
 	authz, err := c.auth.Authorization(ctx)
 	if err != nil {
@@ -273,33 +269,27 @@ func (c *Client) do(ctx context.Context, target, method string, body []byte, set
 	}
 	resp, err := c.send(ctx, target, method, body, set, authz)
 	if err != nil || !authRefused(resp) {
-		if err != nil {
-			return nil, err
-		}
-		return newResponse(resp, c.max), nil
+		return resp, err
 	}
-	again, err := c.auth.Retry(ctx, resp.StatusCode, resp.Header, authz)
+	again, err := c.auth.Retry(ctx, resp.Status, resp.Header, authz)
 	if err != nil || !again {
 		if err != nil {
-			discard(resp)
+			resp.discard()
 			return nil, c.authError(err)
 		}
-		return newResponse(resp, c.max), nil // the refusal, for the caller to report
+		return resp, nil // the refusal, for the caller to report
 	}
-	discard(resp)
+	resp.discard()
 	if authz, err = c.auth.Authorization(ctx); err != nil {
 		return nil, c.authError(err)
 	}
-	resp, err = c.send(ctx, target, method, body, set, authz)
-	if err != nil {
-		return nil, err
-	}
-	return newResponse(resp, c.max), nil // a second refusal goes to the caller as it is
+	return c.send(ctx, target, method, body, set, authz) // a second refusal goes to the caller as it is
 }
 
 // send makes one HTTP request to target (the endpoint, or a URL of its
-// origin); authz, when not empty, is its Authorization header.
-func (c *Client) send(ctx context.Context, target, method string, body []byte, set func(http.Header), authz string) (*http.Response, error) {
+// origin); authz, when not empty, is its Authorization header. The
+// Observer in ctx, if any, sees the request and its answer.
+func (c *Client) send(ctx context.Context, target, method string, body []byte, set func(http.Header), authz string) (*Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -316,14 +306,25 @@ func (c *Client) send(ctx context.Context, target, method string, body []byte, s
 		h["User-Agent"] = c.ua
 	}
 	set(h)
+	var w *watch
+	if o := observerOf(ctx); o != nil {
+		o.Request(ctx, method, Redact(target), h, body)
+		w = &watch{o: o, ctx: ctx, start: time.Now()}
+	}
 	if authz != "" {
 		h["Authorization"] = []string{authz}
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, c.classify(ctx, err)
+		err = c.classify(ctx, err)
+		if w != nil {
+			w.o.Answer(ctx, 0, nil, w.start, err)
+		}
+		return nil, err
 	}
-	return resp, nil
+	r := newResponse(resp, c.max)
+	r.watch = w
+	return r, nil
 }
 
 // Headers returns the protocol headers of a POST that carries body:
@@ -402,6 +403,7 @@ type Response struct {
 	size int64 // Content-Length, -1 when unknown
 	done bool
 	room []byte // the JSON body's whole buffer, when it has room in front
+	watch *watch // the exchange's Observer, nil when none
 	// final is the URL that gave the answer, after same-origin redirects:
 	// a relative 2024-11-05 endpoint is resolved against it.
 	final *url.URL
@@ -452,6 +454,14 @@ var ErrContentType = errors.New("upstream answered with an unexpected content ty
 // Next returns the next message. For SSE the slice is only valid until the
 // following call. It returns io.EOF after the last message.
 func (r *Response) Next() ([]byte, error) {
+	msg, err := r.next()
+	if err == nil {
+		r.watch.message(r.Status, msg)
+	}
+	return msg, err
+}
+
+func (r *Response) next() ([]byte, error) {
 	if r.sse != nil {
 		return r.sse.Next()
 	}
@@ -478,7 +488,10 @@ func (r *Response) Next() ([]byte, error) {
 
 // Close releases the connection; for a stream still open this is the
 // 2026-07-28 cancellation of the request.
-func (r *Response) Close() error { return r.body.Close() }
+func (r *Response) Close() error {
+	r.watch.closed(r.Status)
+	return r.body.Close()
+}
 
 // Room returns the whole buffer of the message Next last returned when it
 // has BodyRoom spare bytes in front of it, else nil: a JSON body of RoomMin
