@@ -397,12 +397,12 @@ type Response struct {
 	ContentType string // media type, lower case, without parameters
 	Header      http.Header
 
-	body io.ReadCloser
-	sse  *SSEReader
-	max  int
-	size int64 // Content-Length, -1 when unknown
-	done bool
-	room []byte // the JSON body's whole buffer, when it has room in front
+	body  io.ReadCloser
+	sse   *SSEReader
+	max   int
+	size  int64 // Content-Length, -1 when unknown
+	done  bool
+	room  []byte // the JSON body's whole buffer, when it has room in front
 	watch *watch // the exchange's Observer, nil when none
 	// final is the URL that gave the answer, after same-origin redirects:
 	// a relative 2024-11-05 endpoint is resolved against it.
