@@ -273,7 +273,7 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 			return false // not a task this client created through the proxy
 		}
 		registered = true
-		changed = rewrite.ReadTask(gjson.ParseBytes(r.Task)).Status != t.Status
+		changed = r.task().Status != t.Status
 		r.Task = []byte(raw.Raw)
 		switch t.Status {
 		case rewrite.StatusCompleted:
@@ -348,10 +348,14 @@ func (s *taskBridge) record(id string) (record, bool) {
 	return rec, ok
 }
 
+// task is the record's task, read from its stored bytes: the one place
+// that parses them.
+func (r record) task() rewrite.Task { return rewrite.ReadTask(gjson.ParseBytes(r.Task)) }
+
 // recordTask reads a record's task, with the cached result inlined (a
 // synthetic task keeps its result apart), so that views see isError.
 func recordTask(rec record) rewrite.Task {
-	t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+	t := rec.task()
 	if !t.Result.Exists() && len(rec.Result) > 0 {
 		t.Result = gjson.ParseBytes(rec.Result)
 	}
@@ -375,9 +379,9 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 	if rec, found, local := s.localTask(id); found {
 		// Only a known outcome is final: a task may be created already
 		// terminal, without its payload, which a tasks/get then brings.
-		st := rewrite.ReadTask(gjson.ParseBytes(rec.Task)).Status
-		final := rec.Synthetic || rec.CancelledAt != "" || st == rewrite.StatusCancelled || len(rec.Result) > 0 || len(rec.Error) > 0
-		if frame := s.outcome(c, rec, id); final && frame != nil {
+		t := rec.task()
+		final := rec.Synthetic || rec.CancelledAt != "" || t.Status == rewrite.StatusCancelled || len(rec.Result) > 0 || len(rec.Error) > 0
+		if frame := s.outcome(c, rec, t, id); final && frame != nil {
 			return frame
 		}
 	} else if local {
@@ -417,7 +421,7 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 			if t.Status == rewrite.StatusCancelled && rec.CancelledAt == "" {
 				rec.CancelledAt = now()
 			}
-			if frame := s.outcome(c, rec, id); frame != nil {
+			if frame := s.outcome(c, rec, t, id); frame != nil {
 				return frame
 			}
 		}
@@ -428,10 +432,9 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 	}
 }
 
-// outcome is the tasks/result answer for a terminal record, or nil while
-// the task is still running.
-func (s *taskBridge) outcome(c *call, rec record, id string) []byte {
-	t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+// outcome is the tasks/result answer for a terminal record whose task is
+// t, or nil while the task is still running.
+func (s *taskBridge) outcome(c *call, rec record, t rewrite.Task, id string) []byte {
 	switch {
 	case rec.CancelledAt != "" || t.Status == rewrite.StatusCancelled:
 		return taskCancelled(c, id)
@@ -484,7 +487,7 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte 
 	}
 	var t rewrite.Task
 	if ok {
-		t = rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+		t = rec.task()
 	}
 	if !ok || !t.Terminal() && rec.CancelledAt == "" && !rec.Synthetic {
 		// Fresh state first: a task that finished meanwhile cannot be
@@ -583,7 +586,7 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 	var wg sync.WaitGroup
 	for i := range page {
 		rec := &page[i]
-		t := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+		t := rec.task()
 		if rec.Synthetic || rec.CancelledAt != "" || t.Terminal() {
 			continue
 		}
@@ -767,7 +770,7 @@ func (s *taskBridge) taskCreated(c *call, m *rewrite.Frame) result {
 	}
 	rec.Task = append(task, '}')
 	s.registerTask(rec)
-	view := rewrite.ReadTask(gjson.ParseBytes(rec.Task))
+	view := rec.task()
 	return result{frame: rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(view, s.cfg.Tasks)), rewrites: []string{"task.drop", "task.synthetic"}}
 }
 
@@ -796,7 +799,7 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 			}
 			return frame
 		case t.Status == rewrite.StatusFailed:
-			return s.outcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t.ID)
+			return s.outcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t, t.ID)
 		case t.Status == rewrite.StatusCancelled:
 			return taskCancelled(c, t.ID)
 		case t.Status == rewrite.StatusInputRequired:
