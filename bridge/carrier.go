@@ -2,7 +2,7 @@ package bridge
 
 import (
 	"context"
-	"net/http"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // A carrier is how passthrough messages travel to and from a legacy
@@ -27,13 +27,13 @@ type carrier interface {
 	// nil or ctx ended).
 	wait(ctx context.Context, c *call) ([]byte, bool)
 	// exchange sends one request and returns its one answer.
-	exchange(ctx context.Context, c *call, body []byte, h http.Header) passResult
+	exchange(ctx context.Context, c *call, body []byte, st routing.Stamp) passResult
 	// fire sends a message that expects no answer and returns the HTTP
 	// status.
-	fire(ctx context.Context, op string, body []byte, h http.Header) (int, error)
+	fire(ctx context.Context, op string, body []byte, st routing.Stamp) (int, error)
 	// expired reports whether a status fire returned for a message sent
 	// with the session headers h means that the session has ended.
-	expired(status int, h http.Header) bool
+	expired(status int, st routing.Stamp) bool
 	// openGet starts receiving the server's own messages, after
 	// notifications/initialized.
 	openGet(ctx context.Context)
@@ -50,6 +50,4 @@ func (t *streamable) started()                      {}
 
 func (t *streamable) wait(context.Context, *call) ([]byte, bool) { return nil, true }
 
-func (t *streamable) expired(status int, h http.Header) bool {
-	return status == http.StatusNotFound && h.Get(headerSessionID) != ""
-}
+func (t *streamable) expired(status int, st routing.Stamp) bool { return st.Expired(status) }

@@ -38,12 +38,6 @@ import (
 // one GET stream carries every server message, answers included
 // (ssecarrier.go). The logic here is the same over both.
 
-// Header names of 2025 Streamable HTTP sessions.
-const (
-	headerSessionID   = "Mcp-Session-Id"
-	headerLastEventID = "Last-Event-ID"
-)
-
 // Passthrough limits.
 const (
 	// maxResumes bounds the resumptions of one stream in a row that bring
@@ -63,10 +57,11 @@ type passthrough struct {
 	s     *env
 	posts chan clientPost // client notifications and answers, POSTed in order
 
+	// sess is the 2025 session: its id and version on every request, a
+	// generation per (re-)initialization.
+	sess *routing.LegacySession
+
 	mu          sync.Mutex
-	sessionID   string // Mcp-Session-Id, "" when the server uses none
-	version     string // the negotiated protocol version
-	gen         int    // the session generation: +1 per re-initialization
 	initFrame   []byte // the client's initialize, replayed on re-initialization
 	initialized bool   // the client sent notifications/initialized
 	level       []byte // the params of the last logging/setLevel that succeeded
@@ -90,20 +85,6 @@ type clientPost struct {
 
 // errExpired: the server answered 404 to a request that named a session.
 var errExpired = errors.New("the server ended the MCP session (HTTP 404 for its Mcp-Session-Id)")
-
-// header is the session's headers for the next request, and its generation.
-func (p *passthrough) header() (http.Header, int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	h := make(http.Header, 2)
-	if p.version != "" {
-		h.Set("MCP-Protocol-Version", p.version)
-	}
-	if p.sessionID != "" {
-		h.Set(headerSessionID, p.sessionID)
-	}
-	return h, p.gen
-}
 
 // passInit forwards the client's initialize to a legacy server over
 // Streamable HTTP. When the server refuses the POST the way a 2024-11-05
@@ -145,9 +126,9 @@ func (s *handshake) passInit(ctx context.Context, c *call, f *rewrite.Frame) out
 // takes the passthrough path. refused reports a POST refused the way a 2024-11-05
 // server refuses it (the frame is then the proxy's error for it).
 func (s *handshake) passStart(ctx context.Context, c *call, f *rewrite.Frame, mk func(*passthrough) carrier) (out outcome, refused bool) {
-	p := &passthrough{s: s.env, posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
+	p := &passthrough{s: s.env, sess: s.client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
 	p.car = mk(p)
-	res := p.car.exchange(ctx, c, f.Raw, http.Header{})
+	res := p.car.exchange(ctx, c, f.Raw, p.sess.Stamp())
 	frame := res.frame
 	if frame == nil && res.err != nil && ctx.Err() == nil {
 		// An HTTP+SSE session that ended during its own handshake (404).
@@ -160,18 +141,18 @@ func (s *handshake) passStart(ctx context.Context, c *call, f *rewrite.Frame, mk
 		p.car.end()
 		return frameOnly(frame), res.refused
 	}
-	p.sessionID = res.sessionID
-	p.version = gjson.GetBytes(frame, "result.protocolVersion").String()
+	version := gjson.GetBytes(frame, "result.protocolVersion").String()
+	p.sess.Begin(res.sessionID, version)
 	p.car.started()
 	s.bg.start(func() { p.poster(s.ctx) })
-	s.info("passthrough session started", zap.String("transport", p.car.name()), zap.String("protocolVersion", p.version), zap.Bool("sessionId", res.sessionID != ""))
-	return outcome{frame: frame, rewrites: passthroughRewrites, next: p, era: p.version}, false
+	s.info("passthrough session started", zap.String("transport", p.car.name()), zap.String("protocolVersion", version), zap.Bool("sessionId", res.sessionID != ""))
+	return outcome{frame: frame, rewrites: passthroughRewrites, next: p, era: version}, false
 }
 
 // handshake POSTs an initialize without session headers and returns the
 // answer and the session id the server gave.
 func (p *passthrough) handshake(ctx context.Context, c *call, body []byte) ([]byte, string, error) {
-	res := p.car.exchange(ctx, c, body, http.Header{})
+	res := p.car.exchange(ctx, c, body, routing.Stamp{Header: http.Header{}})
 	return res.frame, res.sessionID, res.err
 }
 
@@ -220,9 +201,9 @@ func (p *passthrough) forward(ctx context.Context, c *call, f *rewrite.Frame) []
 		var res passResult
 		var gen int
 		frame := s.attempt(ctx, c, f.Method, func() result {
-			var h http.Header
-			h, gen = p.header()
-			res = p.car.exchange(ctx, c, f.Raw, h)
+			st := p.sess.Stamp()
+			gen = st.Gen
+			res = p.car.exchange(ctx, c, f.Raw, st)
 			return failed(res.frame, res.again)
 		}).frame
 		if !errors.Is(res.err, errExpired) {
@@ -277,18 +258,18 @@ func (p *passthrough) remember(f *rewrite.Frame, answer []byte) {
 // exchange POSTs one message and reads the answer to c.id. Server requests
 // and notifications on the stream go to the client as they come; a stream
 // that drops before the answer is resumed with GET and Last-Event-ID.
-func (t *streamable) exchange(ctx context.Context, c *call, body []byte, h http.Header) passResult {
+func (t *streamable) exchange(ctx context.Context, c *call, body []byte, st routing.Stamp) passResult {
 	p := t.p
 	s := p.s
 	actx, touch, stop := s.deadlines(ctx, c)
 	defer stop()
 	start := time.Now()
-	resp, err := s.client.Send(s.tracedAs(actx, c.op, rwPass), http.MethodPost, body, h)
+	resp, err := p.sess.Post(s.tracedAs(actx, c.op, rwPass), st, body)
 	if err != nil {
 		frame, again := s.sendFailed(ctx, actx, c, c.method, err)
 		return passResult{frame: frame, again: again, err: err}
 	}
-	res := passResult{sessionID: resp.Header.Get(headerSessionID)}
+	res := passResult{sessionID: resp.SessionID()}
 	last := ""                  // the id of the last event seen, over the resumptions
 	delay := defaultResumeDelay // the last retry: the stream named
 	for resumes := 0; ; resumes++ {
@@ -300,7 +281,7 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, h http.
 			if frame == nil && ctx.Err() == nil {
 				res.frame = s.timedOut(actx, c, c.method)
 			}
-			if resp.Status == http.StatusNotFound && h.Get(headerSessionID) != "" {
+			if st.Expired(resp.Status) {
 				res.frame, res.err = nil, errExpired
 			}
 			s.logExchange(c.op, c.method, c.id, nil, resp.Status, start, len(body), len(res.frame))
@@ -324,15 +305,14 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, h http.
 			res.frame = s.timedOut(actx, c, c.method)
 			return res
 		}
-		gh, _ := p.header()
-		gh.Set(headerLastEventID, last)
-		resp, err = s.client.Send(s.tracedAs(actx, c.op, rwResume), http.MethodGet, nil, gh)
+		gst := p.sess.Stamp()
+		resp, err = p.sess.Stream(s.tracedAs(actx, c.op, rwResume), gst, last)
 		if err != nil {
 			frame, _ := s.sendFailed(ctx, actx, c, c.method, err)
 			res.frame = frame
 			return res
 		}
-		if resp.Status == http.StatusNotFound && gh.Get(headerSessionID) != "" {
+		if gst.Expired(resp.Status) {
 			resp.Close()
 			res.err = errExpired
 			return res
@@ -509,13 +489,13 @@ func (p *passthrough) send(ctx context.Context, j clientPost) {
 		return
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		h, gen := p.header()
-		status, err := p.car.fire(ctx, j.op, j.body, h)
+		st := p.sess.Stamp()
+		status, err := p.car.fire(ctx, j.op, j.body, st)
 		switch {
 		case ctx.Err() != nil:
 			return
-		case p.car.expired(status, h):
-			if rerr := p.reinit(ctx, gen); rerr != nil {
+		case p.car.expired(status, st):
+			if rerr := p.reinit(ctx, st.Gen); rerr != nil {
 				s.warn("cannot start a new MCP session", zap.Error(rerr))
 				return
 			}
@@ -536,12 +516,12 @@ func (p *passthrough) send(ctx context.Context, j clientPost) {
 
 // fire POSTs a message that expects no answer (202 Accepted) and returns
 // the status. A body that comes anyway is read for server messages.
-func (t *streamable) fire(ctx context.Context, op string, body []byte, h http.Header) (int, error) {
+func (t *streamable) fire(ctx context.Context, op string, body []byte, st routing.Stamp) (int, error) {
 	p := t.p
 	s := p.s
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
 	defer cancel()
-	resp, err := s.client.Send(s.tracedAs(pctx, op, rwPass), http.MethodPost, body, h)
+	resp, err := p.sess.Post(s.tracedAs(pctx, op, rwPass), st, body)
 	if err != nil {
 		return 0, err
 	}
@@ -598,12 +578,9 @@ func (t *streamable) get(ctx context.Context) {
 	last := ""
 	backoff := listenBackoffMin
 	for ctx.Err() == nil {
-		h, _ := p.header()
-		if last != "" {
-			h.Set(headerLastEventID, last)
-		}
+		st := p.sess.Stamp()
 		// No sign-in for a stream the client did not ask for.
-		resp, err := s.client.Send(routing.Unattended(s.tracedAs(ctx, op, nil)), http.MethodGet, nil, h)
+		resp, err := p.sess.Stream(routing.Unattended(s.tracedAs(ctx, op, nil)), st, last)
 		var delay time.Duration
 		switch {
 		case err != nil:
@@ -615,7 +592,7 @@ func (t *streamable) get(ctx context.Context) {
 			resp.Close()
 			s.info("the upstream server offers no GET stream (HTTP 405); server messages come only on request streams")
 			return
-		case resp.Status == http.StatusNotFound && h.Get(headerSessionID) != "":
+		case st.Expired(resp.Status):
 			resp.Close()
 			// The session expired; the next request or message re-initializes,
 			// which reopens this stream.
@@ -651,15 +628,14 @@ func (t *streamable) get(ctx context.Context) {
 func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	p.reinitMu.Lock()
 	defer p.reinitMu.Unlock()
-	p.mu.Lock()
-	if p.gen != gen {
-		p.mu.Unlock()
+	if p.sess.Gen() != gen {
 		return nil // another caller has already started a new session
 	}
+	p.mu.Lock()
 	if p.getCancel != nil {
 		p.getCancel()
 	}
-	oldVersion := p.version
+	oldVersion := p.sess.Version()
 	initialized, level := p.initialized, p.level
 	subs := make([]string, 0, len(p.subs))
 	for u := range p.subs {
@@ -667,7 +643,7 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	}
 	p.mu.Unlock()
 	s := p.s
-	op := "reinit-" + strconv.Itoa(gen+1)
+	op := "reinit-" + strconv.Itoa(gen) // generations count from 1: the first re-initialization is reinit-1
 	s.info("the upstream MCP session ended; starting a new one with the client's initialize", zap.String("transport", p.car.name()))
 
 	if err := p.car.connect(ctx); err != nil {
@@ -686,13 +662,10 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	if version != oldVersion {
 		s.warn("the new MCP session negotiated another protocol version than the client's", zap.String("was", oldVersion), zap.String("now", version))
 	}
-	p.mu.Lock()
-	p.sessionID, p.version = sid, version
-	p.gen++
-	p.mu.Unlock()
-	h, _ := p.header()
+	p.sess.Begin(sid, version)
+	st := p.sess.Stamp()
 	if initialized {
-		if status, err := p.car.fire(ctx, op, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), h); err != nil || status >= 300 {
+		if status, err := p.car.fire(ctx, op, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), st); err != nil || status >= 300 {
 			return fmt.Errorf("the server refused notifications/initialized (HTTP %d, %v)", status, err)
 		}
 	}
@@ -707,7 +680,7 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	for _, r := range replays {
 		body, id := p.own(r)
 		method := gjson.GetBytes(r, "method").String()
-		res := p.car.exchange(ctx, &call{id: id, method: method, op: op, start: time.Now()}, body, h)
+		res := p.car.exchange(ctx, &call{id: id, method: method, op: op, start: time.Now()}, body, st)
 		if res.frame == nil || gjson.GetBytes(res.frame, "error").Exists() {
 			s.warn("replaying session state in the new MCP session failed", zap.String("method", method), zap.ByteString("answer", s.logFrame(res.frame)))
 		}
@@ -740,23 +713,18 @@ func (p *passthrough) end() { p.car.end() }
 // end ends the session with DELETE on exit; a 405 (the server does not let
 // clients end sessions) is fine.
 func (t *streamable) end() {
-	p := t.p
-	h, _ := p.header()
-	if h.Get(headerSessionID) == "" {
-		return
-	}
-	s := p.s
+	s := t.p.s
 	// The session's context has ended: keep its values (the trace), not
 	// its end. The records' op names the cause: the client's session ended.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), deleteTimeout)
 	defer cancel()
-	resp, err := s.client.Send(s.tracedAs(ctx, "session-end", nil), http.MethodDelete, nil, h)
-	if err != nil {
+	status, err := t.p.sess.End(s.tracedAs(ctx, "session-end", nil))
+	switch {
+	case err != nil:
 		s.debug("ending the upstream MCP session failed", zap.Error(err))
-		return
+	case status != 0:
+		s.debug("upstream MCP session ended", zap.Int("httpStatus", status))
 	}
-	resp.Close()
-	s.debug("upstream MCP session ended", zap.Int("httpStatus", resp.Status))
 }
 
 // logExchange writes the debug line of one upstream exchange.

@@ -246,10 +246,7 @@ func (t *sseCarrier) reconnect() {
 		if done {
 			return
 		}
-		t.p.mu.Lock()
-		gen := t.p.gen
-		t.p.mu.Unlock()
-		if err := t.p.reinit(s.ctx, gen); err != nil {
+		if err := t.p.reinit(s.ctx, t.p.sess.Gen()); err != nil {
 			if s.ctx.Err() != nil {
 				return
 			}
@@ -306,7 +303,7 @@ func (t *sseCarrier) wait(ctx context.Context, c *call) ([]byte, bool) {
 		errorData(t.s.client.URL(), 0, "cause", "stream dropped")), false
 }
 
-func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ http.Header) passResult {
+func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ routing.Stamp) passResult {
 	s := t.s
 	actx, touch, stop := s.deadlines(ctx, c)
 	defer stop()
@@ -371,7 +368,7 @@ func (t *sseCarrier) forget(key string, w *sseWaiter) {
 	t.mu.Unlock()
 }
 
-func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ http.Header) (int, error) {
+func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ routing.Stamp) (int, error) {
 	s := t.s
 	t.mu.Lock()
 	endpoint, down := t.endpoint, t.down
@@ -390,7 +387,7 @@ func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ http.He
 }
 
 // expired: a 2024-11-05 server answers 404 for a session it no longer has.
-func (t *sseCarrier) expired(status int, _ http.Header) bool { return status == http.StatusNotFound }
+func (t *sseCarrier) expired(status int, _ routing.Stamp) bool { return status == http.StatusNotFound }
 
 // openGet has nothing to do: the stream is the session.
 func (t *sseCarrier) openGet(context.Context) {}
