@@ -1,10 +1,13 @@
 // Package authserver owns a small but real OAuth 2.1 authorization server
-// that the OAuth tests and `mcp-tasks-proxy --demo --demo-oauth` sign in
-// against, on a loopback port.
+// that the OAuth tests and the command's demo mode (`mcp-tasks-proxy
+// --demo --demo-oauth`, and `check` with the same flags) sign in against,
+// on a loopback port.
 //
-// It is a test and demonstration peer: the proxy never imports it, and it
-// decides nothing about what the proxy must do. It refuses what the specs
-// refuse, so a client that passes against it has done the work:
+// It is a test and demonstration peer: the proxy's own path (oauth,
+// routing, bridge) never imports it, only the demo server (package demo)
+// and the command's demo mode do, and it decides nothing about what the
+// proxy must do. It refuses what the specs refuse, so a client that passes
+// against it has done the work:
 //
 //   - RFC 8414 metadata at /.well-known/oauth-authorization-server{path}
 //     (path insertion for an issuer with a path), and optionally the OIDC
@@ -55,8 +58,35 @@
 //     an authorization and never answer it with a redirect (a user who
 //     never signs in), or deny it (error=access_denied).
 //
+// # What it owns
+//
 // Start it with [Start]; everything a test needs to steer or inspect is a
-// method of [Server].
+// method of [Server]. A Server is made of parts, each with its own state
+// and lock, whose methods are the Server's:
+//
+//   - the issuer's URLs (fixed at [New]);
+//   - the journal: the counters ([Stats]), the requests received, and the
+//     secrets issued or seen; its lock is always taken last;
+//   - the client registry: pre-registered, registered and CIMD clients,
+//     {issuer}/register, and client authentication;
+//   - the audience: the allowed resources;
+//   - the ledger: codes, grants, access and refresh tokens, and the rules
+//     for redeeming, rotating, expiring and revoking them;
+//   - the authorization endpoint and the simulated user behind it
+//     (consent, grant policy, the iss it answers with);
+//   - the metadata document.
+//
+// The token and revocation endpoints keep no state: they authenticate the
+// client with the registry and hand the request to the ledger.
+//
+// # What it must never do
+//
+// It must never be imported by the proxy's own path, nor give way where
+// the specs are strict (a loose peer would let a broken client pass); it
+// keeps everything in memory and writes nothing to stdout or stderr (in
+// demo mode the proxy's stdout is the JSON-RPC stream). [Server.Secrets]
+// must list every secret it issues or is shown, since tests scan the
+// proxy's output for them.
 package authserver
 
 import (
@@ -276,15 +306,15 @@ type TokenRequest struct {
 // and revocation endpoints (tokenEndpoint) have no state of their own.
 type Server struct {
 	site
-	*journal
-	*registry
-	*audience
-	*ledger
-	*authorizer
-	*metadataDoc
+	journal
+	registry
+	audience
+	ledger
+	authorizer
+	metadataDoc
 
 	cfg    Config
-	tokens *tokenEndpoint
+	tokens tokenEndpoint
 	mux    *http.ServeMux
 	stop   func()
 }
@@ -331,26 +361,15 @@ func New(issuer string, cfg Config) (*Server, error) {
 	if cfg.CodeTTL <= 0 {
 		cfg.CodeTTL = defaultCodeTTL
 	}
-	st := site{issuer: issuer, origin: u.Scheme + "://" + u.Host}
-	j := &journal{}
-	reg, err := newRegistry(cfg, j)
-	if err != nil {
+	s := &Server{site: site{issuer: issuer, origin: u.Scheme + "://" + u.Host}, cfg: cfg, stop: func() {}}
+	if s.registry, err = newRegistry(cfg, &s.journal); err != nil {
 		return nil, err
 	}
-	aud := newAudience(cfg.Resources)
-	led := newLedger(cfg, j, aud)
-	s := &Server{
-		site:        st,
-		journal:     j,
-		registry:    reg,
-		audience:    aud,
-		ledger:      led,
-		authorizer:  &authorizer{site: st, cfg: cfg, journal: j, registry: reg, audience: aud, ledger: led},
-		metadataDoc: &metadataDoc{site: st, scopes: cfg.Scopes, journal: j, registry: reg},
-		cfg:         cfg,
-		tokens:      &tokenEndpoint{journal: j, registry: reg, ledger: led},
-		stop:        func() {},
-	}
+	s.audience = newAudience(cfg.Resources)
+	s.ledger = newLedger(cfg, &s.journal, &s.audience)
+	s.authorizer = authorizer{site: s.site, cfg: cfg, journal: &s.journal, registry: &s.registry, audience: &s.audience, ledger: &s.ledger}
+	s.metadataDoc = metadataDoc{site: s.site, scopes: cfg.Scopes, journal: &s.journal, registry: &s.registry}
+	s.tokens = tokenEndpoint{journal: &s.journal, registry: &s.registry, ledger: &s.ledger}
 	s.mux = s.routes(u.Path)
 	return s, nil
 }
@@ -413,33 +432,33 @@ type site struct {
 
 // Issuer is the issuer URL, e.g. http://127.0.0.1:41234 or
 // http://127.0.0.1:41234/tenant1.
-func (s site) Issuer() string { return s.issuer }
+func (s *site) Issuer() string { return s.issuer }
 
 // URL is the issuer's origin, e.g. http://127.0.0.1:41234.
-func (s site) URL() string { return s.origin }
+func (s *site) URL() string { return s.origin }
 
 // MetadataURL is the RFC 8414 metadata URL (path-inserted for an issuer
 // with a path).
-func (s site) MetadataURL() string {
+func (s *site) MetadataURL() string {
 	return s.origin + "/.well-known/oauth-authorization-server" + strings.TrimPrefix(s.issuer, s.origin)
 }
 
 // Endpoint URLs.
 
 // AuthorizationEndpoint is {issuer}/authorize.
-func (s site) AuthorizationEndpoint() string { return s.issuer + "/authorize" }
+func (s *site) AuthorizationEndpoint() string { return s.issuer + "/authorize" }
 
 // TokenEndpoint is {issuer}/token.
-func (s site) TokenEndpoint() string { return s.issuer + "/token" }
+func (s *site) TokenEndpoint() string { return s.issuer + "/token" }
 
 // RegistrationEndpoint is {issuer}/register.
-func (s site) RegistrationEndpoint() string { return s.issuer + "/register" }
+func (s *site) RegistrationEndpoint() string { return s.issuer + "/register" }
 
 // RevocationEndpoint is {issuer}/revoke.
-func (s site) RevocationEndpoint() string { return s.issuer + "/revoke" }
+func (s *site) RevocationEndpoint() string { return s.issuer + "/revoke" }
 
 // WrongIss is the iss value authorization responses carry under SetWrongIss.
-func (s site) WrongIss() string { return s.origin + "/not-the-issuer" }
+func (s *site) WrongIss() string { return s.origin + "/not-the-issuer" }
 
 // newRandom returns a fresh random value with a prefix naming its kind.
 func newRandom(prefix string) string {

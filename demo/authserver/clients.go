@@ -29,14 +29,11 @@ type registry struct {
 }
 
 // newRegistry knows cfg's pre-registered clients.
-func newRegistry(cfg Config, j *journal) (*registry, error) {
-	r := &registry{journal: j, client: cfg.HTTPClient, clients: map[string]*Client{}, cimd: cfg.CIMD}
-	if r.client == nil {
-		r.client = &http.Client{Timeout: cimdTimeout, Transport: &http.Transport{}}
-	}
+func newRegistry(cfg Config, j *journal) (registry, error) {
+	clients := map[string]*Client{}
 	for _, c := range cfg.Clients {
 		if c.ID == "" {
-			return nil, errors.New("authserver: a pre-registered client has no ID")
+			return registry{}, errors.New("authserver: a pre-registered client has no ID")
 		}
 		c := c
 		c.Source = "static"
@@ -52,9 +49,13 @@ func newRegistry(cfg Config, j *journal) (*registry, error) {
 		if c.Secret != "" {
 			j.keepSecret(c.Secret)
 		}
-		r.clients[c.ID] = &c
+		clients[c.ID] = &c
 	}
-	return r, nil
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: cimdTimeout, Transport: &http.Transport{}}
+	}
+	return registry{journal: j, client: hc, clients: clients, cimd: cfg.CIMD}, nil
 }
 
 // SetCIMD turns Client ID Metadata Document support on or off, in the

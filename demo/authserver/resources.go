@@ -13,12 +13,12 @@ type audience struct {
 	allowed map[string]bool
 }
 
-func newAudience(resources []string) *audience {
-	a := &audience{allowed: map[string]bool{}}
+func newAudience(resources []string) audience {
+	allowed := map[string]bool{}
 	for _, r := range resources {
-		a.allowed[r] = true
+		allowed[r] = true
 	}
-	return a
+	return audience{allowed: allowed}
 }
 
 // AllowResource adds resources to the allowed resource indicators.

@@ -59,8 +59,8 @@ type refreshToken struct {
 	expires time.Time // zero: none
 }
 
-func newLedger(cfg Config, j *journal, aud *audience) *ledger {
-	return &ledger{
+func newLedger(cfg Config, j *journal, aud *audience) ledger {
+	return ledger{
 		journal:    j,
 		audience:   aud,
 		codeTTL:    cfg.CodeTTL,
