@@ -14,11 +14,9 @@ import (
 
 // Client is the OAuth client toward one MCP server. It implements
 // routing.Auth. It is safe for concurrent use; see the package comment.
-//
-// A Client decides when to refresh, sign in or step up (renew.go) and runs
-// the sign-in (signin.go); the rest is done by its parts, each with its
-// own state and lock where it has state.
 type Client struct {
+	// The renewal policy is in renew.go, the sign-in in signin.go; the
+	// rest is done by the parts below.
 	target // the server; fail
 	cfg    Config
 	log    *zap.Logger
