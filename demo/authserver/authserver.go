@@ -83,8 +83,8 @@
 //
 // It must never be imported by the proxy's own path, nor give way where
 // the specs are strict (a loose peer would let a broken client pass); it
-// keeps everything in memory and writes nothing to stdout or stderr (in
-// demo mode the proxy's stdout is the JSON-RPC stream). [Server.Secrets]
+// keeps everything in memory and must never write to stdout (in demo
+// mode the proxy's stdout is the JSON-RPC stream). [Server.Secrets]
 // must list every secret it issues or is shown, since tests scan the
 // proxy's output for them.
 package authserver
