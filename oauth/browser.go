@@ -1,12 +1,85 @@
 package oauth
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
 )
+
+// console is the person at the keyboard: the lines on Config.Out (never
+// stdout), the browser it opens, and the address it pastes.
+type console struct {
+	host      string
+	noBrowser bool
+	timeout   time.Duration // AuthTimeout, how long a sign-in waits
+	log       *zap.Logger
+	open      func(url string) error
+
+	mu  sync.Mutex // one line at a time
+	out io.Writer
+}
+
+func newConsole(cfg Config, host string, log *zap.Logger) *console {
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	argv := browserCommand(cfg.Browser)
+	return &console{
+		host:      host,
+		noBrowser: cfg.NoBrowser,
+		timeout:   cfg.AuthTimeout,
+		log:       log,
+		open:      func(u string) error { return openBrowser(argv, u) },
+		out:       out,
+	}
+}
+
+// announce prints the sign-in address and opens the browser on it.
+func (u *console) announce(authURL string) {
+	if u.noBrowser {
+		u.say("mcp-tasks-proxy: %s needs you to sign in. Open this address in a browser (waiting up to %v):\n\n  %s\n\n", u.host, u.timeout, authURL)
+		return
+	}
+	u.say("mcp-tasks-proxy: %s needs you to sign in; opening a browser. If none opens, open this address (waiting up to %v):\n\n  %s\n\n", u.host, u.timeout, authURL)
+	if err := u.open(authURL); err != nil {
+		u.log.Warn("oauth: cannot open a browser; open the printed address", zap.Error(err))
+	}
+}
+
+func (u *console) say(format string, args ...any) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	fmt.Fprintf(u.out, format, args...)
+}
+
+// readPaste waits for the pasted address, bounded by ctx.
+func (u *console) readPaste(ctx context.Context, paste func() (string, error), redirectURI, state string) callbackResult {
+	got := make(chan callbackResult, 1)
+	go func() {
+		s, err := paste()
+		if err != nil {
+			got <- callbackResult{err: fmt.Errorf("no address was pasted (%v)", err)}
+			return
+		}
+		got <- parsePasted(s, redirectURI, state)
+	}()
+	select {
+	case r := <-got:
+		return r
+	case <-ctx.Done():
+		return callbackResult{err: fmt.Errorf("nothing was pasted within %v", u.timeout)}
+	}
+}
 
 // browserCommand is the command line that opens a URL: Config.Browser,
 // else $BROWSER (its first entry, when it is a colon-separated list), else

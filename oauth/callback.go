@@ -52,13 +52,23 @@ type callback struct {
 	done        chan struct{}
 }
 
+// loopback is where the browser comes back to: the redirect URIs of the
+// candidate ports, and the listener of one sign-in.
+type loopback struct {
+	target
+	port       int    // Config.CallbackPort; 0: derived
+	listenHost string // the loopback address the callback binds
+	urlHost    string // the host in the redirect URI
+	log        *zap.Logger
+}
+
 // candidatePorts lists the ports to try: the pinned one, or the derived
 // one and the next few.
-func (c *Client) candidatePorts() []int {
-	if c.cfg.CallbackPort != 0 {
-		return []int{c.cfg.CallbackPort}
+func (l *loopback) candidatePorts() []int {
+	if l.port != 0 {
+		return []int{l.port}
 	}
-	p := derivedPort(c.server.String())
+	p := derivedPort(l.server.String())
 	ports := make([]int, portTries)
 	for i := range ports {
 		ports[i] = p + i
@@ -66,43 +76,43 @@ func (c *Client) candidatePorts() []int {
 	return ports
 }
 
-func (c *Client) redirectURI(port int) string {
-	return "http://" + net.JoinHostPort(c.cbURLHost, strconv.Itoa(port)) + callbackPath
+func (l *loopback) redirectURI(port int) string {
+	return "http://" + net.JoinHostPort(l.urlHost, strconv.Itoa(port)) + callbackPath
 }
 
 // redirectURIs are the URIs a dynamic registration lists: every candidate,
 // so a derived port that moves on needs no new registration.
-func (c *Client) redirectURIs() []string {
-	ports := c.candidatePorts()
+func (l *loopback) redirectURIs() []string {
+	ports := l.candidatePorts()
 	uris := make([]string, len(ports))
 	for i, p := range ports {
-		uris[i] = c.redirectURI(p)
+		uris[i] = l.redirectURI(p)
 	}
 	return uris
 }
 
 // listen starts the callback on the first free candidate port.
-func (c *Client) listen(state string) (*callback, error) {
+func (l *loopback) listen(state string) (*callback, error) {
 	var lastErr error
-	for _, p := range c.candidatePorts() {
-		ln, err := net.Listen("tcp", net.JoinHostPort(c.cbListen, strconv.Itoa(p)))
+	for _, p := range l.candidatePorts() {
+		ln, err := net.Listen("tcp", net.JoinHostPort(l.listenHost, strconv.Itoa(p)))
 		if err != nil {
 			lastErr = err
-			if c.cfg.CallbackPort != 0 {
+			if l.port != 0 {
 				if errors.Is(err, syscall.EADDRINUSE) {
-					return nil, fmt.Errorf("the OAuth callback port %d on %s is taken (by another program, or another sign-in); free it, or pick another with --oauth-callback-port, or omit that flag to let the proxy choose", p, c.cbListen)
+					return nil, fmt.Errorf("the OAuth callback port %d on %s is taken (by another program, or another sign-in); free it, or pick another with --oauth-callback-port, or omit that flag to let the proxy choose", p, l.listenHost)
 				}
-				return nil, fmt.Errorf("cannot listen for the OAuth callback on %s port %d: %v", c.cbListen, p, err)
+				return nil, fmt.Errorf("cannot listen for the OAuth callback on %s port %d: %v", l.listenHost, p, err)
 			}
-			c.log.Debug("oauth callback port taken, moving on", zap.Int("port", p))
+			l.log.Debug("oauth callback port taken, moving on", zap.Int("port", p))
 			continue
 		}
 		cb := &callback{
-			redirectURI: c.redirectURI(p),
-			host:        net.JoinHostPort(c.cbURLHost, strconv.Itoa(p)),
+			redirectURI: l.redirectURI(p),
+			host:        net.JoinHostPort(l.urlHost, strconv.Itoa(p)),
 			state:       state,
-			serverHost:  c.host,
-			log:         c.log,
+			serverHost:  l.host,
+			log:         l.log,
 			results:     make(chan callbackResult, 1),
 			done:        make(chan struct{}),
 		}
@@ -114,7 +124,7 @@ func (c *Client) listen(state string) (*callback, error) {
 		return cb, nil
 	}
 	return nil, fmt.Errorf("cannot listen for the OAuth callback on %s: ports %d to %d are all taken (%v); pick a free one with --oauth-callback-port",
-		c.cbListen, c.candidatePorts()[0], c.candidatePorts()[len(c.candidatePorts())-1], lastErr)
+		l.listenHost, l.candidatePorts()[0], l.candidatePorts()[len(l.candidatePorts())-1], lastErr)
 }
 
 // close stops the listener and waits for it.

@@ -203,7 +203,7 @@ func isLoopbackHost(host string) bool {
 
 // checkEndpoint refuses an endpoint URL that is not https (or http to
 // this machine, or http anywhere under AllowHTTP).
-func (c *Client) checkEndpoint(what, raw string) error {
+func (m *discoverer) checkEndpoint(what, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("%s %q is not an absolute URL", what, clip(raw, 200))
@@ -211,7 +211,7 @@ func (c *Client) checkEndpoint(what, raw string) error {
 	switch {
 	case u.Scheme == "https":
 		return nil
-	case u.Scheme == "http" && (isLoopbackHost(u.Hostname()) || c.cfg.AllowHTTP):
+	case u.Scheme == "http" && (isLoopbackHost(u.Hostname()) || m.allowHTTP):
 		return nil
 	case u.Scheme == "http":
 		return fmt.Errorf("%s %s is plain http:// to another machine; credentials would go unencrypted (--allow-http to insist)", what, displayURL(u))

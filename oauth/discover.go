@@ -23,6 +23,15 @@ import (
 // first 5xx, and accept PKCE without S256. Their types, and
 // ParseWWWAuthenticate, are used.
 
+// discoverer finds the server's protected resource metadata and its
+// authorization server's metadata, and refuses endpoints it must not use.
+type discoverer struct {
+	target
+	hc        *http.Client
+	resource  string // Config.Resource
+	allowHTTP bool   // Config.AllowHTTP
+}
+
 // discovery is what a sign-in needs to know about the server.
 type discovery struct {
 	resource string   // sent as resource
@@ -53,37 +62,37 @@ func (ch challenge) scopes() []string { return strings.Fields(ch["scope"]) }
 // URL), checks its resource, and finds its authorization server's
 // metadata. A server with no resource metadata is tried as its own
 // authorization server (the 2025-03-26 arrangement).
-func (c *Client) discover(ctx context.Context, ch challenge) (*discovery, error) {
+func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, error) {
 	var tried []string
-	for _, cand := range c.prmURLs(ch["resource_metadata"]) {
-		if err := c.checkEndpoint("the resource metadata URL", cand); err != nil {
+	for _, cand := range m.prmURLs(ch["resource_metadata"]) {
+		if err := m.checkEndpoint("the resource metadata URL", cand); err != nil {
 			tried = append(tried, err.Error())
 			continue
 		}
 		var prm oauthex.ProtectedResourceMetadata
-		status, err := c.getJSON(ctx, cand, &prm)
+		status, err := m.getJSON(ctx, cand, &prm)
 		if err != nil {
 			if status == 0 {
 				tried = append(tried, err.Error())
 			}
 			continue
 		}
-		if !c.resourceMatches(prm.Resource) {
-			return nil, fmt.Errorf("the protected resource metadata at %s is for %q, not for %s (RFC 9728 §3.3); it is not used", cand, clip(prm.Resource, 200), displayURL(c.server))
+		if !m.resourceMatches(prm.Resource) {
+			return nil, fmt.Errorf("the protected resource metadata at %s is for %q, not for %s (RFC 9728 §3.3); it is not used", cand, clip(prm.Resource, 200), displayURL(m.server))
 		}
 		if len(prm.AuthorizationServers) == 0 {
 			return nil, fmt.Errorf("the protected resource metadata at %s names no authorization server", cand)
 		}
 		var errs []string
 		for _, issuer := range prm.AuthorizationServers {
-			as, err := c.authServerMeta(ctx, issuer)
+			as, err := m.authServerMeta(ctx, issuer)
 			if err != nil {
 				errs = append(errs, err.Error())
 				continue
 			}
 			d := &discovery{resource: prm.Resource, scopes: prm.ScopesSupported, as: as}
-			if c.cfg.Resource != "" {
-				d.resource = c.cfg.Resource
+			if m.resource != "" {
+				d.resource = m.resource
 			}
 			return d, nil
 		}
@@ -91,10 +100,10 @@ func (c *Client) discover(ctx context.Context, ch challenge) (*discovery, error)
 	}
 	// No resource metadata: the server's origin may be its own
 	// authorization server.
-	origin := &url.URL{Scheme: c.server.Scheme, Host: c.server.Host}
-	as, err := c.authServerMeta(ctx, origin.String())
+	origin := &url.URL{Scheme: m.server.Scheme, Host: m.server.Host}
+	as, err := m.authServerMeta(ctx, origin.String())
 	if err != nil {
-		reason := fmt.Sprintf("%s publishes no protected resource metadata (RFC 9728), and %s", c.host, err)
+		reason := fmt.Sprintf("%s publishes no protected resource metadata (RFC 9728), and %s", m.host, err)
 		if len(tried) > 0 {
 			reason += " (" + strings.Join(tried, "; ") + ")"
 		}
@@ -105,21 +114,21 @@ func (c *Client) discover(ctx context.Context, ch challenge) (*discovery, error)
 		}
 		return nil, errors.New(reason)
 	}
-	d := &discovery{resource: c.server.String(), as: as}
-	if c.cfg.Resource != "" {
-		d.resource = c.cfg.Resource
+	d := &discovery{resource: m.server.String(), as: as}
+	if m.resource != "" {
+		d.resource = m.resource
 	}
 	return d, nil
 }
 
 // prmURLs lists where the protected resource metadata may be, in order.
-func (c *Client) prmURLs(fromChallenge string) []string {
+func (m *discoverer) prmURLs(fromChallenge string) []string {
 	var urls []string
 	if fromChallenge != "" {
 		urls = append(urls, fromChallenge)
 	}
-	u := url.URL{Scheme: c.server.Scheme, Host: c.server.Host}
-	if p := strings.Trim(c.server.Path, "/"); p != "" {
+	u := url.URL{Scheme: m.server.Scheme, Host: m.server.Host}
+	if p := strings.Trim(m.server.Path, "/"); p != "" {
 		u.Path = "/.well-known/oauth-protected-resource/" + p
 		urls = append(urls, u.String())
 	}
@@ -132,13 +141,13 @@ func (c *Client) prmURLs(fromChallenge string) []string {
 // its resource is the server URL, or the same origin with a path that is a
 // whole-segment prefix of the server's (as the root well-known document
 // names the origin). Trailing slashes do not count.
-func (c *Client) resourceMatches(resource string) bool {
+func (m *discoverer) resourceMatches(resource string) bool {
 	r, err := canonicalURL(resource)
-	if err != nil || r.Scheme != c.server.Scheme || r.Host != c.server.Host || r.RawQuery != "" {
+	if err != nil || r.Scheme != m.server.Scheme || r.Host != m.server.Host || r.RawQuery != "" {
 		return false
 	}
 	rp := strings.TrimSuffix(r.Path, "/")
-	sp := strings.TrimSuffix(c.server.Path, "/")
+	sp := strings.TrimSuffix(m.server.Path, "/")
 	return rp == sp || strings.HasPrefix(sp, rp+"/")
 }
 
@@ -146,8 +155,8 @@ func (c *Client) resourceMatches(resource string) bool {
 // the spec's order: RFC 8414 then OpenID Connect, with path insertion for
 // an issuer with a path, then OIDC path appending. The document's issuer
 // must be identical to issuer, and it must offer PKCE with S256.
-func (c *Client) authServerMeta(ctx context.Context, issuer string) (*oauthex.AuthServerMeta, error) {
-	if err := c.checkEndpoint("the authorization server", issuer); err != nil {
+func (m *discoverer) authServerMeta(ctx context.Context, issuer string) (*oauthex.AuthServerMeta, error) {
+	if err := m.checkEndpoint("the authorization server", issuer); err != nil {
 		return nil, err
 	}
 	iu, err := url.Parse(issuer)
@@ -157,7 +166,7 @@ func (c *Client) authServerMeta(ctx context.Context, issuer string) (*oauthex.Au
 	var problems []string
 	for _, cand := range asMetaURLs(iu) {
 		var as oauthex.AuthServerMeta
-		status, err := c.getJSON(ctx, cand, &as)
+		status, err := m.getJSON(ctx, cand, &as)
 		if err != nil {
 			if status == 0 || status >= 500 {
 				problems = append(problems, err.Error())
@@ -175,7 +184,7 @@ func (c *Client) authServerMeta(ctx context.Context, issuer string) (*oauthex.Au
 			{"its authorization endpoint", as.AuthorizationEndpoint},
 			{"its token endpoint", as.TokenEndpoint},
 		} {
-			if err := c.checkEndpoint(e.what, e.u); err != nil {
+			if err := m.checkEndpoint(e.what, e.u); err != nil {
 				return nil, fmt.Errorf("the authorization server %s: %v", issuer, err)
 			}
 		}
@@ -184,7 +193,7 @@ func (c *Client) authServerMeta(ctx context.Context, issuer string) (*oauthex.Au
 			{"its revocation endpoint", as.RevocationEndpoint},
 		} {
 			if e.u != "" {
-				if err := c.checkEndpoint(e.what, e.u); err != nil {
+				if err := m.checkEndpoint(e.what, e.u); err != nil {
 					return nil, fmt.Errorf("the authorization server %s: %v", issuer, err)
 				}
 			}
@@ -225,7 +234,7 @@ const maxMetadata = 1 << 20
 
 // getJSON GETs a JSON document into v. status is the HTTP status (0 when
 // none came); err is set for any failure.
-func (c *Client) getJSON(ctx context.Context, u string, v any) (status int, err error) {
+func (m *discoverer) getJSON(ctx context.Context, u string, v any) (status int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -233,7 +242,7 @@ func (c *Client) getJSON(ctx context.Context, u string, v any) (status int, err 
 		return 0, fmt.Errorf("%s: %v", u, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(req)
+	resp, err := m.hc.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("cannot fetch %s: %v", u, rootCause(err))
 	}
@@ -259,4 +268,28 @@ func rootCause(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// probe sends the server one request without a token, for the challenge
+// of its 401 (where its resource metadata is, which scopes it wants).
+func (m *discoverer) probe(ctx context.Context) challenge {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.server.String(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Method", "ping")
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusUnauthorized {
+		return nil
+	}
+	return parseChallenge(resp.Header)
 }

@@ -15,11 +15,23 @@
 // What it owns: discovery, client registration, PKCE, the loopback
 // callback, the browser, refresh and step-up, revocation, and the token
 // store: one file per server (mode 0600, atomic writes) in a directory of
-// mode 0700, with one lock file per server (internal/filelock), taken for a
-// sign-in and for a refresh, never for an ordinary request. A process that
-// waited for the lock reads the store again before doing anything, so two
-// proxies on one server sign in once and never spend one refresh token
-// twice.
+// mode 0700, with one lock file per server (internal/filelock, the
+// proxy's one cross-process lock), taken for a sign-in, a refresh and a
+// logout, never for an ordinary request. A process that waited for the
+// lock reads the store again before doing anything, so two proxies on one
+// server sign in once and never spend one refresh token twice.
+//
+// Inside, a Client decides when to refresh, sign in or step up (with what
+// that policy remembers, under a lock of its own), and runs the sign-in;
+// the rest is done by parts, each with its own state and lock where it has
+// state: the token store (the record this process
+// holds, its file and its lock), the discoverer (resource and
+// authorization server metadata), the registrar (which client the proxy
+// is, and dynamic registration), the token endpoint (code exchange,
+// refresh, revocation), the loopback (redirect URIs, the callback
+// listener), the console (the lines for the person, the browser, a pasted
+// address), and the flights (the renewals under way: one of each kind, a
+// step-up per scope set).
 //
 // Concurrency: a Client is safe for concurrent use. Requests that need the
 // same renewal share it (one sign-in, one refresh); each waits for it only
@@ -32,5 +44,6 @@
 // error or a user-facing line; write anything to stdout (the JSON-RPC
 // stream) or let the browser it starts write there; listen anywhere but
 // loopback, or longer than a sign-in runs; follow a redirect to another
-// origin. It knows nothing of JSON-RPC.
+// origin. It knows nothing of JSON-RPC beyond the one ping that Login
+// sends without a token, to read the server's challenge.
 package oauth

@@ -435,7 +435,7 @@ func (f *fixture) newEnv(dir string, mod func(*Config)) *env {
 		t.Fatal(err)
 	}
 	b := &fakeBrowser{}
-	c.open = b.open
+	c.user.open = b.open
 	up, err := routing.New(routing.Config{URL: f.serverURL(), Auth: c})
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func (c *Client) Discover(ctx context.Context, h http.Header) (*Discovery, error
 	if h != nil {
 		ch = parseChallenge(h)
 	}
-	d, err := c.discover(ctx, ch)
+	d, err := c.disc.discover(ctx, ch)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func TestNoOAuthMetadataPassesThe401On(t *testing.T) {
 	}))
 	opened := 0
 	c := newBare(t, srv.URL+"/mcp", nil)
-	c.open = func(string) error { opened++; return nil }
+	c.user.open = func(string) error { opened++; return nil }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h := http.Header{"Www-Authenticate": {`Bearer realm="api"`}}

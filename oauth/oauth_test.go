@@ -80,7 +80,7 @@ func TestMetadataOrder(t *testing.T) {
 	c := newBare(t, srv.URL+"/mcp/v1", nil)
 	ctx := context.Background()
 
-	_, err := c.discover(ctx, challenge{"resource_metadata": srv.URL + "/custom/prm"})
+	_, err := c.disc.discover(ctx, challenge{"resource_metadata": srv.URL + "/custom/prm"})
 	if err == nil {
 		t.Fatal("discover found something on an empty server")
 	}
@@ -98,7 +98,7 @@ func TestMetadataOrder(t *testing.T) {
 	got = nil
 	mu.Unlock()
 
-	_, _ = c.authServerMeta(ctx, srv.URL+"/tenant/a")
+	_, _ = c.disc.authServerMeta(ctx, srv.URL+"/tenant/a")
 	want = []string{
 		"/.well-known/oauth-authorization-server/tenant/a",
 		"/.well-known/openid-configuration/tenant/a",
@@ -368,7 +368,7 @@ func TestStorePermissionsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.store.save(&record{Version: 1, Token: &token{AccessToken: "a"}}); err != nil {
+	if err := c.store.file.save(&record{Version: 1, Token: &token{AccessToken: "a"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(c.StoreFile(), 0o644); err != nil {
@@ -706,7 +706,7 @@ func TestConfigChecks(t *testing.T) {
 	}
 	for host, want := range map[string]string{"": "http://127.0.0.1:", "localhost": "http://localhost:", "::1": "http://[::1]:", "[::1]": "http://[::1]:"} {
 		c := newBare(t, "https://x/mcp", func(c *Config) { c.CallbackHost = host })
-		if got := c.redirectURI(5000); got != want+"5000/callback" {
+		if got := c.cb.redirectURI(5000); got != want+"5000/callback" {
 			t.Errorf("host %q: redirect URI %s", host, got)
 		}
 	}
@@ -726,7 +726,7 @@ func TestResourceMatches(t *testing.T) {
 		"http://mcp.example.com/api/mcp":   false,
 		"https://mcp.example.com:8443/api": false,
 	} {
-		if got := c.resourceMatches(r); got != want {
+		if got := c.disc.resourceMatches(r); got != want {
 			t.Errorf("resourceMatches(%q) = %v, want %v", r, got, want)
 		}
 	}
@@ -782,7 +782,7 @@ func TestClientRegistrationOrder(t *testing.T) {
 			c.ClientMetadataURL = "https://client.example/meta.json"
 		})
 		f.mu.Lock()
-		f.clients["pre id"] = fxClient{secret: "pre-secret-1", redirect: e.c.redirectURIs()}
+		f.clients["pre id"] = fxClient{secret: "pre-secret-1", redirect: e.c.cb.redirectURIs()}
 		f.secrets = append(f.secrets, "pre-secret-1")
 		f.mu.Unlock()
 		e.mustCall(t)
@@ -815,7 +815,7 @@ func TestClientRegistrationOrder(t *testing.T) {
 		const cid = "https://client.example/meta.json"
 		e := f.newEnv(storeDir(t), func(c *Config) { c.ClientMetadataURL = cid })
 		f.mu.Lock()
-		f.clients[cid] = fxClient{redirect: e.c.redirectURIs()}
+		f.clients[cid] = fxClient{redirect: e.c.cb.redirectURIs()}
 		f.mu.Unlock()
 		e.mustCall(t)
 		if f.count("register") != 0 || f.authorizes[0].Get("client_id") != cid {
@@ -886,7 +886,7 @@ func TestMetadataRedirectSameOriginOnly(t *testing.T) {
 	if err := sameOriginRedirect(mustReq(t, elsewhere.URL+"/x"), []*http.Request{mustReq(t, srv.URL+"/y")}); err == nil {
 		t.Error("a redirect to another origin is allowed")
 	}
-	_, err := c.discover(context.Background(), nil) // same-origin redirect followed; the AS (elsewhere) has no metadata
+	_, err := c.disc.discover(context.Background(), nil) // same-origin redirect followed; the AS (elsewhere) has no metadata
 	if err == nil || !strings.Contains(err.Error(), "no authorization server metadata was found for "+elsewhere.URL) {
 		t.Errorf("discover: %v", err)
 	}

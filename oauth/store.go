@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,8 +12,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -72,9 +75,106 @@ type token struct {
 	ClientID     string    `json:"client_id,omitempty"`
 }
 
+// store is one server's file in the store directory, and its lock file.
 type store struct {
 	dir  string
 	name string // NAME
+}
+
+// tokenStore is the server's part of the store as this process knows it:
+// the record last read or written (published: requests take their bearer
+// from it), its file, and the cross-process lock (internal/filelock) that
+// a sign-in, a refresh and a logout hold, and an ordinary request never
+// takes. Whoever takes the lock reads the file again under it.
+type tokenStore struct {
+	target
+	file    *store
+	timeout time.Duration // AuthTimeout, named when the lock is not had in time
+
+	mu  sync.Mutex
+	rec *record // the state last read or written; never changed once set
+}
+
+// openTokenStore opens the store directory and reads the server's record.
+func openTokenStore(dir string, t target, timeout time.Duration) (*tokenStore, error) {
+	file, err := openStore(dir, t.server.String())
+	if err != nil {
+		return nil, err
+	}
+	rec, err := file.load(t.server.String())
+	if err != nil {
+		return nil, err
+	}
+	return &tokenStore{target: t, file: file, timeout: timeout, rec: rec}, nil
+}
+
+// path is the server's file.
+func (s *tokenStore) path() string { return s.file.path() }
+
+// current is the published token (nil before any).
+func (s *tokenStore) current() *token {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec.Token
+}
+
+// publish makes rec the current state. rec must not change afterwards.
+func (s *tokenStore) publish(rec *record) {
+	s.mu.Lock()
+	s.rec = rec
+	s.mu.Unlock()
+}
+
+// load reads the server's file, without the lock.
+func (s *tokenStore) load() (*record, error) { return s.file.load(s.server.String()) }
+
+// lock takes the server's store lock, bounded by ctx.
+func (s *tokenStore) lock(ctx context.Context) (func(), error) {
+	unlock, err := filelock.LockContext(ctx, s.file.lockPath())
+	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, s.fail("the sign-in was stopped", ctx.Err())
+		}
+		if ctx.Err() != nil {
+			return nil, s.fail(fmt.Sprintf("another mcp-tasks-proxy was signing in to it, or refreshing its token, and did not finish within %v", s.timeout), ctx.Err())
+		}
+		return nil, s.fail(err.Error(), err)
+	}
+	return unlock, nil
+}
+
+// locked takes the server's store lock, bounded by ctx, and reads the
+// store under it; the record is the caller's until published. The caller
+// calls unlock.
+func (s *tokenStore) locked(ctx context.Context) (rec *record, unlock func(), err error) {
+	unlock, err = s.lock(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err = s.load()
+	if err != nil {
+		unlock()
+		return nil, nil, s.fail(err.Error(), err)
+	}
+	return rec, unlock, nil
+}
+
+// save writes rec to the file (not publishing it); its error is a
+// *SignInError.
+func (s *tokenStore) save(rec *record) error {
+	if err := s.file.save(rec); err != nil {
+		return s.fail(err.Error(), err)
+	}
+	return nil
+}
+
+// remove deletes the server's file and publishes an empty record.
+func (s *tokenStore) remove() error {
+	if err := s.file.remove(); err != nil {
+		return err
+	}
+	s.publish(&record{Version: storeVersion, Server: s.server.String()})
+	return nil
 }
 
 // defaultStoreDir is os.UserConfigDir()/mcp-tasks-proxy/oauth.

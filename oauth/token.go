@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,7 +35,7 @@ func authStyle(reg *registration, as *oauthex.AuthServerMeta) oauth2.AuthStyle {
 	return oauth2.AuthStyleInHeader // RFC 6749 §2.3.1's default
 }
 
-func (c *Client) oauth2Config(reg *registration, as *oauthex.AuthServerMeta, redirectURI string, scopes []string) *oauth2.Config {
+func oauth2Config(reg *registration, as *oauthex.AuthServerMeta, redirectURI string, scopes []string) *oauth2.Config {
 	return &oauth2.Config{
 		ClientID:     reg.ClientID,
 		ClientSecret: reg.ClientSecret,
@@ -50,12 +49,19 @@ func (c *Client) oauth2Config(reg *registration, as *oauthex.AuthServerMeta, red
 	}
 }
 
+// tokenEndpoint speaks to an authorization server's token and revocation
+// endpoints: it redeems codes, spends refresh tokens and revokes.
+type tokenEndpoint struct {
+	hc  *http.Client
+	now func() time.Time
+}
+
 // exchange redeems an authorization code (x/oauth2), with the PKCE
 // verifier and the resource.
-func (c *Client) exchange(ctx context.Context, cfg *oauth2.Config, code, verifier, resource string) (*oauth2.Token, error) {
+func (e *tokenEndpoint) exchange(ctx context.Context, cfg *oauth2.Config, code, verifier, resource string) (*oauth2.Token, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.hc)
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, e.hc)
 	t, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
 	if err != nil {
 		return nil, scrubOAuth2Error(err)
@@ -95,7 +101,7 @@ type errorResponse struct {
 // resource (x/oauth2 cannot send it on a refresh, hence this request).
 // The new token keeps the old refresh token and scopes when the answer
 // has none.
-func (c *Client) refresh(ctx context.Context, as *oauthex.AuthServerMeta, reg *registration, t *token, resource string) (*token, error) {
+func (e *tokenEndpoint) refresh(ctx context.Context, as *oauthex.AuthServerMeta, reg *registration, t *token, resource string) (*token, error) {
 	form := url.Values{
 		"grant_type":    {"refresh_token"},
 		"refresh_token": {t.RefreshToken},
@@ -104,7 +110,7 @@ func (c *Client) refresh(ctx context.Context, as *oauthex.AuthServerMeta, reg *r
 		form.Set("resource", resource)
 	}
 	var tr tokenResponse
-	if err := c.postForm(ctx, as.TokenEndpoint, reg, as, form, &tr); err != nil {
+	if err := e.postForm(ctx, as.TokenEndpoint, reg, as, form, &tr); err != nil {
 		return nil, err
 	}
 	if tr.AccessToken == "" {
@@ -114,7 +120,7 @@ func (c *Client) refresh(ctx context.Context, as *oauthex.AuthServerMeta, reg *r
 		AccessToken:  tr.AccessToken,
 		TokenType:    tr.TokenType,
 		RefreshToken: tr.RefreshToken,
-		Obtained:     c.now(),
+		Obtained:     e.now(),
 		Scopes:       strings.Fields(tr.Scope),
 		Issuer:       t.Issuer,
 		ClientID:     t.ClientID,
@@ -150,15 +156,15 @@ func expiresIn(raw json.RawMessage) float64 {
 }
 
 // revoke asks the revocation endpoint (RFC 7009) to forget tok.
-func (c *Client) revoke(ctx context.Context, as *oauthex.AuthServerMeta, reg *registration, tok, hint string) error {
+func (e *tokenEndpoint) revoke(ctx context.Context, as *oauthex.AuthServerMeta, reg *registration, tok, hint string) error {
 	form := url.Values{"token": {tok}, "token_type_hint": {hint}}
-	return c.postForm(ctx, as.RevocationEndpoint, reg, as, form, nil)
+	return e.postForm(ctx, as.RevocationEndpoint, reg, as, form, nil)
 }
 
 // postForm POSTs an authenticated form to a token or revocation endpoint
 // and decodes a JSON success into out (when not nil). An OAuth error
 // answer is a *tokenError.
-func (c *Client) postForm(ctx context.Context, endpoint string, reg *registration, as *oauthex.AuthServerMeta, form url.Values, out any) error {
+func (e *tokenEndpoint) postForm(ctx context.Context, endpoint string, reg *registration, as *oauthex.AuthServerMeta, form url.Values, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	basic := authStyle(reg, as) == oauth2.AuthStyleInHeader && reg.ClientSecret != ""
@@ -175,7 +181,7 @@ func (c *Client) postForm(ctx context.Context, endpoint string, reg *registratio
 	if basic {
 		req.SetBasicAuth(url.QueryEscape(reg.ClientID), url.QueryEscape(reg.ClientSecret))
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := e.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot reach the authorization server at %s: %v", hostOf(endpoint), rootCause(err))
 	}
@@ -204,71 +210,4 @@ func hostOf(raw string) string {
 		return "?"
 	}
 	return u.Host
-}
-
-// register makes a client by Dynamic Client Registration (RFC 7591): a
-// native client with the authorization_code and refresh_token grants,
-// public (token_endpoint_auth_method none), with the user's metadata
-// merged over these defaults. redirect_uris is always the proxy's.
-func (c *Client) register(ctx context.Context, as *oauthex.AuthServerMeta, redirectURIs []string) (*registration, error) {
-	if as.RegistrationEndpoint == "" {
-		return nil, fmt.Errorf("the authorization server %s offers no dynamic client registration; pass a client registered there with --static-oauth-client-info, or a client metadata document with --oauth-client-metadata-url", as.Issuer)
-	}
-	req := map[string]any{
-		"client_name":                "mcp-tasks-proxy",
-		"application_type":           "native",
-		"grant_types":                []string{"authorization_code", "refresh_token"},
-		"response_types":             []string{"code"},
-		"token_endpoint_auth_method": "none",
-	}
-	for k, v := range c.clientMeta {
-		req[k] = v
-	}
-	req["redirect_uris"] = redirectURIs
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, as.RegistrationEndpoint, bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(hr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot register with the authorization server at %s: %v", hostOf(as.RegistrationEndpoint), rootCause(err))
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
-	if err != nil {
-		return nil, fmt.Errorf("the authorization server at %s broke off its registration answer: %v", hostOf(as.RegistrationEndpoint), err)
-	}
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		var er errorResponse
-		_ = json.Unmarshal(body, &er)
-		te := &tokenError{Code: er.Error, Description: er.Description, Status: resp.StatusCode}
-		return nil, fmt.Errorf("the authorization server %s refused to register the proxy: %v", as.Issuer, te)
-	}
-	var rr oauthex.ClientRegistrationResponse
-	if err := json.Unmarshal(body, &rr); err != nil || rr.ClientID == "" {
-		return nil, fmt.Errorf("the authorization server %s answered the registration without a client_id", as.Issuer)
-	}
-	reg := &registration{
-		ClientID:     rr.ClientID,
-		ClientSecret: rr.ClientSecret,
-		AuthMethod:   rr.TokenEndpointAuthMethod,
-		RedirectURIs: redirectURIs,
-		Source:       sourceDCR,
-		RegisteredAt: c.now(),
-	}
-	if reg.AuthMethod == "" {
-		reg.AuthMethod = "none"
-		if reg.ClientSecret != "" {
-			reg.AuthMethod = "client_secret_basic"
-		}
-	}
-	return reg, nil
 }

@@ -1,10 +1,13 @@
 // Package authserver owns a small but real OAuth 2.1 authorization server
-// that the OAuth tests and `mcp-tasks-proxy --demo --demo-oauth` sign in
-// against, on a loopback port.
+// that the OAuth tests and the command's demo mode (`mcp-tasks-proxy
+// --demo --demo-oauth`, and `check` with the same flags) sign in against,
+// on a loopback port.
 //
-// It is a test and demonstration peer: the proxy never imports it, and it
-// decides nothing about what the proxy must do. It refuses what the specs
-// refuse, so a client that passes against it has done the work:
+// It is a test and demonstration peer: the proxy's own path (oauth,
+// routing, bridge) never imports it, only the demo server (package demo)
+// and the command's demo mode do, and it decides nothing about what the
+// proxy must do. It refuses what the specs refuse, so a client that passes
+// against it has done the work:
 //
 //   - RFC 8414 metadata at /.well-known/oauth-authorization-server{path}
 //     (path insertion for an issuer with a path), and optionally the OIDC
@@ -55,8 +58,35 @@
 //     an authorization and never answer it with a redirect (a user who
 //     never signs in), or deny it (error=access_denied).
 //
+// # What it owns
+//
 // Start it with [Start]; everything a test needs to steer or inspect is a
-// method of [Server].
+// method of [Server]. A Server is made of parts, each with its own state
+// and lock, whose methods are the Server's:
+//
+//   - the issuer's URLs (fixed at [New]);
+//   - the journal: the counters ([Stats]), the requests received, and the
+//     secrets issued or seen; its lock is always taken last;
+//   - the client registry: pre-registered, registered and CIMD clients,
+//     {issuer}/register, and client authentication;
+//   - the audience: the allowed resources;
+//   - the ledger: codes, grants, access and refresh tokens, and the rules
+//     for redeeming, rotating, expiring and revoking them;
+//   - the authorization endpoint and the simulated user behind it
+//     (consent, grant policy, the iss it answers with);
+//   - the metadata document.
+//
+// The token and revocation endpoints keep no state: they authenticate the
+// client with the registry and hand the request to the ledger.
+//
+// # What it must never do
+//
+// It must never be imported by the proxy's own path, nor give way where
+// the specs are strict (a loose peer would let a broken client pass); it
+// keeps everything in memory and must never write to stdout (in demo
+// mode the proxy's stdout is the JSON-RPC stream). [Server.Secrets]
+// must list every secret it issues or is shown, since tests scan the
+// proxy's output for them.
 package authserver
 
 import (
@@ -64,14 +94,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/httpserve"
@@ -269,61 +297,26 @@ type TokenRequest struct {
 
 // Server is a running authorization server. Its methods are safe for
 // concurrent use.
+//
+// It is made of parts, each with its own state and lock, whose methods
+// are the Server's: the issuer's URLs (site), what it recorded (journal),
+// the clients (registry), the allowed resources (audience), the codes,
+// grants and tokens (ledger), the authorization endpoint and its simulated
+// user (authorizer), and the metadata document (metadataDoc). The token
+// and revocation endpoints (tokenEndpoint) have no state of their own.
 type Server struct {
+	site
+	journal
+	registry
+	audience
+	ledger
+	authorizer
+	metadataDoc
+
 	cfg    Config
-	issuer string
-	origin string
+	tokens tokenEndpoint
 	mux    *http.ServeMux
-	client *http.Client
 	stop   func()
-
-	mu             sync.Mutex
-	clients        map[string]*Client
-	resources      map[string]bool
-	codes          map[string]*authCode
-	access         map[string]*accessToken
-	refresh        map[string]*refreshToken
-	secrets        []string
-	stats          Stats
-	authReqs       []AuthorizeRequest
-	tokenReqs      []TokenRequest
-	policy         GrantPolicy
-	consent        Consent
-	wrongIss       bool
-	omitIss        bool
-	cimd           bool
-	accessTTL      time.Duration
-	metadataIssuer string
-	nextGrant      int
-}
-
-type grant struct {
-	id       int
-	clientID string
-	scopes   []string
-	resource string
-	revoked  bool
-}
-
-type authCode struct {
-	clientID, redirectURI, challenge, resource string
-	scopes                                     []string
-	expires                                    time.Time
-	used                                       bool
-	grant                                      *grant // set once redeemed
-}
-
-type accessToken struct {
-	grant   *grant
-	scopes  []string
-	expires time.Time
-	revoked bool
-}
-
-type refreshToken struct {
-	grant   *grant
-	current bool
-	expires time.Time // zero: none
 }
 
 // Start serves a new Server on a loopback port until Close is called or
@@ -346,7 +339,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	s.stop = httpserve.Serve(ctx, ln, s, stopTimeout, func() {}, func() { s.client.CloseIdleConnections() })
+	s.stop = httpserve.Serve(ctx, ln, s, stopTimeout, func() {}, func() { s.registry.client.CloseIdleConnections() })
 	return s, nil
 }
 
@@ -368,60 +361,34 @@ func New(issuer string, cfg Config) (*Server, error) {
 	if cfg.CodeTTL <= 0 {
 		cfg.CodeTTL = defaultCodeTTL
 	}
-	s := &Server{
-		cfg:       cfg,
-		issuer:    issuer,
-		origin:    u.Scheme + "://" + u.Host,
-		client:    cfg.HTTPClient,
-		stop:      func() {},
-		clients:   map[string]*Client{},
-		resources: map[string]bool{},
-		codes:     map[string]*authCode{},
-		access:    map[string]*accessToken{},
-		refresh:   map[string]*refreshToken{},
-		cimd:      cfg.CIMD,
-		accessTTL: cfg.AccessTokenTTL,
+	s := &Server{site: site{issuer: issuer, origin: u.Scheme + "://" + u.Host}, cfg: cfg, stop: func() {}}
+	if s.registry, err = newRegistry(cfg, &s.journal); err != nil {
+		return nil, err
 	}
-	if s.client == nil {
-		s.client = &http.Client{Timeout: cimdTimeout, Transport: &http.Transport{}}
-	}
-	for _, r := range cfg.Resources {
-		s.resources[r] = true
-	}
-	for _, c := range cfg.Clients {
-		if c.ID == "" {
-			return nil, errors.New("authserver: a pre-registered client has no ID")
-		}
-		c := c
-		c.Source = "static"
-		if c.GrantTypes == nil {
-			c.GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken}
-		}
-		if c.AuthMethod == "" {
-			c.AuthMethod = AuthNone
-			if c.Secret != "" {
-				c.AuthMethod = AuthClientSecretBasic
-			}
-		}
-		if c.Secret != "" {
-			s.secrets = append(s.secrets, c.Secret)
-		}
-		s.clients[c.ID] = &c
-	}
-	path := u.Path
-	mux := http.NewServeMux()
-	mux.HandleFunc("/.well-known/oauth-authorization-server"+path, s.metadata(func() bool { return !cfg.NoOAuthMetadata }))
-	oidc := func() bool { return cfg.OIDC }
-	mux.HandleFunc("/.well-known/openid-configuration"+path, s.metadata(oidc))
-	if path != "" {
-		mux.HandleFunc(path+"/.well-known/openid-configuration", s.metadata(oidc))
-	}
-	mux.HandleFunc(path+"/authorize", s.authorize)
-	mux.HandleFunc(path+"/token", s.token)
-	mux.HandleFunc(path+"/register", s.register)
-	mux.HandleFunc(path+"/revoke", s.revoke)
-	s.mux = mux
+	s.audience = newAudience(cfg.Resources)
+	s.ledger = newLedger(cfg, &s.journal, &s.audience)
+	s.authorizer = authorizer{site: s.site, cfg: cfg, journal: &s.journal, registry: &s.registry, audience: &s.audience, ledger: &s.ledger}
+	s.metadataDoc = metadataDoc{site: s.site, scopes: cfg.Scopes, journal: &s.journal, registry: &s.registry}
+	s.tokens = tokenEndpoint{journal: &s.journal, registry: &s.registry, ledger: &s.ledger}
+	s.mux = s.routes(u.Path)
 	return s, nil
+}
+
+// routes mounts the metadata and the endpoints of an issuer with path.
+func (s *Server) routes(path string) *http.ServeMux {
+	cfg := s.cfg
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/oauth-authorization-server"+path, s.metadataDoc.handler(func() bool { return !cfg.NoOAuthMetadata }))
+	oidc := func() bool { return cfg.OIDC }
+	mux.HandleFunc("/.well-known/openid-configuration"+path, s.metadataDoc.handler(oidc))
+	if path != "" {
+		mux.HandleFunc(path+"/.well-known/openid-configuration", s.metadataDoc.handler(oidc))
+	}
+	mux.HandleFunc(path+"/authorize", s.authorizer.serveAuthorize)
+	mux.HandleFunc(path+"/token", s.tokens.serveToken)
+	mux.HandleFunc(path+"/register", s.registry.serveRegister)
+	mux.HandleFunc(path+"/revoke", s.tokens.serveRevoke)
+	return mux
 }
 
 // ServeHTTP serves the metadata and the endpoints.
@@ -430,327 +397,74 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // Close stops a server from Start; it is idempotent.
 func (s *Server) Close() { s.stop() }
 
+// Scopes are the scopes_supported.
+func (s *Server) Scopes() []string { return slices.Clone(s.cfg.Scopes) }
+
+// Mint issues tokens to a known client for resource and scopes without an
+// authorization flow, as if the user had just signed in; a test hook for
+// resource-server tests and for seeding a client's token store. The
+// refresh token is "" when the client may not refresh. Mint is not
+// counted in Stats.
+func (s *Server) Mint(clientID, resource string, scopes ...string) (access, refresh string, err error) {
+	c := s.registry.known(clientID)
+	if c == nil {
+		return "", "", fmt.Errorf("authserver: unknown client %q", clientID)
+	}
+	if _, e := s.audience.check([]string{resource}, ""); e != nil {
+		return "", "", fmt.Errorf("authserver: %s", e.Description)
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(s.cfg.Scopes, sc) {
+			return "", "", fmt.Errorf("authserver: scope %q is not supported", sc)
+		}
+	}
+	resp := s.ledger.mint(c, resource, slices.Clone(scopes))
+	access, _ = resp["access_token"].(string)
+	refresh, _ = resp["refresh_token"].(string)
+	return access, refresh, nil
+}
+
+// site is the issuer's URLs, fixed at New.
+type site struct {
+	issuer string
+	origin string
+}
+
 // Issuer is the issuer URL, e.g. http://127.0.0.1:41234 or
 // http://127.0.0.1:41234/tenant1.
-func (s *Server) Issuer() string { return s.issuer }
+func (s *site) Issuer() string { return s.issuer }
 
 // URL is the issuer's origin, e.g. http://127.0.0.1:41234.
-func (s *Server) URL() string { return s.origin }
+func (s *site) URL() string { return s.origin }
 
 // MetadataURL is the RFC 8414 metadata URL (path-inserted for an issuer
 // with a path).
-func (s *Server) MetadataURL() string {
+func (s *site) MetadataURL() string {
 	return s.origin + "/.well-known/oauth-authorization-server" + strings.TrimPrefix(s.issuer, s.origin)
 }
-
-// Scopes are the scopes_supported.
-func (s *Server) Scopes() []string { return slices.Clone(s.cfg.Scopes) }
 
 // Endpoint URLs.
 
 // AuthorizationEndpoint is {issuer}/authorize.
-func (s *Server) AuthorizationEndpoint() string { return s.issuer + "/authorize" }
+func (s *site) AuthorizationEndpoint() string { return s.issuer + "/authorize" }
 
 // TokenEndpoint is {issuer}/token.
-func (s *Server) TokenEndpoint() string { return s.issuer + "/token" }
+func (s *site) TokenEndpoint() string { return s.issuer + "/token" }
 
 // RegistrationEndpoint is {issuer}/register.
-func (s *Server) RegistrationEndpoint() string { return s.issuer + "/register" }
+func (s *site) RegistrationEndpoint() string { return s.issuer + "/register" }
 
 // RevocationEndpoint is {issuer}/revoke.
-func (s *Server) RevocationEndpoint() string { return s.issuer + "/revoke" }
-
-// Metadata returns the authorization server metadata document.
-func (s *Server) Metadata() map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.metadataLocked()
-}
-
-func (s *Server) metadataLocked() map[string]any {
-	iss := s.issuer
-	if s.metadataIssuer != "" {
-		iss = s.metadataIssuer
-	}
-	return map[string]any{
-		"issuer":                                         iss,
-		"authorization_endpoint":                         s.AuthorizationEndpoint(),
-		"token_endpoint":                                 s.TokenEndpoint(),
-		"registration_endpoint":                          s.RegistrationEndpoint(),
-		"revocation_endpoint":                            s.RevocationEndpoint(),
-		"scopes_supported":                               s.cfg.Scopes,
-		"response_types_supported":                       []string{"code"},
-		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{GrantAuthorizationCode, GrantRefreshToken},
-		"code_challenge_methods_supported":               []string{"S256"},
-		"token_endpoint_auth_methods_supported":          []string{AuthNone, AuthClientSecretPost, AuthClientSecretBasic},
-		"revocation_endpoint_auth_methods_supported":     []string{AuthNone, AuthClientSecretPost, AuthClientSecretBasic},
-		"authorization_response_iss_parameter_supported": true,
-		"client_id_metadata_document_supported":          s.cimd,
-	}
-}
-
-func (s *Server) metadata(enabled func() bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !enabled() {
-			http.NotFound(w, r)
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		s.mu.Lock()
-		s.stats.MetadataRequests++
-		doc := s.metadataLocked()
-		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, doc)
-	}
-}
-
-// AllowResource adds resources to the allowed resource indicators.
-func (s *Server) AllowResource(resources ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range resources {
-		s.resources[r] = true
-	}
-}
-
-// SetGrantScopes sets the grant policy; nil grants every scope requested.
-func (s *Server) SetGrantScopes(p GrantPolicy) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.policy = p
-}
-
-// SetWrongIss makes authorization responses carry an iss that is not the
-// issuer (RFC 9207 mix-up), or the right one again.
-func (s *Server) SetWrongIss(wrong bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.wrongIss = wrong
-}
+func (s *site) RevocationEndpoint() string { return s.issuer + "/revoke" }
 
 // WrongIss is the iss value authorization responses carry under SetWrongIss.
-func (s *Server) WrongIss() string { return s.origin + "/not-the-issuer" }
+func (s *site) WrongIss() string { return s.origin + "/not-the-issuer" }
 
-// SetOmitIss makes authorization responses carry no iss even though the
-// metadata promises it, or carry it again.
-func (s *Server) SetOmitIss(omit bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.omitIss = omit
-}
-
-// SetMetadataIssuer makes the metadata document claim issuer iss (to test
-// the exact-match check); "" restores the real issuer.
-func (s *Server) SetMetadataIssuer(iss string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.metadataIssuer = iss
-}
-
-// SetCIMD turns Client ID Metadata Document support on or off, in the
-// metadata and at the endpoints.
-func (s *Server) SetCIMD(on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cimd = on
-}
-
-// SetConsent sets how the simulated user answers authorization requests.
-func (s *Server) SetConsent(c Consent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.consent = c
-}
-
-// SetAccessTokenTTL sets the lifetime of access tokens issued from now on.
-func (s *Server) SetAccessTokenTTL(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.accessTTL = d
-}
-
-// ExpireAll makes every access token issued so far expired; refresh tokens
-// stay valid. It returns how many valid tokens it expired.
-func (s *Server) ExpireAll() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	n := 0
-	for _, t := range s.access {
-		if !t.revoked && t.expires.After(now) {
-			t.expires = now.Add(-time.Second)
-			n++
-		}
-	}
-	return n
-}
-
-// Expire makes one access token expired; false if it is unknown.
-func (s *Server) Expire(token string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.access[token]
-	if t == nil {
-		return false
-	}
-	t.expires = time.Now().Add(-time.Second)
-	return true
-}
-
-// Revoke revokes one token as the revocation endpoint would: an access
-// token alone, or a refresh token with its whole grant. False if unknown.
-func (s *Server) Revoke(token string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t := s.access[token]; t != nil {
-		t.revoked = true
-		return true
-	}
-	if t := s.refresh[token]; t != nil {
-		s.revokeGrantLocked(t.grant)
-		return true
-	}
-	return false
-}
-
-// RevokeAll revokes every grant: all access and refresh tokens. It returns
-// how many grants were live.
-func (s *Server) RevokeAll() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seen := map[*grant]bool{}
-	n := 0
-	for _, t := range s.access {
-		seen[t.grant] = true
-	}
-	for _, t := range s.refresh {
-		seen[t.grant] = true
-	}
-	for g := range seen {
-		if !g.revoked {
-			n++
-		}
-		s.revokeGrantLocked(g)
-	}
-	return n
-}
-
-// ForgetClient forgets a registered or pre-registered client, as an AS
-// that dropped it would: its next authorize, token or revoke request gets
-// invalid_client. Its tokens are left as they are. False if unknown.
-func (s *Server) ForgetClient(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.clients[id]
-	delete(s.clients, id)
-	return ok
-}
-
-// Clients returns copies of the known clients (CIMD clients fetched so
-// far included), in no particular order.
-func (s *Server) Clients() []Client {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Client, 0, len(s.clients))
-	for _, c := range s.clients {
-		cc := *c
-		cc.RedirectURIs = slices.Clone(c.RedirectURIs)
-		cc.GrantTypes = slices.Clone(c.GrantTypes)
-		out = append(out, cc)
-	}
-	return out
-}
-
-// Stats returns the counters so far.
-func (s *Server) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
-}
-
-// AuthorizeRequests returns every authorization request received, in order.
-func (s *Server) AuthorizeRequests() []AuthorizeRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.authReqs)
-}
-
-// TokenRequests returns every token request received, in order.
-func (s *Server) TokenRequests() []TokenRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.tokenReqs)
-}
-
-// Secrets returns every secret the server has issued or seen: access and
-// refresh tokens, authorization codes, client secrets, and the PKCE code
-// verifiers presented to it. A test scans every output of the proxy for
-// each of them.
-func (s *Server) Secrets() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.secrets)
-}
-
-// AccessTokens returns the access tokens that are valid now.
-func (s *Server) AccessTokens() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	var out []string
-	for tok, t := range s.access {
-		if !t.revoked && !t.grant.revoked && t.expires.After(now) {
-			out = append(out, tok)
-		}
-	}
-	return out
-}
-
-// Verify reports whether token is a valid access token, and what it
-// grants. Resource servers must also check that Resource is themselves.
-func (s *Server) Verify(token string) (TokenInfo, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.access[token]
-	if t == nil || t.revoked || t.grant.revoked || !time.Now().Before(t.expires) {
-		return TokenInfo{}, false
-	}
-	return TokenInfo{
-		Scopes:     slices.Clone(t.scopes),
-		Expiration: t.expires,
-		Resource:   t.grant.resource,
-		ClientID:   t.grant.clientID,
-	}, true
-}
-
-// revokeGrantLocked revokes a grant and every token issued under it.
-func (s *Server) revokeGrantLocked(g *grant) {
-	g.revoked = true
-	for _, t := range s.access {
-		if t.grant == g {
-			t.revoked = true
-		}
-	}
-	for _, t := range s.refresh {
-		if t.grant == g {
-			t.current = false
-		}
-	}
-}
-
-// newSecret returns a fresh random secret with a prefix naming its kind,
-// recorded in the secrets list.
-func (s *Server) newSecretLocked(prefix string) string {
+// newRandom returns a fresh random value with a prefix naming its kind.
+func newRandom(prefix string) string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
-	v := prefix + base64.RawURLEncoding.EncodeToString(b)
-	s.secrets = append(s.secrets, v)
-	return v
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -782,32 +496,4 @@ func writeError(w http.ResponseWriter, e *oauthError) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="token"`)
 	}
 	writeJSON(w, e.status, e)
-}
-
-// Mint issues tokens to a known client for resource and scopes without an
-// authorization flow, as if the user had just signed in; a test hook for
-// resource-server tests and for seeding a client's token store. The
-// refresh token is "" when the client may not refresh. Mint is not
-// counted in Stats.
-func (s *Server) Mint(clientID, resource string, scopes ...string) (access, refresh string, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.clients[clientID]
-	if c == nil {
-		return "", "", fmt.Errorf("authserver: unknown client %q", clientID)
-	}
-	if _, e := s.checkResourceLocked([]string{resource}, ""); e != nil {
-		return "", "", fmt.Errorf("authserver: %s", e.Description)
-	}
-	for _, sc := range scopes {
-		if !slices.Contains(s.cfg.Scopes, sc) {
-			return "", "", fmt.Errorf("authserver: scope %q is not supported", sc)
-		}
-	}
-	s.nextGrant++
-	g := &grant{id: s.nextGrant, clientID: c.ID, scopes: slices.Clone(scopes), resource: resource}
-	resp := s.issueLocked(c, g, g.scopes)
-	access, _ = resp["access_token"].(string)
-	refresh, _ = resp["refresh_token"].(string)
-	return access, refresh, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,32 +12,124 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 )
+
+// registry is the clients the server knows: pre-registered, registered
+// at /register (which it serves), and fetched Client ID Metadata
+// Documents; and the authentication of a client at the token and
+// revocation endpoints.
+type registry struct {
+	journal *journal
+	client  *http.Client // fetches Client ID Metadata Documents
+
+	mu      sync.Mutex
+	clients map[string]*Client
+	cimd    bool
+}
+
+// newRegistry knows cfg's pre-registered clients.
+func newRegistry(cfg Config, j *journal) (registry, error) {
+	clients := map[string]*Client{}
+	for _, c := range cfg.Clients {
+		if c.ID == "" {
+			return registry{}, errors.New("authserver: a pre-registered client has no ID")
+		}
+		c := c
+		c.Source = "static"
+		if c.GrantTypes == nil {
+			c.GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken}
+		}
+		if c.AuthMethod == "" {
+			c.AuthMethod = AuthNone
+			if c.Secret != "" {
+				c.AuthMethod = AuthClientSecretBasic
+			}
+		}
+		if c.Secret != "" {
+			j.keepSecret(c.Secret)
+		}
+		clients[c.ID] = &c
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: cimdTimeout, Transport: &http.Transport{}}
+	}
+	return registry{journal: j, client: hc, clients: clients, cimd: cfg.CIMD}, nil
+}
+
+// SetCIMD turns Client ID Metadata Document support on or off, in the
+// metadata and at the endpoints.
+func (reg *registry) SetCIMD(on bool) {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	reg.cimd = on
+}
+
+func (reg *registry) cimdOn() bool {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	return reg.cimd
+}
+
+// ForgetClient forgets a registered or pre-registered client, as an AS
+// that dropped it would: its next authorize, token or revoke request gets
+// invalid_client. Its tokens are left as they are. False if unknown.
+func (reg *registry) ForgetClient(id string) bool {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	_, ok := reg.clients[id]
+	delete(reg.clients, id)
+	return ok
+}
+
+// Clients returns copies of the known clients (CIMD clients fetched so
+// far included), in no particular order.
+func (reg *registry) Clients() []Client {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	out := make([]Client, 0, len(reg.clients))
+	for _, c := range reg.clients {
+		cc := *c
+		cc.RedirectURIs = slices.Clone(c.RedirectURIs)
+		cc.GrantTypes = slices.Clone(c.GrantTypes)
+		out = append(out, cc)
+	}
+	return out
+}
+
+// known is the client with id as it stands, nil if none (no document is
+// fetched).
+func (reg *registry) known(id string) *Client {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	return reg.clients[id]
+}
 
 // lookupClient finds a client by id: a registered one, or, with CIMD on
 // and an id that is a document URL, the client its document describes
 // (fetched afresh each time, outside the lock).
-func (s *Server) lookupClient(ctx context.Context, id string) (*Client, *oauthError) {
+func (reg *registry) lookup(ctx context.Context, id string) (*Client, *oauthError) {
 	if id == "" {
 		return nil, errf(http.StatusBadRequest, "invalid_request", "client_id is required")
 	}
-	s.mu.Lock()
-	c := s.clients[id]
-	cimd := s.cimd
-	s.mu.Unlock()
+	reg.mu.Lock()
+	c := reg.clients[id]
+	cimd := reg.cimd
+	reg.mu.Unlock()
 	if c != nil && c.Source != "cimd" {
 		return c, nil
 	}
 	if !cimd || !isDocumentURL(id) {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "unknown client %q", id)
 	}
-	c, err := s.fetchClientDocument(ctx, id)
+	c, err := reg.fetchDocument(ctx, id)
 	if err != nil {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "client metadata document %s: %v", id, err)
 	}
-	s.mu.Lock()
-	s.clients[id] = c
-	s.mu.Unlock()
+	reg.mu.Lock()
+	reg.clients[id] = c
+	reg.mu.Unlock()
 	return c, nil
 }
 
@@ -51,16 +144,14 @@ func isDocumentURL(id string) bool {
 	return u.Scheme == "https" || (u.Scheme == "http" && isLoopbackHost(u.Hostname()))
 }
 
-func (s *Server) fetchClientDocument(ctx context.Context, id string) (*Client, error) {
-	s.mu.Lock()
-	s.stats.CIMDFetches++
-	s.mu.Unlock()
+func (reg *registry) fetchDocument(ctx context.Context, id string) (*Client, error) {
+	reg.journal.count(func(st *Stats) { st.CIMDFetches++ })
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(req)
+	resp, err := reg.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +225,7 @@ func isLoopbackHost(h string) bool {
 // authenticateClient authenticates the client of a token or revocation
 // request (RFC 6749 §2.3): client_secret_basic, client_secret_post, or a
 // bare client_id for a public client. It returns the method used.
-func (s *Server) authenticateClient(r *http.Request) (*Client, string, *oauthError) {
+func (reg *registry) authenticate(r *http.Request) (*Client, string, *oauthError) {
 	id, secret, basic := r.BasicAuth()
 	method := AuthNone
 	if basic {
@@ -161,7 +252,7 @@ func (s *Server) authenticateClient(r *http.Request) (*Client, string, *oauthErr
 	if id == "" {
 		return nil, "", errf(http.StatusUnauthorized, "invalid_client", "no client authentication and no client_id")
 	}
-	c, e := s.lookupClient(r.Context(), id)
+	c, e := reg.lookup(r.Context(), id)
 	if e != nil {
 		if e.Code == "invalid_request" {
 			e.status = http.StatusUnauthorized
@@ -248,8 +339,8 @@ func (m *registrationRequest) client() (*Client, *oauthError) {
 	}, nil
 }
 
-// register serves RFC 7591 dynamic client registration.
-func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+// serveRegister serves RFC 7591 dynamic client registration.
+func (reg *registry) serveRegister(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -267,16 +358,14 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Source = "registered"
-	s.mu.Lock()
-	c.ID = s.newSecretLocked("client-")
-	// A client id is not a secret; keep only real secrets in the list.
-	s.secrets = s.secrets[:len(s.secrets)-1]
+	c.ID = newRandom("client-") // not a secret: not in the secrets list
 	if c.AuthMethod != AuthNone {
-		c.Secret = s.newSecretLocked("cs-")
+		c.Secret = reg.journal.newSecret("cs-")
 	}
-	s.clients[c.ID] = c
-	s.stats.Registrations++
-	s.mu.Unlock()
+	reg.mu.Lock()
+	reg.clients[c.ID] = c
+	reg.mu.Unlock()
+	reg.journal.count(func(st *Stats) { st.Registrations++ })
 
 	resp := map[string]any{
 		"client_id":                  c.ID,

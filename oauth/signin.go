@@ -1,0 +1,171 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+	"golang.org/x/oauth2"
+)
+
+// The sign-in: the authorization code flow with PKCE, under the store
+// lock, from discovery to the stored token.
+
+// attempt is one sign-in under way.
+type attempt struct {
+	d           *discovery
+	scopes      []string
+	state       string
+	verifier    string
+	cb          *callback // nil when the person pastes the address
+	redirectURI string
+	reg         *registration
+	reused      bool // reg is a stored registration
+	cfg         *oauth2.Config
+	authURL     string
+}
+
+// scopesFor is what a sign-in asks for: Config.Scope, else the challenge's,
+// else the resource metadata's scopes_supported; with the scopes held from
+// the same issuer, and extra (a step-up's).
+func (c *Client) scopesFor(rec *record, d *discovery, ch challenge, extra []string) []string {
+	base := strings.Fields(c.cfg.Scope)
+	if len(base) == 0 {
+		base = ch.scopes()
+	}
+	if len(base) == 0 {
+		base = d.scopes
+	}
+	var held []string
+	if t := rec.Token; t != nil && t.Issuer == d.as.Issuer {
+		held = t.Scopes
+	}
+	return union(union(held, base), extra)
+}
+
+// signIn runs the authorization code flow, under the store lock, and
+// stores the token. With paste nil the browser comes back to the loopback
+// callback; else the person pastes the address it was sent to.
+func (c *Client) signIn(ctx context.Context, rec *record, ch challenge, extra []string, paste func() (string, error)) error {
+	d, err := c.disc.discover(ctx, ch)
+	if err != nil {
+		return c.fail(err.Error(), fmt.Errorf("%w: %w", errDiscovery, err))
+	}
+	a, err := c.start(ctx, rec, d, c.scopesFor(rec, d, ch, extra), paste == nil)
+	if err != nil {
+		return err
+	}
+	if a.cb != nil {
+		defer a.cb.close()
+	}
+	code, err := c.awaitCode(ctx, rec, a, paste)
+	if err != nil {
+		return err
+	}
+	return c.redeem(ctx, rec, a, code)
+}
+
+// start prepares a sign-in: its state and PKCE verifier, the callback
+// listener (with listen), the client, and the address to sign in at.
+func (c *Client) start(ctx context.Context, rec *record, d *discovery, scopes []string, listen bool) (*attempt, error) {
+	a := &attempt{d: d, scopes: scopes, state: rand.Text(), verifier: oauth2.GenerateVerifier()}
+	a.redirectURI = c.cb.redirectURI(c.cb.candidatePorts()[0])
+	if listen {
+		cb, err := c.cb.listen(a.state)
+		if err != nil {
+			return nil, c.fail(err.Error(), err)
+		}
+		a.cb, a.redirectURI = cb, cb.redirectURI
+	}
+	reg, reused, err := c.reg.clientFor(ctx, rec, d.as, a.redirectURI)
+	if err != nil {
+		if a.cb != nil {
+			a.cb.close()
+		}
+		return nil, c.fail(err.Error(), err)
+	}
+	a.reg, a.reused = reg, reused
+	a.cfg = oauth2Config(reg, d.as, a.redirectURI, scopes)
+	a.authURL = a.cfg.AuthCodeURL(a.state, oauth2.S256ChallengeOption(a.verifier), oauth2.SetAuthURLParam("resource", d.resource))
+	c.log.Info("oauth: signing in", zap.String("issuer", d.as.Issuer), zap.String("client_id", reg.ClientID),
+		zap.Strings("scopes", scopes), zap.String("resource", d.resource), zap.String("redirect_uri", a.redirectURI))
+	return a, nil
+}
+
+// awaitCode shows the person where to sign in and waits for the
+// authorization response: at the callback, or pasted. It returns the code
+// once the response's issuer is checked.
+func (c *Client) awaitCode(ctx context.Context, rec *record, a *attempt, paste func() (string, error)) (string, error) {
+	var res callbackResult
+	if paste != nil {
+		c.user.say("To sign in to %s, open this address in a browser:\n\n  %s\n\nAfter you sign in, the browser goes to an address starting with %s that will not load. Copy that whole address from the address bar and paste it here.\n", c.host, a.authURL, a.redirectURI)
+		res = c.user.readPaste(ctx, paste, a.redirectURI, a.state)
+	} else {
+		c.user.announce(a.authURL)
+		select {
+		case res = <-a.cb.results:
+		case <-ctx.Done():
+			if a.reused {
+				// A stale registration ends at the AS's error page, never
+				// here: register afresh next time.
+				delete(rec.Clients, a.d.as.Issuer)
+				_ = c.store.save(rec)
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return "", c.fail(fmt.Sprintf("nobody finished signing in within %v (the sign-in page was printed on stderr)", c.cfg.AuthTimeout), ctx.Err())
+			}
+			return "", c.fail("the sign-in was stopped", ctx.Err())
+		}
+	}
+	if res.err != nil {
+		return "", c.fail(res.err.Error(), res.err)
+	}
+	// RFC 9207: an iss, when present (or promised), must be the issuer's,
+	// before the code is redeemed.
+	as := a.d.as
+	if res.iss != "" && res.iss != as.Issuer {
+		return "", c.fail(fmt.Sprintf("the authorization response names the issuer %q, not %q (RFC 9207); the code was not redeemed", clip(res.iss, 200), as.Issuer), nil)
+	}
+	if res.iss == "" && as.AuthorizationResponseIssParameterSupported {
+		return "", c.fail(fmt.Sprintf("the authorization server %s promises an iss in its answer (RFC 9207) and sent none; the code was not redeemed", as.Issuer), nil)
+	}
+	return res.code, nil
+}
+
+// redeem exchanges the code for a token, and stores and publishes it.
+func (c *Client) redeem(ctx context.Context, rec *record, a *attempt, code string) error {
+	d := a.d
+	tok, err := c.ep.exchange(ctx, a.cfg, code, a.verifier, d.resource)
+	if err != nil {
+		if isOAuthError(err, "invalid_client") && a.reg.Source == sourceDCR {
+			delete(rec.Clients, d.as.Issuer)
+			_ = c.store.save(rec)
+		}
+		return c.fail(fmt.Sprintf("the authorization server did not redeem the code: %v", err), err)
+	}
+	nt := &token{
+		AccessToken:  tok.AccessToken,
+		TokenType:    tok.TokenType,
+		RefreshToken: tok.RefreshToken,
+		Expiry:       tok.Expiry,
+		Obtained:     c.now(),
+		Scopes:       a.scopes,
+		Issuer:       d.as.Issuer,
+		ClientID:     a.reg.ClientID,
+	}
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		nt.Scopes = strings.Fields(s)
+	}
+	rec.Resource, rec.ResourceScopes, rec.AS, rec.Token = d.resource, d.scopes, d.as, nt
+	if err := c.store.save(rec); err != nil {
+		return err
+	}
+	c.store.publish(rec)
+	c.ren.signedIn(nt.AccessToken)
+	c.log.Info("oauth: signed in", zap.String("issuer", d.as.Issuer), zap.Strings("scopes", nt.Scopes), zap.Time("expiry", nt.Expiry))
+	c.user.say("mcp-tasks-proxy: signed in to %s.\n", c.host)
+	return nil
+}
