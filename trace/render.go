@@ -324,57 +324,74 @@ func Stats(w io.Writer, r io.Reader) error {
 	}
 	groups := groupByOp(recs)
 	stats := map[string]*methodStats{}
+	for _, g := range groups {
+		g.tally(stats)
+	}
+	bw := bufio.NewWriter(w)
+	printStats(bw, stats)
+	fmt.Fprintf(bw, "\n%d records, %d ops", len(recs), len(groups))
+	if malformed > 0 {
+		fmt.Fprintf(bw, ", %d malformed line(s) skipped", malformed)
+	}
+	fmt.Fprintln(bw)
+	return bw.Flush()
+}
+
+// tally adds one op's requests, errors and latencies to stats, by method.
+func (g *group) tally(stats map[string]*methodStats) {
 	get := func(m string) *methodStats {
 		if stats[m] == nil {
 			stats[m] = &methodStats{}
 		}
 		return stats[m]
 	}
-	for _, g := range groups {
-		type pending struct {
-			method string
-			at     time.Time
-		}
-		open := map[string]pending{} // by id
-		opMethod := ""
-		if req, ok := g.clientRequest(); ok {
-			opMethod, _, _, _ = kind(req)
-		}
-		for _, rec := range g.recs {
-			label, isMsg, isAnswer, _ := kind(rec)
-			if rec.HTTP != nil && rec.HTTP.Status >= 400 {
-				m := opMethod
-				if m == "" {
-					m = orDefault(rec.Method, "-")
-				}
-				get(m).httpErrs++
+	type pending struct {
+		method string
+		at     time.Time
+	}
+	open := map[string]pending{} // by id
+	opMethod := ""
+	if req, ok := g.clientRequest(); ok {
+		opMethod, _, _, _ = kind(req)
+	}
+	for _, rec := range g.recs {
+		label, isMsg, isAnswer, _ := kind(rec)
+		if rec.HTTP != nil && rec.HTTP.Status >= 400 {
+			m := opMethod
+			if m == "" {
+				m = orDefault(rec.Method, "-")
 			}
-			switch {
-			case rec.Dir == ClientToProxy && isMsg:
-				get(label).count++
-				if id := rpcID(rec); id != "" {
-					open[id] = pending{label, rec.Time}
-				}
-			case rec.Dir == ProxyToClient && isAnswer:
-				id := rpcID(rec)
-				p, ok := open[id]
-				if !ok {
-					continue
-				}
-				delete(open, id)
-				s := get(p.method)
-				if label == "error" {
-					s.rpcErrs++
-				}
-				l := rec.LatencyMs
-				if l == 0 {
-					l = durMs(rec.Time.Sub(p.at))
-				}
-				s.lat = append(s.lat, l)
+			get(m).httpErrs++
+		}
+		switch {
+		case rec.Dir == ClientToProxy && isMsg:
+			get(label).count++
+			if id := rpcID(rec); id != "" {
+				open[id] = pending{label, rec.Time}
 			}
+		case rec.Dir == ProxyToClient && isAnswer:
+			id := rpcID(rec)
+			p, ok := open[id]
+			if !ok {
+				continue
+			}
+			delete(open, id)
+			s := get(p.method)
+			if label == "error" {
+				s.rpcErrs++
+			}
+			l := rec.LatencyMs
+			if l == 0 {
+				l = durMs(rec.Time.Sub(p.at))
+			}
+			s.lat = append(s.lat, l)
 		}
 	}
+}
 
+// printStats writes the table: one row per method, most requests first,
+// then TOTAL.
+func printStats(bw *bufio.Writer, stats map[string]*methodStats) {
 	methods := slices.Collect(maps.Keys(stats))
 	slices.SortFunc(methods, func(a, b string) int {
 		if c := stats[b].count - stats[a].count; c != 0 {
@@ -386,7 +403,6 @@ func Stats(w io.Writer, r io.Reader) error {
 	for _, m := range methods {
 		width = max(width, utf8.RuneCountInString(m))
 	}
-	bw := bufio.NewWriter(w)
 	row := func(name string, count, rpcErrs, httpErrs any, p50, p99 string) {
 		fmt.Fprintf(bw, "%-*s  %7v  %7v  %9v  %9s  %9s\n", width, name, count, rpcErrs, httpErrs, p50, p99)
 	}
@@ -410,12 +426,6 @@ func Stats(w io.Writer, r io.Reader) error {
 	}
 	p50, p99 := pcts(total.lat)
 	row("TOTAL", total.count, total.rpcErrs, total.httpErrs, p50, p99)
-	fmt.Fprintf(bw, "\n%d records, %d ops", len(recs), len(groups))
-	if malformed > 0 {
-		fmt.Fprintf(bw, ", %d malformed line(s) skipped", malformed)
-	}
-	fmt.Fprintln(bw)
-	return bw.Flush()
 }
 
 // orDefault returns s, or def when s is empty.
