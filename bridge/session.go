@@ -1,24 +1,37 @@
-// Package bridge runs one legacy (2025-11-25) MCP session over stdio against
-// a modern (2026-07-28) Streamable HTTP server.
+// Package bridge runs one legacy (2025-11-25) MCP client session against an
+// upstream server of either era.
 //
-// A Session owns the stdio framing, the single stdout writer, the map from
-// the client's request ids to in-flight upstream work, the locally answered
-// handshake (initialize, ping, logging/setLevel), and dispatch. Frame bytes
-// are changed only through package rewrite; HTTP goes through package
-// routing; era detection and capability mapping come from capabilities.
+// It has three parts, with an interface between each:
 //
-//	stdin ─▶ reader ─┬─ local answers (ping, setLevel, cancels, bad input,
-//	                 │  the client's answers to the proxy's own requests)
-//	                 └─ pending ─▶ starter ─▶ worker goroutines
-//	                                        (initialize, or forward ─▶ routing)
-//	stdout ◀─ writer (the only goroutine that touches stdout) ◀─ answers
+//	Conn (stdio; an HTTP front) ◀──▶ Session: the core ──▶ upstream, chosen at initialize:
+//	                                  reader, lanes,       modern  the 2026-07-28 bridge: discover,
+//	                                  workers, writer,             _meta, MRTR, listen, tasks
+//	                                  in-flight map        legacy  passthrough of 2025 (Streamable
+//	                                                               HTTP, or HTTP+SSE for 2024-11-05)
 //
-// Invariants kept here: stdout carries only complete JSON-RPC lines; every
-// request id gets exactly one answer unless the client cancelled it;
-// upstream ids are minted by the proxy; in-flight work is bounded, and the
-// reader never waits for it: requests beyond the bound wait in a bounded
-// queue, and one over that queue's bounds is refused at once, so stdin is
-// always read.
+//	conn ─▶ reader ─┬─ local answers (cancels, bad input, the client's answers,
+//	                │  and what the upstream answers at once: ping, setLevel)
+//	                └─ pending ─▶ starter ─▶ workers ─▶ upstream.request ─▶ outcome
+//	conn ◀─ writer (the only goroutine that writes to the Conn) ◀─ answers
+//
+// The core (Session) owns the reader, the bounded queue and workers, the
+// map from the client's request ids to their work, cancellation, the drain
+// at the end of input, and the one writer. It knows no era and makes no
+// HTTP request: each message goes to the session's upstream, and each
+// request comes back as a typed outcome (its answer, the rewrites applied,
+// what runs after it, and for an initialize the upstream every later
+// message takes). What every part shares (settings, logs, the trace, the
+// upstream client, the way to the client and the proxy's own requests to
+// it) is one env.
+//
+// What it must never do: write anything but complete frames to the Conn,
+// or write from any goroutine but the writer; change frame bytes except
+// through package rewrite; make an HTTP request except through package
+// routing; wait on the queue while reading (the client's answers, cancels,
+// pings and the end of input are always read); answer a request id twice
+// (every request gets exactly one answer unless the client cancelled it);
+// replay a tools/call whose bytes have left; send a client id upstream
+// (upstream ids are minted here).
 package bridge
 
 import (

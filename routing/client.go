@@ -3,10 +3,17 @@
 // the MCP headers from the body (DeriveHeaders), and reads the answer as
 // application/json or text/event-stream, one message at a time.
 //
-// It owns connection reuse, proxies from the environment, TLS and timeouts.
-// It knows nothing of JSON-RPC ids or MCP semantics beyond the header rules:
-// it never rewrites a body. Cancelling a request's context closes its
-// stream, which is how 2026-07-28 cancels a request over HTTP.
+// It owns connection reuse, proxies from the environment, TLS and timeouts,
+// the redirect policy (same origin only), the Auth hook that OAuth plugs
+// into, the 2025 session transport (LegacySession: session id, GET stream,
+// Last-Event-ID resumption, DELETE) and the 2024-11-05 HTTP+SSE transport
+// (OpenLegacy, SendTo), and an Observer hook that sees every exchange (the
+// trace). Every request goes through one door, Client.do.
+//
+// It must never read or change JSON-RPC semantics: it knows no ids, never
+// rewrites a body, and decides no retry (its errors say what is safe; the
+// caller decides). Cancelling a request's context closes its stream, which
+// is how 2026-07-28 cancels a request over HTTP.
 //
 // Errors are split into two families, so callers can decide on retries:
 //   - *TransportError with Kind KindDial: no byte of the request left the
