@@ -76,6 +76,18 @@ func (e *TooLargeError) Error() string {
 
 func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
 
+// asTooLarge is err's *TooLargeError, or nil.
+func asTooLarge(err error) *TooLargeError {
+	if err == nil {
+		return nil
+	}
+	var tl *TooLargeError
+	if errors.As(err, &tl) {
+		return tl
+	}
+	return nil
+}
+
 // Stdio is the NDJSON Conn: one message per line in, one frame per line
 // out.
 type Stdio struct {

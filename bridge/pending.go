@@ -31,7 +31,7 @@ func newPending(maxJobs, maxBytes int) *pending {
 // waiting request is always taken, whatever its size (it passed the
 // per-message limit already).
 func (p *pending) push(j job) (ok bool, waiting, bytes int) {
-	n := len(j.f.Raw)
+	n := len(j.c.f.Raw)
 	p.mu.Lock()
 	waiting = len(p.jobs) - p.head
 	if waiting > 0 && (waiting >= p.maxJobs || p.bytes+n > p.maxBytes) {
@@ -65,7 +65,7 @@ func (p *pending) pop() (job, bool) {
 	j := p.jobs[p.head]
 	p.jobs[p.head] = job{}
 	p.head++
-	p.bytes -= len(j.f.Raw)
+	p.bytes -= len(j.c.f.Raw)
 	if p.head == len(p.jobs) {
 		p.jobs, p.head = p.jobs[:0], 0
 	}
@@ -83,7 +83,7 @@ func (p *pending) remove(c *call) bool {
 		if p.jobs[i].c != c {
 			continue
 		}
-		p.bytes -= len(p.jobs[i].f.Raw)
+		p.bytes -= len(p.jobs[i].c.f.Raw)
 		n := copy(p.jobs[i:], p.jobs[i+1:])
 		p.jobs[i+n] = job{}
 		p.jobs = p.jobs[:i+n]

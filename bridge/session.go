@@ -173,6 +173,7 @@ type Session struct {
 
 // call is one client request that needs an in-flight slot.
 type call struct {
+	f         rewrite.Frame // the request
 	id        []byte // the client's raw id
 	method    string
 	op        string    // the trace's op id
@@ -203,10 +204,7 @@ func (c *call) requestedTTL(seconds bool) (int64, bool) {
 }
 
 // job is a request waiting for a slot.
-type job struct {
-	c *call
-	f rewrite.Frame
-}
+type job struct{ c *call }
 
 // New prepares a session.
 func New(cfg Config) *Session {
@@ -384,22 +382,23 @@ func (s *Session) worker(ctx context.Context, j job, work <-chan job) {
 
 // run runs one request on its upstream and delivers its answer.
 func (s *Session) run(j job) {
-	defer j.c.cancel()
+	c, f := j.c, &j.c.f
+	defer c.cancel()
 	var out outcome
 	switch {
-	case j.f.Method != "initialize" && !s.awaitInit(j.c.ctx):
+	case f.Method != "initialize" && !s.awaitInit(c.ctx):
 		// The session ended while an initialize read before it ran.
-	case j.f.Method == "tools/call" && s.ignoredCall(&j.f):
-		out = frameOnly(s.refuseIgnored(j.c, &j.f))
+	case f.Method == "tools/call" && s.ignoredCall(f):
+		out = frameOnly(s.refuseIgnored(c, f))
 	default:
-		out = s.upstream().request(j.c.ctx, j.c, &j.f)
+		out = s.upstream().request(c.ctx, c, f)
 	}
 	if out.next != nil {
 		// Before the answer goes out, so that every later client message
 		// takes the new upstream.
 		s.up.Store(&upstreamBox{out.next})
 	}
-	switch j.f.Method {
+	switch f.Method {
 	case "tools/list":
 		out.frame = s.hideIgnored(out.frame)
 	case "initialize":
@@ -417,9 +416,8 @@ func (s *Session) run(j job) {
 func (s *Session) read(ctx context.Context, conn Conn) error {
 	for {
 		in, err := conn.Read()
-		var tooLarge *TooLargeError
-		switch {
-		case errors.As(err, &tooLarge):
+		switch tooLarge := asTooLarge(err); {
+		case tooLarge != nil:
 			s.warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
 			s.emit(outFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: rewrite.ErrorFrame(nil, rewrite.CodeInvalidRequest,
 				fmt.Sprintf("message larger than %d bytes discarded; raise --max-message-size", tooLarge.Limit), nil)}})
@@ -473,31 +471,34 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	up := s.upstream()
 	switch f.Kind {
 	case rewrite.KindNotification:
+		n := f // its own copy, so that f stays on the stack on the request path
 		var cancel func()
-		if f.Method == "notifications/cancelled" {
-			cancel = s.cancelled(&f)
+		if n.Method == "notifications/cancelled" {
+			cancel = s.cancelled(&n)
 		}
-		up.notified(&f, op, cancel)
+		up.notified(&n, op, cancel)
 		return true
 	case rewrite.KindResponse:
-		if !up.answered(&f, op) {
-			s.warn("response from client for an unknown request id ignored", zap.String("id", f.ID.Raw))
+		r := f
+		if !up.answered(&r, op) {
+			s.warn("response from client for an unknown request id ignored", zap.String("id", r.ID.Raw))
 		}
 		return true
 	}
-	if up.local(&f, op, stream) {
+	// A request: the call holds it from here on.
+	c := &call{f: f, id: []byte(f.ID.Raw), method: f.Method, op: op, stream: stream}
+	if up.local(&c.f, op, stream) {
 		return true
 	}
-	return s.enqueue(ctx, &f, op, stream, up.barrier())
+	return s.enqueue(ctx, c, up.barrier())
 }
 
 // enqueue registers a request and queues it for an in-flight slot. It
 // returns false when the session is over.
-func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, stream any, barrier <-chan struct{}) bool {
-	c, ok := s.register(ctx, f, op, stream)
-	if !ok {
-		s.reply(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
-			"a request with this id is already in flight; ids must be unique among pending requests", nil), op, stream, nil)
+func (s *Session) enqueue(ctx context.Context, c *call, barrier <-chan struct{}) bool {
+	if !s.register(ctx, c) {
+		s.reply(rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
+			"a request with this id is already in flight; ids must be unique among pending requests", nil), c.op, c.stream, nil)
 		return true
 	}
 	c.barrier = barrier
@@ -505,7 +506,7 @@ func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, stre
 		c.cancel()
 		return false
 	}
-	if ok, n, size := s.queue.push(job{c: c, f: *f}); !ok {
+	if ok, n, size := s.queue.push(job{c: c}); !ok {
 		s.refuseQueued(c, n, size)
 	}
 	return true
@@ -585,26 +586,27 @@ func (s *Session) inflightOp(id string) string {
 
 // register records a request as in flight under the client's id, from the
 // moment it is read, so that a cancel finds it even while it is queued.
-func (s *Session) register(ctx context.Context, f *rewrite.Frame, op string, stream any) (*call, bool) {
+func (s *Session) register(ctx context.Context, c *call) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	f := &c.f
 	if _, dup := s.inflight[f.ID.Raw]; dup {
-		return nil, false
+		return false
 	}
-	c := &call{id: []byte(f.ID.Raw), method: f.Method, op: op, stream: stream, start: time.Now()}
+	c.start = time.Now()
 	if tok := f.Params.Get("_meta.progressToken"); tok.Exists() {
 		c.progressToken = []byte(tok.Raw)
 	}
 	if f.Method == "tools/call" {
 		c.task = f.Params.Get("task")
 	}
-	c.ctx, c.cancel = context.WithCancel(withOp(ctx, op))
+	c.ctx, c.cancel = context.WithCancel(withOp(ctx, c.op))
 	s.inflight[f.ID.Raw] = c
-	s.streams.add(op, stream)
+	s.streams.add(c.op, c.stream)
 	if f.Method == "initialize" && s.initPending.Add(1) == 1 {
 		s.initWait = make(chan struct{})
 	}
-	return c, true
+	return true
 }
 
 // finish delivers a request's one answer, unless the client cancelled it or
