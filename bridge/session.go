@@ -174,7 +174,7 @@ type Session struct {
 // call is one client request that needs an in-flight slot.
 type call struct {
 	f         rewrite.Frame // the request
-	id        []byte // the client's raw id
+	id        []byte        // the client's raw id
 	method    string
 	op        string    // the trace's op id
 	stream    any       // the In.Stream it came from
