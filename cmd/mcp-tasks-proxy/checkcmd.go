@@ -27,7 +27,11 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-const checkHelpText = `mcp-tasks-proxy check looks at an MCP server from the shell, without a client:
+// checkHelpText is the command's --help; its flags come from their table
+// (flags.go).
+var checkHelpText = checkHelpIntro + helpFlags(plainFlagGroups, docs(checkFlagTable)) + checkHelpOutro
+
+const checkHelpIntro = `mcp-tasks-proxy check looks at an MCP server from the shell, without a client:
 its era and transport (Streamable HTTP, or the old HTTP+SSE transport of MCP
 2024-11-05, which the proxy passes through), versions, identity, capabilities and extensions, how
 many tools, prompts and resources it has (and any tool the proxy would hide),
@@ -43,11 +47,9 @@ Examples:
   mcp-tasks-proxy check --header 'Authorization: Bearer ${MCP_TOKEN}' https://mcp.example.com/mcp
   mcp-tasks-proxy check --demo          # the embedded demo server
 
-Flags:
-  --json            print one JSON object, for scripts
-  --timeout D       bound for the whole check: seconds (30) or a duration (default 30s)
-  --help, -h        print this help and exit
+`
 
+const checkHelpOutro = `
 The proxy's flags that shape requests apply as they would in a host's entry:
 --header, --header-file, --ca-file, --insecure, --allow-http, --connect-timeout,
 --oauth-store (a stored sign-in is used; check never opens a browser), --protocol,
@@ -160,8 +162,9 @@ type checkFlags struct {
 // splitCheckArgs takes check's own flags out of args. A proxy flag's value
 // is never mistaken for one of them.
 func splitCheckArgs(args []string) (checkFlags, []string, error) {
-	f := checkFlags{timeout: 30 * time.Second}
-	proxyFS := newFlagSet(&config{}, &headerList{h: http.Header{}})
+	var f checkFlags
+	newTableFlagSet("mcp-tasks-proxy check", checkFlagTable, &f) // the defaults
+	proxyFS := newFlagSet(&config{})
 	var rest []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 )
@@ -74,28 +73,27 @@ type flagWord struct {
 func flagWords(fs *flag.FlagSet) []flagWord {
 	var out []flagWord
 	fs.VisitAll(func(f *flag.Flag) {
+		if f.Usage == hiddenUsage {
+			return
+		}
 		out = append(out, flagWord{dashes(f.Name), f.Name, !isBool(f)})
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].word < out[j].word })
 	return out
 }
 
-// commandFlags are the flag sets: "" for the proxy, then the subcommands
-// that have flags of their own.
+// commandFlags are the flag sets, built from the flag tables: "" for the
+// proxy, then the subcommands that have flags of their own.
 func commandFlags() map[string][]flagWord {
-	var c config
-	var a authConfig
 	rfs, _ := rewriteFlagSet()
-	help := flag.NewFlagSet("help", flag.ContinueOnError)
-	help.Bool("help", false, "")
-	help.Bool("h", false, "")
+	help := flagWords(newTableFlagSet("help", helpOnlyFlags, &helpOnly{}))
 	return map[string][]flagWord{
-		"":           flagWords(newFlagSet(&c, &headerList{h: http.Header{}})),
-		"auth":       flagWords(authFlagSet(&a)),
+		"":           flagWords(newFlagSet(&config{})),
+		"auth":       flagWords(authFlagSet(&authConfig{})),
 		"rewrite":    flagWords(rfs),
-		"trace":      flagWords(help),
-		"completion": flagWords(help),
-		"version":    flagWords(help),
+		"trace":      help,
+		"completion": help,
+		"version":    help,
 	}
 }
 

@@ -24,7 +24,11 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-const configHelpText = `mcp-tasks-proxy config prints the entry that makes a host (an MCP client
+// configHelpText is the command's --help; its flags come from their table
+// (flags.go).
+var configHelpText = configHelpIntro + helpFlags(plainFlagGroups, docs(configFlagTable)) + configHelpOutro
+
+const configHelpIntro = `mcp-tasks-proxy config prints the entry that makes a host (an MCP client
 application) launch this proxy for a server, or merges it into the host's
 configuration file with --write.
 
@@ -55,17 +59,9 @@ Examples:
   # Claude Code: run the printed line
   mcp-tasks-proxy config claude-code https://mcp.example.com/mcp
 
-Flags:
-  --name NAME       the server's name in the host (default: from the URL's host)
-  --npx             launch with 'npx -y mcp-tasks-proxy' instead of this binary's
-                    absolute path
-  --write           merge the entry into the host's file: a backup is made first,
-                    the rest of the file is kept, and the file changed is named
-  --workspace       cursor, vscode: the project's file in the current directory
-                    instead of the user's
-  --file PATH       the file to write instead of the host's default
-  --help, -h        print this help and exit
+`
 
+const configHelpOutro = `
 Every other flag (--header, --header-file, --protocol, --log-file, ...) is a
 proxy flag: it is checked, and passed to the proxy in the entry. Relative paths
 are made absolute, since hosts start the proxy in a directory of their own.
@@ -99,10 +95,14 @@ type configCmd struct {
 	notes []string
 }
 
-// pathFlags are the proxy flags whose value is a file or a directory.
-var pathFlags = map[string]bool{
-	"header-file": true, "ca-file": true, "trace": true, "log-file": true,
-	"state-file": true, "oauth-store": true, "cpuprofile": true,
+// proxyFlagDoc is the documentation row of the proxy's flag name.
+func proxyFlagDoc(name string) (flagDoc, bool) {
+	for _, s := range proxyFlags {
+		if s.Name == name || slices.Contains(s.Aliases, name) {
+			return s.flagDoc, true
+		}
+	}
+	return flagDoc{}, false
 }
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -120,7 +120,7 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 			return c, nil
 		}
 	}
-	proxyFS := newFlagSet(&config{}, &headerList{h: http.Header{}})
+	proxyFS := newFlagSet(&config{})
 	var positional []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -165,12 +165,14 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 			if err == nil && len(positional) > 1 {
 				return nil, usagef("the URL is given twice; give it once")
 			}
-		case "demo", "demo-legacy", "demo-oauth", "version", "cpuprofile":
-			return nil, usagef("--%s makes no sense in a host's entry", name)
 		default:
 			f := proxyFS.Lookup(name)
 			if f == nil {
 				return nil, usagef("unknown flag %s; run mcp-tasks-proxy config --help for the list", a)
+			}
+			doc, _ := proxyFlagDoc(name)
+			if doc.NotInEntry {
+				return nil, usagef("--%s makes no sense in a host's entry", name)
 			}
 			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
 				c.proxyArgs = append(c.proxyArgs, a)
@@ -180,7 +182,7 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 			if err != nil {
 				return nil, err
 			}
-			if pathFlags[name] && v != "-" && v != "" && !filepath.IsAbs(v) {
+			if doc.Path && v != "-" && v != "" && !filepath.IsAbs(v) {
 				wd, werr := getwd()
 				if werr != nil {
 					return nil, fmt.Errorf("--%s %s: cannot make the path absolute: %v", name, v, werr)
