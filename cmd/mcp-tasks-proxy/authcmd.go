@@ -79,20 +79,13 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 		}
 	}
 	fs := authFlagSet(c)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				c.help = true
-				return c, nil
-			}
-			return nil, usagef("auth: %s", flagProblem(err, fs, "mcp-tasks-proxy auth --help"))
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.help = true
+			return c, nil
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+		return nil, usagef("auth: %s", flagProblem(err, fs, "mcp-tasks-proxy auth --help"))
 	}
 	if c.help {
 		return c, nil

@@ -329,28 +329,57 @@ func newFlagSet(c *config) *flag.FlagSet {
 }
 
 // parseArgs reads the command line. Flags may come before or after the URL.
+// The checks run in a fixed order, so that the first mistake is the one
+// named.
 func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	c := &config{}
 	fs := newFlagSet(c)
-	hl := &c.headers
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, usagef("%s", flagProblem(err, fs, "mcp-tasks-proxy --help"))
+	}
+	c.header = c.headers.h
+	if c.help || c.version {
+		return c, nil
+	}
+	if c.headers.err != nil {
+		return nil, c.headers.err
+	}
+	if err := c.takeURL(positional, getenv); err != nil {
+		return nil, err
+	}
+	if err := c.checkChoices(); err != nil {
+		return nil, err
+	}
+	if err := c.checkOAuthAndCredentials(fs); err != nil {
+		return nil, err
+	}
+	if err := c.checkBounds(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseInterspersed parses args with fs, flags before, between and after
+// the positional arguments, which it returns. Its error is fs.Parse's.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, usagef("%s", flagProblem(err, fs, "mcp-tasks-proxy --help"))
+			return nil, err
 		}
 		if fs.NArg() == 0 {
-			break
+			return positional, nil
 		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	c.header = hl.h
-	if c.help || c.version {
-		return c, nil
-	}
-	if hl.err != nil {
-		return nil, hl.err
-	}
+}
+
+// takeURL sets the upstream URL from the arguments (with mcp-remote's
+// callback port after it), --url, the demo flags or the environment, and
+// checks it.
+func (c *config) takeURL(positional []string, getenv func(string) string) error {
 	switch n := len(positional); {
 	case n == 2 && isPort(positional[1]), n == 1 && c.url != "" && isPort(positional[0]):
 		// mcp-remote's callback port after the URL.
@@ -361,17 +390,17 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	case 0:
 	case 1:
 		if c.url != "" && c.url != positional[0] {
-			return nil, usagef("the URL is given twice (%s and --url %s); give it once", routing.Redact(positional[0]), routing.Redact(c.url))
+			return usagef("the URL is given twice (%s and --url %s); give it once", routing.Redact(positional[0]), routing.Redact(c.url))
 		}
 		c.url = positional[0]
 	default:
-		return nil, usagef("unexpected argument %s: give one upstream URL", routing.Redact(positional[1]))
+		return usagef("unexpected argument %s: give one upstream URL", routing.Redact(positional[1]))
 	}
 	if c.demo && c.demoLegacy {
-		return nil, usagef("--demo and --demo-legacy each start a demo server; pass one")
+		return usagef("--demo and --demo-legacy each start a demo server; pass one")
 	}
 	if c.demoOAuth && c.demoLegacy {
-		return nil, usagef("--demo-oauth protects the 2026-07-28 demo server; use it with --demo, not --demo-legacy")
+		return usagef("--demo-oauth protects the 2026-07-28 demo server; use it with --demo, not --demo-legacy")
 	}
 	c.demo = c.demo || c.demoLegacy || c.demoOAuth
 	if c.url == "" && !c.demo {
@@ -379,60 +408,74 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	}
 	switch {
 	case c.demo && c.url != "":
-		return nil, usagef("--demo starts its own server; drop the URL %s, or drop --demo", routing.Redact(c.url))
+		return usagef("--demo starts its own server; drop the URL %s, or drop --demo", routing.Redact(c.url))
 	case !c.demo && c.url == "":
-		return nil, usagef("no upstream URL: pass it as an argument (mcp-tasks-proxy https://host/mcp), with --url, or in %s; or try --demo", envURL)
+		return usagef("no upstream URL: pass it as an argument (mcp-tasks-proxy https://host/mcp), with --url, or in %s; or try --demo", envURL)
 	}
 	if c.url != "" {
 		if _, err := routing.New(routing.Config{URL: c.url}); err != nil {
-			return nil, usagef("%v", err)
+			return usagef("%v", err)
 		}
 	}
+	return nil
+}
+
+// checkChoices checks the flags that take one of a few values, and the
+// pairs that contradict each other.
+func (c *config) checkChoices() error {
 	switch c.protocol {
 	case bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy:
 	default:
-		return nil, usagef("--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)", c.protocol)
+		return usagef("--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)", c.protocol)
 	}
 	switch c.logLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return nil, usagef("--log-level %q: use debug, info, warn or error", c.logLevel)
+		return usagef("--log-level %q: use debug, info, warn or error", c.logLevel)
 	}
 	switch c.logFormat {
 	case "console", "json":
 	default:
-		return nil, usagef("--log-format %q: use console or json", c.logFormat)
+		return usagef("--log-format %q: use console or json", c.logFormat)
 	}
 	if c.maxInFlight < 1 {
-		return nil, usagef("--max-in-flight must be at least 1")
+		return usagef("--max-in-flight must be at least 1")
 	}
 	switch c.taskIsError {
 	case "completed", "failed":
 	default:
-		return nil, usagef("--task-iserror %q: use completed or failed", c.taskIsError)
+		return usagef("--task-iserror %q: use completed or failed", c.taskIsError)
 	}
 	switch c.legacyTTLUnit {
 	case "ms", "s":
 	default:
-		return nil, usagef("--legacy-ttl-unit %q: use ms or s", c.legacyTTLUnit)
+		return usagef("--legacy-ttl-unit %q: use ms or s", c.legacyTTLUnit)
 	}
 	if c.noState && c.stateFile != "" {
-		return nil, usagef("--no-state and --state-file contradict each other; pass one")
+		return usagef("--no-state and --state-file contradict each other; pass one")
 	}
+	return nil
+}
+
+// checkOAuthAndCredentials reads --header-file, checks mcp-remote's flags
+// and the OAuth flags, notes which OAuth flags were given, turns OAuth off
+// for an Authorization header, and refuses credentials over plain http to
+// another host without --allow-http.
+func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	if c.headerFile != "" {
 		names, err := readHeaderFile(c.headerFile, c.header)
 		if err != nil {
-			return nil, usagef("--header-file %s: %v", c.headerFile, err)
+			return usagef("--header-file %s: %v", c.headerFile, err)
 		}
 		c.secretHeaders = append(c.secretHeaders, names...)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := c.mcpRemoteFlags(set); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.oauth.check(); err != nil {
-		return nil, err
+		return err
 	}
 	c.oauth.given = givenOAuthFlags(fs)
 	if set["host"] {
@@ -443,27 +486,32 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	}
 	if c.header.Get("Authorization") != "" {
 		if c.demoOAuth {
-			return nil, usagef("--demo-oauth shows the OAuth sign-in, which an Authorization header turns off; drop the header")
+			return usagef("--demo-oauth shows the OAuth sign-in, which an Authorization header turns off; drop the header")
 		}
 		c.oauthOff = true
 	}
 	if cred := plainHTTPCredential(c); cred != "" && !c.allowHTTP {
-		return nil, usagef("%s would be sent unencrypted over http:// to %s, which is not this machine; use an https:// URL, or pass --allow-http to insist",
+		return usagef("%s would be sent unencrypted over http:// to %s, which is not this machine; use an https:// URL, or pass --allow-http to insist",
 			cred, hostOf(c.url))
 	}
+	return nil
+}
+
+// checkBounds checks the timeouts and the round bound.
+func (c *config) checkBounds() error {
 	if c.responseHeaderTimeout <= 0 {
-		return nil, usagef("--response-header-timeout must be a positive duration such as 10m")
+		return usagef("--response-header-timeout must be a positive duration such as 10m")
 	}
 	if c.maxRounds < 1 {
-		return nil, usagef("--max-mrtr-rounds must be at least 1")
+		return usagef("--max-mrtr-rounds must be at least 1")
 	}
 	if c.idleTimeout <= 0 || c.requestTimeout < 0 {
-		return nil, usagef("--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none")
+		return usagef("--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none")
 	}
 	if c.connectTimeout <= 0 || c.discoverTimeout <= 0 {
-		return nil, usagef("timeouts must be positive durations such as 10s or 2m")
+		return usagef("timeouts must be positive durations such as 10s or 2m")
 	}
-	return c, nil
+	return nil
 }
 
 // plainHTTPCredential describes the credential the proxy would send in
