@@ -120,6 +120,40 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 			return c, nil
 		}
 	}
+	positional, err := c.readFlags(args, getwd)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.takeHostURL(positional); err != nil {
+		return nil, err
+	}
+	if err := c.checkOptions(getwd); err != nil {
+		return nil, err
+	}
+	if err := c.secureHeaders(); err != nil {
+		return nil, err
+	}
+	// The proxy's own checks, with each ${VAR} standing in for a value the
+	// host will supply: this machine need not have it set.
+	check := slices.Clone(c.proxyArgs)
+	for i := range check {
+		check[i] = varRef.ReplaceAllString(check[i], "x")
+	}
+	if _, err := parseArgs(append(check, c.url), func(string) string { return "" }); err != nil {
+		return nil, err
+	}
+	if c.name == "" {
+		c.name = defaultServerName(c.url)
+	}
+	if strings.TrimSpace(c.name) == "" || strings.ContainsAny(c.name, "\x00\r\n") {
+		return nil, usagef("--name %q: give a name without control characters", c.name)
+	}
+	return c, nil
+}
+
+// readFlags reads config's own flags and the proxy's (checked, with their
+// paths made absolute, into proxyArgs), and returns the other arguments.
+func (c *configCmd) readFlags(args []string, getwd func() (string, error)) ([]string, error) {
 	proxyFS := newFlagSet(&config{})
 	var positional []string
 	for i := 0; i < len(args); i++ {
@@ -166,92 +200,94 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 				return nil, usagef("the URL is given twice; give it once")
 			}
 		default:
-			f := proxyFS.Lookup(name)
-			if f == nil {
-				return nil, usagef("unknown flag %s; run mcp-tasks-proxy config --help for the list", a)
-			}
-			doc, _ := proxyFlagDoc(name)
-			if doc.NotInEntry {
-				return nil, usagef("--%s makes no sense in a host's entry", name)
-			}
-			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-				c.proxyArgs = append(c.proxyArgs, a)
-				continue
-			}
-			v, err := next()
-			if err != nil {
+			if err := c.proxyFlag(proxyFS, a, name, next, getwd); err != nil {
 				return nil, err
 			}
-			if doc.Path && v != "-" && v != "" && !filepath.IsAbs(v) {
-				wd, werr := getwd()
-				if werr != nil {
-					return nil, fmt.Errorf("--%s %s: cannot make the path absolute: %v", name, v, werr)
-				}
-				v = filepath.Join(wd, v)
-			}
-			c.proxyArgs = append(c.proxyArgs, "--"+name, v)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+	return positional, nil
+}
+
+// proxyFlag takes the proxy flag a (named name) into proxyArgs, with its
+// value from next; a path is made absolute.
+func (c *configCmd) proxyFlag(proxyFS *flag.FlagSet, a, name string, next func() (string, error), getwd func() (string, error)) error {
+	f := proxyFS.Lookup(name)
+	if f == nil {
+		return usagef("unknown flag %s; run mcp-tasks-proxy config --help for the list", a)
+	}
+	doc, _ := proxyFlagDoc(name)
+	if doc.NotInEntry {
+		return usagef("--%s makes no sense in a host's entry", name)
+	}
+	if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+		c.proxyArgs = append(c.proxyArgs, a)
+		return nil
+	}
+	v, err := next()
+	if err != nil {
+		return err
+	}
+	if doc.Path && v != "-" && v != "" && !filepath.IsAbs(v) {
+		wd, werr := getwd()
+		if werr != nil {
+			return fmt.Errorf("--%s %s: cannot make the path absolute: %v", name, v, werr)
+		}
+		v = filepath.Join(wd, v)
+	}
+	c.proxyArgs = append(c.proxyArgs, "--"+name, v)
+	return nil
+}
+
+// takeHostURL sets the host and the URL from the arguments (or --url).
+func (c *configCmd) takeHostURL(positional []string) error {
 	if len(positional) == 0 {
-		return nil, usagef("config needs a host: %s (mcp-tasks-proxy config --help)", strings.Join(configHosts, ", "))
+		return usagef("config needs a host: %s (mcp-tasks-proxy config --help)", strings.Join(configHosts, ", "))
 	}
 	c.host = positional[0]
 	if !slices.Contains(configHosts, c.host) {
-		return nil, usagef("config: unknown host %q; use %s", c.host, strings.Join(configHosts, ", "))
+		return usagef("config: unknown host %q; use %s", c.host, strings.Join(configHosts, ", "))
 	}
 	switch len(positional) {
 	case 1:
 		if c.url == "" {
-			return nil, usagef("config %s needs the server's URL: mcp-tasks-proxy config %s https://host/mcp", c.host, c.host)
+			return usagef("config %s needs the server's URL: mcp-tasks-proxy config %s https://host/mcp", c.host, c.host)
 		}
 	case 2:
 		if c.url != "" && c.url != positional[1] {
-			return nil, usagef("the URL is given twice; give it once")
+			return usagef("the URL is given twice; give it once")
 		}
 		c.url = positional[1]
 	default:
-		return nil, usagef("unexpected argument %s: give one host and one URL", routing.Redact(positional[2]))
+		return usagef("unexpected argument %s: give one host and one URL", routing.Redact(positional[2]))
 	}
+	return nil
+}
+
+// checkOptions checks config's own flags against the host, and makes
+// --file absolute.
+func (c *configCmd) checkOptions(getwd func() (string, error)) error {
 	if c.workspace && c.host != "cursor" && c.host != "vscode" {
-		return nil, usagef("--workspace is for cursor and vscode, which have a project file")
+		return usagef("--workspace is for cursor and vscode, which have a project file")
 	}
 	if c.host == "claude-code" && (c.write || c.file != "") {
-		return nil, usagef("claude-code keeps its own configuration: run the line config prints instead of --write")
+		return usagef("claude-code keeps its own configuration: run the line config prints instead of --write")
 	}
 	if c.file != "" {
 		if !c.write {
-			return nil, usagef("--file is where --write writes; pass --write too")
+			return usagef("--file is where --write writes; pass --write too")
 		}
 		if !filepath.IsAbs(c.file) {
 			wd, err := getwd()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c.file = filepath.Join(wd, c.file)
 		}
 	}
-	if err := c.secureHeaders(); err != nil {
-		return nil, err
-	}
-	// The proxy's own checks, with each ${VAR} standing in for a value the
-	// host will supply: this machine need not have it set.
-	check := slices.Clone(c.proxyArgs)
-	for i := range check {
-		check[i] = varRef.ReplaceAllString(check[i], "x")
-	}
-	if _, err := parseArgs(append(check, c.url), func(string) string { return "" }); err != nil {
-		return nil, err
-	}
-	if c.name == "" {
-		c.name = defaultServerName(c.url)
-	}
-	if strings.TrimSpace(c.name) == "" || strings.ContainsAny(c.name, "\x00\r\n") {
-		return nil, usagef("--name %q: give a name without control characters", c.name)
-	}
-	return c, nil
+	return nil
 }
 
 func parseBoolFlag(name, v string) (bool, error) {
