@@ -24,8 +24,8 @@ import (
 // envURL names the environment variable that can carry the upstream URL.
 const envURL = "MCP_TASKS_PROXY_URL"
 
-// config is the parsed command line. Field comments are the user docs; the
-// --help text is built from the same words.
+// config is the parsed command line. The user docs of each flag are in its
+// table (flags.go), which binds it to its field here.
 type config struct {
 	// url is the modern server's Streamable HTTP endpoint.
 	url string

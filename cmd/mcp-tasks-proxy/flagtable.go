@@ -13,12 +13,16 @@ import (
 // "did you mean" of a mistyped flag read the flag set, so the same table.
 //
 // To add a flag: add a flagSpec to the command's table where it should be
-// listed, bind it to a field of the command's config, then run
+// listed (its Group picks the --help section), bind it to a field of the
+// command's config (stringFlag, boolFlag, intFlag, durationFlag, valueFlag,
+// or a func of its own), then run
 //
 //	go test ./cmd/mcp-tasks-proxy -run TestReadmeFlagTables -update
 //
-// to write its README row. A subcommand shares a flag of the proxy with
-// shared(proxyFlags, name, field), which may give it words of its own.
+// to write its README row. A subcommand whose config embeds the proxy's
+// shares one of the proxy's flags with shared(proxyFlags, name, field),
+// which may give it words of its own, or all of them with
+// sharedAll(proxyFlags, field), and appends its own rows.
 
 // flagDoc is how one flag is documented and listed.
 type flagDoc struct {
@@ -169,8 +173,9 @@ func valueFlag[T any](v func(*T) flag.Value) func(*flag.FlagSet, string, *T) {
 }
 
 // shared is the proxy's flag name for a subcommand whose config holds the
-// proxy's (at field): the same parser and words, unless help and doc are
-// given (either may be empty, keeping the proxy's).
+// proxy's (at field): the same parser and words, unless help or doc is
+// given (help alone also stands for the README). It is listed in the
+// subcommand's first --help section.
 func shared[T any](table []flagSpec[config], name string, field func(*T) *config, help, doc string) flagSpec[T] {
 	for _, s := range table {
 		if s.Name != name {
@@ -184,10 +189,28 @@ func shared[T any](table []flagSpec[config], name string, field func(*T) *config
 		if doc != "" {
 			d.Doc = doc
 		}
-		bind := s.bind
-		return flagSpec[T]{d, func(fs *flag.FlagSet, n string, c *T) { bind(fs, n, field(c)) }}
+		return flagSpec[T]{d, liftBind(s.bind, field)}
 	}
 	panic("shared: the proxy has no flag --" + name)
+}
+
+// sharedAll is every row of the proxy's table for a subcommand whose config
+// holds the proxy's (at field), in its --help sections: a subcommand that
+// takes all of the proxy's flags appends its own to these.
+func sharedAll[T any](table []flagSpec[config], field func(*T) *config) []flagSpec[T] {
+	out := make([]flagSpec[T], len(table))
+	for i, s := range table {
+		out[i] = flagSpec[T]{s.flagDoc, liftBind(s.bind, field)}
+	}
+	return out
+}
+
+// liftBind binds a proxy flag into the config held at field.
+func liftBind[T any](bind func(*flag.FlagSet, string, *config), field func(*T) *config) func(*flag.FlagSet, string, *T) {
+	if bind == nil {
+		return nil
+	}
+	return func(fs *flag.FlagSet, name string, c *T) { bind(fs, name, field(c)) }
 }
 
 // defaultText is a flag's default as the README shows it: its Default, or

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 )
 
 // repoRoot is the repository's root, seen from this package's directory.
@@ -284,7 +286,10 @@ func TestHelpShowsDefaults(t *testing.T) {
 			if v == "" {
 				continue
 			}
-			if !strings.Contains(d.Help, "default "+v) && !strings.Contains(d.Help, v+" (default") {
+			q := regexp.QuoteMeta(v)
+			// "(default 10m)", "(default warn: ...)", or "auto (default: ...)".
+			named := regexp.MustCompile(`\(default ` + q + `[):;,]|(^|[\s(])` + q + ` \(default[):;,]`)
+			if !named.MatchString(d.Help) {
 				t.Errorf("%s --%s: the parser's default is %s, which its help does not name: %q", cmd, d.Name, v, d.Help)
 			}
 		}
@@ -499,5 +504,64 @@ func TestReadmeLinksDocs(t *testing.T) {
 	}
 	if !slices.Contains(links(top), "BENCHMARKS.md") {
 		t.Error("README.md does not link BENCHMARKS.md before ## Install")
+	}
+}
+
+// TestFlagRowsInAGroup: every row of a table is in one of the --help
+// sections of its command, so --help lists it.
+func TestFlagRowsInAGroup(t *testing.T) {
+	for _, tc := range []struct {
+		cmd    string
+		groups []flagGroup
+		rows   []flagDoc
+	}{
+		{"mcp-tasks-proxy", proxyFlagGroups, docs(proxyFlags)},
+		{"auth", authFlagGroups, docs(authFlags)},
+		{"check", plainFlagGroups, docs(checkFlagTable)},
+		{"config", plainFlagGroups, docs(configFlagTable)},
+		{"trace", plainFlagGroups, docs(helpOnlyFlags)},
+	} {
+		help := helpFlags(tc.groups, tc.rows)
+		for _, d := range tc.rows {
+			if !slices.ContainsFunc(tc.groups, func(g flagGroup) bool { return g.Key == d.Group }) {
+				t.Errorf("%s %s: group %q is not one of its --help sections", tc.cmd, d.usage(), d.Group)
+			}
+			if !strings.Contains(help, "  "+d.usage()+"  ") {
+				t.Errorf("%s --help does not list %s", tc.cmd, d.usage())
+			}
+		}
+	}
+}
+
+// TestSharedAll: a subcommand that takes all of the proxy's flags and one
+// of its own (as a serve command would) parses both into its config, and
+// lists both in its --help.
+func TestSharedAll(t *testing.T) {
+	type serveConfig struct {
+		config
+		listen string
+	}
+	table := append(sharedAll(proxyFlags, func(s *serveConfig) *config { return &s.config }),
+		flagSpec[serveConfig]{flagDoc{Name: "listen", Arg: "ADDR", Help: "where to listen"},
+			stringFlag(func(s *serveConfig) *string { return &s.listen }, "127.0.0.1:0")})
+	var s serveConfig
+	fs := newTableFlagSet("serve", table, &s)
+	if s.maxInFlight != bridge.DefaultMaxInFlight || s.listen != "127.0.0.1:0" {
+		t.Errorf("defaults: max-in-flight %d, listen %q", s.maxInFlight, s.listen)
+	}
+	if _, err := parseInterspersed(fs, []string{"--listen", ":8080", "--log-level", "info", "--header", "X-A: b", "-h"}); err != nil {
+		t.Fatal(err)
+	}
+	if s.listen != ":8080" || s.logLevel != "info" || s.headers.h.Get("X-A") != "b" || !s.help {
+		t.Errorf("parsed listen %q, log-level %q, header %q, help %v", s.listen, s.logLevel, s.headers.h.Get("X-A"), s.help)
+	}
+	if n, want := len(flagSetNames(fs)), len(flagSetNames(newFlagSet(&config{})))+1; n != want {
+		t.Errorf("%d flags, want the proxy's and --listen: %d", n, want)
+	}
+	help := helpFlags(proxyFlagGroups, docs(table))
+	for _, w := range []string{"--listen ADDR", "--oauth-store DIR", "--help, -h"} {
+		if !strings.Contains(help, w) {
+			t.Errorf("serve --help does not list %s", w)
+		}
 	}
 }
