@@ -19,15 +19,19 @@ var verbs = map[string][]string{
 	"help":       subcommands,
 }
 
-const completionHelp = `mcp-tasks-proxy completion prints a shell completion script for the
+// completionHelp is completion's --help; its flags come from their table
+// (flags.go).
+var completionHelp = completionHelpIntro + helpFlags(plainFlagGroups, docs(helpOnlyFlags)) + completionHelpOutro
+
+const completionHelpIntro = `mcp-tasks-proxy completion prints a shell completion script for the
 subcommands and flags.
 
 Usage:
   mcp-tasks-proxy completion bash|zsh|fish
 
-Flags:
-  --help, -h                print this help and exit
+`
 
+const completionHelpOutro = `
 Examples:
   # bash: for this shell, then for every new one
   source <(mcp-tasks-proxy completion bash)

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
@@ -88,7 +89,7 @@ const hiddenUsage = "\x00hidden"
 // usage are the caller's to print (flagProblem).
 func newTableFlagSet[T any](name string, table []flagSpec[T], c *T) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(nopWriter{})
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	for _, s := range table {
 		if s.bind == nil {
@@ -105,10 +106,6 @@ func newTableFlagSet[T any](name string, table []flagSpec[T], c *T) *flag.FlagSe
 	}
 	return fs
 }
-
-type nopWriter struct{}
-
-func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 // docs are the documentation of a table's rows.
 func docs[T any](table []flagSpec[T]) []flagDoc {

@@ -5,7 +5,9 @@
 //	mcp-tasks-proxy https://host/mcp
 //
 // This package owns flags, the logger, signals and wiring; the session lives
-// in package bridge. Run with --help for the flags.
+// in package bridge. Each command's flags are one table (flags.go), from
+// which its parser, its --help flag list and its README table are built.
+// Run with --help for the flags.
 package main
 
 import (
