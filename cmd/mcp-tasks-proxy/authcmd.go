@@ -18,7 +18,11 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-const authHelpText = `mcp-tasks-proxy auth signs in to an OAuth-protected MCP server from a terminal,
+// authHelpText is auth's --help; its flags come from their table
+// (flags.go).
+var authHelpText = authHelpIntro + helpFlags(authFlagGroups, docs(authFlags)) + "\n" + authHelpOutro
+
+const authHelpIntro = `mcp-tasks-proxy auth signs in to an OAuth-protected MCP server from a terminal,
 shows what is stored, and signs out. The proxy itself signs in when a server
 first answers 401; use these to do it ahead of time, on a machine without a
 browser, or to check and remove what is stored.
@@ -45,62 +49,17 @@ Examples:
   # Sign out
   mcp-tasks-proxy auth logout https://mcp.example.com/mcp
 
-Flags (give the same --oauth-store, client and resource flags as the proxy uses):
-  --no-browser              login: print the sign-in address and read the address the
-                            browser was sent to from stdin (no listener; headless use)
-  --json                    status: print a JSON object
-  --oauth-store DIR         the token store (default: the user config dir,
-                            mcp-tasks-proxy/oauth)
-  --oauth-browser CMD       login: open the sign-in page with CMD URL
-  --oauth-no-browser        login: print the address instead of opening a browser, and
-                            wait for the browser to come back to the loopback callback
-  --auth-timeout D          how long the sign-in may take: seconds (120) or a duration
-                            (default 2m)
-  --oauth-callback-port N   login: the callback's port (default: derived from the URL)
-  --oauth-callback-host H   login: 127.0.0.1 (default), localhost or ::1
-  --static-oauth-client-info JSON|@FILE      a pre-registered client
-  --static-oauth-client-metadata JSON|@FILE  metadata for the dynamic registration
-  --oauth-client-metadata-url URL            the client's metadata document
-  --resource URL            the resource (RFC 8707) to ask tokens for
-  --oauth-scope SCOPES      the scopes to ask for, space separated
-  --ca-file PATH            PEM certificates to trust besides the system roots
-  --insecure                skip TLS certificate verification (dangerous)
-  --allow-http              allow plain http:// to a host other than this machine
-  --help, -h                print this help and exit
+`
 
-Exit status: 0 on success (status: signed in; logout: also when nothing was
+const authHelpOutro = `Exit status: 0 on success (status: signed in; logout: also when nothing was
 stored); 1 when the sign-in, the revocation or the store failed (status: not
 signed in); 2 on a usage error.
 `
 
-// authConfig is the parsed command line of `auth`.
-type authConfig struct {
-	verb      string
-	url       string
-	oauth     oauthFlags
-	paste     bool // --no-browser
-	json      bool
-	caFile    string
-	insecure  bool
-	allowHTTP bool
-	help      bool
-}
-
-// authFlagSet is auth's flag set (also read by completion).
+// authFlagSet is auth's flag set (also read by completion), built from
+// its table (flags.go).
 func authFlagSet(c *authConfig) *flag.FlagSet {
-	fs := flag.NewFlagSet("mcp-tasks-proxy auth", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	c.oauth.register(fs)
-	fs.StringVar(&c.url, "url", "", "")
-	fs.BoolVar(&c.paste, "no-browser", false, "")
-	fs.BoolVar(&c.json, "json", false, "")
-	fs.StringVar(&c.caFile, "ca-file", "", "")
-	fs.BoolVar(&c.insecure, "insecure", false, "")
-	fs.BoolVar(&c.allowHTTP, "allow-http", false, "")
-	fs.BoolVar(&c.help, "help", false, "")
-	fs.BoolVar(&c.help, "h", false, "")
-	return fs
+	return newTableFlagSet("mcp-tasks-proxy auth", authFlags, c)
 }
 
 // parseAuthArgs reads `auth VERB [flags] URL`; flags may come after the URL.
@@ -120,20 +79,13 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 		}
 	}
 	fs := authFlagSet(c)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				c.help = true
-				return c, nil
-			}
-			return nil, usagef("auth: %s", flagProblem(err, fs, "mcp-tasks-proxy auth --help"))
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.help = true
+			return c, nil
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+		return nil, usagef("auth: %s", flagProblem(err, fs, "mcp-tasks-proxy auth --help"))
 	}
 	if c.help {
 		return c, nil

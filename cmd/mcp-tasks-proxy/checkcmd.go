@@ -27,7 +27,11 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-const checkHelpText = `mcp-tasks-proxy check looks at an MCP server from the shell, without a client:
+// checkHelpText is the command's --help; its flags come from their table
+// (flags.go).
+var checkHelpText = checkHelpIntro + helpFlags(plainFlagGroups, docs(checkFlagTable)) + checkHelpOutro
+
+const checkHelpIntro = `mcp-tasks-proxy check looks at an MCP server from the shell, without a client:
 its era and transport (Streamable HTTP, or the old HTTP+SSE transport of MCP
 2024-11-05, which the proxy passes through), versions, identity, capabilities and extensions, how
 many tools, prompts and resources it has (and any tool the proxy would hide),
@@ -43,11 +47,9 @@ Examples:
   mcp-tasks-proxy check --header 'Authorization: Bearer ${MCP_TOKEN}' https://mcp.example.com/mcp
   mcp-tasks-proxy check --demo          # the embedded demo server
 
-Flags:
-  --json            print one JSON object, for scripts
-  --timeout D       bound for the whole check: seconds (30) or a duration (default 30s)
-  --help, -h        print this help and exit
+`
 
+const checkHelpOutro = `
 The proxy's flags that shape requests apply as they would in a host's entry:
 --header, --header-file, --ca-file, --insecure, --allow-http, --connect-timeout,
 --oauth-store (a stored sign-in is used; check never opens a browser), --protocol,
@@ -160,8 +162,9 @@ type checkFlags struct {
 // splitCheckArgs takes check's own flags out of args. A proxy flag's value
 // is never mistaken for one of them.
 func splitCheckArgs(args []string) (checkFlags, []string, error) {
-	f := checkFlags{timeout: 30 * time.Second}
-	proxyFS := newFlagSet(&config{}, &headerList{h: http.Header{}})
+	var f checkFlags
+	newTableFlagSet("mcp-tasks-proxy check", checkFlagTable, &f) // the defaults
+	proxyFS := newFlagSet(&config{})
 	var rest []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -841,38 +844,64 @@ func (c *checker) sse(ctx context.Context) error {
 // writeCheckReport prints the report for people: one aligned line per
 // fact, the verdict first.
 func writeCheckReport(w io.Writer, r *checkReport, color bool) {
+	var lines reportLines
+	lines.identity(r, color)
+	lines.contents(r)
+	lines.auth(r)
+	if r.RoundTripMs > 0 {
+		lines.add("round trip", fmt.Sprintf("%.1f ms", r.RoundTripMs))
+	}
+	if r.Next != "" {
+		lines.add("next", r.Next)
+	}
+	width := 0
+	for _, l := range lines {
+		width = max(width, len(l[0]))
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "%-*s  %s\n", width+1, l[0]+":", l[1])
+	}
+}
+
+// reportLines are the lines of a check report: a name and a value each.
+type reportLines [][2]string
+
+func (l *reportLines) add(k, v string) { *l = append(*l, [2]string{k, v}) }
+
+// identity adds what the server is: the URL, the verdict (in colour on a
+// terminal), the era, the transport, the versions, the server's info,
+// capabilities and extensions, and tasks.
+func (l *reportLines) identity(r *checkReport, color bool) {
 	paint := func(code, s string) string {
 		if !color {
 			return s
 		}
 		return "\x1b[" + code + "m" + s + "\x1b[0m"
 	}
-	var lines [][2]string
-	add := func(k, v string) { lines = append(lines, [2]string{k, v}) }
 	verdict := paint("32", "usable")
 	if !r.Usable {
 		verdict = paint("31", "not usable") + ": " + r.Reason
 	}
-	add("server", r.URL)
-	add("verdict", verdict)
+	l.add("server", r.URL)
+	l.add("verdict", verdict)
 	switch {
 	case r.Era == capabilities.ModernVersion:
-		add("era", "2026-07-28 (modern): the proxy bridges it")
+		l.add("era", "2026-07-28 (modern): the proxy bridges it")
 	case strings.HasPrefix(r.Era, "2025") || strings.HasPrefix(r.Era, "2024"):
-		add("era", r.Era+" (2025 era): the proxy passes it through")
+		l.add("era", r.Era+" (2025 era): the proxy passes it through")
 	case r.Transport == "not-streamable-http":
-		add("era", "unknown")
+		l.add("era", "unknown")
 	}
 	switch r.Transport {
 	case "streamable-http":
-		add("transport", "Streamable HTTP")
+		l.add("transport", "Streamable HTTP")
 	case "http+sse":
-		add("transport", "HTTP+SSE (MCP 2024-11-05 transport): passed through")
+		l.add("transport", "HTTP+SSE (MCP 2024-11-05 transport): passed through")
 	case "not-streamable-http":
-		add("transport", "not Streamable HTTP (the POST was refused)")
+		l.add("transport", "not Streamable HTTP (the POST was refused)")
 	}
 	if len(r.Versions) > 0 {
-		add("versions", strings.Join(r.Versions, ", "))
+		l.add("versions", strings.Join(r.Versions, ", "))
 	}
 	if len(r.ServerInfo) > 0 {
 		info := gjson.ParseBytes(r.ServerInfo)
@@ -880,7 +909,7 @@ func writeCheckReport(w io.Writer, r *checkReport, color bool) {
 		if t := info.Get("title").String(); t != "" {
 			s += " (" + t + ")"
 		}
-		add("server info", strings.TrimSpace(s))
+		l.add("server info", strings.TrimSpace(s))
 	}
 	if len(r.Capabilities) > 0 {
 		var names []string
@@ -890,85 +919,81 @@ func writeCheckReport(w io.Writer, r *checkReport, color bool) {
 			}
 			return true
 		})
-		add("capabilities", orNone(strings.Join(names, ", ")))
+		l.add("capabilities", orNone(strings.Join(names, ", ")))
 	}
 	if r.Era == capabilities.ModernVersion {
-		add("extensions", orNone(strings.Join(r.Extensions, ", ")))
+		l.add("extensions", orNone(strings.Join(r.Extensions, ", ")))
 	}
 	if r.Usable {
 		tasks := "no: tools/call runs without tasks"
 		if r.Tasks {
 			tasks = "yes"
 		}
-		add("tasks", tasks)
+		l.add("tasks", tasks)
 	}
-	for _, l := range []struct {
+}
+
+// contents adds what the server offers: tools, prompts and resources, the
+// tools the proxy hides, and whether it takes Base64 names.
+func (l *reportLines) contents(r *checkReport) {
+	for _, list := range []struct {
 		name string
 		lc   *listCount
 	}{{"tools", r.Tools}, {"prompts", r.Prompts}, {"resources", r.Resources}} {
 		switch {
-		case l.lc == nil && r.Usable:
-			add(l.name, "not offered")
-		case l.lc == nil:
-		case l.lc.Error != "":
-			add(l.name, fmt.Sprintf("%d (listing failed: %s)", l.lc.Count, l.lc.Error))
-		case l.name == "tools" && len(r.Filtered) > 0:
-			add(l.name, fmt.Sprintf("%d (%d hidden by the proxy, below)", l.lc.Count, len(r.Filtered)))
+		case list.lc == nil && r.Usable:
+			l.add(list.name, "not offered")
+		case list.lc == nil:
+		case list.lc.Error != "":
+			l.add(list.name, fmt.Sprintf("%d (listing failed: %s)", list.lc.Count, list.lc.Error))
+		case list.name == "tools" && len(r.Filtered) > 0:
+			l.add(list.name, fmt.Sprintf("%d (%d hidden by the proxy, below)", list.lc.Count, len(r.Filtered)))
 		default:
-			add(l.name, strconv.Itoa(l.lc.Count))
+			l.add(list.name, strconv.Itoa(list.lc.Count))
 		}
 	}
 	for _, t := range r.Filtered {
-		add("hidden tool", t.Name+": "+t.Reason)
+		l.add("hidden tool", t.Name+": "+t.Reason)
 	}
 	switch r.Base64Names {
 	case "accepted":
-		add("Base64 names", "accepted")
+		l.add("Base64 names", "accepted")
 	case "refused":
-		add("Base64 names", "refused (-32020): the proxy resends such requests with raw UTF-8 names")
+		l.add("Base64 names", "refused (-32020): the proxy resends such requests with raw UTF-8 names")
 	case "unknown":
-		add("Base64 names", "unknown (the probe got no answer)")
+		l.add("Base64 names", "unknown (the probe got no answer)")
 	}
+}
+
+// auth adds the sign-in the server wants, if any.
+func (l *reportLines) auth(r *checkReport) {
 	if a := r.Auth; a != nil {
 		switch {
 		case !a.Required && a.SignedIn:
-			add("auth", "signed in (a stored OAuth token was used)")
+			l.add("auth", "signed in (a stored OAuth token was used)")
 		case a.StaticToken:
-			add("auth", "a static token (no OAuth metadata)")
+			l.add("auth", "a static token (no OAuth metadata)")
 		default:
-			add("auth", "OAuth required")
+			l.add("auth", "OAuth required")
 		}
 		if a.ResourceMetadata != "" {
-			add("resource metadata", a.ResourceMetadata)
+			l.add("resource metadata", a.ResourceMetadata)
 		}
 		if a.Resource != "" {
-			add("resource", a.Resource)
+			l.add("resource", a.Resource)
 		}
 		if a.AuthorizationServer != "" {
 			s := a.AuthorizationServer
 			if a.DynamicRegistration {
 				s += " (dynamic client registration)"
 			}
-			add("auth server", s)
+			l.add("auth server", s)
 		}
 		if len(a.Scopes) > 0 {
-			add("scopes", strings.Join(a.Scopes, " "))
+			l.add("scopes", strings.Join(a.Scopes, " "))
 		}
 	} else if r.Usable {
-		add("auth", "none needed")
-	}
-	if r.RoundTripMs > 0 {
-		add("round trip", fmt.Sprintf("%.1f ms", r.RoundTripMs))
-	}
-	if r.Next != "" {
-		add("next", r.Next)
-	}
-	width := 0
-	for _, l := range lines {
-		width = max(width, len(l[0]))
-	}
-	for _, l := range lines {
-		fmt.Fprintf(w, "%-*s  %s\n", width+1, l[0]+":", l[1])
+		l.add("auth", "none needed")
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,7 +131,7 @@ func TestLevenshtein(t *testing.T) {
 func TestDurationsTakeBareSeconds(t *testing.T) {
 	var c config
 	var durations []string
-	newFlagSet(&c, &headerList{h: http.Header{}}).VisitAll(func(f *flag.Flag) {
+	newFlagSet(&c).VisitAll(func(f *flag.Flag) {
 		switch f.Value.(type) {
 		case duration, seconds:
 			durations = append(durations, f.Name)
@@ -357,7 +356,7 @@ func TestTraceViewStdin(t *testing.T) {
 // proxy, and parse as scripts of their shell where it is installed.
 func TestCompletion(t *testing.T) {
 	var c config
-	fs := newFlagSet(&c, &headerList{h: http.Header{}})
+	fs := newFlagSet(&c)
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		r := runBounded(t, []string{"completion", shell}, strings.NewReader(""), env())
 		if r.code != 0 || r.stderr != "" {

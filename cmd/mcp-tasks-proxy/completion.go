@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 )
@@ -20,15 +19,19 @@ var verbs = map[string][]string{
 	"help":       subcommands,
 }
 
-const completionHelp = `mcp-tasks-proxy completion prints a shell completion script for the
+// completionHelp is completion's --help; its flags come from their table
+// (flags.go).
+var completionHelp = completionHelpIntro + helpFlags(plainFlagGroups, docs(helpOnlyFlags)) + completionHelpOutro
+
+const completionHelpIntro = `mcp-tasks-proxy completion prints a shell completion script for the
 subcommands and flags.
 
 Usage:
   mcp-tasks-proxy completion bash|zsh|fish
 
-Flags:
-  --help, -h                print this help and exit
+`
 
+const completionHelpOutro = `
 Examples:
   # bash: for this shell, then for every new one
   source <(mcp-tasks-proxy completion bash)
@@ -74,28 +77,27 @@ type flagWord struct {
 func flagWords(fs *flag.FlagSet) []flagWord {
 	var out []flagWord
 	fs.VisitAll(func(f *flag.Flag) {
+		if f.Usage == hiddenUsage {
+			return
+		}
 		out = append(out, flagWord{dashes(f.Name), f.Name, !isBool(f)})
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].word < out[j].word })
 	return out
 }
 
-// commandFlags are the flag sets: "" for the proxy, then the subcommands
-// that have flags of their own.
+// commandFlags are the flag sets, built from the flag tables: "" for the
+// proxy, then the subcommands that have flags of their own.
 func commandFlags() map[string][]flagWord {
-	var c config
-	var a authConfig
 	rfs, _ := rewriteFlagSet()
-	help := flag.NewFlagSet("help", flag.ContinueOnError)
-	help.Bool("help", false, "")
-	help.Bool("h", false, "")
+	help := flagWords(newTableFlagSet("help", helpOnlyFlags, &helpOnly{}))
 	return map[string][]flagWord{
-		"":           flagWords(newFlagSet(&c, &headerList{h: http.Header{}})),
-		"auth":       flagWords(authFlagSet(&a)),
+		"":           flagWords(newFlagSet(&config{})),
+		"auth":       flagWords(authFlagSet(&authConfig{})),
 		"rewrite":    flagWords(rfs),
-		"trace":      flagWords(help),
-		"completion": flagWords(help),
-		"version":    flagWords(help),
+		"trace":      help,
+		"completion": help,
+		"version":    help,
 	}
 }
 

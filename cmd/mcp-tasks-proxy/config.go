@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"net"
@@ -25,8 +24,8 @@ import (
 // envURL names the environment variable that can carry the upstream URL.
 const envURL = "MCP_TASKS_PROXY_URL"
 
-// config is the parsed command line. Field comments are the user docs; the
-// --help text is built from the same words.
+// config is the parsed command line. The user docs of each flag are in its
+// table (flags.go), which binds it to its field here.
 type config struct {
 	// url is the modern server's Streamable HTTP endpoint.
 	url string
@@ -120,6 +119,8 @@ type config struct {
 	// mcp-remote takes it (0: none).
 	callbackPort  int
 	version, help bool
+	// headers collects the --header flags; header is what they hold.
+	headers headerList
 }
 
 // DefaultDrainTimeout is --drain-timeout's default: short enough that the
@@ -321,79 +322,64 @@ func (b byteSize) Set(v string) error {
 	return nil
 }
 
-func newFlagSet(c *config, hl *headerList) *flag.FlagSet {
-	fs := flag.NewFlagSet("mcp-tasks-proxy", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	fs.StringVar(&c.url, "url", "", "")
-	fs.Var(hl, "header", "")
-	fs.BoolVar(&c.demo, "demo", false, "")
-	fs.BoolVar(&c.demoLegacy, "demo-legacy", false, "")
-	fs.BoolVar(&c.demoOAuth, "demo-oauth", false, "")
-	fs.StringVar(&c.protocol, "protocol", bridge.ProtocolAuto, "")
-	c.transport.register(fs)
-	fs.StringVar(&c.logLevel, "log-level", "warn", "")
-	fs.StringVar(&c.logFormat, "log-format", "console", "")
-	fs.StringVar(&c.logFile, "log-file", "", "")
-	fs.IntVar(&c.maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "")
-	fs.Var(byteSize{&c.maxMessage}, "max-message-size", "")
-	c.connectTimeout, c.discoverTimeout = routing.DefaultConnectTimeout, bridge.DefaultDiscoverTimeout
-	fs.Var(duration{d: &c.connectTimeout}, "connect-timeout", "")
-	fs.Var(duration{d: &c.discoverTimeout}, "discover-timeout", "")
-	fs.StringVar(&c.taskIsError, "task-iserror", "completed", "")
-	fs.StringVar(&c.legacyTTLUnit, "legacy-ttl-unit", "ms", "")
-	fs.StringVar(&c.stateFile, "state-file", "", "")
-	fs.BoolVar(&c.noState, "no-state", false, "")
-	fs.StringVar(&c.trace, "trace", "", "")
-	fs.Var(&c.redactKeys, "redact-key", "")
-	fs.BoolVar(&c.noRedact, "no-redact", false, "")
-	fs.StringVar(&c.headerFile, "header-file", "", "")
-	fs.StringVar(&c.caFile, "ca-file", "", "")
-	fs.BoolVar(&c.insecure, "insecure", false, "")
-	fs.BoolVar(&c.allowHTTP, "allow-http", false, "")
-	c.responseHeaderTimeout = routing.DefaultResponseHeaderTimeout
-	fs.Var(duration{d: &c.responseHeaderTimeout}, "response-header-timeout", "")
-	fs.IntVar(&c.maxRounds, "max-mrtr-rounds", bridge.DefaultMaxRounds, "")
-	c.idleTimeout, c.requestTimeout, c.drainTimeout = bridge.DefaultIdleTimeout, bridge.DefaultRequestTimeout, DefaultDrainTimeout
-	fs.Var(duration{d: &c.idleTimeout}, "idle-timeout", "")
-	fs.Var(duration{d: &c.requestTimeout, zeroOK: true}, "request-timeout", "")
-	fs.Var(duration{d: &c.drainTimeout, zeroOK: true}, "drain-timeout", "")
-	fs.Var(&c.ignoreTools, "ignore-tool", "")
-	fs.BoolVar(&c.debug, "debug", false, "")
-	fs.BoolVar(&c.silent, "silent", false, "")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "")
-	c.oauth.register(fs)
-	// mcp-remote's name for the callback host.
-	fs.Func("host", "", func(v string) error { c.oauth.callbackHost = v; return nil })
-	fs.BoolVar(&c.version, "version", false, "")
-	fs.BoolVar(&c.help, "help", false, "")
-	fs.BoolVar(&c.help, "h", false, "")
-	return fs
+// newFlagSet is the proxy's parser, built from its table (flags.go),
+// writing into c.
+func newFlagSet(c *config) *flag.FlagSet {
+	return newTableFlagSet("mcp-tasks-proxy", proxyFlags, c)
 }
 
 // parseArgs reads the command line. Flags may come before or after the URL.
+// The checks run in a fixed order, so that the first mistake is the one
+// named.
 func parseArgs(args []string, getenv func(string) string) (*config, error) {
-	c := &config{maxMessage: routing.DefaultMaxMessageBytes}
-	hl := &headerList{h: http.Header{}, secrets: &c.secretHeaders}
-	fs := newFlagSet(c, hl)
+	c := &config{}
+	fs := newFlagSet(c)
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, usagef("%s", flagProblem(err, fs, "mcp-tasks-proxy --help"))
+	}
+	c.header = c.headers.h
+	if c.help || c.version {
+		return c, nil
+	}
+	if c.headers.err != nil {
+		return nil, c.headers.err
+	}
+	if err := c.takeURL(positional, getenv); err != nil {
+		return nil, err
+	}
+	if err := c.checkChoices(); err != nil {
+		return nil, err
+	}
+	if err := c.checkOAuthAndCredentials(fs); err != nil {
+		return nil, err
+	}
+	if err := c.checkBounds(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseInterspersed parses args with fs, flags before, between and after
+// the positional arguments, which it returns. Its error is fs.Parse's.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, usagef("%s", flagProblem(err, fs, "mcp-tasks-proxy --help"))
+			return nil, err
 		}
 		if fs.NArg() == 0 {
-			break
+			return positional, nil
 		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	c.header = hl.h
-	if c.help || c.version {
-		return c, nil
-	}
-	if hl.err != nil {
-		return nil, hl.err
-	}
+}
+
+// takeURL sets the upstream URL from the arguments (with mcp-remote's
+// callback port after it), --url, the demo flags or the environment, and
+// checks it.
+func (c *config) takeURL(positional []string, getenv func(string) string) error {
 	switch n := len(positional); {
 	case n == 2 && isPort(positional[1]), n == 1 && c.url != "" && isPort(positional[0]):
 		// mcp-remote's callback port after the URL.
@@ -404,17 +390,17 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	case 0:
 	case 1:
 		if c.url != "" && c.url != positional[0] {
-			return nil, usagef("the URL is given twice (%s and --url %s); give it once", routing.Redact(positional[0]), routing.Redact(c.url))
+			return usagef("the URL is given twice (%s and --url %s); give it once", routing.Redact(positional[0]), routing.Redact(c.url))
 		}
 		c.url = positional[0]
 	default:
-		return nil, usagef("unexpected argument %s: give one upstream URL", routing.Redact(positional[1]))
+		return usagef("unexpected argument %s: give one upstream URL", routing.Redact(positional[1]))
 	}
 	if c.demo && c.demoLegacy {
-		return nil, usagef("--demo and --demo-legacy each start a demo server; pass one")
+		return usagef("--demo and --demo-legacy each start a demo server; pass one")
 	}
 	if c.demoOAuth && c.demoLegacy {
-		return nil, usagef("--demo-oauth protects the 2026-07-28 demo server; use it with --demo, not --demo-legacy")
+		return usagef("--demo-oauth protects the 2026-07-28 demo server; use it with --demo, not --demo-legacy")
 	}
 	c.demo = c.demo || c.demoLegacy || c.demoOAuth
 	if c.url == "" && !c.demo {
@@ -422,60 +408,74 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	}
 	switch {
 	case c.demo && c.url != "":
-		return nil, usagef("--demo starts its own server; drop the URL %s, or drop --demo", routing.Redact(c.url))
+		return usagef("--demo starts its own server; drop the URL %s, or drop --demo", routing.Redact(c.url))
 	case !c.demo && c.url == "":
-		return nil, usagef("no upstream URL: pass it as an argument (mcp-tasks-proxy https://host/mcp), with --url, or in %s; or try --demo", envURL)
+		return usagef("no upstream URL: pass it as an argument (mcp-tasks-proxy https://host/mcp), with --url, or in %s; or try --demo", envURL)
 	}
 	if c.url != "" {
 		if _, err := routing.New(routing.Config{URL: c.url}); err != nil {
-			return nil, usagef("%v", err)
+			return usagef("%v", err)
 		}
 	}
+	return nil
+}
+
+// checkChoices checks the flags that take one of a few values, and the
+// pairs that contradict each other.
+func (c *config) checkChoices() error {
 	switch c.protocol {
 	case bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy:
 	default:
-		return nil, usagef("--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)", c.protocol)
+		return usagef("--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)", c.protocol)
 	}
 	switch c.logLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return nil, usagef("--log-level %q: use debug, info, warn or error", c.logLevel)
+		return usagef("--log-level %q: use debug, info, warn or error", c.logLevel)
 	}
 	switch c.logFormat {
 	case "console", "json":
 	default:
-		return nil, usagef("--log-format %q: use console or json", c.logFormat)
+		return usagef("--log-format %q: use console or json", c.logFormat)
 	}
 	if c.maxInFlight < 1 {
-		return nil, usagef("--max-in-flight must be at least 1")
+		return usagef("--max-in-flight must be at least 1")
 	}
 	switch c.taskIsError {
 	case "completed", "failed":
 	default:
-		return nil, usagef("--task-iserror %q: use completed or failed", c.taskIsError)
+		return usagef("--task-iserror %q: use completed or failed", c.taskIsError)
 	}
 	switch c.legacyTTLUnit {
 	case "ms", "s":
 	default:
-		return nil, usagef("--legacy-ttl-unit %q: use ms or s", c.legacyTTLUnit)
+		return usagef("--legacy-ttl-unit %q: use ms or s", c.legacyTTLUnit)
 	}
 	if c.noState && c.stateFile != "" {
-		return nil, usagef("--no-state and --state-file contradict each other; pass one")
+		return usagef("--no-state and --state-file contradict each other; pass one")
 	}
+	return nil
+}
+
+// checkOAuthAndCredentials reads --header-file, checks mcp-remote's flags
+// and the OAuth flags, notes which OAuth flags were given, turns OAuth off
+// for an Authorization header, and refuses credentials over plain http to
+// another host without --allow-http.
+func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	if c.headerFile != "" {
 		names, err := readHeaderFile(c.headerFile, c.header)
 		if err != nil {
-			return nil, usagef("--header-file %s: %v", c.headerFile, err)
+			return usagef("--header-file %s: %v", c.headerFile, err)
 		}
 		c.secretHeaders = append(c.secretHeaders, names...)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := c.mcpRemoteFlags(set); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.oauth.check(); err != nil {
-		return nil, err
+		return err
 	}
 	c.oauth.given = givenOAuthFlags(fs)
 	if set["host"] {
@@ -486,27 +486,32 @@ func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	}
 	if c.header.Get("Authorization") != "" {
 		if c.demoOAuth {
-			return nil, usagef("--demo-oauth shows the OAuth sign-in, which an Authorization header turns off; drop the header")
+			return usagef("--demo-oauth shows the OAuth sign-in, which an Authorization header turns off; drop the header")
 		}
 		c.oauthOff = true
 	}
 	if cred := plainHTTPCredential(c); cred != "" && !c.allowHTTP {
-		return nil, usagef("%s would be sent unencrypted over http:// to %s, which is not this machine; use an https:// URL, or pass --allow-http to insist",
+		return usagef("%s would be sent unencrypted over http:// to %s, which is not this machine; use an https:// URL, or pass --allow-http to insist",
 			cred, hostOf(c.url))
 	}
+	return nil
+}
+
+// checkBounds checks the timeouts and the round bound.
+func (c *config) checkBounds() error {
 	if c.responseHeaderTimeout <= 0 {
-		return nil, usagef("--response-header-timeout must be a positive duration such as 10m")
+		return usagef("--response-header-timeout must be a positive duration such as 10m")
 	}
 	if c.maxRounds < 1 {
-		return nil, usagef("--max-mrtr-rounds must be at least 1")
+		return usagef("--max-mrtr-rounds must be at least 1")
 	}
 	if c.idleTimeout <= 0 || c.requestTimeout < 0 {
-		return nil, usagef("--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none")
+		return usagef("--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none")
 	}
 	if c.connectTimeout <= 0 || c.discoverTimeout <= 0 {
-		return nil, usagef("timeouts must be positive durations such as 10s or 2m")
+		return usagef("timeouts must be positive durations such as 10s or 2m")
 	}
-	return c, nil
+	return nil
 }
 
 // plainHTTPCredential describes the credential the proxy would send in
@@ -621,7 +626,11 @@ func debugLogPath() (string, error) {
 	return filepath.Join(dir, "mcp-tasks-proxy", "debug.log"), nil
 }
 
-const helpText = `mcp-tasks-proxy bridges a legacy MCP client (protocol 2025-11-25, stdio) to a
+// helpText is the proxy's --help: what it does, how to run it, examples,
+// then the flags, rendered from their table (flags.go).
+var helpText = helpIntro + helpFlags(proxyFlagGroups, docs(proxyFlags)) + "\n" + helpOutro
+
+const helpIntro = `mcp-tasks-proxy bridges a legacy MCP client (protocol 2025-11-25, stdio) to a
 modern MCP server (protocol 2026-07-28, Streamable HTTP). The client launches it
 as its stdio server; it forwards every request to the server over HTTP and
 rewrites frames in flight, so neither side sees the gap. A server that still
@@ -679,103 +688,9 @@ Examples:
   # --host, --debug, --silent, --ignore-tool
   mcp-tasks-proxy https://mcp.example.com/mcp 9696 --ignore-tool 'delete*' --debug
 
-Flags:
-  --url URL                 server endpoint (or the first argument, or $MCP_TASKS_PROXY_URL)
-  --header 'Name: value'    extra HTTP header on every upstream request; repeatable;
-                            ${VAR} in the value is read from the environment; an
-                            Authorization header turns OAuth off
-  --header-file PATH        more headers, one 'Name: value' a line (keeps secrets out of ps)
-  --trace FILE              write a JSONL frame trace (one record per frame per hop) to FILE,
-                            or to stderr with -; view it with: mcp-tasks-proxy trace view FILE
-  --redact-key NAME         also redact this JSON key in logs and the trace; repeatable
-  --no-redact               show secrets in logs and the trace (dangerous; logged loudly)
-  --ca-file PATH            PEM certificates to trust besides the system roots
-  --insecure                skip TLS certificate verification (dangerous; logged loudly)
-  --allow-http              send credentials (--header, --header-file, user:password in the
-                            URL) over plain http:// to a host other than this machine
-                            (dangerous; logged loudly); without it that is refused
-  --protocol ERA            the server's era: auto (default: probe with server/discover at
-                            initialize), modern (2026-07-28 only; a 2025 server is an
-                            error) or legacy (pass 2025 through, no probe)
-  --transport MODE          http-first (default: Streamable HTTP, then the old HTTP+SSE
-                            transport of 2024-11-05 when the POST is refused), http-only,
-                            sse-first or sse-only (mcp-remote's values)
-  --demo                    start the embedded 2026-07-28 demo server and bridge to it
-  --demo-legacy             start an embedded 2025 demo server (passthrough mode)
-  --demo-oauth              with --demo: put the demo server behind an embedded OAuth
-                            authorization server (auto-consent), to watch a sign-in
-  --log-level LEVEL         debug, info, warn or error (default warn: stderr stays quiet)
-  --log-format FORMAT       console or json (default console)
-  --log-file PATH           write logs to PATH instead of stderr
-  --debug                   write debug logs (every frame, redacted) to --log-file, or to
-                            debug.log in the user cache dir's mcp-tasks-proxy folder; the
-                            file is named on stderr at start
-  --silent                  only errors on stderr (no warnings, no greeting); the OAuth
-                            sign-in address is still shown
-  --max-in-flight N         concurrent forwarded requests; stdin waits beyond it (default 64)
-  --max-message-size SIZE   largest message on stdin or from the server (default 128MiB)
-  Durations (D) are seconds (10) or a number with a unit (10s, 2m, 1h30m).
-  --connect-timeout D       dial and TLS handshake timeout (default 10s)
-  --discover-timeout D      server/discover probe timeout at initialize (default 30s)
-  --response-header-timeout D  give up when the server has not started answering after D
-                            (default 10m)
-  --idle-timeout D          give up on a request when the server sends nothing for D;
-                            progress and log messages restart it (default 10m)
-  --request-timeout D       hard maximum for one request, 0 for none (default 2h);
-                            task polling is governed by the task, not by these
-  --max-mrtr-rounds N       rounds of client input a request may need (default 16)
-  --drain-timeout D         when stdin ends, answer the requests already read for at
-                            most D, then give those left an error and exit; 0 cancels
-                            them at once (default 3s: the exit stays within 5 s)
-  --ignore-tool PATTERN     hide the tools whose name matches PATTERN from tools/list,
-                            and refuse tools/call of them; * matches any run of
-                            characters, case is ignored (as mcp-remote); repeatable
-  --cpuprofile FILE         write a Go CPU profile of the whole run to FILE, for
-                            performance reports (go tool pprof FILE)
+`
 
-Tasks:
-  --task-iserror MODE       how a task whose tool result has isError:true looks to the
-                            client: completed (default; the client reads the error text
-                            with tasks/result) or failed (the literal 2025 reading)
-  --legacy-ttl-unit UNIT    unit of the client's task ttl: ms (default, 2025-11-25) or s
-                            (clients built on the early draft that used seconds)
-  --state-file PATH         task registry for tasks/list and tasks/result across restarts
-                            (default: the user cache dir, one file per upstream URL;
-                            in memory with --demo)
-  --no-state                keep the task registry in memory only
-
-OAuth (a server that answers 401 asks for a sign-in; nothing happens before that):
-  --oauth-store DIR         where tokens are kept, one 0600 file per server in a 0700
-                            directory (default: the user config dir, mcp-tasks-proxy/oauth)
-  --oauth-browser CMD       open the sign-in page with CMD URL (default: $BROWSER, then
-                            the platform's opener); the URL is printed on stderr too
-  --oauth-no-browser        only print the sign-in URL on stderr, and wait for the sign-in
-  --auth-timeout D          how long a sign-in may take: seconds (120) or a duration
-                            (default 2m); then waiting requests get an error naming
-                            mcp-tasks-proxy auth login URL
-  --oauth-callback-port N   port the browser comes back to (default: derived from the URL,
-                            stable across runs; the next one when taken)
-  --oauth-callback-host H   host the browser comes back to: 127.0.0.1 (default), localhost
-                            or ::1; the callback listens on loopback only
-  --host H                  mcp-remote's name for --oauth-callback-host
-  URL PORT                  mcp-remote's callback port after the URL: as
-                            --oauth-callback-port PORT
-  --static-oauth-client-info JSON|@FILE  a pre-registered client: {"client_id": "...",
-                            "client_secret": "..."}; otherwise the proxy registers itself
-  --static-oauth-client-metadata JSON|@FILE  client metadata merged into the dynamic
-                            registration (e.g. {"client_name": "..."})
-  --oauth-client-metadata-url URL  an https URL of the client's metadata document, used
-                            as client_id where the authorization server supports it
-  --resource URL            the resource (RFC 8707) to ask tokens for (default: the
-                            server's own, from its metadata)
-  --oauth-scope SCOPES      the scopes to ask for, space separated (default: what the
-                            server asks for)
-  An Authorization header (--header, --header-file) turns OAuth off.
-
-  --version                 print the version and exit
-  --help, -h                print this help and exit
-
-stdout carries only JSON-RPC lines; logs go to stderr or --log-file. Started from
+const helpOutro = `stdout carries only JSON-RPC lines; logs go to stderr or --log-file. Started from
 a terminal, one greeting line goes to stderr. NO_COLOR turns colours off.
 Exit status: 0 on a normal end (stdin closed, SIGINT, SIGTERM, SIGHUP); 2 on a usage error.
 `

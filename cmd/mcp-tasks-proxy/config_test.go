@@ -575,60 +575,9 @@ func TestRunInteractiveSession(t *testing.T) {
 	} {
 		args := tc.args
 		t.Run(name, func(t *testing.T) {
-			inR, inW := io.Pipe()
-			outR, outW := io.Pipe()
-			var stderr bytes.Buffer
-			done := make(chan int, 1)
-			go func() {
-				code := run(args, inR, outW, &stderr, env())
-				_ = outW.Close()
-				done <- code
-			}()
-			lines := make(chan string, 16)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(outR)
-				sc.Buffer(nil, 1<<20)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-			}()
-			t.Cleanup(func() {
-				_ = inW.Close()
-				_ = outR.Close()
-			})
-			next := func(what string) string {
-				t.Helper()
-				select {
-				case l, ok := <-lines:
-					if !ok {
-						t.Fatalf("stdout ended while waiting for %s", what)
-					}
-					if !gjson.Valid(l) {
-						t.Fatalf("stdout line is not JSON: %q", l)
-					}
-					return l
-				case <-time.After(waitBound):
-					t.Fatalf("no %s within %v", what, waitBound)
-					return ""
-				}
-			}
-			write := func(l string) {
-				t.Helper()
-				werr := make(chan error, 1)
-				go func() { _, err := io.WriteString(inW, l+"\n"); werr <- err }()
-				select {
-				case err := <-werr:
-					if err != nil {
-						t.Fatal(err)
-					}
-				case <-time.After(waitBound):
-					t.Fatalf("stdin write not taken within %v", waitBound)
-				}
-			}
-
-			write(initializeLine)
-			init := next("initialize answer")
+			p := startPipedRun(t, args)
+			p.write(initializeLine)
+			init := p.next("initialize answer")
 			if gjson.Get(init, "id").Raw != "1" || !gjson.Get(init, "result").IsObject() {
 				t.Fatalf("initialize answer %s, want a result for id 1", init)
 			}
@@ -644,37 +593,110 @@ func TestRunInteractiveSession(t *testing.T) {
 			if err := schematest.CheckLegacyClean([]byte(init), "initialize"); err != nil {
 				t.Error(err)
 			}
-			write(pingLine)
-			if p := next("ping answer"); p != `{"jsonrpc":"2.0","id":2,"result":{}}` {
-				t.Errorf("ping answer %s", p)
+			p.write(pingLine)
+			if l := p.next("ping answer"); l != `{"jsonrpc":"2.0","id":2,"result":{}}` {
+				t.Errorf("ping answer %s", l)
 			}
-			_ = inW.Close()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("exit %d, want 0 (stderr %q)", code, stderr.String())
-				}
-			case <-time.After(waitBound):
-				t.Fatalf("run did not return within %v of stdin EOF", waitBound)
-			}
-			// run has returned and stdout is closed: drain what is left.
-			timeout := time.After(waitBound)
-			for drained := false; !drained; {
-				select {
-				case l, ok := <-lines:
-					if !ok {
-						drained = true
-						break
-					}
-					t.Errorf("unexpected stdout line after stdin EOF: %s", l)
-				case <-timeout:
-					t.Fatalf("stdout not closed within %v", waitBound)
-				}
-			}
-			if s := stderr.String(); s != "" {
+			p.finish()
+			if s := p.stderr.String(); s != "" {
 				t.Errorf("stderr %q at the default log level, want nothing", s)
 			}
 		})
+	}
+}
+
+// pipedRun is run on pipes, driven a line at a time, every wait bounded.
+type pipedRun struct {
+	t      *testing.T
+	inW    *io.PipeWriter
+	lines  chan string // stdout's lines; closed at its end
+	done   chan int    // run's exit status
+	stderr *bytes.Buffer
+}
+
+// startPipedRun starts run(args) on pipes.
+func startPipedRun(t *testing.T, args []string) *pipedRun {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &pipedRun{t: t, inW: inW, lines: make(chan string, 16), done: make(chan int, 1), stderr: &bytes.Buffer{}}
+	go func() {
+		code := run(args, inR, outW, p.stderr, env())
+		_ = outW.Close()
+		p.done <- code
+	}()
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		_ = outR.Close()
+	})
+	return p
+}
+
+// next is the next stdout line, which must be JSON.
+func (p *pipedRun) next(what string) string {
+	p.t.Helper()
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			p.t.Fatalf("stdout ended while waiting for %s", what)
+		}
+		if !gjson.Valid(l) {
+			p.t.Fatalf("stdout line is not JSON: %q", l)
+		}
+		return l
+	case <-time.After(waitBound):
+		p.t.Fatalf("no %s within %v", what, waitBound)
+		return ""
+	}
+}
+
+// write sends one line on stdin.
+func (p *pipedRun) write(l string) {
+	p.t.Helper()
+	werr := make(chan error, 1)
+	go func() { _, err := io.WriteString(p.inW, l+"\n"); werr <- err }()
+	select {
+	case err := <-werr:
+		if err != nil {
+			p.t.Fatal(err)
+		}
+	case <-time.After(waitBound):
+		p.t.Fatalf("stdin write not taken within %v", waitBound)
+	}
+}
+
+// finish ends stdin, and checks that run exits 0 and writes no more line.
+func (p *pipedRun) finish() {
+	p.t.Helper()
+	_ = p.inW.Close()
+	select {
+	case code := <-p.done:
+		if code != 0 {
+			p.t.Errorf("exit %d, want 0 (stderr %q)", code, p.stderr.String())
+		}
+	case <-time.After(waitBound):
+		p.t.Fatalf("run did not return within %v of stdin EOF", waitBound)
+	}
+	// run has returned and stdout is closed: drain what is left.
+	timeout := time.After(waitBound)
+	for drained := false; !drained; {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				drained = true
+				break
+			}
+			p.t.Errorf("unexpected stdout line after stdin EOF: %s", l)
+		case <-timeout:
+			p.t.Fatalf("stdout not closed within %v", waitBound)
+		}
 	}
 }
 

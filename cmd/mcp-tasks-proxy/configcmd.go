@@ -24,7 +24,11 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-const configHelpText = `mcp-tasks-proxy config prints the entry that makes a host (an MCP client
+// configHelpText is the command's --help; its flags come from their table
+// (flags.go).
+var configHelpText = configHelpIntro + helpFlags(plainFlagGroups, docs(configFlagTable)) + configHelpOutro
+
+const configHelpIntro = `mcp-tasks-proxy config prints the entry that makes a host (an MCP client
 application) launch this proxy for a server, or merges it into the host's
 configuration file with --write.
 
@@ -55,17 +59,9 @@ Examples:
   # Claude Code: run the printed line
   mcp-tasks-proxy config claude-code https://mcp.example.com/mcp
 
-Flags:
-  --name NAME       the server's name in the host (default: from the URL's host)
-  --npx             launch with 'npx -y mcp-tasks-proxy' instead of this binary's
-                    absolute path
-  --write           merge the entry into the host's file: a backup is made first,
-                    the rest of the file is kept, and the file changed is named
-  --workspace       cursor, vscode: the project's file in the current directory
-                    instead of the user's
-  --file PATH       the file to write instead of the host's default
-  --help, -h        print this help and exit
+`
 
+const configHelpOutro = `
 Every other flag (--header, --header-file, --protocol, --log-file, ...) is a
 proxy flag: it is checked, and passed to the proxy in the entry. Relative paths
 are made absolute, since hosts start the proxy in a directory of their own.
@@ -99,10 +95,14 @@ type configCmd struct {
 	notes []string
 }
 
-// pathFlags are the proxy flags whose value is a file or a directory.
-var pathFlags = map[string]bool{
-	"header-file": true, "ca-file": true, "trace": true, "log-file": true,
-	"state-file": true, "oauth-store": true, "cpuprofile": true,
+// proxyFlagDoc is the documentation row of the proxy's flag name.
+func proxyFlagDoc(name string) (flagDoc, bool) {
+	for _, s := range proxyFlags {
+		if s.Name == name || slices.Contains(s.Aliases, name) {
+			return s.flagDoc, true
+		}
+	}
+	return flagDoc{}, false
 }
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -120,7 +120,41 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 			return c, nil
 		}
 	}
-	proxyFS := newFlagSet(&config{}, &headerList{h: http.Header{}})
+	positional, err := c.readFlags(args, getwd)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.takeHostURL(positional); err != nil {
+		return nil, err
+	}
+	if err := c.checkOptions(getwd); err != nil {
+		return nil, err
+	}
+	if err := c.secureHeaders(); err != nil {
+		return nil, err
+	}
+	// The proxy's own checks, with each ${VAR} standing in for a value the
+	// host will supply: this machine need not have it set.
+	check := slices.Clone(c.proxyArgs)
+	for i := range check {
+		check[i] = varRef.ReplaceAllString(check[i], "x")
+	}
+	if _, err := parseArgs(append(check, c.url), func(string) string { return "" }); err != nil {
+		return nil, err
+	}
+	if c.name == "" {
+		c.name = defaultServerName(c.url)
+	}
+	if strings.TrimSpace(c.name) == "" || strings.ContainsAny(c.name, "\x00\r\n") {
+		return nil, usagef("--name %q: give a name without control characters", c.name)
+	}
+	return c, nil
+}
+
+// readFlags reads config's own flags and the proxy's (checked, with their
+// paths made absolute, into proxyArgs), and returns the other arguments.
+func (c *configCmd) readFlags(args []string, getwd func() (string, error)) ([]string, error) {
+	proxyFS := newFlagSet(&config{})
 	var positional []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -165,91 +199,95 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 			if err == nil && len(positional) > 1 {
 				return nil, usagef("the URL is given twice; give it once")
 			}
-		case "demo", "demo-legacy", "demo-oauth", "version", "cpuprofile":
-			return nil, usagef("--%s makes no sense in a host's entry", name)
 		default:
-			f := proxyFS.Lookup(name)
-			if f == nil {
-				return nil, usagef("unknown flag %s; run mcp-tasks-proxy config --help for the list", a)
-			}
-			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-				c.proxyArgs = append(c.proxyArgs, a)
-				continue
-			}
-			v, err := next()
-			if err != nil {
+			if err := c.proxyFlag(proxyFS, a, name, next, getwd); err != nil {
 				return nil, err
 			}
-			if pathFlags[name] && v != "-" && v != "" && !filepath.IsAbs(v) {
-				wd, werr := getwd()
-				if werr != nil {
-					return nil, fmt.Errorf("--%s %s: cannot make the path absolute: %v", name, v, werr)
-				}
-				v = filepath.Join(wd, v)
-			}
-			c.proxyArgs = append(c.proxyArgs, "--"+name, v)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+	return positional, nil
+}
+
+// proxyFlag takes the proxy flag a (named name) into proxyArgs, with its
+// value from next; a path is made absolute.
+func (c *configCmd) proxyFlag(proxyFS *flag.FlagSet, a, name string, next func() (string, error), getwd func() (string, error)) error {
+	f := proxyFS.Lookup(name)
+	if f == nil {
+		return usagef("unknown flag %s; run mcp-tasks-proxy config --help for the list", a)
+	}
+	doc, _ := proxyFlagDoc(name)
+	if doc.NotInEntry {
+		return usagef("--%s makes no sense in a host's entry", name)
+	}
+	if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+		c.proxyArgs = append(c.proxyArgs, a)
+		return nil
+	}
+	v, err := next()
+	if err != nil {
+		return err
+	}
+	if doc.Path && v != "-" && v != "" && !filepath.IsAbs(v) {
+		wd, werr := getwd()
+		if werr != nil {
+			return fmt.Errorf("--%s %s: cannot make the path absolute: %v", name, v, werr)
+		}
+		v = filepath.Join(wd, v)
+	}
+	c.proxyArgs = append(c.proxyArgs, "--"+name, v)
+	return nil
+}
+
+// takeHostURL sets the host and the URL from the arguments (or --url).
+func (c *configCmd) takeHostURL(positional []string) error {
 	if len(positional) == 0 {
-		return nil, usagef("config needs a host: %s (mcp-tasks-proxy config --help)", strings.Join(configHosts, ", "))
+		return usagef("config needs a host: %s (mcp-tasks-proxy config --help)", strings.Join(configHosts, ", "))
 	}
 	c.host = positional[0]
 	if !slices.Contains(configHosts, c.host) {
-		return nil, usagef("config: unknown host %q; use %s", c.host, strings.Join(configHosts, ", "))
+		return usagef("config: unknown host %q; use %s", c.host, strings.Join(configHosts, ", "))
 	}
 	switch len(positional) {
 	case 1:
 		if c.url == "" {
-			return nil, usagef("config %s needs the server's URL: mcp-tasks-proxy config %s https://host/mcp", c.host, c.host)
+			return usagef("config %s needs the server's URL: mcp-tasks-proxy config %s https://host/mcp", c.host, c.host)
 		}
 	case 2:
 		if c.url != "" && c.url != positional[1] {
-			return nil, usagef("the URL is given twice; give it once")
+			return usagef("the URL is given twice; give it once")
 		}
 		c.url = positional[1]
 	default:
-		return nil, usagef("unexpected argument %s: give one host and one URL", routing.Redact(positional[2]))
+		return usagef("unexpected argument %s: give one host and one URL", routing.Redact(positional[2]))
 	}
+	return nil
+}
+
+// checkOptions checks config's own flags against the host, and makes
+// --file absolute.
+func (c *configCmd) checkOptions(getwd func() (string, error)) error {
 	if c.workspace && c.host != "cursor" && c.host != "vscode" {
-		return nil, usagef("--workspace is for cursor and vscode, which have a project file")
+		return usagef("--workspace is for cursor and vscode, which have a project file")
 	}
 	if c.host == "claude-code" && (c.write || c.file != "") {
-		return nil, usagef("claude-code keeps its own configuration: run the line config prints instead of --write")
+		return usagef("claude-code keeps its own configuration: run the line config prints instead of --write")
 	}
 	if c.file != "" {
 		if !c.write {
-			return nil, usagef("--file is where --write writes; pass --write too")
+			return usagef("--file is where --write writes; pass --write too")
 		}
 		if !filepath.IsAbs(c.file) {
 			wd, err := getwd()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c.file = filepath.Join(wd, c.file)
 		}
 	}
-	if err := c.secureHeaders(); err != nil {
-		return nil, err
-	}
-	// The proxy's own checks, with each ${VAR} standing in for a value the
-	// host will supply: this machine need not have it set.
-	check := slices.Clone(c.proxyArgs)
-	for i := range check {
-		check[i] = varRef.ReplaceAllString(check[i], "x")
-	}
-	if _, err := parseArgs(append(check, c.url), func(string) string { return "" }); err != nil {
-		return nil, err
-	}
-	if c.name == "" {
-		c.name = defaultServerName(c.url)
-	}
-	if strings.TrimSpace(c.name) == "" || strings.ContainsAny(c.name, "\x00\r\n") {
-		return nil, usagef("--name %q: give a name without control characters", c.name)
-	}
-	return c, nil
+	return nil
 }
 
 func parseBoolFlag(name, v string) (bool, error) {

@@ -63,7 +63,8 @@ func isBool(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// nearestFlag is the flag of fs closest to the mistyped name, or "" when
+// nearestFlag is the flag of fs closest to the mistyped name (hidden flags
+// of a table aside), or "" when
 // none is close: within a third of the name's length in edits (at least
 // two), or a flag the name is the start of.
 func nearestFlag(fs *flag.FlagSet, typed string) string {
@@ -73,7 +74,7 @@ func nearestFlag(fs *flag.FlagSet, typed string) string {
 	}
 	best, bestD := "", -1
 	fs.VisitAll(func(f *flag.Flag) {
-		if len(f.Name) == 1 {
+		if len(f.Name) == 1 || f.Usage == hiddenUsage {
 			return
 		}
 		d := levenshtein(typed, f.Name)

@@ -5,7 +5,9 @@
 //	mcp-tasks-proxy https://host/mcp
 //
 // This package owns flags, the logger, signals and wiring; the session lives
-// in package bridge. Run with --help for the flags.
+// in package bridge. Each command's flags are one table (flags.go), from
+// which its parser, its --help flag list and its README table are built.
+// Run with --help for the flags.
 package main
 
 import (
@@ -49,26 +51,11 @@ func main() {
 // exitGrace bounds the shutdown once stdin ends or a signal arrives.
 const exitGrace = 5 * time.Second
 
+// run is the whole command: a subcommand, or the proxy. It returns the
+// exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "help":
-			return helpCommand(args[1:], stdin, stdout, stderr, getenv)
-		case "version":
-			return versionCommand(args[1:], stdout, stderr)
-		case "completion":
-			return completionCommand(args[1:], stdout, stderr)
-		case "trace":
-			return traceCommand(args[1:], stdin, stdout, stderr, getenv)
-		case "rewrite":
-			return rewriteCommand(args[1:], stdin, stdout, stderr)
-		case "auth":
-			return authCommand(args[1:], stdin, stdout, stderr)
-		case "config":
-			return configCommand(args[1:], stdout, stderr, getenv)
-		case "check":
-			return checkCommand(args[1:], stdout, stderr, getenv)
-		}
+	if code, ok := runSubcommand(args, stdin, stdout, stderr, getenv); ok {
+		return code
 	}
 	cfg, err := parseArgs(args, getenv)
 	if err != nil {
@@ -83,23 +70,46 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
+	return runProxy(cfg, stdin, stdout, stderr, getenv)
+}
 
-	if cfg.debugDefault {
-		if err := os.MkdirAll(filepath.Dir(cfg.logFile), 0o700); err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --debug: %v; pass --log-file PATH as well\n", err)
-			return 2
-		}
+// runSubcommand runs the subcommand named by the first argument; ok is
+// false when there is none.
+func runSubcommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
 	}
-	logger, closeLog, err := newLogger(cfg, stderr, colorOK(stderr, getenv))
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 2
+	switch args[0] {
+	case "help":
+		return helpCommand(args[1:], stdin, stdout, stderr, getenv), true
+	case "version":
+		return versionCommand(args[1:], stdout, stderr), true
+	case "completion":
+		return completionCommand(args[1:], stdout, stderr), true
+	case "trace":
+		return traceCommand(args[1:], stdin, stdout, stderr, getenv), true
+	case "rewrite":
+		return rewriteCommand(args[1:], stdin, stdout, stderr), true
+	case "auth":
+		return authCommand(args[1:], stdin, stdout, stderr), true
+	case "config":
+		return configCommand(args[1:], stdout, stderr, getenv), true
+	case "check":
+		return checkCommand(args[1:], stdout, stderr, getenv), true
+	}
+	return 0, false
+}
+
+// runProxy runs the proxy under a parsed command line, step by step: the
+// log, the profile, the signals, the demo server, the upstream client, the
+// session, then serving stdin until it ends or a signal comes. Each step
+// that fails prints one line and gives the exit status.
+func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	logger, closeLog, code := startLog(cfg, stderr, getenv)
+	if code != 0 {
+		return code
 	}
 	defer closeLog()
-	if cfg.debug {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: debug log: %s\n", cfg.logFile)
-	}
-
 	if cfg.cpuProfile != "" {
 		stopProfile, err := startCPUProfile(cfg.cpuProfile)
 		if err != nil {
@@ -114,35 +124,89 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 
 	url := cfg.url
 	if cfg.demo {
-		start := demo.Start
-		switch {
-		case cfg.demoLegacy:
-			start = func(ctx context.Context) (string, func(), error) {
-				u, _, stop, err := demo.StartLegacy(ctx)
-				return u, stop, err
-			}
-		case cfg.demoOAuth:
-			start = func(ctx context.Context) (string, func(), error) {
-				u, _, stop, err := demo.StartWithOAuth(ctx, authserver.Config{}, nil)
-				return u, stop, err
-			}
-		}
-		demoURL, stopDemo, err := start(context.Background())
-		if err != nil {
-			logger.Error("cannot start the demo server", zap.Error(err))
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot start the demo server: %v\n", err)
-			return 1
+		demoURL, stopDemo, code := startDemoServer(cfg, logger, stderr)
+		if code != 0 {
+			return code
 		}
 		defer stopDemo()
 		url = demoURL
-		logger.Info("demo server started", zap.String("url", url), zap.Bool("oauth", cfg.demoOAuth))
 	}
+	client, closeClient, code := newUpstream(cfg, url, logger, stderr)
+	if code != 0 {
+		return code
+	}
+	defer closeClient()
+	sessCfg, closeSession, code := sessionConfig(cfg, url, client, logger, stdin, stderr)
+	if code != 0 {
+		return code
+	}
+	defer closeSession()
+	sess := bridge.New(sessCfg)
+	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
+	if isTTY(stdin) && !cfg.silent {
+		fmt.Fprintln(stderr, helloLine(cfg, client.URL()))
+	}
+	return serve(ctx, sess, logger, stdin, stdout, stderr)
+}
 
+// startLog opens the log: stderr, or --log-file (--debug's default one
+// has its directory made first). With --debug, the log file is named on
+// stderr.
+func startLog(cfg *config, stderr io.Writer, getenv func(string) string) (*zap.Logger, func(), int) {
+	if cfg.debugDefault {
+		if err := os.MkdirAll(filepath.Dir(cfg.logFile), 0o700); err != nil {
+			fmt.Fprintf(stderr, "mcp-tasks-proxy: --debug: %v; pass --log-file PATH as well\n", err)
+			return nil, nil, 2
+		}
+	}
+	logger, closeLog, err := newLogger(cfg, stderr, colorOK(stderr, getenv))
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
+		return nil, nil, 2
+	}
+	if cfg.debug {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: debug log: %s\n", cfg.logFile)
+	}
+	return logger, closeLog, 0
+}
+
+// startDemoServer starts the embedded demo server --demo, --demo-legacy or
+// --demo-oauth asks for, and returns its URL.
+func startDemoServer(cfg *config, logger *zap.Logger, stderr io.Writer) (string, func(), int) {
+	start := demo.Start
+	switch {
+	case cfg.demoLegacy:
+		start = func(ctx context.Context) (string, func(), error) {
+			u, _, stop, err := demo.StartLegacy(ctx)
+			return u, stop, err
+		}
+	case cfg.demoOAuth:
+		start = func(ctx context.Context) (string, func(), error) {
+			u, _, stop, err := demo.StartWithOAuth(ctx, authserver.Config{}, nil)
+			return u, stop, err
+		}
+	}
+	url, stopDemo, err := start(context.Background())
+	if err != nil {
+		logger.Error("cannot start the demo server", zap.Error(err))
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot start the demo server: %v\n", err)
+		return "", nil, 1
+	}
+	logger.Info("demo server started", zap.String("url", url), zap.Bool("oauth", cfg.demoOAuth))
+	return url, stopDemo, 0
+}
+
+// newUpstream builds the upstream HTTP client for url: TLS (--ca-file,
+// --insecure, warned about loudly), credentials over plain http (warned
+// about loudly), OAuth, and the client's bounds. The returned func closes
+// its idle connections, then the OAuth client.
+func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer) (*routing.Client, func(), int) {
 	var caPEM []byte
 	if cfg.caFile != "" {
+		var err error
 		if caPEM, err = os.ReadFile(cfg.caFile); err != nil {
 			fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
-			return 2
+			return nil, nil, 2
 		}
 	}
 	if cfg.insecure {
@@ -153,9 +217,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	auth, closeAuth, code := newAuth(cfg, url, caPEM, logger, stderr)
 	if code != 0 {
-		return code
+		return nil, nil, code
 	}
-	defer closeAuth()
 	var routingAuth routing.Auth
 	if auth != nil {
 		routingAuth = auth
@@ -174,40 +237,41 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		UserAgent:           "mcp-tasks-proxy/" + versionString(),
 	})
 	if err != nil {
+		closeAuth()
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 2
+		return nil, nil, 2
 	}
-	defer client.CloseIdle()
+	return client, func() { client.CloseIdle(); closeAuth() }, 0
+}
 
+// sessionConfig is the session's configuration under the command line:
+// the task state file, the trace (opened here; the returned func flushes
+// and closes it), redaction, the bounds and the policies.
+func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.Logger, stdin io.Reader, stderr io.Writer) (bridge.Config, func(), int) {
 	statePath := cfg.stateFile
 	if statePath == "" && !cfg.noState && !cfg.demo {
+		var err error
 		if statePath, err = bridge.DefaultStatePath(url); err != nil {
 			logger.Warn("no user cache directory for the task state file; tasks are remembered only while this process runs (pass --state-file)", zap.Error(err))
 		}
 	}
 	var tw *trace.Writer
+	closeTW := func() {}
 	if cfg.trace != "" {
+		var err error
 		tw, err = trace.Open(cfg.trace, trace.Options{SecretHeaders: cfg.secretHeaders, RedactKeys: cfg.redactKeys, NoRedact: cfg.noRedact})
 		if err != nil {
 			fmt.Fprintf(stderr, "mcp-tasks-proxy: --trace: %v\n", err)
-			return 2
+			return bridge.Config{}, nil, 2
 		}
-		defer closeTrace(tw, logger)
+		closeTW = func() { closeTrace(tw, logger) }
 	}
 	if cfg.noRedact {
 		loud(stderr, logger, cfg, "--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
 	}
-	redact := rewrite.SensitiveKey
-	if len(cfg.redactKeys) > 0 {
-		extra := map[string]bool{}
-		for _, k := range cfg.redactKeys {
-			extra[strings.ToLower(k)] = true
-		}
-		redact = func(key string) bool { return rewrite.SensitiveKey(key) || extra[strings.ToLower(key)] }
-	}
-	sess := bridge.New(bridge.Config{
+	return bridge.Config{
 		Trace:           tw,
-		Redact:          redact,
+		Redact:          redactKey(cfg.redactKeys),
 		NoRedact:        cfg.noRedact,
 		Client:          client,
 		Logger:          logger,
@@ -227,16 +291,31 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		IgnoreTools:    cfg.ignoreTools,
 		OnInitialized:  eraLine(isTTY(stdin) && !cfg.silent, stderr),
 		Transport:      cfg.transport.String(),
-	})
-	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
+	}, closeTW, 0
+}
 
-	if isTTY(stdin) && !cfg.silent {
-		fmt.Fprintln(stderr, helloLine(cfg, client.URL()))
+// redactKey is the redaction rule: the sensitive keys, and the
+// --redact-key ones (case is ignored).
+func redactKey(extraKeys []string) func(string) bool {
+	if len(extraKeys) == 0 {
+		return rewrite.SensitiveKey
 	}
+	extra := map[string]bool{}
+	for _, k := range extraKeys {
+		extra[strings.ToLower(k)] = true
+	}
+	return func(key string) bool { return rewrite.SensitiveKey(key) || extra[strings.ToLower(key)] }
+}
+
+// serve runs the session on stdin and stdout until stdin ends, or a signal
+// comes (then the session gets exitGrace to finish). It returns the exit
+// status.
+func serve(ctx context.Context, sess *bridge.Session, logger *zap.Logger, stdin io.Reader, stdout, stderr io.Writer) int {
 	stdin, restoreStdin := pollableStdin(stdin, stdout, stderr)
 	defer restoreStdin()
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(ctx, stdin, stdout) }()
+	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():

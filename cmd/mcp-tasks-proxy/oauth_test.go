@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -175,9 +174,6 @@ func TestAuthorizationHeaderTurnsOAuthOff(t *testing.T) {
 func TestHelpNamesEveryFlag(t *testing.T) {
 	check := func(what, help string, fs *flag.FlagSet) {
 		fs.VisitAll(func(f *flag.Flag) {
-			if what != "--help" && f.Name == "url" {
-				return // auth's other spelling of the URL argument
-			}
 			name := "--" + f.Name
 			if len(f.Name) == 1 {
 				name = "-" + f.Name
@@ -188,18 +184,13 @@ func TestHelpNamesEveryFlag(t *testing.T) {
 		})
 	}
 	var c config
-	check("--help", helpText, newFlagSet(&c, &headerList{h: http.Header{}}))
+	check("--help", helpText, newFlagSet(&c))
 	r := runBounded(t, []string{"auth", "--help"}, strings.NewReader(""), env())
 	if r.code != 0 || r.stdout != authHelpText {
 		t.Fatalf("auth --help: exit %d stdout %q", r.code, r.stdout)
 	}
 	// auth's flag set, as parseAuthArgs builds it.
-	var a authConfig
-	fs := flag.NewFlagSet("auth", flag.ContinueOnError)
-	a.oauth.register(fs)
-	for _, n := range []string{"url", "no-browser", "json", "ca-file", "insecure", "allow-http", "help", "h"} {
-		fs.Bool(n, false, "")
-	}
+	fs := authFlagSet(&authConfig{})
 	check("auth --help", authHelpText, fs)
 }
 

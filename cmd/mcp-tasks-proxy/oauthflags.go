@@ -23,8 +23,9 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
 )
 
-// oauthFlags are the OAuth flags, shared by the proxy and `auth`. Each
-// field's documentation is oauth.Config's field of the same name.
+// oauthFlags are the OAuth flags, shared by the proxy and `auth` (their
+// table is in flags.go). Each field's documentation is oauth.Config's field
+// of the same name.
 type oauthFlags struct {
 	// store is --oauth-store: the token store directory.
 	store string
@@ -51,29 +52,6 @@ type oauthFlags struct {
 	scope string
 	// given are the OAuth flags set on the command line.
 	given []string
-}
-
-// oauthFlagNames are the flags that only matter when OAuth is on.
-var oauthFlagNames = []string{
-	"oauth-store", "oauth-callback-port", "oauth-callback-host", "oauth-browser", "oauth-no-browser",
-	"auth-timeout", "static-oauth-client-info", "static-oauth-client-metadata",
-	"oauth-client-metadata-url", "resource", "oauth-scope",
-}
-
-// register adds the OAuth flags to fs.
-func (o *oauthFlags) register(fs *flag.FlagSet) {
-	o.timeout = oauth.DefaultAuthTimeout
-	fs.StringVar(&o.store, "oauth-store", "", "")
-	fs.IntVar(&o.callbackPort, "oauth-callback-port", 0, "")
-	fs.StringVar(&o.callbackHost, "oauth-callback-host", "127.0.0.1", "")
-	fs.StringVar(&o.browser, "oauth-browser", "", "")
-	fs.BoolVar(&o.noBrowser, "oauth-no-browser", false, "")
-	fs.Var(seconds{&o.timeout}, "auth-timeout", "")
-	fs.StringVar(&o.clientInfo, "static-oauth-client-info", "", "")
-	fs.StringVar(&o.clientMetadata, "static-oauth-client-metadata", "", "")
-	fs.StringVar(&o.metadataURL, "oauth-client-metadata-url", "", "")
-	fs.StringVar(&o.resource, "resource", "", "")
-	fs.StringVar(&o.scope, "oauth-scope", "", "")
 }
 
 // check validates the OAuth flags and reads the @FILE values. Every error
@@ -133,10 +111,8 @@ func (o *oauthFlags) check() error {
 func givenOAuthFlags(fs *flag.FlagSet) []string {
 	var out []string
 	fs.Visit(func(f *flag.Flag) {
-		for _, n := range oauthFlagNames {
-			if f.Name == n {
-				out = append(out, "--"+n)
-			}
+		if isOAuthFlag(f.Name) {
+			out = append(out, "--"+f.Name)
 		}
 	})
 	return out

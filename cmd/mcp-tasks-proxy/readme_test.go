@@ -2,7 +2,7 @@ package main
 
 import (
 	"flag"
-	"net/http"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 )
 
 // repoRoot is the repository's root, seen from this package's directory.
@@ -111,93 +114,244 @@ func flagSetNames(fs *flag.FlagSet) []string {
 	return names
 }
 
-// helpFlagNames are the flags a command's --help lists in its "Flags:"
-// block, for the commands that parse their own flags without a FlagSet.
-func helpFlagNames(t *testing.T, help string) []string {
-	t.Helper()
-	_, block, ok := strings.Cut(help, "\nFlags:\n")
-	if !ok {
-		t.Fatal("no Flags: block in the help")
+var updateReadme = flag.Bool("update", false, "rewrite README.md's flag tables from the flag tables (flags.go)")
+
+// readmeFlagTables are the README's generated flag tables, by the name in
+// their markers (<!-- flags:begin NAME --> ... <!-- flags:end NAME -->),
+// each between blank lines.
+func readmeFlagTables() []struct{ name, table string } {
+	tables := []struct{ name, table string }{
+		{"proxy", markdownFlags(docs(proxyFlags), newFlagSet(&config{}))},
+		{"auth", markdownFlags(docs(authFlags), authFlagSet(&authConfig{}))},
+		{"check", markdownFlags(docs(checkFlagTable), newTableFlagSet("check", checkFlagTable, &checkFlags{}))},
+		{"config", markdownFlags(docs(configFlagTable), newTableFlagSet("config", configFlagTable, &configCmd{}))},
+		{"trace", markdownFlags(docs(helpOnlyFlags), newTableFlagSet("trace", helpOnlyFlags, &helpOnly{}))},
 	}
-	block, _, _ = strings.Cut(block, "\n\n")
-	var names []string
-	for _, m := range regexp.MustCompile(`(?m)^\s+(-.*?)(\s{2,}|$)`).FindAllStringSubmatch(block, -1) {
-		for _, w := range regexp.MustCompile(`--?([a-z][a-z0-9-]*)`).FindAllStringSubmatch(m[1], -1) {
-			names = append(names, w[1])
-		}
+	for i := range tables {
+		tables[i].table = "\n" + tables[i].table + "\n"
 	}
-	if len(names) == 0 {
-		t.Fatal("no flag in the help's Flags: block")
-	}
-	return names
+	return tables
 }
 
-// TestReadmeFlagTable: every flag of the proxy, and of each subcommand, has
-// a row in the README's table for it.
-func TestReadmeFlagTable(t *testing.T) {
+// betweenMarkers finds the text between NAME's begin and end markers of md:
+// it returns the text before it, it, and the text after.
+func betweenMarkers(md, name string) (before, inside, after string, ok bool) {
+	begin := "<!-- flags:begin " + name + " -->\n"
+	end := "<!-- flags:end " + name + " -->"
+	i := strings.Index(md, begin)
+	if i < 0 || strings.Count(md, begin) != 1 {
+		return "", "", "", false
+	}
+	i += len(begin)
+	j := strings.Index(md[i:], end)
+	if j < 0 {
+		return "", "", "", false
+	}
+	return md[:i], md[i : i+j], md[i+j:], true
+}
+
+// TestReadmeFlagTables: the README's flag tables of the proxy and of the
+// subcommands are what their flag tables (flags.go) generate. With
+// -update, the test writes them.
+func TestReadmeFlagTables(t *testing.T) {
 	readme := readRepoFile(t, "README.md")
-	var c config
-	var a authConfig
-	rfs, _ := rewriteFlagSet()
-	for _, tc := range []struct {
-		heading string
-		names   []string
-	}{
-		{"## Flags", flagSetNames(newFlagSet(&c, &headerList{h: http.Header{}}))},
-		{"### `auth` flags", flagSetNames(authFlagSet(&a))},
-		{"### `check` flags", helpFlagNames(t, checkHelpText)},
-		{"### `config` flags", helpFlagNames(t, configHelpText)},
-		{"### `rewrite` flags", flagSetNames(rfs)},
-		{"### `trace` flags", []string{"help", "h"}},
-	} {
-		rows, ok := sectionTableRows(readme, tc.heading)
+	md := readme
+	for _, tc := range readmeFlagTables() {
+		before, inside, after, ok := betweenMarkers(md, tc.name)
 		if !ok {
-			t.Errorf("README.md has no %q heading", tc.heading)
+			t.Errorf("README.md has no one pair of <!-- flags:begin %s --> and <!-- flags:end %s --> lines", tc.name, tc.name)
 			continue
 		}
-		if len(rows) == 0 {
-			t.Errorf("README.md: no table under %q", tc.heading)
+		if inside == tc.table {
 			continue
 		}
-		var missing []string
-		for _, n := range tc.names {
-			if !flagInRows(rows, n) {
-				word := "--" + n
-				if len(n) == 1 {
-					word = "-" + n
-				}
-				missing = append(missing, word)
+		if *updateReadme {
+			md = before + tc.table + after
+			continue
+		}
+		have, want := strings.Split(inside, "\n"), strings.Split(tc.table, "\n")
+		for i := range max(len(have), len(want)) {
+			h, w := "", ""
+			if i < len(have) {
+				h = have[i]
+			}
+			if i < len(want) {
+				w = want[i]
+			}
+			if h != w {
+				t.Errorf("README.md's %s flag table differs from flags.go at row %d:\nREADME:   %s\nflags.go: %s\n(go test ./cmd/mcp-tasks-proxy -run TestReadmeFlagTables -update rewrites it)", tc.name, i+1, h, w)
+				break
 			}
 		}
-		if len(missing) > 0 {
-			t.Errorf("README.md: the table under %q has no row for %s", tc.heading, strings.Join(missing, ", "))
+	}
+	if *updateReadme && md != readme {
+		if err := os.WriteFile(filepath.Join(repoRoot, "README.md"), []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("README.md: flag tables rewritten")
+	}
+}
+
+// TestMarkdownFlagsRow: a row's flag names, default and text, as the
+// README shows them.
+func TestMarkdownFlagsRow(t *testing.T) {
+	type opts struct {
+		size    int
+		timeout time.Duration
+		on      bool
+		pattern string
+		help    bool
+	}
+	table := []flagSpec[opts]{
+		{flagDoc{Name: "size", Arg: "SIZE", Help: "plain words", Doc: "`markdown` words"},
+			func(fs *flag.FlagSet, name string, c *opts) { c.size = 64 << 20; fs.Var(byteSize{&c.size}, name, "") }},
+		{flagDoc{Name: "timeout", Arg: "D", Help: "how long"},
+			durationFlag(func(c *opts) *time.Duration { return &c.timeout }, 90*time.Minute, false)},
+		{flagDoc{Name: "on", Help: "a switch"}, boolFlag(func(c *opts) *bool { return &c.on })},
+		{flagDoc{Name: "pattern", Arg: "JSON|@FILE", Default: "the server's", Help: "prose default"},
+			stringFlag(func(c *opts) *string { return &c.pattern }, "")},
+		{flagDoc{Name: "secret", Hidden: true, Help: "never listed"}, boolFlag(func(c *opts) *bool { return &c.on })},
+		{flagDoc{Arg: "URL PORT", Help: "a row that is not a flag"}, nil},
+		helpFlag[opts](func(c *opts) *bool { return &c.help }),
+	}
+	got := markdownFlags(docs(table), newTableFlagSet("t", table, &opts{}))
+	want := `| flag | default | what it does |
+|---|---|---|
+| ` + "`--size SIZE` | `64MiB` | `markdown` words |" + `
+| ` + "`--timeout D` | `1h30m` | how long |" + `
+| ` + "`--on` | off | a switch |" + `
+| ` + "`--pattern JSON\\|@FILE` | the server's | prose default |" + `
+| ` + "`URL PORT` | | a row that is not a flag |" + `
+| ` + "`--help`, `-h` | | print the help and exit |" + `
+`
+	if got != want {
+		t.Errorf("markdownFlags:\n%s\nwant:\n%s", got, want)
+	}
+	help := helpFlags([]flagGroup{{Key: "", Title: "Flags:"}}, docs(table))
+	if strings.Contains(help, "secret") || !strings.Contains(help, "\n  --help, -h                print this help and exit\n") {
+		t.Errorf("helpFlags lists a hidden flag, or not --help, -h:\n%s", help)
+	}
+	fs := newTableFlagSet("t", table, &opts{})
+	if nearestFlag(fs, "secre") != "" {
+		t.Error("a hidden flag is suggested by did-you-mean")
+	}
+	for _, w := range flagWords(fs) {
+		if w.name == "secret" {
+			t.Error("a hidden flag is completed")
 		}
 	}
 }
 
-// TestReadmeHelpFlagsAreReal: the flags taken from check's and config's
-// --help (for their README tables) are flags those commands accept.
-func TestReadmeHelpFlagsAreReal(t *testing.T) {
-	for _, n := range helpFlagNames(t, checkHelpText) {
-		arg := "--" + n
-		if n == "timeout" {
-			arg += "=5"
+// TestHelpWrap: --help rows keep their words, start their text at
+// helpColumn and stop at helpWidth.
+func TestHelpWrap(t *testing.T) {
+	text := strings.Repeat("lorem ipsum dolor sit amet ", 12)
+	for _, usage := range []string{"--x", "--a-very-long-flag-name VALUE"} {
+		row := helpRow(usage, text)
+		if strings.Join(strings.Fields(row), " ") != usage+" "+strings.TrimSpace(text) {
+			t.Errorf("helpRow(%q) changed the words:\n%s", usage, row)
 		}
-		_, rest, err := splitCheckArgs([]string{arg, testURL})
-		if err != nil || slices.Contains(rest, arg) {
-			t.Errorf("check %s: not check's own flag (err %v, passed on %q)", arg, err, rest)
+		lines := strings.Split(strings.TrimSuffix(row, "\n"), "\n")
+		if len(lines) < 2 {
+			t.Fatalf("helpRow(%q) did not wrap:\n%s", usage, row)
+		}
+		for i, l := range lines {
+			if len(l) > helpWidth {
+				t.Errorf("helpRow(%q) line %d is %d long: %q", usage, i+1, len(l), l)
+			}
+			if i > 0 && (!strings.HasPrefix(l, strings.Repeat(" ", helpColumn)) || l[helpColumn] == ' ') {
+				t.Errorf("helpRow(%q) line %d does not start at column %d: %q", usage, i+1, helpColumn, l)
+			}
+		}
+		start := helpColumn // where the text starts on the first line
+		if len(usage)+2 > helpColumn-2 {
+			start = len(usage) + 4
+		}
+		if lines[0][:start] != fmt.Sprintf("  %-*s", start-2, usage) || lines[0][start] == ' ' {
+			t.Errorf("helpRow(%q): the text does not start at column %d: %q", usage, start, lines[0])
 		}
 	}
-	for _, n := range helpFlagNames(t, configHelpText) {
-		args := []string{"cursor", testURL, "--" + n}
-		switch n {
-		case "name":
-			args = append(args, "x")
-		case "file":
-			args = append(args, filepath.Join(t.TempDir(), "f.json"), "--write")
+}
+
+// TestHelpShowsDefaults: a flag whose default is the parser's own value
+// names it in its --help text, so that the two cannot drift apart; and a
+// flag read from the environment names its variable.
+func TestHelpShowsDefaults(t *testing.T) {
+	check := func(cmd string, rows []flagDoc, fs *flag.FlagSet) {
+		for _, d := range rows {
+			if d.Name == "" || d.Default != "" || d.Action || isBool(fs.Lookup(d.Name)) {
+				continue
+			}
+			v := parserDefault(fs.Lookup(d.Name))
+			if v == "" {
+				continue
+			}
+			q := regexp.QuoteMeta(v)
+			// "(default 10m)", "(default warn: ...)", or "auto (default: ...)".
+			named := regexp.MustCompile(`\(default ` + q + `[):;,]|(^|[\s(])` + q + ` \(default[):;,]`)
+			if !named.MatchString(d.Help) {
+				t.Errorf("%s --%s: the parser's default is %s, which its help does not name: %q", cmd, d.Name, v, d.Help)
+			}
 		}
-		if _, err := parseConfigArgs(args, func(string) string { return "" }, os.Getwd); err != nil {
-			t.Errorf("config %q: %v", args, err)
+		for _, d := range rows {
+			doc := d.Doc
+			if doc == "" {
+				doc = d.Help
+			}
+			if d.Env != "" && (!strings.Contains(d.Help, "$"+d.Env) || !strings.Contains(doc, d.Env)) {
+				t.Errorf("%s --%s is read from $%s, which its help or README row does not say", cmd, d.Name, d.Env)
+			}
+		}
+	}
+	check("mcp-tasks-proxy", docs(proxyFlags), newFlagSet(&config{}))
+	check("auth", docs(authFlags), authFlagSet(&authConfig{}))
+	check("check", docs(checkFlagTable), newTableFlagSet("check", checkFlagTable, &checkFlags{}))
+	check("config", docs(configFlagTable), newTableFlagSet("config", configFlagTable, &configCmd{}))
+}
+
+// TestReadmeRewriteFlagTable: every flag of rewrite (whose flag set is
+// its own, not a table) has a row in the README's table for it.
+func TestReadmeRewriteFlagTable(t *testing.T) {
+	const heading = "### `rewrite` flags"
+	rows, ok := sectionTableRows(readRepoFile(t, "README.md"), heading)
+	if !ok || len(rows) == 0 {
+		t.Fatalf("README.md has no table under %q", heading)
+	}
+	rfs, _ := rewriteFlagSet()
+	for _, n := range flagSetNames(rfs) {
+		if !flagInRows(rows, n) {
+			t.Errorf("README.md: the table under %q has no row for %s", heading, dashes(n))
+		}
+	}
+}
+
+// TestReadmeHelpFlagsAreReal: check's and config's own flags, which they
+// parse by hand, are flags those commands accept.
+func TestReadmeHelpFlagsAreReal(t *testing.T) {
+	for _, d := range docs(checkFlagTable) {
+		for _, n := range d.names() {
+			arg := dashes(n)
+			if n == "timeout" {
+				arg += "=5"
+			}
+			_, rest, err := splitCheckArgs([]string{arg, testURL})
+			if err != nil || slices.Contains(rest, arg) {
+				t.Errorf("check %s: not check's own flag (err %v, passed on %q)", arg, err, rest)
+			}
+		}
+	}
+	for _, d := range docs(configFlagTable) {
+		for _, n := range d.names() {
+			args := []string{"cursor", testURL, dashes(n)}
+			switch n {
+			case "name":
+				args = append(args, "x")
+			case "file":
+				args = append(args, filepath.Join(t.TempDir(), "f.json"), "--write")
+			}
+			if _, err := parseConfigArgs(args, func(string) string { return "" }, os.Getwd); err != nil {
+				t.Errorf("config %q: %v", args, err)
+			}
 		}
 	}
 }
@@ -350,5 +504,64 @@ func TestReadmeLinksDocs(t *testing.T) {
 	}
 	if !slices.Contains(links(top), "BENCHMARKS.md") {
 		t.Error("README.md does not link BENCHMARKS.md before ## Install")
+	}
+}
+
+// TestFlagRowsInAGroup: every row of a table is in one of the --help
+// sections of its command, so --help lists it.
+func TestFlagRowsInAGroup(t *testing.T) {
+	for _, tc := range []struct {
+		cmd    string
+		groups []flagGroup
+		rows   []flagDoc
+	}{
+		{"mcp-tasks-proxy", proxyFlagGroups, docs(proxyFlags)},
+		{"auth", authFlagGroups, docs(authFlags)},
+		{"check", plainFlagGroups, docs(checkFlagTable)},
+		{"config", plainFlagGroups, docs(configFlagTable)},
+		{"trace", plainFlagGroups, docs(helpOnlyFlags)},
+	} {
+		help := helpFlags(tc.groups, tc.rows)
+		for _, d := range tc.rows {
+			if !slices.ContainsFunc(tc.groups, func(g flagGroup) bool { return g.Key == d.Group }) {
+				t.Errorf("%s %s: group %q is not one of its --help sections", tc.cmd, d.usage(), d.Group)
+			}
+			if !strings.Contains(help, "  "+d.usage()+"  ") {
+				t.Errorf("%s --help does not list %s", tc.cmd, d.usage())
+			}
+		}
+	}
+}
+
+// TestSharedAll: a subcommand that takes all of the proxy's flags and one
+// of its own (as a serve command would) parses both into its config, and
+// lists both in its --help.
+func TestSharedAll(t *testing.T) {
+	type serveConfig struct {
+		config
+		listen string
+	}
+	table := append(sharedAll(proxyFlags, func(s *serveConfig) *config { return &s.config }),
+		flagSpec[serveConfig]{flagDoc{Name: "listen", Arg: "ADDR", Help: "where to listen"},
+			stringFlag(func(s *serveConfig) *string { return &s.listen }, "127.0.0.1:0")})
+	var s serveConfig
+	fs := newTableFlagSet("serve", table, &s)
+	if s.maxInFlight != bridge.DefaultMaxInFlight || s.listen != "127.0.0.1:0" {
+		t.Errorf("defaults: max-in-flight %d, listen %q", s.maxInFlight, s.listen)
+	}
+	if _, err := parseInterspersed(fs, []string{"--listen", ":8080", "--log-level", "info", "--header", "X-A: b", "-h"}); err != nil {
+		t.Fatal(err)
+	}
+	if s.listen != ":8080" || s.logLevel != "info" || s.headers.h.Get("X-A") != "b" || !s.help {
+		t.Errorf("parsed listen %q, log-level %q, header %q, help %v", s.listen, s.logLevel, s.headers.h.Get("X-A"), s.help)
+	}
+	if n, want := len(flagSetNames(fs)), len(flagSetNames(newFlagSet(&config{})))+1; n != want {
+		t.Errorf("%d flags, want the proxy's and --listen: %d", n, want)
+	}
+	help := helpFlags(proxyFlagGroups, docs(table))
+	for _, w := range []string{"--listen ADDR", "--oauth-store DIR", "--help, -h"} {
+		if !strings.Contains(help, w) {
+			t.Errorf("serve --help does not list %s", w)
+		}
 	}
 }

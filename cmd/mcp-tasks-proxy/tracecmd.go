@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +8,11 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
-const traceHelp = `mcp-tasks-proxy trace reads a frame trace written with --trace FILE: every
+// traceHelp is the command's --help; its flags come from their table
+// (flags.go).
+var traceHelp = traceHelpIntro + helpFlags(plainFlagGroups, docs(helpOnlyFlags)) + traceHelpOutro
+
+const traceHelpIntro = `mcp-tasks-proxy trace reads a frame trace written with --trace FILE: every
 frame on every hop, one JSON record a line.
 
 Usage:
@@ -18,9 +21,9 @@ Usage:
 
 FILE - (or no FILE) reads the trace from stdin.
 
-Flags:
-  --help, -h                print this help and exit
+`
 
+const traceHelpOutro = `
 Examples:
   mcp-tasks-proxy --trace /tmp/mcp.trace https://mcp.example.com/mcp
   mcp-tasks-proxy trace view /tmp/mcp.trace
@@ -40,11 +43,8 @@ func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	if len(args) > 0 && (args[0] == "view" || args[0] == "stats") {
 		verb, args = args[0], args[1:]
 	}
-	fs := flag.NewFlagSet("mcp-tasks-proxy trace", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	help := fs.Bool("help", false, "")
-	fs.BoolVar(help, "h", false, "")
+	var opts helpOnly
+	fs := newTableFlagSet("mcp-tasks-proxy trace", helpOnlyFlags, &opts)
 	var files []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -57,7 +57,7 @@ func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 		args = fs.Args()[1:]
 	}
 	switch {
-	case *help:
+	case opts.help:
 		fmt.Fprint(stdout, traceHelp)
 		return 0
 	case verb == "" && len(files) > 0:

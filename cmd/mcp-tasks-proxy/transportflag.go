@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
@@ -11,12 +10,6 @@ import (
 // transport to try first, Streamable HTTP or the old HTTP+SSE transport of
 // MCP 2024-11-05, and whether to try the other one at all.
 type transportFlag struct{ value string }
-
-// register adds --transport to fs; its default is http-first.
-func (t *transportFlag) register(fs *flag.FlagSet) {
-	t.value = bridge.TransportHTTPFirst
-	fs.Var(t, "transport", "")
-}
 
 // String is the value for bridge.Config.Transport.
 func (t *transportFlag) String() string { return t.value }

@@ -1,0 +1,378 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// A command's flags are one table (flags.go): a slice of flagSpec, one a
+// flag, from which its flag.FlagSet (the parser), the flag section of its
+// --help and its table in README.md are all built. Shell completion and the
+// "did you mean" of a mistyped flag read the flag set, so the same table.
+//
+// To add a flag: add a flagSpec to the command's table where it should be
+// listed (its Group picks the --help section), bind it to a field of the
+// command's config (stringFlag, boolFlag, intFlag, durationFlag, valueFlag,
+// or a func of its own), then run
+//
+//	go test ./cmd/mcp-tasks-proxy -run TestReadmeFlagTables -update
+//
+// to write its README row. A subcommand whose config embeds the proxy's
+// shares one of the proxy's flags with shared(proxyFlags, name, field),
+// which may give it words of its own, or all of them with
+// sharedAll(proxyFlags, field), and appends its own rows.
+
+// flagDoc is how one flag is documented and listed.
+type flagDoc struct {
+	// Name is the flag as typed, without dashes ("log-level"). Empty for a
+	// documentation row that is not a flag (Arg is then the whole usage:
+	// "URL PORT").
+	Name string
+	// Aliases are more names of the same flag ("h" for "help"), listed
+	// with it.
+	Aliases []string
+	// Arg is the placeholder of the value ("URL", "D"); empty for a switch.
+	Arg string
+	// Default is the default as documented, when it is not the parser's
+	// own value: "user cache dir", "derived". Empty: the parser's default,
+	// as defaultText writes it.
+	Default string
+	// Env is the environment variable read when the flag is not given.
+	Env string
+	// Help is the --help text: plain, one paragraph, wrapped when printed.
+	Help string
+	// Doc is the README text (markdown); empty means Help.
+	Doc string
+	// Group is the --help section the flag is listed in: a key of the
+	// command's flagGroups.
+	Group string
+	// Note is a line printed before the flag in --help (what D means).
+	Note string
+	// Hidden flags are parsed but listed nowhere: not in --help, the
+	// README, completion or "did you mean".
+	Hidden bool
+	// Action flags print something and exit (--help, --version): no
+	// default is shown for them.
+	Action bool
+	// Path: the value names a file or a directory; `config` makes it
+	// absolute before putting it in a host's entry.
+	Path bool
+	// NotInEntry flags make no sense in a host's entry; `config` refuses
+	// them.
+	NotInEntry bool
+}
+
+// flagSpec is one row of a command's table: the documentation and the
+// parser's binding. T is the command's parsed command line (config for the
+// proxy, authConfig for auth).
+type flagSpec[T any] struct {
+	flagDoc
+	// bind defines the flag (under name, its Name or one of its Aliases)
+	// on fs, writing into c. Nil for a documentation row.
+	bind func(fs *flag.FlagSet, name string, c *T)
+}
+
+// flagGroup is a section of a command's --help flag list.
+type flagGroup struct {
+	Key   string
+	Title string // "Flags:"; empty: the rows follow a blank line only
+	After string // a line after the section's rows
+}
+
+// hiddenUsage marks a hidden flag in a flag set, for "did you mean".
+const hiddenUsage = "\x00hidden"
+
+// newTableFlagSet builds the parser of a table, writing into c. Errors and
+// usage are the caller's to print (flagProblem).
+func newTableFlagSet[T any](name string, table []flagSpec[T], c *T) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	for _, s := range table {
+		if s.bind == nil {
+			continue
+		}
+		for _, n := range s.names() {
+			s.bind(fs, n, c)
+			f := fs.Lookup(n)
+			f.Usage = s.Help
+			if s.Hidden {
+				f.Usage = hiddenUsage
+			}
+		}
+	}
+	return fs
+}
+
+// docs are the documentation of a table's rows.
+func docs[T any](table []flagSpec[T]) []flagDoc {
+	out := make([]flagDoc, len(table))
+	for i, s := range table {
+		out[i] = s.flagDoc
+	}
+	return out
+}
+
+// names are the flag's names: Name, then Aliases.
+func (d flagDoc) names() []string {
+	if d.Name == "" {
+		return nil
+	}
+	return append([]string{d.Name}, d.Aliases...)
+}
+
+// usage is the flag as the help shows it: "--log-file PATH",
+// "--help, -h", "URL PORT".
+func (d flagDoc) usage() string {
+	if d.Name == "" {
+		return d.Arg
+	}
+	s := dashes(d.Name)
+	if d.Arg != "" {
+		s += " " + d.Arg
+	}
+	for _, a := range d.Aliases {
+		s += ", " + dashes(a)
+	}
+	return s
+}
+
+// Shared flag constructors: each binds a field of the command's config,
+// chosen by p, with its default.
+
+func stringFlag[T any](p func(*T) *string, def string) func(*flag.FlagSet, string, *T) {
+	return func(fs *flag.FlagSet, name string, c *T) { fs.StringVar(p(c), name, def, "") }
+}
+
+func boolFlag[T any](p func(*T) *bool) func(*flag.FlagSet, string, *T) {
+	return func(fs *flag.FlagSet, name string, c *T) { fs.BoolVar(p(c), name, false, "") }
+}
+
+func intFlag[T any](p func(*T) *int, def int) func(*flag.FlagSet, string, *T) {
+	return func(fs *flag.FlagSet, name string, c *T) { fs.IntVar(p(c), name, def, "") }
+}
+
+// durationFlag takes seconds or a duration (durations.go); zeroOK lets 0
+// through, meaning none.
+func durationFlag[T any](p func(*T) *time.Duration, def time.Duration, zeroOK bool) func(*flag.FlagSet, string, *T) {
+	return func(fs *flag.FlagSet, name string, c *T) {
+		*p(c) = def
+		fs.Var(duration{d: p(c), zeroOK: zeroOK}, name, "")
+	}
+}
+
+// valueFlag binds a flag.Value of the config's (a list, a header list).
+func valueFlag[T any](v func(*T) flag.Value) func(*flag.FlagSet, string, *T) {
+	return func(fs *flag.FlagSet, name string, c *T) { fs.Var(v(c), name, "") }
+}
+
+// shared is the proxy's flag name for a subcommand whose config holds the
+// proxy's (at field): the same parser and words, unless help or doc is
+// given (help alone also stands for the README). It is listed in the
+// subcommand's first --help section.
+func shared[T any](table []flagSpec[config], name string, field func(*T) *config, help, doc string) flagSpec[T] {
+	for _, s := range table {
+		if s.Name != name {
+			continue
+		}
+		d := s.flagDoc
+		d.Group = ""
+		if help != "" {
+			d.Help, d.Doc = help, doc
+		}
+		if doc != "" {
+			d.Doc = doc
+		}
+		return flagSpec[T]{d, liftBind(s.bind, field)}
+	}
+	panic("shared: the proxy has no flag --" + name)
+}
+
+// sharedAll is every row of the proxy's table for a subcommand whose config
+// holds the proxy's (at field), in its --help sections: a subcommand that
+// takes all of the proxy's flags appends its own to these.
+func sharedAll[T any](table []flagSpec[config], field func(*T) *config) []flagSpec[T] {
+	out := make([]flagSpec[T], len(table))
+	for i, s := range table {
+		out[i] = flagSpec[T]{s.flagDoc, liftBind(s.bind, field)}
+	}
+	return out
+}
+
+// liftBind binds a proxy flag into the config held at field.
+func liftBind[T any](bind func(*flag.FlagSet, string, *config), field func(*T) *config) func(*flag.FlagSet, string, *T) {
+	if bind == nil {
+		return nil
+	}
+	return func(fs *flag.FlagSet, name string, c *T) { bind(fs, name, field(c)) }
+}
+
+// defaultText is a flag's default as the README shows it: its Default, or
+// the parser's own, in backticks, written as people write it (10m, not
+// 10m0s; 128MiB). Switches are off; action flags and empty values show
+// nothing.
+func defaultText(d flagDoc, fs *flag.FlagSet) string {
+	if d.Default != "" {
+		return d.Default
+	}
+	if d.Action || d.Name == "" {
+		return ""
+	}
+	f := fs.Lookup(d.Name)
+	if isBool(f) {
+		if f.DefValue == "false" {
+			return "off"
+		}
+		return "on"
+	}
+	v := parserDefault(f)
+	if v == "" {
+		return ""
+	}
+	return "`" + v + "`"
+}
+
+// parserDefault is the default of f as people write it.
+func parserDefault(f *flag.Flag) string {
+	switch v := f.Value.(type) {
+	case duration:
+		return shortDuration(*v.d)
+	case seconds:
+		return shortDuration(*v.d)
+	case byteSize:
+		return sizeText(*v.n)
+	}
+	return f.DefValue
+}
+
+// shortDuration writes 2h for 2h0m0s, 10m for 10m0s, 1h30m for 1h30m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// sizeText writes a byte count with the largest unit that divides it.
+func sizeText(n int) string {
+	for _, u := range []struct {
+		suffix string
+		size   int
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n > 0 && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+// Layout of the --help flag list: the text starts at helpColumn, and lines
+// stop at helpWidth.
+const (
+	helpColumn = 28
+	helpWidth  = 92
+)
+
+// helpFlags renders a table's rows for --help, section by section in the
+// order of groups; each section's rows in table order.
+func helpFlags(groups []flagGroup, rows []flagDoc) string {
+	var b strings.Builder
+	for i, g := range groups {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if g.Title != "" {
+			b.WriteString(g.Title + "\n")
+		}
+		for _, d := range rows {
+			if d.Group != g.Key || d.Hidden {
+				continue
+			}
+			if d.Note != "" {
+				b.WriteString(wrap("  ", d.Note, "  "))
+			}
+			b.WriteString(helpRow(d.usage(), d.Help))
+		}
+		if g.After != "" {
+			b.WriteString(wrap("  ", g.After, "  "))
+		}
+	}
+	return b.String()
+}
+
+// helpRow is one flag of --help: its usage, then its text from
+// helpColumn, wrapped.
+func helpRow(usage, text string) string {
+	first := "  " + usage
+	if len(first) <= helpColumn-2 {
+		first += strings.Repeat(" ", helpColumn-len(first))
+	} else {
+		first += "  "
+	}
+	return wrap(first, text, strings.Repeat(" ", helpColumn))
+}
+
+// wrap writes text after first, continuing after indent, in lines of at
+// most helpWidth (a word longer than that gets a line of its own).
+func wrap(first, text, indent string) string {
+	var b strings.Builder
+	line := first
+	empty := true
+	for _, w := range strings.Fields(text) {
+		if !empty && len(line)+1+len(w) > helpWidth {
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			line, empty = indent, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += w
+		empty = false
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
+
+// markdownFlags renders a table's rows for the README: flag, default, what
+// it does. fs is the table's parser, for the defaults.
+func markdownFlags(rows []flagDoc, fs *flag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString("| flag | default | what it does |\n|---|---|---|\n")
+	for _, d := range rows {
+		if d.Hidden {
+			continue
+		}
+		var names []string
+		if d.Name == "" {
+			names = []string{d.Arg}
+		} else {
+			for i, n := range d.names() {
+				w := dashes(n)
+				if i == 0 && d.Arg != "" {
+					w += " " + d.Arg
+				}
+				names = append(names, w)
+			}
+		}
+		for i, n := range names {
+			names[i] = "`" + strings.ReplaceAll(n, "|", `\|`) + "`"
+		}
+		doc := d.Doc
+		if doc == "" {
+			doc = d.Help
+		}
+		def := defaultText(d, fs)
+		if def != "" {
+			def += " "
+		}
+		fmt.Fprintf(&b, "| %s | %s| %s |\n", strings.Join(names, ", "), def, doc)
+	}
+	return b.String()
+}
