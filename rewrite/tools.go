@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // ToolHeaders are the valid x-mcp-header annotations of one tool: on
@@ -16,13 +18,10 @@ type ToolHeaders struct {
 }
 
 // ParamHeader is one x-mcp-header annotation.
-type ParamHeader struct {
-	// Name is the header suffix: the header is "Mcp-Param-" + Name.
-	Name string
-	// Path is the gjson path of the argument in a tools/call body, escaped,
-	// e.g. `params.arguments.city`.
-	Path string
-}
+//
+// Deprecated: use protocol.ParamHeader; this name goes once its callers
+// are renamed (scripts/renames-proto.sh).
+type ParamHeader = protocol.ParamHeader
 
 // RejectedTool is a tool removed from a tools/list result, and why.
 type RejectedTool struct {

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // The standard headers of 2026-07-28 Streamable HTTP (eras.md §15.2).
@@ -22,12 +24,10 @@ const (
 
 // ParamHeader mirrors one tool argument into an Mcp-Param-{Name} header
 // (an x-mcp-header annotation, eras.md §15.4).
-type ParamHeader struct {
-	// Name is the suffix after "Mcp-Param-".
-	Name string
-	// Path is the gjson path of the value in the request body.
-	Path string
-}
+//
+// Deprecated: use protocol.ParamHeader; this name goes once its callers
+// are renamed (scripts/renames-proto.sh).
+type ParamHeader = protocol.ParamHeader
 
 // namePath returns the gjson path of the params member that Mcp-Name
 // mirrors for a method, or "" when the method carries no Mcp-Name.
