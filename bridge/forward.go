@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -49,7 +50,7 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 			ir := c.input
 			c.input = nil
 			if round >= s.cfg.MaxRounds {
-				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 					fmt.Sprintf("the server asked for client input %d times for %s without finishing; giving up (raise --max-mrtr-rounds)", round, f.Method),
 					errorData(s.client.URL(), 0, "", ""))
 			}
@@ -61,7 +62,7 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 			c.retry = retry
 		case ctx.Err() != nil:
 			return frame
-		case code == rewrite.CodeHeaderMismatch && c.sentBase64 && !c.rawHeaders:
+		case code == protocol.CodeHeaderMismatch && c.sentBase64 && !c.rawHeaders:
 			c.rawHeaders = true
 			s.rawHeadersNoted.Do(func() {
 				s.info("the server refused a header in the Base64 form the spec asks for (-32020 header mismatch); such a request is retried once with the raw UTF-8 value",
@@ -69,11 +70,11 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 			})
 		case recovered:
 			return frame
-		case code == rewrite.CodeHeaderMismatch && f.Method == "tools/call":
+		case code == protocol.CodeHeaderMismatch && f.Method == "tools/call":
 			recovered = true
 			s.info("header mismatch: refreshing tools/list and retrying once", zap.ByteString("id", c.id))
 			_ = s.fetchTools(ctx) // a failure leaves the annotations as they were
-		case code == rewrite.CodeUnsupportedProtocolVersion:
+		case code == protocol.CodeUnsupportedProtocolVersion:
 			recovered = true
 			if !s.stillModern(ctx, c) {
 				return s.versionGone(c, f.Method, frame)
@@ -82,7 +83,7 @@ func (s *Session) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte
 			return frame
 		}
 		frame, code = s.modernAttempt(ctx, c, f)
-		if recovered && code == rewrite.CodeUnsupportedProtocolVersion && c.input == nil {
+		if recovered && code == protocol.CodeUnsupportedProtocolVersion && c.input == nil {
 			return s.versionGone(c, f.Method, frame)
 		}
 	}
@@ -95,7 +96,7 @@ func (s *Session) modernAttempt(ctx context.Context, c *call, f *rewrite.Frame) 
 }
 
 func notInitialized(c *call, method string) []byte {
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidRequest,
 		fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", method), nil)
 }
 
@@ -118,9 +119,9 @@ func (s *Session) versionGone(c *call, method string, frame []byte) []byte {
 		return nil
 	}
 	data := gjson.GetBytes(frame, "error.data").Raw
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("the upstream server at %s no longer accepts protocol %s for %s (%s); restart the client session so the proxy detects the server again",
-			s.client.URL(), capabilities.ModernVersion, method, gjson.GetBytes(frame, "error.message").String()),
+			s.client.URL(), protocol.ModernVersion, method, gjson.GetBytes(frame, "error.message").String()),
 		[]byte(orEmptyObject(data)))
 }
 
@@ -247,7 +248,7 @@ func (s *Session) exchange(ctx context.Context, c *call, f *rewrite.Frame) ([]by
 	if frame == nil && c.input == nil && ctx.Err() == nil {
 		frame = s.timedOut(actx, c, f.Method)
 	}
-	if code == rewrite.CodeHeaderMismatch && !c.rawHeaders {
+	if code == protocol.CodeHeaderMismatch && !c.rawHeaders {
 		// Read only on the rare refusal: may a raw retry change anything?
 		c.sentBase64 = routing.UsesBase64(body, params)
 	}
@@ -334,7 +335,7 @@ func (s *Session) timedOut(actx context.Context, c *call, method string) []byte 
 		return nil
 	}
 	s.warn("upstream request timed out", zap.String("method", method), zap.ByteString("id", c.id), zap.String("why", context.Cause(actx).Error()))
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", "timeout"))
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", "timeout"))
 }
 
 // answer reads the upstream messages of one request: notifications go to the
@@ -358,11 +359,11 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 			case errors.Is(err, routing.ErrContentType):
 				return s.httpFailure(c.id, f.Method, resp, msg), 0, retryNone
 			case errors.Is(err, routing.ErrTooLarge):
-				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", f.Method),
 					errorData(s.client.URL(), resp.Status, "", "")), 0, retryNone
 			}
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
 				errorData(s.client.URL(), resp.Status, "", "")), 0, retryBroken
 		}
@@ -395,7 +396,7 @@ func (s *Session) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []
 			if resp.IsSSE() {
 				continue
 			}
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
 				errorData(s.client.URL(), resp.Status, "", "")), 0, retryNone
 		}
@@ -422,12 +423,12 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks, Room: room})
 	if err != nil {
 		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", s.logFrame(m.Raw)))
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 			fmt.Sprintf("invalid upstream result for %s: %v", method, err), errorData(s.client.URL(), status, "", ""))
 	}
 	c.rewrites = d.Rewrites
 	switch d.ResultType {
-	case rewrite.ResultComplete:
+	case protocol.ResultComplete:
 		switch {
 		case method == "tools/list":
 			s.rememberTools(d)
@@ -435,7 +436,7 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 			return s.taskCreated(c, m)
 		}
 		return d.Frame
-	case rewrite.ResultTask:
+	case protocol.ResultTask:
 		if method != "tools/call" {
 			break // only tools/call may become a task (tasks.md §13.8)
 		}
@@ -445,7 +446,7 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 		t := rewrite.ReadTask(m.Result)
 		s.info("the server made a task of a plain tools/call; following it", zap.ByteString("id", c.id), zap.String("taskId", t.ID))
 		return s.follow(ctx, c, t)
-	case rewrite.ResultInputRequired:
+	case protocol.ResultInputRequired:
 		switch method {
 		case "tools/call", "prompts/get", "resources/read":
 			c.input = []byte(m.Result.Raw) // a copy: forward asks the client, then retries
@@ -454,7 +455,7 @@ func (s *Session) down(ctx context.Context, c *call, method string, m *rewrite.F
 	}
 	s.warn("invalid upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
 		zap.ByteString("frame", s.logFrame(m.Raw)))
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("invalid upstream result for %s: unrecognized or misplaced resultType %q", method, d.ResultType),
 		errorData(s.client.URL(), status, "resultType", d.ResultType))
 }
@@ -485,7 +486,7 @@ func (s *Session) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []
 	var retry []byte
 	switch {
 	case len(reqs) == 0 && !state.Exists():
-		return nil, rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		return nil, rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 			fmt.Sprintf("invalid upstream result for %s: input_required without inputRequests or requestState", f.Method), nil)
 	case len(reqs) == 0:
 		// requestState only: an out-of-band step is still running. Pace
@@ -498,7 +499,7 @@ func (s *Session) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []
 			if ok, missing := s.clientCan(in.method, in.params); !ok {
 				err := missingCapability(in.method, missing)
 				s.warn("input request not sent", zap.ByteString("id", c.id), zap.Error(err))
-				return nil, rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, fmt.Sprintf("cannot finish %s: %v", f.Method, err),
+				return nil, rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("cannot finish %s: %v", f.Method, err),
 					append(rewrite.AppendString([]byte(`{"missingCapability":`), missing), '}'))
 			}
 		}
@@ -545,7 +546,7 @@ func (s *Session) inputFailed(c *call, method string, in inputRequest, err error
 	if method == "tools/call" {
 		return rewrite.ResultFrame(c.id, append(append([]byte(`{"content":[{"type":"text","text":`), rewrite.AppendString(nil, msg)...), `}],"isError":true}`...))
 	}
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, nil)
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, nil)
 }
 
 // streamNotification forwards request-scoped notifications (progress, log
@@ -591,7 +592,7 @@ func (s *Session) noAnswer(c *call, method string, resp *routing.Response, skipp
 			msg += "; the tool may or may not have run"
 		}
 	}
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, errorData(s.client.URL(), resp.Status, "", ""))
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, errorData(s.client.URL(), resp.Status, "", ""))
 }
 
 // httpFailure is the error for an HTTP answer that carries no usable
@@ -635,7 +636,7 @@ func (s *Session) httpFailure(id []byte, method string, resp *routing.Response, 
 		data = rewrite.AppendString(data, ra)
 	}
 	data = append(data, '}')
-	return rewrite.ErrorFrame(id, rewrite.CodeInternalError, msg, data)
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, data)
 }
 
 // invalidBody is the error for a successful HTTP answer whose body is not a
@@ -644,7 +645,7 @@ func (s *Session) invalidBody(id []byte, method string, resp *routing.Response, 
 	data := errorData(s.client.URL(), resp.Status, "contentType", resp.ContentType)
 	data = append(data[:len(data)-1], `,"body":`...)
 	data = append(rewrite.AppendString(data, string(capSnippet(body))), '}')
-	return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError,
 		fmt.Sprintf("the upstream server answered %s with HTTP %d but an invalid JSON-RPC body (%v); the server is misbehaving: check its logs", method, resp.Status, err), data)
 }
 
@@ -683,5 +684,5 @@ func (s *Session) transportError(id []byte, method string, err error) []byte {
 			msg = fmt.Sprintf("the connection to the upstream server broke during %s: %v; the request may or may not have run", method, err)
 		}
 	}
-	return rewrite.ErrorFrame(id, rewrite.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", cause))
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", cause))
 }

@@ -35,6 +35,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
@@ -137,17 +138,17 @@ type Session struct {
 	meta    atomic.Pointer[rewrite.MetaBlock]
 
 	mu         sync.Mutex
-	inflight   map[string]*call                 // by the client's raw id
-	ready      bool                             // initialize succeeded
-	caps       []byte                           // mapped client capabilities
-	clientInfo []byte                           // the client's clientInfo
-	level      string                           // logging/setLevel
-	params     map[string][]routing.ParamHeader // x-mcp-header annotations by tool
-	listed     bool                             // params reflect a tools/list
-	legacyCaps []byte                           // the client's own capabilities
-	tasks      bool                             // the server declares the tasks extension
-	asks       map[string]*pendingAsk           // proxy requests to the client, by id
-	dispatched map[string]map[string]*inputKey  // task input keys, by task id
+	inflight   map[string]*call                  // by the client's raw id
+	ready      bool                              // initialize succeeded
+	caps       []byte                            // mapped client capabilities
+	clientInfo []byte                            // the client's clientInfo
+	level      string                            // logging/setLevel
+	params     map[string][]protocol.ParamHeader // x-mcp-header annotations by tool
+	listed     bool                              // params reflect a tools/list
+	legacyCaps []byte                            // the client's own capabilities
+	tasks      bool                              // the server declares the tasks extension
+	asks       map[string]*pendingAsk            // proxy requests to the client, by id
+	dispatched map[string]map[string]*inputKey   // task input keys, by task id
 
 	serverCaps []byte // the server's 2026 capabilities, from discover
 	listening  bool   // the list-change stream was started
@@ -270,7 +271,7 @@ func New(cfg Config) *Session {
 		sem:        make(chan struct{}, cfg.MaxInFlight),
 		stopped:    make(chan struct{}),
 		inflight:   make(map[string]*call),
-		params:     make(map[string][]routing.ParamHeader),
+		params:     make(map[string][]protocol.ParamHeader),
 		asks:       make(map[string]*pendingAsk),
 		dispatched: make(map[string]map[string]*inputKey),
 		reg:        newMemRegistry(),
@@ -436,7 +437,7 @@ func (s *Session) read(ctx context.Context, in io.Reader) error {
 		switch {
 		case errors.Is(err, errLineTooLong):
 			s.warn("stdin line over the size limit discarded", zap.Int("limit", s.cfg.MaxMessageBytes))
-			s.send(rewrite.ErrorFrame(nil, rewrite.CodeInvalidRequest,
+			s.send(rewrite.ErrorFrame(nil, protocol.CodeInvalidRequest,
 				fmt.Sprintf("message larger than %d bytes discarded; raise --max-message-size", s.cfg.MaxMessageBytes), nil))
 			continue
 		case err != nil:
@@ -520,7 +521,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 		return true
 	}
 	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
-		s.sendOp(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidParams,
+		s.sendOp(rewrite.ErrorFrame([]byte(f.ID.Raw), protocol.CodeInvalidParams,
 			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil), op, nil)
 		return true
 	}
@@ -532,7 +533,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte) bool {
 func (s *Session) enqueue(ctx context.Context, f *rewrite.Frame, op string, barrier <-chan struct{}) bool {
 	c, ok := s.register(ctx, f, op)
 	if !ok {
-		s.sendOp(rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.CodeInvalidRequest,
+		s.sendOp(rewrite.ErrorFrame([]byte(f.ID.Raw), protocol.CodeInvalidRequest,
 			"a request with this id is already in flight; ids must be unique among pending requests", nil), op, nil)
 		return true
 	}
@@ -571,7 +572,7 @@ func (s *Session) refuseQueued(c *call, n, size int) {
 	if n < s.queue.maxJobs { // the bytes bound, not the count
 		raise = fmt.Sprintf("raise --max-message-size, which also bounds the bytes of the waiting requests (%d)", s.cfg.MaxMessageBytes)
 	}
-	frame := rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	frame := rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("the proxy refused %s: %d requests (%d bytes) are already waiting for one of the %d in-flight slots; wait for answers before sending more (or %s)", c.method, n, size, s.cfg.MaxInFlight, raise),
 		fmt.Appendf(nil, `{"waiting":%d,"waitingBytes":%d,"maxInFlight":%d}`, n, size, s.cfg.MaxInFlight))
 	s.logRequest(c.op, c.method, c.id, c.start, frame, false)

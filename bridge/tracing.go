@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
@@ -53,7 +54,7 @@ func (s *Session) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []
 
 // traceUp records a request the proxy POSTs under ctx, with the headers it
 // derives.
-func (s *Session) traceUp(ctx context.Context, op string, body []byte, params []routing.ParamHeader, rewrites []string) {
+func (s *Session) traceUp(ctx context.Context, op string, body []byte, params []protocol.ParamHeader, rewrites []string) {
 	if !s.tracing() {
 		return
 	}
@@ -120,7 +121,7 @@ func (s *Session) prober(op string) capabilities.Prober {
 // sentHeaders are the headers of a POST as the trace shows them: the
 // user's (--header; the trace writer redacts the secret ones) and the
 // derived MCP headers on top.
-func (s *Session) sentHeaders(ctx context.Context, body []byte, params []routing.ParamHeader) map[string]string {
+func (s *Session) sentHeaders(ctx context.Context, body []byte, params []protocol.ParamHeader) map[string]string {
 	return firstValues(s.client.UserHeader(), routing.HeadersFor(ctx, body, params))
 }
 

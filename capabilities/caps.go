@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
@@ -128,7 +129,7 @@ func InitializeResult(discover []byte, o InitializeOptions) []byte {
 	out := []byte(`{}`)
 	out, _ = sjson.SetBytes(out, "protocolVersion", NegotiateLegacy(o.RequestedVersion))
 	out, _ = sjson.SetRawBytes(out, "capabilities", caps)
-	info := d.Get("_meta." + gjson.Escape(rewrite.MetaServerInfo))
+	info := d.Get("_meta." + gjson.Escape(protocol.MetaServerInfo))
 	if !validImplementation(info) {
 		info = d.Get("serverInfo")
 	}
@@ -165,14 +166,14 @@ func validImplementation(v gjson.Result) bool {
 // clientInfo when it sent one, and the log level when one was set.
 func Meta(clientCaps, clientInfo []byte, logLevel string) rewrite.MetaBlock {
 	pairs := []rewrite.MetaPair{
-		{Key: rewrite.MetaProtocolVersion, Value: []byte(`"` + ModernVersion + `"`)},
-		{Key: rewrite.MetaClientCapabilities, Value: clientCaps},
+		{Key: protocol.MetaProtocolVersion, Value: []byte(`"` + ModernVersion + `"`)},
+		{Key: protocol.MetaClientCapabilities, Value: clientCaps},
 	}
 	if len(clientInfo) > 0 {
-		pairs = append(pairs, rewrite.MetaPair{Key: rewrite.MetaClientInfo, Value: clientInfo})
+		pairs = append(pairs, rewrite.MetaPair{Key: protocol.MetaClientInfo, Value: clientInfo})
 	}
 	if logLevel != "" {
-		pairs = append(pairs, rewrite.MetaPair{Key: rewrite.MetaLogLevel, Value: rewrite.AppendString(nil, logLevel)})
+		pairs = append(pairs, rewrite.MetaPair{Key: protocol.MetaLogLevel, Value: rewrite.AppendString(nil, logLevel)})
 	}
 	return rewrite.NewMetaBlock(pairs...)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -228,13 +229,13 @@ func classifyVersions(url string, status int, versions gjson.Result, discover []
 func classifyError(url string, status int, e gjson.Result) Verdict {
 	code := e.Get("code").Int()
 	switch code {
-	case rewrite.CodeUnsupportedProtocolVersion:
+	case protocol.CodeUnsupportedProtocolVersion:
 		sup := e.Get("data.supported")
 		if !sup.IsArray() || len(sup.Array()) == 0 {
 			return Verdict{Era: Legacy, Status: status, Reason: "-32022 without data.supported"}
 		}
 		return classifyVersions(url, status, sup, nil)
-	case rewrite.CodeHeaderMismatch, rewrite.CodeMissingRequiredCapability:
+	case protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredCapability:
 		return Verdict{Era: Unknown, Status: status, Reason: "modern server rejected the probe",
 			Err: fmt.Errorf("%s is a modern MCP server but rejected the proxy's server/discover with %d %q; this is a proxy bug or a header added with --header; please report it", url, code, e.Get("message").String())}
 	}

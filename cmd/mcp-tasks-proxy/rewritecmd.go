@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -241,7 +242,7 @@ func (r *rewriter) downFrame(line []byte) {
 		return
 	}
 	if f.Kind != rewrite.KindResponse {
-		if f.Params.Get(gjson.Escape(rewrite.MetaSubscriptionID)).Exists() || f.Params.Get("_meta."+gjson.Escape(rewrite.MetaSubscriptionID)).Exists() {
+		if f.Params.Get(gjson.Escape(protocol.MetaSubscriptionID)).Exists() || f.Params.Get("_meta."+gjson.Escape(protocol.MetaSubscriptionID)).Exists() {
 			fmt.Fprintf(r.out, "→ client: %s\n", rewrite.ListenNotification(&f))
 			return
 		}
@@ -252,7 +253,7 @@ func (r *rewriter) downFrame(line []byte) {
 	if len(id) == 0 {
 		id = []byte(f.ID.Raw)
 	}
-	tasks := gjson.GetBytes(r.discover, "capabilities.extensions."+gjson.Escape(capabilities.TasksExtension)).Exists()
+	tasks := gjson.GetBytes(r.discover, "capabilities.extensions."+gjson.Escape(protocol.TasksExtension)).Exists()
 	d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: id, Method: r.method, TaskSupport: tasks})
 	if err != nil {
 		fmt.Fprintf(r.out, "invalid upstream result: %v\n", err)
@@ -262,14 +263,14 @@ func (r *rewriter) downFrame(line []byte) {
 	case r.method == "tasks/get" && !d.IsError:
 		t := rewrite.ReadTask(f.Result)
 		fmt.Fprintf(r.out, "→ client [task.view ttl.rename]: %s\n", rewrite.ResultFrame(id, rewrite.TaskResult(t, r.tasks, rewrite.ViewOverride{})))
-	case d.ResultType == rewrite.ResultTask && r.augmented:
+	case d.ResultType == protocol.ResultTask && r.augmented:
 		t := rewrite.ReadTask(f.Result)
 		fmt.Fprintf(r.out, "→ client [task.nest ttl.rename]: %s\n", rewrite.ResultFrame(id, rewrite.CreateTaskResult(t, r.tasks)))
-	case d.ResultType == rewrite.ResultTask:
+	case d.ResultType == protocol.ResultTask:
 		fmt.Fprintln(r.out, "the proxy follows this task (tasks/get polls) and answers with its final result")
-	case d.ResultType == rewrite.ResultInputRequired:
+	case d.ResultType == protocol.ResultInputRequired:
 		fmt.Fprintln(r.out, "the proxy asks the client for each inputRequests entry, then retries with inputResponses and requestState")
-	case d.ResultType != rewrite.ResultComplete:
+	case d.ResultType != protocol.ResultComplete:
 		fmt.Fprintf(r.out, "invalid upstream result: resultType %q\n", d.ResultType)
 	default:
 		fmt.Fprintf(r.out, "→ client [%s]: %s\n", strings.Join(d.Rewrites, " "), d.Frame)
