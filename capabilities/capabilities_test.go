@@ -542,7 +542,7 @@ func TestProbeClassification(t *testing.T) {
 		{name: "DiscoverResult with only legacy versions", answer: jsonAnswer(200, resultFrame("ID", discoverWith(`["2025-11-25","2025-06-18"]`))),
 			era: Legacy, posts: 1, status: 200},
 		{name: "DiscoverResult with only other modern versions", answer: jsonAnswer(200, resultFrame("ID", discoverWith(`["2027-03-01"]`))),
-			era: Unknown, posts: 1, status: 200, errHas: []string{"2027-03-01", ModernVersion}},
+			era: Unknown, posts: 1, status: 200, errHas: []string{"2027-03-01", protocol.ModernVersion}},
 		{name: "DiscoverResult with legacy and other modern versions", answer: jsonAnswer(200, resultFrame("ID", discoverWith(`["2025-11-25","2027-03-01"]`))),
 			era: Unknown, posts: 1, status: 200, errHas: []string{"2027-03-01"}},
 
@@ -750,7 +750,7 @@ func TestProbeRequest(t *testing.T) {
 		t.Errorf("_meta protocolVersion = %q in %s", got, p.body)
 	}
 	cc := meta.Get(gjson.Escape(protocol.MetaClientCapabilities))
-	if !cc.IsObject() || !cc.Get("extensions."+gjson.Escape(TasksExtension)).Exists() {
+	if !cc.IsObject() || !cc.Get("extensions."+gjson.Escape(protocol.TasksExtension)).Exists() {
 		t.Errorf("_meta clientCapabilities = %s, want an object declaring the tasks extension", cc.Raw)
 	}
 	if cc.Get("roots.listChanged").Exists() {

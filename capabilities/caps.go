@@ -18,28 +18,16 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// Protocol versions.
-const (
-	ModernVersion = "2026-07-28"
-	LegacyVersion = "2025-11-25"
-	// TasksExtension is the tasks extension's identifier (tasks.md §4).
-	TasksExtension = "io.modelcontextprotocol/tasks"
-)
-
-// LegacyVersions are the 2025-era versions a legacy client may ask for and
-// that the proxy answers with as they are (eras.md §3.1 POLICY).
-var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
-
 // NegotiateLegacy picks the InitializeResult protocolVersion for a client
 // that asked for requested: the same when the proxy supports it, otherwise
 // 2025-11-25, which the 2025 rules allow.
 func NegotiateLegacy(requested string) string {
-	for _, v := range LegacyVersions {
+	for _, v := range protocol.LegacyVersions {
 		if v == requested {
 			return v
 		}
 	}
-	return LegacyVersion
+	return protocol.LegacyVersion
 }
 
 // LegacyTasksCapability is the 2025 server capability that stands for the
@@ -70,7 +58,7 @@ func ClientCapabilities(legacy []byte) []byte {
 	if !ext.IsObject() {
 		out, _ = sjson.SetRawBytes(out, "extensions", []byte(`{}`))
 	}
-	out, _ = sjson.SetRawBytes(out, "extensions."+gjson.Escape(TasksExtension), []byte(`{}`))
+	out, _ = sjson.SetRawBytes(out, "extensions."+gjson.Escape(protocol.TasksExtension), []byte(`{}`))
 	return out
 }
 
@@ -86,7 +74,7 @@ func ServerCapabilities(modern []byte, tasks bool) (legacy []byte, hasTasks bool
 	}
 	caps.ForEach(func(k, v gjson.Result) bool {
 		if k.Str == "extensions" {
-			hasTasks = v.Get(gjson.Escape(TasksExtension)).Exists()
+			hasTasks = v.Get(gjson.Escape(protocol.TasksExtension)).Exists()
 			return true
 		}
 		if k.Str == "tasks" {
@@ -166,7 +154,7 @@ func validImplementation(v gjson.Result) bool {
 // clientInfo when it sent one, and the log level when one was set.
 func Meta(clientCaps, clientInfo []byte, logLevel string) rewrite.MetaBlock {
 	pairs := []rewrite.MetaPair{
-		{Key: protocol.MetaProtocolVersion, Value: []byte(`"` + ModernVersion + `"`)},
+		{Key: protocol.MetaProtocolVersion, Value: []byte(`"` + protocol.ModernVersion + `"`)},
 		{Key: protocol.MetaClientCapabilities, Value: clientCaps},
 	}
 	if len(clientInfo) > 0 {

@@ -84,7 +84,7 @@ func (p *Prober) Probe(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 		v = p.retrying(ctx, meta)
 		if v.Era == Modern && v.Discover == nil && v.Err == nil {
 			v.Era = Unknown
-			v.Err = fmt.Errorf("%s rejected protocol version %s twice while listing it as supported; the server is misbehaving", p.Client.URL(), ModernVersion)
+			v.Err = fmt.Errorf("%s rejected protocol version %s twice while listing it as supported; the server is misbehaving", p.Client.URL(), protocol.ModernVersion)
 		}
 	}
 	return v
@@ -205,7 +205,7 @@ func classifyVersions(url string, status int, versions gjson.Result, discover []
 	var modern, legacy, others []string
 	for _, v := range versions.Array() {
 		switch {
-		case v.Str == ModernVersion:
+		case v.Str == protocol.ModernVersion:
 			modern = append(modern, v.Str)
 		case isLegacyVersion(v.Str):
 			legacy = append(legacy, v.Str)
@@ -216,14 +216,14 @@ func classifyVersions(url string, status int, versions gjson.Result, discover []
 	switch {
 	case len(modern) > 0:
 		if discover == nil {
-			return Verdict{Era: Modern, Status: status, Reason: "-32022 lists " + ModernVersion}
+			return Verdict{Era: Modern, Status: status, Reason: "-32022 lists " + protocol.ModernVersion}
 		}
-		return Verdict{Era: Modern, Status: status, Discover: discover, Reason: "DiscoverResult supports " + ModernVersion}
+		return Verdict{Era: Modern, Status: status, Discover: discover, Reason: "DiscoverResult supports " + protocol.ModernVersion}
 	case len(others) == 0 && len(legacy) > 0:
 		return Verdict{Era: Legacy, Status: status, Reason: "supports only " + strings.Join(legacy, ", ")}
 	}
 	return Verdict{Era: Unknown, Status: status, Reason: "no common version",
-		Err: fmt.Errorf("%s supports protocol versions %s but not %s, the only modern version this proxy speaks; upgrade mcp-tasks-proxy", url, versions.Raw, ModernVersion)}
+		Err: fmt.Errorf("%s supports protocol versions %s but not %s, the only modern version this proxy speaks; upgrade mcp-tasks-proxy", url, versions.Raw, protocol.ModernVersion)}
 }
 
 func classifyError(url string, status int, e gjson.Result) Verdict {

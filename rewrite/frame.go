@@ -17,6 +17,8 @@ import (
 	"errors"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // Kind is what a JSON-RPC message is.
@@ -76,11 +78,11 @@ var (
 func Code(err error) int {
 	switch {
 	case errors.Is(err, ErrParse):
-		return CodeParseError
+		return protocol.CodeParseError
 	case errors.Is(err, ErrParams):
-		return CodeInvalidParams
+		return protocol.CodeInvalidParams
 	}
-	return CodeInvalidRequest
+	return protocol.CodeInvalidRequest
 }
 
 // TrimFrame strips the surrounding whitespace of a line, including the "\r"

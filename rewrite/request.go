@@ -4,16 +4,6 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// The request _meta keys of 2026-07-28 (eras.md §4.2).
-const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-)
-
 // MetaBlock is the set of _meta members the proxy owns on upstream requests,
 // pre-serialized once so that each request costs one splice.
 type MetaBlock struct {

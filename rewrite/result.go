@@ -4,13 +4,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
-)
 
-// Result types of 2026-07-28 (eras.md §6) and of the tasks extension.
-const (
-	ResultComplete      = "complete"
-	ResultInputRequired = "input_required"
-	ResultTask          = "task"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // Down says how to rewrite one modern response for the legacy client.
@@ -82,7 +77,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 			addErrorStatus(&e, f.Error, d.HTTPStatus)
 			rw = append(rw, "error.httpStatus")
 		}
-		return Downed{Frame: e.apply(f.Raw), ResultType: ResultComplete, IsError: true, Rewrites: rw}, nil
+		return Downed{Frame: e.apply(f.Raw), ResultType: protocol.ResultComplete, IsError: true, Rewrites: rw}, nil
 	}
 	res := f.Result
 	if !res.IsObject() {
@@ -90,7 +85,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 	}
 	var buf [16]member
 	ms := members(res, buf[:0])
-	out := Downed{ResultType: ResultComplete}
+	out := Downed{ResultType: protocol.ResultComplete}
 	var meta, tools *member
 	for i := range ms {
 		switch ms[i].key.Str {
@@ -106,7 +101,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 			tools = &ms[i]
 		}
 	}
-	if out.ResultType != ResultComplete {
+	if out.ResultType != protocol.ResultComplete {
 		return out, nil
 	}
 	strip := cacheable(d.Method)
@@ -125,7 +120,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 			out.Rewrites = append(out.Rewrites, name)
 		}
 	}
-	if metaGone || meta != nil && d.RelatedTask == "" && meta.value.Get(gjson.Escape(MetaServerInfo)).Exists() {
+	if metaGone || meta != nil && d.RelatedTask == "" && meta.value.Get(gjson.Escape(protocol.MetaServerInfo)).Exists() {
 		note("serverInfo.strip")
 	}
 	kept := e.removeMembers(res, ms, func(i int) bool {
@@ -174,7 +169,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 		}
 	}
 	if d.Room != nil {
-		out.ResultType = ResultComplete // the constant, not a view into the frame
+		out.ResultType = protocol.ResultComplete // the constant, not a view into the frame
 		if b := e.applyInPlace(d.Room, f.Raw); b != nil {
 			out.Frame = b
 			return out, nil
@@ -197,7 +192,7 @@ func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
 	ms := members(meta, buf[:0])
 	found := false
 	for i := range ms {
-		if ms[i].key.Str == MetaServerInfo {
+		if ms[i].key.Str == protocol.MetaServerInfo {
 			found = true
 		}
 	}
@@ -207,7 +202,7 @@ func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
 	if len(ms) == 1 {
 		return true
 	}
-	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == MetaServerInfo })
+	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == protocol.MetaServerInfo })
 	return false
 }
 
@@ -217,7 +212,7 @@ func relatedTaskInto(e *edits, meta gjson.Result, taskID string) {
 	var buf [8]member
 	ms := members(meta, buf[:0])
 	kept := e.removeMembers(meta, ms, func(i int) bool {
-		return ms[i].key.Str == MetaServerInfo || ms[i].key.Str == MetaRelatedTask
+		return ms[i].key.Str == protocol.MetaServerInfo || ms[i].key.Str == protocol.MetaRelatedTask
 	})
 	if kept > 0 {
 		e.replace(meta.Index+1, meta.Index+1, relatedTaskMember(taskID), comma)

@@ -14,14 +14,8 @@ import (
 // headers (eras.md §15.4).
 type ToolHeaders struct {
 	Tool   string
-	Params []ParamHeader
+	Params []protocol.ParamHeader
 }
-
-// ParamHeader is one x-mcp-header annotation.
-//
-// Deprecated: use protocol.ParamHeader; this name goes once its callers
-// are renamed (scripts/renames-proto.sh).
-type ParamHeader = protocol.ParamHeader
 
 // RejectedTool is a tool removed from a tools/list result, and why.
 type RejectedTool struct {
@@ -206,7 +200,7 @@ func objectProperties(e *edits, schema gjson.Result) {
 
 // xMCPHeaders returns the valid x-mcp-header annotations of an inputSchema,
 // or the reason the tool must be rejected (eras.md §15.4).
-func xMCPHeaders(schema gjson.Result) ([]ParamHeader, string) {
+func xMCPHeaders(schema gjson.Result) ([]protocol.ParamHeader, string) {
 	if !schema.IsObject() || !strings.Contains(schema.Raw, "x-mcp-header") {
 		return nil, ""
 	}
@@ -219,7 +213,7 @@ func xMCPHeaders(schema gjson.Result) ([]ParamHeader, string) {
 }
 
 type headerWalk struct {
-	params []ParamHeader
+	params []protocol.ParamHeader
 	seen   map[string]string // lower-case name -> property path
 	reason string
 }
@@ -290,7 +284,7 @@ func (w *headerWalk) check(prop, name gjson.Result, path []string, onChain bool)
 		for i, p := range path {
 			esc[i] = gjson.Escape(p)
 		}
-		w.params = append(w.params, ParamHeader{Name: name.Str, Path: "params.arguments." + strings.Join(esc, ".")})
+		w.params = append(w.params, protocol.ParamHeader{Name: name.Str, Path: "params.arguments." + strings.Join(esc, ".")})
 	}
 }
 
