@@ -122,7 +122,7 @@ func (e *encoder) value(s string) (string, bool) {
 const keyProtocolVersion = "Mcp-Protocol-Version"
 
 // pathProtocolVersion is the gjson path of protocol.MetaProtocolVersion
-// from the top of a request.
+// from the top of a request (TestPathProtocolVersion holds it to the key).
 const pathProtocolVersion = `params._meta.io\.modelcontextprotocol/protocolVersion`
 
 // modernVersionValue is shared by every request that carries 2026-07-28,

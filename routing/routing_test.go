@@ -517,3 +517,10 @@ func FuzzDeriveHeadersByPath(f *testing.F) {
 		}
 	})
 }
+
+func TestPathProtocolVersion(t *testing.T) {
+	body := `{"params":{"_meta":{` + strconv.Quote(protocol.MetaProtocolVersion) + `:"v"}}}`
+	if got := gjson.Get(body, pathProtocolVersion); got.Str != "v" {
+		t.Errorf("%s does not find %s in %s", pathProtocolVersion, protocol.MetaProtocolVersion, body)
+	}
+}
