@@ -1,6 +1,12 @@
 // Package rewrite holds the pure frame transforms of mcp-tasks-proxy: legacy
 // (2025-11-25) requests up to the modern (2026-07-28) shape, modern results
-// down to the legacy shape, and the JSON-RPC error frames the proxy mints.
+// down to the legacy shape (one small rule per protocol.Answer of the method
+// table), and every frame the proxy mints: ErrorFrame, ResultFrame,
+// RequestFrame, NotificationFrame, the MRTR retry's RetryParams, the
+// SyntheticTask, and the typed Error whose Hints name the settings a fix
+// involves (rendered by the caller's HintText). The log and trace
+// redaction rule (SensitiveKeys, SecretHeader) lives here too. The protocol
+// vocabulary (versions, _meta keys, codes) is internal/protocol's.
 //
 // Every function here is []byte in, []byte out. The package owns no state,
 // starts no goroutines, performs no I/O and writes no logs. Frames are read
