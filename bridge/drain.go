@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
@@ -56,7 +57,7 @@ func (s *Session) drain(ctx context.Context) {
 		if c.cancelled.Load() || !c.answered.CompareAndSwap(false, true) {
 			continue
 		}
-		frame := rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		frame := rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 			fmt.Sprintf("the proxy's input ended (stdin closed) and %s was not answered within --drain-timeout %v; it was cancelled", c.method, s.cfg.DrainTimeout),
 			fmt.Appendf(nil, `{"drainTimeoutMs":%d}`, s.cfg.DrainTimeout.Milliseconds()))
 		s.warn("request cancelled at the end of input: not answered within the drain bound", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Duration("drainTimeout", s.cfg.DrainTimeout))

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -48,7 +49,7 @@ func (s *modern) forward(ctx context.Context, c *call, f *rewrite.Frame) outcome
 			// The server needs input from the client: ask it, then retry
 			// with the answers (MRTR, eras.md §8.3).
 			if round >= s.cfg.MaxRounds {
-				return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 					fmt.Sprintf("the server asked for client input %d times for %s without finishing; giving up (raise --max-mrtr-rounds)", round, f.Method),
 					errorData(s.client.URL(), 0, "", "")))
 			}
@@ -60,7 +61,7 @@ func (s *modern) forward(ctx context.Context, c *call, f *rewrite.Frame) outcome
 			t.retry = retry
 		case ctx.Err() != nil:
 			return r.outcome()
-		case r.code == rewrite.CodeHeaderMismatch && t.sentBase64 && !t.rawHeaders:
+		case r.code == protocol.CodeHeaderMismatch && t.sentBase64 && !t.rawHeaders:
 			t.rawHeaders = true
 			s.rawHeadersNoted.Do(func() {
 				s.info("the server refused a header in the Base64 form the spec asks for (-32020 header mismatch); such a request is retried once with the raw UTF-8 value",
@@ -68,11 +69,11 @@ func (s *modern) forward(ctx context.Context, c *call, f *rewrite.Frame) outcome
 			})
 		case recovered:
 			return r.outcome()
-		case r.code == rewrite.CodeHeaderMismatch && f.Method == "tools/call":
+		case r.code == protocol.CodeHeaderMismatch && f.Method == "tools/call":
 			recovered = true
 			s.info("header mismatch: refreshing tools/list and retrying once", zap.ByteString("id", c.id))
 			_ = s.fetchTools(ctx) // a failure leaves the annotations as they were
-		case r.code == rewrite.CodeUnsupportedProtocolVersion:
+		case r.code == protocol.CodeUnsupportedProtocolVersion:
 			recovered = true
 			if !s.stillModern(ctx, c) {
 				return frameOnly(s.versionGone(c, f.Method, r.frame))
@@ -81,7 +82,7 @@ func (s *modern) forward(ctx context.Context, c *call, f *rewrite.Frame) outcome
 			return r.outcome()
 		}
 		r = s.modernAttempt(ctx, c, f, &t)
-		if recovered && r.code == rewrite.CodeUnsupportedProtocolVersion && r.input == nil {
+		if recovered && r.code == protocol.CodeUnsupportedProtocolVersion && r.input == nil {
 			return frameOnly(s.versionGone(c, f.Method, r.frame))
 		}
 	}
@@ -120,7 +121,7 @@ func (s *modern) modernAttempt(ctx context.Context, c *call, f *rewrite.Frame, t
 }
 
 func notInitialized(c *call, method string) []byte {
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidRequest,
 		fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", method), nil)
 }
 
@@ -143,9 +144,9 @@ func (s *modern) versionGone(c *call, method string, frame []byte) []byte {
 		return nil
 	}
 	data := gjson.GetBytes(frame, "error.data").Raw
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("the upstream server at %s no longer accepts protocol %s for %s (%s); restart the client session so the proxy detects the server again",
-			s.client.URL(), capabilities.ModernVersion, method, gjson.GetBytes(frame, "error.message").String()),
+			s.client.URL(), protocol.ModernVersion, method, gjson.GetBytes(frame, "error.message").String()),
 		[]byte(orEmptyObject(data)))
 }
 
@@ -261,7 +262,7 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 	if r.frame == nil && r.input == nil && ctx.Err() == nil {
 		r.frame = s.timedOut(actx, c, f.Method)
 	}
-	if r.code == rewrite.CodeHeaderMismatch && !t.rawHeaders {
+	if r.code == protocol.CodeHeaderMismatch && !t.rawHeaders {
 		// Read only on the rare refusal: may a raw retry change anything?
 		t.sentBase64 = routing.UsesBase64(body, params)
 	}
@@ -348,7 +349,7 @@ func (s *env) timedOut(actx context.Context, c *call, method string) []byte {
 		return nil
 	}
 	s.warn("upstream request timed out", zap.String("method", method), zap.ByteString("id", c.id), zap.String("why", context.Cause(actx).Error()))
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", "timeout"))
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", "timeout"))
 }
 
 // answer reads the upstream messages of one request: notifications go to the
@@ -371,11 +372,11 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 			case errors.Is(err, routing.ErrContentType):
 				return failed(s.httpFailure(c.id, f.Method, resp, msg), retryNone)
 			case errors.Is(err, routing.ErrTooLarge):
-				return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				return failed(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", f.Method),
 					errorData(s.client.URL(), resp.Status, "", "")), retryNone)
 			}
-			return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return failed(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
 				errorData(s.client.URL(), resp.Status, "", "")), retryBroken)
 		}
@@ -407,7 +408,7 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 			if resp.IsSSE() {
 				continue
 			}
-			return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return failed(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
 				errorData(s.client.URL(), resp.Status, "", "")), retryNone)
 		}
@@ -434,11 +435,11 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks, Room: room})
 	if err != nil {
 		s.warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", s.logFrame(m.Raw)))
-		return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		return failed(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 			fmt.Sprintf("invalid upstream result for %s: %v", method, err), errorData(s.client.URL(), status, "", "")), retryNone)
 	}
 	switch d.ResultType {
-	case rewrite.ResultComplete:
+	case protocol.ResultComplete:
 		switch {
 		case method == "tools/list":
 			s.rememberTools(d)
@@ -446,7 +447,7 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 			return s.tasks.taskCreated(c, m)
 		}
 		return result{frame: d.Frame, rewrites: d.Rewrites}
-	case rewrite.ResultTask:
+	case protocol.ResultTask:
 		if method != "tools/call" {
 			break // only tools/call may become a task (tasks.md §13.8)
 		}
@@ -456,7 +457,7 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 		t := rewrite.ReadTask(m.Result)
 		s.info("the server made a task of a plain tools/call; following it", zap.ByteString("id", c.id), zap.String("taskId", t.ID))
 		return s.tasks.follow(ctx, c, t)
-	case rewrite.ResultInputRequired:
+	case protocol.ResultInputRequired:
 		switch method {
 		case "tools/call", "prompts/get", "resources/read":
 			// A copy: forward asks the client, then retries.
@@ -465,7 +466,7 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 	}
 	s.warn("invalid upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
 		zap.ByteString("frame", s.logFrame(m.Raw)))
-	return failed(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	return failed(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("invalid upstream result for %s: unrecognized or misplaced resultType %q", method, d.ResultType),
 		errorData(s.client.URL(), status, "resultType", d.ResultType)), retryNone)
 }
@@ -496,7 +497,7 @@ func (s *modern) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []b
 	var retry []byte
 	switch {
 	case len(reqs) == 0 && !state.Exists():
-		return nil, rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		return nil, rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 			fmt.Sprintf("invalid upstream result for %s: input_required without inputRequests or requestState", f.Method), nil)
 	case len(reqs) == 0:
 		// requestState only: an out-of-band step is still running. Pace
@@ -509,7 +510,7 @@ func (s *modern) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []b
 			if ok, missing := s.clientCan(in.method, in.params); !ok {
 				err := missingCapability(in.method, missing)
 				s.warn("input request not sent", zap.ByteString("id", c.id), zap.Error(err))
-				return nil, rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, fmt.Sprintf("cannot finish %s: %v", f.Method, err),
+				return nil, rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("cannot finish %s: %v", f.Method, err),
 					append(rewrite.AppendString([]byte(`{"missingCapability":`), missing), '}'))
 			}
 		}
@@ -556,7 +557,7 @@ func (s *modern) inputFailed(c *call, method string, in inputRequest, err error)
 	if method == "tools/call" {
 		return rewrite.ResultFrame(c.id, append(append([]byte(`{"content":[{"type":"text","text":`), rewrite.AppendString(nil, msg)...), `}],"isError":true}`...))
 	}
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, nil)
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, nil)
 }
 
 // streamNotification forwards request-scoped notifications (progress, log
@@ -602,7 +603,7 @@ func (s *env) noAnswer(c *call, method string, resp *routing.Response, skipped s
 			msg += "; the tool may or may not have run"
 		}
 	}
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, errorData(s.client.URL(), resp.Status, "", ""))
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, errorData(s.client.URL(), resp.Status, "", ""))
 }
 
 // httpFailure is the error for an HTTP answer that carries no usable
@@ -646,7 +647,7 @@ func (s *env) httpFailure(id []byte, method string, resp *routing.Response, body
 		data = rewrite.AppendString(data, ra)
 	}
 	data = append(data, '}')
-	return rewrite.ErrorFrame(id, rewrite.CodeInternalError, msg, data)
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, data)
 }
 
 // invalidBody is the error for a successful HTTP answer whose body is not a
@@ -655,7 +656,7 @@ func (s *env) invalidBody(id []byte, method string, resp *routing.Response, body
 	data := errorData(s.client.URL(), resp.Status, "contentType", resp.ContentType)
 	data = append(data[:len(data)-1], `,"body":`...)
 	data = append(rewrite.AppendString(data, string(capSnippet(body))), '}')
-	return rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError,
 		fmt.Sprintf("the upstream server answered %s with HTTP %d but an invalid JSON-RPC body (%v); the server is misbehaving: check its logs", method, resp.Status, err), data)
 }
 
@@ -694,5 +695,5 @@ func (s *env) transportError(id []byte, method string, err error) []byte {
 			msg = fmt.Sprintf("the connection to the upstream server broke during %s: %v; the request may or may not have run", method, err)
 		}
 	}
-	return rewrite.ErrorFrame(id, rewrite.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", cause))
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", cause))
 }

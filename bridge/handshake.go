@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -20,7 +21,7 @@ func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) o
 	id := []byte(f.ID.Raw)
 	p := f.Params
 	if !p.IsObject() {
-		return frameOnly(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
+		return frameOnly(rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
 			"Invalid params: initialize needs params with protocolVersion, capabilities and clientInfo", nil))
 	}
 	s.initMu.Lock()
@@ -55,7 +56,7 @@ func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) o
 		s.verdict(opOf(ctx), "modern", v.Reason)
 	case v.Era == capabilities.Legacy && s.cfg.Protocol == ProtocolModern:
 		s.warn("upstream era detected", zap.String("era", "legacy"), zap.String("url", url), zap.String("reason", v.Reason))
-		return frameOnly(rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+		return frameOnly(rewrite.ErrorFrame(id, protocol.CodeInternalError,
 			fmt.Sprintf("the upstream server at %s speaks MCP 2025 (%s), but --protocol modern demands a 2026-07-28 server; drop --protocol modern (or use --protocol auto) to pass the 2025 protocol through", url, v.Reason),
 			errorData(url, v.Status, "upstreamEra", "legacy")))
 	case v.Era == capabilities.Legacy:
@@ -65,11 +66,11 @@ func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) o
 		// The sign-in did not complete: the hook's text names the server
 		// and the way out.
 		s.warn("server/discover probe not authorized", zap.String("url", url), zap.Error(v.Err))
-		return frameOnly(rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+		return frameOnly(rewrite.ErrorFrame(id, protocol.CodeInternalError,
 			fmt.Sprintf("cannot initialize: %v; the next initialize will try again", v.Err), errorData(url, 0, "cause", "auth")))
 	default:
 		s.warn("server/discover probe failed", zap.String("url", url), zap.Int("httpStatus", v.Status), zap.Error(v.Err))
-		return frameOnly(rewrite.ErrorFrame(id, rewrite.CodeInternalError,
+		return frameOnly(rewrite.ErrorFrame(id, protocol.CodeInternalError,
 			fmt.Sprintf("cannot initialize: %v (%s); the next initialize will try again", v.Err, capabilities.StatusText(v.Status)),
 			errorData(url, v.Status, "", "")))
 	}
@@ -87,7 +88,7 @@ func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) o
 	m := capabilities.Meta(st.caps, st.clientInfo, s.level) // the level may have changed during the probe
 	s.meta.Store(&m)
 	s.metaMu.Unlock()
-	return outcome{frame: rewrite.ResultFrame(id, res), era: capabilities.ModernVersion}
+	return outcome{frame: rewrite.ResultFrame(id, res), era: protocol.ModernVersion}
 }
 
 // sseFirst tries the HTTP+SSE transport before Streamable HTTP under
@@ -101,7 +102,7 @@ func (s *handshake) sseFirst(ctx context.Context, c *call, f *rewrite.Frame) (ou
 	}
 	url := s.client.URL()
 	if only && s.cfg.Protocol == ProtocolModern {
-		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
+		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInvalidRequest,
 			"--transport sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but --protocol modern demands a 2026-07-28 server; drop one of them",
 			errorData(url, 0, "", ""))), true
 	}
@@ -117,7 +118,7 @@ func (s *handshake) sseFirst(ctx context.Context, c *call, f *rewrite.Frame) (ou
 		if only && !isEndpointError(err) {
 			hint = "; --transport sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use --transport http-first"
 		}
-		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "cannot initialize: "+err.Error()+hint, errorData(url, 0, "transport", "sse"))), true
+		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "cannot initialize: "+err.Error()+hint, errorData(url, 0, "transport", "sse"))), true
 	}
 	s.info("no HTTP+SSE stream; trying Streamable HTTP", zap.Error(err))
 	return outcome{}, false
@@ -157,7 +158,7 @@ func (s *modern) setLevel(f *rewrite.Frame, op string, stream any) {
 		}
 	}
 	if !valid {
-		s.reply(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
+		s.reply(rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
 			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil), op, stream, nil)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
@@ -69,7 +70,7 @@ func (s *Session) refuseIgnored(c *call, f *rewrite.Frame) []byte {
 	name := f.Params.Get("name").Str
 	pattern := s.ignoredBy(name)
 	s.info("tools/call refused: the tool is hidden by --ignore-tool", zap.String("tool", name), zap.String("pattern", pattern))
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams,
 		fmt.Sprintf("Unknown tool: %s is hidden by the proxy's --ignore-tool %s, so it cannot be called; drop that flag to use it", name, pattern),
 		fmt.Appendf(nil, `{"tool":%s,"ignoreTool":%s}`, strconv.Quote(name), strconv.Quote(pattern)))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -215,7 +216,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 	defer resp.Close()
 	if resp.Status >= 300 {
 		msg, _ := resp.Next()
-		if gjson.GetBytes(msg, "error.code").Int() == rewrite.CodeMethodNotFound {
+		if gjson.GetBytes(msg, "error.code").Int() == protocol.CodeMethodNotFound {
 			return false, 0, errListenUnsupported
 		}
 		return false, 0, fmt.Errorf("HTTP %d: %.200s", resp.Status, msg)
@@ -272,11 +273,11 @@ func (s *listens) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 	}
 	uri := f.Params.Get("uri")
 	if uri.Type != gjson.String {
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
+		return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
 	}
 	canSubscribe := gjson.GetBytes(s.state.Load().serverCaps, "resources.subscribe").Bool() // meta is set: initialized
 	if !canSubscribe {
-		return rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound,
+		return rewrite.ErrorFrame(c.id, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.client.URL()), nil)
 	}
 	s.mu.Lock()
@@ -318,7 +319,7 @@ func (s *listens) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 	select {
 	case err := <-l.failed:
 		drop()
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 			fmt.Sprintf("subscribing to %s failed: %v", uri.Str, err), errorData(s.client.URL(), 0, "", ""))
 	case ack := <-l.acked:
 		for _, u := range ack.Get("resourceSubscriptions").Array() {
@@ -327,14 +328,14 @@ func (s *listens) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 			}
 		}
 		drop()
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams,
+		return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams,
 			fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri.Str), nil)
 	case <-ctx.Done():
 		drop()
 		return nil
 	case <-time.After(s.cfg.IdleTimeout):
 		drop()
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 			fmt.Sprintf("the server did not acknowledge the subscription to %s within %v", uri.Str, s.cfg.IdleTimeout), nil)
 	}
 }

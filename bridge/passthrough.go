@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -99,7 +100,7 @@ func (s *handshake) passInit(ctx context.Context, c *call, f *rewrite.Frame) out
 	frame := out.frame
 	switch s.cfg.Transport {
 	case TransportHTTPOnly:
-		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 			gjson.GetBytes(frame, "error.message").String()+"; if it is an old HTTP+SSE server (MCP 2024-11-05), drop --transport http-only (or use --transport sse-only)",
 			[]byte(gjson.GetBytes(frame, "error.data").Raw)))
 	case TransportSSEFirst:
@@ -113,7 +114,7 @@ func (s *handshake) passInit(ctx context.Context, c *call, f *rewrite.Frame) out
 		}
 		s.warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
 		if isEndpointError(err) {
-			return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "cannot initialize: "+err.Error(), errorData(s.client.URL(), 0, "cause", "endpoint origin")))
+			return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "cannot initialize: "+err.Error(), errorData(s.client.URL(), 0, "cause", "endpoint origin")))
 		}
 		return out
 	}
@@ -132,7 +133,7 @@ func (s *handshake) passStart(ctx context.Context, c *call, f *rewrite.Frame, mk
 	frame := res.frame
 	if frame == nil && res.err != nil && ctx.Err() == nil {
 		// An HTTP+SSE session that ended during its own handshake (404).
-		frame = rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+		frame = rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 			fmt.Sprintf("cannot initialize: %v during the handshake; the next initialize will try again", res.err),
 			errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
 	}
@@ -214,7 +215,7 @@ func (p *passthrough) forward(ctx context.Context, c *call, f *rewrite.Frame) []
 			if ctx.Err() != nil {
 				return nil
 			}
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 				fmt.Sprintf("the upstream server ended the MCP session, and starting a new one failed: %v; restart the client session", err),
 				errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
 		}
@@ -223,7 +224,7 @@ func (p *passthrough) forward(ctx context.Context, c *call, f *rewrite.Frame) []
 			if reinit {
 				why = "the new session expired too"
 			}
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 				fmt.Sprintf("the upstream server ended the MCP session while %s was sent (HTTP 404); the proxy started a new session, but did not send %s again because %s: send it again if it should run", f.Method, f.Method, why),
 				errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
 		}
@@ -346,14 +347,14 @@ func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, 
 			case errors.Is(err, routing.ErrContentType):
 				return s.httpFailure(c.id, c.method, resp, msg), true, false
 			case errors.Is(err, routing.ErrTooLarge):
-				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", c.method),
 					errorData(s.client.URL(), resp.Status, "", "")), true, false
 			}
 			if resp.IsSSE() {
 				return nil, false, false // a broken stream: resumable like an ended one
 			}
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", c.method, err),
 				errorData(s.client.URL(), resp.Status, "", "")), true, false
 		}
@@ -375,7 +376,7 @@ func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, 
 		case m.Kind == rewrite.KindResponse:
 			s.warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", c.id))
 			if !resp.IsSSE() {
-				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 					fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", c.method, m.ID.Raw, c.id),
 					errorData(s.client.URL(), resp.Status, "", "")), true, false
 			}

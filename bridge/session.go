@@ -48,6 +48,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
@@ -419,7 +420,7 @@ func (s *Session) read(ctx context.Context, conn Conn) error {
 		switch tooLarge := asTooLarge(err); {
 		case tooLarge != nil:
 			s.warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
-			s.emit(outFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: rewrite.ErrorFrame(nil, rewrite.CodeInvalidRequest,
+			s.emit(outFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: rewrite.ErrorFrame(nil, protocol.CodeInvalidRequest,
 				fmt.Sprintf("message larger than %d bytes discarded; raise --max-message-size", tooLarge.Limit), nil)}})
 			continue
 		case err == io.EOF:
@@ -497,7 +498,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 // returns false when the session is over.
 func (s *Session) enqueue(ctx context.Context, c *call, barrier <-chan struct{}) bool {
 	if !s.register(ctx, c) {
-		s.reply(rewrite.ErrorFrame(c.id, rewrite.CodeInvalidRequest,
+		s.reply(rewrite.ErrorFrame(c.id, protocol.CodeInvalidRequest,
 			"a request with this id is already in flight; ids must be unique among pending requests", nil), c.op, c.stream, nil)
 		return true
 	}
@@ -537,7 +538,7 @@ func (s *Session) refuseQueued(c *call, n, size int) {
 	if n < s.queue.maxJobs { // the bytes bound, not the count
 		raise = fmt.Sprintf("raise --max-message-size, which also bounds the bytes of the waiting requests (%d)", s.cfg.MaxMessageBytes)
 	}
-	frame := rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	frame := rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("the proxy refused %s: %d requests (%d bytes) are already waiting for one of the %d in-flight slots; wait for answers before sending more (or %s)", c.method, n, size, s.cfg.MaxInFlight, raise),
 		fmt.Appendf(nil, `{"waiting":%d,"waitingBytes":%d,"maxInFlight":%d}`, n, size, s.cfg.MaxInFlight))
 	s.logRequest(c.op, c.method, c.id, c.start, frame, false)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -298,7 +299,7 @@ func (t *sseCarrier) wait(ctx context.Context, c *call) ([]byte, bool) {
 	if why == nil {
 		why = errors.New("the upstream HTTP+SSE session is being re-established")
 	}
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("%v, and the proxy could not start a new session within %v; it keeps trying: send %s again later", why, t.reconnectWait(), c.method),
 		errorData(t.s.client.URL(), 0, "cause", "stream dropped")), false
 }
@@ -355,7 +356,7 @@ func (t *sseCarrier) dropFrame(c *call, why error) []byte {
 	if safeToRepeat(c.method) {
 		tail = "sending it again is safe"
 	}
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("%v before the answer to %s; %s (the proxy reconnects with a new session)", why, c.method, tail),
 		errorData(t.s.client.URL(), 0, "cause", "stream dropped"))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -73,7 +74,7 @@ func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
 }
 
 func taskNotFound(c *call) []byte {
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
+	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
 }
 
 // Poll failure bound: after this many failed polls in a row a waiting
@@ -106,7 +107,7 @@ func (s *taskBridge) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) 
 		return frameOnly(notInitialized(c, f.Method))
 	}
 	if !s.tasksEnabled() {
-		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound,
+		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.client.URL()), nil))
 	}
 	if f.Method == "tasks/list" {
@@ -114,7 +115,7 @@ func (s *taskBridge) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) 
 	}
 	id := f.Params.Get("taskId")
 	if id.Type != gjson.String || id.Str == "" {
-		return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.taskId, a string", f.Method), nil))
+		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.taskId, a string", f.Method), nil))
 	}
 	switch f.Method {
 	case "tasks/get":
@@ -124,7 +125,7 @@ func (s *taskBridge) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) 
 	case "tasks/cancel":
 		return frameOnly(s.taskCancel(ctx, c, id.Str))
 	}
-	return frameOnly(rewrite.ErrorFrame(c.id, rewrite.CodeMethodNotFound, "Method not found: "+f.Method, nil))
+	return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeMethodNotFound, "Method not found: "+f.Method, nil))
 }
 
 // taskCall makes a tasks/* request of the proxy's own. It returns the
@@ -239,7 +240,7 @@ func (s *taskBridge) forClient(ctx context.Context, c *call, method, id string) 
 		}
 		return res, s.unreachable(c, method, err), false
 	case rpcErr.Exists():
-		if method == "tasks/get" && rpcErr.Get("code").Int() == rewrite.CodeInvalidParams {
+		if method == "tasks/get" && rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
 			s.prune(id)
 		}
 		return res, rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw)), false
@@ -254,7 +255,7 @@ func (s *taskBridge) unreachable(c *call, method string, err error) []byte {
 		// cannot help.
 		return s.transportError(c.id, method, err)
 	}
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("%s failed: %v; the task itself is unaffected, try again", method, err),
 		errorData(s.client.URL(), 0, "", ""))
 }
@@ -406,7 +407,7 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 			wait = rewrite.DefaultPollInterval
 			continue
 		case rpcErr.Exists():
-			if rpcErr.Get("code").Int() == rewrite.CodeInvalidParams {
+			if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
 				s.prune(id)
 			}
 			return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
@@ -441,7 +442,7 @@ func (s *taskBridge) outcome(c *call, rec record, t rewrite.Task, id string) []b
 	case len(rec.Result) > 0:
 		frame, err := rewrite.ResultFrameFor(c.id, "tools/call", gjson.ParseBytes(rec.Result), id)
 		if err != nil {
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
+			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
 		}
 		return frame
 	case len(rec.Error) > 0:
@@ -451,9 +452,9 @@ func (s *taskBridge) outcome(c *call, rec record, t rewrite.Task, id string) []b
 		if msg == "" {
 			msg = "Task failed"
 		}
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, msg, nil)
+		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, nil)
 	case t.Status == rewrite.StatusCompleted:
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "the server reported the task completed without a result", nil)
+		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
 	}
 	return nil
 }
@@ -461,7 +462,7 @@ func (s *taskBridge) outcome(c *call, rec record, t rewrite.Task, id string) []b
 // taskCancelled is the POLICY answer for the result of a cancelled task.
 func taskCancelled(c *call, id string) []byte {
 	data := append(rewrite.AppendString([]byte(`{"taskId":`), id), '}')
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "Task was cancelled", data)
+	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "Task was cancelled", data)
 }
 
 // sleep waits d, or until ctx ends (false).
@@ -529,7 +530,7 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte 
 }
 
 func alreadyTerminal(c *call, status string) []byte {
-	return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams,
+	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams,
 		fmt.Sprintf("Cannot cancel task: already in terminal status '%s'", status), nil)
 }
 
@@ -540,14 +541,14 @@ func alreadyTerminal(c *call, status string) []byte {
 func (s *taskBridge) taskList(ctx context.Context, c *call, f *rewrite.Frame) []byte {
 	recs, err := s.reg.list()
 	if err != nil {
-		return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "reading the task state file failed: "+err.Error(), nil)
+		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "reading the task state file failed: "+err.Error(), nil)
 	}
 	recs = s.dropExpired(recs)
 	off := 0
 	if cur := f.Params.Get("cursor"); cur.Exists() {
 		n, ok := decodeCursor(cur.String())
 		if !ok || n > len(recs) {
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInvalidParams, "Invalid params: unknown tasks/list cursor", nil)
+			return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, "Invalid params: unknown tasks/list cursor", nil)
 		}
 		off = n
 	}
@@ -600,7 +601,7 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 			case err != nil:
 				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
 			case rpcErr.Exists():
-				if rpcErr.Get("code").Int() == rewrite.CodeInvalidParams {
+				if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
 					s.prune(rec.ID)
 					*rec = record{}
 					return
@@ -748,7 +749,7 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 // from the server becomes the nested 2025 CreateTaskResult; a synchronous
 // result becomes a synthetic local task holding it.
 func (s *taskBridge) taskCreated(c *call, m *rewrite.Frame) result {
-	if rt := m.Result.Get("resultType").String(); rt == rewrite.ResultTask {
+	if rt := m.Result.Get("resultType").String(); rt == protocol.ResultTask {
 		t := rewrite.ReadTask(m.Result)
 		s.registerTask(record{ID: t.ID, Task: []byte(m.Result.Raw)})
 		return result{frame: rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(t, s.cfg.Tasks)), rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
@@ -791,11 +792,11 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 		case fetch:
 		case t.Status == rewrite.StatusCompleted:
 			if !t.Result.Exists() {
-				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, "the server reported the task completed without a result", nil)
+				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
 			}
 			frame, err := rewrite.ResultFrameFor(c.id, "tools/call", t.Result, "")
 			if err != nil {
-				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
+				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
 			}
 			return frame
 		case t.Status == rewrite.StatusFailed:
@@ -822,7 +823,7 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 				continue // the next sleep sees it
 			}
 			if failures++; failures >= maxPollFailures {
-				return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 					fmt.Sprintf("the server turned this call into task %s, and polling it failed %d times (%v); the task may still be running on the server", t.ID, failures, err),
 					append(rewrite.AppendString([]byte(`{"taskId":`), t.ID), '}'))
 			}
@@ -831,7 +832,7 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 		case rpcErr.Exists():
 			data := rewrite.AppendString([]byte(`{"taskId":`), t.ID)
 			data = append(append(append(data, `,"error":`...), rpcErr.Raw...), '}')
-			return rewrite.ErrorFrame(c.id, rewrite.CodeInternalError,
+			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()), data)
 		}
 		failures = 0

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -35,16 +36,16 @@ func (s *modern) rememberTools(d rewrite.Downed) {
 	}
 }
 
-func paramHeaders(t rewrite.ToolHeaders) []routing.ParamHeader {
-	ps := make([]routing.ParamHeader, len(t.Params))
+func paramHeaders(t rewrite.ToolHeaders) []protocol.ParamHeader {
+	ps := make([]protocol.ParamHeader, len(t.Params))
 	for i, p := range t.Params {
-		ps[i] = routing.ParamHeader{Name: p.Name, Path: p.Path}
+		ps[i] = protocol.ParamHeader{Name: p.Name, Path: p.Path}
 	}
 	return ps
 }
 
 // paramHeaders returns the Mcp-Param-* annotations for a tools/call.
-func (s *modern) paramHeaders(f *rewrite.Frame) []routing.ParamHeader {
+func (s *modern) paramHeaders(f *rewrite.Frame) []protocol.ParamHeader {
 	if f.Method != "tools/call" {
 		return nil
 	}
@@ -91,7 +92,7 @@ func (s *modern) ensureTools(ctx context.Context) error {
 // learn); a transport failure does not, so a later call tries again. It
 // returns that failure.
 func (s *modern) fetchTools(ctx context.Context) error {
-	params := make(map[string][]routing.ParamHeader)
+	params := make(map[string][]protocol.ParamHeader)
 	var cursor *string
 	for range maxToolPages {
 		p := []byte(`{}`)
@@ -110,7 +111,7 @@ func (s *modern) fetchTools(ctx context.Context) error {
 			break
 		}
 		d, err := rewrite.ResponseDown(&m, rewrite.Down{ID: []byte("0"), Method: "tools/list"})
-		if err != nil || d.IsError || d.ResultType != rewrite.ResultComplete {
+		if err != nil || d.IsError || d.ResultType != protocol.ResultComplete {
 			s.debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", s.logFrame(msg)))
 			break
 		}

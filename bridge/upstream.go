@@ -10,8 +10,8 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // An upstream is how a session reaches its server. There are two: modern
@@ -93,7 +93,7 @@ type modern struct {
 	// mu guards the tool annotations: the x-mcp-header params by tool,
 	// whether they reflect a tools/list, and the lazy fetches made.
 	mu       sync.Mutex
-	params   map[string][]routing.ParamHeader
+	params   map[string][]protocol.ParamHeader
 	listed   bool
 	fetched  int
 	fetchErr error
@@ -112,7 +112,7 @@ type modernState struct {
 }
 
 func newModern(e *env) *modern {
-	m := &modern{env: e, params: map[string][]routing.ParamHeader{}}
+	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}}
 	m.hs = &handshake{modern: m}
 	m.tasks = &taskBridge{modern: m, reg: newMemRegistry(), dispatched: map[string]map[string]*inputKey{}}
 	m.listen = &listens{modern: m, byURI: map[string]*listener{}}
@@ -147,7 +147,7 @@ func (s *modern) local(f *rewrite.Frame, op string, stream any) bool {
 		return true
 	}
 	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
-		s.reply(rewrite.ErrorFrame(id, rewrite.CodeInvalidParams,
+		s.reply(rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
 			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil), op, stream, nil)
 		return true
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -541,7 +542,7 @@ func TestProbeClassification(t *testing.T) {
 		{name: "DiscoverResult with only legacy versions", answer: jsonAnswer(200, resultFrame("ID", discoverWith(`["2025-11-25","2025-06-18"]`))),
 			era: Legacy, posts: 1, status: 200},
 		{name: "DiscoverResult with only other modern versions", answer: jsonAnswer(200, resultFrame("ID", discoverWith(`["2027-03-01"]`))),
-			era: Unknown, posts: 1, status: 200, errHas: []string{"2027-03-01", ModernVersion}},
+			era: Unknown, posts: 1, status: 200, errHas: []string{"2027-03-01", protocol.ModernVersion}},
 		{name: "DiscoverResult with legacy and other modern versions", answer: jsonAnswer(200, resultFrame("ID", discoverWith(`["2025-11-25","2027-03-01"]`))),
 			era: Unknown, posts: 1, status: 200, errHas: []string{"2027-03-01"}},
 
@@ -745,17 +746,17 @@ func TestProbeRequest(t *testing.T) {
 		t.Errorf("body %s: want jsonrpc 2.0, method server/discover, id 1", p.body)
 	}
 	meta := b.Get("params._meta")
-	if got := meta.Get(gjson.Escape(rewrite.MetaProtocolVersion)).String(); got != "2026-07-28" {
+	if got := meta.Get(gjson.Escape(protocol.MetaProtocolVersion)).String(); got != "2026-07-28" {
 		t.Errorf("_meta protocolVersion = %q in %s", got, p.body)
 	}
-	cc := meta.Get(gjson.Escape(rewrite.MetaClientCapabilities))
-	if !cc.IsObject() || !cc.Get("extensions."+gjson.Escape(TasksExtension)).Exists() {
+	cc := meta.Get(gjson.Escape(protocol.MetaClientCapabilities))
+	if !cc.IsObject() || !cc.Get("extensions."+gjson.Escape(protocol.TasksExtension)).Exists() {
 		t.Errorf("_meta clientCapabilities = %s, want an object declaring the tasks extension", cc.Raw)
 	}
 	if cc.Get("roots.listChanged").Exists() {
 		t.Errorf("_meta clientCapabilities = %s: roots.listChanged must be dropped", cc.Raw)
 	}
-	if got := meta.Get(gjson.Escape(rewrite.MetaClientInfo)).Raw; got != `{"name":"probe-test","version":"0.0.1"}` {
+	if got := meta.Get(gjson.Escape(protocol.MetaClientInfo)).Raw; got != `{"name":"probe-test","version":"0.0.1"}` {
 		t.Errorf("_meta clientInfo = %s", got)
 	}
 	if params := b.Get("params"); len(memberNames([]byte(params.Raw))) != 1 {

@@ -14,31 +14,20 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
-
-// Protocol versions.
-const (
-	ModernVersion = "2026-07-28"
-	LegacyVersion = "2025-11-25"
-	// TasksExtension is the tasks extension's identifier (tasks.md §4).
-	TasksExtension = "io.modelcontextprotocol/tasks"
-)
-
-// LegacyVersions are the 2025-era versions a legacy client may ask for and
-// that the proxy answers with as they are (eras.md §3.1 POLICY).
-var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 // NegotiateLegacy picks the InitializeResult protocolVersion for a client
 // that asked for requested: the same when the proxy supports it, otherwise
 // 2025-11-25, which the 2025 rules allow.
 func NegotiateLegacy(requested string) string {
-	for _, v := range LegacyVersions {
+	for _, v := range protocol.LegacyVersions {
 		if v == requested {
 			return v
 		}
 	}
-	return LegacyVersion
+	return protocol.LegacyVersion
 }
 
 // LegacyTasksCapability is the 2025 server capability that stands for the
@@ -69,7 +58,7 @@ func ClientCapabilities(legacy []byte) []byte {
 	if !ext.IsObject() {
 		out, _ = sjson.SetRawBytes(out, "extensions", []byte(`{}`))
 	}
-	out, _ = sjson.SetRawBytes(out, "extensions."+gjson.Escape(TasksExtension), []byte(`{}`))
+	out, _ = sjson.SetRawBytes(out, "extensions."+gjson.Escape(protocol.TasksExtension), []byte(`{}`))
 	return out
 }
 
@@ -85,7 +74,7 @@ func ServerCapabilities(modern []byte, tasks bool) (legacy []byte, hasTasks bool
 	}
 	caps.ForEach(func(k, v gjson.Result) bool {
 		if k.Str == "extensions" {
-			hasTasks = v.Get(gjson.Escape(TasksExtension)).Exists()
+			hasTasks = v.Get(gjson.Escape(protocol.TasksExtension)).Exists()
 			return true
 		}
 		if k.Str == "tasks" {
@@ -128,7 +117,7 @@ func InitializeResult(discover []byte, o InitializeOptions) []byte {
 	out := []byte(`{}`)
 	out, _ = sjson.SetBytes(out, "protocolVersion", NegotiateLegacy(o.RequestedVersion))
 	out, _ = sjson.SetRawBytes(out, "capabilities", caps)
-	info := d.Get("_meta." + gjson.Escape(rewrite.MetaServerInfo))
+	info := d.Get("_meta." + gjson.Escape(protocol.MetaServerInfo))
 	if !validImplementation(info) {
 		info = d.Get("serverInfo")
 	}
@@ -165,14 +154,14 @@ func validImplementation(v gjson.Result) bool {
 // clientInfo when it sent one, and the log level when one was set.
 func Meta(clientCaps, clientInfo []byte, logLevel string) rewrite.MetaBlock {
 	pairs := []rewrite.MetaPair{
-		{Key: rewrite.MetaProtocolVersion, Value: []byte(`"` + ModernVersion + `"`)},
-		{Key: rewrite.MetaClientCapabilities, Value: clientCaps},
+		{Key: protocol.MetaProtocolVersion, Value: []byte(`"` + protocol.ModernVersion + `"`)},
+		{Key: protocol.MetaClientCapabilities, Value: clientCaps},
 	}
 	if len(clientInfo) > 0 {
-		pairs = append(pairs, rewrite.MetaPair{Key: rewrite.MetaClientInfo, Value: clientInfo})
+		pairs = append(pairs, rewrite.MetaPair{Key: protocol.MetaClientInfo, Value: clientInfo})
 	}
 	if logLevel != "" {
-		pairs = append(pairs, rewrite.MetaPair{Key: rewrite.MetaLogLevel, Value: rewrite.AppendString(nil, logLevel)})
+		pairs = append(pairs, rewrite.MetaPair{Key: protocol.MetaLogLevel, Value: rewrite.AppendString(nil, logLevel)})
 	}
 	return rewrite.NewMetaBlock(pairs...)
 }

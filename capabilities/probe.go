@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -83,7 +84,7 @@ func (p *Prober) Probe(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 		v = p.retrying(ctx, meta)
 		if v.Era == Modern && v.Discover == nil && v.Err == nil {
 			v.Era = Unknown
-			v.Err = fmt.Errorf("%s rejected protocol version %s twice while listing it as supported; the server is misbehaving", p.Client.URL(), ModernVersion)
+			v.Err = fmt.Errorf("%s rejected protocol version %s twice while listing it as supported; the server is misbehaving", p.Client.URL(), protocol.ModernVersion)
 		}
 	}
 	return v
@@ -204,7 +205,7 @@ func classifyVersions(url string, status int, versions gjson.Result, discover []
 	var modern, legacy, others []string
 	for _, v := range versions.Array() {
 		switch {
-		case v.Str == ModernVersion:
+		case v.Str == protocol.ModernVersion:
 			modern = append(modern, v.Str)
 		case isLegacyVersion(v.Str):
 			legacy = append(legacy, v.Str)
@@ -215,26 +216,26 @@ func classifyVersions(url string, status int, versions gjson.Result, discover []
 	switch {
 	case len(modern) > 0:
 		if discover == nil {
-			return Verdict{Era: Modern, Status: status, Reason: "-32022 lists " + ModernVersion}
+			return Verdict{Era: Modern, Status: status, Reason: "-32022 lists " + protocol.ModernVersion}
 		}
-		return Verdict{Era: Modern, Status: status, Discover: discover, Reason: "DiscoverResult supports " + ModernVersion}
+		return Verdict{Era: Modern, Status: status, Discover: discover, Reason: "DiscoverResult supports " + protocol.ModernVersion}
 	case len(others) == 0 && len(legacy) > 0:
 		return Verdict{Era: Legacy, Status: status, Reason: "supports only " + strings.Join(legacy, ", ")}
 	}
 	return Verdict{Era: Unknown, Status: status, Reason: "no common version",
-		Err: fmt.Errorf("%s supports protocol versions %s but not %s, the only modern version this proxy speaks; upgrade mcp-tasks-proxy", url, versions.Raw, ModernVersion)}
+		Err: fmt.Errorf("%s supports protocol versions %s but not %s, the only modern version this proxy speaks; upgrade mcp-tasks-proxy", url, versions.Raw, protocol.ModernVersion)}
 }
 
 func classifyError(url string, status int, e gjson.Result) Verdict {
 	code := e.Get("code").Int()
 	switch code {
-	case rewrite.CodeUnsupportedProtocolVersion:
+	case protocol.CodeUnsupportedProtocolVersion:
 		sup := e.Get("data.supported")
 		if !sup.IsArray() || len(sup.Array()) == 0 {
 			return Verdict{Era: Legacy, Status: status, Reason: "-32022 without data.supported"}
 		}
 		return classifyVersions(url, status, sup, nil)
-	case rewrite.CodeHeaderMismatch, rewrite.CodeMissingRequiredCapability:
+	case protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredCapability:
 		return Verdict{Era: Unknown, Status: status, Reason: "modern server rejected the probe",
 			Err: fmt.Errorf("%s is a modern MCP server but rejected the proxy's server/discover with %d %q; this is a proxy bug or a header added with --header; please report it", url, code, e.Get("message").String())}
 	}

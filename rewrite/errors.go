@@ -5,20 +5,6 @@ import (
 	"unicode/utf8"
 )
 
-// JSON-RPC and MCP error codes the proxy reads or writes.
-const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
-
-	// 2026-07-28 transport errors (eras.md §14.1).
-	CodeHeaderMismatch             = -32020
-	CodeMissingRequiredCapability  = -32021
-	CodeUnsupportedProtocolVersion = -32022
-)
-
 // NullID is the id of an answer to a message whose id could not be read.
 var NullID = []byte("null")
 

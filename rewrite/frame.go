@@ -1,6 +1,12 @@
 // Package rewrite holds the pure frame transforms of mcp-tasks-proxy: legacy
 // (2025-11-25) requests up to the modern (2026-07-28) shape, modern results
-// down to the legacy shape, and the JSON-RPC error frames the proxy mints.
+// down to the legacy shape (one small rule per protocol.Answer of the method
+// table), and every frame the proxy mints: ErrorFrame, ResultFrame,
+// RequestFrame, NotificationFrame, the MRTR retry's RetryParams, the
+// SyntheticTask, and the typed Error whose Hints name the settings a fix
+// involves (rendered by the caller's HintText). The log and trace
+// redaction rule (SensitiveKeys, SecretHeader) lives here too. The protocol
+// vocabulary (versions, _meta keys, codes) is internal/protocol's.
 //
 // Every function here is []byte in, []byte out. The package owns no state,
 // starts no goroutines, performs no I/O and writes no logs. Frames are read
@@ -17,6 +23,8 @@ import (
 	"errors"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // Kind is what a JSON-RPC message is.
@@ -76,11 +84,11 @@ var (
 func Code(err error) int {
 	switch {
 	case errors.Is(err, ErrParse):
-		return CodeParseError
+		return protocol.CodeParseError
 	case errors.Is(err, ErrParams):
-		return CodeInvalidParams
+		return protocol.CodeInvalidParams
 	}
-	return CodeInvalidRequest
+	return protocol.CodeInvalidRequest
 }
 
 // TrimFrame strips the surrounding whitespace of a line, including the "\r"

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 	"golang.org/x/tools/txtar"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
@@ -70,7 +71,7 @@ func FuzzRequestUp(f *testing.F) {
 			return
 		}
 		meta := rewrite.NewMetaBlock(
-			rewrite.MetaPair{Key: rewrite.MetaProtocolVersion, Value: []byte(`"2026-07-28"`)},
+			rewrite.MetaPair{Key: protocol.MetaProtocolVersion, Value: []byte(`"2026-07-28"`)},
 			rewrite.MetaPair{Key: key, Value: []byte(`{"k":[1,"2"]}`)},
 		)
 		out, err := rewrite.RequestUp(&fr, rewrite.Up{ID: []byte(`"up-1"`), Meta: meta, DropParams: []string{"task"}})

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -69,16 +70,16 @@ func (s *session) mint() []byte {
 	return strconv.AppendInt(nil, int64(s.NextID), 10)
 }
 
-func (s *session) params(f *rewrite.Frame) []routing.ParamHeader {
+func (s *session) params(f *rewrite.Frame) []protocol.ParamHeader {
 	if f.Method != "tools/call" {
 		return nil
 	}
 	name := f.Params.Get("name").String()
 	for _, t := range s.Tools {
 		if t.Tool == name {
-			var ps []routing.ParamHeader
+			var ps []protocol.ParamHeader
 			for _, p := range t.Params {
-				ps = append(ps, routing.ParamHeader{Name: p.Name, Path: p.Path})
+				ps = append(ps, protocol.ParamHeader{Name: p.Name, Path: p.Path})
 			}
 			return ps
 		}
@@ -149,7 +150,7 @@ func play(t *testing.T, s *session, legacyIn []byte, serverIn func(upID []byte) 
 		if err != nil {
 			t.Fatalf("ResponseDown: %v", err)
 		}
-		if d.ResultType != rewrite.ResultComplete {
+		if d.ResultType != protocol.ResultComplete {
 			t.Fatalf("resultType %q is not bridged by the pure layers", d.ResultType)
 		}
 		s.Tools = append(s.Tools, d.Tools...)

@@ -27,6 +27,39 @@ func SensitiveKey(key string) bool {
 	return secretWord(key) && !protocolKey(key)
 }
 
+// SensitiveKeys is SensitiveKey plus the keys extra (the user's
+// --redact-key names), matched exactly but in any case. It is the one rule
+// that logs and the trace redact JSON keys by.
+func SensitiveKeys(extra []string) func(key string) bool {
+	if len(extra) == 0 {
+		return SensitiveKey
+	}
+	more := make(map[string]bool, len(extra))
+	for _, k := range extra {
+		more[strings.ToLower(k)] = true
+	}
+	return func(key string) bool { return SensitiveKey(key) || more[strings.ToLower(key)] }
+}
+
+// CredentialHeader reports whether an HTTP header, by name in any case, is
+// one whose value is a credential whatever it holds: Authorization,
+// Proxy-Authorization, Cookie and Set-Cookie.
+func CredentialHeader(name string) bool {
+	for _, h := range credentialHeaders {
+		if strings.EqualFold(name, h) {
+			return true
+		}
+	}
+	return false
+}
+
+var credentialHeaders = [...]string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"}
+
+// SecretHeader reports whether the value of the HTTP header name is
+// redacted: a credential header, or a name that SensitiveKey matches
+// (X-Api-Key, X-Auth-Token).
+func SecretHeader(name string) bool { return CredentialHeader(name) || SensitiveKey(name) }
+
 // protocolKeys are the property names of the MCP schemas (2025-11-25,
 // 2026-07-28 and the tasks extension) that the word rule matches but that
 // hold no secret. TestProtocolKeysFromSchemas derives the list from the

@@ -113,3 +113,25 @@ func TestSensitiveKeySecretsAndProtocolKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestSensitiveKeysAndSecretHeaders(t *testing.T) {
+	if f := SensitiveKeys(nil); !f("access_token") || f("progressToken") || f("session") {
+		t.Error("SensitiveKeys(nil) is not SensitiveKey")
+	}
+	f := SensitiveKeys([]string{"Session", "x-Private"})
+	for key, want := range map[string]bool{"session": true, "SESSION": true, "sessions": false, "X-PRIVATE": true,
+		"password": true, "progressToken": false, "maxTokens": false} {
+		if f(key) != want {
+			t.Errorf("SensitiveKeys(...)(%q) = %v, want %v", key, !want, want)
+		}
+	}
+	for name, want := range map[string]bool{"Authorization": true, "authorization": true, "PROXY-AUTHORIZATION": true,
+		"Cookie": true, "set-cookie": true, "X-Api-Key": true, "X-Auth-Token": true, "Content-Type": false, "Mcp-Name": false} {
+		if SecretHeader(name) != want {
+			t.Errorf("SecretHeader(%q) = %v, want %v", name, !want, want)
+		}
+	}
+	if CredentialHeader("X-Api-Key") || !CredentialHeader("cookie") {
+		t.Error("CredentialHeader is not the four credential headers")
+	}
+}

@@ -2,16 +2,8 @@ package rewrite
 
 import (
 	"github.com/tidwall/gjson"
-)
 
-// The request _meta keys of 2026-07-28 (eras.md §4.2).
-const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // MetaBlock is the set of _meta members the proxy owns on upstream requests,
@@ -174,4 +166,32 @@ func countDropped(ms []member, drop []string) int {
 		}
 	}
 	return n
+}
+
+// UpFor is the Up of the legacy request f, sent under the upstream id with
+// the session's _meta block: a task-augmented request loses params.task
+// (2026 has no request-side task flag, tasks.md §13.1), and an MRTR retry
+// (retry, from RetryParams, not empty) replaces the request's own
+// inputResponses and requestState with its members.
+func UpFor(f *Frame, id []byte, meta MetaBlock, retry []byte) Up {
+	u := Up{ID: id, Meta: meta}
+	if len(retry) > 0 {
+		u.DropParams = []string{"inputResponses", "requestState"}
+		u.Extra = retry
+	}
+	if protocol.MayBecomeTask(f.Method) && f.Params.Get("task").Exists() {
+		u.DropParams = append(u.DropParams, "task")
+	}
+	return u
+}
+
+// CheckNameParam refuses a request whose method needs a string param for
+// its Mcp-Name (protocol.RequiredParam) and lacks it: the header could not
+// be derived, so the request is answered -32602 before anything is sent.
+func CheckNameParam(f *Frame) (Error, bool) {
+	p := protocol.RequiredParam(f.Method)
+	if p == "" || f.Params.Get(p).Type == gjson.String {
+		return Error{}, true
+	}
+	return Errorf(protocol.CodeInvalidParams, nil, "Invalid params: %s needs params.%s, a string", f.Method, p), false
 }

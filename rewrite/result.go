@@ -4,13 +4,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
-)
 
-// Result types of 2026-07-28 (eras.md §6) and of the tasks extension.
-const (
-	ResultComplete      = "complete"
-	ResultInputRequired = "input_required"
-	ResultTask          = "task"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // Down says how to rewrite one modern response for the legacy client.
@@ -56,20 +51,13 @@ type Downed struct {
 	Rewrites []string
 }
 
-// cacheable reports whether a method's result carries ttlMs and cacheScope
-// (eras.md §7). Only these lose them: a task's ttlMs is unrelated.
-func cacheable(method string) bool {
-	switch method {
-	case "server/discover", "tools/list", "prompts/list", "resources/list",
-		"resources/templates/list", "resources/read":
-		return true
-	}
-	return false
-}
-
 // ResponseDown rewrites a modern response f (an answer to d.Method) for the
-// legacy client: the id is restored, and resultType, the cache fields and
-// the serverInfo _meta are removed. Everything else is copied byte for byte.
+// legacy client: the id is restored, and resultType and the serverInfo _meta
+// are removed; what else goes is the method's answer rule
+// (protocol.AnswerOf): the cache fields of a cacheable result, the tools
+// of a tools/list page that the legacy client must not see, a non-object
+// structuredContent of a tools/call. Everything else is copied byte for
+// byte.
 func ResponseDown(f *Frame, d Down) (Downed, error) {
 	if f.Kind != KindResponse {
 		return Downed{}, ErrShape
@@ -77,12 +65,7 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 	e := make(edits, 0, 8) // one allocation for the usual handful of edits
 	e.replace(f.ID.Index, f.ID.Index+len(f.ID.Raw), d.ID)
 	if f.Error.Exists() {
-		rw := []string{"id.restore"}
-		if d.HTTPStatus != 0 && d.HTTPStatus != 200 && f.Error.IsObject() {
-			addErrorStatus(&e, f.Error, d.HTTPStatus)
-			rw = append(rw, "error.httpStatus")
-		}
-		return Downed{Frame: e.apply(f.Raw), ResultType: ResultComplete, IsError: true, Rewrites: rw}, nil
+		return errorDown(&e, f, d), nil
 	}
 	res := f.Result
 	if !res.IsObject() {
@@ -90,91 +73,13 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 	}
 	var buf [16]member
 	ms := members(res, buf[:0])
-	out := Downed{ResultType: ResultComplete}
-	var meta, tools *member
-	for i := range ms {
-		switch ms[i].key.Str {
-		case "resultType":
-			if ms[i].value.Type == gjson.String {
-				out.ResultType = ms[i].value.Str
-			} else {
-				out.ResultType = ms[i].value.Raw
-			}
-		case "_meta":
-			meta = &ms[i]
-		case "tools":
-			tools = &ms[i]
-		}
-	}
-	if out.ResultType != ResultComplete {
+	out := Downed{ResultType: resultType(ms)}
+	if out.ResultType != protocol.ResultComplete {
 		return out, nil
 	}
-	strip := cacheable(d.Method)
-	call := d.Method == "tools/call"
-	var metaGone bool
-	if meta != nil && meta.value.IsObject() {
-		if d.RelatedTask != "" {
-			relatedTaskInto(&e, meta.value, d.RelatedTask)
-		} else {
-			metaGone = stripServerInfo(&e, meta.value)
-		}
-	}
-	out.Rewrites = append(out.Rewrites, "id.restore")
-	note := func(name string) {
-		if !contains(out.Rewrites, name) {
-			out.Rewrites = append(out.Rewrites, name)
-		}
-	}
-	if metaGone || meta != nil && d.RelatedTask == "" && meta.value.Get(gjson.Escape(MetaServerInfo)).Exists() {
-		note("serverInfo.strip")
-	}
-	kept := e.removeMembers(res, ms, func(i int) bool {
-		m := &ms[i]
-		switch m.key.Str {
-		case "resultType":
-			note("resultType.strip")
-			return true
-		case "ttlMs", "cacheScope":
-			if strip {
-				note("cache.strip")
-			}
-			return strip
-		case "_meta":
-			return metaGone || d.RelatedTask != "" && !m.value.IsObject()
-		case "structuredContent":
-			// 2026 allows any JSON value; 2025 requires an object
-			// (eras.md §17, POLICY: drop a non-object).
-			if call && !m.value.IsObject() {
-				note("structuredContent.drop")
-				return true
-			}
-			return false
-		}
-		return false
-	})
-	if d.RelatedTask != "" {
-		note("relatedTask.add")
-	}
-	if d.RelatedTask != "" && (meta == nil || !meta.value.IsObject()) {
-		b := []byte(`"_meta":{`)
-		if kept > 0 {
-			b = append([]byte{','}, b...)
-		}
-		b = append(b, relatedTaskMember(d.RelatedTask)...)
-		end := lastBrace(res)
-		e.replace(end, end, append(b, '}'))
-	}
-	if d.Method == "tools/list" && tools != nil && tools.value.IsArray() {
-		out.Tools, out.Rejected = toolsList(&e, tools.value, d.TaskSupport)
-		if len(out.Rejected) > 0 {
-			note("tools.filter")
-		}
-		if d.TaskSupport {
-			note("tools.taskSupport")
-		}
-	}
+	completeDown(&e, res, ms, d, &out)
 	if d.Room != nil {
-		out.ResultType = ResultComplete // the constant, not a view into the frame
+		out.ResultType = protocol.ResultComplete // the constant, not a view into the frame
 		if b := e.applyInPlace(d.Room, f.Raw); b != nil {
 			out.Frame = b
 			return out, nil
@@ -182,6 +87,157 @@ func ResponseDown(f *Frame, d Down) (Downed, error) {
 	}
 	out.Frame = e.apply(f.Raw)
 	return out, nil
+}
+
+// errorDown is the answer rule of every error response: the id is
+// restored, and a non-200 HTTP status is recorded in error.data.
+func errorDown(e *edits, f *Frame, d Down) Downed {
+	rw := []string{"id.restore"}
+	if d.HTTPStatus != 0 && d.HTTPStatus != 200 && f.Error.IsObject() {
+		addErrorStatus(e, f.Error, d.HTTPStatus)
+		rw = append(rw, "error.httpStatus")
+	}
+	return Downed{Frame: e.apply(f.Raw), ResultType: protocol.ResultComplete, IsError: true, Rewrites: rw}
+}
+
+// rule is what one protocol.Answer does to a complete result beyond the
+// edits every rule makes.
+type rule protocol.Answer
+
+// drop dispatches on the method table's answer rule: it reports whether the
+// rule removes member m of the result, and then the name of the rewrite,
+// for the trace. (A switch, not a func value: an indirect call would move
+// the members to the heap.)
+func (a rule) drop(m *member) (bool, string) {
+	switch protocol.Answer(a) {
+	case protocol.AnswerCacheable, protocol.AnswerToolsList:
+		return dropCacheFields(m)
+	case protocol.AnswerToolCall:
+		return dropNonObjectStructured(m)
+	}
+	return keepMember(m) // AnswerPlain, AnswerTaskView
+}
+
+// list reports whether the rule edits the tools array of a tools/list page.
+func (a rule) list() bool { return protocol.Answer(a) == protocol.AnswerToolsList }
+
+// keepMember is the rule of a plain result: nothing more goes.
+func keepMember(*member) (bool, string) { return false, "" }
+
+// dropCacheFields is the rule of a cacheable result (eras.md §7): ttlMs and
+// cacheScope go. Only these results lose them: a task's ttlMs is unrelated.
+func dropCacheFields(m *member) (bool, string) {
+	switch m.key.Str {
+	case "ttlMs", "cacheScope":
+		return true, "cache.strip"
+	}
+	return false, ""
+}
+
+// dropNonObjectStructured is the rule of a tools/call result: 2026 allows
+// any JSON value as structuredContent, 2025 requires an object (eras.md
+// §17, POLICY: drop a non-object).
+func dropNonObjectStructured(m *member) (bool, string) {
+	if m.key.Str == "structuredContent" && !m.value.IsObject() {
+		return true, "structuredContent.drop"
+	}
+	return false, ""
+}
+
+// resultType is the result's resultType, "complete" when absent.
+func resultType(ms []member) string {
+	m := memberNamed(ms, "resultType")
+	switch {
+	case m == nil:
+		return protocol.ResultComplete
+	case m.value.Type == gjson.String:
+		return m.value.Str
+	}
+	return m.value.Raw
+}
+
+// memberNamed is the last member key of ms (with a duplicated key the last
+// one counts here, as it always has in ResponseDown), or nil. The members,
+// and so the pointer, live in the caller's frame.
+func memberNamed(ms []member, key string) *member {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].key.Str == key {
+			return &ms[i]
+		}
+	}
+	return nil
+}
+
+// note records a rewrite once.
+func (d *Downed) note(name string) {
+	if !contains(d.Rewrites, name) {
+		d.Rewrites = append(d.Rewrites, name)
+	}
+}
+
+// completeDown makes the edits of a complete result res (its members ms):
+// those every rule makes (resultType, serverInfo, the related task), and
+// the rule of d.Method's answer.
+func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) {
+	a := rule(protocol.AnswerOf(d.Method))
+	meta := memberNamed(ms, "_meta")
+	var metaGone bool
+	if meta != nil && meta.value.IsObject() {
+		if d.RelatedTask != "" {
+			relatedTaskInto(e, meta.value, d.RelatedTask)
+		} else {
+			metaGone = stripServerInfo(e, meta.value)
+		}
+	}
+	out.Rewrites = append(out.Rewrites, "id.restore")
+	if metaGone || meta != nil && d.RelatedTask == "" && meta.value.Get(gjson.Escape(protocol.MetaServerInfo)).Exists() {
+		out.note("serverInfo.strip")
+	}
+	kept := e.removeMembers(res, ms, func(i int) bool {
+		m := &ms[i]
+		switch m.key.Str {
+		case "resultType":
+			out.note("resultType.strip")
+			return true
+		case "_meta":
+			return metaGone || d.RelatedTask != "" && !m.value.IsObject()
+		}
+		drop, name := a.drop(m)
+		if drop {
+			out.note(name)
+		}
+		return drop
+	})
+	if d.RelatedTask != "" {
+		out.note("relatedTask.add")
+		if meta == nil || !meta.value.IsObject() {
+			b := []byte(`"_meta":{`)
+			if kept > 0 {
+				b = append([]byte{','}, b...)
+			}
+			b = append(b, relatedTaskMember(d.RelatedTask)...)
+			end := lastBrace(res)
+			e.replace(end, end, append(b, '}'))
+		}
+	}
+	if a.list() {
+		toolsListDown(e, memberNamed(ms, "tools"), d.TaskSupport, out)
+	}
+}
+
+// toolsListDown is the tools/list part of AnswerToolsList (tasks.md §4,
+// eras.md §15.4, §17).
+func toolsListDown(e *edits, tools *member, taskSupport bool, out *Downed) {
+	if tools == nil || !tools.value.IsArray() {
+		return
+	}
+	out.Tools, out.Rejected = toolsList(e, tools.value, taskSupport)
+	if len(out.Rejected) > 0 {
+		out.note("tools.filter")
+	}
+	if taskSupport {
+		out.note("tools.taskSupport")
+	}
 }
 
 type rewriteError string
@@ -197,7 +253,7 @@ func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
 	ms := members(meta, buf[:0])
 	found := false
 	for i := range ms {
-		if ms[i].key.Str == MetaServerInfo {
+		if ms[i].key.Str == protocol.MetaServerInfo {
 			found = true
 		}
 	}
@@ -207,7 +263,7 @@ func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
 	if len(ms) == 1 {
 		return true
 	}
-	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == MetaServerInfo })
+	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == protocol.MetaServerInfo })
 	return false
 }
 
@@ -217,7 +273,7 @@ func relatedTaskInto(e *edits, meta gjson.Result, taskID string) {
 	var buf [8]member
 	ms := members(meta, buf[:0])
 	kept := e.removeMembers(meta, ms, func(i int) bool {
-		return ms[i].key.Str == MetaServerInfo || ms[i].key.Str == MetaRelatedTask
+		return ms[i].key.Str == protocol.MetaServerInfo || ms[i].key.Str == protocol.MetaRelatedTask
 	})
 	if kept > 0 {
 		e.replace(meta.Index+1, meta.Index+1, relatedTaskMember(taskID), comma)

@@ -9,12 +9,13 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 var testMeta = rewrite.NewMetaBlock(
-	rewrite.MetaPair{Key: rewrite.MetaProtocolVersion, Value: []byte(`"2026-07-28"`)},
-	rewrite.MetaPair{Key: rewrite.MetaClientCapabilities, Value: []byte(`{}`)},
+	rewrite.MetaPair{Key: protocol.MetaProtocolVersion, Value: []byte(`"2026-07-28"`)},
+	rewrite.MetaPair{Key: protocol.MetaClientCapabilities, Value: []byte(`{}`)},
 )
 
 const metaIn = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // Task shapes: a modern (2026 tasks extension) task object read and turned
@@ -19,9 +21,6 @@ const (
 	StatusFailed        = "failed"
 	StatusCancelled     = "cancelled"
 )
-
-// MetaRelatedTask is the 2025 key that ties a message to a task.
-const MetaRelatedTask = "io.modelcontextprotocol/related-task"
 
 // TaskOptions are the user's choices for the task mapping.
 type TaskOptions struct {
@@ -271,7 +270,7 @@ func PollInterval(v gjson.Result) time.Duration {
 // without serverInfo.
 func CreateTaskResult(t Task, o TaskOptions) []byte {
 	b := append([]byte(`{"task":`), t.View(o, ViewOverride{Status: StatusWorking})...)
-	if meta := metaWithout(t.Meta, MetaServerInfo); meta != nil {
+	if meta := metaWithout(t.Meta, protocol.MetaServerInfo); meta != nil {
 		b = append(b, `,"_meta":`...)
 		b = append(b, meta...)
 	}
@@ -282,7 +281,7 @@ func CreateTaskResult(t Task, o TaskOptions) []byte {
 // view plus the result-level _meta without serverInfo.
 func TaskResult(t Task, o TaskOptions, ov ViewOverride) []byte {
 	v := t.View(o, ov)
-	meta := metaWithout(t.Meta, MetaServerInfo)
+	meta := metaWithout(t.Meta, protocol.MetaServerInfo)
 	if meta == nil {
 		return v
 	}
@@ -349,7 +348,7 @@ func ErrorFrameRaw(id []byte, errObj []byte) []byte {
 
 // relatedTaskMember is `"io.modelcontextprotocol/related-task":{"taskId":…}`.
 func relatedTaskMember(taskID string) []byte {
-	b := AppendString(nil, MetaRelatedTask)
+	b := AppendString(nil, protocol.MetaRelatedTask)
 	b = append(b, `:{"taskId":`...)
 	b = AppendString(b, taskID)
 	return append(b, '}')
@@ -426,12 +425,12 @@ func InputResponse(result gjson.Result) []byte {
 		}
 		var mbuf [8]member
 		mm := members(ms[i].value, mbuf[:0])
-		if kept := countKept(mm, MetaRelatedTask); kept == len(mm) {
+		if kept := countKept(mm, protocol.MetaRelatedTask); kept == len(mm) {
 			return raw
 		} else if kept == 0 {
 			e.removeMembers(obj, ms, func(j int) bool { return j == i })
 		} else {
-			e.removeMembers(ms[i].value, mm, func(j int) bool { return mm[j].key.Str == MetaRelatedTask })
+			e.removeMembers(ms[i].value, mm, func(j int) bool { return mm[j].key.Str == protocol.MetaRelatedTask })
 		}
 	}
 	return e.apply(raw)
@@ -464,10 +463,10 @@ func ListenNotification(f *Frame) []byte {
 		}
 		var mbuf [8]member
 		mm := members(ms[i].value, mbuf[:0])
-		if countKept(mm, MetaSubscriptionID) == 0 {
+		if countKept(mm, protocol.MetaSubscriptionID) == 0 {
 			metaGone = true
 		} else {
-			e.removeMembers(ms[i].value, mm, func(j int) bool { return mm[j].key.Str == MetaSubscriptionID })
+			e.removeMembers(ms[i].value, mm, func(j int) bool { return mm[j].key.Str == protocol.MetaSubscriptionID })
 		}
 	}
 	kept := e.removeMembers(f.Params, ms, func(i int) bool { return metaGone && ms[i].key.Str == "_meta" })

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // ToolHeaders are the valid x-mcp-header annotations of one tool: on
@@ -12,16 +14,7 @@ import (
 // headers (eras.md §15.4).
 type ToolHeaders struct {
 	Tool   string
-	Params []ParamHeader
-}
-
-// ParamHeader is one x-mcp-header annotation.
-type ParamHeader struct {
-	// Name is the header suffix: the header is "Mcp-Param-" + Name.
-	Name string
-	// Path is the gjson path of the argument in a tools/call body, escaped,
-	// e.g. `params.arguments.city`.
-	Path string
+	Params []protocol.ParamHeader
 }
 
 // RejectedTool is a tool removed from a tools/list result, and why.
@@ -207,7 +200,7 @@ func objectProperties(e *edits, schema gjson.Result) {
 
 // xMCPHeaders returns the valid x-mcp-header annotations of an inputSchema,
 // or the reason the tool must be rejected (eras.md §15.4).
-func xMCPHeaders(schema gjson.Result) ([]ParamHeader, string) {
+func xMCPHeaders(schema gjson.Result) ([]protocol.ParamHeader, string) {
 	if !schema.IsObject() || !strings.Contains(schema.Raw, "x-mcp-header") {
 		return nil, ""
 	}
@@ -220,7 +213,7 @@ func xMCPHeaders(schema gjson.Result) ([]ParamHeader, string) {
 }
 
 type headerWalk struct {
-	params []ParamHeader
+	params []protocol.ParamHeader
 	seen   map[string]string // lower-case name -> property path
 	reason string
 }
@@ -291,7 +284,7 @@ func (w *headerWalk) check(prop, name gjson.Result, path []string, onChain bool)
 		for i, p := range path {
 			esc[i] = gjson.Escape(p)
 		}
-		w.params = append(w.params, ParamHeader{Name: name.Str, Path: "params.arguments." + strings.Join(esc, ".")})
+		w.params = append(w.params, protocol.ParamHeader{Name: name.Str, Path: "params.arguments." + strings.Join(esc, ".")})
 	}
 }
 

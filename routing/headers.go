@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 // The standard headers of 2026-07-28 Streamable HTTP (eras.md §15.2).
@@ -20,28 +22,10 @@ const (
 	HeaderParamPrefix     = "Mcp-Param-"
 )
 
-// ParamHeader mirrors one tool argument into an Mcp-Param-{Name} header
-// (an x-mcp-header annotation, eras.md §15.4).
-type ParamHeader struct {
-	// Name is the suffix after "Mcp-Param-".
-	Name string
-	// Path is the gjson path of the value in the request body.
-	Path string
-}
-
-// namePath returns the gjson path of the params member that Mcp-Name
-// mirrors for a method, or "" when the method carries no Mcp-Name.
-func namePath(method string) string {
-	switch method {
-	case "tools/call", "prompts/get":
-		return "params.name"
-	case "resources/read":
-		return "params.uri"
-	case "tasks/get", "tasks/update", "tasks/cancel":
-		return "params.taskId"
-	}
-	return ""
-}
+// ParamHeader is protocol.ParamHeader, the x-mcp-header annotation that
+// rewrite finds in a tools/list result: the same type, so that the
+// annotations go from one package to the other without a conversion.
+type ParamHeader = protocol.ParamHeader
 
 // DeriveHeaders sets the standard MCP headers of a request from its final
 // body, in one place, so that a header can never disagree with the body:
@@ -49,7 +33,7 @@ func namePath(method string) string {
 // from params.name, params.uri or params.taskId per method, and one
 // Mcp-Param-{Name} per annotated argument present in the body. Values that
 // are not header-safe use the Base64 sentinel (EncodeValue).
-func DeriveHeaders(h http.Header, body []byte, params []ParamHeader) {
+func DeriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader) {
 	deriveHeaders(h, body, params, false)
 }
 
@@ -58,18 +42,18 @@ func DeriveHeaders(h http.Header, body []byte, params []ParamHeader) {
 // header-safe (rawSafe) is written as it is instead of in the Base64
 // sentinel. It reports whether raw changes any value (rawDiffers); with h
 // nil it writes nothing and only reports that.
-func deriveHeaders(h http.Header, body []byte, params []ParamHeader, raw bool) (rawDiffers bool) {
+func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, raw bool) (rawDiffers bool) {
 	doc := unsafe.String(unsafe.SliceData(body), len(body))
 	method := gjson.Get(doc, "method").String()
 	// The version is read from _meta without an escaped path, which gjson
 	// would allocate to parse; only a body whose first _meta lacks it
 	// (duplicate keys) takes the path, so that the answer is the path's.
-	version := memberOf(gjson.Get(doc, "params._meta"), metaProtocolVersion)
+	version := memberOf(gjson.Get(doc, "params._meta"), protocol.MetaProtocolVersion)
 	if !version.Exists() {
 		version = gjson.Get(doc, pathProtocolVersion)
 	}
 	var name gjson.Result
-	if p := namePath(method); p != "" {
+	if p := protocol.NamePath(method); p != "" {
 		name = gjson.Get(doc, p)
 	}
 	e := encoder{raw: raw, write: h != nil}
@@ -137,16 +121,13 @@ func (e *encoder) value(s string) (string, bool) {
 // http.Header.Set would store it under.
 const keyProtocolVersion = "Mcp-Protocol-Version"
 
-// metaProtocolVersion is the _meta member that carries the version, and
-// pathProtocolVersion its gjson path from the top of a request.
-const (
-	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
-	pathProtocolVersion = `params._meta.io\.modelcontextprotocol/protocolVersion`
-)
+// pathProtocolVersion is the gjson path of protocol.MetaProtocolVersion
+// from the top of a request (TestPathProtocolVersion holds it to the key).
+const pathProtocolVersion = `params._meta.io\.modelcontextprotocol/protocolVersion`
 
 // modernVersionValue is shared by every request that carries 2026-07-28,
 // which is all of them in a session; net/http only reads header values.
-var modernVersionValue = []string{"2026-07-28"}
+var modernVersionValue = []string{protocol.ModernVersion}
 
 // versionValue is the header value of an encoded version v.
 func versionValue(v string) []string {
@@ -274,6 +255,6 @@ func RawUTF8Headers(ctx context.Context) bool {
 // Base64 (control characters, leading or trailing spaces, invalid UTF-8,
 // the empty string), since a retry would change nothing. It allocates
 // nothing beyond what reading the body takes.
-func UsesBase64(body []byte, params []ParamHeader) bool {
+func UsesBase64(body []byte, params []protocol.ParamHeader) bool {
 	return deriveHeaders(nil, body, params, false)
 }

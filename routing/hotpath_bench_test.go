@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkSSE1x1MiB(b *testing.B)   { benchSSE(b, 1, 1<<20) }
 
 const upBody = `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"claude-desktop","version":"1.0.0"}},"name":"weather","arguments":{"city":"Zürich","days":3,"text":"` + "%PAD%" + `"}}}`
 
-func benchHeaders(b *testing.B, params []routing.ParamHeader, pad int) {
+func benchHeaders(b *testing.B, params []protocol.ParamHeader, pad int) {
 	body := []byte(strings.Replace(upBody, "%PAD%", strings.Repeat("x", pad), 1))
 	h := http.Header{}
 	b.SetBytes(int64(len(body)))
@@ -82,6 +83,6 @@ func benchHeaders(b *testing.B, params []routing.ParamHeader, pad int) {
 // after the members the headers read.
 func BenchmarkDeriveHeaders(b *testing.B) { benchHeaders(b, nil, 0) }
 func BenchmarkDeriveHeadersWithParams(b *testing.B) {
-	benchHeaders(b, []routing.ParamHeader{{Name: "City", Path: "params.arguments.city"}, {Name: "Days", Path: "params.arguments.days"}}, 0)
+	benchHeaders(b, []protocol.ParamHeader{{Name: "City", Path: "params.arguments.city"}, {Name: "Days", Path: "params.arguments.days"}}, 0)
 }
 func BenchmarkDeriveHeadersLarge(b *testing.B) { benchHeaders(b, nil, 100<<10) }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
 func TestEncodeValue(t *testing.T) {
@@ -83,7 +85,7 @@ func TestDeriveHeaders(t *testing.T) {
 		{"discover", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + pv + `}}`, nil,
 			map[string]string{"Mcp-Method": "server/discover", "Mcp-Name": "", "Mcp-Protocol-Version": "2026-07-28"}},
 		{"param types", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"i":42,"b":false,"n":null,"o":{},"s":" x"},` + pv + `}}`,
-			[]ParamHeader{{"I", "params.arguments.i"}, {"B", "params.arguments.b"}, {"N", "params.arguments.n"}, {"O", "params.arguments.o"}, {"S", "params.arguments.s"}, {"Absent", "params.arguments.zz"}},
+			[]ParamHeader{{Name: "I", Path: "params.arguments.i"}, {Name: "B", Path: "params.arguments.b"}, {Name: "N", Path: "params.arguments.n"}, {Name: "O", Path: "params.arguments.o"}, {Name: "S", Path: "params.arguments.s"}, {Name: "Absent", Path: "params.arguments.zz"}},
 			map[string]string{"Mcp-Param-I": "42", "Mcp-Param-B": "false", "Mcp-Param-N": "", "Mcp-Param-O": "", "Mcp-Param-S": "=?base64?IHg=?=", "Mcp-Param-Absent": ""}},
 		{"name with newline", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\nb",` + pv + `}}`, nil,
 			map[string]string{"Mcp-Name": "=?base64?YQpi?="}},
@@ -464,7 +466,7 @@ func deriveHeadersByPath(h http.Header, body []byte, params []ParamHeader) {
 		h.Set(HeaderProtocolVersion, EncodeValue(v.Str))
 	}
 	h.Set(HeaderMethod, EncodeValue(method))
-	if p := namePath(method); p != "" {
+	if p := protocol.NamePath(method); p != "" {
 		if v := gjson.Get(doc, p); v.Type == gjson.String {
 			h.Set(HeaderName, EncodeValue(v.Str))
 		}
@@ -514,4 +516,11 @@ func FuzzDeriveHeadersByPath(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestPathProtocolVersion(t *testing.T) {
+	body := `{"params":{"_meta":{` + strconv.Quote(protocol.MetaProtocolVersion) + `:"v"}}}`
+	if got := gjson.Get(body, pathProtocolVersion); got.Str != "v" {
+		t.Errorf("%s does not find %s in %s", pathProtocolVersion, protocol.MetaProtocolVersion, body)
+	}
 }

@@ -86,7 +86,7 @@ type Writer struct {
 	frameCap  int
 	noRedact  bool
 	sensitive func(key string) bool
-	secretHdr map[string]bool // lower-case header names
+	secretHdr map[string]bool // lower-case names of the user's secret headers (SecretHeaders)
 
 	maxRecords  int64 // Options.Buffer
 	maxBytes    int64 // Options.BufferBytes
@@ -196,7 +196,7 @@ func New(w io.Writer, o Options) *Writer {
 		out:         w,
 		frameCap:    o.FrameCap,
 		noRedact:    o.NoRedact,
-		sensitive:   rewrite.SensitiveKey,
+		sensitive:   rewrite.SensitiveKeys(o.RedactKeys),
 		maxRecords:  int64(o.Buffer),
 		maxBytes:    int64(o.BufferBytes),
 		kickRecords: max(1, o.Buffer/4),
@@ -206,25 +206,11 @@ func New(w io.Writer, o Options) *Writer {
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
 		timer:       time.NewTimer(time.Hour),
-		secretHdr: map[string]bool{
-			"authorization":       true,
-			"proxy-authorization": true,
-			"cookie":              true,
-			"set-cookie":          true,
-		},
+		secretHdr:   map[string]bool{},
 	}
 	tw.timer.Stop()
 	for _, h := range o.SecretHeaders {
 		tw.secretHdr[strings.ToLower(h)] = true
-	}
-	if len(o.RedactKeys) > 0 {
-		extra := make(map[string]bool, len(o.RedactKeys))
-		for _, k := range o.RedactKeys {
-			extra[strings.ToLower(k)] = true
-		}
-		tw.sensitive = func(key string) bool {
-			return rewrite.SensitiveKey(key) || extra[strings.ToLower(key)]
-		}
 	}
 	go tw.run()
 	return tw
@@ -752,17 +738,24 @@ func (c *redactCache) url(raw string) string {
 // secretHeader reports whether the value of header k is redacted.
 func (c *redactCache) secretHeader(w *Writer, k string) bool {
 	if c == nil {
-		return w.secretHdr[strings.ToLower(k)] || w.sensitive(k)
+		return w.secretHeader(k)
 	}
 	secret, ok := c.secret[k]
 	if !ok {
 		if c.secret == nil || len(c.secret) >= 1024 {
 			c.secret = map[string]bool{}
 		}
-		secret = w.secretHdr[strings.ToLower(k)] || w.sensitive(k)
+		secret = w.secretHeader(k)
 		c.secret[k] = secret
 	}
 	return secret
+}
+
+// secretHeader reports whether the value of header k is redacted: a
+// credential header, one the user named secret, or a name the key rule
+// matches.
+func (w *Writer) secretHeader(k string) bool {
+	return rewrite.CredentialHeader(k) || w.secretHdr[strings.ToLower(k)] || w.sensitive(k)
 }
 
 // urlPattern finds URLs in error text, such as those *url.Error quotes.

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -366,7 +367,7 @@ func (c *checker) run(ctx context.Context) *checkReport {
 	v := p.Probe(routing.Unattended(ctx), meta)
 	switch v.Era {
 	case capabilities.Modern:
-		r.Era, r.Transport = capabilities.ModernVersion, "streamable-http"
+		r.Era, r.Transport = protocol.ModernVersion, "streamable-http"
 		c.modern(ctx, v.Discover)
 	case capabilities.Legacy:
 		c.legacy(ctx)
@@ -541,7 +542,7 @@ func (c *checker) modern(ctx context.Context, discover []byte) {
 	for _, v := range d.Get("supportedVersions").Array() {
 		r.Versions = append(r.Versions, v.String())
 	}
-	info := d.Get("_meta." + gjson.Escape(rewrite.MetaServerInfo))
+	info := d.Get("_meta." + gjson.Escape(protocol.MetaServerInfo))
 	if !info.IsObject() {
 		info = d.Get("serverInfo")
 	}
@@ -598,7 +599,7 @@ func (c *checker) list(ctx context.Context, call func(context.Context, string, [
 			return lc
 		}
 		lc.Count += len(m.Result.Get(kind).Array())
-		if tools && c.rep.Era == capabilities.ModernVersion {
+		if tools && c.rep.Era == protocol.ModernVersion {
 			if d, err := rewrite.ResponseDown(&m, rewrite.Down{ID: []byte("0"), Method: "tools/list"}); err == nil {
 				for _, rj := range d.Rejected {
 					c.rep.Filtered = append(c.rep.Filtered, hiddenTool{Name: rj.Tool, Reason: rj.Reason})
@@ -626,7 +627,7 @@ func (c *checker) base64(ctx context.Context) {
 	switch {
 	case err != nil:
 		c.rep.Base64Names = "unknown"
-	case gjson.GetBytes(msg, "error.code").Int() == rewrite.CodeHeaderMismatch:
+	case gjson.GetBytes(msg, "error.code").Int() == protocol.CodeHeaderMismatch:
 		c.rep.Base64Names = "refused"
 	default:
 		c.rep.Base64Names = "accepted"
@@ -640,7 +641,7 @@ func (c *checker) legacy(ctx context.Context) {
 	r.Era = "2025"
 	id := c.nextID()
 	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"mcp-tasks-proxy-check","version":%q}}}`,
-		id, capabilities.LegacyVersion, versionString())
+		id, protocol.LegacyVersion, versionString())
 	resp, err := c.client.Send(routing.Unattended(ctx), http.MethodPost, body, nil)
 	if err != nil {
 		r.Reason = c.describeErr(err)
@@ -815,7 +816,7 @@ func (c *checker) sse(ctx context.Context) error {
 		}
 	}
 	params := fmt.Appendf(nil, `{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"mcp-tasks-proxy-check","version":%q}}`,
-		capabilities.LegacyVersion, versionString())
+		protocol.LegacyVersion, versionString())
 	start := time.Now()
 	msg, err := call(ctx, "initialize", params)
 	if err != nil {
@@ -885,7 +886,7 @@ func (l *reportLines) identity(r *checkReport, color bool) {
 	l.add("server", r.URL)
 	l.add("verdict", verdict)
 	switch {
-	case r.Era == capabilities.ModernVersion:
+	case r.Era == protocol.ModernVersion:
 		l.add("era", "2026-07-28 (modern): the proxy bridges it")
 	case strings.HasPrefix(r.Era, "2025") || strings.HasPrefix(r.Era, "2024"):
 		l.add("era", r.Era+" (2025 era): the proxy passes it through")
@@ -921,7 +922,7 @@ func (l *reportLines) identity(r *checkReport, color bool) {
 		})
 		l.add("capabilities", orNone(strings.Join(names, ", ")))
 	}
-	if r.Era == capabilities.ModernVersion {
+	if r.Era == protocol.ModernVersion {
 		l.add("extensions", orNone(strings.Join(r.Extensions, ", ")))
 	}
 	if r.Usable {

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -195,18 +196,20 @@ func (r *rewriter) up(line []byte) {
 		return
 	}
 	id := []byte(f.ID.Raw)
+	// The session's rules, from the same method table and functions.
+	local := protocol.LocalOf(f.Method)
 	switch {
 	case f.Kind == rewrite.KindNotification:
 		fmt.Fprintf(r.out, "consumed by the proxy: %s sends nothing upstream\n", f.Method)
 	case f.Kind == rewrite.KindResponse:
 		fmt.Fprintln(r.out, "a response: routed to the request the proxy sent the client; nothing upstream")
-	case f.Method == "ping" || f.Method == "logging/setLevel":
+	case local == protocol.LocalAnswer:
 		if f.Method == "logging/setLevel" {
 			r.level = f.Params.Get("level").String()
 			r.meta = capabilities.Meta(r.caps, r.info, r.level)
 		}
 		fmt.Fprintf(r.out, "answered locally: %s\n", rewrite.ResultFrame(id, []byte(`{}`)))
-	case f.Method == "initialize":
+	case local == protocol.LocalInitialize:
 		// The client's own capabilities and clientInfo win over the flags,
 		// as in a session; the log level carries over.
 		r.caps = capabilities.ClientCapabilities([]byte(f.Params.Get("capabilities").Raw))
@@ -221,11 +224,11 @@ func (r *rewriter) up(line []byte) {
 			fmt.Fprintf(r.out, "answered locally from the DiscoverResult: %s\n", rewrite.ResultFrame(id, res))
 		}
 	default:
-		u := rewrite.Up{ID: r.mint(), Meta: r.meta}
-		if f.Method == "tools/call" && f.Params.Get("task").Exists() {
-			u.DropParams = []string{"task"}
+		if e, ok := rewrite.CheckNameParam(&f); !ok {
+			fmt.Fprintf(r.out, "→ client (error): %s\n", e.Frame(id, nil))
+			return
 		}
-		body, err := rewrite.RequestUp(&f, u)
+		body, err := rewrite.RequestUp(&f, rewrite.UpFor(&f, r.mint(), r.meta, nil))
 		if err != nil {
 			fmt.Fprintf(r.out, "→ client (error): %s\n", rewrite.ErrorFrame(id, rewrite.Code(err), err.Error(), nil))
 			return
@@ -241,7 +244,7 @@ func (r *rewriter) downFrame(line []byte) {
 		return
 	}
 	if f.Kind != rewrite.KindResponse {
-		if f.Params.Get(gjson.Escape(rewrite.MetaSubscriptionID)).Exists() || f.Params.Get("_meta."+gjson.Escape(rewrite.MetaSubscriptionID)).Exists() {
+		if f.Params.Get(gjson.Escape(protocol.MetaSubscriptionID)).Exists() || f.Params.Get("_meta."+gjson.Escape(protocol.MetaSubscriptionID)).Exists() {
 			fmt.Fprintf(r.out, "→ client: %s\n", rewrite.ListenNotification(&f))
 			return
 		}
@@ -252,24 +255,26 @@ func (r *rewriter) downFrame(line []byte) {
 	if len(id) == 0 {
 		id = []byte(f.ID.Raw)
 	}
-	tasks := gjson.GetBytes(r.discover, "capabilities.extensions."+gjson.Escape(capabilities.TasksExtension)).Exists()
+	tasks := gjson.GetBytes(r.discover, "capabilities.extensions."+gjson.Escape(protocol.TasksExtension)).Exists()
 	d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: id, Method: r.method, TaskSupport: tasks})
 	if err != nil {
 		fmt.Fprintf(r.out, "invalid upstream result: %v\n", err)
 		return
 	}
 	switch {
-	case r.method == "tasks/get" && !d.IsError:
+	case protocol.AnswerOf(r.method) == protocol.AnswerTaskView && !d.IsError:
 		t := rewrite.ReadTask(f.Result)
 		fmt.Fprintf(r.out, "→ client [task.view ttl.rename]: %s\n", rewrite.ResultFrame(id, rewrite.TaskResult(t, r.tasks, rewrite.ViewOverride{})))
-	case d.ResultType == rewrite.ResultTask && r.augmented:
+	case d.ResultType == protocol.ResultTask && protocol.MayBecomeTask(r.method) && r.augmented:
 		t := rewrite.ReadTask(f.Result)
 		fmt.Fprintf(r.out, "→ client [task.nest ttl.rename]: %s\n", rewrite.ResultFrame(id, rewrite.CreateTaskResult(t, r.tasks)))
-	case d.ResultType == rewrite.ResultTask:
+	case d.ResultType == protocol.ResultTask && protocol.MayBecomeTask(r.method):
 		fmt.Fprintln(r.out, "the proxy follows this task (tasks/get polls) and answers with its final result")
-	case d.ResultType == rewrite.ResultInputRequired:
+	case d.ResultType == protocol.ResultInputRequired && protocol.InputRequired(r.method):
 		fmt.Fprintln(r.out, "the proxy asks the client for each inputRequests entry, then retries with inputResponses and requestState")
-	case d.ResultType != rewrite.ResultComplete:
+	case d.ResultType != protocol.ResultComplete:
+		// As in the session: a task only for a method that may become
+		// one, input_required only for one that may ask.
 		fmt.Fprintf(r.out, "invalid upstream result: resultType %q\n", d.ResultType)
 	default:
 		fmt.Fprintf(r.out, "→ client [%s]: %s\n", strings.Join(d.Rewrites, " "), d.Frame)

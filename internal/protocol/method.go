@@ -1,0 +1,237 @@
+package protocol
+
+import "strings"
+
+// Era is a set of protocol eras.
+type Era uint8
+
+// The eras. A method of both has Legacy|Modern.
+const (
+	// Legacy is 2025-11-25 (and the 2025 versions before it).
+	Legacy Era = 1 << iota
+	// Modern is 2026-07-28 with the tasks extension.
+	Modern
+)
+
+// Answer names the rule by which rewrite.ResponseDown rewrites a complete
+// modern result for the legacy client. Every rule restores the id and drops
+// resultType and the serverInfo _meta; the rules differ in what else goes.
+type Answer uint8
+
+const (
+	// AnswerPlain drops nothing more. It is the rule of a method the table
+	// does not know.
+	AnswerPlain Answer = iota
+	// AnswerCacheable also drops the cache fields ttlMs and cacheScope
+	// (eras.md §7).
+	AnswerCacheable
+	// AnswerToolsList is AnswerCacheable, plus the tools/list edits: tools
+	// with an invalid x-mcp-header annotation are removed, the output
+	// schemas adapted, and execution.taskSupport set (tasks.md §4).
+	AnswerToolsList
+	// AnswerToolCall also drops a structuredContent that is not an object
+	// (eras.md §17 POLICY).
+	AnswerToolCall
+	// AnswerTaskView is AnswerPlain for ResponseDown; the caller then shows
+	// the task to the client in its 2025 shape (rewrite.TaskResult).
+	AnswerTaskView
+)
+
+func (a Answer) String() string {
+	switch a {
+	case AnswerCacheable:
+		return "cacheable"
+	case AnswerToolsList:
+		return "tools-list"
+	case AnswerToolCall:
+		return "tool-call"
+	case AnswerTaskView:
+		return "task-view"
+	}
+	return "plain"
+}
+
+// Local says whether and how the proxy answers a legacy request itself in
+// a bridged (modern) session instead of forwarding it as it is. A 2025
+// upstream (passthrough) gets every request as it is.
+type Local uint8
+
+const (
+	// NotLocal: forwarded upstream with the _meta block and headers.
+	NotLocal Local = iota
+	// LocalAnswer: answered as soon as it is read, never queued (ping,
+	// logging/setLevel).
+	LocalAnswer
+	// LocalInitialize: answered from the server/discover probe (eras.md
+	// §3.1).
+	LocalInitialize
+	// LocalTask: a 2025 tasks/* request, answered by the task code from
+	// its registry and the server's tasks extension (tasks.md §13).
+	LocalTask
+	// LocalSubscription: mapped onto subscriptions/listen (eras.md §9).
+	LocalSubscription
+)
+
+// Method is what the proxy knows about one MCP method.
+type Method struct {
+	// Name is the JSON-RPC method name.
+	Name string
+	// Eras are the eras the method exists in.
+	Eras Era
+	// ToClient marks a request the proxy sends the legacy client (the
+	// 2025 forms of the MRTR input requests).
+	ToClient bool
+	// NameParam is the params member that the Mcp-Name header mirrors
+	// (eras.md §15.2), "" when the method carries no Mcp-Name.
+	NameParam string
+	// NamePath is NameParam's gjson path from the top of a request,
+	// "params." + NameParam.
+	NamePath string
+	// NameRequired: a request without NameParam as a string is refused
+	// before it is sent (the header could not be derived).
+	NameRequired bool
+	// Repeatable: the method is safe to send again after a dial error or
+	// a broken stream, with a new upstream id: repeating it cannot cause a
+	// second side effect. A tools/call never is (invariant 6).
+	Repeatable bool
+	// Answer is the rule that rewrites its complete result downward.
+	Answer Answer
+	// Local says whether the proxy answers it itself.
+	Local Local
+	// InputRequired: the server may answer it with input_required (MRTR,
+	// eras.md §8).
+	InputRequired bool
+	// MayBecomeTask: the server may answer it with a task (tasks.md
+	// §13.8: only tools/call).
+	MayBecomeTask bool
+}
+
+// methods is the method table.
+var methods = [...]Method{
+	// The 2025 lifecycle, answered by the proxy.
+	{Name: "initialize", Eras: Legacy, Local: LocalInitialize},
+	{Name: "ping", Eras: Legacy, Repeatable: true, Local: LocalAnswer},
+	{Name: "logging/setLevel", Eras: Legacy, Repeatable: true, Local: LocalAnswer},
+	{Name: "resources/subscribe", Eras: Legacy, Repeatable: true, Local: LocalSubscription},
+	{Name: "resources/unsubscribe", Eras: Legacy, Repeatable: true, Local: LocalSubscription},
+
+	// Forwarded in both eras.
+	{Name: "tools/list", Eras: Legacy | Modern, Repeatable: true, Answer: AnswerToolsList},
+	{Name: "prompts/list", Eras: Legacy | Modern, Repeatable: true, Answer: AnswerCacheable},
+	{Name: "resources/list", Eras: Legacy | Modern, Repeatable: true, Answer: AnswerCacheable},
+	{Name: "resources/templates/list", Eras: Legacy | Modern, Repeatable: true, Answer: AnswerCacheable},
+	{Name: "resources/read", Eras: Legacy | Modern, NameParam: "uri", NamePath: "params.uri", NameRequired: true,
+		Repeatable: true, Answer: AnswerCacheable, InputRequired: true},
+	{Name: "prompts/get", Eras: Legacy | Modern, NameParam: "name", NamePath: "params.name", NameRequired: true,
+		Repeatable: true, InputRequired: true},
+	{Name: "tools/call", Eras: Legacy | Modern, NameParam: "name", NamePath: "params.name", NameRequired: true,
+		Answer: AnswerToolCall, InputRequired: true, MayBecomeTask: true},
+	{Name: "completion/complete", Eras: Legacy | Modern, Repeatable: true},
+
+	// Tasks: the 2025 core methods and the 2026 extension's.
+	{Name: "tasks/get", Eras: Legacy | Modern, NameParam: "taskId", NamePath: "params.taskId",
+		Repeatable: true, Answer: AnswerTaskView, Local: LocalTask},
+	{Name: "tasks/result", Eras: Legacy, Repeatable: true, Local: LocalTask},
+	{Name: "tasks/list", Eras: Legacy, Repeatable: true, Local: LocalTask},
+	{Name: "tasks/cancel", Eras: Legacy | Modern, NameParam: "taskId", NamePath: "params.taskId", Local: LocalTask},
+	{Name: "tasks/update", Eras: Modern, NameParam: "taskId", NamePath: "params.taskId"},
+
+	// Modern only, originated by the proxy.
+	{Name: "server/discover", Eras: Modern, Repeatable: true, Answer: AnswerCacheable},
+	{Name: "subscriptions/listen", Eras: Modern},
+
+	// 2025 requests the proxy sends the client for the MRTR input
+	// requests (eras.md §5.4).
+	{Name: "elicitation/create", Eras: Legacy, ToClient: true},
+	{Name: "sampling/createMessage", Eras: Legacy, ToClient: true},
+	{Name: "roots/list", Eras: Legacy, ToClient: true, Repeatable: true},
+}
+
+var byName = func() map[string]*Method {
+	m := make(map[string]*Method, len(methods))
+	for i := range methods {
+		m[methods[i].Name] = &methods[i]
+	}
+	return m
+}()
+
+// Lookup returns the table's entry for method.
+func Lookup(method string) (Method, bool) {
+	if m := byName[method]; m != nil {
+		return *m, true
+	}
+	return Method{}, false
+}
+
+// Methods returns a copy of the table, in its order.
+func Methods() []Method { return append([]Method(nil), methods[:]...) }
+
+// NameParam is the params member Mcp-Name mirrors for method, or "".
+func NameParam(method string) string {
+	if m := byName[method]; m != nil {
+		return m.NameParam
+	}
+	return ""
+}
+
+// NamePath is the gjson path of the member Mcp-Name mirrors for method
+// ("params.name"...), or "" when the method carries no Mcp-Name.
+func NamePath(method string) string {
+	if m := byName[method]; m != nil {
+		return m.NamePath
+	}
+	return ""
+}
+
+// RequiredParam is the string param a request of method cannot do without
+// (its Mcp-Name), or "" when there is none to check before sending.
+func RequiredParam(method string) string {
+	if m := byName[method]; m != nil && m.NameRequired {
+		return m.NameParam
+	}
+	return ""
+}
+
+// Repeatable reports whether a request of method may be sent again after a
+// dial error or a broken stream. A method the table does not know is
+// repeatable only when it is a list call (its name ends in "/list").
+func Repeatable(method string) bool {
+	if m := byName[method]; m != nil {
+		return m.Repeatable
+	}
+	return strings.HasSuffix(method, "/list")
+}
+
+// AnswerOf is the answer rule of method; AnswerPlain for one the table does
+// not know.
+func AnswerOf(method string) Answer {
+	if m := byName[method]; m != nil {
+		return m.Answer
+	}
+	return AnswerPlain
+}
+
+// LocalOf says whether and how the proxy answers method itself.
+func LocalOf(method string) Local {
+	if m := byName[method]; m != nil {
+		return m.Local
+	}
+	return NotLocal
+}
+
+// IsTaskMethod reports whether method is a 2025 tasks/* request that the
+// task code answers (tasks/get, tasks/result, tasks/list, tasks/cancel).
+func IsTaskMethod(method string) bool { return LocalOf(method) == LocalTask }
+
+// InputRequired reports whether the server may answer method with
+// input_required.
+func InputRequired(method string) bool {
+	m := byName[method]
+	return m != nil && m.InputRequired
+}
+
+// MayBecomeTask reports whether the server may answer method with a task.
+func MayBecomeTask(method string) bool {
+	m := byName[method]
+	return m != nil && m.MayBecomeTask
+}

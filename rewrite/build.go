@@ -1,0 +1,135 @@
+package rewrite
+
+import "strconv"
+
+// The frame constructors: every JSON-RPC frame and frame part the proxy
+// mints is built here (ErrorFrame and ResultFrame are in errors.go). Ids
+// and params are raw JSON, copied byte for byte and never re-encoded;
+// strings are JSON-quoted by AppendString. Params must be valid JSON
+// objects: the constructors do not check what they copy.
+
+// RequestFrame builds a JSON-RPC request. id is the raw id; params is a raw
+// JSON object, or empty for a request without params.
+func RequestFrame(id []byte, method string, params []byte) []byte {
+	b := make([]byte, 0, 48+len(id)+len(method)+len(params))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"method":`...)
+	b = AppendString(b, method)
+	return appendParams(b, params)
+}
+
+// NotificationFrame builds a JSON-RPC notification. params is a raw JSON
+// object, or empty for a notification without params.
+func NotificationFrame(method string, params []byte) []byte {
+	b := make([]byte, 0, 40+len(method)+len(params))
+	b = append(b, `{"jsonrpc":"2.0","method":`...)
+	b = AppendString(b, method)
+	return appendParams(b, params)
+}
+
+func appendParams(b, params []byte) []byte {
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// CancelledParams are the params of a notifications/cancelled for the raw
+// request id.
+func CancelledParams(requestID []byte, reason string) []byte {
+	b := make([]byte, 0, 32+len(requestID)+len(reason))
+	b = append(b, `{"requestId":`...)
+	b = append(b, requestID...)
+	if reason != "" {
+		b = append(b, `,"reason":`...)
+		b = AppendString(b, reason)
+	}
+	return append(b, '}')
+}
+
+// ProgressParams are the params of a notifications/progress: the raw
+// progress token, the progress count, and the message when not empty.
+func ProgressParams(token []byte, progress int64, message string) []byte {
+	b := make([]byte, 0, 48+len(token)+len(message))
+	b = append(b, `{"progressToken":`...)
+	b = append(b, token...)
+	b = append(b, `,"progress":`...)
+	b = strconv.AppendInt(b, progress, 10)
+	if message != "" {
+		b = append(b, `,"message":`...)
+		b = AppendString(b, message)
+	}
+	return append(b, '}')
+}
+
+// InputAnswer is the client's answer to one MRTR input request: the
+// request's key in inputRequests and the raw answer.
+type InputAnswer struct {
+	Key    string
+	Answer []byte
+}
+
+// RetryParams are the params members an MRTR retry adds to the original
+// request (eras.md §8.3), `"inputResponses":{...},"requestState":...`
+// without braces or a leading comma, for Up.Extra: inputResponses when
+// there are answers, and requestState, echoed byte for byte, when state is
+// not empty.
+func RetryParams(answers []InputAnswer, state []byte) []byte {
+	n := len(state) + 32
+	for _, a := range answers {
+		n += len(a.Key) + len(a.Answer) + 4
+	}
+	b := make([]byte, 0, n)
+	if len(answers) > 0 {
+		b = append(b, `"inputResponses":{`...)
+		for i, a := range answers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendString(b, a.Key)
+			b = append(b, ':')
+			b = append(b, a.Answer...)
+		}
+		b = append(b, '}')
+	}
+	if len(state) > 0 {
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"requestState":`...)
+		b = append(b, state...)
+	}
+	return b
+}
+
+// SyntheticTask is the task the proxy makes of a task-augmented tools/call
+// that the server answered at once (tasks.md §13.2): completed, created and
+// updated at, with ttlMs when ttl is true, null otherwise. The shape is the
+// extension's Task, which ReadTask reads.
+func SyntheticTask(taskID, at string, ttlMs int64, ttl bool) []byte {
+	b := make([]byte, 0, 112+len(taskID)+2*len(at))
+	b = append(b, `{"taskId":`...)
+	b = AppendString(b, taskID)
+	b = append(b, `,"status":"completed","createdAt":`...)
+	b = AppendString(b, at)
+	b = append(b, `,"lastUpdatedAt":`...)
+	b = AppendString(b, at)
+	b = append(b, `,"ttlMs":`...)
+	if ttl {
+		b = strconv.AppendInt(b, ttlMs, 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, '}')
+}
+
+// ToolErrorResult is a CallToolResult that reports a failure the model can
+// read: one text content and isError.
+func ToolErrorResult(message string) []byte {
+	b := make([]byte, 0, 64+len(message))
+	b = append(b, `{"content":[{"type":"text","text":`...)
+	b = AppendString(b, message)
+	return append(b, `}],"isError":true}`...)
+}

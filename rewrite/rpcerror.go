@@ -1,0 +1,101 @@
+package rewrite
+
+import "fmt"
+
+// Hint names a setting of the proxy that the fix of an error involves,
+// without spelling how a user sets it: the command layer turns it into
+// text (a flag, "--request-timeout"), another front could name a config
+// key. The value is the setting's name.
+type Hint string
+
+// The settings the proxy's error messages point at.
+const (
+	HintRequestTimeout        Hint = "request-timeout"
+	HintIdleTimeout           Hint = "idle-timeout"
+	HintResponseHeaderTimeout Hint = "response-header-timeout"
+	HintDrainTimeout          Hint = "drain-timeout"
+	HintAuthTimeout           Hint = "auth-timeout"
+	HintMaxMessageSize        Hint = "max-message-size"
+	HintMaxInFlight           Hint = "max-in-flight"
+	HintMaxMRTRRounds         Hint = "max-mrtr-rounds"
+	HintProtocol              Hint = "protocol"
+	HintTransport             Hint = "transport"
+	HintIgnoreTool            Hint = "ignore-tool"
+	HintStateFile             Hint = "state-file"
+	HintNoState               Hint = "no-state"
+	HintAllowHTTP             Hint = "allow-http"
+)
+
+// HintText turns a hint into the words that name the setting for the user.
+type HintText func(Hint) string
+
+// Text is h as text renders it; with text nil, a neutral "the NAME
+// setting".
+func (h Hint) Text(text HintText) string {
+	if text == nil {
+		return "the " + string(h) + " setting"
+	}
+	return text(h)
+}
+
+// String is the neutral text of h.
+func (h Hint) String() string { return h.Text(nil) }
+
+// Error is a JSON-RPC error the proxy answers with, before it is rendered:
+// the code, the message, error.data, and the settings the fix involves.
+// Render it with Frame.
+type Error struct {
+	Code int
+	// Message is the text. With Args not nil it is a fmt format, formatted
+	// when the error is rendered; an operand that is a Hint is then
+	// written as the HintText given names it. With Args nil it is the text
+	// as it is.
+	Message string
+	Args    []any
+	// Data is error.data, raw JSON, or nil.
+	Data []byte
+	// Hint is the setting the fix involves (the first Hint operand), or "".
+	Hint Hint
+}
+
+// Errorf builds an Error whose message is format with args; args that are
+// Hints name settings, rendered when the error is (Error.Frame). data is
+// raw JSON or nil.
+func Errorf(code int, data []byte, format string, args ...any) Error {
+	e := Error{Code: code, Message: format, Args: args, Data: data}
+	for _, a := range args {
+		if h, ok := a.(Hint); ok {
+			e.Hint = h
+			break
+		}
+	}
+	if args == nil {
+		e.Args = []any{} // a format still: "%%" is "%"
+	}
+	return e
+}
+
+// Text renders the message, the hints named by text (neutral when nil).
+func (e Error) Text(text HintText) string {
+	if e.Args == nil {
+		return e.Message
+	}
+	args := make([]any, len(e.Args))
+	for i, a := range e.Args {
+		if h, ok := a.(Hint); ok {
+			a = h.Text(text)
+		}
+		args[i] = a
+	}
+	return fmt.Sprintf(e.Message, args...)
+}
+
+// Frame renders e as the error response to the raw id (see ErrorFrame),
+// its hints named by text.
+func (e Error) Frame(id []byte, text HintText) []byte {
+	return ErrorFrame(id, e.Code, e.Text(text), e.Data)
+}
+
+// Error is the message with neutral hints, so that an Error can travel as
+// a Go error until it is rendered.
+func (e Error) Error() string { return e.Text(nil) }
