@@ -42,7 +42,7 @@ func startWithAuth(t *testing.T, url string, a routing.Auth) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return run(t, New(Config{Client: client}), client)
+	return run(t, New(Config{Client: client, Hints: flagHints}), client)
 }
 
 // A request the auth hook cannot authorize (the sign-in did not complete)

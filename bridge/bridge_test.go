@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
@@ -150,6 +151,9 @@ func start(t *testing.T, url string, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	cfg.Client = client
+	if cfg.Hints == nil {
+		cfg.Hints = flagHints
+	}
 	return run(t, New(cfg), client)
 }
 
@@ -961,5 +965,33 @@ func TestLargeResultsRewrittenInPlace(t *testing.T) {
 				t.Errorf("%d server->proxy result records, want %d", results, len(ids))
 			}
 		})
+	}
+}
+
+// flagHints names settings as the command layer does: by their flags.
+func flagHints(h rewrite.Hint) string { return "--" + string(h) }
+
+// The bridge never names a flag itself: an error's fix is a setting that
+// the Hints of the Config name, and without them it is named neutrally.
+func TestErrorsNameSettingsThroughHints(t *testing.T) {
+	u := newUpstream(t)
+	for _, tc := range []struct {
+		hints rewrite.HintText
+		want  string
+	}{
+		{func(h rewrite.Hint) string { return "<" + string(h) + ">" }, "raise <max-message-size>"},
+		{nil, "raise the max-message-size setting"},
+	} {
+		client, err := routing.New(routing.Config{URL: u.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := run(t, New(Config{Client: client, MaxMessageBytes: 64, Hints: tc.hints}), client)
+		h.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 100) + `"}}`)
+		msg := gjson.Get(h.next(), "error.message").Str
+		if !strings.Contains(msg, tc.want) || strings.Contains(msg, "--") {
+			t.Errorf("oversized message: %q, want %q and no flag", msg, tc.want)
+		}
+		h.stop()
 	}
 }

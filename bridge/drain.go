@@ -57,9 +57,8 @@ func (s *Session) drain(ctx context.Context) {
 		if c.cancelled.Load() || !c.answered.CompareAndSwap(false, true) {
 			continue
 		}
-		frame := rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-			fmt.Sprintf("the proxy's input ended (stdin closed) and %s was not answered within --drain-timeout %v; it was cancelled", c.method, s.cfg.DrainTimeout),
-			fmt.Appendf(nil, `{"drainTimeoutMs":%d}`, s.cfg.DrainTimeout.Milliseconds()))
+		frame := s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, fmt.Appendf(nil, `{"drainTimeoutMs":%d}`, s.cfg.DrainTimeout.Milliseconds()),
+			"the proxy's input ended (stdin closed) and %s was not answered within %s %v; it was cancelled", c.method, rewrite.HintDrainTimeout, s.cfg.DrainTimeout))
 		s.warn("request cancelled at the end of input: not answered within the drain bound", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Duration("drainTimeout", s.cfg.DrainTimeout))
 		s.logRequest(c.op, c.method, c.id, c.start, frame, false)
 		select {

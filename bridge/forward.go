@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -49,9 +48,8 @@ func (s *modern) forward(ctx context.Context, c *call, f *rewrite.Frame) outcome
 			// The server needs input from the client: ask it, then retry
 			// with the answers (MRTR, eras.md §8.3).
 			if round >= s.cfg.MaxRounds {
-				return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-					fmt.Sprintf("the server asked for client input %d times for %s without finishing; giving up (raise --max-mrtr-rounds)", round, f.Method),
-					errorData(s.client.URL(), 0, "", "")))
+				return frameOnly(s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, errorData(s.client.URL(), 0, "", ""),
+					"the server asked for client input %d times for %s without finishing; giving up (raise %s)", round, f.Method, rewrite.HintMaxMRTRRounds)))
 			}
 			retry, failed := s.mrtrRound(ctx, c, f, r.input, round)
 			if retry == nil {
@@ -168,7 +166,7 @@ func (s *env) attempt(ctx context.Context, c *call, method string, exchange func
 		switch {
 		case r.again == retryDial && dials < maxDialRetries:
 			dials++ // nothing was sent: always safe
-		case r.again == retryBroken && safeToRepeat(method) && breaks < maxBrokenRetries:
+		case r.again == retryBroken && protocol.Repeatable(method) && breaks < maxBrokenRetries:
 			breaks++ // bytes may have left, but repeating this method is harmless
 		default:
 			return r
@@ -200,17 +198,6 @@ const (
 	retryDial             // the connection was never made
 	retryBroken           // the exchange broke before its response
 )
-
-// safeToRepeat lists the methods whose repetition cannot cause a second
-// side effect.
-func safeToRepeat(method string) bool {
-	switch method {
-	case "server/discover", "tasks/get", "tasks/result", "resources/read", "prompts/get", "completion/complete",
-		"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
-		return true
-	}
-	return strings.HasSuffix(method, "/list")
-}
 
 // exchange makes one upstream exchange for a client request.
 func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tries) result {
@@ -330,6 +317,13 @@ func (s *env) sendFailed(ctx, actx context.Context, c *call, method string, err 
 	return s.transportError(c.id, method, err), again
 }
 
+// tooLargeAnswer is the error for an upstream answer over the message size
+// limit.
+func (s *env) tooLargeAnswer(c *call, method string, status int) []byte {
+	return s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, errorData(s.client.URL(), status, "", ""),
+		"the upstream answer to %s is larger than the message size limit; raise %s", method, rewrite.HintMaxMessageSize))
+}
+
 // Timeout causes of one upstream exchange.
 var (
 	errIdle    = errors.New("idle timeout")
@@ -339,17 +333,18 @@ var (
 // timedOut is the answer for an exchange a timeout ended (its stream is
 // closed, which cancels it upstream), or nil when no timeout did.
 func (s *env) timedOut(actx context.Context, c *call, method string) []byte {
-	var msg string
+	data := errorData(s.client.URL(), 0, "cause", "timeout")
+	var e rewrite.Error
 	switch context.Cause(actx) {
 	case errIdle:
-		msg = fmt.Sprintf("the upstream server sent nothing for %v while answering %s, so the proxy gave up (raise --idle-timeout if the tool is that slow)", s.cfg.IdleTimeout, method)
+		e = rewrite.Errorf(protocol.CodeInternalError, data, "the upstream server sent nothing for %v while answering %s, so the proxy gave up (raise %s if the tool is that slow)", s.cfg.IdleTimeout, method, rewrite.HintIdleTimeout)
 	case errHardMax:
-		msg = fmt.Sprintf("%s took longer than %v, so the proxy gave up (raise --request-timeout for longer calls)", method, s.cfg.RequestTimeout)
+		e = rewrite.Errorf(protocol.CodeInternalError, data, "%s took longer than %v, so the proxy gave up (raise %s for longer calls)", method, s.cfg.RequestTimeout, rewrite.HintRequestTimeout)
 	default:
 		return nil
 	}
 	s.warn("upstream request timed out", zap.String("method", method), zap.ByteString("id", c.id), zap.String("why", context.Cause(actx).Error()))
-	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, errorData(s.client.URL(), 0, "cause", "timeout"))
+	return s.errorFrame(c.id, e)
 }
 
 // answer reads the upstream messages of one request: notifications go to the
@@ -372,9 +367,7 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 			case errors.Is(err, routing.ErrContentType):
 				return failed(s.httpFailure(c.id, f.Method, resp, msg), retryNone)
 			case errors.Is(err, routing.ErrTooLarge):
-				return failed(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", f.Method),
-					errorData(s.client.URL(), resp.Status, "", "")), retryNone)
+				return failed(s.tooLargeAnswer(c, f.Method, resp.Status), retryNone)
 			}
 			return failed(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
@@ -426,7 +419,7 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 // ever in memory.
 func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Frame, status int, room []byte) result {
 	tasks := s.tasksEnabled()
-	augmented := method == "tools/call" && c.task.Exists() && tasks
+	augmented := protocol.MayBecomeTask(method) && c.task.Exists() && tasks
 	if augmented || method == "tools/list" {
 		// m is read after the rewrite. (A trace is no reason: Emit copied
 		// the frame before this.)
@@ -448,7 +441,7 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 		}
 		return result{frame: d.Frame, rewrites: d.Rewrites}
 	case protocol.ResultTask:
-		if method != "tools/call" {
+		if !protocol.MayBecomeTask(method) {
 			break // only tools/call may become a task (tasks.md §13.8)
 		}
 		if augmented {
@@ -458,8 +451,7 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 		s.info("the server made a task of a plain tools/call; following it", zap.ByteString("id", c.id), zap.String("taskId", t.ID))
 		return s.tasks.follow(ctx, c, t)
 	case protocol.ResultInputRequired:
-		switch method {
-		case "tools/call", "prompts/get", "resources/read":
+		if protocol.InputRequired(method) {
 			// A copy: forward asks the client, then retries.
 			return result{input: []byte(m.Result.Raw), rewrites: d.Rewrites}
 		}
@@ -682,7 +674,7 @@ func (s *env) transportError(id []byte, method string, err error) []byte {
 			msg = fmt.Sprintf("cannot reach the upstream server for %s: %v; is the server running, and is the URL right?", method, err)
 		case routing.KindTimeout:
 			cause = "timeout"
-			msg = fmt.Sprintf("the upstream server did not answer %s in time: %v; raise --response-header-timeout if the server is that slow to start answering", method, err)
+			msg = fmt.Sprintf("the upstream server did not answer %s in time: %v; raise %s if the server is that slow to start answering", method, err, s.hint(rewrite.HintResponseHeaderTimeout))
 		case routing.KindRedirect:
 			cause = "redirect"
 			msg = fmt.Sprintf("%s was not sent: %v", method, te.Err)

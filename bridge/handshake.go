@@ -56,9 +56,8 @@ func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) o
 		s.verdict(opOf(ctx), "modern", v.Reason)
 	case v.Era == capabilities.Legacy && s.cfg.Protocol == ProtocolModern:
 		s.warn("upstream era detected", zap.String("era", "legacy"), zap.String("url", url), zap.String("reason", v.Reason))
-		return frameOnly(rewrite.ErrorFrame(id, protocol.CodeInternalError,
-			fmt.Sprintf("the upstream server at %s speaks MCP 2025 (%s), but --protocol modern demands a 2026-07-28 server; drop --protocol modern (or use --protocol auto) to pass the 2025 protocol through", url, v.Reason),
-			errorData(url, v.Status, "upstreamEra", "legacy")))
+		return frameOnly(s.errorFrame(id, rewrite.Errorf(protocol.CodeInternalError, errorData(url, v.Status, "upstreamEra", "legacy"),
+			"the upstream server at %s speaks MCP 2025 (%s), but %s modern demands a 2026-07-28 server; drop %[3]s modern (or use %[3]s auto) to pass the 2025 protocol through", url, v.Reason, rewrite.HintProtocol)))
 	case v.Era == capabilities.Legacy:
 		s.verdict(opOf(ctx), "legacy", v.Reason)
 		return s.passInit(ctx, c, f)
@@ -102,9 +101,8 @@ func (s *handshake) sseFirst(ctx context.Context, c *call, f *rewrite.Frame) (ou
 	}
 	url := s.client.URL()
 	if only && s.cfg.Protocol == ProtocolModern {
-		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInvalidRequest,
-			"--transport sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but --protocol modern demands a 2026-07-28 server; drop one of them",
-			errorData(url, 0, "", ""))), true
+		return frameOnly(s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInvalidRequest, errorData(url, 0, "", ""),
+			"%s sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but %s modern demands a 2026-07-28 server; drop one of them", rewrite.HintTransport, rewrite.HintProtocol))), true
 	}
 	out, err := s.sseInit(ctx, c, f)
 	switch {
@@ -114,11 +112,12 @@ func (s *handshake) sseFirst(ctx context.Context, c *call, f *rewrite.Frame) (ou
 		return outcome{}, true
 	case only || isEndpointError(err) || capabilities.IsAuthError(err):
 		s.warn("no HTTP+SSE stream", zap.String("url", url), zap.Error(err))
-		hint := "; the next initialize will try again"
+		data := errorData(url, 0, "transport", "sse")
+		e := rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; the next initialize will try again", err)
 		if only && !isEndpointError(err) {
-			hint = "; --transport sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use --transport http-first"
+			e = rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; %s sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use %[2]s http-first", err, rewrite.HintTransport)
 		}
-		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "cannot initialize: "+err.Error()+hint, errorData(url, 0, "transport", "sse"))), true
+		return frameOnly(s.errorFrame(c.id, e)), true
 	}
 	s.info("no HTTP+SSE stream; trying Streamable HTTP", zap.Error(err))
 	return outcome{}, false
@@ -148,8 +147,7 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 
 // setLevel answers logging/setLevel locally and remembers the level; it rides
 // every later upstream request as _meta logLevel (eras.md §10).
-func (s *modern) setLevel(f *rewrite.Frame, op string, stream any) {
-	id := []byte(f.ID.Raw)
+func (s *modern) setLevel(f *rewrite.Frame, id []byte) []byte {
 	lv := f.Params.Get("level")
 	valid := false
 	for _, l := range logLevels {
@@ -158,9 +156,8 @@ func (s *modern) setLevel(f *rewrite.Frame, op string, stream any) {
 		}
 	}
 	if !valid {
-		s.reply(rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
-			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil), op, stream, nil)
-		return
+		return rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
+			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil)
 	}
 	s.metaMu.Lock()
 	s.level = lv.Str
@@ -169,7 +166,7 @@ func (s *modern) setLevel(f *rewrite.Frame, op string, stream any) {
 		s.meta.Store(&m)
 	}
 	s.metaMu.Unlock()
-	s.reply(rewrite.ResultFrame(id, []byte(`{}`)), op, stream, []string{"setLevel.local"})
+	return rewrite.ResultFrame(id, []byte(`{}`))
 }
 
 // errorData builds error.data for proxy-made errors: the upstream URL

@@ -1,8 +1,6 @@
 package bridge
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -69,10 +67,11 @@ func (s *Session) ignoredCall(f *rewrite.Frame) bool {
 func (s *Session) refuseIgnored(c *call, f *rewrite.Frame) []byte {
 	name := f.Params.Get("name").Str
 	pattern := s.ignoredBy(name)
-	s.info("tools/call refused: the tool is hidden by --ignore-tool", zap.String("tool", name), zap.String("pattern", pattern))
-	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams,
-		fmt.Sprintf("Unknown tool: %s is hidden by the proxy's --ignore-tool %s, so it cannot be called; drop that flag to use it", name, pattern),
-		fmt.Appendf(nil, `{"tool":%s,"ignoreTool":%s}`, strconv.Quote(name), strconv.Quote(pattern)))
+	s.info("tools/call refused: the tool is hidden by "+s.hint(rewrite.HintIgnoreTool), zap.String("tool", name), zap.String("pattern", pattern))
+	data := append(rewrite.AppendString([]byte(`{"tool":`), name), `,"ignoreTool":`...)
+	data = append(rewrite.AppendString(data, pattern), '}')
+	return s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInvalidParams, data,
+		"Unknown tool: %s is hidden by the proxy's %s %s, so it cannot be called; drop it to use the tool", name, rewrite.HintIgnoreTool, pattern))
 }
 
 // hideIgnored leaves the hidden tools out of a tools/list answer. The
@@ -105,9 +104,9 @@ func (s *Session) hideIgnored(frame []byte) []byte {
 	kept = append(kept, ']')
 	out, err := sjson.SetRawBytes(frame, "result.tools", kept)
 	if err != nil {
-		s.warn("cannot hide the --ignore-tool tools from tools/list", zap.Error(err))
+		s.warn("cannot hide the tools of "+s.hint(rewrite.HintIgnoreTool)+" from tools/list", zap.Error(err))
 		return frame
 	}
-	s.debug("tools hidden from tools/list by --ignore-tool", zap.Int("hidden", hidden))
+	s.debug("tools hidden from tools/list by "+s.hint(rewrite.HintIgnoreTool), zap.Int("hidden", hidden))
 	return out
 }

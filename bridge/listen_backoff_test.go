@@ -146,7 +146,7 @@ func TestListenBackoffFlappingServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{Client: client})
+	s := New(Config{Client: client, Hints: flagHints})
 	l := s.upstream().(*modern).listen
 	l.sleep, l.now = clock.sleep, clock.now
 	h := run(t, s, client)

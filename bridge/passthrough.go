@@ -100,9 +100,8 @@ func (s *handshake) passInit(ctx context.Context, c *call, f *rewrite.Frame) out
 	frame := out.frame
 	switch s.cfg.Transport {
 	case TransportHTTPOnly:
-		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-			gjson.GetBytes(frame, "error.message").String()+"; if it is an old HTTP+SSE server (MCP 2024-11-05), drop --transport http-only (or use --transport sse-only)",
-			[]byte(gjson.GetBytes(frame, "error.data").Raw)))
+		return frameOnly(s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, []byte(gjson.GetBytes(frame, "error.data").Raw),
+			"%s; if it is an old HTTP+SSE server (MCP 2024-11-05), drop %s http-only (or use %[2]s sse-only)", gjson.GetBytes(frame, "error.message").String(), rewrite.HintTransport)))
 	case TransportSSEFirst:
 		return out
 	}
@@ -219,7 +218,7 @@ func (p *passthrough) forward(ctx context.Context, c *call, f *rewrite.Frame) []
 				fmt.Sprintf("the upstream server ended the MCP session, and starting a new one failed: %v; restart the client session", err),
 				errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
 		}
-		if reinit || !safeToRepeat(f.Method) {
+		if reinit || !protocol.Repeatable(f.Method) {
 			why := "it is not safe to repeat"
 			if reinit {
 				why = "the new session expired too"
@@ -347,9 +346,7 @@ func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, 
 			case errors.Is(err, routing.ErrContentType):
 				return s.httpFailure(c.id, c.method, resp, msg), true, false
 			case errors.Is(err, routing.ErrTooLarge):
-				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-					fmt.Sprintf("the upstream answer to %s is larger than the message size limit; raise --max-message-size", c.method),
-					errorData(s.client.URL(), resp.Status, "", "")), true, false
+				return s.tooLargeAnswer(c, c.method, resp.Status), true, false
 			}
 			if resp.IsSSE() {
 				return nil, false, false // a broken stream: resumable like an ended one

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
@@ -29,6 +30,13 @@ type env struct {
 	upID atomic.Int64 // proxy-owned upstream ids
 	opID atomic.Int64 // trace op ids
 }
+
+// errorFrame renders a proxy-made error for the client, its hints named by
+// Config.Hints.
+func (s *env) errorFrame(id []byte, e rewrite.Error) []byte { return e.Frame(id, s.cfg.Hints) }
+
+// hint names a setting in a message, as Config.Hints does.
+func (s *env) hint(h rewrite.Hint) string { return h.Text(s.cfg.Hints) }
 
 // asks are the proxy's requests to the client awaiting an answer.
 type asks struct {

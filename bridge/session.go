@@ -121,6 +121,10 @@ type Config struct {
 	// leave it empty; serve mode sets the session and the client's bearer
 	// identity.
 	StateOwner string
+	// Hints names the settings that error messages point at (see
+	// rewrite.Hint): the command layer names its flags. Nil names them
+	// neutrally ("the request-timeout setting").
+	Hints rewrite.HintText
 	// Transport is the --transport choice (TransportHTTPFirst, the default;
 	// see ssecarrier.go): when to try the 2024-11-05 HTTP+SSE transport.
 	Transport string
@@ -420,8 +424,8 @@ func (s *Session) read(ctx context.Context, conn Conn) error {
 		switch tooLarge := asTooLarge(err); {
 		case tooLarge != nil:
 			s.warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
-			s.emit(outFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: rewrite.ErrorFrame(nil, protocol.CodeInvalidRequest,
-				fmt.Sprintf("message larger than %d bytes discarded; raise --max-message-size", tooLarge.Limit), nil)}})
+			s.emit(outFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: s.errorFrame(nil, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
+				"message larger than %d bytes discarded; raise %s", tooLarge.Limit, rewrite.HintMaxMessageSize))}})
 			continue
 		case err == io.EOF:
 			return nil
@@ -534,35 +538,15 @@ func (s *Session) refuseQueued(c *call, n, size int) {
 	s.streams.drop(c.op)
 	c.cancel()
 	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n), zap.Int("waitingBytes", size))
-	raise := "raise --max-in-flight"
+	raise := "raise " + s.hint(rewrite.HintMaxInFlight)
 	if n < s.queue.maxJobs { // the bytes bound, not the count
-		raise = fmt.Sprintf("raise --max-message-size, which also bounds the bytes of the waiting requests (%d)", s.cfg.MaxMessageBytes)
+		raise = fmt.Sprintf("raise %s, which also bounds the bytes of the waiting requests (%d)", s.hint(rewrite.HintMaxMessageSize), s.cfg.MaxMessageBytes)
 	}
 	frame := rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("the proxy refused %s: %d requests (%d bytes) are already waiting for one of the %d in-flight slots; wait for answers before sending more (or %s)", c.method, n, size, s.cfg.MaxInFlight, raise),
 		fmt.Appendf(nil, `{"waiting":%d,"waitingBytes":%d,"maxInFlight":%d}`, n, size, s.cfg.MaxInFlight))
 	s.logRequest(c.op, c.method, c.id, c.start, frame, false)
 	s.reply(frame, c.op, c.stream, nil)
-}
-
-func isTaskMethod(method string) bool {
-	switch method {
-	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
-		return true
-	}
-	return false
-}
-
-// requiredParam names the string parameter a method cannot do without; it
-// is also what the Mcp-Name header carries, so it is checked before sending.
-func requiredParam(method string) string {
-	switch method {
-	case "tools/call", "prompts/get":
-		return "name"
-	case "resources/read":
-		return "uri"
-	}
-	return ""
 }
 
 func invalidMessage(err error) string {

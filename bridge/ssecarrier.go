@@ -353,7 +353,7 @@ func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ routi
 // dropFrame is the error for a request whose answer cannot come.
 func (t *sseCarrier) dropFrame(c *call, why error) []byte {
 	tail := "the request may or may not have run"
-	if safeToRepeat(c.method) {
+	if protocol.Repeatable(c.method) {
 		tail = "sending it again is safe"
 	}
 	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,

@@ -127,7 +127,7 @@ func TestSSEReconnectIsUnattended(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := run(t, New(Config{Client: client}), client)
+	h := run(t, New(Config{Client: client, Hints: flagHints}), client)
 	h.send(initReq)
 	if r := h.next(); gjson.Get(r, "result.protocolVersion").Str != "2024-11-05" {
 		t.Fatalf("initialize: %s", r)

@@ -716,7 +716,7 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 			settle(nil, false) // no one waits for the task any more
 			return
 		case errors.Is(err, context.DeadlineExceeded):
-			s.warn("the client did not answer a task's input request within --request-timeout; it is asked again if a later poll still shows the request",
+			s.warn("the client did not answer a task's input request within "+s.hint(rewrite.HintRequestTimeout)+"; it is asked again if a later poll still shows the request",
 				append(log, zap.Duration("requestTimeout", s.cfg.RequestTimeout))...)
 			settle(nil, false)
 			return

@@ -32,16 +32,8 @@ func (s *modern) rememberTools(d rewrite.Downed) {
 	defer s.mu.Unlock()
 	s.listed = true
 	for _, t := range d.Tools {
-		s.params[t.Tool] = paramHeaders(t)
+		s.params[t.Tool] = t.Params
 	}
-}
-
-func paramHeaders(t rewrite.ToolHeaders) []protocol.ParamHeader {
-	ps := make([]protocol.ParamHeader, len(t.Params))
-	for i, p := range t.Params {
-		ps[i] = protocol.ParamHeader{Name: p.Name, Path: p.Path}
-	}
-	return ps
 }
 
 // paramHeaders returns the Mcp-Param-* annotations for a tools/call.
@@ -116,7 +108,7 @@ func (s *modern) fetchTools(ctx context.Context) error {
 			break
 		}
 		for _, t := range d.Tools {
-			params[t.Tool] = paramHeaders(t)
+			params[t.Tool] = t.Params
 		}
 		next := m.Result.Get("nextCursor")
 		// An empty string is a valid cursor (eras.md §17); a repeated one

@@ -2,12 +2,10 @@ package bridge
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
@@ -131,37 +129,42 @@ func (s *modern) open() {
 	}
 }
 
-// local answers ping and logging/setLevel, and refuses a request without
-// the string param that names it (it is also what Mcp-Name carries).
+// local answers what the method table says is answered as soon as it is
+// read (ping, logging/setLevel), and refuses a request without the string
+// param that names it (it is also what Mcp-Name carries).
 func (s *modern) local(f *rewrite.Frame, op string, stream any) bool {
 	id := []byte(f.ID.Raw)
-	switch f.Method {
-	case "ping":
-		frame := rewrite.ResultFrame(id, []byte(`{}`))
+	if protocol.LocalOf(f.Method) == protocol.LocalAnswer {
+		frame, rw := s.answerLocally(f, id)
 		s.logRequest(op, f.Method, id, time.Now(), frame, false)
-		s.reply(frame, op, stream, []string{"ping.local"})
-		return true
-	case "logging/setLevel":
-		s.setLevel(f, op, stream)
-		s.logRequest(op, f.Method, id, time.Now(), []byte(`{}`), false)
+		s.reply(frame, op, stream, rw)
 		return true
 	}
-	if p := requiredParam(f.Method); p != "" && f.Params.Get(p).Type != gjson.String {
-		s.reply(rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
-			fmt.Sprintf("Invalid params: %s needs params.%s, a string", f.Method, p), nil), op, stream, nil)
+	if e, ok := rewrite.CheckNameParam(f); !ok {
+		s.reply(s.errorFrame(id, e), op, stream, nil)
 		return true
 	}
 	return false
 }
 
-// request runs one client request against the modern server.
+// answerLocally is the answer to a request the proxy answers itself, and
+// the rewrite the trace names.
+func (s *modern) answerLocally(f *rewrite.Frame, id []byte) ([]byte, []string) {
+	if f.Method == "logging/setLevel" {
+		return s.setLevel(f, id), []string{"setLevel.local"}
+	}
+	return rewrite.ResultFrame(id, []byte(`{}`)), []string{"ping.local"}
+}
+
+// request runs one client request against the modern server, by what the
+// method table says the proxy does with it.
 func (s *modern) request(ctx context.Context, c *call, f *rewrite.Frame) outcome {
-	switch {
-	case f.Method == "initialize":
+	switch protocol.LocalOf(f.Method) {
+	case protocol.LocalInitialize:
 		return s.hs.initialize(ctx, c, f)
-	case isTaskMethod(f.Method):
+	case protocol.LocalTask:
 		return s.tasks.taskMethod(ctx, c, f)
-	case f.Method == "resources/subscribe" || f.Method == "resources/unsubscribe":
+	case protocol.LocalSubscription:
 		return frameOnly(s.listen.subscription(ctx, c, f))
 	}
 	return s.forward(ctx, c, f)

@@ -26,6 +26,13 @@ const (
 	HintAllowHTTP             Hint = "allow-http"
 )
 
+// Hints lists every Hint the proxy's messages may use.
+func Hints() []Hint {
+	return []Hint{HintRequestTimeout, HintIdleTimeout, HintResponseHeaderTimeout, HintDrainTimeout, HintAuthTimeout,
+		HintMaxMessageSize, HintMaxInFlight, HintMaxMRTRRounds, HintProtocol, HintTransport, HintIgnoreTool,
+		HintStateFile, HintNoState, HintAllowHTTP}
+}
+
 // HintText turns a hint into the words that name the setting for the user.
 type HintText func(Hint) string
 

@@ -271,7 +271,8 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 	}
 	return bridge.Config{
 		Trace:           tw,
-		Redact:          redactKey(cfg.redactKeys),
+		Redact:          rewrite.SensitiveKeys(cfg.redactKeys),
+		Hints:           flagHint,
 		NoRedact:        cfg.noRedact,
 		Client:          client,
 		Logger:          logger,
@@ -294,18 +295,10 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 	}, closeTW, 0
 }
 
-// redactKey is the redaction rule: the sensitive keys, and the
-// --redact-key ones (case is ignored).
-func redactKey(extraKeys []string) func(string) bool {
-	if len(extraKeys) == 0 {
-		return rewrite.SensitiveKey
-	}
-	extra := map[string]bool{}
-	for _, k := range extraKeys {
-		extra[strings.ToLower(k)] = true
-	}
-	return func(key string) bool { return rewrite.SensitiveKey(key) || extra[strings.ToLower(key)] }
-}
+// flagHint names a setting an error message points at by its flag: the
+// rewrite.Hint is the flag's name (TestHintsNameFlags holds every hint to
+// a row of the flag table).
+func flagHint(h rewrite.Hint) string { return "--" + string(h) }
 
 // serve runs the session on stdin and stdout until stdin ends, or a signal
 // comes (then the session gets exitGrace to finish). It returns the exit
