@@ -37,12 +37,7 @@ func (s *env) askStart(op, method string, params []byte) *pendingAsk {
 	s.asks.mu.Lock()
 	s.asks.m[string(p.id)] = p
 	s.asks.mu.Unlock()
-	rw := []string{"input.ask"}
-	if len(params) == 0 {
-		s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q}`, p.id, method), op, rw)
-	} else {
-		s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, p.id, method, params), op, rw)
-	}
+	s.sendOp(rewrite.RequestFrame(p.id, method, params), op, rwAsk)
 	return p
 }
 
@@ -82,7 +77,7 @@ func (p *pendingAsk) wait(ctx context.Context) (gjson.Result, error) {
 		delete(s.asks.m, string(p.id))
 		s.asks.mu.Unlock()
 		if s.ctx.Err() == nil {
-			s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"no longer needed"}}`, p.id), p.op, nil)
+			s.sendOp(rewrite.NotificationFrame("notifications/cancelled", rewrite.CancelledParams(p.id, "no longer needed")), p.op, nil)
 		}
 		return gjson.Result{}, ctx.Err()
 	}

@@ -202,14 +202,8 @@ const (
 // exchange makes one upstream exchange for a client request.
 func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tries) result {
 	upID := s.nextUpstreamID()
-	up := rewrite.Up{ID: upID, Meta: *s.meta.Load()}
-	if t.retry != nil {
-		up.DropParams = []string{"inputResponses", "requestState"}
-		up.Extra = t.retry
-	}
+	up := rewrite.UpFor(f, upID, *s.meta.Load(), t.retry)
 	if c.task.Exists() {
-		// 2026 has no request-side task flag (tasks.md §13.1).
-		up.DropParams = append(up.DropParams, "task")
 		if !s.tasksEnabled() {
 			s.warn("task-augmented tools/call processed normally: the server does not support the tasks extension, so no tasks capability was advertised",
 				zap.ByteString("id", c.id))
@@ -486,7 +480,7 @@ func (s *modern) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []b
 	res := gjson.ParseBytes(ir)
 	reqs := inputRequests(res.Get("inputRequests"))
 	state := res.Get("requestState")
-	var retry []byte
+	var answers []rewrite.InputAnswer
 	switch {
 	case len(reqs) == 0 && !state.Exists():
 		return nil, rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
@@ -510,7 +504,7 @@ func (s *modern) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []b
 		for i, in := range reqs {
 			pend[i] = s.askStart(c.op, in.method, s.inputParams(in, ""))
 		}
-		retry = []byte(`"inputResponses":{`)
+		answers = make([]rewrite.InputAnswer, 0, len(reqs))
 		for i, in := range reqs {
 			answer, err := s.inputAnswer(wctx, in, pend[i])
 			if err != nil {
@@ -522,23 +516,14 @@ func (s *modern) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []b
 				}
 				return nil, s.inputFailed(c, f.Method, in, err)
 			}
-			if i > 0 {
-				retry = append(retry, ',')
-			}
-			retry = rewrite.AppendString(retry, in.key)
-			retry = append(retry, ':')
-			retry = append(retry, answer...)
+			answers = append(answers, rewrite.InputAnswer{Key: in.key, Answer: answer})
 		}
-		retry = append(retry, '}')
 	}
+	var echo []byte // requestState, byte for byte
 	if state.Exists() {
-		if len(retry) > 0 {
-			retry = append(retry, ',')
-		}
-		retry = append(retry, `"requestState":`...)
-		retry = append(retry, state.Raw...)
+		echo = []byte(state.Raw)
 	}
-	return retry, nil
+	return rewrite.RetryParams(answers, echo), nil
 }
 
 // inputFailed is the answer when the client failed a sampling or roots
@@ -547,7 +532,7 @@ func (s *modern) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []b
 func (s *modern) inputFailed(c *call, method string, in inputRequest, err error) []byte {
 	msg := fmt.Sprintf("the client could not answer %s, which the server needs to finish %s: %v", in.method, method, err)
 	if method == "tools/call" {
-		return rewrite.ResultFrame(c.id, append(append([]byte(`{"content":[{"type":"text","text":`), rewrite.AppendString(nil, msg)...), `}],"isError":true}`...))
+		return rewrite.ResultFrame(c.id, rewrite.ToolErrorResult(msg))
 	}
 	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, nil)
 }

@@ -192,7 +192,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 			up = s.clock().Sub(ackedAt)
 		}
 	}()
-	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"subscriptions/listen","params":{"notifications":%s}}`, l.filter)
+	frame := rewrite.RequestFrame([]byte("0"), "subscriptions/listen", append(append([]byte(`{"notifications":`), l.filter...), '}'))
 	f, err := rewrite.Parse(frame)
 	if err != nil {
 		return false, 0, err
@@ -255,7 +255,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 				// Reconnected: changes may have been missed while the
 				// stream was down.
 				for _, k := range l.kinds {
-					s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":%q}`, k), op, []string{"listen.reconnected"})
+					s.sendOp(rewrite.NotificationFrame(k, nil), op, []string{"listen.reconnected"})
 				}
 			}
 		case m.Method == "notifications/cancelled":

@@ -663,17 +663,16 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	p.sess.Begin(sid, version)
 	st := p.sess.Stamp()
 	if initialized {
-		if status, err := p.car.fire(ctx, op, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), st); err != nil || status >= 300 {
+		if status, err := p.car.fire(ctx, op, rewrite.NotificationFrame("notifications/initialized", nil), st); err != nil || status >= 300 {
 			return fmt.Errorf("the server refused notifications/initialized (HTTP %d, %v)", status, err)
 		}
 	}
 	var replays [][]byte
 	if level != nil {
-		replays = append(replays, []byte(`{"jsonrpc":"2.0","id":0,"method":"logging/setLevel","params":`+string(level)+`}`))
+		replays = append(replays, rewrite.RequestFrame([]byte("0"), "logging/setLevel", level))
 	}
 	for _, u := range subs {
-		b, _ := sjson.SetBytes([]byte(`{"jsonrpc":"2.0","id":0,"method":"resources/subscribe","params":{}}`), "params.uri", u)
-		replays = append(replays, b)
+		replays = append(replays, rewrite.RequestFrame([]byte("0"), "resources/subscribe", append(rewrite.AppendString([]byte(`{"uri":`), u), '}')))
 	}
 	for _, r := range replays {
 		body, id := p.own(r)

@@ -290,7 +290,7 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 	}
 	if notify && registered && changed && rec.CancelledAt == "" {
 		params := t.View(s.cfg.Tasks, rewrite.ViewOverride{})
-		s.sendOp(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":%s}`, params), op, nil)
+		s.sendOp(rewrite.NotificationFrame("notifications/tasks/status", params), op, nil)
 	}
 	return rec, registered
 }
@@ -726,10 +726,7 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 			return
 		}
 	}
-	extra := append([]byte(`,"inputResponses":{`), rewrite.AppendString(nil, in.key)...)
-	extra = append(extra, ':')
-	extra = append(extra, answer...)
-	extra = append(extra, '}')
+	extra := append([]byte{','}, rewrite.RetryParams([]rewrite.InputAnswer{{Key: in.key, Answer: answer}}, nil)...)
 	_, rpcErr, err := s.retriedTaskCall(ctx, "tasks/update", taskID, extra)
 	switch {
 	case err != nil:
@@ -756,20 +753,12 @@ func (s *taskBridge) taskCreated(c *call, m *rewrite.Frame) result {
 	}
 	id := syntheticPrefix + randomHex(16)
 	at := now()
-	task := rewrite.AppendString([]byte(`{"taskId":`), id)
-	task = append(task, `,"status":"completed","createdAt":`...)
-	task = rewrite.AppendString(task, at)
-	task = append(task, `,"lastUpdatedAt":`...)
-	task = rewrite.AppendString(task, at)
-	task = append(task, `,"ttlMs":`...)
 	rec := record{ID: id, Synthetic: true, Result: []byte(m.Result.Raw)}
-	if ms, ok := c.requestedTTL(s.cfg.Tasks.TTLSeconds); ok {
-		task = strconv.AppendInt(task, ms, 10)
+	ms, ok := c.requestedTTL(s.cfg.Tasks.TTLSeconds)
+	if ok {
 		rec.Expires = time.Now().Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339Nano)
-	} else {
-		task = append(task, "null"...)
 	}
-	rec.Task = append(task, '}')
+	rec.Task = rewrite.SyntheticTask(id, at, ms, ok)
 	s.registerTask(rec)
 	view := rec.task()
 	return result{frame: rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(view, s.cfg.Tasks)), rewrites: []string{"task.drop", "task.synthetic"}}
@@ -839,12 +828,7 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 		t = rewrite.ReadTask(res)
 		polls++
 		if len(c.progressToken) > 0 && !t.Terminal() && !c.cancelled.Load() {
-			p := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d`, c.progressToken, polls)
-			if t.StatusMessage != "" {
-				p = append(p, `,"message":`...)
-				p = rewrite.AppendString(p, t.StatusMessage)
-			}
-			s.sendOp(append(p, "}}"...), c.op, nil)
+			s.sendOp(rewrite.NotificationFrame("notifications/progress", rewrite.ProgressParams(c.progressToken, int64(polls), t.StatusMessage)), c.op, nil)
 		}
 	}
 }

@@ -127,7 +127,7 @@ func (s *modern) fetchTools(ctx context.Context) error {
 // internalCall makes a request of the proxy's own with the session's _meta
 // and returns the raw answer.
 func (s *modern) internalCall(ctx context.Context, method string, params []byte) ([]byte, error) {
-	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":%q,"params":%s}`, method, params)
+	frame := rewrite.RequestFrame([]byte("0"), method, params)
 	f, err := rewrite.Parse(frame)
 	if err != nil {
 		return nil, err

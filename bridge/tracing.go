@@ -152,6 +152,7 @@ func (s *env) tracedAs(ctx context.Context, op string, rw []string) context.Cont
 // trace.
 var (
 	rwOwn       = []string{"id.mint", "meta.inject"}
+	rwAsk       = []string{"input.ask"}
 	rwPass      = []string{"passthrough"}
 	rwPassSSE   = []string{"passthrough", "sse"}
 	rwResume    = []string{"stream.resume"}
