@@ -9,7 +9,6 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -144,7 +143,7 @@ func (s *modern) internalCall(ctx context.Context, method string, params []byte)
 		return nil, err
 	}
 	defer resp.Close()
-	msg, err := capabilities.ReadAnswer(resp, id)
+	msg, err := resp.Answer(id)
 	switch {
 	case err == nil || errors.Is(err, io.EOF):
 		if len(msg) == 0 {

@@ -68,10 +68,6 @@ type Prober struct {
 	Client *routing.Client
 	// NextID mints upstream request ids.
 	NextID func() []byte
-	// Observe, when set, sees each probe exchange (for the trace): once
-	// with the body as it is sent (answer nil, status -1), then with the
-	// answer, its HTTP status and any error (body nil).
-	Observe func(body, answer []byte, status int, start time.Time, err error)
 }
 
 // Probe POSTs server/discover with the given _meta block and classifies the
@@ -127,11 +123,8 @@ func DiscoverBody(id []byte, meta rewrite.MetaBlock) []byte {
 func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 	id := p.NextID()
 	body := DiscoverBody(id, meta)
-	start := time.Now()
-	p.observe(body, nil, -1, start, nil)
 	resp, err := p.Client.Post(ctx, body, nil)
 	if err != nil {
-		p.observe(nil, nil, 0, start, err)
 		if errors.Is(err, routing.ErrRedirect) {
 			// A refused redirect stays refused: no retry.
 			return Verdict{Era: Unknown, Reason: "redirect refused", Err: err, Status: redirectStatus(err)}
@@ -165,8 +158,7 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 		return Verdict{Era: Unknown, Status: status, Reason: "server error",
 			Err: fmt.Errorf("%s answered HTTP %d to server/discover: the server is failing; check its logs and try again", url, status)}
 	}
-	msg, err := ReadAnswer(resp, id)
-	p.observe(nil, msg, status, start, err)
+	msg, err := resp.Answer(id)
 	if err != nil && !errors.Is(err, io.EOF) {
 		if errors.Is(err, routing.ErrContentType) && status < 300 {
 			return Verdict{Era: Unknown, Status: status, Reason: "not an MCP endpoint",
@@ -193,12 +185,6 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 		return Verdict{Era: Legacy, Status: status, Reason: "answer is not a DiscoverResult"}
 	}
 	return classifyVersions(url, status, versions, []byte(result.Raw))
-}
-
-func (p *Prober) observe(body, answer []byte, status int, start time.Time, err error) {
-	if p.Observe != nil {
-		p.Observe(body, answer, status, start, err)
-	}
 }
 
 func classifyVersions(url string, status int, versions gjson.Result, discover []byte) Verdict {
@@ -244,26 +230,6 @@ func classifyError(url string, status int, e gjson.Result) Verdict {
 
 func isLegacyVersion(v string) bool {
 	return strings.HasPrefix(v, "2025-") || strings.HasPrefix(v, "2024-")
-}
-
-// ReadAnswer reads a response's messages until the one that answers id, or
-// an id-less (null id) error, which some servers send; notifications on the
-// way are skipped. The returned slice is the caller's.
-func ReadAnswer(resp *routing.Response, id []byte) ([]byte, error) {
-	for {
-		msg, err := resp.Next()
-		if err != nil {
-			return append([]byte(nil), msg...), err
-		}
-		r := gjson.ParseBytes(msg)
-		if !r.Get("result").Exists() && !r.Get("error").Exists() {
-			continue // a notification on the stream
-		}
-		rid := r.Get("id")
-		if rid.Raw == string(id) || rid.Type == gjson.Null || !rid.Exists() {
-			return append([]byte(nil), msg...), nil
-		}
-	}
 }
 
 func (p *Prober) transportErr(err error) error {

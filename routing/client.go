@@ -10,8 +10,9 @@
 // (OpenLegacy, SendTo), and an Observer hook that sees every exchange (the
 // trace). Every request goes through one door, Client.do.
 //
-// It must never read or change JSON-RPC semantics: it knows no ids, never
-// rewrites a body, and decides no retry (its errors say what is safe; the
+// It must never change JSON-RPC semantics: it reads an id only to find the
+// answer to a request (Response.Answer), never rewrites a body, and decides
+// no retry (its errors say what is safe; the
 // caller decides). Cancelling a request's context closes its stream, which
 // is how 2026-07-28 cancels a request over HTTP.
 //
@@ -45,6 +46,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/tidwall/gjson"
 	"io"
 	"mime"
 	"net"
@@ -491,6 +493,28 @@ func (r *Response) next() ([]byte, error) {
 		return body, fmt.Errorf("%w %q", ErrContentType, r.ContentType)
 	}
 	return body, nil
+}
+
+// Answer reads the messages until the one that answers id (raw JSON), or
+// an id-less (null id) error, which some servers send; notifications and
+// requests on the way are skipped. It is the one place routing looks at a
+// JSON-RPC id, to find an answer, never to change it. The returned slice
+// is the caller's.
+func (r *Response) Answer(id []byte) ([]byte, error) {
+	for {
+		msg, err := r.Next()
+		if err != nil {
+			return append([]byte(nil), msg...), err
+		}
+		m := gjson.ParseBytes(msg)
+		if !m.Get("result").Exists() && !m.Get("error").Exists() {
+			continue // a notification on the stream
+		}
+		rid := m.Get("id")
+		if rid.Raw == string(id) || rid.Type == gjson.Null || !rid.Exists() {
+			return append([]byte(nil), msg...), nil
+		}
+	}
 }
 
 // Close releases the connection; for a stream still open this is the

@@ -509,7 +509,7 @@ func (c *checker) post(ctx context.Context, body, id []byte) ([]byte, int, error
 		return nil, 0, err
 	}
 	defer resp.Close()
-	msg, err := capabilities.ReadAnswer(resp, id)
+	msg, err := resp.Answer(id)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, resp.Status, err
 	}
@@ -648,7 +648,7 @@ func (c *checker) legacy(ctx context.Context) {
 		return
 	}
 	status, sid := resp.Status, resp.Header.Get("Mcp-Session-Id")
-	msg, rerr := capabilities.ReadAnswer(resp, id)
+	msg, rerr := resp.Answer(id)
 	resp.Close()
 	res := gjson.ParseBytes(msg)
 	if status >= 400 && status < 500 && !res.Get("result").Exists() {
@@ -684,7 +684,7 @@ func (c *checker) legacy(ctx context.Context) {
 			return nil, err
 		}
 		defer resp.Close()
-		msg, err := capabilities.ReadAnswer(resp, id)
+		msg, err := resp.Answer(id)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
