@@ -692,9 +692,6 @@ func (s *Session) cancelCall(c *call) {
 	}
 }
 
-// send queues a frame that belongs to no request.
-func (s *env) send(frame []byte) { s.sendOp(frame, "", nil) }
-
 // sendOp queues a frame sent while the request with this op runs (or for
 // no request, op ""): the trace records its op and rewrites, and a front
 // with streams gets it on that request's stream while it is in flight.
