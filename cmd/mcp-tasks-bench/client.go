@@ -350,10 +350,18 @@ func (d *directSession) post(ctx context.Context, method, name, params string) (
 	if err != nil {
 		return nil, err
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+	switch ct := resp.Header.Get("Content-Type"); ct {
+	case "application/json":
+		return resultOf(b.Bytes(), id)
+	case "text/event-stream":
+		frame, err := sseAnswer(b.Bytes(), func([]byte) {})
+		if err != nil {
+			return nil, err
+		}
+		return resultOf(frame, id)
+	default:
 		return nil, fmt.Errorf("HTTP %d, Content-Type %q: %.300s", resp.StatusCode, ct, b.Bytes())
 	}
-	return resultOf(b.Bytes(), id)
 }
 
 // call sends tools/call; a CreateTaskResult is followed as a 2026 client
