@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,10 @@ import (
 // floorEnv, when set to a URL, turns this binary into the floor bridge.
 const floorEnv = "MCP_TASKS_BENCH_FLOOR"
 
+// floorProfileEnv, when set to a path, makes the floor write a CPU profile
+// of its run there (--proxy-cpuprofile profiles the floor too).
+const floorProfileEnv = "MCP_TASKS_BENCH_FLOOR_CPUPROFILE"
+
 // floorBound is the longest any one request may take in the floor, task
 // polling included.
 const floorBound = 10 * time.Minute
@@ -60,6 +65,20 @@ func floorMain(url string) int {
 		MaxIdleConns:        1024,
 		MaxIdleConnsPerHost: 1024,
 		IdleConnTimeout:     90 * time.Second,
+	}
+	if path := os.Getenv(floorProfileEnv); path != "" {
+		pf, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(pf)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mcp-tasks-bench floor: CPU profile:", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			_ = pf.Close()
+		}()
 	}
 	f := &floor{url: url, client: &http.Client{Transport: tr}, out: os.Stdout}
 	err := f.serve(os.Stdin)

@@ -68,7 +68,7 @@ Examples:
       --sizes 1KiB,16KiB,256KiB,1MiB,4MiB,16MiB,64MiB --sse-sizes 16MiB \
       --inflight 1,4,16,64,256 --polls 1,2,4,8 --plot-dir docs/bench
 
-  # CPU profiles of every proxy session, for go tool pprof
+  # CPU profiles of every proxy and floor session, for go tool pprof
   go run ./cmd/mcp-tasks-bench --workloads inflight --inflight 64 --proxy-cpuprofile /tmp/prof
 
   # Against another stdio bridge ({url} is the server's URL); mcp-remote
@@ -196,7 +196,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	wl := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (built binary, trace files)")
 	fs.StringVar(&cfg.plotDir, "plot-dir", "", "write the growth charts (size, inflight, task polls) as SVG files into this directory")
-	fs.StringVar(&cfg.profileDir, "proxy-cpuprofile", "", "run each proxy session with --cpuprofile DIR/TARGET-WORKLOAD-N.pprof (profiling slows the proxy: for go tool pprof, not for the figures)")
+	fs.StringVar(&cfg.profileDir, "proxy-cpuprofile", "", "write a CPU profile of each proxy and floor session, DIR/TARGET-WORKLOAD-N.pprof (the proxy's --cpuprofile; profiling slows both: for go tool pprof, not for the figures)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -367,7 +367,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			logf("the floor target re-executes this binary: %v", err)
 			return 1
 		}
-		targets = append(targets, &target{name: "floor", argv: []string{exe}, env: []string{floorEnv + "=" + srv.url}, legacy: true, tasks: true})
+		targets = append(targets, &target{name: "floor", argv: []string{exe}, env: []string{floorEnv + "=" + srv.url}, legacy: true, tasks: true, profileDir: cfg.profileDir})
 	}
 	targets = append(targets, &target{name: cfg.proxyName, argv: proxyArgv(proxy), legacy: true, tasks: true, proxy: true, profileDir: cfg.profileDir})
 	if proxyB != "" {

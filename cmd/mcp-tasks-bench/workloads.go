@@ -35,7 +35,8 @@ type target struct {
 	proxy bool
 	// traceOf: for proxy+trace, the target it is the traced twin of.
 	traceOf string
-	// profileDir: run the proxy with --cpuprofile, one file per session.
+	// profileDir: profile each session into a file of its own: the proxy
+	// with --cpuprofile, the floor through floorProfileEnv.
 	profileDir string
 	sessions   atomic.Int64
 	// tolerateLeaks: a 2025 result that carries 2026 members is counted in
@@ -60,12 +61,16 @@ func (t *target) open(ctx context.Context, url, wl string) (session, time.Durati
 	if t.argv == nil {
 		return startDirect(ctx, url)
 	}
-	argv := t.argv
+	argv, env := t.argv, t.env
 	if t.profileDir != "" {
 		f := filepath.Join(t.profileDir, fmt.Sprintf("%s-%s-%03d.pprof", t.name, wl, t.sessions.Add(1)))
-		argv = append(append([]string(nil), argv...), "--cpuprofile", f)
+		if t.proxy {
+			argv = append(append([]string(nil), argv...), "--cpuprofile", f)
+		} else {
+			env = append(append([]string(nil), env...), floorProfileEnv+"="+f)
+		}
 	}
-	return startStdio(ctx, argv, t.env)
+	return startStdio(ctx, argv, env)
 }
 
 // metric is one row of the report; wl is the workload (--workloads) that
