@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -149,8 +150,7 @@ func (f *floor) forward(line []byte, id, method string, params gjson.Result) {
 		f.fail(id, err)
 		return
 	}
-	res := gjson.GetBytes(frame, "result")
-	if res.Get("resultType").Str == "task" {
+	if res := gjson.Get(view(frame), "result"); res.Get("resultType").Str == "task" {
 		frame, err = f.follow(ctx, id, res)
 		if err != nil {
 			f.fail(id, err)
@@ -218,11 +218,11 @@ func (f *floor) post(ctx context.Context, body []byte, method, name string) ([]b
 	ct := resp.Header.Get("Content-Type")
 	switch {
 	case strings.HasPrefix(ct, "text/event-stream"):
-		return sseAnswer(b.Bytes(), func(note []byte) { f.write(append(append([]byte(nil), note...), '\n')) })
-	case strings.HasPrefix(ct, "application/json") && gjson.GetBytes(b.Bytes(), "id").Exists():
-		return b.Bytes(), nil
+		return sseAnswer(b, func(note []byte) { f.write(append(append([]byte(nil), note...), '\n')) })
+	case strings.HasPrefix(ct, "application/json") && gjson.GetBytes(b, "id").Exists():
+		return b, nil
 	}
-	return nil, fmt.Errorf("HTTP %d, Content-Type %q: %.200s", resp.StatusCode, ct, b.Bytes())
+	return nil, fmt.Errorf("HTTP %d, Content-Type %q: %.200s", resp.StatusCode, ct, b)
 }
 
 // sseAnswer returns the data of the stream's answer (the event whose data
@@ -324,42 +324,55 @@ func headerSafe(v string) string {
 	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
+// view is b as a string, without a copy (gjson.GetBytes copies what it
+// returns: a second copy of a large result). b must not change while the
+// view is in use.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // strip2026 removes from an answer's result the members a 2025 client must
 // not see: resultType, and the serverInfo member of _meta (_meta itself
 // when nothing else is left in it). It rewrites the frame in its own
 // buffer: every member kept moves down, never up.
 func strip2026(frame []byte) []byte {
-	res := gjson.GetBytes(frame, "result")
+	res := gjson.Get(view(frame), "result")
 	if !res.IsObject() || res.Index <= 0 || res.Index+len(res.Raw) > len(frame) || frame[res.Index] != '{' {
 		return frame
 	}
-	end := res.Index + len(res.Raw)
 	if !res.Get("resultType").Exists() && !res.Get(`_meta.io\.modelcontextprotocol/serverInfo`).Exists() {
 		return frame
 	}
-	w := res.Index + 1
-	first := true
-	put := func(b []byte) {
-		if !first {
-			frame[w] = ','
-			w++
-		}
-		first = false
-		w += copy(frame[w:], b)
+	// First the members to keep, as spans of the frame or (for _meta) a
+	// replacement; then the moves, once nothing reads the frame any more.
+	type member struct {
+		from, to int
+		repl     string
 	}
+	var keep []member
 	res.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "resultType":
-			return true
 		case "_meta":
 			if m := dropMember(v, "io.modelcontextprotocol/serverInfo"); m != "{}" {
-				put([]byte(`"_meta":` + m))
+				keep = append(keep, member{repl: `"_meta":` + m})
 			}
-			return true
+		default:
+			keep = append(keep, member{from: k.Index, to: v.Index + len(v.Raw)})
 		}
-		put(frame[k.Index : v.Index+len(v.Raw)])
 		return true
 	})
+	end := res.Index + len(res.Raw)
+	w := res.Index + 1
+	for i, m := range keep {
+		if i > 0 {
+			frame[w] = ','
+			w++
+		}
+		if m.repl != "" {
+			w += copy(frame[w:], m.repl)
+		} else {
+			w += copy(frame[w:], frame[m.from:m.to])
+		}
+	}
 	frame[w] = '}'
 	w++
 	w += copy(frame[w:], frame[end:])

@@ -225,7 +225,9 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 			}
 			tail := u.blobTail(n, modern, sse)
-			w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(tail)))
+			if !sse { // a stream has no length: it is sent chunked
+				w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(tail)))
+			}
 			_, _ = io.WriteString(w, head)
 			_, _ = w.Write(tail)
 			return
