@@ -350,10 +350,18 @@ func (d *directSession) post(ctx context.Context, method, name, params string) (
 	if err != nil {
 		return nil, err
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		return nil, fmt.Errorf("HTTP %d, Content-Type %q: %.300s", resp.StatusCode, ct, b.Bytes())
+	switch ct := resp.Header.Get("Content-Type"); ct {
+	case "application/json":
+		return resultOf(b, id)
+	case "text/event-stream":
+		frame, err := sseAnswer(b, func([]byte) {})
+		if err != nil {
+			return nil, err
+		}
+		return resultOf(frame, id)
+	default:
+		return nil, fmt.Errorf("HTTP %d, Content-Type %q: %.300s", resp.StatusCode, ct, b)
 	}
-	return resultOf(b.Bytes(), id)
 }
 
 // call sends tools/call; a CreateTaskResult is followed as a 2026 client
@@ -391,15 +399,24 @@ func (d *directSession) call(ctx context.Context, tool, args string) ([]byte, er
 	}
 }
 
-// readBody reads an answer's whole body, in one allocation when its length
-// is known.
-func readBody(resp *http.Response) (*bytes.Buffer, error) {
-	var buf []byte
-	if resp.ContentLength > 0 {
-		buf = make([]byte, 0, resp.ContentLength+1)
+// readBody reads an answer's whole body. When its length is known, that is
+// one allocation of exactly that size, with one byte of room for the line's
+// newline, and no more: bytes.Buffer.ReadFrom would grow it (a second
+// copy) as it nears the end.
+func readBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n > 0 {
+		buf := make([]byte, n, n+1)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+			return nil, fmt.Errorf("reading the answer: %w", err)
+		}
+		var extra [1]byte
+		if k, _ := resp.Body.Read(extra[:]); k > 0 {
+			return nil, errors.New("reading the answer: longer than its Content-Length")
+		}
+		return buf, nil
 	}
-	b := bytes.NewBuffer(buf)
-	if _, err := b.ReadFrom(resp.Body); err != nil {
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
 	return b, nil

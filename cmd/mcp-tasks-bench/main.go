@@ -1,24 +1,27 @@
-// Command mcp-tasks-bench measures mcp-tasks-proxy end to end against the
-// same calls made straight over HTTP by a 2026-07-28 client, and against a
-// do-nothing stdio→HTTP forwarder (the floor of any stdio bridge).
+// Command mcp-tasks-bench measures mcp-tasks-proxy end to end, as users run
+// it: a legacy (2025-11-25) stdio client, the bridge in a process of its
+// own, and a modern (2026-07-28) server in another, over loopback HTTP.
 //
-// It starts a small in-process MCP server on loopback HTTP (see
-// upstream.go), then, for each of several rounds, runs every workload
-// against every target in turn:
+// It starts a small MCP server (upstream.go) in a process of its own (this
+// binary re-executed), then, for each of several rounds, runs every
+// workload against every target in turn, in an order that rotates:
 //
-//   - direct: a 2026-07-28 client POSTing to the server (the baseline);
-//   - floor (--floor): this binary re-executed as a do-nothing stdio→HTTP
-//     forwarder (see floor.go): the cost of a second process and its pipes;
+//   - direct: a 2026-07-28 client POSTing to the server from the bench
+//     process: no bridge at all;
+//   - floor: this binary re-executed as the smallest correct stdio bridge
+//     (floor.go): what any bridge pays; the targets are stated against it;
 //   - proxy: mcp-tasks-proxy spawned with --url, --no-state and --log-level
 //     error, driven as a 2025-11-25 stdio client speaks (NDJSON);
-//   - proxy+trace (--trace): the same with --trace FILE;
+//   - proxy-b (--proxy-b): a second proxy binary, to compare two builds;
+//   - proxy+trace (--trace): the proxy with --trace FILE;
 //   - compare (--compare CMD): any other stdio bridge, such as mcp-remote.
 //
 // Every answer is verified (its id, its content, its size, the absence of
 // 2026 members in a 2025 result); one wrong or missing answer fails the run
 // with exit status 1. The report (stdout) gives the median over rounds of
-// each figure, each target's ratio to direct and the proxy's to the floor;
-// progress and diagnostics go to stderr.
+// each figure, the ratios to the floor with their spread over rounds, the
+// targets, and the growth tables; --plot-dir writes the growth charts as
+// SVG. Progress and diagnostics go to stderr.
 package main
 
 import (
@@ -31,51 +34,65 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 )
 
-const usage = `mcp-tasks-bench measures mcp-tasks-proxy end to end: a legacy (2025-11-25)
-stdio client through the proxy to an in-process modern (2026-07-28) server on
-loopback, against the same calls made directly over HTTP (direct) and through
-a do-nothing stdio→HTTP forwarder (floor: what any stdio bridge pays).
+const usage = `mcp-tasks-bench measures mcp-tasks-proxy end to end, as users run it: a legacy
+(2025-11-25) stdio client, the bridge in its own process, and a modern
+(2026-07-28) server in another process on loopback HTTP. The same verified calls
+go through the proxy, through the smallest correct bridge (floor) and straight
+to the server (direct), interleaved round by round.
 
 Usage:
   mcp-tasks-bench [flags]
 
 Examples:
-  # Build the proxy from this module and run every workload (about a minute)
+  # Build the proxy from this module and run every workload (a few minutes)
   go run ./cmd/mcp-tasks-bench
 
   # A quick look: 2 rounds, fewer calls
   go run ./cmd/mcp-tasks-bench --rounds 2 --n 300 --calls 500
 
-  # Without the floor target (a do-nothing stdio→HTTP forwarder), a shorter run
-  go run ./cmd/mcp-tasks-bench --floor=false
+  # Two builds of the proxy side by side, in the same interleaved run
+  go run ./cmd/mcp-tasks-bench --proxy /tmp/proxy-after --proxy-name after \
+      --proxy-b /tmp/proxy-before --proxy-b-name before
 
   # A given binary, with the cost of tracing
   go run ./cmd/mcp-tasks-bench --proxy ./mcp-tasks-proxy --trace
 
-  # How cost grows with result size and with requests in flight
-  go run ./cmd/mcp-tasks-bench --workloads size,inflight \
-      --sizes 1KiB,16KiB,256KiB,1MiB,4MiB,16MiB --inflight 1,8,64,256
+  # How cost grows with result size, requests in flight and task polls,
+  # as tables and SVG charts
+  go run ./cmd/mcp-tasks-bench --rounds 3 --workloads size,inflight,task \
+      --sizes 1KiB,16KiB,256KiB,1MiB,4MiB,16MiB,64MiB --sse-sizes 16MiB \
+      --inflight 1,4,16,64,256 --polls 1,2,4,8 --plot-dir docs/bench
+
+  # CPU profiles of every proxy and floor session, for go tool pprof
+  go run ./cmd/mcp-tasks-bench --workloads inflight --inflight 64 --proxy-cpuprofile /tmp/prof
 
   # Against another stdio bridge ({url} is the server's URL); mcp-remote
   # speaks 2026-07-28 to the server with --protocol auto
   go run ./cmd/mcp-tasks-bench --compare 'npx -y mcp-remote {url} --protocol auto' --compare-name mcp-remote
 
 Targets:
-  direct       a 2026-07-28 client POSTing to the server in process
-  floor        this binary re-executed as the smallest stdio→HTTP forwarder:
-               a line in, a POST with the 2025-11-25 headers, the body out as
-               a line; no translation (the server answers in its 2025 era).
-               It is the cost of a second process and its pipes; proxy − floor
-               is what the proxy's own code costs. It cannot run "task".
-  proxy        mcp-tasks-proxy, spawned with --url, driven as a 2025 client
-  proxy+trace  the same with --trace FILE (--trace)
+  direct       a 2026-07-28 client POSTing to the server from the bench's
+               process: no bridge, no stdio
+  floor        this binary re-executed as the smallest correct stdio bridge:
+               it answers initialize itself, turns each line into a POST with
+               the _meta envelope and the MCP headers on a kept-alive client,
+               in a goroutine per request that strips the 2026 members of the
+               result, follows a task, and writes the answer as one line
+               under a mutex. What any bridge pays; the targets are stated
+               against it
+  proxy        mcp-tasks-proxy (--proxy, or built from this module)
+  proxy-b      a second proxy binary (--proxy-b), to compare two builds
+  proxy+trace  the proxy with --trace FILE (--trace)
   compare      another stdio bridge (--compare)
+
+The server runs in a process of its own (this binary re-executed), as users'
+servers do; --server inprocess keeps it in the bench's process, as the bench
+did before (direct then crosses no process boundary at all).
 
 Every answer is verified: its id, its content byte for byte, and for a 2025
 result the absence of 2026-only members (resultType, the serverInfo _meta).
@@ -86,36 +103,47 @@ report counts those answers and quotes the first.
 Workloads (--workloads, comma-separated):
   seq       sequential echo calls: p50, p90, p99 latency
   inflight  echo calls with C in flight (--inflight): throughput
-            (both also give, per call, the bridge's CPU time, its threads'
-            run-queue wait and how often they were put on a CPU, from
-            /proc/PID/task/*/schedstat: what each call costs the machine)
-  size      results of each --sizes: latency, and the bridge's peak RSS (VmHWM)
+            (both also give, per call, the bridge's CPU time from
+            /proc/PID/stat (utime+stime), its read and write system calls
+            from /proc/PID/io, and from /proc/PID/task/*/schedstat its
+            threads' run-queue wait and how often they were put on a CPU)
+  size      results of each --sizes (JSON) and --sse-sizes (one SSE event):
+            latency, and the bridge's peak RSS (VmHWM)
   startup   spawn to the initialize answer (direct: a fresh server/discover)
-  task      a call the server answers with a task (pollIntervalMs --poll-ms)
-            that the proxy follows: the time beyond the poll interval
+  task      a call the server answers with a task that completes on the
+            Nth tasks/get (--polls), polled every --poll-ms: the time beyond
+            the poll intervals
 
 Flags:
 `
 
 type config struct {
 	proxy       string
+	proxyName   string
 	proxyArgs   []string
+	proxyB      string
+	proxyBName  string
 	compare     string
 	compareName string
 	trace       bool
 	floor       bool
+	inProcess   bool
 	rounds      int
 	n           int
 	calls       int
 	inflight    []int
 	sizes       []int
+	sseSizes    []int
 	sizeCalls   int
 	startups    int
 	taskCalls   int
 	pollMS      int
+	polls       []int
 	timeout     time.Duration
 	workloads   map[string]bool
 	keep        bool
+	plotDir     string
+	profileDir  string
 }
 
 var allWorkloads = []string{"seq", "inflight", "size", "startup", "task"}
@@ -123,6 +151,9 @@ var allWorkloads = []string{"seq", "inflight", "size", "startup", "task"}
 func main() {
 	if url := os.Getenv(floorEnv); url != "" {
 		os.Exit(floorMain(url))
+	}
+	if os.Getenv(serverEnv) != "" {
+		os.Exit(serverMain())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -138,31 +169,46 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.proxy, "proxy", "", "the mcp-tasks-proxy binary (default: go build it from the module in the current directory)")
-	fs.Func("proxy-arg", "an extra argument for the proxy, such as --max-in-flight=256; repeatable", func(s string) error {
+	fs.StringVar(&cfg.proxyName, "proxy-name", "proxy", "the name of the --proxy target in the report")
+	fs.Func("proxy-arg", "an extra argument for the proxy (and --proxy-b), such as --max-in-flight=256; repeatable", func(s string) error {
 		cfg.proxyArgs = append(cfg.proxyArgs, s)
 		return nil
 	})
+	fs.StringVar(&cfg.proxyB, "proxy-b", "", "a second mcp-tasks-proxy binary, run and judged like the first in the same interleaved run (before/after)")
+	fs.StringVar(&cfg.proxyBName, "proxy-b-name", "proxy-b", "the name of the --proxy-b target in the report")
 	fs.StringVar(&cfg.compare, "compare", "", "another stdio bridge command to run through the same workloads, run with sh -c; {url} is replaced by the server's URL")
 	fs.StringVar(&cfg.compareName, "compare-name", "compare", "the name of the --compare target in the report")
-	fs.BoolVar(&cfg.floor, "floor", true, "also run the floor target: this binary re-executed as a do-nothing stdio→HTTP forwarder, the cost of a second process and its pipes")
+	fs.BoolVar(&cfg.floor, "floor", true, "also run the floor target: this binary re-executed as the smallest correct stdio bridge")
 	fs.BoolVar(&cfg.trace, "trace", false, "also run the proxy with --trace FILE (a temporary file), as target proxy+trace")
+	server := fs.String("server", "process", "where the bench server runs: process (its own, as users run) or inprocess (the bench's)")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; each runs every workload on every target, interleaved")
 	fs.IntVar(&cfg.n, "n", 1000, "sequential echo calls per round (seq)")
-	fs.IntVar(&cfg.calls, "calls", 2000, "echo calls per round and level of concurrency (inflight; at least 4× the level)")
+	fs.IntVar(&cfg.calls, "calls", 3000, "echo calls per round and level of concurrency (inflight; at least 4× the level)")
 	inflight := fs.String("inflight", "1,8,64,256", "levels of concurrency (inflight)")
-	sizes := fs.String("sizes", "1KiB,1MiB,16MiB", "result sizes (size)")
+	sizes := fs.String("sizes", "1KiB,1MiB,16MiB", "result sizes, answered as JSON (size)")
+	sseSizes := fs.String("sse-sizes", "16MiB", "result sizes answered as one SSE event (size); none for none")
 	fs.IntVar(&cfg.sizeCalls, "size-calls", 5, "timed calls per size per round, after one warm-up call (size)")
 	fs.IntVar(&cfg.startups, "startups", 5, "spawns per round (startup)")
-	fs.IntVar(&cfg.taskCalls, "task-calls", 3, "task calls per round (task)")
+	fs.IntVar(&cfg.taskCalls, "task-calls", 3, "task calls per round and poll count (task)")
 	fs.IntVar(&cfg.pollMS, "poll-ms", 100, "the task's pollIntervalMs (task); the proxy clamps it to at least 100")
+	polls := fs.String("polls", "1", "poll counts: the task completes on the Nth tasks/get (task)")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "the longest wait for any one answer")
 	wl := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (built binary, trace files)")
+	fs.StringVar(&cfg.plotDir, "plot-dir", "", "write the growth charts (size, inflight, task polls) as SVG files into this directory")
+	fs.StringVar(&cfg.profileDir, "proxy-cpuprofile", "", "write a CPU profile of each proxy and floor session, DIR/TARGET-WORKLOAD-N.pprof (the proxy's --cpuprofile; profiling slows both: for go tool pprof, not for the figures)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	switch *server {
+	case "process":
+	case "inprocess":
+		cfg.inProcess = true
+	default:
+		return cfg, fmt.Errorf("--server %q: want process or inprocess", *server)
 	}
 	var err error
 	if cfg.inflight, err = intList(*inflight, strconv.Atoi); err != nil {
@@ -170,6 +216,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.sizes, err = intList(*sizes, parseSize); err != nil {
 		return cfg, fmt.Errorf("--sizes: %w", err)
+	}
+	if *sseSizes != "none" && *sseSizes != "" {
+		if cfg.sseSizes, err = intList(*sseSizes, parseSize); err != nil {
+			return cfg, fmt.Errorf("--sse-sizes: %w", err)
+		}
+	}
+	if cfg.polls, err = intList(*polls, strconv.Atoi); err != nil {
+		return cfg, fmt.Errorf("--polls: %w", err)
 	}
 	cfg.workloads = map[string]bool{}
 	for _, w := range strings.Split(*wl, ",") {
@@ -179,9 +233,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 		cfg.workloads[w] = true
 	}
-	switch cfg.compareName {
-	case "direct", "floor", "proxy", "proxy+trace":
-		return cfg, fmt.Errorf("--compare-name %q is the name of a built-in target", cfg.compareName)
+	names := map[string]string{"direct": "", "floor": "", "proxy+trace": ""}
+	for _, n := range []struct{ flag, name string }{{"--proxy-name", cfg.proxyName}, {"--proxy-b-name", cfg.proxyBName}, {"--compare-name", cfg.compareName}} {
+		if _, taken := names[n.name]; taken || n.name == "" || strings.ContainsAny(n.name, "|/ ") {
+			return cfg, fmt.Errorf("%s %q: the name is empty, has | / or a space, or is another target's", n.flag, n.name)
+		}
+		names[n.name] = n.flag
 	}
 	for name, v := range map[string]int{"--rounds": cfg.rounds, "--n": cfg.n, "--calls": cfg.calls, "--size-calls": cfg.sizeCalls, "--startups": cfg.startups, "--task-calls": cfg.taskCalls} {
 		if v < 1 {
@@ -191,6 +248,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	for _, c := range cfg.inflight {
 		if c < 1 {
 			return cfg, errors.New("--inflight levels must be at least 1")
+		}
+	}
+	for _, p := range cfg.polls {
+		if p < 1 {
+			return cfg, errors.New("--polls counts must be at least 1")
 		}
 	}
 	if cfg.pollMS < 0 {
@@ -226,6 +288,22 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// absProxy returns path made absolute, or builds the proxy into dir.
+func absProxy(ctx context.Context, path, dir string, logf func(string, ...any)) (string, error) {
+	if path != "" {
+		return filepath.Abs(path)
+	}
+	path = filepath.Join(dir, "mcp-tasks-proxy")
+	logf("building mcp-tasks-proxy into %s", dir)
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(bctx, "go", "build", "-o", path, "github.com/mcp-tasks-proxy/mcp-tasks-proxy/cmd/mcp-tasks-proxy").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build failed (run from inside the module, or pass --proxy PATH): %v\n%s", err, out)
+	}
+	return path, nil
+}
+
 // run is the whole tool; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseFlags(args, stderr)
@@ -248,29 +326,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
-
-	proxy := cfg.proxy
-	if proxy == "" {
-		proxy = filepath.Join(tmp, "mcp-tasks-proxy")
-		logf("building mcp-tasks-proxy into %s", tmp)
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", proxy, "github.com/mcp-tasks-proxy/mcp-tasks-proxy/cmd/mcp-tasks-proxy").CombinedOutput()
-		if err != nil {
-			logf("go build failed (run from inside the module, or pass --proxy PATH): %v\n%s", err, out)
+	if cfg.profileDir != "" {
+		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
+			logf("--proxy-cpuprofile: %v", err)
 			return 1
 		}
-	} else if proxy, err = filepath.Abs(proxy); err != nil {
-		logf("%v", err)
-		return 1
+		if cfg.profileDir, err = filepath.Abs(cfg.profileDir); err != nil {
+			logf("--proxy-cpuprofile: %v", err)
+			return 1
+		}
 	}
 
-	up, err := startUpstream()
+	proxy, err := absProxy(ctx, cfg.proxy, tmp, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	defer up.close()
+	var proxyB string
+	if cfg.proxyB != "" {
+		if proxyB, err = filepath.Abs(cfg.proxyB); err != nil {
+			logf("%v", err)
+			return 1
+		}
+	}
 
-	base := append([]string{proxy, "--url", up.url, "--no-state", "--log-level", "error"}, cfg.proxyArgs...)
+	srv, err := startServer(cfg.inProcess, 30*time.Second)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	defer srv.close()
+
+	proxyArgv := func(bin string) []string {
+		return append([]string{bin, "--url", srv.url, "--no-state", "--log-level", "error"}, cfg.proxyArgs...)
+	}
 	targets := []*target{{name: "direct", tasks: true}}
 	if cfg.floor {
 		exe, err := os.Executable()
@@ -278,23 +367,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			logf("the floor target re-executes this binary: %v", err)
 			return 1
 		}
-		targets = append(targets, &target{name: "floor", argv: []string{exe}, env: []string{floorEnv + "=" + up.url}, legacy: true})
+		targets = append(targets, &target{name: "floor", argv: []string{exe}, env: []string{floorEnv + "=" + srv.url}, legacy: true, tasks: true, profileDir: cfg.profileDir})
 	}
-	targets = append(targets, &target{name: "proxy", argv: base, legacy: true, tasks: true, proxy: true})
+	targets = append(targets, &target{name: cfg.proxyName, argv: proxyArgv(proxy), legacy: true, tasks: true, proxy: true, profileDir: cfg.profileDir})
+	if proxyB != "" {
+		targets = append(targets, &target{name: cfg.proxyBName, argv: proxyArgv(proxyB), legacy: true, tasks: true, proxy: true, profileDir: cfg.profileDir})
+	}
 	if cfg.trace {
-		argv := append(append([]string(nil), base...), "--trace", filepath.Join(tmp, "proxy.trace"))
-		targets = append(targets, &target{name: "proxy+trace", argv: argv, legacy: true, tasks: true, proxy: true})
+		argv := append(proxyArgv(proxy), "--trace", filepath.Join(tmp, "proxy.trace"))
+		targets = append(targets, &target{name: "proxy+trace", argv: argv, legacy: true, tasks: true, proxy: true, traceOf: cfg.proxyName})
 	}
 	if cfg.compare != "" {
-		cmd := strings.ReplaceAll(cfg.compare, "{url}", up.url)
+		cmd := strings.ReplaceAll(cfg.compare, "{url}", srv.url)
 		targets = append(targets, &target{name: cfg.compareName, argv: []string{"/bin/sh", "-c", "exec " + cmd}, legacy: true, tolerateLeaks: true})
 	}
 
 	res := &results{}
-	r := &runner{cfg: cfg, url: up.url, res: res, log: logf}
+	r := &runner{cfg: cfg, url: srv.url, res: res, log: logf}
 	payloads := map[int][]byte{}
-	for _, s := range cfg.sizes {
-		payloads[s] = payload(s)
+	for _, s := range append(append([]int(nil), cfg.sizes...), cfg.sseSizes...) {
+		if payloads[s] == nil {
+			payloads[s] = payload(s)
+		}
 	}
 
 	start := time.Now()
@@ -314,43 +408,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
+				if !t.runs(name) {
+					continue
+				}
 				if err := f(t); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		steps := []func() error{
-			func() error { return each("startup", func(t *target) error { return r.startup(ctx, t) }) },
-			func() error { return each("seq", func(t *target) error { return r.seq(ctx, t, round) }) },
-			func() error {
-				return each("inflight", func(t *target) error {
-					for _, c := range cfg.inflight {
-						if err := r.inflight(ctx, t, c, round); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-			},
-			func() error {
-				return each("size", func(t *target) error {
-					for _, s := range cfg.sizes {
-						if err := r.size(ctx, t, s, payloads[s]); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-			},
-			func() error {
-				return each("task", func(t *target) error {
-					if !t.runs("task") {
-						return nil
-					}
-					return r.task(ctx, t, round)
-				})
-			},
+		// Within a workload, each level or size runs on every target before
+		// the next, so that the targets of one comparison are close in time.
+		var steps []func() error
+		steps = append(steps, func() error { return each("startup", func(t *target) error { return r.startup(ctx, t) }) })
+		steps = append(steps, func() error { return each("seq", func(t *target) error { return r.seq(ctx, t, round) }) })
+		for _, c := range cfg.inflight {
+			steps = append(steps, func() error { return each("inflight", func(t *target) error { return r.inflight(ctx, t, c, round) }) })
+		}
+		for _, sz := range cfg.sizes {
+			steps = append(steps, func() error {
+				return each("size", func(t *target) error { return r.size(ctx, t, sz, false, payloads[sz]) })
+			})
+		}
+		for _, sz := range cfg.sseSizes {
+			steps = append(steps, func() error {
+				return each("size", func(t *target) error { return r.size(ctx, t, sz, true, payloads[sz]) })
+			})
+		}
+		for _, p := range cfg.polls {
+			steps = append(steps, func() error { return each("task", func(t *target) error { return r.task(ctx, t, round, p) }) })
 		}
 		for _, step := range steps {
 			if err := step(); err != nil {
@@ -360,145 +446,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	logf("done in %s", time.Since(start).Round(time.Millisecond))
-	report(stdout, cfg, up.url, proxy, targets, res)
+	rep := &reporter{cfg: cfg, targets: targets, res: res}
+	rep.write(stdout, srv, proxy, proxyB)
+	if cfg.plotDir != "" {
+		files, err := rep.plots(cfg.plotDir)
+		if err != nil {
+			logf("--plot-dir: %v", err)
+			return 1
+		}
+		for _, f := range files {
+			logf("wrote %s", f)
+		}
+	}
 	return 0
-}
-
-func report(w io.Writer, cfg config, url, proxy string, targets []*target, res *results) {
-	has := func(name string) bool {
-		for _, t := range targets {
-			if t.name == name {
-				return true
-			}
-		}
-		return false
-	}
-	floor := has("floor")
-	var counts []string
-	for _, t := range targets {
-		counts = append(counts, fmt.Sprintf("%d %s", t.verified.Load(), t.name))
-	}
-	fmt.Fprintf(w, "mcp-tasks-bench: %d rounds, %d CPUs (GOMAXPROCS %d), %s/%s, %s\n", cfg.rounds, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	fmt.Fprintf(w, "upstream %s; proxy %s\n", url, proxy)
-	fmt.Fprintf(w, "every answer verified (%s); figures are medians over rounds\n", strings.Join(counts, ", "))
-	for _, t := range targets {
-		if n := t.leaks.Load(); n > 0 {
-			fmt.Fprintf(w, "%s: %d of those answers are 2025 results that carry 2026-only members (counted, not failed, for a --compare bridge), first: %s\n",
-				t.name, n, *t.leakSample.Load())
-		}
-	}
-	if floor {
-		fmt.Fprintf(w, "ratios are to direct, and proxy/floor the proxy's to the floor\n\n")
-	} else {
-		fmt.Fprintf(w, "ratios are to direct\n\n")
-	}
-
-	hdr := []string{"workload", "metric"}
-	for _, t := range targets {
-		hdr = append(hdr, t.name)
-		if t.name != "direct" {
-			hdr = append(hdr, t.name+"/direct")
-		}
-		if t.name == "proxy" && floor {
-			hdr = append(hdr, "proxy/floor")
-		}
-	}
-	ratio := func(v, d float64, ok, dok bool) string {
-		if ok && dok && d != 0 {
-			return fmt.Sprintf("%.2f×", v/d)
-		}
-		return "–"
-	}
-	notApplicable := false
-	rows := [][]string{hdr}
-	for _, m := range res.metrics {
-		row := []string{m.workload, m.label + " (" + m.unit + ")"}
-		d, dok := res.median(m.key, "direct")
-		f, fok := res.median(m.key, "floor")
-		for _, t := range targets {
-			v, ok := res.median(m.key, t.name)
-			if !ok && !t.runs(m.wl) {
-				row = append(row, "n/a")
-				notApplicable = true
-			} else {
-				row = append(row, num(v, ok))
-			}
-			if t.name != "direct" {
-				row = append(row, ratio(v, d, ok, dok))
-			}
-			if t.name == "proxy" && floor {
-				row = append(row, ratio(v, f, ok, fok))
-			}
-		}
-		rows = append(rows, row)
-	}
-	writeTable(w, rows)
-	if floor {
-		fmt.Fprintln(w, "\nfloor = a do-nothing Go stdio→HTTP forwarder (this binary re-executed: a line in, a POST, the body")
-		fmt.Fprintln(w, "out as a line; no translation), i.e. the cost of the second process and its pipes;")
-		fmt.Fprintln(w, "proxy − floor = what the proxy's own code costs.")
-	}
-	if notApplicable {
-		fmt.Fprintln(w, "n/a = the workload does not apply: the task workload needs a client of the 2026 tasks extension.")
-	}
-
-	// The targets of the performance issue, where measured; with the floor,
-	// a second figure against it where it tells what the proxy adds.
-	var verdicts []string
-	add := func(ok bool, format string, a ...any) {
-		mark := "MET   "
-		if !ok {
-			mark = "MISSED"
-		}
-		verdicts = append(verdicts, mark+" "+fmt.Sprintf(format, a...))
-	}
-	get := func(key, t string) (float64, bool) { return res.median(key, t) }
-	vsFloor := func(key string, format func(p, f float64) string) string {
-		p, pok := get(key, "proxy")
-		f, fok := get(key, "floor")
-		if !pok || !fok || f == 0 {
-			return ""
-		}
-		return "; " + format(p, f)
-	}
-	if p, ok := get("seq-p50", "proxy"); ok {
-		d, _ := get("seq-p50", "direct")
-		add(p <= 1.3*d, "sequential echo p50 ≤ 1.3× direct: %.0f µs vs %.0f µs (%.2f×)%s", p, d, p/d,
-			vsFloor("seq-p50", func(p, f float64) string {
-				return fmt.Sprintf("floor %.0f µs, proxy/floor %.2f×, proxy − floor %.0f µs", f, p/f, p-f)
-			}))
-	}
-	if p, ok := get("seq-p99", "proxy"); ok {
-		d, _ := get("seq-p99", "direct")
-		add(p-d <= 1000, "added p99 ≤ 1 ms: %.0f µs − %.0f µs = %.0f µs%s", p, d, p-d,
-			vsFloor("seq-p99", func(p, f float64) string { return fmt.Sprintf("floor %.0f µs, proxy − floor %.0f µs", f, p-f) }))
-	}
-	if p, ok := get("inflight-0064", "proxy"); ok {
-		d, _ := get("inflight-0064", "direct")
-		add(p >= 0.7*d, "throughput at 64 in flight ≥ 0.7× direct: %.0f vs %.0f calls/s (%.2f×)%s", p, d, p/d,
-			vsFloor("inflight-0064", func(p, f float64) string {
-				return fmt.Sprintf("floor %.0f calls/s, proxy/floor %.2f×", f, p/f)
-			}))
-	}
-	if p, ok := get(fmt.Sprintf("size-%012d-b", 16<<20), "proxy"); ok {
-		add(p <= 48, "16 MiB result, proxy peak RSS ≤ 3× payload (48 MiB): %.1f MiB (%.2f×)%s", p, p/16,
-			vsFloor(fmt.Sprintf("size-%012d-b", 16<<20), func(p, f float64) string { return fmt.Sprintf("floor %.1f MiB (%.2f×)", f, f/16) }))
-	}
-	if p, ok := get("startup", "proxy"); ok {
-		d, _ := get("startup", "direct")
-		add(p <= 50+d, "start-up ≤ 50 ms + one discover round trip (%.2f ms): %.1f ms%s", d, p,
-			vsFloor("startup", func(p, f float64) string { return fmt.Sprintf("floor %.1f ms", f) }))
-	}
-	if p, ok := get("seq-p50", "proxy+trace"); ok {
-		d, _ := get("seq-p50", "proxy")
-		add(p <= 1.1*d, "tracing on ≤ 10%% on sequential echo p50: %.0f µs vs %.0f µs (%+.1f%%)", p, d, 100*(p/d-1))
-	}
-	if len(verdicts) > 0 {
-		fmt.Fprintln(w, "\ntargets:")
-		for _, v := range verdicts {
-			fmt.Fprintln(w, "  "+v)
-		}
-	}
 }
 
 func num(v float64, ok bool) string {
@@ -513,8 +473,13 @@ func num(v float64, ok bool) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-// writeTable prints rows as an aligned Markdown table.
-func writeTable(w io.Writer, rows [][]string) {
+// writeTable prints rows as an aligned Markdown table, its first two
+// columns left-aligned.
+func writeTable(w io.Writer, rows [][]string) { writeTableN(w, rows, 2) }
+
+// writeTableN prints rows as an aligned Markdown table, its first left
+// columns left-aligned and the others right-aligned.
+func writeTableN(w io.Writer, rows [][]string, left int) {
 	width := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
@@ -526,7 +491,7 @@ func writeTable(w io.Writer, rows [][]string) {
 		b.WriteString("|")
 		for i, c := range r {
 			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i < 2 {
+			if i < left {
 				b.WriteString(" " + c + pad + " |")
 			} else {
 				b.WriteString(" " + pad + c + " |")
@@ -537,7 +502,7 @@ func writeTable(w io.Writer, rows [][]string) {
 	line(rows[0])
 	sep := make([]string, len(width))
 	for i := range sep {
-		if i < 2 {
+		if i < left {
 			sep[i] = strings.Repeat("-", width[i])
 		} else {
 			sep[i] = strings.Repeat("-", width[i]-1) + ":"

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/xml"
 	"fmt"
 	"net"
 	"net/http"
@@ -26,9 +27,13 @@ import (
 const fakeBridgeEnv = "MCP_TASKS_BENCH_FAKE_BRIDGE"
 
 func TestMain(m *testing.M) {
-	// The floor target re-executes the running binary, here this test.
+	// The floor target and the server re-execute the running binary, here
+	// this test.
 	if url := os.Getenv(floorEnv); url != "" {
 		os.Exit(floorMain(url))
+	}
+	if os.Getenv(serverEnv) != "" {
+		os.Exit(serverMain())
 	}
 	if mode := os.Getenv(fakeBridgeEnv); mode != "" {
 		fakeBridge(mode == "leak")
@@ -78,8 +83,8 @@ func buildProxy(t *testing.T) string {
 func tiny(proxy string) []string {
 	return []string{
 		"--proxy", proxy, "--rounds", "1", "--n", "5", "--calls", "8", "--inflight", "1,3",
-		"--sizes", "1KiB,300KiB", "--size-calls", "1", "--startups", "1", "--task-calls", "1",
-		"--poll-ms", "100", "--timeout", "15s",
+		"--sizes", "1KiB,300KiB", "--sse-sizes", "200KiB", "--size-calls", "1", "--startups", "1", "--task-calls", "1",
+		"--poll-ms", "100", "--polls", "1,2", "--timeout", "15s",
 	}
 }
 
@@ -101,55 +106,54 @@ func TestBenchTiny(t *testing.T) {
 			t.Fatalf("exit %d\nstderr:\n%s", code, errs)
 		}
 		for _, want := range []string{
-			"| workload", "proxy/direct", "proxy+trace/direct", "floor/direct", "proxy/floor",
-			"floor = a do-nothing Go stdio→HTTP forwarder", "proxy − floor = what the proxy's own code costs",
-			"n/a = the workload does not apply",
+			"| workload", "proxy/floor", " rounds |", "proxy+trace/proxy",
+			"floor = the smallest correct stdio bridge", "in a process of its own",
 			"| start-up", "| sequential echo", "| echo, 1 in flight", "| echo, 3 in flight",
-			"| result 1 KiB", "| result 300 KiB", "bridge peak RSS", "| task followed (poll 100 ms)",
-			"bridge CPU per call", "bridge run-queue wait per call", "bridge times scheduled per call",
-			"targets:", "sequential echo p50", "tracing on",
+			"| result 1 KiB JSON", "| result 300 KiB JSON", "| result 200 KiB SSE", "bridge peak RSS",
+			"| task followed (1× poll 100 ms)", "| task followed (2× poll 100 ms)",
+			"bridge CPU per call, utime+stime", "bridge CPU per call, schedstat", "bridge read+write syscalls per call",
+			"bridge run-queue wait per call", "bridge times scheduled per call",
+			"targets (against the floor", "sequential echo p50 ≤ 1.10× the floor's", "added p99 ≤ 1 ms",
+			"CPU per sequential call (utime+stime) ≤ 1.25× the floor's", "start-up ≤ 50 ms", "tracing on ≤ 10%",
+			"How the cost grows with the result size (JSON)", "How the cost grows with requests in flight",
+			"How the cost grows with a followed task's poll count",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("report lacks %q:\n%s", want, out)
 			}
 		}
-		if !strings.Contains(out, "; floor ") || !strings.Contains(out, "proxy/floor ") {
-			t.Errorf("the verdicts give no figure against the floor:\n%s", out)
-		}
-		// The floor's answers went through the same checks as the others.
+		// The answers of every target went through the same checks.
 		for _, name := range []string{"direct", "floor", "proxy", "proxy+trace"} {
 			if n := verified(out, name); n == 0 {
 				t.Errorf("no verified answers for %s:\n%s", name, out)
 			}
 		}
-		// Every metric row has a number for direct, the floor and the proxy;
-		// the floor's task rows say n/a.
+		// Every metric row has a figure for direct, the floor and the proxy
+		// (direct has no bridge process to account).
 		tab := table(t, out)
+		if len(tab) == 0 {
+			t.Fatalf("no table rows:\n%s", out)
+		}
 		for _, row := range tab {
-			for _, col := range []string{"direct", "floor", "proxy", "proxy/floor"} {
+			for _, col := range []string{"direct", "floor", "proxy", "proxy/floor", "rounds"} {
 				v := row[col]
 				switch {
-				case col == "floor" && strings.HasPrefix(row["workload"], "task"):
-					if v != "n/a" {
-						t.Errorf("floor on %s: %q, want n/a", row["workload"], v)
-					}
 				case col == "direct" && strings.HasPrefix(row["metric"], "bridge "):
-					// peak RSS and scheduler accounting are a bridge
-					// process's; direct has none.
-				case col == "proxy/floor" && strings.HasPrefix(row["workload"], "task"):
+				case (col == "proxy/floor" || col == "rounds") && strings.HasPrefix(row["metric"], "bridge ") &&
+					strings.Contains(row["metric"], "utime+stime"):
+					// 10 ms ticks over a handful of calls may read 0.
 				case v == "" || v == "–" || v == "n/a":
 					t.Errorf("%s, %s: no figure for %s (%q)", row["workload"], row["metric"], col, v)
 				}
 			}
 		}
-		if len(tab) == 0 {
-			t.Errorf("no table rows:\n%s", out)
-		}
 		// The scheduler accounting is a real reading: a bridge that answered
-		// calls used CPU and was put on a CPU.
+		// calls used CPU, made system calls and was put on a CPU.
 		sched := 0
 		for _, row := range tab {
-			if !strings.HasPrefix(row["metric"], "bridge CPU per call") && !strings.HasPrefix(row["metric"], "bridge times scheduled per call") {
+			switch row["metric"] {
+			case "bridge CPU per call, schedstat (µs)", "bridge times scheduled per call (count)", "bridge read+write syscalls per call (count)":
+			default:
 				continue
 			}
 			sched++
@@ -159,8 +163,52 @@ func TestBenchTiny(t *testing.T) {
 				}
 			}
 		}
-		if sched != 2*3 { // seq and two levels of inflight
-			t.Errorf("%d scheduler rows, want 6:\n%s", sched, out)
+		if sched != 3*3 { // seq and two levels of inflight
+			t.Errorf("%d scheduler rows, want 9:\n%s", sched, out)
+		}
+	})
+
+	t.Run("two proxy builds and the growth charts", func(t *testing.T) {
+		dir := t.TempDir()
+		code, out, errs := runBench(t, append(tiny(proxy), "--workloads", "inflight,size,task", "--sse-sizes", "none",
+			"--proxy-name", "after", "--proxy-b", proxy, "--proxy-b-name", "before", "--plot-dir", dir, "--server", "inprocess")...)
+		if code != 0 {
+			t.Fatalf("exit %d\nstderr:\n%s", code, errs)
+		}
+		for _, want := range []string{"after/floor", "before/floor", "before/after", "in the bench's process",
+			"after: calls/s at 64 in flight", "before: calls/s at 64 in flight"} {
+			if !strings.Contains(out, want) && !(strings.Contains(want, "64 in flight") && !strings.Contains(out, "64 in flight")) {
+				t.Errorf("report lacks %q:\n%s", want, out)
+			}
+		}
+		for _, name := range []string{"after", "before"} {
+			if n := verified(out, name); n == 0 {
+				t.Errorf("no verified answers for %s:\n%s", name, out)
+			}
+		}
+		for _, f := range []string{"growth-size.svg", "growth-rss.svg", "growth-inflight.svg", "growth-cpu.svg", "growth-polls.svg"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if f == "growth-cpu.svg" && os.IsNotExist(err) {
+				continue // see below
+			}
+			if err != nil {
+				t.Errorf("no chart: %v", err)
+				continue
+			}
+			svg := string(b)
+			// CPU from /proc/PID/stat counts 10 ms ticks: over this run's
+			// handful of calls a bridge may show none, and have no line.
+			lines := 3
+			if f == "growth-cpu.svg" {
+				lines = 0
+			}
+			if !strings.HasPrefix(svg, "<svg ") || !strings.HasSuffix(svg, "</svg>\n") || strings.Count(svg, "<polyline") < lines ||
+				lines > 0 && (!strings.Contains(svg, ">after<") || !strings.Contains(svg, ">floor<")) {
+				t.Errorf("%s is not a chart of the targets:\n%.600s", f, svg)
+			}
+			if err := xml.Unmarshal(b, new(struct{})); err != nil {
+				t.Errorf("%s is not well-formed XML: %v", f, err)
+			}
 		}
 	})
 
@@ -169,8 +217,8 @@ func TestBenchTiny(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\nstderr:\n%s", code, errs)
 		}
-		if strings.Contains(out, "floor") {
-			t.Errorf("--floor=false still reports a floor:\n%s", out)
+		if strings.Contains(out, "floor") || !strings.Contains(out, "proxy/direct") {
+			t.Errorf("--floor=false still reports a floor, or no ratio to direct:\n%s", out)
 		}
 	})
 
@@ -222,11 +270,20 @@ func TestBenchTiny(t *testing.T) {
 		if code, _, errs := runBench(t, "--sizes", "lots"); code != 2 || !strings.Contains(errs, "--sizes") {
 			t.Errorf("exit %d, stderr %q", code, errs)
 		}
-		if code, _, errs := runBench(t, "--help"); code != 0 || !strings.Contains(errs, "Examples:") || !strings.Contains(errs, "--floor=false") {
+		if code, _, errs := runBench(t, "--help"); code != 0 || !strings.Contains(errs, "Examples:") || !strings.Contains(errs, "--proxy-b") {
 			t.Errorf("--help: exit %d, stderr %q", code, errs)
 		}
-		if code, _, errs := runBench(t, "--compare", "true", "--compare-name", "floor"); code != 2 || !strings.Contains(errs, "built-in target") {
+		if code, _, errs := runBench(t, "--compare", "true", "--compare-name", "floor"); code != 2 || !strings.Contains(errs, "another target's") {
 			t.Errorf("--compare-name floor: exit %d, stderr %q", code, errs)
+		}
+		if code, _, errs := runBench(t, "--proxy-b", "x", "--proxy-b-name", "proxy"); code != 2 || !strings.Contains(errs, "another target's") {
+			t.Errorf("--proxy-b-name proxy: exit %d, stderr %q", code, errs)
+		}
+		if code, _, errs := runBench(t, "--server", "far"); code != 2 || !strings.Contains(errs, "--server") {
+			t.Errorf("--server far: exit %d, stderr %q", code, errs)
+		}
+		if code, _, errs := runBench(t, "--polls", "0"); code != 2 || !strings.Contains(errs, "--polls") {
+			t.Errorf("--polls 0: exit %d, stderr %q", code, errs)
 		}
 	})
 }
@@ -246,13 +303,17 @@ func verified(out, name string) int {
 	return 0
 }
 
-// table reads the report's Markdown table: one map per row, by column name.
+// table reads the report's first Markdown table: one map per row, by
+// column name.
 func table(t *testing.T, out string) []map[string]string {
 	t.Helper()
 	var hdr []string
 	var rows []map[string]string
 	for _, line := range strings.Split(out, "\n") {
 		if !strings.HasPrefix(line, "| ") {
+			if hdr != nil {
+				break
+			}
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "|"), "|")
@@ -277,9 +338,10 @@ func table(t *testing.T, out string) []map[string]string {
 	return rows
 }
 
-// TestFloorForwarder drives the floor forwarder in process against the
-// bench server: an answer per request, in one line each, nothing for a
-// notification, and a JSON-RPC error for what it cannot forward.
+// TestFloorForwarder drives the floor bridge in process against the bench
+// server: initialize answered locally, nothing for a notification, one
+// line per answer with the 2026 members gone, a task followed, an SSE
+// answer read, and a JSON-RPC error for what it cannot forward.
 func TestFloorForwarder(t *testing.T) {
 	up, err := startUpstream()
 	if err != nil {
@@ -287,7 +349,7 @@ func TestFloorForwarder(t *testing.T) {
 	}
 	defer up.close()
 
-	serve := func(url, in string) []string {
+	serve := func(url, in string) map[string]gjson.Result {
 		t.Helper()
 		var out bytes.Buffer
 		f := &floor{url: url, client: &http.Client{Timeout: 10 * time.Second}, out: &out}
@@ -299,36 +361,48 @@ func TestFloorForwarder(t *testing.T) {
 				t.Fatal(err)
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatal("the forwarder did not return at the end of its input")
+			t.Fatal("the floor did not return at the end of its input")
 		}
-		return strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		got := map[string]gjson.Result{}
+		for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			if !gjson.Valid(l) {
+				t.Fatalf("not one JSON line: %q", l)
+			}
+			r := gjson.Parse(l)
+			if _, dup := got[r.Get("id").Raw]; dup {
+				t.Fatalf("two answers for id %s", r.Get("id").Raw)
+			}
+			got[r.Get("id").Raw] = r
+		}
+		return got
 	}
 
-	lines := serve(up.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+	got := serve(up.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 
 {"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}
 {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}
+{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{"progressToken":9},"name":"task","arguments":{"poll_ms":1,"polls":3,"nonce":"n"}}}
+{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"blob","arguments":{"bytes":1000,"sse":true}}}
+{"jsonrpc":"2.0","id":6,"method":"ping"}
 `)
-	got := map[string]gjson.Result{}
-	for _, l := range lines {
-		if !gjson.Valid(l) {
-			t.Fatalf("not one JSON line: %q", l)
-		}
-		r := gjson.Parse(l)
-		got[r.Get("id").Raw] = r
-	}
-	if len(lines) != 3 || len(got) != 3 {
-		t.Fatalf("want 3 answers (none for the notification), got %q", lines)
+	if len(got) != 6 {
+		t.Fatalf("want 6 answers (none for the notification), got %v", got)
 	}
 	if v := got["1"].Get("result.protocolVersion").Str; v != legacyVersion {
 		t.Errorf("initialize answered %q, want %s", v, legacyVersion)
 	}
-	if r := got[`"two"`].Get("result"); r.Get("content.0.text").Str != "hi" || r.Get("resultType").Exists() {
-		t.Errorf("echo: %s", r.Raw)
+	for id, want := range map[string]string{`"two"`: "hi", "4": "task done n", "5": string(payload(1000))} {
+		r := got[id].Get("result")
+		if r.Get("content.0.text").Str != want || r.Get("resultType").Exists() || r.Get("_meta").Exists() {
+			t.Errorf("id %s: %.300s", id, got[id].Raw)
+		}
 	}
 	if !got["3"].Get("error").Exists() {
 		t.Errorf("the server's error did not come through: %s", got["3"].Raw)
+	}
+	if got["6"].Get("error").Exists() {
+		t.Errorf("ping: %s", got["6"].Raw)
 	}
 
 	// Nothing listens: the request is answered with an error, not dropped.
@@ -338,9 +412,49 @@ func TestFloorForwarder(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String() + "/mcp"
 	ln.Close()
-	lines = serve(dead, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n")
-	if len(lines) != 1 || gjson.Get(lines[0], "id").Raw != "7" || !strings.Contains(gjson.Get(lines[0], "error.message").Str, "floor:") {
-		t.Errorf("unreachable server: %q", lines)
+	got = serve(dead, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n")
+	if len(got) != 1 || !strings.Contains(got["7"].Get("error.message").Str, "floor:") {
+		t.Errorf("unreachable server: %v", got)
+	}
+}
+
+func TestStrip2026(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}}}`: `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`,
+		`{"id":1,"result":{"resultType":"complete", "_meta":{"a":1,"io.modelcontextprotocol/serverInfo":{}},"x":[1,2]},"jsonrpc":"2.0"}`:       `{"id":1,"result":{"_meta":{"a":1},"x":[1,2]},"jsonrpc":"2.0"}`,
+		`{"id":1,"result":{"content":[]}}`:              `{"id":1,"result":{"content":[]}}`,
+		`{"id":1,"error":{"code":1,"message":"m"}}`:     `{"id":1,"error":{"code":1,"message":"m"}}`,
+		`{"id":1,"result":{"resultType":"complete"}}`:   `{"id":1,"result":{}}`,
+		`{"id":1,"result":{"a":"resultType","b":true}}`: `{"id":1,"result":{"a":"resultType","b":true}}`,
+	} {
+		if got := string(strip2026([]byte(in))); got != want {
+			t.Errorf("strip2026(%s)\n = %s\nwant %s", in, got, want)
+		}
+	}
+}
+
+func TestWithMeta(t *testing.T) {
+	meta := directMeta[1 : len(directMeta)-1]
+	for in, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`:                                             `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":` + directMeta + `}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}`:                                 `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":` + directMeta + `}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e"}}`:                 `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":` + directMeta + `,"name":"e"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{"p":1}}}`: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{` + meta + `,"p":1}}}`,
+	} {
+		line := []byte(in)
+		got := string(withMeta(line, gjson.GetBytes(line, "params")))
+		if got != want {
+			t.Errorf("withMeta(%s)\n = %s\nwant %s", in, got, want)
+		}
+		if !gjson.Valid(got) {
+			t.Errorf("withMeta(%s) is not JSON", in)
+		}
+	}
+	if got := headerSafe("échec"); got != "=?base64?w6ljaGVj?=" {
+		t.Errorf("headerSafe: %q", got)
+	}
+	if got := headerSafe("echo"); got != "echo" {
+		t.Errorf("headerSafe: %q", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -9,7 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,13 +31,19 @@ import (
 //
 // Tools:
 //   - echo {text}: one TextContent with text;
-//   - blob {bytes}: one TextContent of exactly bytes bytes (a fixed pattern,
-//     see payload), written from a cache so the server adds no per-call copy;
-//   - task {poll_ms, nonce} (2026 only): answered with a CreateTaskResult
-//     (status working, pollIntervalMs = poll_ms) whose task is already
-//     complete on the first tasks/get, with text "task done NONCE". The
-//     time a client needs is then one call, one poll interval and one
-//     tasks/get: everything beyond the interval is overhead.
+//   - blob {bytes, sse}: one TextContent of exactly bytes bytes (a fixed
+//     pattern, see payload), written from a cache so the server adds no
+//     per-call copy; with sse true, as one event of a text/event-stream;
+//   - task {poll_ms, nonce, polls} (2026 only): answered with a
+//     CreateTaskResult (status working, pollIntervalMs = poll_ms) whose task
+//     is complete on the polls-th tasks/get (default 1), with text "task
+//     done NONCE". The time a client needs is then one call, polls poll
+//     intervals and polls tasks/get: everything beyond the intervals is
+//     overhead.
+//
+// The bench runs it in a process of its own (serverMain: this binary
+// re-executed), as users' servers run; --server inprocess keeps it in the
+// bench's process, which is how the bench measured before.
 
 const (
 	modernVersion  = "2026-07-28"
@@ -46,7 +56,7 @@ const (
 type upstream struct {
 	mu     sync.Mutex
 	blobs  map[int][]byte // size → result tail (after the id)
-	tasks  map[string]string
+	tasks  map[string]*benchTask
 	srv    *http.Server
 	ln     net.Listener
 	url    string
@@ -59,7 +69,7 @@ func startUpstream() (*upstream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on loopback: %w", err)
 	}
-	u := &upstream{blobs: map[int][]byte{}, tasks: map[string]string{}, ln: ln}
+	u := &upstream{blobs: map[int][]byte{}, tasks: map[string]*benchTask{}, ln: ln}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", u)
 	u.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -92,10 +102,23 @@ func payload(n int) []byte {
 	return b
 }
 
-func (u *upstream) blobTail(n int, modern bool) []byte {
-	key := n
+// benchTask is a task of the task tool: done is its result, and left the
+// tasks/get still to answer "working".
+type benchTask struct {
+	done string
+	left int
+	poll int64
+}
+
+// blobTail is the answer to a blob call after its id: for sse, the rest of
+// the event, blank line included.
+func (u *upstream) blobTail(n int, modern, sse bool) []byte {
+	key := 4 * n
 	if !modern {
-		key = -n - 1
+		key++
+	}
+	if sse {
+		key += 2
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -111,6 +134,9 @@ func (u *upstream) blobTail(n int, modern bool) []byte {
 		b.WriteString(`,"resultType":"complete",` + serverInfoMeta)
 	}
 	b.WriteString("}}")
+	if sse {
+		b.WriteString("\n\n")
+	}
 	u.blobs[key] = b.Bytes()
 	return b.Bytes()
 }
@@ -188,10 +214,21 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeErr(w, http.StatusOK, idRaw, -32602, "bytes out of range")
 				return
 			}
-			w.Header().Set("Content-Type", "application/json")
-			tail := u.blobTail(n, modern)
-			w.Header().Set("Content-Length", strconv.Itoa(len(`{"jsonrpc":"2.0","id":`)+len(idRaw)+len(tail)))
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+idRaw)
+			sse := args.Get("sse").Bool()
+			head := `{"jsonrpc":"2.0","id":` + idRaw
+			if sse {
+				// One event, as a server that streams its answer sends it.
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.Header().Set("Cache-Control", "no-cache")
+				head = "id: 1\ndata: " + head
+			} else {
+				w.Header().Set("Content-Type", "application/json")
+			}
+			tail := u.blobTail(n, modern, sse)
+			if !sse { // a stream has no length: it is sent chunked
+				w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(tail)))
+			}
+			_, _ = io.WriteString(w, head)
 			_, _ = w.Write(tail)
 			return
 		case "task":
@@ -200,10 +237,11 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			poll := args.Get("poll_ms").Int()
+			polls := max(1, int(args.Get("polls").Int()))
 			id := newTaskID()
 			done := `{"content":[{"type":"text","text":` + quote("task done "+args.Get("nonce").String()) + `}],"resultType":"complete"}`
 			u.mu.Lock()
-			u.tasks[id] = done
+			u.tasks[id] = &benchTask{done: done, left: polls - 1, poll: poll}
 			u.mu.Unlock()
 			now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 			result = `{"resultType":"task","taskId":"` + id + `","status":"working","createdAt":"` + now +
@@ -215,15 +253,24 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "tasks/get":
 		tid := params.Get("taskId").String()
 		u.mu.Lock()
-		done, ok := u.tasks[tid]
+		tk, ok := u.tasks[tid]
+		working := ok && tk.left > 0
+		if working {
+			tk.left--
+		}
 		u.mu.Unlock()
 		if !ok {
 			writeErr(w, http.StatusOK, idRaw, -32602, "unknown task")
 			return
 		}
 		now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
-		result = `{"resultType":"complete","taskId":"` + tid + `","status":"completed","createdAt":"` + now +
-			`","lastUpdatedAt":"` + now + `","ttlMs":60000,"result":` + done + `,` + serverInfoMeta + `}`
+		if working {
+			result = `{"resultType":"complete","taskId":"` + tid + `","status":"working","createdAt":"` + now +
+				`","lastUpdatedAt":"` + now + `","ttlMs":60000,"pollIntervalMs":` + strconv.FormatInt(tk.poll, 10) + `,` + serverInfoMeta + `}`
+		} else {
+			result = `{"resultType":"complete","taskId":"` + tid + `","status":"completed","createdAt":"` + now +
+				`","lastUpdatedAt":"` + now + `","ttlMs":60000,"result":` + tk.done + `,` + serverInfoMeta + `}`
+		}
 	default:
 		writeErr(w, http.StatusOK, idRaw, -32601, "method not found: "+method)
 		return
@@ -280,4 +327,97 @@ func newTaskID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// serverEnv, when set, turns this binary into the bench server: it serves
+// on a free loopback port, prints the URL as its first line on stdout, and
+// exits when its stdin ends.
+const serverEnv = "MCP_TASKS_BENCH_SERVER"
+
+func serverMain() int {
+	u, err := startUpstream()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-tasks-bench server:", err)
+		return 1
+	}
+	fmt.Println(u.url)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	u.close()
+	return 0
+}
+
+// server is the bench server as the bench sees it: in a process of its own
+// (proc set) or in the bench's.
+type server struct {
+	url   string
+	pid   int
+	in    *upstream
+	cmd   *exec.Cmd
+	stdin io.Closer
+}
+
+// startServer starts the bench server: re-executing this binary, unless
+// inProcess. It waits at most timeout for the server's URL.
+func startServer(inProcess bool, timeout time.Duration) (*server, error) {
+	if inProcess {
+		u, err := startUpstream()
+		if err != nil {
+			return nil, err
+		}
+		return &server{url: u.url, pid: os.Getpid(), in: u}, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("the server re-executes this binary: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), serverEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the server: %w", err)
+	}
+	s := &server{pid: cmd.Process.Pid, cmd: cmd, stdin: stdin}
+	got := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		got <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case s.url = <-got:
+	case <-time.After(timeout):
+	}
+	if !strings.HasPrefix(s.url, "http://") {
+		s.close()
+		return nil, fmt.Errorf("the server process printed no URL (got %q)", s.url)
+	}
+	return s, nil
+}
+
+// close stops the server; a server process gets 5 s to exit, then a kill.
+func (s *server) close() {
+	if s.in != nil {
+		s.in.close()
+		return
+	}
+	_ = s.stdin.Close()
+	exited := make(chan struct{})
+	go func() {
+		_ = s.cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-exited
+	}
 }

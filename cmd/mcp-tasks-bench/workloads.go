@@ -30,8 +30,15 @@ type target struct {
 	// tasks: the target can reach the task tool (a bridge that speaks 2026
 	// to the server, or the direct client).
 	tasks bool
-	// proxy: this is mcp-tasks-proxy, whose peak RSS is judged.
+	// proxy: this is mcp-tasks-proxy (or its second build), judged against
+	// the targets.
 	proxy bool
+	// traceOf: for proxy+trace, the target it is the traced twin of.
+	traceOf string
+	// profileDir: profile each session into a file of its own: the proxy
+	// with --cpuprofile, the floor through floorProfileEnv.
+	profileDir string
+	sessions   atomic.Int64
 	// tolerateLeaks: a 2025 result that carries 2026 members is counted in
 	// leaks instead of failing the run. Only for --compare bridges: they
 	// are measured here, not judged; the content is still checked.
@@ -50,11 +57,20 @@ func (t *target) runs(wl string) bool {
 	return wl != "task" || t.tasks
 }
 
-func (t *target) open(ctx context.Context, url string) (session, time.Duration, error) {
+func (t *target) open(ctx context.Context, url, wl string) (session, time.Duration, error) {
 	if t.argv == nil {
 		return startDirect(ctx, url)
 	}
-	return startStdio(ctx, t.argv, t.env)
+	argv, env := t.argv, t.env
+	if t.profileDir != "" {
+		f := filepath.Join(t.profileDir, fmt.Sprintf("%s-%s-%03d.pprof", t.name, wl, t.sessions.Add(1)))
+		if t.proxy {
+			argv = append(append([]string(nil), argv...), "--cpuprofile", f)
+		} else {
+			env = append(append([]string(nil), env...), floorProfileEnv+"="+f)
+		}
+	}
+	return startStdio(ctx, argv, env)
 }
 
 // metric is one row of the report; wl is the workload (--workloads) that
@@ -62,6 +78,10 @@ func (t *target) open(ctx context.Context, url string) (session, time.Duration, 
 type metric struct {
 	key, wl, workload, label, unit string
 	higherBetter                   bool
+	// group and x place the figure in a growth table: group "size",
+	// "sse", "inflight" or "polls", x the size, level or count.
+	group string
+	x     float64
 }
 
 // results holds one value per round for each metric and target.
@@ -93,6 +113,29 @@ func (r *results) median(key, t string) (float64, bool) {
 		return 0, false
 	}
 	return median(v), true
+}
+
+// values of the per-round figures.
+func (r *results) values(key, t string) []float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.vals[key][t])
+}
+
+// ratios are a's figures over b's, round by round (both ran in the same
+// round, close in time): their median, least and greatest.
+func (r *results) ratios(key, a, b string) (med, lo, hi float64, ok bool) {
+	va, vb := r.values(key, a), r.values(key, b)
+	var q []float64
+	for i := range min(len(va), len(vb)) {
+		if vb[i] != 0 {
+			q = append(q, va[i]/vb[i])
+		}
+	}
+	if len(q) == 0 {
+		return 0, 0, 0, false
+	}
+	return median(q), slices.Min(q), slices.Max(q), true
 }
 
 func median(v []float64) float64 {
@@ -194,9 +237,9 @@ func (r *runner) callCtx(ctx context.Context) (context.Context, context.CancelFu
 // proxy has fetched its tools/list and the connection pool is primed), runs
 // f and closes the session. A protocol violation the reader saw fails the
 // workload even when every call returned.
-func (r *runner) withSession(ctx context.Context, t *target, f func(s session) error) error {
+func (r *runner) withSession(ctx context.Context, t *target, wl string, f func(s session) error) error {
 	octx, cancel := r.callCtx(ctx)
-	s, _, err := t.open(octx, r.url)
+	s, _, err := t.open(octx, r.url, wl)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
@@ -226,7 +269,7 @@ func (r *runner) withSession(ctx context.Context, t *target, f func(s session) e
 
 // seq: n sequential echo calls; p50, p90 and p99 latency.
 func (r *runner) seq(ctx context.Context, t *target, round int) error {
-	return r.withSession(ctx, t, func(s session) error {
+	return r.withSession(ctx, t, "seq", func(s session) error {
 		lat := make([]time.Duration, 0, r.cfg.n)
 		tag := "seq-" + strconv.Itoa(round)
 		sm := r.startSched(t, s)
@@ -256,7 +299,7 @@ func (r *runner) seq(ctx context.Context, t *target, round int) error {
 // inflight: c workers keep c echo calls in flight for max(calls, 4c)
 // calls; throughput in calls/s.
 func (r *runner) inflight(ctx context.Context, t *target, c, round int) error {
-	return r.withSession(ctx, t, func(s session) error {
+	return r.withSession(ctx, t, "inflight", func(s session) error {
 		total := int64(max(r.cfg.calls, 4*c))
 		var next atomic.Int64
 		var firstErr error
@@ -288,18 +331,23 @@ func (r *runner) inflight(ctx context.Context, t *target, c, round int) error {
 		if firstErr != nil {
 			return firstErr
 		}
-		m := metric{key: fmt.Sprintf("inflight-%04d", c), wl: "inflight", workload: "echo, " + strconv.Itoa(c) + " in flight", label: "throughput", unit: "calls/s", higherBetter: true}
+		m := metric{key: fmt.Sprintf("inflight-%04d", c), wl: "inflight", workload: "echo, " + strconv.Itoa(c) + " in flight", label: "throughput", unit: "calls/s", higherBetter: true, group: "inflight", x: float64(c)}
 		r.res.add(m, t.name, float64(total)/elapsed.Seconds())
 		sm.stop(m, total)
 		return nil
 	})
 }
 
-// size: calls of the blob tool returning size bytes; median latency and the
-// bridge's peak RSS (VmHWM) over the session.
-func (r *runner) size(ctx context.Context, t *target, size int, want []byte) error {
-	return r.withSession(ctx, t, func(s session) error {
+// size: calls of the blob tool returning size bytes, as JSON or as one SSE
+// event; median latency and the bridge's peak RSS (VmHWM) over the session.
+func (r *runner) size(ctx context.Context, t *target, size int, sse bool, want []byte) error {
+	return r.withSession(ctx, t, "size", func(s session) error {
 		args := `{"bytes":` + strconv.Itoa(size) + `}`
+		group, enc := "size", "JSON"
+		if sse {
+			args = `{"bytes":` + strconv.Itoa(size) + `,"sse":true}`
+			group, enc = "sse", "SSE"
+		}
 		lat := make([]float64, 0, r.cfg.sizeCalls)
 		for i := range r.cfg.sizeCalls + 1 {
 			cctx, cancel := r.callCtx(ctx)
@@ -308,7 +356,7 @@ func (r *runner) size(ctx context.Context, t *target, size int, want []byte) err
 			d := time.Since(t0)
 			cancel()
 			if err != nil {
-				return fmt.Errorf("%s: blob %d: %w", t.name, size, err)
+				return fmt.Errorf("%s: blob %d %s: %w", t.name, size, enc, err)
 			}
 			if err := t.checked(checkBlob(t, res, want)); err != nil {
 				return err
@@ -317,12 +365,12 @@ func (r *runner) size(ctx context.Context, t *target, size int, want []byte) err
 				lat = append(lat, ms(d))
 			}
 		}
-		name := sizeName(size)
-		wl := "result " + name
-		r.res.add(metric{key: fmt.Sprintf("size-%012d-a", size), wl: "size", workload: wl, label: "latency p50", unit: "ms"}, t.name, median(lat))
+		wl := "result " + sizeName(size) + " " + enc
+		key := fmt.Sprintf("%s-%012d", group, size)
+		r.res.add(metric{key: key + "-a", wl: "size", workload: wl, label: "latency p50", unit: "ms", group: group, x: float64(size)}, t.name, median(lat))
 		if pid := s.pid(); pid != 0 {
 			if hwm, err := treeHWM(pid); err == nil {
-				r.res.add(metric{key: fmt.Sprintf("size-%012d-b", size), wl: "size", workload: wl, label: "bridge peak RSS", unit: "MiB"}, t.name, float64(hwm)/(1<<20))
+				r.res.add(metric{key: key + "-b", wl: "size", workload: wl, label: "bridge peak RSS", unit: "MiB", group: group, x: float64(size)}, t.name, float64(hwm)/(1<<20))
 			} else {
 				r.log("%s: peak RSS: %v", t.name, err)
 			}
@@ -337,7 +385,7 @@ func (r *runner) startup(ctx context.Context, t *target) error {
 	var d []float64
 	for range r.cfg.startups {
 		cctx, cancel := r.callCtx(ctx)
-		s, took, err := t.open(cctx, r.url)
+		s, took, err := t.open(cctx, r.url, "startup")
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s: start-up: %w", t.name, err)
@@ -352,17 +400,17 @@ func (r *runner) startup(ctx context.Context, t *target) error {
 	return nil
 }
 
-// task: a tools/call the server answers with a task that is complete on the
-// first poll; the time beyond the poll interval.
-func (r *runner) task(ctx context.Context, t *target, round int) error {
-	return r.withSession(ctx, t, func(s session) error {
-		poll := time.Duration(r.cfg.pollMS) * time.Millisecond
+// task: a tools/call the server answers with a task that completes on the
+// polls-th tasks/get; the time beyond the poll intervals.
+func (r *runner) task(ctx context.Context, t *target, round, polls int) error {
+	return r.withSession(ctx, t, "task", func(s session) error {
+		wait := time.Duration(polls*r.cfg.pollMS) * time.Millisecond
 		var total, added []float64
 		for i := range r.cfg.taskCalls {
-			nonce := fmt.Sprintf("%d-%d", round, i)
+			nonce := fmt.Sprintf("%d-%d-%d", round, polls, i)
 			cctx, cancel := r.callCtx(ctx)
 			t0 := time.Now()
-			res, err := s.call(cctx, "task", `{"poll_ms":`+strconv.Itoa(r.cfg.pollMS)+`,"nonce":"`+nonce+`"}`)
+			res, err := s.call(cctx, "task", `{"poll_ms":`+strconv.Itoa(r.cfg.pollMS)+`,"polls":`+strconv.Itoa(polls)+`,"nonce":"`+nonce+`"}`)
 			d := time.Since(t0)
 			cancel()
 			if err != nil {
@@ -372,11 +420,12 @@ func (r *runner) task(ctx context.Context, t *target, round int) error {
 				return err
 			}
 			total = append(total, ms(d))
-			added = append(added, ms(d-poll))
+			added = append(added, ms(d-wait))
 		}
-		wl := "task followed (poll " + strconv.Itoa(r.cfg.pollMS) + " ms)"
-		r.res.add(metric{key: "task-a", wl: "task", workload: wl, label: "latency", unit: "ms"}, t.name, median(total))
-		r.res.add(metric{key: "task-b", wl: "task", workload: wl, label: "added beyond the poll", unit: "ms"}, t.name, median(added))
+		wl := fmt.Sprintf("task followed (%d× poll %d ms)", polls, r.cfg.pollMS)
+		key := fmt.Sprintf("task-%04d", polls)
+		r.res.add(metric{key: key + "-a", wl: "task", workload: wl, label: "latency", unit: "ms", group: "polls", x: float64(polls)}, t.name, median(total))
+		r.res.add(metric{key: key + "-b", wl: "task", workload: wl, label: "added beyond the polls", unit: "ms", group: "polls", x: float64(polls)}, t.name, median(added))
 		return nil
 	})
 }
@@ -434,10 +483,60 @@ type schedStat struct {
 	cpu    time.Duration // on a CPU
 	wait   time.Duration // runnable, waiting for a CPU (wake-up latency)
 	slices int64         // times put on a CPU
+	// From /proc/PID/stat and /proc/PID/io, per process (exited threads
+	// included): user and system CPU time in clock ticks, and read and
+	// write system calls.
+	ticks    int64
+	syscalls int64
 }
 
 func (a schedStat) sub(b schedStat) schedStat {
-	return schedStat{cpu: a.cpu - b.cpu, wait: a.wait - b.wait, slices: a.slices - b.slices}
+	return schedStat{cpu: a.cpu - b.cpu, wait: a.wait - b.wait, slices: a.slices - b.slices,
+		ticks: a.ticks - b.ticks, syscalls: a.syscalls - b.syscalls}
+}
+
+// clockTick is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100
+// on every Linux architecture Go runs on.
+const clockTick = 10 * time.Millisecond
+
+// procTimes reads utime+stime of pid from /proc/PID/stat, in clock ticks.
+func procTimes(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+	}
+	// After "pid (comm)": state is field 3, utime 14 and stime 15.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	return u + st, errors.Join(err1, err2)
+}
+
+// procSyscalls reads syscr+syscw of pid from /proc/PID/io.
+func procSyscalls(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && (k == "syscr" || k == "syscw") {
+			c, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			n += c
+		}
+	}
+	return n, nil
 }
 
 // treeSched sums schedstat over every thread of pid and its descendants.
@@ -446,6 +545,17 @@ func (a schedStat) sub(b schedStat) schedStat {
 func treeSched(pid int) (schedStat, error) {
 	var st schedStat
 	for _, p := range procTree(pid) {
+		ticks, err := procTimes(p)
+		if err != nil {
+			if p == pid {
+				return st, err
+			}
+			continue
+		}
+		st.ticks += ticks
+		if n, err := procSyscalls(p); err == nil {
+			st.syscalls += n
+		}
 		dir := filepath.Join("/proc", strconv.Itoa(p), "task")
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -502,9 +612,9 @@ func (r *runner) startSched(t *target, s session) *schedMeter {
 	return m
 }
 
-// stop adds the bridge's CPU time, run-queue wait and times scheduled per
-// call, as rows of base's workload under base.key+"-cpu", "-wait" and
-// "-slices".
+// stop adds the bridge's CPU time (from /proc/PID/stat and from
+// schedstat), read and write system calls, run-queue wait and times
+// scheduled per call, as rows of base's workload.
 func (m *schedMeter) stop(base metric, calls int64) {
 	if !m.ok || calls <= 0 {
 		return
@@ -519,11 +629,13 @@ func (m *schedMeter) stop(base metric, calls int64) {
 		suffix, label, unit string
 		v                   float64
 	}{
-		{"-cpu", "bridge CPU per call", "µs", us(d.cpu) / n},
+		{"-stat", "bridge CPU per call, utime+stime", "µs", us(time.Duration(d.ticks)*clockTick) / n},
+		{"-cpu", "bridge CPU per call, schedstat", "µs", us(d.cpu) / n},
+		{"-sys", "bridge read+write syscalls per call", "count", float64(d.syscalls) / n},
 		{"-wait", "bridge run-queue wait per call", "µs", us(d.wait) / n},
 		{"-slices", "bridge times scheduled per call", "count", float64(d.slices) / n},
 	} {
-		m.r.res.add(metric{key: base.key + row.suffix, wl: base.wl, workload: base.workload, label: row.label, unit: row.unit}, m.t.name, row.v)
+		m.r.res.add(metric{key: base.key + row.suffix, wl: base.wl, workload: base.workload, label: row.label, unit: row.unit, group: base.group, x: base.x}, m.t.name, row.v)
 	}
 }
 
