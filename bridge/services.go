@@ -28,7 +28,7 @@ type env struct {
 	bg      group         // listen streams, the passthrough poster and GET stream
 
 	upID *atomic.Int64 // proxy-owned upstream ids (Config.UpstreamIDs, or the session's own)
-	opID atomic.Int64 // trace op ids
+	opID atomic.Int64  // trace op ids
 }
 
 // errorFrame renders a proxy-made error for the client, its hints named by

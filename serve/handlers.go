@@ -187,7 +187,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 			flush(flusher)
 			return
 		}
-		flush(flusher)
+		if streaming {
+			flush(flusher)
+		}
 		select {
 		case <-st.wake:
 		case <-sess.done:
