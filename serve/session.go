@@ -28,6 +28,7 @@ type session struct {
 
 	mu      sync.Mutex
 	getOpen bool        // a GET stream is open
+	ended   bool        // end has run: the idle timer stays stopped
 	active  int         // HTTP requests open on the session
 	idle    *time.Timer // ends the session once idle for IdleTimeout
 }
@@ -76,6 +77,7 @@ func (sess *session) end(why string) {
 			sess.log.Info("ending the session", zap.String("reason", why))
 		}
 		sess.mu.Lock()
+		sess.ended = true
 		sess.idle.Stop()
 		sess.mu.Unlock()
 		close(sess.inEnd)
@@ -107,7 +109,7 @@ func (sess *session) begin() {
 func (sess *session) finish() {
 	sess.mu.Lock()
 	sess.active--
-	if sess.active == 0 {
+	if sess.active == 0 && !sess.ended {
 		sess.idle.Reset(sess.srv.cfg.IdleTimeout)
 	}
 	sess.mu.Unlock()
@@ -186,3 +188,10 @@ func (c *conn) Write(o bridge.Out) error {
 
 // Flush has nothing to do: every stream writes and flushes on its own.
 func (c *conn) Flush() error { return nil }
+
+// activeCount is the number of HTTP requests open on the session.
+func (sess *session) activeCount() int {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.active
+}

@@ -1,0 +1,544 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// wait bounds every wait of these tests.
+const wait = 10 * time.Second
+
+// harness is a Server in front of the demo server, on an httptest server.
+type harness struct {
+	t   *testing.T
+	srv *Server
+	url string // the /mcp endpoint
+}
+
+func newHarness(t *testing.T, mod func(*Config)) *harness {
+	t.Helper()
+	upURL, stop, err := demo.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return newHarnessFor(t, upURL, mod)
+}
+
+func newHarnessFor(t *testing.T, upURL string, mod func(*Config)) *harness {
+	t.Helper()
+	client, err := routing.New(routing.Config{URL: upURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Bridge: bridge.Config{Client: client, DrainTimeout: time.Second}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv := New(cfg)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.Close()
+		hs.Close()
+		client.CloseIdle()
+	})
+	return &harness{t: t, srv: srv, url: hs.URL + Path}
+}
+
+// reply is what came back for one HTTP request.
+type reply struct {
+	status int
+	header http.Header
+	body   string   // a JSON body
+	frames []string // the SSE events' data
+	ids    []string // the SSE events' ids
+}
+
+// answer is the JSON-RPC answer: the JSON body, or the last SSE frame.
+func (r reply) answer() gjson.Result {
+	if strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		if len(r.frames) == 0 {
+			return gjson.Result{}
+		}
+		return gjson.Parse(r.frames[len(r.frames)-1])
+	}
+	return gjson.Parse(r.body)
+}
+
+// do sends one request; hdr are name, value pairs.
+func (h *harness) do(method, sid, body string, hdr ...string) reply {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, h.url, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := reply{status: resp.StatusCode, header: resp.Header}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		r.frames, r.ids = readEvents(resp.Body, -1)
+		return r
+	}
+	b, _ := io.ReadAll(resp.Body)
+	r.body = string(b)
+	return r
+}
+
+// readEvents reads SSE events until the end, or until n of them.
+func readEvents(body io.Reader, n int) (frames, ids []string) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(nil, 1<<20)
+	id := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "data: "):
+			frames = append(frames, strings.TrimPrefix(line, "data: "))
+			ids = append(ids, id)
+			if len(frames) == n {
+				return frames, ids
+			}
+		}
+	}
+	return frames, ids
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"test","version":"0"}}}`
+
+// initialize starts a session and returns its id.
+func (h *harness) initialize() string {
+	h.t.Helper()
+	r := h.do("POST", "", initBody)
+	sid := r.header.Get("Mcp-Session-Id")
+	if r.status != http.StatusOK || sid == "" || !r.answer().Get("result.protocolVersion").Exists() {
+		h.t.Fatalf("initialize: %d %q %s %v", r.status, sid, r.body, r.frames)
+	}
+	if r := h.do("POST", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
+		h.t.Fatalf("notifications/initialized: %d %s", r.status, r.body)
+	}
+	return sid
+}
+
+func callBody(id int, tool, args string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
+}
+
+func TestInitializeAndEchoAsJSON(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	if len(sid) != 32 {
+		t.Errorf("session id %q: want 128 random bits in hex", sid)
+	}
+	r := h.do("POST", sid, callBody(2, "echo", `{"text":"hi"}`))
+	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("echo: %d %q %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	if got := r.answer().Get("result.content.0.text").String(); got != "hi" || r.answer().Get("id").Raw != "2" {
+		t.Errorf("echo answered %s", r.body)
+	}
+	if h.srv.Sessions() != 1 {
+		t.Errorf("%d sessions, want 1", h.srv.Sessions())
+	}
+}
+
+// TestProgressMakesAStream: frames before the answer make the POST's answer
+// a text/event-stream, whose events carry increasing ids and end with the
+// answer.
+func TestProgressMakesAStream(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	r := h.do("POST", sid, `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"slow_count","arguments":{"n":2},"_meta":{"progressToken":"p"}}}`)
+	if !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("slow_count with a progress token: %q, want text/event-stream", r.header.Get("Content-Type"))
+	}
+	var progress int
+	for _, f := range r.frames {
+		if gjson.Get(f, "method").String() == "notifications/progress" {
+			progress++
+		}
+	}
+	if progress != 2 || r.answer().Get("id").Raw != `"c"` || !r.answer().Get("result").Exists() {
+		t.Errorf("frames %v", r.frames)
+	}
+	seen := map[string]bool{}
+	for _, id := range r.ids {
+		if id == "" || seen[id] {
+			t.Errorf("event ids %v: each must be set and unique", r.ids)
+		}
+		seen[id] = true
+	}
+}
+
+// TestJSONOnlyClient: a client that accepts only JSON gets the answer as
+// JSON; what would have come before it goes to the GET stream.
+func TestJSONOnlyClient(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	r := h.do("POST", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":1},"_meta":{"progressToken":"p"}}}`, "Accept", "application/json")
+	if r.header.Get("Content-Type") != "application/json" || !r.answer().Get("result").Exists() {
+		t.Fatalf("%d %q %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	frames := h.getEvents(sid, "", 1)
+	if len(frames) != 1 || gjson.Get(frames[0], "method").String() != "notifications/progress" {
+		t.Errorf("GET stream: %v, want the progress", frames)
+	}
+}
+
+// getEvents opens the GET stream and reads n events (bounded).
+func (h *harness) getEvents(sid, lastEventID string, n int) []string {
+	h.t.Helper()
+	frames, _ := h.getEventsIDs(sid, lastEventID, n, wait)
+	return frames
+}
+
+func (h *harness) getEventsIDs(sid, lastEventID string, n int, bound time.Duration) (frames, ids []string) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	return readEvents(resp.Body, n)
+}
+
+func TestSessionIDRules(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	for _, tc := range []struct {
+		name, method, sid, body string
+		hdr                     []string
+		want                    int
+	}{
+		{"no session id", "POST", "", callBody(2, "echo", `{"text":"x"}`), nil, http.StatusBadRequest},
+		{"unknown session", "POST", "0123456789abcdef0123456789abcdef", callBody(2, "echo", `{"text":"x"}`), nil, http.StatusNotFound},
+		{"GET without session", "GET", "", "", nil, http.StatusBadRequest},
+		{"DELETE unknown", "DELETE", "nope", "", nil, http.StatusNotFound},
+		{"bad protocol version", "POST", sid, callBody(2, "echo", `{"text":"x"}`), []string{"Mcp-Protocol-Version", "1999-01-01"}, http.StatusBadRequest},
+		{"batch", "POST", sid, "[" + callBody(2, "echo", `{"text":"x"}`) + "]", nil, http.StatusBadRequest},
+		{"not JSON", "POST", sid, "{nope", nil, http.StatusBadRequest},
+		{"initialize in a session", "POST", sid, initBody, nil, http.StatusBadRequest},
+		{"not acceptable", "POST", sid, callBody(2, "echo", `{"text":"x"}`), []string{"Accept", "text/html"}, http.StatusNotAcceptable},
+		{"PUT", "PUT", sid, "", nil, http.StatusMethodNotAllowed},
+	} {
+		r := h.do(tc.method, tc.sid, tc.body, tc.hdr...)
+		if r.status != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.body, tc.want)
+		}
+		if r.status >= 400 && !gjson.Get(r.body, "error.message").Exists() {
+			t.Errorf("%s: body %q is not a JSON-RPC error", tc.name, r.body)
+		}
+	}
+	// DELETE ends it; then 404.
+	if r := h.do("DELETE", sid, ""); r.status != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", r.status, r.body)
+	}
+	if r := h.do("POST", sid, callBody(3, "echo", `{"text":"x"}`)); r.status != http.StatusNotFound {
+		t.Errorf("after DELETE: %d, want 404", r.status)
+	}
+}
+
+// countingUpstream counts the requests that reach it.
+func countingUpstream(t *testing.T) (string, *atomic.Int64) {
+	var n atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	t.Cleanup(up.Close)
+	return up.URL, &n
+}
+
+func TestOriginAndHost(t *testing.T) {
+	upURL, hits := countingUpstream(t)
+	h := newHarnessFor(t, upURL, func(c *Config) { c.AllowOrigins = []string{"https://app.example.com"} })
+	for _, tc := range []struct {
+		hdr  []string
+		want int
+	}{
+		{[]string{"Origin", "https://evil.example"}, http.StatusForbidden},
+		{[]string{"Origin", "null"}, http.StatusForbidden},
+		{[]string{"Host", "evil.example"}, http.StatusForbidden},
+		{[]string{"Origin", "http://localhost:3000"}, 0},
+		{[]string{"Origin", "https://app.example.com"}, 0},
+		{[]string{"Origin", "HTTPS://APP.example.com:443"}, 0},
+	} {
+		r := h.doHost("POST", initBody, tc.hdr...)
+		if tc.want != 0 && r.status != tc.want {
+			t.Errorf("%v: %d, want %d", tc.hdr, r.status, tc.want)
+		}
+		if tc.want == 0 && r.status == http.StatusForbidden {
+			t.Errorf("%v: refused: %s", tc.hdr, r.body)
+		}
+		if tc.want == http.StatusForbidden && hits.Load() != 0 {
+			t.Fatalf("%v: the upstream was reached", tc.hdr)
+		}
+	}
+}
+
+// doHost is do, where a "Host" pair sets the request's Host.
+func (h *harness) doHost(method, body string, hdr ...string) reply {
+	h.t.Helper()
+	var rest []string
+	host := ""
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			host = hdr[i+1]
+			continue
+		}
+		rest = append(rest, hdr[i], hdr[i+1])
+	}
+	if host == "" {
+		return h.do(method, "", body, rest...)
+	}
+	req, _ := http.NewRequest(method, h.url, strings.NewReader(body))
+	req.Host = host
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+func TestToken(t *testing.T) {
+	upURL, hits := countingUpstream(t)
+	h := newHarnessFor(t, upURL, func(c *Config) { c.Token = "s3cret" })
+	for _, auth := range []string{"", "Bearer nope", "Basic s3cret", "Bearer s3cret0"} {
+		r := h.do("POST", "", initBody, "Authorization", auth)
+		if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("Authorization %q: %d, want 401 with WWW-Authenticate", auth, r.status)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Error("the upstream was reached without the token")
+	}
+	if r := h.do("POST", "", initBody, "Authorization", "Bearer s3cret"); r.status == http.StatusUnauthorized {
+		t.Errorf("with the token: %d", r.status)
+	}
+	// /healthz stays open.
+	resp, err := http.Get(strings.TrimSuffix(h.url, Path) + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		t.Error("/healthz asks for the token")
+	}
+	if !bearerMatches("bearer s3cret", "s3cret") || bearerMatches("Bearer", "s3cret") {
+		t.Error("bearerMatches")
+	}
+}
+
+func TestMaxSessions(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxSessions = 1 })
+	h.initialize()
+	r := h.do("POST", "", initBody)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+		t.Errorf("one past the bound: %d, Retry-After %q", r.status, r.header.Get("Retry-After"))
+	}
+}
+
+// TestGetStreamResumes: frames of no request reach the GET stream with
+// ids; a second GET at once is refused; a GET with Last-Event-ID gets what
+// came after that id, and a GET without one only what no GET was sent.
+func TestGetStreamResumes(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	sess := h.srv.lookup(sid)
+	c := &conn{sess: sess}
+	for i := 1; i <= 2; i++ {
+		_ = c.Write(bridge.Out{Frame: fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"n":%d}}`, i)})
+	}
+	frames, ids := h.getEventsIDs(sid, "", 2, wait)
+	if len(frames) != 2 {
+		t.Fatalf("GET: %v", frames)
+	}
+	_ = c.Write(bridge.Out{Frame: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"n":3}}`)})
+	got, _ := h.getEventsIDs(sid, ids[0], 2, wait)
+	if len(got) != 2 || gjson.Get(got[0], "params.n").Int() != 2 || gjson.Get(got[1], "params.n").Int() != 3 {
+		t.Errorf("resumed after %s: %v, want n=2 and n=3", ids[0], got)
+	}
+	// Everything was sent: a fresh GET has nothing (bounded wait).
+	if got, _ := h.getEventsIDs(sid, "", 1, 300*time.Millisecond); len(got) != 0 {
+		t.Errorf("a fresh GET replayed %v", got)
+	}
+	// One GET stream at a time.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if r := h.do("GET", sid, "", "Accept", "text/event-stream"); r.status != http.StatusConflict {
+		t.Errorf("a second GET: %d, want 409", r.status)
+	}
+}
+
+// TestTasksListIsPerSession: a task made in one session is listed there
+// only.
+func TestTasksListIsPerSession(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Token = "tok" })
+	auth := []string{"Authorization", "Bearer tok"}
+	init := func() string {
+		r := h.do("POST", "", initBody, auth...)
+		sid := r.header.Get("Mcp-Session-Id")
+		h.do("POST", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, auth...)
+		return sid
+	}
+	a, b := init(), init()
+	r := h.do("POST", a, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"ms":50},"task":{"ttl":60000}}}`, auth...)
+	taskID := r.answer().Get("result.task.taskId").String()
+	if taskID == "" {
+		t.Fatalf("no task: %s %v", r.body, r.frames)
+	}
+	list := func(sid string) string {
+		return h.do("POST", sid, `{"jsonrpc":"2.0","id":3,"method":"tasks/list"}`, auth...).answer().Get("result.tasks.#.taskId").Raw
+	}
+	if got := list(a); !strings.Contains(got, taskID) {
+		t.Errorf("session a lists %s, want %s", got, taskID)
+	}
+	if got := list(b); got != "[]" {
+		t.Errorf("session b lists %s, want none", got)
+	}
+}
+
+func TestIdleSessionExpires(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond })
+	sid := h.initialize()
+	deadline := time.Now().Add(wait)
+	for h.srv.lookup(sid) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle session did not expire")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := h.do("POST", sid, callBody(2, "echo", `{"text":"x"}`)); r.status != http.StatusNotFound {
+		t.Errorf("after expiry: %d, want 404", r.status)
+	}
+}
+
+// TestShutdownAnswersInFlight: a request in flight when the server shuts
+// down gets exactly one answer.
+func TestShutdownAnswersInFlight(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Bridge.DrainTimeout = 100 * time.Millisecond })
+	sid := h.initialize()
+	got := make(chan reply, 1)
+	go func() {
+		got <- h.do("POST", sid, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":50,"delay_ms":200}}}`, "Accept", "application/json")
+	}()
+	deadline := time.Now().Add(wait)
+	for h.srv.lookup(sid).activeCount() < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	select {
+	case r := <-got:
+		a := r.answer()
+		if a.Get("id").Raw != "9" || !(a.Get("result").Exists() || a.Get("error").Exists()) {
+			t.Errorf("in flight at shutdown: %d %s", r.status, r.body)
+		}
+	case <-time.After(wait):
+		t.Fatal("no answer after shutdown")
+	}
+	if r := h.do("POST", "", initBody); r.status != http.StatusServiceUnavailable {
+		t.Errorf("initialize after shutdown: %d, want 503", r.status)
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	upURL, _ := countingUpstream(t)
+	h := newHarnessFor(t, upURL, nil)
+	base := strings.TrimSuffix(h.url, Path)
+	status := func() int {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if status() != http.StatusServiceUnavailable {
+		t.Error("healthy before any probe")
+	}
+	h.srv.SetHealth(nil)
+	if status() != http.StatusOK {
+		t.Error("not healthy after a probe succeeded")
+	}
+	// An initialize the upstream fails makes it unhealthy.
+	h.do("POST", "", initBody)
+	if status() != http.StatusServiceUnavailable {
+		t.Error("healthy after a failed initialize")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	h.do("POST", sid, callBody(2, "echo", `{"text":"x"}`))
+	resp, err := http.Get(strings.TrimSuffix(h.url, Path) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		"mcp_tasks_proxy_sessions 1",
+		`mcp_tasks_proxy_requests_total{method="tools/call",outcome="result"} 1`,
+		"mcp_tasks_proxy_upstream_latency_seconds_count",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
