@@ -242,19 +242,20 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !sess.openGet() {
+	cursor, resume := sess.events.start(), false
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if n, err := strconv.ParseInt(last, 10, 64); err == nil && n >= 0 {
+			cursor, resume = n, true
+		}
+	}
+	kicked, release, ok := sess.openGet(resume)
+	if !ok {
 		httpError(w, http.StatusConflict, "Conflict: only one GET stream is allowed per session")
 		return
 	}
-	defer sess.closeGet()
+	defer release()
 	sess.begin()
 	defer sess.finish()
-	cursor := sess.events.start()
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		if n, err := strconv.ParseInt(last, 10, 64); err == nil && n >= 0 {
-			cursor = n
-		}
-	}
 	startSSE(w)
 	flusher, _ := w.(http.Flusher)
 	flush(flusher)
@@ -280,6 +281,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			}
 			flush(flusher)
 		case <-sess.inEnd:
+			return
+		case <-kicked:
 			return
 		case <-r.Context().Done():
 			return

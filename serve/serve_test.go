@@ -401,7 +401,12 @@ func TestGetStreamResumes(t *testing.T) {
 	if len(got) != 2 || gjson.Get(got[0], "params.n").Int() != 2 || gjson.Get(got[1], "params.n").Int() != 3 {
 		t.Errorf("resumed after %s: %v, want n=2 and n=3", ids[0], got)
 	}
-	// Everything was sent: a fresh GET has nothing (bounded wait).
+	// Everything was sent: a fresh GET has nothing (bounded wait), once
+	// the server has seen the last one go.
+	deadline := time.Now().Add(wait)
+	for !getClosed(sess) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if got, _ := h.getEventsIDs(sid, "", 1, 300*time.Millisecond); len(got) != 0 {
 		t.Errorf("a fresh GET replayed %v", got)
 	}
@@ -541,4 +546,10 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+}
+
+func getClosed(sess *session) bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.getKick == nil
 }

@@ -27,7 +27,7 @@ type session struct {
 	nextID atomic.Int64 // SSE event ids, unique in the session
 
 	mu      sync.Mutex
-	getOpen bool        // a GET stream is open
+	getKick chan struct{} // the open GET stream's: closed to take it over
 	ended   bool        // end has run: the idle timer stays stopped
 	active  int         // HTTP requests open on the session
 	idle    *time.Timer // ends the session once idle for IdleTimeout
@@ -133,21 +133,30 @@ func (sess *session) expire() {
 	sess.end("idle for " + sess.srv.cfg.IdleTimeout.String())
 }
 
-// openGet claims the session's one GET stream.
-func (sess *session) openGet() bool {
+// openGet claims the session's one GET stream. A GET that resumes (with
+// Last-Event-ID) takes the stream over from one still open, whose client
+// has most likely gone (a reconnect can reach the server before the old
+// connection's end does); any other GET while one is open is refused. The
+// returned channel is closed when the stream is taken over; release gives
+// it back.
+func (sess *session) openGet(resume bool) (kicked <-chan struct{}, release func(), ok bool) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	if sess.getOpen {
-		return false
+	if sess.getKick != nil {
+		if !resume {
+			return nil, nil, false
+		}
+		close(sess.getKick)
 	}
-	sess.getOpen = true
-	return true
-}
-
-func (sess *session) closeGet() {
-	sess.mu.Lock()
-	sess.getOpen = false
-	sess.mu.Unlock()
+	kick := make(chan struct{})
+	sess.getKick = kick
+	return kick, func() {
+		sess.mu.Lock()
+		if sess.getKick == kick {
+			sess.getKick = nil
+		}
+		sess.mu.Unlock()
+	}, true
 }
 
 // conn is the session's bridge.Conn: messages from the POSTs in, frames to
