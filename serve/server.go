@@ -59,6 +59,10 @@ type Config struct {
 	// ReplayEvents bounds the GET stream's replay buffer (Last-Event-ID),
 	// in events. Default 1024.
 	ReplayEvents int
+	// SessionPrefix, when set, starts every session id ("PREFIX.<hex>"),
+	// so that a balancer can route a session to the replica that made it
+	// by its prefix.
+	SessionPrefix string
 }
 
 // Server is the HTTP front: an http.Handler for /mcp, /healthz and
@@ -189,6 +193,9 @@ var errFull = errors.New("too many sessions")
 // or full.
 func (s *Server) newSession() (*session, error) {
 	id := newSessionID()
+	if s.cfg.SessionPrefix != "" {
+		id = s.cfg.SessionPrefix + "." + id
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

@@ -28,9 +28,9 @@ type session struct {
 
 	mu      sync.Mutex
 	getKick chan struct{} // the open GET stream's: closed to take it over
-	ended   bool        // end has run: the idle timer stays stopped
-	active  int         // HTTP requests open on the session
-	idle    *time.Timer // ends the session once idle for IdleTimeout
+	ended   bool          // end has run: the idle timer stays stopped
+	active  int           // HTTP requests open on the session
+	idle    *time.Timer   // ends the session once idle for IdleTimeout
 }
 
 func newSession(srv *Server, id string) *session {

@@ -31,6 +31,7 @@ type serveConfig struct {
 	authTokenFile      string
 	sessionIdleTimeout time.Duration
 	maxSessions        int
+	sessionPrefix      string
 	token              string // read from authTokenFile
 }
 
@@ -64,6 +65,10 @@ var serveOwnFlags = []flagSpec[serveConfig]{
 		Help: "most client sessions at once; one more initialize gets 503 with Retry-After (default 256)",
 		Doc:  "the most client sessions at once; one more `initialize` gets 503 with `Retry-After`"},
 		intFlag(func(c *serveConfig) *int { return &c.maxSessions }, serve.DefaultMaxSessions)},
+	{flagDoc{Name: "session-id-prefix", Arg: "NAME", Group: groupServe,
+		Help: "start every Mcp-Session-Id with NAME. (letters, digits, - and _), so that a balancer can route each session to the replica that made it",
+		Doc:  "start every `Mcp-Session-Id` with `NAME.` (letters, digits, `-` and `_`), so that a balancer can send each session to the replica that made it (see [Serve mode](#serve-mode))"},
+		stringFlag(func(c *serveConfig) *string { return &c.sessionPrefix }, "")},
 }
 
 // serveFlags is serve's flag table: its own rows, then the proxy's.
@@ -161,6 +166,9 @@ func (c *serveConfig) check() error {
 	if c.sessionIdleTimeout <= 0 {
 		return usagef("--session-idle-timeout must be a positive duration such as 30m")
 	}
+	if !validPrefix(c.sessionPrefix) {
+		return usagef("--session-id-prefix %q: use 1 to 32 letters, digits, - or _", c.sessionPrefix)
+	}
 	for _, o := range c.allowOrigins {
 		if _, _, ok := serve.NormalizeOrigin(o); !ok {
 			return usagef("--allow-origin %q: use an origin, scheme://host[:port], such as https://app.example.com", o)
@@ -226,7 +234,7 @@ func runServe(c *serveConfig, stderr io.Writer, getenv func(string) string) int 
 	}
 	host, _, _ := net.SplitHostPort(c.listen)
 	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins,
-		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions})
+		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(logger)}
 	go probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger)
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()))
@@ -284,4 +292,18 @@ func probeUpstream(ctx context.Context, srv *serve.Server, client *routing.Clien
 	default:
 		srv.SetHealth(errors.New(v.Reason))
 	}
+}
+
+// validPrefix reports whether p is empty, or 1 to 32 letters, digits, - or
+// _ (visible ASCII that needs no escaping in a header or a balancer rule).
+func validPrefix(p string) bool {
+	if len(p) > 32 {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
