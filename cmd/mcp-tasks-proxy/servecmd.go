@@ -134,7 +134,9 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
-	return runServe(c, stderr, getenv)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	return runServe(ctx, c, stderr, getenv)
 }
 
 // parseServeArgs reads serve's command line: the proxy's checks, then
@@ -195,18 +197,16 @@ func (c *serveConfig) check() error {
 	return nil
 }
 
-// runServe runs the HTTP front until a signal: the log, the demo server,
-// the upstream client, the sessions' configuration, the listener, then the
-// server. It returns the exit status.
-func runServe(c *serveConfig, stderr io.Writer, getenv func(string) string) int {
+// runServe runs the HTTP front until ctx ends (a signal): the log, the
+// demo server, the upstream client, the sessions' configuration, the
+// listener, then the server. It returns the exit status.
+func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func(string) string) int {
 	cfg := &c.config
 	logger, closeLog, code := startLog(cfg, stderr, getenv)
 	if code != 0 {
 		return code
 	}
 	defer closeLog()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	url := cfg.url
 	if cfg.demo {
 		demoURL, stopDemo, code := startDemoServer(cfg, logger, stderr)
@@ -235,7 +235,7 @@ func runServe(c *serveConfig, stderr io.Writer, getenv func(string) string) int 
 	host, _, _ := net.SplitHostPort(c.listen)
 	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins,
 		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix})
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(logger)}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(logger)}
 	go probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger)
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()))
 	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)
