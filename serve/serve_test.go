@@ -553,3 +553,106 @@ func getClosed(sess *session) bool {
 	defer sess.mu.Unlock()
 	return sess.getKick == nil
 }
+
+// openStream POSTs a request and returns its SSE reader (the caller
+// closes the body).
+func (h *harness) openStream(sid, body string) (*http.Response, *bufio.Scanner) {
+	h.t.Helper()
+	req, _ := http.NewRequest("POST", h.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body.Close()
+		h.t.Fatalf("%s: %d %q, want a stream", body, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	return resp, sc
+}
+
+// nextFrame reads the stream's next data line.
+func nextFrame(t *testing.T, sc *bufio.Scanner) gjson.Result {
+	t.Helper()
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			return gjson.Parse(d)
+		}
+	}
+	t.Fatalf("the stream ended: %v", sc.Err())
+	return gjson.Result{}
+}
+
+// TestElicitationOnThePOSTStream: the proxy's request to the client (MRTR)
+// travels on the call's POST stream; the client's answer, POSTed as a
+// response, reaches the session; the call's answer ends the stream.
+func TestElicitationOnThePOSTStream(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	resp, sc := h.openStream(sid, callBody(5, "ask_name", `{}`))
+	defer resp.Body.Close()
+	ask := nextFrame(t, sc)
+	if ask.Get("method").String() != "elicitation/create" || !ask.Get("id").Exists() {
+		t.Fatalf("first frame %s, want elicitation/create", ask.Raw)
+	}
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Ada"}}}`, ask.Get("id").Raw)
+	if r := h.do("POST", sid, answer); r.status != http.StatusAccepted {
+		t.Fatalf("the client's answer: %d %s", r.status, r.body)
+	}
+	final := nextFrame(t, sc)
+	if final.Get("id").Raw != "5" || !strings.Contains(final.Get("result.content.0.text").String(), "Ada") {
+		t.Errorf("answer %s", final.Raw)
+	}
+}
+
+// TestCancelEndsThePOST: notifications/cancelled ends the call's stream
+// with no answer.
+func TestCancelEndsThePOST(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	resp, sc := h.openStream(sid, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":50,"delay_ms":200},"_meta":{"progressToken":"p"}}}`)
+	defer resp.Body.Close()
+	if f := nextFrame(t, sc); f.Get("method").String() != "notifications/progress" {
+		t.Fatalf("first frame %s", f.Raw)
+	}
+	if r := h.do("POST", sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}}`); r.status != http.StatusAccepted {
+		t.Fatalf("cancel: %d", r.status)
+	}
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && gjson.Get(d, "id").Raw == "6" {
+			t.Errorf("an answer after the cancel: %s", d)
+		}
+	}
+}
+
+// TestDeleteAnswersInFlight: DELETE ends the session; a call in flight
+// still gets its one answer, and the session is gone at once.
+func TestDeleteAnswersInFlight(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Bridge.DrainTimeout = 100 * time.Millisecond })
+	sid := h.initialize()
+	resp, sc := h.openStream(sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":50,"delay_ms":200},"_meta":{"progressToken":"p"}}}`)
+	defer resp.Body.Close()
+	nextFrame(t, sc)
+	if r := h.do("DELETE", sid, ""); r.status != http.StatusOK {
+		t.Fatalf("DELETE: %d", r.status)
+	}
+	if h.srv.lookup(sid) != nil {
+		t.Error("the session is still in the table")
+	}
+	answers := 0
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && gjson.Get(d, "id").Raw == "7" {
+			answers++
+			if !gjson.Get(d, "error.message").Exists() {
+				t.Errorf("answer %s, want an error", d)
+			}
+		}
+	}
+	if answers != 1 {
+		t.Errorf("%d answers, want 1", answers)
+	}
+}
