@@ -656,3 +656,51 @@ func TestDeleteAnswersInFlight(t *testing.T) {
 		t.Errorf("%d answers, want 1", answers)
 	}
 }
+
+// TestLegacyUpstream: a 2025 upstream is passed through, session by
+// session.
+func TestLegacyUpstream(t *testing.T) {
+	upURL, _, stop, err := demo.StartLegacy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	h := newHarnessFor(t, upURL, nil)
+	a, b := h.initialize(), h.initialize()
+	for i, sid := range []string{a, b} {
+		r := h.do("POST", sid, callBody(2, "echo", fmt.Sprintf(`{"text":"s%d"}`, i)))
+		if got := r.answer().Get("result.content.0.text").String(); got != fmt.Sprintf("s%d", i) {
+			t.Errorf("session %d: echo answered %s %v", i, r.body, r.frames)
+		}
+	}
+}
+
+// TestGetStreamCarriesUpdates: a resources/updated the upstream sends for
+// a subscription reaches the session's GET stream.
+func TestGetStreamCarriesUpdates(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	if r := h.do("POST", sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"demo://readme"}}`); !r.answer().Get("result").Exists() {
+		t.Fatalf("subscribe: %d %s %v", r.status, r.body, r.frames)
+	}
+	got := make(chan []string, 1)
+	go func() { got <- h.getEvents(sid, "", 1) }()
+	// The listen stream opens in the background: touch until the update
+	// comes (bounded).
+	deadline := time.After(wait)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 3; ; i++ {
+		h.do("POST", sid, callBody(i, "touch", `{"what":"resource","uri":"demo://readme"}`))
+		select {
+		case frames := <-got:
+			if len(frames) != 1 || gjson.Get(frames[0], "method").String() != "notifications/resources/updated" {
+				t.Errorf("GET stream: %v", frames)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no update on the GET stream")
+		case <-tick.C:
+		}
+	}
+}
