@@ -310,8 +310,11 @@ func TestOriginAndHost(t *testing.T) {
 		if tc.want == 0 && r.status == http.StatusForbidden {
 			t.Errorf("%v: refused: %s", tc.hdr, r.body)
 		}
-		if tc.want == http.StatusForbidden && hits.Load() != 0 {
-			t.Fatalf("%v: the upstream was reached", tc.hdr)
+		if tc.want == 0 && r.header.Get("Access-Control-Allow-Origin") == "" {
+			t.Errorf("%v: no CORS headers for an accepted origin", tc.hdr)
+		}
+		if tc.want == http.StatusForbidden && (hits.Load() != 0 || r.header.Get("Access-Control-Allow-Origin") != "") {
+			t.Fatalf("%v: the upstream was reached, or CORS allowed it", tc.hdr)
 		}
 	}
 }
@@ -357,6 +360,10 @@ func TestToken(t *testing.T) {
 	}
 	if r := h.do("POST", "", initBody, "Authorization", "Bearer s3cret"); r.status == http.StatusUnauthorized {
 		t.Errorf("with the token: %d", r.status)
+	}
+	// A browser's preflight carries no token.
+	if r := h.do("OPTIONS", "", "", "Origin", "http://localhost:3000"); r.status != http.StatusNoContent || r.header.Get("Access-Control-Expose-Headers") != "Mcp-Session-Id" {
+		t.Errorf("preflight: %d %v", r.status, r.header)
 	}
 	// /healthz stays open.
 	resp, err := http.Get(strings.TrimSuffix(h.url, Path) + "/healthz")

@@ -145,6 +145,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, reason)
 		return
 	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		cors(w.Header(), origin)
+		if r.Method == http.MethodOptions { // a preflight carries no token
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
 	if s.cfg.Token != "" && !bearerMatches(r.Header.Get("Authorization"), s.cfg.Token) {
 		s.metrics.refused.WithLabelValues("unauthorized").Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-tasks-proxy"`)
@@ -296,3 +303,14 @@ func versionOK(r *http.Request) bool {
 
 // retryAfter is the Retry-After value.
 var retryAfter = strconv.Itoa(RetryAfter)
+
+// cors lets a browser page of an accepted origin use the endpoint: its
+// requests with their MCP headers, and the session id in the answers.
+func cors(h http.Header, origin string) {
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id")
+	h.Set("Access-Control-Max-Age", "600")
+}
