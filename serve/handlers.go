@@ -217,8 +217,12 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) {
 	if st.method != "initialize" || final == nil {
 		return
 	}
-	if msg := gjson.GetBytes(final, "error.message"); msg.Exists() {
-		s.SetHealth(errors.New("the last initialize failed: " + msg.String()))
+	if e := gjson.GetBytes(final, "error"); e.Exists() {
+		switch e.Get("code").Int() {
+		case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams:
+			return // the client's mistake says nothing of the upstream
+		}
+		s.SetHealth(errors.New("the last initialize failed: " + e.Get("message").String()))
 		return
 	}
 	s.SetHealth(nil)

@@ -276,10 +276,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Close cancels every session at once.
+// Close cancels every session at once; their open requests get an error
+// answer.
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closing = true
+	for id := range s.sessions {
+		delete(s.sessions, id)
+		s.metrics.sessions.Dec()
+	}
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
