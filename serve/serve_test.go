@@ -82,33 +82,10 @@ func (r reply) answer() gjson.Result {
 // do sends one request; hdr are name, value pairs.
 func (h *harness) do(method, sid, body string, hdr ...string) reply {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, h.url, strings.NewReader(body))
+	r, err := h.try(method, sid, body, hdr...)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	r := reply{status: resp.StatusCode, header: resp.Header}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		r.frames, r.ids = readEvents(resp.Body, -1)
-		return r
-	}
-	b, _ := io.ReadAll(resp.Body)
-	r.body = string(b)
 	return r
 }
 
@@ -710,4 +687,108 @@ func TestGetStreamCarriesUpdates(t *testing.T) {
 		case <-tick.C:
 		}
 	}
+}
+
+// TestConcurrentSessions: sessions side by side, each with a call, a task
+// and an elicitation, see only their own answers.
+func TestConcurrentSessions(t *testing.T) {
+	h := newHarness(t, nil)
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- h.session(i) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// session runs one session's script; it reports what went wrong.
+func (h *harness) session(i int) error {
+	r, err := h.try("POST", "", initBody)
+	if err != nil {
+		return err
+	}
+	sid := r.header.Get("Mcp-Session-Id")
+	if _, err := h.try("POST", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		return err
+	}
+	text := fmt.Sprintf("s%d", i)
+	if r, err := h.try("POST", sid, callBody(2, "echo", fmt.Sprintf(`{"text":%q}`, text))); err != nil || r.answer().Get("result.content.0.text").String() != text {
+		return fmt.Errorf("session %d: echo: %v %s", i, err, r.body)
+	}
+	r, err = h.try("POST", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"ms":10},"task":{"ttl":60000}}}`)
+	task := r.answer().Get("result.task.taskId").String()
+	if err != nil || task == "" {
+		return fmt.Errorf("session %d: task: %v %s", i, err, r.body)
+	}
+	if r, err := h.try("POST", sid, `{"jsonrpc":"2.0","id":4,"method":"tasks/list"}`); err != nil || r.answer().Get("result.tasks.#.taskId").Raw != `["`+task+`"]` {
+		return fmt.Errorf("session %d: tasks/list: %v %s", i, err, r.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait) // bounds the stream's reads
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.url, strings.NewReader(callBody(5, "ask_name", `{}`)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	frames := make(chan string, 64) // never blocks the reader: it ends with the body
+	go func() {
+		defer close(frames)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				frames <- d
+			}
+		}
+	}()
+	ask := gjson.Parse(<-frames)
+	if ask.Get("method").String() != "elicitation/create" {
+		return fmt.Errorf("session %d: %s, want elicitation/create", i, ask.Raw)
+	}
+	if _, err := h.try("POST", sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":%q}}}`, ask.Get("id").Raw, text)); err != nil {
+		return err
+	}
+	if got := gjson.Get(<-frames, "result.content.0.text").String(); !strings.Contains(got, text) {
+		return fmt.Errorf("session %d: ask_name answered %q", i, got)
+	}
+	return nil
+}
+
+// try is do for other goroutines: an error instead of a fatal test.
+func (h *harness) try(method, sid, body string, hdr ...string) (reply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, h.url, strings.NewReader(body))
+	if err != nil {
+		return reply{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	r := reply{status: resp.StatusCode, header: resp.Header}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		r.frames, r.ids = readEvents(resp.Body, -1)
+		return r, nil
+	}
+	b, err := io.ReadAll(resp.Body)
+	r.body = string(b)
+	return r, err
 }
