@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"net/http"
 	"os"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 // stream and timer ends.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	http.DefaultClient.CloseIdleConnections()
+	testClient.CloseIdleConnections()
 	if code == 0 {
 		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop")); err != nil {

@@ -208,7 +208,7 @@ func (h *harness) getEventsIDs(sid, lastEventID string, n int, bound time.Durati
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func (h *harness) doHost(method, body string, hdr ...string) reply {
 	req, _ := http.NewRequest(method, h.url, strings.NewReader(body))
 	req.Host = host
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestToken(t *testing.T) {
 		t.Errorf("preflight: %d %v", r.status, r.header)
 	}
 	// /healthz stays open.
-	resp, err := http.Get(strings.TrimSuffix(h.url, Path) + "/healthz")
+	resp, err := testClient.Get(strings.TrimSuffix(h.url, Path) + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestGetStreamResumes(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", h.url, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestHealthz(t *testing.T) {
 	h := newHarnessFor(t, upURL, nil)
 	base := strings.TrimSuffix(h.url, Path)
 	status := func() int {
-		resp, err := http.Get(base + "/healthz")
+		resp, err := testClient.Get(base + "/healthz")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,7 +515,7 @@ func TestMetrics(t *testing.T) {
 	h := newHarness(t, nil)
 	sid := h.initialize()
 	h.do("POST", sid, callBody(2, "echo", `{"text":"x"}`))
-	resp, err := http.Get(strings.TrimSuffix(h.url, Path) + "/metrics")
+	resp, err := testClient.Get(strings.TrimSuffix(h.url, Path) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +546,7 @@ func (h *harness) openStream(sid, body string) (*http.Response, *bufio.Scanner) 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -733,7 +733,7 @@ func (h *harness) session(i int) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		return err
 	}
@@ -778,7 +778,7 @@ func (h *harness) try(method, sid, body string, hdr ...string) (reply, error) {
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		return reply{}, err
 	}
@@ -792,3 +792,6 @@ func (h *harness) try(method, sid, body string, hdr ...string) (reply, error) {
 	r.body = string(b)
 	return r, err
 }
+
+// testClient bounds every exchange of these tests, streams included.
+var testClient = &http.Client{Timeout: wait}
