@@ -40,8 +40,11 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	method, id := gjson.GetBytes(body, "method"), gjson.GetBytes(body, "id")
-	isRequest := method.Type == gjson.String && id.Exists()
+	// Anything with an id that is not a response is answered on this POST:
+	// a request, or a malformed message the session answers with an error.
+	msg := gjson.GetManyBytes(body, "method", "id", "result", "error")
+	method, id := msg[0], msg[1]
+	isRequest := id.Exists() && !msg[2].Exists() && !msg[3].Exists()
 	isInit := isRequest && method.String() == "initialize"
 	sess, ok := s.postSession(w, r, isInit)
 	if !ok {

@@ -246,6 +246,10 @@ func TestSessionIDRules(t *testing.T) {
 			t.Errorf("%s: body %q is not a JSON-RPC error", tc.name, r.body)
 		}
 	}
+	// A malformed message with an id is answered on its POST.
+	if r := h.do("POST", sid, `{"jsonrpc":"2.0","id":42}`); r.status != http.StatusOK || r.answer().Get("id").Raw != "42" || !r.answer().Get("error.code").Exists() {
+		t.Errorf("a message with an id and no method: %d %s", r.status, r.body)
+	}
 	// DELETE ends it; then 404.
 	if r := h.do("DELETE", sid, ""); r.status != http.StatusOK {
 		t.Fatalf("DELETE: %d %s", r.status, r.body)
