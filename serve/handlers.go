@@ -163,7 +163,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 			final, done = sessionEndedError(st), true
 		}
 		if !streaming && done && len(frames) == 0 && (jsonOK || final == nil) {
-			s.settled(sess, st, final)
+			if s.settled(sess, st, final) {
+				w.Header().Del("Mcp-Session-Id") // no session came of it
+			}
 			if final == nil {
 				w.WriteHeader(http.StatusAccepted) // cancelled: no answer
 				return
@@ -206,8 +208,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 }
 
 // settled counts a request's outcome, and reads the upstream's health off
-// an initialize answer.
-func (s *Server) settled(sess *session, st *postStream, final []byte) {
+// an initialize answer. A failed initialize ends its session at once (a
+// client retrying would otherwise fill the table): it reports true then.
+func (s *Server) settled(sess *session, st *postStream, final []byte) (failedInit bool) {
 	outcome := "cancelled"
 	switch {
 	case final == nil:
@@ -218,18 +221,21 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) {
 	}
 	s.metrics.requests.WithLabelValues(methodLabel(st.method), outcome).Inc()
 	if st.method != "initialize" || final == nil {
-		return
+		return false
 	}
 	if e := gjson.GetBytes(final, "error"); e.Exists() {
+		s.forget(sess)
+		sess.end("its initialize failed")
 		switch e.Get("code").Int() {
 		case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams:
-			return // the client's mistake says nothing of the upstream
+			return true // the client's mistake says nothing of the upstream
 		}
 		s.SetHealth(errors.New("the last initialize failed: " + e.Get("message").String()))
-		return
+		return true
 	}
 	s.SetHealth(nil)
 	sess.log.Info("session initialized")
+	return false
 }
 
 // sessionEndedError is the answer of a request its session ended without

@@ -508,10 +508,16 @@ func TestHealthz(t *testing.T) {
 	if status() != http.StatusOK {
 		t.Error("not healthy after a probe succeeded")
 	}
-	// An initialize the upstream fails makes it unhealthy.
-	h.do("POST", "", initBody)
+	// An initialize the upstream fails makes it unhealthy, and leaves no
+	// session behind.
+	if r := h.do("POST", "", initBody); r.header.Get("Mcp-Session-Id") != "" || !r.answer().Get("error").Exists() {
+		t.Errorf("failed initialize: %s, session %q", r.body, r.header.Get("Mcp-Session-Id"))
+	}
 	if status() != http.StatusServiceUnavailable {
 		t.Error("healthy after a failed initialize")
+	}
+	if n := h.srv.Sessions(); n != 0 {
+		t.Errorf("%d sessions after a failed initialize", n)
 	}
 }
 
