@@ -182,14 +182,16 @@ func (c *conn) Read() (bridge.In, error) {
 // Write routes a frame: to its request's POST stream when it has one that
 // takes it, else (a frame of no request, or one a JSON-only or closed POST
 // cannot carry) to the GET stream's log. An answer whose POST has gone is
-// dropped: its client is not listening.
+// dropped: its client is not listening, and the GET stream carries no
+// answers.
 func (c *conn) Write(o bridge.Out) error {
-	if st, ok := o.Stream.(*postStream); ok {
-		if st.push(o) || o.Final {
-			return nil
-		}
+	if st, ok := o.Stream.(*postStream); ok && st.push(o) {
+		return nil
 	}
-	if o.Frame != nil {
+	switch {
+	case o.Final && o.Frame != nil:
+		c.sess.log.Debug("an answer whose POST has gone is dropped", zap.String("op", o.Op))
+	case o.Frame != nil:
 		c.sess.events.append(o.Frame)
 	}
 	return nil
