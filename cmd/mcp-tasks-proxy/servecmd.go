@@ -71,9 +71,28 @@ var serveOwnFlags = []flagSpec[serveConfig]{
 		stringFlag(func(c *serveConfig) *string { return &c.sessionPrefix }, "")},
 }
 
-// serveFlags is serve's flag table: its own rows, then the proxy's.
+// serveFlags is serve's flag table: its own rows, then the proxy's, whose
+// words about stdin are said of a session here.
 var serveFlags = append(append([]flagSpec[serveConfig]{}, serveOwnFlags...),
-	sharedAll(proxyFlags, func(c *serveConfig) *config { return &c.config })...)
+	reword(sharedAll(proxyFlags, func(c *serveConfig) *config { return &c.config }), map[string][2]string{
+		"max-in-flight": {"concurrent forwarded requests per session; more wait in a queue (default 64)",
+			"how many requests of one session may run upstream at once; beyond that, up to 1024 (or 16 per slot) wait in a queue, and one more is refused with an error"},
+		"max-message-size": {"largest message from a client or from the server (default 128MiB); a larger POST gets 413",
+			"the largest message from a client (a larger POST gets 413) or from the server (`64KiB`, `2MiB` and so on)"},
+		"drain-timeout": {"when a session ends (DELETE, idleness, shutdown), answer the requests it has read for at most D, then give those left an error; 0 cancels them at once (default 3s: a shutdown stays within 5 s)",
+			"when a session ends (DELETE, idleness, SIGTERM), answer the requests it has read for at most D, then give those left an error naming the flag; `0` cancels them at once"},
+	})...)
+
+// reword gives rows of a shared table words of their own: name → help,
+// doc.
+func reword[T any](rows []flagSpec[T], words map[string][2]string) []flagSpec[T] {
+	for i, r := range rows {
+		if w, ok := words[r.Name]; ok {
+			rows[i].Help, rows[i].Doc = w[0], w[1]
+		}
+	}
+	return rows
+}
 
 // serveFlagSet is serve's parser (also read by completion).
 func serveFlagSet(c *serveConfig) *flag.FlagSet {
