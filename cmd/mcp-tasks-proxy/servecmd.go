@@ -255,9 +255,9 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins,
 		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(logger)}
-	go probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger)
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()))
 	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)
+	go probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger) // after the line: its warning follows it
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
