@@ -257,7 +257,11 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(logger)}
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()))
 	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)
-	go probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger) // after the line: its warning follows it
+	probed := make(chan struct{})
+	go func() { // after the line: its warning follows it
+		defer close(probed)
+		probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger)
+	}()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -269,6 +273,7 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	case <-ctx.Done():
 	}
 	stopServing(hs, srv, logger)
+	<-probed // ended with ctx
 	return 0
 }
 
