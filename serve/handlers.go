@@ -180,14 +180,14 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 			streaming = true
 		}
 		for _, f := range frames {
-			if writeEvent(w, sess.nextID.Add(1), f) != nil {
+			if writeEvent(w, postEventPrefix, sess.nextID.Add(1), f) != nil {
 				return
 			}
 		}
 		if done {
 			s.settled(sess, st, final)
 			if final != nil {
-				_ = writeEvent(w, sess.nextID.Add(1), final)
+				_ = writeEvent(w, postEventPrefix, sess.nextID.Add(1), final)
 			}
 			flush(flusher)
 			return
@@ -277,7 +277,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	for {
 		events, wake := sess.events.after(cursor)
 		for _, e := range events {
-			if writeEvent(w, e.id, e.frame) != nil {
+			if writeEvent(w, "", e.id, e.frame) != nil {
 				return
 			}
 			cursor = e.id

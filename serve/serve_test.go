@@ -169,8 +169,8 @@ func TestProgressMakesAStream(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, id := range r.ids {
-		if id == "" || seen[id] {
-			t.Errorf("event ids %v: each must be set and unique", r.ids)
+		if !strings.HasPrefix(id, postEventPrefix) || seen[id] {
+			t.Errorf("event ids %v: each must be a POST stream's, and unique", r.ids)
 		}
 		seen[id] = true
 	}
