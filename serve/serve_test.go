@@ -237,6 +237,7 @@ func TestSessionIDRules(t *testing.T) {
 		{"initialize in a session", "POST", sid, initBody, nil, http.StatusBadRequest},
 		{"not acceptable", "POST", sid, callBody(2, "echo", `{"text":"x"}`), []string{"Accept", "text/html"}, http.StatusNotAcceptable},
 		{"PUT", "PUT", sid, "", nil, http.StatusMethodNotAllowed},
+		{"not JSON content", "POST", sid, callBody(2, "echo", `{"text":"x"}`), []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType},
 	} {
 		r := h.do(tc.method, tc.sid, tc.body, tc.hdr...)
 		if r.status != tc.want {
@@ -805,3 +806,15 @@ func (h *harness) try(method, sid, body string, hdr ...string) (reply, error) {
 
 // testClient bounds every exchange of these tests, streams included.
 var testClient = &http.Client{Timeout: wait}
+
+func TestTooLarge(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Bridge.MaxMessageBytes = 1024 })
+	sid := h.initialize()
+	r := h.do("POST", sid, callBody(2, "echo", `{"text":"`+strings.Repeat("x", 2000)+`"}`))
+	if r.status != http.StatusRequestEntityTooLarge || !gjson.Get(r.body, "error.message").Exists() {
+		t.Errorf("%d %s, want 413 with a JSON-RPC error", r.status, r.body)
+	}
+	if r := h.do("POST", sid, callBody(3, "echo", `{"text":"small"}`)); r.answer().Get("result.content.0.text").String() != "small" {
+		t.Errorf("after a refused message: %s", r.body)
+	}
+}
