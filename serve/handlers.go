@@ -53,6 +53,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	sess.begin()
 	defer sess.finish()
 	if !isRequest {
+		if method.String() == "notifications/cancelled" {
+			sess.cancelled(gjson.GetBytes(body, "params.requestId").Raw)
+		}
 		if !sess.deliver(bridge.In{Frame: body}, r.Context().Done()) {
 			httpError(w, http.StatusNotFound, "Not Found: the session has ended; initialize a new one")
 			return
@@ -61,6 +64,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newPostStream([]byte(id.Raw), method.String(), sseOK)
+	defer sess.track(st)()
 	if !sess.deliver(bridge.In{Frame: body, Stream: st}, r.Context().Done()) {
 		httpError(w, http.StatusNotFound, "Not Found: the session has ended; initialize a new one")
 		return
@@ -161,6 +165,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		frames, final, done := st.take()
 		if !done && ended {
 			final, done = sessionEndedError(st), true
+			if st.wasCancelled() {
+				final = nil // nothing more for a cancelled request
+			}
 		}
 		if !streaming && done && len(frames) == 0 && (jsonOK || final == nil) {
 			if s.settled(sess, st, final) {

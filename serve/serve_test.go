@@ -818,3 +818,28 @@ func TestTooLarge(t *testing.T) {
 		t.Errorf("after a refused message: %s", r.body)
 	}
 }
+
+// TestCancelledThenEnded: a request the client cancelled gets nothing when
+// its session ends before the session said so, not even the error of the
+// end.
+func TestCancelledThenEnded(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	sess := h.srv.lookup(sid)
+	cancelled := newPostStream([]byte("9"), "tools/call", true)
+	other := newPostStream([]byte("10"), "tools/call", true)
+	defer sess.track(cancelled)()
+	defer sess.track(other)()
+	sess.cancelled("9")
+	h.srv.Close()
+	for _, tc := range []struct {
+		st   *postStream
+		want int
+	}{{cancelled, http.StatusAccepted}, {other, http.StatusOK}} {
+		rec := httptest.NewRecorder()
+		h.srv.answer(rec, httptest.NewRequest("POST", Path, nil), sess, tc.st, true)
+		if rec.Code != tc.want {
+			t.Errorf("request %s: %d %s, want %d", tc.st.id, rec.Code, rec.Body, tc.want)
+		}
+	}
+}

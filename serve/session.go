@@ -27,10 +27,11 @@ type session struct {
 	nextID atomic.Int64 // SSE event ids, unique in the session
 
 	mu      sync.Mutex
-	getKick chan struct{} // the open GET stream's: closed to take it over
-	ended   bool          // end has run: the idle timer stays stopped
-	active  int           // HTTP requests open on the session
-	idle    *time.Timer   // ends the session once idle for IdleTimeout
+	getKick chan struct{}          // the open GET stream's: closed to take it over
+	posts   map[string]*postStream // the requests' POSTs open, by raw id
+	ended   bool                   // end has run: the idle timer stays stopped
+	active  int                    // HTTP requests open on the session
+	idle    *time.Timer            // ends the session once idle for IdleTimeout
 }
 
 func newSession(srv *Server, id string) *session {
@@ -42,6 +43,7 @@ func newSession(srv *Server, id string) *session {
 		in:    make(chan bridge.In),
 		inEnd: make(chan struct{}),
 		done:  make(chan struct{}),
+		posts: map[string]*postStream{},
 	}
 	sess.events = newEventLog(srv.cfg.ReplayEvents, &sess.nextID)
 	sess.idle = time.AfterFunc(srv.cfg.IdleTimeout, sess.expire)
@@ -205,4 +207,34 @@ func (sess *session) activeCount() int {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	return sess.active
+}
+
+// track registers a request's POST while it is open, for the client's
+// cancel of it; the returned func forgets it.
+func (sess *session) track(st *postStream) func() {
+	key := string(st.id)
+	sess.mu.Lock()
+	if _, dup := sess.posts[key]; dup {
+		sess.mu.Unlock()
+		return func() {} // a duplicate id: the session refuses it
+	}
+	sess.posts[key] = st
+	sess.mu.Unlock()
+	return func() {
+		sess.mu.Lock()
+		if sess.posts[key] == st {
+			delete(sess.posts, key)
+		}
+		sess.mu.Unlock()
+	}
+}
+
+// cancelled marks the POST of the request a notifications/cancelled names.
+func (sess *session) cancelled(requestID string) {
+	sess.mu.Lock()
+	st := sess.posts[requestID]
+	sess.mu.Unlock()
+	if st != nil {
+		st.cancel()
+	}
 }

@@ -23,6 +23,10 @@ type postStream struct {
 	final  []byte   // the answer (nil: ended without one)
 	done   bool     // the answer, or the end, has come
 	gone   bool     // the HTTP request has ended
+	// cancelled: the client sent notifications/cancelled for the request,
+	// so nothing more is sent for it, not even the error of a session
+	// that ends first.
+	cancelled bool
 }
 
 func newPostStream(id []byte, method string, sse bool) *postStream {
@@ -49,6 +53,20 @@ func (st *postStream) push(o bridge.Out) bool {
 	default:
 	}
 	return true
+}
+
+// cancel notes the client's notifications/cancelled for the request.
+func (st *postStream) cancel() {
+	st.mu.Lock()
+	st.cancelled = true
+	st.mu.Unlock()
+}
+
+// wasCancelled reports whether the client cancelled the request.
+func (st *postStream) wasCancelled() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.cancelled
 }
 
 // take returns what is queued, and the answer once it has come.
