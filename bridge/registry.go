@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // The task registry: the tasks this client created through the proxy, for
@@ -185,7 +186,7 @@ func openStateRegistry(path, upstream string, log *zap.Logger) registry {
 	var invalid *invalidStateError
 	switch {
 	case errors.As(err, &invalid):
-		log.Error("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or pass --state-file or --no-state)",
+		log.Error("the task state file cannot be used; tasks are remembered only while this process runs (fix the path, or set "+stateHints()+")",
 			zap.String("path", path), zap.Error(err))
 		return newMemRegistry()
 	case err != nil:
@@ -205,7 +206,7 @@ func (r *stateRegistry) fallBack(err error) *memRegistry {
 	r.file, r.mem = nil, newMemRegistry()
 	var newer *newerStateError
 	if errors.As(err, &newer) {
-		r.log.Warn("the task state file was written by a newer mcp-tasks-proxy; it is left untouched, and tasks are remembered only while this process runs (upgrade, or pass --state-file or --no-state)",
+		r.log.Warn("the task state file was written by a newer mcp-tasks-proxy; it is left untouched, and tasks are remembered only while this process runs (upgrade, or set "+stateHints()+")",
 			zap.String("path", r.path), zap.Error(err))
 		return r.mem
 	}
@@ -216,7 +217,7 @@ func (r *stateRegistry) fallBack(err error) *memRegistry {
 		}
 		trim(r.mem.recs)
 	}
-	r.log.Warn("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or its permissions, or pass --state-file or --no-state)",
+	r.log.Warn("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or its permissions, or set "+stateHints()+")",
 		zap.String("path", r.path), zap.Int("tasksKept", len(r.mem.recs)), zap.Error(err))
 	return r.mem
 }
@@ -267,7 +268,7 @@ type invalidStateError struct {
 }
 
 func (e *invalidStateError) Error() string {
-	return fmt.Sprintf("the state file %s is not valid (%v); move it away or pass --state-file", e.path, e.err)
+	return fmt.Sprintf("the state file %s is not valid (%v); move it away or set %v", e.path, e.err, rewrite.HintStateFile)
 }
 
 // newerStateError is a state file of a newer format version.
@@ -517,4 +518,9 @@ func (o *ownedRegistry) list() ([]record, error) {
 		}
 	}
 	return out, nil
+}
+
+// stateHints names the two settings that choose where tasks are kept.
+func stateHints() string {
+	return rewrite.HintStateFile.String() + " or " + rewrite.HintNoState.String()
 }
