@@ -222,6 +222,28 @@ func TestBenchTiny(t *testing.T) {
 		}
 	})
 
+	t.Run("serve mode", func(t *testing.T) {
+		code, out, errs := runBench(t, append(tiny(proxy), "--workloads", "startup,seq,inflight,task", "--serve")...)
+		if code != 0 {
+			t.Fatalf("exit %d\nstderr:\n%s", code, errs)
+		}
+		if n := verified(out, "serve"); n == 0 {
+			t.Errorf("no verified answers for serve:\n%s", out)
+		}
+		for _, want := range []string{"serve/direct", "serve/proxy"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("report lacks the ratio column %q:\n%s", want, out)
+			}
+		}
+		// serve is a bridge process of its own: its CPU and syscalls are
+		// accounted like the stdio proxy's.
+		for _, row := range table(t, out) {
+			if strings.Contains(row["metric"], "CPU per call, utime+stime") && (row["serve"] == "" || row["serve"] == "–") {
+				t.Errorf("no CPU figure for serve in %v", row)
+			}
+		}
+	})
+
 	t.Run("wrong answers fail the run", func(t *testing.T) {
 		exe, err := os.Executable()
 		if err != nil {
