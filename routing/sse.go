@@ -23,6 +23,7 @@ type SSEReader struct {
 	max   int
 	data  []byte
 	base  []byte // a line longer than the reader's buffer, after BodyRoom spare bytes
+	parts parts  // the long line being read
 	long  bool   // the line being handled is in base
 	room  []byte // data's whole buffer, when data is a long line handed over whole
 	saw   bool   // the current event has at least one data line
@@ -160,7 +161,11 @@ func (s *SSEReader) takeRoom() []byte {
 // readLine returns one line without its terminator (LF, CRLF or CR-less LF).
 // Lines of any length are read; the line is bounded by the event limit. A
 // line that fits in the reader's buffer is returned in place, without a
-// copy; it is valid until the next read.
+// copy; it is valid until the next read. A longer line is gathered in
+// parts and joined once, in a buffer of its exact size with BodyRoom spare
+// bytes in front: a buffer grown by doubling held up to three times the
+// line while it was copied (the old buffer and a new one of twice its
+// size), and its growth allocated four times the line in all.
 func (s *SSEReader) readLine() ([]byte, error) {
 	chunk, err := s.r.ReadSlice('\n')
 	s.long = err == bufio.ErrBufferFull
@@ -173,20 +178,19 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		}
 		return trimEOL(chunk), nil
 	}
-	if s.base == nil {
-		s.base = make([]byte, BodyRoom, BodyRoom+2*len(chunk))
-	}
-	s.base = s.base[:BodyRoom]
-	s.appendLine(chunk)
+	s.parts.reset()
+	s.parts.add(chunk)
 	for {
 		chunk, err = s.r.ReadSlice('\n')
-		s.appendLine(chunk)
-		if s.max > 0 && len(s.base)-BodyRoom > s.max+16 {
+		s.parts.add(chunk)
+		if s.max > 0 && s.parts.n > s.max+16 {
+			s.parts.reset()
 			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, s.max)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
+		s.base = s.parts.join(BodyRoom)
 		if err != nil {
 			return s.base[BodyRoom:], err
 		}
@@ -194,15 +198,52 @@ func (s *SSEReader) readLine() ([]byte, error) {
 	}
 }
 
-// appendLine adds a chunk to the long line, doubling the buffer when it is
-// full and keeping the room in front of it.
-func (s *SSEReader) appendLine(chunk []byte) {
-	if n := len(s.base) + len(chunk); n > cap(s.base) {
-		nb := make([]byte, len(s.base), BodyRoom+2*(n-BodyRoom))
-		copy(nb[BodyRoom:], s.base[BodyRoom:])
-		s.base = nb
+// parts gathers a long line in a few buffers of growing size, which are
+// joined once its length is known.
+type parts struct {
+	bufs [][]byte
+	n    int
+}
+
+const (
+	partMin = 64 << 10
+	partMax = 1 << 20
+)
+
+func (p *parts) reset() {
+	clear(p.bufs)
+	p.bufs, p.n = p.bufs[:0], 0
+}
+
+// add copies chunk into the last buffer, and into a new one when that is
+// full: each new buffer is as large as the line so far, within partMin and
+// partMax, so that a line of n bytes takes about log(n) buffers up to a
+// MiB and one more per MiB after that.
+func (p *parts) add(chunk []byte) {
+	p.n += len(chunk)
+	for len(chunk) > 0 {
+		if k := len(p.bufs); k > 0 {
+			last := p.bufs[k-1]
+			c := copy(last[len(last):cap(last)], chunk)
+			p.bufs[k-1] = last[:len(last)+c]
+			chunk = chunk[c:]
+			if len(chunk) == 0 {
+				return
+			}
+		}
+		p.bufs = append(p.bufs, make([]byte, 0, min(max(p.n, partMin), partMax)))
 	}
-	s.base = append(s.base, chunk...)
+}
+
+// join returns the line in one buffer of its exact size after room spare
+// bytes, and lets the parts go.
+func (p *parts) join(room int) []byte {
+	line := make([]byte, room, room+p.n)
+	for _, b := range p.bufs {
+		line = append(line, b...)
+	}
+	p.reset()
+	return line
 }
 
 func trimEOL(line []byte) []byte {
