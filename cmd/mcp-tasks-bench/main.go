@@ -375,7 +375,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.trace {
 		argv := append(proxyArgv(proxy), "--trace", filepath.Join(tmp, "proxy.trace"))
-		targets = append(targets, &target{name: "proxy+trace", argv: argv, legacy: true, tasks: true, proxy: true, traceOf: cfg.proxyName})
+		targets = append(targets, &target{name: "proxy+trace", argv: argv, legacy: true, tasks: true, proxy: true, traceOf: cfg.proxyName, profileDir: cfg.profileDir})
 	}
 	if cfg.compare != "" {
 		cmd := strings.ReplaceAll(cfg.compare, "{url}", srv.url)
