@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -178,6 +180,7 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		}
 		return trimEOL(chunk), nil
 	}
+	collectGarbage()
 	s.parts.reset()
 	s.parts.add(chunk)
 	for {
@@ -196,6 +199,42 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		}
 		return trimEOL(s.base[BodyRoom:]), nil
 	}
+}
+
+// gathered counts the bytes of long lines gathered since the last
+// collection collectGarbage started: parts and joined lines, which are
+// garbage by the time the next long line comes, unless results overlap.
+var gathered atomic.Int64
+
+// garbageMin is how many bytes of long lines must have been gathered
+// since the last collection for the next long line to start with one.
+const garbageMin = 8 << 20
+
+// collecting is set while collectGarbage runs a collection.
+var collecting atomic.Bool
+
+// collectGarbage runs a garbage collection when garbageMin bytes or more
+// of long lines were gathered since the last one, unless one is running.
+// It is called when a line turns out longer than the read buffer: most
+// likely a large result. The last large result's buffers are garbage by
+// then, but they still count in the heap: left to GOGC, the next
+// collection comes only once the heap has doubled from the live set
+// measured while those buffers were live, and this line would be gathered
+// and joined in fresh pages on top of them (a 16 MiB event peaked at 80
+// MiB of RSS). Collected here, their memory is reused at once.
+// (Collecting right after a result is written instead gives the runtime
+// time to return the freed pages to the system, and the next result pays
+// a page fault for each page again: 30 ms per 16 MiB here.) The collection
+// costs about a millisecond of CPU: the proxy's live heap is small. It is
+// waited for: run in the background, on a loaded machine it ended after
+// the line's join, and a 16 MiB event peaked at 67 MiB.
+func collectGarbage() {
+	if gathered.Load() < garbageMin || !collecting.CompareAndSwap(false, true) {
+		return
+	}
+	gathered.Store(0)
+	runtime.GC()
+	collecting.Store(false)
 }
 
 // parts gathers a long line in a few buffers of growing size, which are
@@ -238,6 +277,7 @@ func (p *parts) add(chunk []byte) {
 // join returns the line in one buffer of its exact size after room spare
 // bytes, and lets the parts go.
 func (p *parts) join(room int) []byte {
+	gathered.Add(int64(2 * p.n))
 	line := make([]byte, room, room+p.n)
 	for _, b := range p.bufs {
 		line = append(line, b...)
