@@ -201,20 +201,29 @@ func (s *SSEReader) readLine() ([]byte, error) {
 	}
 }
 
-// gathered counts the bytes of long lines gathered since the last
-// collection collectGarbage started: parts and joined lines, which are
-// garbage by the time the next long line comes, unless results overlap.
+// gathered counts the bytes of the large lines (largeLine or longer)
+// gathered since the last collection collectGarbage started: their parts
+// and joined lines, which are garbage by the time the next long line
+// comes, unless results overlap.
 var gathered atomic.Int64
 
-// garbageMin is how many bytes of long lines must have been gathered
-// since the last collection for the next long line to start with one.
-const garbageMin = 8 << 20
+const (
+	// largeLine is the length from which a line counts in gathered. The
+	// garbage of shorter ones is left to GOGC: the heap goal it sets for
+	// them is small, and a collection for them would cost more than it
+	// saves (a 1 MiB event's peak RSS is the same with it).
+	largeLine = 2 << 20
+	// garbageMin is how many bytes of large lines must have been
+	// gathered since the last collection for the next long line to start
+	// with one: every time after a line of 4 MiB or more.
+	garbageMin = 8 << 20
+)
 
 // collecting is set while collectGarbage runs a collection.
 var collecting atomic.Bool
 
 // collectGarbage runs a garbage collection when garbageMin bytes or more
-// of long lines were gathered since the last one, unless one is running.
+// of large lines were gathered since the last one, unless one is running.
 // It is called when a line turns out longer than the read buffer: most
 // likely a large result. The last large result's buffers are garbage by
 // then, but they still count in the heap: left to GOGC, the next
@@ -277,7 +286,9 @@ func (p *parts) add(chunk []byte) {
 // join returns the line in one buffer of its exact size after room spare
 // bytes, and lets the parts go.
 func (p *parts) join(room int) []byte {
-	gathered.Add(int64(2 * p.n))
+	if p.n >= largeLine {
+		gathered.Add(int64(2 * p.n))
+	}
 	line := make([]byte, room, room+p.n)
 	for _, b := range p.bufs {
 		line = append(line, b...)

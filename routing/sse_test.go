@@ -30,11 +30,18 @@ func TestSSELongLineExact(t *testing.T) {
 	}
 }
 
-// TestSSECollectsAfterLongLines: once garbageMin bytes of long lines were
-// gathered, the next long line starts with a collection, and the count
-// starts again.
+// TestSSECollectsAfterLongLines: once garbageMin bytes of large lines
+// were gathered, the next long line starts with a collection, and the
+// count starts again. A long line shorter than largeLine does not count.
 func TestSSECollectsAfterLongLines(t *testing.T) {
 	gathered.Store(0)
+	r0 := NewSSEReader(strings.NewReader("data: "+strings.Repeat("z", largeLine-100)+"\n\n"), 0)
+	if _, err := r0.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gathered.Load(); got != 0 {
+		t.Fatalf("a line under largeLine counted: %d", got)
+	}
 	line := "data: " + strings.Repeat("y", garbageMin/2) + "\n\n"
 	var after runtime.MemStats
 	r := NewSSEReader(strings.NewReader(line+line), 0)
