@@ -232,7 +232,8 @@ func TestEncoderSession(t *testing.T) {
 }
 
 // TestMethodIDAsGjson: the one-pass methodID finds what gjson.GetBytes
-// finds for "method" and "id".
+// finds for "method" and "id", but in a response (a "result" or "error"
+// member), where it stops at the id and finds no method after it.
 func TestMethodIDAsGjson(t *testing.T) {
 	for _, f := range []string{
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"id":1,"method":"x"}}`,
@@ -242,8 +243,16 @@ func TestMethodIDAsGjson(t *testing.T) {
 		`{"meth\u006fd":"esc","\u0069d":[1, 2]}`,
 		`[{"id":1,"method":"x"}]`, `"s"`, `{}`, ``, `{"id":null}`, `{"id":{"a":1},"method":true}`,
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`,
+		`{"result":{},"id":4}`, `{"error":{"code":1},"method":"m","id":5}`, `{"id":3,"result":[1],"method":"late"}`,
 	} {
 		r := Record{Frame: json.RawMessage(f), MethodIDFromFrame: true}
+		if strings.HasSuffix(f, `"method":"late"}`) {
+			methodID(&r)
+			if r.Method != "" || string(r.ID) != "3" {
+				t.Errorf("%s: got method %q id %s, want none and 3", f, r.Method, r.ID)
+			}
+			continue
+		}
 		methodID(&r)
 		wantM := gjson.GetBytes([]byte(f), "method").String()
 		var wantID string
@@ -312,4 +321,24 @@ func TestEncoderReusedAcrossTimes(t *testing.T) {
 			t.Errorf("time %d:\n got %s\nwant %s", i, got, b.Bytes())
 		}
 	}
+}
+
+// FuzzMethodID: the scan finds what gjson finds with the same rule, for
+// every valid object it reads, and never panics.
+func FuzzMethodID(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"id":1}}`,
+		`{"id":3,"result":[1],"method":"late"}`, ` { "a" : [ "}" , {"b":"\""} ] , "method" : "m\u0041" , "id" : -1.5e3 } `,
+		`{"error":{"code":1},"method":"m","id":5}`, `{"id":null,"id":2}`, `{"m\u0065thod":"x","id":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		m, id, ok := scanMethodID(frame)
+		if !ok || !json.Valid(frame) {
+			return
+		}
+		wm, wid := methodIDSlow(frame)
+		if !bytes.Equal(m, wm) || !bytes.Equal(id, wid) {
+			t.Errorf("%s: scan %q %q, gjson %q %q", frame, m, id, wm, wid)
+		}
+	})
 }

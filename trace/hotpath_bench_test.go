@@ -232,3 +232,11 @@ func BenchmarkEchoCallRecords(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrepareResult16MiB is a traced 16 MiB result as the bridge
+// emits it, method and id read from the frame: on Emit's caller, since the
+// frame is longer than FrameCap.
+func BenchmarkPrepareResult16MiB(b *testing.B) {
+	frame := json.RawMessage(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 16<<20) + `"}]}}`)
+	benchPrepare(b, Record{Dir: ServerToProxy, Op: "op-7", MethodIDFromFrame: true, Frame: frame})
+}
