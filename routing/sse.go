@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -202,9 +203,8 @@ func (s *SSEReader) readLine() ([]byte, error) {
 }
 
 // gathered counts the bytes of the large lines (largeLine or longer)
-// gathered since the last collection collectGarbage started: their parts
-// and joined lines, which are garbage by the time the next long line
-// comes, unless results overlap.
+// joined since the last collection collectGarbage started: garbage by the
+// time the next long line comes, unless results overlap.
 var gathered atomic.Int64
 
 const (
@@ -214,9 +214,9 @@ const (
 	// saves (a 1 MiB event's peak RSS is the same with it).
 	largeLine = 2 << 20
 	// garbageMin is how many bytes of large lines must have been
-	// gathered since the last collection for the next long line to start
+	// joined since the last collection for the next long line to start
 	// with one: every time after a line of 4 MiB or more.
-	garbageMin = 8 << 20
+	garbageMin = 4 << 20
 )
 
 // collecting is set while collectGarbage runs a collection.
@@ -246,52 +246,63 @@ func collectGarbage() {
 	collecting.Store(false)
 }
 
-// parts gathers a long line in a few buffers of growing size, which are
-// joined once its length is known.
+// parts gathers a long line in buffers of partSize bytes, which are joined
+// once its length is known. The buffers come from partPool and go back to
+// it at the join: the next long line reuses them rather than allocating
+// its own, and they count in the live heap GOGC and the runtime's
+// scavenger see, which then keep the memory the next join reuses instead
+// of returning it to the system (and faulting it in again).
 type parts struct {
-	bufs [][]byte
+	bufs []*[]byte
 	n    int
 }
 
-const (
-	partMin = 64 << 10
-	partMax = 1 << 20
-)
+const partSize = 256 << 10
 
+var partPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, partSize)
+	return &b
+}}
+
+// reset puts the buffers back in partPool.
 func (p *parts) reset() {
+	for _, b := range p.bufs {
+		*b = (*b)[:0]
+		partPool.Put(b)
+	}
 	clear(p.bufs)
 	p.bufs, p.n = p.bufs[:0], 0
 }
 
 // add copies chunk into the last buffer, and into a new one when that is
-// full: each new buffer is as large as the line so far, within partMin and
-// partMax, so that a line of n bytes takes about log(n) buffers up to a
-// MiB and one more per MiB after that.
+// full.
 func (p *parts) add(chunk []byte) {
 	p.n += len(chunk)
 	for len(chunk) > 0 {
 		if k := len(p.bufs); k > 0 {
-			last := p.bufs[k-1]
+			last := *p.bufs[k-1]
 			c := copy(last[len(last):cap(last)], chunk)
-			p.bufs[k-1] = last[:len(last)+c]
+			*p.bufs[k-1] = last[:len(last)+c]
 			chunk = chunk[c:]
 			if len(chunk) == 0 {
 				return
 			}
 		}
-		p.bufs = append(p.bufs, make([]byte, 0, min(max(p.n, partMin), partMax)))
+		b := partPool.Get().(*[]byte)
+		*b = (*b)[:0]
+		p.bufs = append(p.bufs, b)
 	}
 }
 
 // join returns the line in one buffer of its exact size after room spare
-// bytes, and lets the parts go.
+// bytes, and puts the parts back.
 func (p *parts) join(room int) []byte {
 	if p.n >= largeLine {
-		gathered.Add(int64(2 * p.n))
+		gathered.Add(int64(p.n))
 	}
 	line := make([]byte, room, room+p.n)
 	for _, b := range p.bufs {
-		line = append(line, b...)
+		line = append(line, *b...)
 	}
 	p.reset()
 	return line
