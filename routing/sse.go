@@ -247,29 +247,52 @@ func collectGarbage() {
 }
 
 // parts gathers a long line in buffers of partSize bytes, which are joined
-// once its length is known. The buffers come from partPool and go back to
-// it at the join: the next long line reuses them rather than allocating
-// its own, and they count in the live heap GOGC and the runtime's
-// scavenger see, which then keep the memory the next join reuses instead
-// of returning it to the system (and faulting it in again).
+// once its length is known. The buffers come from spare, and up to
+// spareMax of them go back to it at the join: the next long line reuses
+// them rather than allocating its own, and they count in the live heap
+// that GOGC and the runtime's scavenger see, which then keep the memory
+// the next join reuses instead of returning it to the system (and faulting
+// it in again). A sync.Pool, which lets its buffers go after two
+// collections, lost them between the results of a traced session.
 type parts struct {
 	bufs []*[]byte
 	n    int
 }
 
-const partSize = 256 << 10
+const (
+	partSize = 256 << 10
+	spareMax = 64 // 16 MiB
+)
 
-var partPool = sync.Pool{New: func() any {
+// spare holds the buffers of past long lines, at most spareMax.
+var spare struct {
+	sync.Mutex
+	bufs []*[]byte
+}
+
+func getPart() *[]byte {
+	spare.Lock()
+	defer spare.Unlock()
+	if k := len(spare.bufs); k > 0 {
+		b := spare.bufs[k-1]
+		spare.bufs[k-1] = nil
+		spare.bufs = spare.bufs[:k-1]
+		return b
+	}
 	b := make([]byte, 0, partSize)
 	return &b
-}}
+}
 
-// reset puts the buffers back in partPool.
+// reset keeps the buffers in spare, up to spareMax.
 func (p *parts) reset() {
+	spare.Lock()
 	for _, b := range p.bufs {
-		*b = (*b)[:0]
-		partPool.Put(b)
+		if len(spare.bufs) < spareMax {
+			*b = (*b)[:0]
+			spare.bufs = append(spare.bufs, b)
+		}
 	}
+	spare.Unlock()
 	clear(p.bufs)
 	p.bufs, p.n = p.bufs[:0], 0
 }
@@ -288,9 +311,7 @@ func (p *parts) add(chunk []byte) {
 				return
 			}
 		}
-		b := partPool.Get().(*[]byte)
-		*b = (*b)[:0]
-		p.bufs = append(p.bufs, b)
+		p.bufs = append(p.bufs, getPart())
 	}
 }
 
