@@ -60,6 +60,7 @@ func benchSSE(b *testing.B, events, size int) {
 // BenchmarkSSE reads a whole stream: 100 small events, or one 1 MiB event.
 func BenchmarkSSE100x200B(b *testing.B) { benchSSE(b, 100, 200) }
 func BenchmarkSSE1x1MiB(b *testing.B)   { benchSSE(b, 1, 1<<20) }
+func BenchmarkSSE1x16MiB(b *testing.B)  { benchSSE(b, 1, 16<<20) }
 
 const upBody = `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"claude-desktop","version":"1.0.0"}},"name":"weather","arguments":{"city":"Zürich","days":3,"text":"` + "%PAD%" + `"}}}`
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
@@ -35,6 +37,7 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 	for _, f := range encodeFrames {
 		for _, r := range []Record{
 			{Time: ts, Dir: ClientToProxy, Op: "op-1", Method: "tools/call", ID: json.RawMessage(`{"frame":0}`), Frame: json.RawMessage(f)},
+			{Time: ts, Dir: ServerToProxy, Session: "s-1 \"frame\":0", Op: "op-2", Frame: json.RawMessage(f), LatencyMs: 0.359},
 			{Time: ts, Dir: ProxyToServer, Rewrites: []string{"meta.inject"}, HTTP: &HTTP{Method: "POST", URL: "http://h/mcp", Header: map[string]string{"frame": "0", "B": "\"frame\":0"}},
 				Frame: json.RawMessage(f), Truncated: true, LatencyMs: 1.25, Error: `"frame":0 err <&>`, Note: "n"},
 		} {
@@ -57,6 +60,7 @@ func TestEncoderFields(t *testing.T) {
 		{},
 		{Dir: Proxy, Note: odd},
 		{Time: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), Dir: Dir(odd), Op: odd, Method: odd, Error: odd},
+		{Dir: ClientToProxy, Session: odd}, {Session: "s", Op: "o"},
 		{Time: time.Date(9998, 12, 31, 23, 59, 59, 999999999, zones[2]), ID: json.RawMessage(`"x"`), Rewrites: []string{}},
 		{Time: time.Date(2026, 7, 28, 12, 0, 0, 500, zones[3]), Rewrites: []string{odd, "", "b"}, HTTP: &HTTP{}},
 		{HTTP: &HTTP{Status: -1, Header: map[string]string{}}},
@@ -77,6 +81,23 @@ func TestEncoderFields(t *testing.T) {
 			}
 			if want := encodeStd(t, r); !bytes.Equal(got, want) {
 				t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+			}
+		}
+	}
+}
+
+// TestAppendFloatMillis: the fast path for a latency in whole microseconds
+// writes what encoding/json writes, at every magnitude.
+func TestAppendFloatMillis(t *testing.T) {
+	ns := []int64{1, 9, 10, 100, 359, 1000, 1001, 1010, 1100, 999999, 123456789125, 999999999999999, 1e15, 1e15 + 1, 1 << 53}
+	for n := int64(1); n < 200000; n += 7 {
+		ns = append(ns, n)
+	}
+	for _, n := range ns {
+		for _, f := range []float64{float64(n) / 1000, float64(n) / 1000 * 1.0000001, float64(n) / 1024} {
+			want, _ := json.Marshal(f)
+			if got := appendFloat(nil, f); !bytes.Equal(got, want) {
+				t.Fatalf("%v (n %d): got %s, want %s", f, n, got, want)
 			}
 		}
 	}
@@ -190,4 +211,134 @@ func TestTooDeep(t *testing.T) {
 			t.Errorf("depth %d: tooDeep = %v", n, got)
 		}
 	}
+}
+
+// TestEncoderSession: a record's session is written after its dir, and
+// left out when empty.
+func TestEncoderSession(t *testing.T) {
+	var e encoder
+	ts := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	line, err := e.encode(Record{Time: ts, Dir: ClientToProxy, Session: "s-7", Op: "op-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"ts":"2026-12-01T08:00:00Z","dir":"client->proxy","session":"s-7","op":"op-1"}` + "\n"; string(line) != want {
+		t.Errorf("got %s, want %s", line, want)
+	}
+	line, _ = e.encode(Record{Time: ts, Dir: ClientToProxy})
+	if strings.Contains(string(line), "session") {
+		t.Errorf("an empty session is written: %s", line)
+	}
+}
+
+// TestMethodIDAsGjson: the one-pass methodID finds what gjson.GetBytes
+// finds for "method" and "id", but in a response (a "result" or "error"
+// member), where it stops at the id and finds no method after it.
+func TestMethodIDAsGjson(t *testing.T) {
+	for _, f := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"id":1,"method":"x"}}`,
+		`{"jsonrpc":"2.0","result":{"method":"x","id":2},"id":"a\"b"}`,
+		`{"method":"m","method":"n","id":1,"id":2}`,
+		` {"params":[{"id":3}],"method":5} `,
+		`{"meth\u006fd":"esc","\u0069d":[1, 2]}`,
+		`[{"id":1,"method":"x"}]`, `"s"`, `{}`, ``, `{"id":null}`, `{"id":{"a":1},"method":true}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`,
+		`{"result":{},"id":4}`, `{"error":{"code":1},"method":"m","id":5}`, `{"id":3,"result":[1],"method":"late"}`,
+	} {
+		r := Record{Frame: json.RawMessage(f), MethodIDFromFrame: true}
+		if strings.HasSuffix(f, `"method":"late"}`) {
+			methodID(&r)
+			if r.Method != "" || string(r.ID) != "3" {
+				t.Errorf("%s: got method %q id %s, want none and 3", f, r.Method, r.ID)
+			}
+			continue
+		}
+		methodID(&r)
+		wantM := gjson.GetBytes([]byte(f), "method").String()
+		var wantID string
+		if id := gjson.GetBytes([]byte(f), "id"); id.Exists() {
+			wantID = id.Raw
+		}
+		if r.Method != wantM || string(r.ID) != wantID {
+			t.Errorf("%s: got method %q id %s, want %q %s", f, r.Method, r.ID, wantM, wantID)
+		}
+	}
+}
+
+// TestEncoderReusedAcrossHeaders: one encoder, as the writer goroutine
+// keeps, encodes each record's headers as its own, whatever the record
+// before it had.
+func TestEncoderReusedAcrossHeaders(t *testing.T) {
+	ts := time.Date(2026, 12, 1, 8, 0, 0, 1, time.UTC)
+	hs := []map[string]string{
+		{"A": "1", "B": "2"}, {"A": "1", "B": "2"}, {"A": "1", "B": "3"}, {"A": "1", "C": "2"},
+		{"A": "1"}, {"A": "1", "B": "2", "C": "3"}, {}, nil, {"A": "1", "B": "2", "C": "3"}, {"A": "", "B": "2", "C": "3"},
+	}
+	var e encoder
+	for i, h := range hs {
+		r := Record{Time: ts, Dir: ProxyToServer, HTTP: &HTTP{Method: "POST", Header: h}}
+		got, err := e.encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := encodeStd(t, r); !bytes.Equal(got, want) {
+			t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+// TestEncoderReusedAcrossTimes: one encoder writes each record's time as
+// encoding/json does, whatever the time of the record before it.
+func TestEncoderReusedAcrossTimes(t *testing.T) {
+	z := time.FixedZone("z", 5*3600+30*60)
+	base := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	var ts []time.Time
+	for _, ns := range []int{0, 1, 10, 100000000, 123456789, 999999999, 500, 0} {
+		ts = append(ts, base.Add(time.Duration(ns)))
+	}
+	ts = append(ts, base.In(z), base.Add(7).In(z), base.Add(7), base.Add(time.Second+7), base.Add(time.Second).Local(),
+		time.Date(2026, 3, 29, 1, 59, 59, 5, time.UTC), time.Date(2026, 3, 29, 2, 0, 0, 5, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), base.Add(3), time.Time{}, time.Time{}.Add(9))
+	if loc, err := time.LoadLocation("Europe/Berlin"); err == nil { // across a change of offset
+		for _, s := range []int64{1774746000 - 1, 1774746000, 1774746000 + 1} {
+			ts = append(ts, time.Unix(s, 42).In(loc))
+		}
+	}
+	var e encoder
+	for i, tm := range ts {
+		r := Record{Time: tm, Dir: Proxy, Note: "n"}
+		got, err := e.encode(r)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if werr := enc.Encode(r); werr != nil || err != nil {
+			if (werr == nil) != (err == nil) {
+				t.Errorf("time %d (%v): error %v, encoding/json %v", i, tm, err, werr)
+			}
+			continue
+		}
+		if !bytes.Equal(got, b.Bytes()) {
+			t.Errorf("time %d:\n got %s\nwant %s", i, got, b.Bytes())
+		}
+	}
+}
+
+// FuzzMethodID: the scan finds what gjson finds with the same rule, for
+// every valid object it reads, and never panics.
+func FuzzMethodID(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"id":1}}`,
+		`{"id":3,"result":[1],"method":"late"}`, ` { "a" : [ "}" , {"b":"\""} ] , "method" : "m\u0041" , "id" : -1.5e3 } `,
+		`{"error":{"code":1},"method":"m","id":5}`, `{"id":null,"id":2}`, `{"m\u0065thod":"x","id":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		m, id, ok := scanMethodID(frame)
+		if !ok || !json.Valid(frame) {
+			return
+		}
+		wm, wid := methodIDSlow(frame)
+		if !bytes.Equal(m, wm) || !bytes.Equal(id, wid) {
+			t.Errorf("%s: scan %q %q, gjson %q %q", frame, m, id, wm, wid)
+		}
+	})
 }

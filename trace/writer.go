@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -449,7 +450,15 @@ type encoder struct {
 	buf  bytes.Buffer
 	enc  *json.Encoder
 	line []byte
-	keys []string // header names, sorted
+	// The last headers encoded: their names sorted, their values, and
+	// their JSON object.
+	keys, values []string
+	header       []byte
+	// The last record's time: its second and location, and its text up
+	// to the seconds and from the zone on.
+	tsSec          int64
+	tsLoc          *time.Location
+	tsHead, tsZone []byte
 }
 
 // framePlaceholder stands in for the frame. Only booleans, numbers and
@@ -469,26 +478,22 @@ func (e *encoder) encode(r Record) ([]byte, error) {
 }
 
 // appendRecord appends the line of r to dst, or reports false when only
-// encoding/json can tell what to write (or fail with).
+// encoding/json can tell what to write (or fail with). The members come in
+// the struct's order, with its omitempty rules.
 func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 	if math.IsNaN(r.LatencyMs) || math.IsInf(r.LatencyMs, 0) {
 		return dst, false
 	}
 	dst = append(dst, `{"ts":"`...)
-	dst, err := r.Time.AppendText(dst) // what Time.MarshalJSON quotes
-	if err != nil {
+	dst, ok := e.appendTime(dst, r.Time)
+	if !ok {
 		return dst, false
 	}
 	dst = append(dst, `","dir":`...)
 	dst = rewrite.AppendString(dst, string(r.Dir))
-	if r.Op != "" {
-		dst = append(dst, `,"op":`...)
-		dst = rewrite.AppendString(dst, r.Op)
-	}
-	if r.Method != "" {
-		dst = append(dst, `,"method":`...)
-		dst = rewrite.AppendString(dst, r.Method)
-	}
+	dst = appendMember(dst, `,"session":`, r.Session)
+	dst = appendMember(dst, `,"op":`, r.Op)
+	dst = appendMember(dst, `,"method":`, r.Method)
 	if len(r.ID) > 0 {
 		dst = append(dst, `,"id":`...)
 		dst = appendCompact(dst, r.ID)
@@ -503,43 +508,8 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 		}
 		dst = append(dst, ']')
 	}
-	if h := r.HTTP; h != nil {
-		dst = append(dst, `,"http":{`...)
-		n := len(dst)
-		if h.Method != "" {
-			dst = append(dst, `,"method":`...)
-			dst = rewrite.AppendString(dst, h.Method)
-		}
-		if h.URL != "" {
-			dst = append(dst, `,"url":`...)
-			dst = rewrite.AppendString(dst, h.URL)
-		}
-		if h.Status != 0 {
-			dst = append(dst, `,"status":`...)
-			dst = strconv.AppendInt(dst, int64(h.Status), 10)
-		}
-		if len(h.Header) > 0 {
-			dst = append(dst, `,"header":{`...)
-			e.keys = e.keys[:0]
-			for k := range h.Header {
-				e.keys = append(e.keys, k)
-			}
-			slices.Sort(e.keys)
-			for i, k := range e.keys {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = rewrite.AppendString(dst, k)
-				dst = append(dst, ':')
-				dst = rewrite.AppendString(dst, h.Header[k])
-			}
-			clear(e.keys)
-			dst = append(dst, '}')
-		}
-		if len(dst) > n { // drop the first member's comma
-			dst = append(dst[:n], dst[n+1:]...)
-		}
-		dst = append(dst, '}')
+	if r.HTTP != nil {
+		dst = e.appendHTTP(dst, r.HTTP)
 	}
 	if len(r.Frame) > 0 {
 		dst = append(dst, `,"frame":`...)
@@ -552,20 +522,134 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 		dst = append(dst, `,"latencyMs":`...)
 		dst = appendFloat(dst, r.LatencyMs)
 	}
-	if r.Error != "" {
-		dst = append(dst, `,"error":`...)
-		dst = rewrite.AppendString(dst, r.Error)
-	}
-	if r.Note != "" {
-		dst = append(dst, `,"note":`...)
-		dst = rewrite.AppendString(dst, r.Note)
-	}
+	dst = appendMember(dst, `,"error":`, r.Error)
+	dst = appendMember(dst, `,"note":`, r.Note)
 	return append(dst, "}\n"...), true
+}
+
+// appendTime appends what Time.MarshalJSON quotes: t in RFC 3339 with
+// nanoseconds, or reports false when t is out of its range. Records come
+// many a second: the text up to the seconds and the zone's are those of
+// the last record when its second and location were t's (a zone's offset
+// changes on a whole second), and only the fraction is formatted.
+func (e *encoder) appendTime(dst []byte, t time.Time) ([]byte, bool) {
+	sec, loc := t.Unix(), t.Location()
+	if len(e.tsHead) > 0 && sec == e.tsSec && loc == e.tsLoc {
+		dst = append(dst, e.tsHead...)
+		dst = appendFraction(dst, t.Nanosecond())
+		return append(dst, e.tsZone...), true
+	}
+	start := len(dst)
+	dst, err := t.AppendText(dst)
+	if err != nil {
+		return dst, false
+	}
+	text := dst[start:]
+	const head = len("2006-01-02T15:04:05") // a year of four digits: AppendText fails on others
+	zone := head
+	if len(text) > head && text[head] == '.' {
+		zone++
+		for zone < len(text) && text[zone] >= '0' && text[zone] <= '9' {
+			zone++
+		}
+	}
+	e.tsSec, e.tsLoc = sec, loc
+	e.tsHead = append(e.tsHead[:0], text[:head]...)
+	e.tsZone = append(e.tsZone[:0], text[zone:]...)
+	return dst, true
+}
+
+// appendFraction appends ns as RFC 3339 with nanoseconds does: a dot and
+// nine digits without their trailing zeros, nothing for zero.
+func appendFraction(dst []byte, ns int) []byte {
+	if ns == 0 {
+		return dst
+	}
+	var b [10]byte
+	b[0] = '.'
+	for i := 9; i > 0; i-- {
+		b[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	n := 10
+	for b[n-1] == '0' {
+		n--
+	}
+	return append(dst, b[:n]...)
+}
+
+// appendMember appends an omitempty string member: key (with its comma and
+// colon) and v, when v is not empty.
+func appendMember(dst []byte, key, v string) []byte {
+	if v == "" {
+		return dst
+	}
+	return rewrite.AppendString(append(dst, key...), v)
+}
+
+// appendHTTP appends the "http" member of a record.
+func (e *encoder) appendHTTP(dst []byte, h *HTTP) []byte {
+	dst = append(dst, `,"http":{`...)
+	n := len(dst)
+	dst = appendMember(dst, `,"method":`, h.Method)
+	dst = appendMember(dst, `,"url":`, h.URL)
+	if h.Status != 0 {
+		dst = append(dst, `,"status":`...)
+		dst = strconv.AppendInt(dst, int64(h.Status), 10)
+	}
+	if len(h.Header) > 0 {
+		dst = append(dst, `,"header":`...)
+		dst = e.appendHeader(dst, h.Header)
+	}
+	if len(dst) > n { // drop the first member's comma
+		dst = append(dst[:n], dst[n+1:]...)
+	}
+	return append(dst, '}')
+}
+
+// appendHeader appends the JSON object of a record's headers, its names
+// sorted. The headers of a session's POSTs repeat from one to the next: when
+// they are those of the last record, its object is appended again.
+func (e *encoder) appendHeader(dst []byte, h map[string]string) []byte {
+	if len(h) == len(e.keys) && len(e.header) > 0 {
+		same := true
+		for i, k := range e.keys {
+			if v, ok := h[k]; !ok || v != e.values[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return append(dst, e.header...)
+		}
+	}
+	e.keys, e.values = e.keys[:0], e.values[:0]
+	for k := range h {
+		e.keys = append(e.keys, k)
+	}
+	slices.Sort(e.keys)
+	start := len(dst)
+	dst = append(dst, '{')
+	for i, k := range e.keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = rewrite.AppendString(dst, k)
+		dst = append(dst, ':')
+		dst = rewrite.AppendString(dst, h[k])
+		e.values = append(e.values, h[k])
+	}
+	dst = append(dst, '}')
+	e.header = append(e.header[:0], dst[start:]...)
+	return dst
 }
 
 // appendFloat appends a finite f as encoding/json does: like %g, with the
 // exponent from 1e21 and below 1e-6, not padded to two digits.
 func appendFloat(dst []byte, f float64) []byte {
+	if m := f * 1000; f > 0 && m < 1e15 && m == math.Trunc(m) && float64(int64(m))/1000 == f {
+		return appendMillis(dst, int64(m))
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -579,6 +663,25 @@ func appendFloat(dst []byte, f float64) []byte {
 		}
 	}
 	return dst
+}
+
+// appendMillis appends n/1000 in decimal, without trailing zeros: what
+// strconv formats, shortest, for the float64 nearest to n/1000 (a latency in
+// whole microseconds, in milliseconds). Below 1e15 two decimals of at most
+// 15 digits never round to the same float64, so that decimal is the
+// shortest that reads back as it.
+func appendMillis(dst []byte, n int64) []byte {
+	dst = strconv.AppendInt(dst, n/1000, 10)
+	frac := n % 1000
+	if frac == 0 {
+		return dst
+	}
+	digits := [3]byte{byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
+	k := 3
+	for digits[k-1] == '0' {
+		k--
+	}
+	return append(append(dst, '.'), digits[:k]...)
 }
 
 // encodeReflect encodes r with encoding/json around a placeholder for the
@@ -674,23 +777,174 @@ func (w *Writer) copyRecord(r *Record) (framed bool) {
 	}
 	if len(r.Frame) > w.frameCap {
 		methodID(r) // before the frame is cut
-		r.Frame = w.frame(r.Frame, &r.Truncated)
+		r.Frame = w.frame(r.Frame, &r.Truncated, w.sensitive)
 		return true
 	}
 	r.Frame = bytes.Clone(r.Frame)
 	return false
 }
 
-// methodID fills Method and ID from the frame when the record asks for it.
+// methodID fills Method and ID from the frame when the record asks for it:
+// the first "method" and "id" members of its top-level object. One pass
+// reads the members in order and stops once it has both (a request names
+// both first), or the id and a "result" or "error" member: a response names
+// no method, and its result, the bulk of a large frame, is not read. Both
+// are copied out of the frame, which may be the caller's.
 func methodID(r *Record) {
 	if !r.MethodIDFromFrame {
 		return
 	}
 	r.MethodIDFromFrame = false
-	r.Method = gjson.GetBytes(r.Frame, "method").String()
-	if id := gjson.GetBytes(r.Frame, "id"); id.Exists() {
-		r.ID = json.RawMessage(id.Raw)
+	r.Method = ""
+	method, id, ok := scanMethodID(r.Frame)
+	if !ok {
+		method, id = methodIDSlow(r.Frame)
 	}
+	if method != nil {
+		r.Method = gjson.ParseBytes(method).String() // a copy
+	}
+	if id != nil {
+		r.ID = bytes.Clone(id)
+	}
+}
+
+// scanMethodID finds the raw values of the first top-level "method" and
+// "id" of frame, stopping as methodID says. ok is false for what it does
+// not read: anything but an object, a key with an escape, or malformed
+// JSON; methodIDSlow reads those.
+func scanMethodID(f []byte) (method, id []byte, ok bool) {
+	i := skipWS(f, 0)
+	if i >= len(f) || f[i] != '{' {
+		return nil, nil, false
+	}
+	answer := false
+	for i = skipWS(f, i+1); i < len(f) && f[i] != '}'; {
+		if f[i] != '"' {
+			return nil, nil, false
+		}
+		end := stringEnd(f, i)
+		key := f[i+1 : max(i+1, end-1)]
+		if end > len(f) || bytes.IndexByte(key, '\\') >= 0 {
+			return nil, nil, false
+		}
+		i = skipWS(f, end)
+		if i >= len(f) || f[i] != ':' {
+			return nil, nil, false
+		}
+		i = skipWS(f, i+1)
+		switch string(key) {
+		case "result", "error":
+			answer = true
+		}
+		if id != nil && (method != nil || answer) {
+			return method, id, true
+		}
+		vend := skipJSON(f, i)
+		if vend <= i {
+			return nil, nil, false
+		}
+		switch string(key) {
+		case "method":
+			if method == nil {
+				method = f[i:vend]
+			}
+		case "id":
+			if id == nil {
+				id = f[i:vend]
+			}
+		}
+		if id != nil && (method != nil || answer) {
+			return method, id, true
+		}
+		i = skipWS(f, vend)
+		if i < len(f) && f[i] == ',' {
+			i = skipWS(f, i+1)
+		} else if i >= len(f) || f[i] != '}' {
+			return nil, nil, false
+		}
+	}
+	if i >= len(f) {
+		return nil, nil, false
+	}
+	return method, id, true
+}
+
+// methodIDSlow is scanMethodID for any frame, through gjson, with the same
+// rule for where to stop (but it has parsed each member's value by then).
+func methodIDSlow(f []byte) (method, id []byte) {
+	v := gjson.Parse(unsafe.String(unsafe.SliceData(f), len(f)))
+	if !v.IsObject() {
+		return nil, nil
+	}
+	var m, d gjson.Result
+	answer := false
+	v.ForEach(func(k, val gjson.Result) bool {
+		if k.Str == "result" || k.Str == "error" {
+			answer = true
+		}
+		if d.Exists() && (m.Exists() || answer) {
+			return false
+		}
+		switch {
+		case k.Str == "method" && !m.Exists():
+			m = val
+		case k.Str == "id" && !d.Exists():
+			d = val
+		}
+		return !d.Exists() || !m.Exists() && !answer
+	})
+	if m.Exists() {
+		method = []byte(m.Raw)
+	}
+	if d.Exists() {
+		id = []byte(d.Raw)
+	}
+	return method, id
+}
+
+func skipWS(f []byte, i int) int {
+	for i < len(f) && (f[i] == ' ' || f[i] == '\t' || f[i] == '\n' || f[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipJSON returns the end of the value at f[i], or i when it cannot tell.
+func skipJSON(f []byte, i int) int {
+	if i >= len(f) {
+		return i
+	}
+	switch f[i] {
+	case '"':
+		if end := stringEnd(f, i); end <= len(f) && f[end-1] == '"' && end-1 > i {
+			return end
+		}
+		return i
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(f); j++ {
+			switch f[j] {
+			case '"':
+				end := stringEnd(f, j)
+				if end > len(f) || f[end-1] != '"' || end-1 == j {
+					return i
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return i
+	}
+	j := i
+	for j < len(f) && f[j] != ',' && f[j] != '}' && f[j] != ']' && f[j] != ' ' && f[j] != '\t' && f[j] != '\n' && f[j] != '\r' {
+		j++
+	}
+	return j
 }
 
 // finish redacts a record copied by copyRecord and caps its frame (unless
@@ -713,7 +967,7 @@ func (w *Writer) finish(r *Record, framed bool, c *redactCache) {
 		r.Error = urlPattern.ReplaceAllStringFunc(r.Error, routing.Redact)
 	}
 	if !framed {
-		r.Frame = w.frame(r.Frame, &r.Truncated)
+		r.Frame = w.frame(r.Frame, &r.Truncated, c.keyRule(w))
 	}
 }
 
@@ -723,6 +977,37 @@ func (w *Writer) finish(r *Record, framed bool, c *redactCache) {
 type redactCache struct {
 	rawURL, redactedURL string
 	secret              map[string]bool
+	// keys holds the key rule's verdict on each JSON key seen: a session's
+	// frames repeat a few dozen keys, and the rule tests each against a
+	// list of words. rule is the rule, and memo the method value handed to
+	// rewrite (made once: a method value passed on allocates).
+	keys map[string]bool
+	rule func(key string) bool
+	memo func(key string) bool
+}
+
+// keyRule returns w's key rule, remembering its verdicts in c; a nil c
+// returns the rule itself.
+func (c *redactCache) keyRule(w *Writer) func(key string) bool {
+	if c == nil {
+		return w.sensitive
+	}
+	if c.memo == nil {
+		c.rule, c.memo = w.sensitive, c.sensitiveKey
+	}
+	return c.memo
+}
+
+func (c *redactCache) sensitiveKey(k string) bool {
+	v, ok := c.keys[k]
+	if !ok {
+		if c.keys == nil || len(c.keys) >= 1024 {
+			c.keys = map[string]bool{}
+		}
+		v = c.rule(k)
+		c.keys[strings.Clone(k)] = v // k may point into a frame
+	}
+	return v
 }
 
 func (c *redactCache) url(raw string) string {
@@ -763,7 +1048,7 @@ var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
 
 // frame returns the redacted, capped copy of f, always valid JSON (or nil
 // for an empty frame).
-func (w *Writer) frame(f json.RawMessage, truncated *bool) json.RawMessage {
+func (w *Writer) frame(f json.RawMessage, truncated *bool, sensitive func(key string) bool) json.RawMessage {
 	f = rewrite.TrimFrame(f)
 	if len(f) == 0 {
 		return nil
@@ -774,9 +1059,9 @@ func (w *Writer) frame(f json.RawMessage, truncated *bool) json.RawMessage {
 	case len(f) > w.frameCap:
 		// Only the head is kept: redact that much (and one byte more, for
 		// the cut below), not a copy of the whole frame.
-		f, n = rewrite.RedactHead(f, w.sensitive, w.frameCap+1)
+		f, n = rewrite.RedactHead(f, sensitive, w.frameCap+1)
 	default:
-		f = rewrite.Redact(f, w.sensitive) // a copy; invalid JSON is withheld
+		f = rewrite.Redact(f, sensitive) // a copy; invalid JSON is withheld
 		n = len(f)
 	}
 	if n > w.frameCap {
@@ -811,6 +1096,9 @@ const maxDepth = 10000
 // tooDeep reports whether valid JSON f nests objects and arrays deeper
 // than encoding/json accepts.
 func tooDeep(f []byte) bool {
+	if len(f) <= 2*maxDepth {
+		return false // deeper takes more than maxDepth openers and as many closers
+	}
 	depth := 0
 	for i := 0; i < len(f); i++ {
 		switch f[i] {
@@ -827,14 +1115,14 @@ func tooDeep(f []byte) bool {
 	return false
 }
 
-// validOrString returns a copy of b when it is valid JSON, b as a JSON
-// string otherwise, and nil when empty.
+// validOrString returns b, which the record owns, when it is valid JSON, b
+// as a JSON string otherwise, and nil when empty.
 func validOrString(b []byte) json.RawMessage {
 	if len(b) == 0 {
 		return nil
 	}
 	if json.Valid(b) {
-		return bytes.Clone(b)
+		return b
 	}
 	s, _ := json.Marshal(string(b))
 	return s

@@ -1,0 +1,72 @@
+package routing
+
+import (
+	"bytes"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSSELongLineExact: a line longer than the read buffer is returned in
+// one buffer of its exact size, with BodyRoom spare bytes in front, and
+// handed over whole by takeRoom.
+func TestSSELongLineExact(t *testing.T) {
+	for _, n := range []int{100, partSize - 7, partSize - 6, partSize + 1, 3*partSize + 17} {
+		data := strings.Repeat("x", n)
+		r := newSSEReaderSize(strings.NewReader("data: "+data+"\r\n\n"), 0, 16)
+		got, err := r.Next()
+		if err != nil || string(got) != data {
+			t.Fatalf("%d bytes: got %d bytes, %v", n, len(got), err)
+		}
+		room := r.takeRoom()
+		if len(room) != BodyRoom+len("data: ")+n || cap(room) != len(room)+2 || !bytes.HasSuffix(room, got) {
+			t.Errorf("%d bytes: room len %d cap %d", n, len(room), cap(room))
+		}
+		if len(r.parts.bufs) != 0 || r.parts.n != 0 {
+			t.Errorf("%d bytes: parts kept after the join", n)
+		}
+	}
+}
+
+// TestSSECollectsAfterLongLines: once garbageMin bytes of large lines
+// were gathered, the next long line starts with a collection, and the
+// count starts again. A long line shorter than largeLine does not count.
+func TestSSECollectsAfterLongLines(t *testing.T) {
+	gathered.Store(0)
+	r0 := NewSSEReader(strings.NewReader("data: "+strings.Repeat("z", largeLine-100)+"\n\n"), 0)
+	if _, err := r0.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gathered.Load(); got != 0 {
+		t.Fatalf("a line under largeLine counted: %d", got)
+	}
+	line := "data: " + strings.Repeat("y", garbageMin/2+1) + "\n\n"
+	var after runtime.MemStats
+	r := NewSSEReader(strings.NewReader(line+line), 0)
+	for range 2 {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := gathered.Load(); got < garbageMin {
+		t.Fatalf("gathered %d after two lines of %d", got, garbageMin/2+1)
+	}
+	runtime.ReadMemStats(&after)
+	gcs := after.NumGC
+	r = NewSSEReader(strings.NewReader(line), 0)
+	if _, err := r.Next(); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); collecting.Load() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	runtime.ReadMemStats(&after)
+	if after.NumGC == gcs {
+		t.Error("no collection when the long line started")
+	}
+	if got := gathered.Load(); got != int64(len(line)-1) {
+		t.Errorf("gathered %d after the collection, want the one line's %d", got, len(line)-1)
+	}
+}
