@@ -168,6 +168,9 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// parseFlags parses the command line. It runs past 90 lines because it is
+// the bench's flag list, one line a flag, followed by the checks of their
+// values: split, the list would be read in pieces.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("mcp-tasks-bench", flag.ContinueOnError)
@@ -371,17 +374,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer srv.close()
 
+	targets, err := makeTargets(cfg, srv.url, proxy, proxyB, tmp)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	res := &results{}
+	start := time.Now()
+	if err := runRounds(ctx, cfg, &runner{cfg: cfg, url: srv.url, res: res, log: logf}, targets); err != nil {
+		logf("FAILED: %v", err)
+		return 1
+	}
+	logf("done in %s", time.Since(start).Round(time.Millisecond))
+	rep := &reporter{cfg: cfg, targets: targets, res: res}
+	rep.write(stdout, srv, proxy, proxyB)
+	if cfg.plotDir != "" {
+		files, err := rep.plots(cfg.plotDir)
+		if err != nil {
+			logf("--plot-dir: %v", err)
+			return 1
+		}
+		for _, f := range files {
+			logf("wrote %s", f)
+		}
+	}
+	return 0
+}
+
+// makeTargets lists the targets of the run, in the order of the report:
+// direct, the floor, the proxy (and its second build, its traced twin, its
+// serve mode), and a --compare bridge.
+func makeTargets(cfg config, url, proxy, proxyB, tmp string) ([]*target, error) {
 	proxyArgv := func(bin string) []string {
-		return append([]string{bin, "--url", srv.url, "--no-state", "--log-level", "error"}, cfg.proxyArgs...)
+		return append([]string{bin, "--url", url, "--no-state", "--log-level", "error"}, cfg.proxyArgs...)
 	}
 	targets := []*target{{name: "direct", tasks: true}}
 	if cfg.floor {
 		exe, err := os.Executable()
 		if err != nil {
-			logf("the floor target re-executes this binary: %v", err)
-			return 1
+			return nil, fmt.Errorf("the floor target re-executes this binary: %w", err)
 		}
-		targets = append(targets, &target{name: "floor", argv: []string{exe}, env: []string{floorEnv + "=" + srv.url}, legacy: true, tasks: true, profileDir: cfg.profileDir})
+		targets = append(targets, &target{name: "floor", argv: []string{exe}, env: []string{floorEnv + "=" + url}, legacy: true, tasks: true, profileDir: cfg.profileDir})
 	}
 	targets = append(targets, &target{name: cfg.proxyName, argv: proxyArgv(proxy), legacy: true, tasks: true, proxy: true, profileDir: cfg.profileDir})
 	if proxyB != "" {
@@ -392,16 +425,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		targets = append(targets, &target{name: "proxy+trace", argv: argv, legacy: true, tasks: true, proxy: true, traceOf: cfg.proxyName, profileDir: cfg.profileDir})
 	}
 	if cfg.serve {
-		argv := append([]string{proxy, "serve", "--listen", "127.0.0.1:0", "--url", srv.url, "--no-state", "--log-level", "error"}, cfg.proxyArgs...)
+		argv := append([]string{proxy, "serve", "--listen", "127.0.0.1:0", "--url", url, "--no-state", "--log-level", "error"}, cfg.proxyArgs...)
 		targets = append(targets, &target{name: "serve", argv: argv, legacy: true, tasks: true, serve: true, vs: []string{"direct", cfg.proxyName}})
 	}
 	if cfg.compare != "" {
-		cmd := strings.ReplaceAll(cfg.compare, "{url}", srv.url)
+		cmd := strings.ReplaceAll(cfg.compare, "{url}", url)
 		targets = append(targets, &target{name: cfg.compareName, argv: []string{"/bin/sh", "-c", "exec " + cmd}, legacy: true, tolerateLeaks: true})
 	}
 
-	res := &results{}
-	r := &runner{cfg: cfg, url: srv.url, res: res, log: logf}
+	return targets, nil
+}
+
+// runRounds runs every workload on every target, round by round: within a
+// round, each level or size runs on every target before the next, so that
+// the targets of one comparison run close in time.
+func runRounds(ctx context.Context, cfg config, r *runner, targets []*target) error {
 	payloads := map[int][]byte{}
 	for _, s := range append(append([]int(nil), cfg.sizes...), cfg.sseSizes...) {
 		if payloads[s] == nil {
@@ -409,9 +447,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	start := time.Now()
 	for round := range cfg.rounds {
-		logf("round %d of %d", round+1, cfg.rounds)
+		r.log("round %d of %d", round+1, cfg.rounds)
 		// Rotate the order of the targets each round, so that no target
 		// always runs right after another's heavy workload.
 		order := make([]*target, len(targets))
@@ -458,25 +495,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		for _, step := range steps {
 			if err := step(); err != nil {
-				logf("FAILED: %v", err)
-				return 1
+				return err
 			}
 		}
 	}
-	logf("done in %s", time.Since(start).Round(time.Millisecond))
-	rep := &reporter{cfg: cfg, targets: targets, res: res}
-	rep.write(stdout, srv, proxy, proxyB)
-	if cfg.plotDir != "" {
-		files, err := rep.plots(cfg.plotDir)
-		if err != nil {
-			logf("--plot-dir: %v", err)
-			return 1
-		}
-		for _, f := range files {
-			logf("wrote %s", f)
-		}
-	}
-	return 0
+	return nil
 }
 
 func num(v float64, ok bool) string {

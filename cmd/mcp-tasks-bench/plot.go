@@ -101,7 +101,9 @@ func withName(s series, name string) series {
 }
 
 // svg draws the chart: axes, ticks at the data's x and at round y values,
-// one polyline with markers per series, a legend.
+// one polyline with markers per series, a legend. It runs past 90 lines
+// because it writes the SVG document top to bottom, in the order it is
+// read; each part shares the scales computed at the start.
 func (c chart) svg(colors map[string]string) string {
 	const W, H = 720, 440
 	const left, right, top, bottom = 80, 190, 40, 60

@@ -200,76 +200,12 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		result += `}`
 	case "tools/call":
-		args := params.Get("arguments")
-		switch params.Get("name").String() {
-		case "echo":
-			result = `{"content":[{"type":"text","text":` + args.Get("text").Raw + `}]`
-			if modern {
-				result += `,"resultType":"complete",` + serverInfoMeta
-			}
-			result += `}`
-		case "blob":
-			n := int(args.Get("bytes").Int())
-			if n < 0 || n > 256<<20 {
-				writeErr(w, http.StatusOK, idRaw, -32602, "bytes out of range")
-				return
-			}
-			sse := args.Get("sse").Bool()
-			head := `{"jsonrpc":"2.0","id":` + idRaw
-			if sse {
-				// One event, as a server that streams its answer sends it.
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.Header().Set("Cache-Control", "no-cache")
-				head = "id: 1\ndata: " + head
-			} else {
-				w.Header().Set("Content-Type", "application/json")
-			}
-			tail := u.blobTail(n, modern, sse)
-			if !sse { // a stream has no length: it is sent chunked
-				w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(tail)))
-			}
-			_, _ = io.WriteString(w, head)
-			_, _ = w.Write(tail)
-			return
-		case "task":
-			if !modern || !params.Get(`_meta.io\.modelcontextprotocol/clientCapabilities.extensions.io\.modelcontextprotocol/tasks`).Exists() {
-				writeErr(w, http.StatusBadRequest, idRaw, -32021, "the task tool needs the "+tasksExt+" extension")
-				return
-			}
-			poll := args.Get("poll_ms").Int()
-			polls := max(1, int(args.Get("polls").Int()))
-			id := newTaskID()
-			done := `{"content":[{"type":"text","text":` + quote("task done "+args.Get("nonce").String()) + `}],"resultType":"complete"}`
-			u.mu.Lock()
-			u.tasks[id] = &benchTask{done: done, left: polls - 1, poll: poll}
-			u.mu.Unlock()
-			now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
-			result = `{"resultType":"task","taskId":"` + id + `","status":"working","createdAt":"` + now +
-				`","lastUpdatedAt":"` + now + `","ttlMs":60000,"pollIntervalMs":` + strconv.FormatInt(poll, 10) + `,` + serverInfoMeta + `}`
-		default:
-			writeErr(w, http.StatusOK, idRaw, -32602, "unknown tool")
+		if result = u.toolCall(w, idRaw, params, modern); result == "" {
 			return
 		}
 	case "tasks/get":
-		tid := params.Get("taskId").String()
-		u.mu.Lock()
-		tk, ok := u.tasks[tid]
-		working := ok && tk.left > 0
-		if working {
-			tk.left--
-		}
-		u.mu.Unlock()
-		if !ok {
-			writeErr(w, http.StatusOK, idRaw, -32602, "unknown task")
+		if result = u.taskGet(w, idRaw, params); result == "" {
 			return
-		}
-		now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
-		if working {
-			result = `{"resultType":"complete","taskId":"` + tid + `","status":"working","createdAt":"` + now +
-				`","lastUpdatedAt":"` + now + `","ttlMs":60000,"pollIntervalMs":` + strconv.FormatInt(tk.poll, 10) + `,` + serverInfoMeta + `}`
-		} else {
-			result = `{"resultType":"complete","taskId":"` + tid + `","status":"completed","createdAt":"` + now +
-				`","lastUpdatedAt":"` + now + `","ttlMs":60000,"result":` + tk.done + `,` + serverInfoMeta + `}`
 		}
 	default:
 		writeErr(w, http.StatusOK, idRaw, -32601, "method not found: "+method)
@@ -277,6 +213,86 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+idRaw+`,"result":`+result+`}`)
+}
+
+// toolCall answers tools/call of the bench's tools: echo, blob (written
+// here, as JSON or as one SSE event) and task. It returns the result, or ""
+// once it wrote the whole answer itself.
+func (u *upstream) toolCall(w http.ResponseWriter, idRaw string, params gjson.Result, modern bool) string {
+	args := params.Get("arguments")
+	switch params.Get("name").String() {
+	case "echo":
+		result := `{"content":[{"type":"text","text":` + args.Get("text").Raw + `}]`
+		if modern {
+			result += `,"resultType":"complete",` + serverInfoMeta
+		}
+		return result + `}`
+	case "blob":
+		n := int(args.Get("bytes").Int())
+		if n < 0 || n > 256<<20 {
+			writeErr(w, http.StatusOK, idRaw, -32602, "bytes out of range")
+			return ""
+		}
+		sse := args.Get("sse").Bool()
+		head := `{"jsonrpc":"2.0","id":` + idRaw
+		if sse {
+			// One event, as a server that streams its answer sends it.
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			head = "id: 1\ndata: " + head
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		tail := u.blobTail(n, modern, sse)
+		if !sse { // a stream has no length: it is sent chunked
+			w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(tail)))
+		}
+		_, _ = io.WriteString(w, head)
+		_, _ = w.Write(tail)
+		return ""
+	case "task":
+		if !modern || !params.Get(`_meta.io\.modelcontextprotocol/clientCapabilities.extensions.io\.modelcontextprotocol/tasks`).Exists() {
+			writeErr(w, http.StatusBadRequest, idRaw, -32021, "the task tool needs the "+tasksExt+" extension")
+			return ""
+		}
+		poll := args.Get("poll_ms").Int()
+		polls := max(1, int(args.Get("polls").Int()))
+		id := newTaskID()
+		done := `{"content":[{"type":"text","text":` + quote("task done "+args.Get("nonce").String()) + `}],"resultType":"complete"}`
+		u.mu.Lock()
+		u.tasks[id] = &benchTask{done: done, left: polls - 1, poll: poll}
+		u.mu.Unlock()
+		now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+		return `{"resultType":"task","taskId":"` + id + `","status":"working","createdAt":"` + now +
+			`","lastUpdatedAt":"` + now + `","ttlMs":60000,"pollIntervalMs":` + strconv.FormatInt(poll, 10) + `,` + serverInfoMeta + `}`
+	default:
+		writeErr(w, http.StatusOK, idRaw, -32602, "unknown tool")
+		return ""
+	}
+}
+
+// taskGet answers tasks/get: working until the task's polls are used up,
+// then completed with its result. It returns "" once it wrote an error.
+func (u *upstream) taskGet(w http.ResponseWriter, idRaw string, params gjson.Result) string {
+	tid := params.Get("taskId").String()
+	u.mu.Lock()
+	tk, ok := u.tasks[tid]
+	working := ok && tk.left > 0
+	if working {
+		tk.left--
+	}
+	u.mu.Unlock()
+	if !ok {
+		writeErr(w, http.StatusOK, idRaw, -32602, "unknown task")
+		return ""
+	}
+	now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	if working {
+		return `{"resultType":"complete","taskId":"` + tid + `","status":"working","createdAt":"` + now +
+			`","lastUpdatedAt":"` + now + `","ttlMs":60000,"pollIntervalMs":` + strconv.FormatInt(tk.poll, 10) + `,` + serverInfoMeta + `}`
+	}
+	return `{"resultType":"complete","taskId":"` + tid + `","status":"completed","createdAt":"` + now +
+		`","lastUpdatedAt":"` + now + `","ttlMs":60000,"result":` + tk.done + `,` + serverInfoMeta + `}`
 }
 
 // checkModern checks what a 2026-07-28 server must reject (eras.md §4.2,
