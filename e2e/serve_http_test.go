@@ -1,0 +1,737 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
+)
+
+// serveInit is the initialize params of the raw client in these tests.
+const serveInit = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"e2e-serve","version":"1"}}`
+
+// serveUpKind is an upstream the HTTP-level tests run against, with a way
+// to count the requests that reached it and carried a marker.
+type serveUpKind struct {
+	name     string
+	verbatim bool
+	start    func(t *testing.T) (url string, count func(marker string) int)
+}
+
+var serveUpKinds = []serveUpKind{
+	{name: "demo", start: func(t *testing.T) (string, func(string) int) {
+		up := newServeUp(t, demo.Handler(), true)
+		return up.URL, up.count
+	}},
+	{name: "2025", verbatim: true, start: func(t *testing.T) (string, func(string) int) {
+		up := newLegacyUpstream(t, demo.NewLegacy())
+		return up.URL, func(marker string) int {
+			return len(up.seen(func(s legacySeen) bool { return bytes.Contains(s.Body, []byte(marker)) }))
+		}
+	}},
+}
+
+// serveEcho calls echo on c and requires text back.
+func serveEcho(t *testing.T, c *serveSession, id, text string) {
+	t.Helper()
+	res := resultOf(t, c.call(id, "tools/call", `{"name":"echo","arguments":{"text":"`+text+`"}}`))
+	if got := tkText(res); got != text {
+		t.Errorf("echo = %q, want %q", got, text)
+	}
+}
+
+// TestServeStartup: the listening line and an empty stdout, the --url form,
+// and the refusal of a non-loopback --listen without a token.
+func TestServeStartup(t *testing.T) {
+	t.Parallel()
+
+	t.Run("listening line, --url, empty stdout", func(t *testing.T) {
+		t.Parallel()
+		up := newServeUp(t, demo.Handler(), true)
+		s := startServe(t, "--url", up.URL)
+		if !strings.HasPrefix(s.Host, "127.0.0.1:") || strings.HasSuffix(s.Host, ":0") {
+			t.Errorf("listening on %s, want 127.0.0.1 and the real port (not 0)", s.URL)
+		}
+		c := s.rawSession(t, newServeFrames(t, false))
+		c.initialize(serveInit)
+		serveEcho(t, c, `"e"`, "started with --url")
+		if n := s.listenLines(); n != 1 {
+			t.Errorf("%d \"listening on\" lines on stderr, want exactly 1", n)
+		}
+		s.stop(t)
+		if out := s.stdout.String(); out != "" {
+			t.Errorf("stdout = %q, want empty", out)
+		}
+	})
+
+	t.Run("non-loopback listen without a token", func(t *testing.T) {
+		t.Parallel()
+		up := newServeUp(t, demo.Handler(), true)
+		s := startServeCmd(t, "--listen", "0.0.0.0:0", up.URL)
+		if code := s.wait(t, cleanupExitTimeout); code != 2 {
+			t.Errorf("exit status %d, want 2; stderr:\n%s", code, s.stderr.String())
+		}
+		stderr := s.stderr.String()
+		if !strings.Contains(stderr, "--auth-token-file") {
+			t.Errorf("stderr does not name --auth-token-file as the fix:\n%s", stderr)
+		}
+		if _, ok := s.listening(); ok {
+			t.Errorf("serve printed a listening line although it refused to start:\n%s", stderr)
+		}
+		if n := up.count(""); n != 0 {
+			t.Errorf("the upstream got %d requests from a refused start", n)
+		}
+	})
+
+	t.Run("non-loopback listen with a token", func(t *testing.T) {
+		t.Parallel()
+		tok := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(tok, []byte("s3cret-serve-token"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := startServe(t, "--listen", "0.0.0.0:0", "--auth-token-file", tok, "--demo")
+		if strings.HasSuffix(s.Host, ":0") {
+			t.Errorf("listening on %s, want the real port", s.URL)
+		}
+		if strings.Contains(s.stderr.String(), "s3cret-serve-token") {
+			t.Errorf("the token reached stderr")
+		}
+	})
+}
+
+// TestServeSessionIDs: Mcp-Session-Id is issued on the initialize answer;
+// a later request without it gets 400, an unknown one 404, an ended one
+// 404; an unsupported MCP-Protocol-Version gets 400.
+func TestServeSessionIDs(t *testing.T) {
+	t.Parallel()
+	for _, k := range serveUpKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			url, _ := k.start(t)
+			s := startServe(t, url)
+			f := newServeFrames(t, k.verbatim)
+			c := s.rawSession(t, f)
+			c.initialize(serveInit)
+			if !regexp.MustCompile(`^[\x21-\x7e]+$`).MatchString(c.sid) {
+				t.Errorf("Mcp-Session-Id %q: want visible ASCII only (0x21 to 0x7E)", c.sid)
+			}
+			serveEcho(t, c, `"e1"`, "with the id")
+
+			noID := s.rawSession(t, f)
+			a := noID.send(http.MethodPost, serveRequest(`"x"`, "tools/list", ""), http.Header{"MCP-Protocol-Version": {legacyVersion}})
+			if a.status != http.StatusBadRequest {
+				t.Errorf("a request without Mcp-Session-Id: status %d, want 400; body %s", a.status, shortBytes(a.body))
+			}
+
+			unknown := s.rawSession(t, f)
+			unknown.sid = "no-such-session-e2e"
+			if a := unknown.send(http.MethodPost, serveRequest(`"x"`, "tools/list", ""), nil); a.status != http.StatusNotFound {
+				t.Errorf("an unknown Mcp-Session-Id: status %d, want 404; body %s", a.status, shortBytes(a.body))
+			}
+
+			a = c.send(http.MethodPost, serveRequest(`"v"`, "tools/list", ""), http.Header{"MCP-Protocol-Version": {"1999-01-01"}})
+			if a.status != http.StatusBadRequest {
+				t.Errorf("MCP-Protocol-Version 1999-01-01: status %d, want 400; body %s", a.status, shortBytes(a.body))
+			}
+			// The session is unharmed.
+			serveEcho(t, c, `"e2"`, "still here")
+
+			two := s.rawSession(t, f)
+			two.initialize(serveInit)
+			if two.sid == c.sid {
+				t.Errorf("two sessions got the same Mcp-Session-Id %q", c.sid)
+			}
+			serveEndSession(t, c)
+			serveEcho(t, two, `"e3"`, "the other session lives on")
+		})
+	}
+}
+
+// TestServeOrigin: a request whose Origin is not loopback, or whose Host is
+// not, gets 403 and nothing of it reaches the upstream; loopback origins
+// and --allow-origin ones pass.
+func TestServeOrigin(t *testing.T) {
+	t.Parallel()
+	for _, k := range serveUpKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			url, count := k.start(t)
+			s := startServe(t, "--allow-origin", "https://app.example", url)
+			_, port, _ := strings.Cut(s.Host, ":")
+			f := newServeFrames(t, k.verbatim)
+			c := s.rawSession(t, f)
+			c.initialize(serveInit)
+
+			const marker = "FORBIDDEN-MARKER"
+			forbidden := []struct {
+				name string
+				h    http.Header
+			}{
+				{"foreign Origin", http.Header{"Origin": {"http://evil.example"}}},
+				{"foreign Origin on the same port", http.Header{"Origin": {"http://evil.example:" + port}}},
+				{"https Origin not listed", http.Header{"Origin": {"https://other.example"}}},
+				{"null Origin", http.Header{"Origin": {"null"}}},
+				{"foreign Host", http.Header{"Host": {"evil.example:" + port}}},
+			}
+			for _, tc := range forbidden {
+				t.Run(tc.name, func(t *testing.T) {
+					h := tc.h.Clone()
+					host := h.Get("Host")
+					h.Del("Host")
+					post := func(sid, body string) serveAnswer {
+						fresh := s.rawSession(t, f)
+						fresh.sid = sid
+						fresh.header = h
+						if host != "" {
+							fresh.hc = serveHostClient(t, f, host)
+						}
+						return fresh.send(http.MethodPost, []byte(body), nil)
+					}
+					a := post("", string(serveRequest(`"init"`, "initialize",
+						`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"`+marker+`","version":"1"}}`)))
+					if a.status != http.StatusForbidden {
+						t.Errorf("initialize: status %d, want 403; body %s", a.status, shortBytes(a.body))
+					}
+					a = post(c.sid, string(serveRequest(`"call"`, "tools/call", `{"name":"echo","arguments":{"text":"`+marker+`"}}`)))
+					if a.status != http.StatusForbidden {
+						t.Errorf("tools/call in a live session: status %d, want 403; body %s", a.status, shortBytes(a.body))
+					}
+				})
+			}
+
+			allowed := map[string]string{
+				"localhost":        "http://localhost:" + port,
+				"127.0.0.1":        "http://127.0.0.1:" + port,
+				"[::1]":            "http://[::1]:" + port,
+				"--allow-origin":   "https://app.example",
+				"no Origin at all": "",
+			}
+			for name, origin := range allowed {
+				t.Run("allowed "+name, func(t *testing.T) {
+					c2 := s.rawSession(t, f)
+					if origin != "" {
+						c2.header.Set("Origin", origin)
+					}
+					c2.initialize(serveInit)
+					serveEcho(t, c2, `"ok"`, "allowed "+name)
+				})
+			}
+			t.Run("allowed Host localhost", func(t *testing.T) {
+				c2 := s.rawSession(t, f)
+				c2.hc = serveHostClient(t, f, "localhost:"+port)
+				c2.initialize(serveInit)
+				serveEcho(t, c2, `"ok"`, "allowed Host localhost")
+			})
+
+			// A last call through the same session: whatever the refused
+			// requests could have sent upstream would be there by now.
+			serveEcho(t, c, `"last"`, "after the refusals")
+			if n := count(marker); n != 0 {
+				t.Errorf("%d upstream requests carry the marker of refused requests, want 0", n)
+			}
+		})
+	}
+}
+
+// serveHostClient is a validating client that sends Host: host.
+func serveHostClient(t *testing.T, f *serveFrames, host string) *http.Client {
+	hc := newServeHTTPClient(t, f)
+	rt := hc.Transport
+	hc.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Host = host
+		return rt.RoundTrip(r)
+	})
+	return hc
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestServeToken: with --auth-token-file, every request without the bearer
+// token gets 401 and reaches nothing upstream; with it, the session works.
+func TestServeToken(t *testing.T) {
+	t.Parallel()
+	const token = "e2e-serve-token-4f1c"
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := newServeUp(t, demo.Handler(), true)
+	s := startServe(t, "--auth-token-file", file, up.URL)
+	f := newServeFrames(t, false)
+	const marker = "UNAUTHORIZED-MARKER"
+	initMarked := serveRequest(`"init"`, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"`+marker+`","version":"1"}}`)
+
+	for name, auth := range map[string]string{
+		"none":         "",
+		"wrong token":  "Bearer not-" + token,
+		"not a bearer": "Basic " + token,
+		"bare token":   token,
+	} {
+		c := s.rawSession(t, f)
+		if auth != "" {
+			c.header.Set("Authorization", auth)
+		}
+		if a := c.send(http.MethodPost, initMarked, nil); a.status != http.StatusUnauthorized {
+			t.Errorf("initialize with Authorization %s: status %d, want 401; body %s", name, a.status, shortBytes(a.body))
+		}
+	}
+
+	c := s.rawSession(t, f)
+	c.header.Set("Authorization", "Bearer "+token)
+	c.initialize(serveInit)
+	serveEcho(t, c, `"e1"`, "with the token")
+
+	// The same live session, without the token.
+	bare := s.rawSession(t, f)
+	bare.sid = c.sid
+	if a := bare.send(http.MethodPost, serveRequest(`"x"`, "tools/call", `{"name":"echo","arguments":{"text":"`+marker+`"}}`), nil); a.status != http.StatusUnauthorized {
+		t.Errorf("tools/call in a live session without the token: status %d, want 401; body %s", a.status, shortBytes(a.body))
+	}
+	if a := bare.send(http.MethodGet, nil, nil); a.status != http.StatusUnauthorized {
+		t.Errorf("GET stream without the token: status %d, want 401", a.status)
+	}
+	if a := bare.send(http.MethodDelete, nil, nil); a.status != http.StatusUnauthorized {
+		t.Errorf("DELETE without the token: status %d, want 401", a.status)
+	}
+	serveEcho(t, c, `"e2"`, "the session survived")
+	if n := up.count(marker); n != 0 {
+		t.Errorf("%d upstream requests carry the marker of unauthorized requests, want 0", n)
+	}
+
+	// The go-sdk client with the token in its HTTP client.
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	hc := newServeHTTPClient(t, newServeFrames(t, false))
+	rt := hc.Transport
+	hc.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token)
+		return rt.RoundTrip(r)
+	})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-serve-sdk", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		t.Fatalf("go-sdk connect with the token: %v", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "sdk with token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sdkText(t, res); got != "sdk with token" {
+		t.Errorf("echo = %q", got)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if strings.Contains(s.stderr.String(), token) {
+		t.Errorf("the token reached stderr")
+	}
+}
+
+// TestServeMaxSessions: one session past --max-sessions gets 503 with
+// Retry-After; a DELETE makes room. With --session-idle-timeout, an idle
+// session expires (then 404) and frees its place.
+func TestServeMaxSessions(t *testing.T) {
+	t.Parallel()
+
+	t.Run("bound", func(t *testing.T) {
+		t.Parallel()
+		for _, k := range serveUpKinds {
+			t.Run(k.name, func(t *testing.T) {
+				url, count := k.start(t)
+				s := startServe(t, "--max-sessions", "2", url)
+				f := newServeFrames(t, k.verbatim)
+				one, two := s.rawSession(t, f), s.rawSession(t, f)
+				one.initialize(serveInit)
+				two.initialize(serveInit)
+
+				const marker = "ONE-TOO-MANY"
+				third := s.rawSession(t, f)
+				a := third.send(http.MethodPost, serveRequest(`"init"`, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"`+marker+`","version":"1"}}`), nil)
+				if a.status != http.StatusServiceUnavailable {
+					t.Fatalf("initialize past --max-sessions 2: status %d, want 503; body %s", a.status, shortBytes(a.body))
+				}
+				if ra := a.header.Get("Retry-After"); !regexp.MustCompile(`^\d+$`).MatchString(ra) && !serveHTTPDate(ra) {
+					t.Errorf("503 Retry-After = %q, want seconds or an HTTP date", ra)
+				}
+				if a.header.Get("Mcp-Session-Id") != "" {
+					t.Errorf("the 503 issued a session id %q", a.header.Get("Mcp-Session-Id"))
+				}
+				serveEcho(t, one, `"e1"`, "the first session still works")
+				if n := count(marker); n != 0 {
+					t.Errorf("the refused initialize reached the upstream (%d requests)", n)
+				}
+
+				if st := one.del(); st < 200 || st > 299 {
+					t.Fatalf("DELETE: status %d", st)
+				}
+				third.initialize(serveInit)
+				serveEcho(t, third, `"e3"`, "room after a DELETE")
+				serveEcho(t, two, `"e2"`, "the second session still works")
+			})
+		}
+	})
+
+	t.Run("idle timeout", func(t *testing.T) {
+		t.Parallel()
+		s := startServe(t, "--max-sessions", "1", "--session-idle-timeout", "1s", "--demo")
+		f := newServeFrames(t, false)
+		idle := s.rawSession(t, f)
+		idle.initialize(serveInit)
+		// A new session is refused while the idle one holds the only
+		// place; once it expires the place is free. The attempts do not
+		// touch the idle session.
+		deadline := time.Now().Add(waitTimeout)
+		next := s.rawSession(t, f)
+		for {
+			a := next.send(http.MethodPost, serveRequest(`"init"`, "initialize", serveInit), nil)
+			if a.status == http.StatusOK {
+				next.sid = a.header.Get("Mcp-Session-Id")
+				next.notify("notifications/initialized", "")
+				break
+			}
+			if a.status != http.StatusServiceUnavailable {
+				t.Fatalf("initialize while the idle session holds the only place: status %d, want 503 then 200; body %s", a.status, shortBytes(a.body))
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the idle session (--session-idle-timeout 1s) did not expire within %v", waitTimeout)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if a := idle.send(http.MethodPost, serveRequest(`"late"`, "ping", ""), nil); a.status != http.StatusNotFound {
+			t.Errorf("a request in the expired session: status %d, want 404", a.status)
+		}
+		serveEcho(t, next, `"e"`, "the new session works")
+	})
+}
+
+// serveHTTPDate reports whether s is an HTTP date.
+func serveHTTPDate(s string) bool { _, err := http.ParseTime(s); return err == nil }
+
+// TestServeGetStream: the session's GET stream carries list_changed and
+// resources/updated; its events carry ids; after a drop, a GET with
+// Last-Event-ID resumes with what was missed and nothing already seen.
+func TestServeGetStream(t *testing.T) {
+	t.Parallel()
+
+	t.Run("demo", func(t *testing.T) {
+		t.Parallel()
+		lw := newERListenWatch(demo.Handler())
+		up := newServeUp(t, lw, true)
+		s := startServe(t, up.URL)
+		c := s.rawSession(t, newServeFrames(t, false))
+		c.initialize(serveInit)
+		st := c.openStream("")
+
+		lc := lw.wait(t, "the list-change subscriptions/listen", (*erListen).isListChange)
+		erWait(t, lc.acked, "the acknowledgement of the list-change stream")
+		resultOf(t, c.call(`"touch-tools"`, "tools/call", `{"name":"touch","arguments":{"what":"tools"}}`))
+		st.wait(t, "notifications/tools/list_changed", func(ev sseEvent) bool {
+			return gjson.GetBytes(ev.data, "method").String() == "notifications/tools/list_changed"
+		})
+
+		uris := []string{"demo://echo/resume-1", "demo://echo/resume-2", "demo://echo/resume-3"}
+		for i, u := range uris {
+			resultOf(t, c.call(fmt.Sprintf(`"sub-%d"`, i), "resources/subscribe", `{"uri":"`+u+`"}`))
+			l := lw.wait(t, "the listen for "+u, func(l *erListen) bool {
+				return strings.Contains(l.filter.Get("resourceSubscriptions").Raw, `"`+u+`"`)
+			})
+			erWait(t, l.acked, "the acknowledgement of the listen for "+u)
+		}
+		touch := func(i int) {
+			t.Helper()
+			resultOf(t, c.call(fmt.Sprintf(`"touch-%d"`, i), "tools/call", `{"name":"touch","arguments":{"what":"resource","uri":"`+uris[i]+`"}}`))
+		}
+		serveResume(t, c, st, uris, touch)
+	})
+
+	t.Run("2025", func(t *testing.T) {
+		t.Parallel()
+		up := newLegacyUpstream(t, demo.NewLegacy())
+		s := startServe(t, up.URL)
+		c := s.rawSession(t, newServeFrames(t, true))
+		c.initialize(serveInit)
+		st := c.openStream("")
+		sid := up.sessionOf(t, 1)
+		up.wait(t, "the proxy's GET stream", isGetStream(sid))
+
+		resultOf(t, c.call(`"add"`, "tools/call", `{"name":"add_tool","arguments":{"name":"added_by_e2e"}}`))
+		st.wait(t, "notifications/tools/list_changed", func(ev sseEvent) bool {
+			return gjson.GetBytes(ev.data, "method").String() == "notifications/tools/list_changed"
+		})
+		uris := []string{"legacy://resume-1", "legacy://resume-2", "legacy://resume-3"}
+		for i, u := range uris {
+			resultOf(t, c.call(fmt.Sprintf(`"sub-%d"`, i), "resources/subscribe", `{"uri":"`+u+`"}`))
+		}
+		touch := func(i int) {
+			t.Helper()
+			resultOf(t, c.call(fmt.Sprintf(`"touch-%d"`, i), "tools/call", `{"name":"touch","arguments":{"uri":"`+uris[i]+`"}}`))
+		}
+		serveResume(t, c, st, uris, touch)
+	})
+}
+
+// serveResume: uris[0] is updated while st is open, uris[1] after st is
+// dropped, uris[2] after a GET with Last-Event-ID resumed it. The resumed
+// stream carries uris[1] (missed) and uris[2] once each, and neither
+// uris[0] nor an event id seen before.
+func serveResume(t *testing.T, c *serveSession, st *serveStream, uris []string, touch func(int)) {
+	t.Helper()
+	isUpdate := func(uri string) func(sseEvent) bool {
+		return func(ev sseEvent) bool {
+			return gjson.GetBytes(ev.data, "method").String() == "notifications/resources/updated" &&
+				gjson.GetBytes(ev.data, "params.uri").String() == uri
+		}
+	}
+	touch(0)
+	first := st.wait(t, "resources/updated for "+uris[0], isUpdate(uris[0]))
+	before := st.all()
+	seen := map[string]bool{}
+	for _, ev := range before {
+		if !ev.hasID || ev.id == "" {
+			t.Errorf("a GET stream event without an id: %s", shortBytes(ev.data))
+		}
+		seen[ev.id] = true
+	}
+	if !first.hasID || first.id == "" {
+		t.Fatalf("the resources/updated event has no id; Last-Event-ID cannot resume")
+	}
+	last := before[len(before)-1].id
+
+	st.close()
+	touch(1) // missed while no stream is open
+
+	resumed := c.openStream(last)
+	resumed.wait(t, "the missed resources/updated for "+uris[1]+" after Last-Event-ID "+last, isUpdate(uris[1]))
+	touch(2)
+	resumed.wait(t, "resources/updated for "+uris[2]+" on the resumed stream", isUpdate(uris[2]))
+	counts := map[string]int{}
+	for _, ev := range resumed.all() {
+		if ev.hasID && seen[ev.id] {
+			t.Errorf("the resumed stream repeats event id %s, seen before Last-Event-ID %s: %s", ev.id, last, shortBytes(ev.data))
+		}
+		if gjson.GetBytes(ev.data, "method").String() == "notifications/resources/updated" {
+			counts[gjson.GetBytes(ev.data, "params.uri").String()]++
+		}
+	}
+	if counts[uris[0]] != 0 || counts[uris[1]] != 1 || counts[uris[2]] != 1 {
+		t.Errorf("resources/updated on the resumed stream by URI: %v; want %s once, %s once, %s never (no duplicates)", counts, uris[1], uris[2], uris[0])
+	}
+}
+
+// TestServeSIGTERM: SIGTERM with calls in flight (held by the upstream,
+// raw and go-sdk): every in-flight request gets its JSON-RPC response (a
+// result or an error), and serve exits 0, within the bound.
+func TestServeSIGTERM(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"demo", "2025"} {
+		t.Run(k, func(t *testing.T) {
+			t.Parallel()
+			var url string
+			verbatim := k == "2025"
+			var held func(t *testing.T, n int)
+			if k == "demo" {
+				up := newServeUp(t, demo.Handler(), true)
+				up.hold = func(method string, body []byte) bool {
+					return method == "tools/call" && bytes.Contains(body, []byte("hold-me"))
+				}
+				url, held = up.URL, up.waitHeld
+			} else {
+				up := newLegacyUpstream(t, demo.NewLegacy())
+				url = up.URL
+				held = func(t *testing.T, n int) {
+					up.waitN(t, "slow calls", n, isToolCall("slow"))
+				}
+			}
+			s := startServe(t, url)
+			f := newServeFrames(t, verbatim)
+			call := `{"name":"echo","arguments":{"text":"hold-me"}}`
+			if k == "2025" {
+				call = `{"name":"slow","arguments":{"ms":600000}}`
+			}
+
+			const raw = 3
+			type outcome struct {
+				id    string
+				frame []byte
+				err   error
+			}
+			results := make(chan outcome, raw+1)
+			for i := 0; i < raw; i++ {
+				c := s.rawSession(t, f)
+				c.initialize(serveInit)
+				id := fmt.Sprintf(`"inflight-%d"`, i)
+				go func() {
+					fr, err := serveTryCall(c, id, "tools/call", call)
+					results <- outcome{id, fr, err}
+				}()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			cs := sdkServeConnect(t, ctx, s, mcp.NewClient(&mcp.Implementation{Name: "e2e-serve-sdk", Version: "1"}, nil), newServeFrames(t, verbatim))
+			sdkDone := make(chan error, 1)
+			go func() {
+				var args map[string]any
+				if k == "2025" {
+					args = map[string]any{"ms": 600000}
+				} else {
+					args = map[string]any{"text": "hold-me"}
+				}
+				name := "echo"
+				if k == "2025" {
+					name = "slow"
+				}
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+				sdkDone <- err
+			}()
+			held(t, raw+1)
+
+			s.signal(syscall.SIGTERM)
+			bound := time.After(cleanupExitTimeout)
+			for i := 0; i < raw; i++ {
+				select {
+				case o := <-results:
+					if o.err != nil {
+						t.Errorf("in-flight %s: %v", o.id, o.err)
+					} else if gjson.GetBytes(o.frame, "id").Raw != o.id || !isResponse(o.frame) {
+						t.Errorf("in-flight %s: answer %s is not its response", o.id, shortBytes(o.frame))
+					} else {
+						t.Logf("in-flight %s answered: %s", o.id, shortBytes(o.frame))
+					}
+				case <-bound:
+					t.Fatalf("in-flight requests were not all answered within %v of SIGTERM", cleanupExitTimeout)
+				}
+			}
+			select {
+			case err := <-sdkDone:
+				t.Logf("the go-sdk call returned: %v", err)
+			case <-bound:
+				t.Errorf("the go-sdk client's in-flight call did not return within %v of SIGTERM", cleanupExitTimeout)
+			}
+			if code := s.wait(t, cleanupExitTimeout); code != 0 {
+				t.Errorf("exit status %d after SIGTERM, want 0", code)
+			}
+		})
+	}
+}
+
+// serveTryCall is call without failing the test (for goroutines): the
+// response to id, from a JSON body or the POST's stream.
+func serveTryCall(c *serveSession, id, method, params string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.s.URL, bytes.NewReader(serveRequest(id, method, params)))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	req.Header.Set("MCP-Protocol-Version", legacyVersion)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("status %d, body %s", resp.StatusCode, shortBytes(b))
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "application/json" {
+		return io.ReadAll(resp.Body)
+	}
+	if mt != "text/event-stream" {
+		return nil, fmt.Errorf("Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+	r := newSSEReader(resp.Body)
+	for {
+		ev, err := r.next()
+		if err != nil {
+			return nil, fmt.Errorf("the stream ended (%w) without the response", err)
+		}
+		if isResponse(ev.data) && gjson.GetBytes(ev.data, "id").Raw == id {
+			return ev.data, nil
+		}
+	}
+}
+
+// TestServeHealthMetrics: /healthz answers 200 while the upstream's last
+// discover succeeded, and not 200 once it failed; /metrics is Prometheus
+// text with sessions, requests and an upstream latency histogram.
+func TestServeHealthMetrics(t *testing.T) {
+	t.Parallel()
+	get := func(t *testing.T, url string) (int, string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+
+	t.Run("up", func(t *testing.T) {
+		t.Parallel()
+		up := newServeUp(t, demo.Handler(), true)
+		s := startServe(t, up.URL)
+		c := s.rawSession(t, newServeFrames(t, false))
+		c.initialize(serveInit)
+		serveEcho(t, c, `"e"`, "for the metrics")
+		if st, _, body := get(t, s.Base+"/healthz"); st != http.StatusOK {
+			t.Errorf("/healthz = %d %q, want 200 after a successful discover", st, body)
+		}
+		st, ct, body := get(t, s.Base+"/metrics")
+		if st != http.StatusOK || !strings.HasPrefix(ct, "text/plain") {
+			t.Fatalf("/metrics = %d %q, want 200 text/plain", st, ct)
+		}
+		types := map[string]string{}
+		for _, m := range regexp.MustCompile(`(?m)^# TYPE (\S+) (\S+)$`).FindAllStringSubmatch(body, -1) {
+			types[m[1]] = m[2]
+		}
+		var sessions, requests, histogram bool
+		for name, typ := range types {
+			sessions = sessions || strings.Contains(name, "session")
+			requests = requests || strings.Contains(name, "request")
+			histogram = histogram || typ == "histogram" && strings.Contains(name, "upstream")
+		}
+		if !sessions || !requests || !histogram {
+			t.Errorf("/metrics families %v: want a sessions metric (%v), a requests metric (%v) and an upstream histogram (%v)", types, sessions, requests, histogram)
+		}
+		if !strings.Contains(body, `"tools/call"`) {
+			t.Errorf("/metrics does not count requests by method (no tools/call label):\n%s", body)
+		}
+	})
+
+	t.Run("down", func(t *testing.T) {
+		t.Parallel()
+		s := startServe(t, closedURL(t))
+		c := s.rawSession(t, newServeFrames(t, false))
+		a := c.send(http.MethodPost, serveRequest(`"init"`, "initialize", serveInit), nil)
+		t.Logf("initialize with the upstream down: %d %s", a.status, shortBytes(a.body))
+		if st, _, body := get(t, s.Base+"/healthz"); st == http.StatusOK {
+			t.Errorf("/healthz = 200 %q with the upstream down (its discover failed), want an error status", body)
+		}
+	})
+}
