@@ -58,7 +58,7 @@ func (s *Session) drain(ctx context.Context) {
 			continue
 		}
 		frame := s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, fmt.Appendf(nil, `{"drainTimeoutMs":%d}`, s.cfg.DrainTimeout.Milliseconds()),
-			"the proxy's input ended (stdin closed) and %s was not answered within %s %v; it was cancelled", c.method, rewrite.HintDrainTimeout, s.cfg.DrainTimeout))
+			"the client's input ended and %s was not answered within %s %v; it was cancelled", c.method, rewrite.HintDrainTimeout, s.cfg.DrainTimeout))
 		s.warn("request cancelled at the end of input: not answered within the drain bound", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Duration("drainTimeout", s.cfg.DrainTimeout))
 		s.logRequest(c.op, c.method, c.id, c.start, frame, false)
 		select {
@@ -66,7 +66,7 @@ func (s *Session) drain(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-grace.C:
-			s.warn("stdout is not being read; the remaining drain answers are dropped")
+			s.warn("the client is not reading its answers; the remaining drain answers are dropped")
 			return
 		}
 	}

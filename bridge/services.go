@@ -27,8 +27,8 @@ type env struct {
 	asks    asks          // the proxy's requests to the client, by id
 	bg      group         // listen streams, the passthrough poster and GET stream
 
-	upID atomic.Int64 // proxy-owned upstream ids
-	opID atomic.Int64 // trace op ids
+	upID *atomic.Int64 // proxy-owned upstream ids (Config.UpstreamIDs, or the session's own)
+	opID atomic.Int64  // trace op ids
 }
 
 // errorFrame renders a proxy-made error for the client, its hints named by

@@ -116,6 +116,11 @@ type Config struct {
 	// SessionID names the session in the trace, when a process serves
 	// several (give Logger the same name as a field).
 	SessionID string
+	// UpstreamIDs, when set, mints the upstream request ids, shared by the
+	// sessions of one process so that no two of them send the same id
+	// (their exchanges are told apart in the trace and in the upstream's
+	// logs). Nil: the session counts its own from 1.
+	UpstreamIDs *atomic.Int64
 	// StateOwner scopes the task registry: a session sees, lists and
 	// updates only the tasks recorded under its owner. Stdio sessions
 	// leave it empty; serve mode sets the session and the client's bearer
@@ -246,7 +251,10 @@ func New(cfg Config) *Session {
 	case cfg.Redact == nil:
 		cfg.Redact = rewrite.SensitiveKey
 	}
-	e := &env{cfg: cfg, log: cfg.Logger, client: cfg.Client, out: make(chan outFrame, 256), asks: asks{m: map[string]*pendingAsk{}}}
+	if cfg.UpstreamIDs == nil {
+		cfg.UpstreamIDs = new(atomic.Int64)
+	}
+	e := &env{cfg: cfg, log: cfg.Logger, client: cfg.Client, out: make(chan outFrame, 256), asks: asks{m: map[string]*pendingAsk{}}, upID: cfg.UpstreamIDs}
 	s := &Session{
 		env:      e,
 		queue:    newPending(cfg.MaxQueued, cfg.MaxMessageBytes),

@@ -26,9 +26,27 @@ type Observer interface {
 
 type observerKey struct{}
 
-// WithObserver makes every exchange made under ctx seen by o.
+// WithObserver makes every exchange made under ctx seen by o, after the
+// Observer ctx already carries, if any (the serve front's metrics, then the
+// session's trace).
 func WithObserver(ctx context.Context, o Observer) context.Context {
+	if prev := observerOf(ctx); prev != nil {
+		o = observers{prev, o}
+	}
 	return context.WithValue(ctx, observerKey{}, o)
+}
+
+// observers is two Observers, called in order.
+type observers [2]Observer
+
+func (os observers) Request(ctx context.Context, method, url string, h http.Header, body []byte) {
+	os[0].Request(ctx, method, url, h, body)
+	os[1].Request(ctx, method, url, h, body)
+}
+
+func (os observers) Answer(ctx context.Context, status int, msg []byte, since time.Time, err error) {
+	os[0].Answer(ctx, status, msg, since, err)
+	os[1].Answer(ctx, status, msg, since, err)
 }
 
 func observerOf(ctx context.Context) Observer {

@@ -9,7 +9,7 @@ import (
 )
 
 // subcommands are the words the first argument may be besides a URL.
-var subcommands = []string{"auth", "check", "completion", "config", "help", "rewrite", "trace", "version"}
+var subcommands = []string{"auth", "check", "completion", "config", "help", "rewrite", "serve", "trace", "version"}
 
 // verbs are the second words of the subcommands that take one.
 var verbs = map[string][]string{
@@ -95,6 +95,7 @@ func commandFlags() map[string][]flagWord {
 		"":           flagWords(newFlagSet(&config{})),
 		"auth":       flagWords(authFlagSet(&authConfig{})),
 		"rewrite":    flagWords(rfs),
+		"serve":      flagWords(serveFlagSet(&serveConfig{})),
 		"trace":      help,
 		"completion": help,
 		"version":    help,

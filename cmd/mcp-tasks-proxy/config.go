@@ -333,31 +333,38 @@ func newFlagSet(c *config) *flag.FlagSet {
 // named.
 func parseArgs(args []string, getenv func(string) string) (*config, error) {
 	c := &config{}
-	fs := newFlagSet(c)
-	positional, err := parseInterspersed(fs, args)
-	if err != nil {
-		return nil, usagef("%s", flagProblem(err, fs, "mcp-tasks-proxy --help"))
-	}
-	c.header = c.headers.h
-	if c.help || c.version {
-		return c, nil
-	}
-	if c.headers.err != nil {
-		return nil, c.headers.err
-	}
-	if err := c.takeURL(positional, getenv); err != nil {
-		return nil, err
-	}
-	if err := c.checkChoices(); err != nil {
-		return nil, err
-	}
-	if err := c.checkOAuthAndCredentials(fs); err != nil {
-		return nil, err
-	}
-	if err := c.checkBounds(); err != nil {
+	if err := c.parse(newFlagSet(c), args, getenv, "mcp-tasks-proxy --help"); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// parse reads the command line with fs, a parser that writes into c (the
+// proxy's, or a subcommand's that holds the proxy's flags), and checks it.
+// helpCmd is named in the message of an unknown flag. With --help or
+// --version nothing is checked.
+func (c *config) parse(fs *flag.FlagSet, args []string, getenv func(string) string, helpCmd string) error {
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usagef("%s", flagProblem(err, fs, helpCmd))
+	}
+	c.header = c.headers.h
+	if c.help || c.version {
+		return nil
+	}
+	if c.headers.err != nil {
+		return c.headers.err
+	}
+	if err := c.takeURL(positional, getenv); err != nil {
+		return err
+	}
+	if err := c.checkChoices(); err != nil {
+		return err
+	}
+	if err := c.checkOAuthAndCredentials(fs); err != nil {
+		return err
+	}
+	return c.checkBounds()
 }
 
 // parseInterspersed parses args with fs, flags before, between and after
@@ -647,6 +654,7 @@ Usage:
   mcp-tasks-proxy auth login|status|logout URL   OAuth sign-in from a terminal (--help)
   mcp-tasks-proxy check URL           look at a server before wiring it in (--help)
   mcp-tasks-proxy config HOST URL     the entry for a host's config file, or --write it (--help)
+  mcp-tasks-proxy serve [flags] URL   a 2025 Streamable HTTP endpoint for HTTP clients (--help)
   mcp-tasks-proxy completion bash|zsh|fish      a shell completion script
   mcp-tasks-proxy help [COMMAND]      this help, or a command's
   mcp-tasks-proxy version             the version, as --version

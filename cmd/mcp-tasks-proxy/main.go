@@ -96,6 +96,8 @@ func runSubcommand(args []string, stdin io.Reader, stdout, stderr io.Writer, get
 		return configCommand(args[1:], stdout, stderr, getenv), true
 	case "check":
 		return checkCommand(args[1:], stdout, stderr, getenv), true
+	case "serve":
+		return serveCommand(args[1:], stdout, stderr, getenv), true
 	}
 	return 0, false
 }
@@ -146,7 +148,7 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	if isTTY(stdin) && !cfg.silent {
 		fmt.Fprintln(stderr, helloLine(cfg, client.URL()))
 	}
-	return serve(ctx, sess, logger, stdin, stdout, stderr)
+	return serveStdio(ctx, sess, logger, stdin, stdout, stderr)
 }
 
 // startLog opens the log: stderr, or --log-file (--debug's default one
@@ -300,10 +302,10 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 // a row of the flag table).
 func flagHint(h rewrite.Hint) string { return "--" + string(h) }
 
-// serve runs the session on stdin and stdout until stdin ends, or a signal
+// serveStdio runs the session on stdin and stdout until stdin ends, or a signal
 // comes (then the session gets exitGrace to finish). It returns the exit
 // status.
-func serve(ctx context.Context, sess *bridge.Session, logger *zap.Logger, stdin io.Reader, stdout, stderr io.Writer) int {
+func serveStdio(ctx context.Context, sess *bridge.Session, logger *zap.Logger, stdin io.Reader, stdout, stderr io.Writer) int {
 	stdin, restoreStdin := pollableStdin(stdin, stdout, stderr)
 	defer restoreStdin()
 	done := make(chan error, 1)

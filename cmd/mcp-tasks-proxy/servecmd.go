@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/serve"
+)
+
+// serveConfig is the parsed command line of `serve`: every proxy flag (the
+// upstream, its headers and sign-in, the trace, the logs, the bounds and
+// policies each session takes) and serve's own.
+type serveConfig struct {
+	config
+	listen             string
+	allowOrigins       stringList
+	authTokenFile      string
+	sessionIdleTimeout time.Duration
+	maxSessions        int
+	token              string // read from authTokenFile
+}
+
+// DefaultListen is --listen's default.
+const DefaultListen = "127.0.0.1:8931"
+
+const groupServe = "serve"
+
+var serveFlagGroups = append([]flagGroup{{Key: groupServe, Title: "Serve (the HTTP endpoint):"}},
+	append([]flagGroup{{Key: "", Title: "Upstream, logs and sessions (the proxy's flags):"}}, proxyFlagGroups[1:]...)...)
+
+// serveOwnFlags are serve's own rows; serveFlags adds the proxy's.
+var serveOwnFlags = []flagSpec[serveConfig]{
+	{flagDoc{Name: "listen", Arg: "ADDR", Group: groupServe,
+		Help: "where the endpoint listens, HOST:PORT; port 0 takes a free one (default 127.0.0.1:8931); an address beyond loopback needs --auth-token-file",
+		Doc:  "where the endpoint (`/mcp`) listens, `HOST:PORT`; port `0` takes a free one, which the `listening on` line names; an address beyond loopback needs `--auth-token-file`"},
+		stringFlag(func(c *serveConfig) *string { return &c.listen }, DefaultListen)},
+	{flagDoc{Name: "allow-origin", Arg: "ORIGIN", Group: groupServe,
+		Help: "also accept requests from this browser origin (scheme://host[:port]), and its host in the Host header; repeatable; loopback origins are always accepted, others get 403",
+		Doc:  "also accept requests from this browser origin (`scheme://host[:port]`), and its host in the `Host` header; repeatable. Loopback origins are always accepted; any other `Origin` gets 403 (DNS-rebinding protection)"},
+		valueFlag(func(c *serveConfig) flag.Value { return &c.allowOrigins })},
+	{flagDoc{Name: "auth-token-file", Arg: "PATH", Group: groupServe, Path: true,
+		Help: "every request must carry Authorization: Bearer TOKEN, the first line of PATH, or get 401 (/healthz stays open); required to listen beyond loopback",
+		Doc:  "every request must carry `Authorization: Bearer TOKEN`, with the first line of the file as TOKEN, or get 401 (`/healthz` stays open, for balancers); required to listen beyond loopback"},
+		stringFlag(func(c *serveConfig) *string { return &c.authTokenFile }, "")},
+	{flagDoc{Name: "session-idle-timeout", Arg: "D", Group: groupServe,
+		Help: "end a client session that has no request open for D (default 30m)",
+		Doc:  "end a client session that has had no HTTP request open for D; its client gets 404 and initializes again"},
+		durationFlag(func(c *serveConfig) *time.Duration { return &c.sessionIdleTimeout }, serve.DefaultIdleTimeout, false)},
+	{flagDoc{Name: "max-sessions", Arg: "N", Group: groupServe,
+		Help: "most client sessions at once; one more initialize gets 503 with Retry-After (default 256)",
+		Doc:  "the most client sessions at once; one more `initialize` gets 503 with `Retry-After`"},
+		intFlag(func(c *serveConfig) *int { return &c.maxSessions }, serve.DefaultMaxSessions)},
+}
+
+// serveFlags is serve's flag table: its own rows, then the proxy's.
+var serveFlags = append(append([]flagSpec[serveConfig]{}, serveOwnFlags...),
+	sharedAll(proxyFlags, func(c *serveConfig) *config { return &c.config })...)
+
+// serveFlagSet is serve's parser (also read by completion).
+func serveFlagSet(c *serveConfig) *flag.FlagSet {
+	return newTableFlagSet("mcp-tasks-proxy serve", serveFlags, c)
+}
+
+// serveHelpText is serve's --help; its flags come from their table.
+var serveHelpText = serveHelpIntro + helpFlags(serveFlagGroups, docs(serveFlags)) + "\n" + serveHelpOutro
+
+const serveHelpIntro = `mcp-tasks-proxy serve is the bridge as an HTTP server: a 2025-11-25 Streamable
+HTTP endpoint at /mcp, so that clients that reach their MCP servers over HTTP
+(v1 SDK clients, LangChain, the OpenAI Agents SDK) can use a 2026-07-28 server
+too. Each client session (Mcp-Session-Id) is one bridged session, with
+everything the stdio mode does: tasks, MRTR, subscriptions, passthrough of a
+2025 server, the trace.
+
+Usage:
+  mcp-tasks-proxy serve [flags] URL
+  mcp-tasks-proxy serve [flags] --url URL
+  mcp-tasks-proxy serve --demo
+
+Examples:
+  # On this machine: clients connect to http://127.0.0.1:8931/mcp
+  mcp-tasks-proxy serve https://mcp.example.com/mcp
+
+  # Try it with the embedded demo server, on a free port
+  mcp-tasks-proxy serve --demo --listen 127.0.0.1:0
+
+  # For other machines (behind a balancer): a token is required
+  mcp-tasks-proxy serve --listen 0.0.0.0:8931 --auth-token-file /run/secrets/mcp-token \
+    --header 'Authorization: Bearer ${UPSTREAM_TOKEN}' https://mcp.example.com/mcp
+
+  # A browser app on another origin
+  mcp-tasks-proxy serve --allow-origin https://app.example.com https://mcp.example.com/mcp
+
+`
+
+const serveHelpOutro = `Once listening it prints one line on stderr: listening on http://HOST:PORT/mcp.
+stdout stays empty. GET /healthz answers 200 while the upstream's last discover
+(at start, and at each initialize) succeeded; GET /metrics is in Prometheus
+format. SIGINT or SIGTERM stops accepting, answers or errors every request in
+flight within 5 s, and exits 0.
+Exit status: 0 after a signal; 1 when it cannot listen or serve; 2 on a usage error.
+`
+
+// serveCommand runs `mcp-tasks-proxy serve`.
+func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	c, err := parseServeArgs(args, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy serve: %v\n", err)
+		return 2
+	}
+	switch {
+	case c.help:
+		fmt.Fprint(stdout, serveHelpText)
+		return 0
+	case c.version:
+		fmt.Fprintln(stdout, versionLine())
+		return 0
+	}
+	return runServe(c, stderr, getenv)
+}
+
+// parseServeArgs reads serve's command line: the proxy's checks, then
+// serve's own.
+func parseServeArgs(args []string, getenv func(string) string) (*serveConfig, error) {
+	c := &serveConfig{}
+	if err := c.config.parse(serveFlagSet(c), args, getenv, "mcp-tasks-proxy serve --help"); err != nil {
+		return nil, err
+	}
+	if c.help || c.version {
+		return c, nil
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// check checks serve's own flags, reads the token, and refuses a listen
+// address beyond loopback without one.
+func (c *serveConfig) check() error {
+	host, _, err := net.SplitHostPort(c.listen)
+	if err != nil {
+		return usagef("--listen %q: use HOST:PORT, such as 127.0.0.1:8931, or 0.0.0.0:8931 for every interface", c.listen)
+	}
+	if c.maxSessions < 1 {
+		return usagef("--max-sessions must be at least 1")
+	}
+	if c.sessionIdleTimeout <= 0 {
+		return usagef("--session-idle-timeout must be a positive duration such as 30m")
+	}
+	for _, o := range c.allowOrigins {
+		if _, _, ok := serve.NormalizeOrigin(o); !ok {
+			return usagef("--allow-origin %q: use an origin, scheme://host[:port], such as https://app.example.com", o)
+		}
+	}
+	if c.authTokenFile != "" {
+		b, err := os.ReadFile(c.authTokenFile)
+		if err != nil {
+			return usagef("--auth-token-file: %v", err)
+		}
+		first, _, _ := strings.Cut(string(b), "\n")
+		c.token = strings.TrimSpace(first)
+		if c.token == "" {
+			return usagef("--auth-token-file %s: its first line is empty; put the token there", c.authTokenFile)
+		}
+	}
+	if c.token == "" && !serve.IsLoopbackListen(c.listen) {
+		where := host
+		if where == "" {
+			where = "every interface"
+		}
+		return usagef("--listen %s binds %s, beyond this machine: pass --auth-token-file FILE so that only clients with the token get in, or listen on 127.0.0.1", c.listen, where)
+	}
+	return nil
+}
+
+// runServe runs the HTTP front until a signal: the log, the demo server,
+// the upstream client, the sessions' configuration, the listener, then the
+// server. It returns the exit status.
+func runServe(c *serveConfig, stderr io.Writer, getenv func(string) string) int {
+	cfg := &c.config
+	logger, closeLog, code := startLog(cfg, stderr, getenv)
+	if code != 0 {
+		return code
+	}
+	defer closeLog()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	url := cfg.url
+	if cfg.demo {
+		demoURL, stopDemo, code := startDemoServer(cfg, logger, stderr)
+		if code != 0 {
+			return code
+		}
+		defer stopDemo()
+		url = demoURL
+	}
+	client, closeClient, code := newUpstream(cfg, url, logger, stderr)
+	if code != 0 {
+		return code
+	}
+	defer closeClient()
+	bcfg, closeTrace, code := sessionConfig(cfg, url, client, logger, nil, stderr)
+	if code != 0 {
+		return code
+	}
+	defer closeTrace()
+	bcfg.OnInitialized = nil // no era line: stderr is the server's
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-tasks-proxy serve: --listen %s: %v\n", c.listen, err)
+		return 1
+	}
+	host, _, _ := net.SplitHostPort(c.listen)
+	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins,
+		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions})
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(logger)}
+	go probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger)
+	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()))
+	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		logger.Error("serving failed", zap.Error(err))
+		fmt.Fprintf(stderr, "mcp-tasks-proxy serve: %v\n", err)
+		srv.Close()
+		return 1
+	case <-ctx.Done():
+	}
+	stopServing(hs, srv, logger)
+	return 0
+}
+
+// serveShutdownBound keeps the exit within exitGrace, with room for the
+// trace and the log to be flushed.
+const serveShutdownBound = exitGrace - 500*time.Millisecond
+
+// stopServing stops accepting, ends every session's input so that each
+// answers or errors what it has read, and waits for that, within
+// serveShutdownBound.
+func stopServing(hs *http.Server, srv *serve.Server, logger *zap.Logger) {
+	logger.Info("signal: shutting down", zap.Int("sessions", srv.Sessions()))
+	ctx, cancel := context.WithTimeout(context.Background(), serveShutdownBound)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- hs.Shutdown(ctx) }()
+	if err := srv.Shutdown(ctx); err != nil {
+		logger.Warn("sessions were still draining at the shutdown bound; their requests were answered with an error", zap.Duration("bound", serveShutdownBound))
+	}
+	if err := <-stopped; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		_ = hs.Close()
+	}
+	logger.Info("mcp-tasks-proxy serve stopped")
+}
+
+// probeUpstream looks at the upstream once at start, for /healthz.
+func probeUpstream(ctx context.Context, srv *serve.Server, client *routing.Client, timeout time.Duration, logger *zap.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var ids int64
+	p := &capabilities.Prober{Client: client, NextID: func() []byte { ids++; return fmt.Appendf(nil, "%d", ids) }}
+	info := fmt.Appendf(nil, `{"name":"mcp-tasks-proxy-serve","version":%q}`, versionString())
+	v := p.Probe(routing.Unattended(ctx), capabilities.Meta(capabilities.ClientCapabilities([]byte(`{}`)), info, ""))
+	switch {
+	case v.Era == capabilities.Modern || v.Era == capabilities.Legacy || v.Era == capabilities.LegacySSE:
+		srv.SetHealth(nil)
+	case v.Err != nil:
+		logger.Warn("the upstream's discover probe failed; /healthz answers 503 until an initialize succeeds", zap.Error(v.Err))
+		srv.SetHealth(v.Err)
+	default:
+		srv.SetHealth(errors.New(v.Reason))
+	}
+}

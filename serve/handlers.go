@@ -1,0 +1,357 @@
+package serve
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// keepAlive is how often an idle SSE stream gets a comment, so that
+// intermediaries do not close it.
+var keepAlive = 25 * time.Second
+
+// post takes one JSON-RPC message. A notification or a response is
+// accepted (202); a request is answered on this POST.
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	jsonOK, sseOK := accepts(r.Header.Get("Accept"))
+	if !jsonOK && !sseOK {
+		httpError(w, http.StatusNotAcceptable, "Not Acceptable: the client must accept application/json and text/event-stream")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: the body must be application/json")
+		return
+	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	method, id := gjson.GetBytes(body, "method"), gjson.GetBytes(body, "id")
+	isRequest := method.Type == gjson.String && id.Exists()
+	isInit := isRequest && method.String() == "initialize"
+	sess, ok := s.postSession(w, r, isInit)
+	if !ok {
+		return
+	}
+	sess.begin()
+	defer sess.finish()
+	if !isRequest {
+		if !sess.deliver(bridge.In{Frame: body}, r.Context().Done()) {
+			httpError(w, http.StatusNotFound, "Not Found: the session has ended; initialize a new one")
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	st := newPostStream([]byte(id.Raw), method.String(), sseOK)
+	if !sess.deliver(bridge.In{Frame: body, Stream: st}, r.Context().Done()) {
+		httpError(w, http.StatusNotFound, "Not Found: the session has ended; initialize a new one")
+		return
+	}
+	s.answer(w, r, sess, st, jsonOK)
+}
+
+// readBody reads one JSON-RPC message (not a batch), or answers the error.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := s.cfg.Bridge.MaxMessageBytes
+	if limit <= 0 {
+		limit = routing.DefaultMaxMessageBytes
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: the message is over %d bytes (the proxy's --max-message-size)", limit))
+		return nil, false
+	case err != nil:
+		httpError(w, http.StatusBadRequest, "Bad Request: reading the body failed: "+err.Error())
+		return nil, false
+	}
+	body = bytes.TrimSpace(body)
+	switch {
+	case len(body) == 0 || !gjson.ValidBytes(body):
+		rpcError(w, http.StatusBadRequest, protocol.CodeParseError, "Parse error: the body is not valid JSON")
+		return nil, false
+	case body[0] == '[':
+		rpcError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Invalid Request: batches are not part of MCP 2025-11-25; send one JSON-RPC message per POST")
+		return nil, false
+	case body[0] != '{':
+		rpcError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Invalid Request: the body must be one JSON-RPC message (an object)")
+		return nil, false
+	}
+	return body, true
+}
+
+// postSession is the session a POST belongs to: a new one for an
+// initialize without Mcp-Session-Id, else the one it names. It answers the
+// error otherwise.
+func (s *Server) postSession(w http.ResponseWriter, r *http.Request, isInit bool) (*session, bool) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" && isInit {
+		sess, err := s.newSession()
+		switch {
+		case errors.Is(err, errFull):
+			s.metrics.refused.WithLabelValues("full").Inc()
+			w.Header().Set("Retry-After", retryAfter)
+			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("Service Unavailable: the proxy holds its maximum of %d sessions (--max-sessions); retry later", s.cfg.MaxSessions))
+			return nil, false
+		case err != nil:
+			w.Header().Set("Retry-After", retryAfter)
+			httpError(w, http.StatusServiceUnavailable, "Service Unavailable: "+err.Error())
+			return nil, false
+		}
+		w.Header().Set("Mcp-Session-Id", sess.id)
+		return sess, true
+	}
+	if isInit {
+		httpError(w, http.StatusBadRequest, "Bad Request: initialize starts a session and must not carry Mcp-Session-Id")
+		return nil, false
+	}
+	return s.session(w, r)
+}
+
+// session is the session a request after initialize names, checked; or it
+// answers 400 (no id, or a protocol version the proxy does not speak) or
+// 404 (an unknown or ended session).
+func (s *Server) session(w http.ResponseWriter, r *http.Request) (*session, bool) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
+		return nil, false
+	}
+	if !versionOK(r) {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %s (supported: %s)",
+			quoteShort(r.Header.Get("Mcp-Protocol-Version")), strings.Join(protocol.LegacyVersions, ", ")))
+		return nil, false
+	}
+	sess := s.lookup(sid)
+	if sess == nil {
+		httpError(w, http.StatusNotFound, "Not Found: no such session (unknown, ended or expired); initialize a new one")
+		return nil, false
+	}
+	return sess, true
+}
+
+// answer writes a request's frames on its POST: the answer alone as
+// application/json when nothing comes before it and the client takes
+// JSON, else a text/event-stream that ends with the answer. When the
+// session ends before answering, the answer is an error.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, st *postStream, jsonOK bool) {
+	defer st.leave()
+	flusher, _ := w.(http.Flusher)
+	streaming, ended := false, false
+	for {
+		frames, final, done := st.take()
+		if !done && ended {
+			final, done = sessionEndedError(st), true
+		}
+		if !streaming && done && len(frames) == 0 && (jsonOK || final == nil) {
+			s.settled(sess, st, final)
+			if final == nil {
+				w.WriteHeader(http.StatusAccepted) // cancelled: no answer
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(final)
+			return
+		}
+		if !streaming && (len(frames) > 0 || done) {
+			startSSE(w)
+			streaming = true
+		}
+		for _, f := range frames {
+			if writeEvent(w, sess.nextID.Add(1), f) != nil {
+				return
+			}
+		}
+		if done {
+			s.settled(sess, st, final)
+			if final != nil {
+				_ = writeEvent(w, sess.nextID.Add(1), final)
+			}
+			flush(flusher)
+			return
+		}
+		if streaming {
+			flush(flusher)
+		}
+		select {
+		case <-st.wake:
+		case <-sess.done:
+			ended = true
+		case <-r.Context().Done():
+			sess.log.Debug("the client closed the POST before its answer", zap.ByteString("id", st.id), zap.String("method", st.method))
+			s.metrics.requests.WithLabelValues(methodLabel(st.method), "disconnected").Inc()
+			return
+		}
+	}
+}
+
+// settled counts a request's outcome, and reads the upstream's health off
+// an initialize answer.
+func (s *Server) settled(sess *session, st *postStream, final []byte) {
+	outcome := "cancelled"
+	switch {
+	case final == nil:
+	case gjson.GetBytes(final, "error").Exists():
+		outcome = "error"
+	default:
+		outcome = "result"
+	}
+	s.metrics.requests.WithLabelValues(methodLabel(st.method), outcome).Inc()
+	if st.method != "initialize" || final == nil {
+		return
+	}
+	if msg := gjson.GetBytes(final, "error.message"); msg.Exists() {
+		s.SetHealth(errors.New("the last initialize failed: " + msg.String()))
+		return
+	}
+	s.SetHealth(nil)
+	sess.log.Info("session initialized")
+}
+
+// sessionEndedError is the answer of a request its session ended without
+// answering.
+func sessionEndedError(st *postStream) []byte {
+	return rewrite.ErrorFrame(st.id, protocol.CodeInternalError,
+		fmt.Sprintf("the session ended before %s was answered (deleted, expired or the proxy is shutting down); initialize a new session and try again", st.method), nil)
+}
+
+// get opens the session's stream for the frames of no request.
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	if _, sseOK := accepts(r.Header.Get("Accept")); !sseOK {
+		httpError(w, http.StatusNotAcceptable, "Not Acceptable: the GET stream is text/event-stream")
+		return
+	}
+	sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	if !sess.openGet() {
+		httpError(w, http.StatusConflict, "Conflict: only one GET stream is allowed per session")
+		return
+	}
+	defer sess.closeGet()
+	sess.begin()
+	defer sess.finish()
+	cursor := sess.events.start()
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if n, err := strconv.ParseInt(last, 10, 64); err == nil && n >= 0 {
+			cursor = n
+		}
+	}
+	startSSE(w)
+	flusher, _ := w.(http.Flusher)
+	flush(flusher)
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		events, wake := sess.events.after(cursor)
+		for _, e := range events {
+			if writeEvent(w, e.id, e.frame) != nil {
+				return
+			}
+			cursor = e.id
+		}
+		if len(events) > 0 {
+			flush(flusher)
+			sess.events.sent(cursor)
+		}
+		select {
+		case <-wake:
+		case <-tick.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			flush(flusher)
+		case <-sess.inEnd:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// delete ends a session.
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	s.forget(sess)
+	sess.end("the client deleted it")
+	w.WriteHeader(http.StatusOK)
+}
+
+// accepts reads an Accept header: whether it takes application/json and
+// text/event-stream. No header, or */*, takes both.
+func accepts(h string) (jsonOK, sseOK bool) {
+	if strings.TrimSpace(h) == "" {
+		return true, true
+	}
+	for _, part := range strings.Split(h, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || params["q"] == "0" {
+			continue
+		}
+		switch mt {
+		case "*/*":
+			jsonOK, sseOK = true, true
+		case "application/*", "application/json":
+			jsonOK = true
+		case "text/*", "text/event-stream":
+			sseOK = true
+		}
+	}
+	return jsonOK, sseOK
+}
+
+func startSSE(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}
+
+func flush(f http.Flusher) {
+	if f != nil {
+		f.Flush()
+	}
+}
+
+// httpError answers a transport error with a JSON-RPC error body (id null),
+// as the 2025 SDKs do.
+func httpError(w http.ResponseWriter, status int, msg string) {
+	rpcError(w, status, -32000, msg)
+}
+
+func rpcError(w http.ResponseWriter, status, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(rewrite.ErrorFrame([]byte("null"), code, msg, nil))
+}
+
+// methodLabel bounds the metrics' method label to the methods the proxy
+// knows.
+func methodLabel(m string) string {
+	if _, ok := protocol.Lookup(m); ok || m == "initialize" {
+		return m
+	}
+	return "other"
+}

@@ -1,0 +1,188 @@
+package serve
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// session is one client session: a bridge.Session over the session's Conn,
+// the GET stream's event log, and its lifetime (idleness, end).
+type session struct {
+	id     string
+	owner  string // the task registry's owner: identity/session
+	srv    *Server
+	log    *zap.Logger
+	in     chan bridge.In // to the bridge's reader (unbuffered)
+	inEnd  chan struct{}  // closed when the input ends
+	endMu  sync.Once
+	done   chan struct{} // closed when the bridge session has returned
+	events *eventLog
+	nextID atomic.Int64 // SSE event ids, unique in the session
+
+	mu      sync.Mutex
+	getOpen bool        // a GET stream is open
+	active  int         // HTTP requests open on the session
+	idle    *time.Timer // ends the session once idle for IdleTimeout
+}
+
+func newSession(srv *Server, id string) *session {
+	sess := &session{
+		id:    id,
+		owner: srv.identity + "/" + id,
+		srv:   srv,
+		log:   srv.log.With(zap.String("session", id)),
+		in:    make(chan bridge.In),
+		inEnd: make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	sess.events = newEventLog(srv.cfg.ReplayEvents, &sess.nextID)
+	sess.idle = time.AfterFunc(srv.cfg.IdleTimeout, sess.expire)
+	return sess
+}
+
+// run serves the bridge session until its input ends (and it drained) or
+// the server is closed.
+func (sess *session) run() {
+	defer sess.srv.wg.Done()
+	defer close(sess.done)
+	cfg := sess.srv.cfg.Bridge
+	cfg.SessionID = sess.id
+	cfg.StateOwner = sess.owner
+	cfg.Logger = sess.log
+	cfg.UpstreamIDs = &sess.srv.upIDs
+	b := bridge.New(cfg)
+	sess.log.Info("session started")
+	ctx := routing.WithObserver(sess.srv.ctx, sess.srv.metrics.observer)
+	if err := b.Serve(ctx, &conn{sess: sess}); err != nil {
+		sess.log.Warn("session ended with an error", zap.Error(err))
+	}
+	sess.end("")
+	sess.srv.forget(sess)
+	sess.log.Info("session ended")
+}
+
+// end ends the session's input: the bridge answers what it has read
+// (within its drain bound) and stops. why, when set, is logged.
+func (sess *session) end(why string) {
+	sess.endMu.Do(func() {
+		if why != "" {
+			sess.log.Info("ending the session", zap.String("reason", why))
+		}
+		sess.mu.Lock()
+		sess.idle.Stop()
+		sess.mu.Unlock()
+		close(sess.inEnd)
+	})
+}
+
+// deliver hands one client message to the bridge's reader. It reports
+// false when the session's input has ended (or the request went away).
+func (sess *session) deliver(in bridge.In, gone <-chan struct{}) bool {
+	select {
+	case sess.in <- in:
+		return true
+	case <-sess.inEnd:
+		return false
+	case <-gone:
+		return false
+	}
+}
+
+// begin and finish bracket an HTTP request on the session: a session is
+// idle while none is open.
+func (sess *session) begin() {
+	sess.mu.Lock()
+	sess.active++
+	sess.idle.Stop()
+	sess.mu.Unlock()
+}
+
+func (sess *session) finish() {
+	sess.mu.Lock()
+	sess.active--
+	if sess.active == 0 {
+		sess.idle.Reset(sess.srv.cfg.IdleTimeout)
+	}
+	sess.mu.Unlock()
+}
+
+// expire ends the session if it is still idle.
+func (sess *session) expire() {
+	sess.mu.Lock()
+	idle := sess.active == 0
+	sess.mu.Unlock()
+	select {
+	case <-sess.inEnd:
+		return
+	default:
+	}
+	if !idle {
+		return
+	}
+	sess.srv.metrics.expired.Inc()
+	sess.srv.forget(sess)
+	sess.end("idle for " + sess.srv.cfg.IdleTimeout.String())
+}
+
+// openGet claims the session's one GET stream.
+func (sess *session) openGet() bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.getOpen {
+		return false
+	}
+	sess.getOpen = true
+	return true
+}
+
+func (sess *session) closeGet() {
+	sess.mu.Lock()
+	sess.getOpen = false
+	sess.mu.Unlock()
+}
+
+// conn is the session's bridge.Conn: messages from the POSTs in, frames to
+// the POST they belong to or to the GET stream's log.
+type conn struct{ sess *session }
+
+// Read returns the next message a POST delivered, or io.EOF once the input
+// ended and nothing is left.
+func (c *conn) Read() (bridge.In, error) {
+	select {
+	case in := <-c.sess.in:
+		return in, nil
+	case <-c.sess.inEnd:
+		select {
+		case in := <-c.sess.in:
+			return in, nil
+		default:
+			return bridge.In{}, io.EOF
+		}
+	}
+}
+
+// Write routes a frame: to its request's POST stream when it has one that
+// takes it, else (a frame of no request, or one a JSON-only or closed POST
+// cannot carry) to the GET stream's log. An answer whose POST has gone is
+// dropped: its client is not listening.
+func (c *conn) Write(o bridge.Out) error {
+	if st, ok := o.Stream.(*postStream); ok {
+		if st.push(o) || o.Final {
+			return nil
+		}
+	}
+	if o.Frame != nil {
+		c.sess.events.append(o.Frame)
+	}
+	return nil
+}
+
+// Flush has nothing to do: every stream writes and flushes on its own.
+func (c *conn) Flush() error { return nil }
