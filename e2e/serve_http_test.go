@@ -544,28 +544,18 @@ func TestServeSIGTERM(t *testing.T) {
 	for _, k := range []string{"demo", "2025"} {
 		t.Run(k, func(t *testing.T) {
 			t.Parallel()
-			var url string
 			verbatim := k == "2025"
-			var held func(t *testing.T, n int)
+			hold := &serveHold{next: demo.Handler()}
+			var url string
 			if k == "demo" {
-				up := newServeUp(t, demo.Handler(), true)
-				up.hold = func(method string, body []byte) bool {
-					return method == "tools/call" && bytes.Contains(body, []byte("hold-me"))
-				}
-				url, held = up.URL, up.waitHeld
+				url = newServeUp(t, hold, true).URL
 			} else {
-				up := newLegacyUpstream(t, demo.NewLegacy())
-				url = up.URL
-				held = func(t *testing.T, n int) {
-					up.waitN(t, "slow calls", n, isToolCall("slow"))
-				}
+				hold.next = demo.NewLegacy()
+				url = newLegacyUpstream(t, hold).URL
 			}
 			s := startServe(t, url)
 			f := newServeFrames(t, verbatim)
-			call := `{"name":"echo","arguments":{"text":"hold-me"}}`
-			if k == "2025" {
-				call = `{"name":"slow","arguments":{"ms":600000}}`
-			}
+			call := `{"name":"echo","arguments":{"text":"` + serveHoldMark + `"}}`
 
 			const raw = 3
 			type outcome struct {
@@ -588,20 +578,10 @@ func TestServeSIGTERM(t *testing.T) {
 			cs := sdkServeConnect(t, ctx, s, mcp.NewClient(&mcp.Implementation{Name: "e2e-serve-sdk", Version: "1"}, nil), newServeFrames(t, verbatim))
 			sdkDone := make(chan error, 1)
 			go func() {
-				var args map[string]any
-				if k == "2025" {
-					args = map[string]any{"ms": 600000}
-				} else {
-					args = map[string]any{"text": "hold-me"}
-				}
-				name := "echo"
-				if k == "2025" {
-					name = "slow"
-				}
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": serveHoldMark}})
 				sdkDone <- err
 			}()
-			held(t, raw+1)
+			hold.wait(t, raw+1)
 
 			s.signal(syscall.SIGTERM)
 			bound := time.After(cleanupExitTimeout)

@@ -54,6 +54,22 @@ func (b *serveBarrier) wait(t *testing.T, desc string) {
 	}
 }
 
+// serveConcurrently runs body for serveSessions sessions at once, each
+// as a subtest of its own. The subtests do not call t.Parallel: -parallel
+// (GOMAXPROCS by default) would bound how many run at once, and the
+// sessions must really overlap.
+func serveConcurrently(t *testing.T, body func(t *testing.T, i int)) {
+	var wg sync.WaitGroup
+	for i := 0; i < serveSessions; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(fmt.Sprintf("session-%02d", i), func(t *testing.T) { body(t, i) })
+		}()
+	}
+	wg.Wait()
+}
+
 // serveNoCrossTalk fails t when a frame session i received carries the tag
 // of another session.
 func serveNoCrossTalk(t *testing.T, i int, frames [][]byte) {
@@ -97,94 +113,89 @@ func TestServeSessionsDemo(t *testing.T) {
 	s := startServe(t, "--state-file", filepath.Join(t.TempDir(), "tasks.json"), up.URL)
 	created := newServeBarrier(serveSessions)
 
-	t.Run("group", func(t *testing.T) {
-		for i := 0; i < serveSessions; i++ {
-			t.Run(fmt.Sprintf("session-%02d", i), func(t *testing.T) {
-				t.Parallel()
-				arrived := created.arrive()
-				defer arrived()
-				tag := serveTag(i)
-				f := newServeFrames(t, false)
-				c := s.rawSession(t, f)
-				c.answer = func(req gjson.Result) string {
-					if req.Get("method").String() == "elicitation/create" {
-						return `{"action":"accept","content":{"name":"` + tag + `"}}`
-					}
-					return ""
-				}
-				res := c.initialize(`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"tasks":{"list":{},"cancel":{}}},"clientInfo":{"name":"e2e-serve-` + tag + `","version":"1"}}`)
-				if v := res.Get("protocolVersion").String(); v != legacyVersion {
-					t.Errorf("initialize protocolVersion = %q, want %s", v, legacyVersion)
-				}
-				if !res.Get("capabilities.tasks").Exists() {
-					t.Errorf("initialize advertises no tasks capability: %s", res.Raw)
-				}
-
-				// echo
-				echo := resultOf(t, c.call(`"echo"`, "tools/call", `{"name":"echo","arguments":{"text":"echo `+tag+`"}}`))
-				if got := tkText(echo); got != "echo "+tag {
-					t.Errorf("echo = %q, want %q", got, "echo "+tag)
-				}
-
-				// a task
-				ms := 200 + 20*i
-				resp := c.call(`"task"`, "tools/call", fmt.Sprintf(`{"name":"slow","arguments":{"ms":%d},"task":{"ttl":60000}}`, ms))
-				task := resultOf(t, resp).Get("task")
-				id := task.Get("taskId").String()
-				if id == "" {
-					t.Fatalf("task-augmented slow: want a CreateTaskResult, got %s", shortBytes(resp))
-				}
-				arrived()
-				created.wait(t, "task creation")
-				// Every session's task exists now: the list must show this
-				// one and no other.
-				list := resultOf(t, c.call(`"list"`, "tasks/list", `{}`))
-				var ids []string
-				for _, tk := range list.Get("tasks").Array() {
-					ids = append(ids, tk.Get("taskId").String())
-				}
-				if len(ids) != 1 || ids[0] != id {
-					t.Errorf("tasks/list shows %v, want exactly this session's task [%s]", ids, id)
-				}
-				deadline := time.Now().Add(waitTimeout)
-				for n := 0; ; n++ {
-					view := resultOf(t, c.call(fmt.Sprintf(`"get-%d"`, n), "tasks/get", tkTaskParams(id)))
-					if view.Get("taskId").String() != id {
-						t.Fatalf("tasks/get answered for task %s, want %s", view.Get("taskId").String(), id)
-					}
-					st := view.Get("status").String()
-					if st == "completed" {
-						break
-					}
-					if st != "working" {
-						t.Fatalf("task status %q, want working then completed: %s", st, view.Raw)
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("the task did not complete within %v", waitTimeout)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-				payload := resultOf(t, c.call(`"result"`, "tasks/result", tkTaskParams(id)))
-				if got, want := tkText(payload), fmt.Sprintf("slept %d ms", ms); got != want {
-					t.Errorf("tasks/result text = %q, want %q (this session's own task)", got, want)
-				}
-
-				// an MRTR elicitation
-				ask := resultOf(t, c.call(`"ask"`, "tools/call", `{"name":"ask_name","arguments":{}}`))
-				if got := tkText(ask); got != "hello, "+tag {
-					t.Errorf("ask_name = %q, want %q (the answer this session gave)", got, "hello, "+tag)
-				}
-				c.mu.Lock()
-				asked := slices.Clone(c.asked)
-				c.mu.Unlock()
-				if !slices.Equal(asked, []string{"elicitation/create"}) {
-					t.Errorf("the proxy's requests on this session's POST streams: %v, want [elicitation/create]", asked)
-				}
-
-				serveNoCrossTalk(t, i, f.all())
-				serveEndSession(t, c)
-			})
+	serveConcurrently(t, func(t *testing.T, i int) {
+		arrived := created.arrive()
+		defer arrived()
+		tag := serveTag(i)
+		f := newServeFrames(t, false)
+		c := s.rawSession(t, f)
+		c.answer = func(req gjson.Result) string {
+			if req.Get("method").String() == "elicitation/create" {
+				return `{"action":"accept","content":{"name":"` + tag + `"}}`
+			}
+			return ""
 		}
+		res := c.initialize(`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"tasks":{"list":{},"cancel":{}}},"clientInfo":{"name":"e2e-serve-` + tag + `","version":"1"}}`)
+		if v := res.Get("protocolVersion").String(); v != legacyVersion {
+			t.Errorf("initialize protocolVersion = %q, want %s", v, legacyVersion)
+		}
+		if !res.Get("capabilities.tasks").Exists() {
+			t.Errorf("initialize advertises no tasks capability: %s", res.Raw)
+		}
+
+		// echo
+		echo := resultOf(t, c.call(`"echo"`, "tools/call", `{"name":"echo","arguments":{"text":"echo `+tag+`"}}`))
+		if got := tkText(echo); got != "echo "+tag {
+			t.Errorf("echo = %q, want %q", got, "echo "+tag)
+		}
+
+		// a task
+		ms := 200 + 20*i
+		resp := c.call(`"task"`, "tools/call", fmt.Sprintf(`{"name":"slow","arguments":{"ms":%d},"task":{"ttl":60000}}`, ms))
+		task := resultOf(t, resp).Get("task")
+		id := task.Get("taskId").String()
+		if id == "" {
+			t.Fatalf("task-augmented slow: want a CreateTaskResult, got %s", shortBytes(resp))
+		}
+		arrived()
+		created.wait(t, "task creation")
+		// Every session's task exists now: the list must show this
+		// one and no other.
+		list := resultOf(t, c.call(`"list"`, "tasks/list", `{}`))
+		var ids []string
+		for _, tk := range list.Get("tasks").Array() {
+			ids = append(ids, tk.Get("taskId").String())
+		}
+		if len(ids) != 1 || ids[0] != id {
+			t.Errorf("tasks/list shows %v, want exactly this session's task [%s]", ids, id)
+		}
+		deadline := time.Now().Add(waitTimeout)
+		for n := 0; ; n++ {
+			view := resultOf(t, c.call(fmt.Sprintf(`"get-%d"`, n), "tasks/get", tkTaskParams(id)))
+			if view.Get("taskId").String() != id {
+				t.Fatalf("tasks/get answered for task %s, want %s", view.Get("taskId").String(), id)
+			}
+			st := view.Get("status").String()
+			if st == "completed" {
+				break
+			}
+			if st != "working" {
+				t.Fatalf("task status %q, want working then completed: %s", st, view.Raw)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the task did not complete within %v", waitTimeout)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		payload := resultOf(t, c.call(`"result"`, "tasks/result", tkTaskParams(id)))
+		if got, want := tkText(payload), fmt.Sprintf("slept %d ms", ms); got != want {
+			t.Errorf("tasks/result text = %q, want %q (this session's own task)", got, want)
+		}
+
+		// an MRTR elicitation
+		ask := resultOf(t, c.call(`"ask"`, "tools/call", `{"name":"ask_name","arguments":{}}`))
+		if got := tkText(ask); got != "hello, "+tag {
+			t.Errorf("ask_name = %q, want %q (the answer this session gave)", got, "hello, "+tag)
+		}
+		c.mu.Lock()
+		asked := slices.Clone(c.asked)
+		c.mu.Unlock()
+		if !slices.Equal(asked, []string{"elicitation/create"}) {
+			t.Errorf("the proxy's requests on this session's POST streams: %v, want [elicitation/create]", asked)
+		}
+
+		serveNoCrossTalk(t, i, f.all())
+		serveEndSession(t, c)
 	})
 }
 
@@ -202,50 +213,45 @@ func TestServeSessionsLegacy(t *testing.T) {
 	up := newLegacyUpstream(t, demo.NewLegacy())
 	s := startServe(t, "--state-file", filepath.Join(t.TempDir(), "tasks.json"), up.URL)
 
-	t.Run("group", func(t *testing.T) {
-		for i := 0; i < serveSessions; i++ {
-			t.Run(fmt.Sprintf("session-%02d", i), func(t *testing.T) {
-				t.Parallel()
-				tag := serveTag(i)
-				ok := i%2 == 0
-				f := newServeFrames(t, true)
-				c := s.rawSession(t, f)
-				c.answer = func(req gjson.Result) string {
-					switch req.Get("method").String() {
-					case "elicitation/create":
-						return fmt.Sprintf(`{"action":"accept","content":{"ok":%v}}`, ok)
-					case "sampling/createMessage":
-						return `{"role":"assistant","model":"e2e","content":{"type":"text","text":"short ` + tag + `"}}`
-					}
-					return ""
-				}
-				res := c.initialize(`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"sampling":{}},"clientInfo":{"name":"e2e-serve-` + tag + `","version":"1"}}`)
-				if got := res.Get("serverInfo.name").String(); got != "mcp-tasks-proxy-legacy-demo" {
-					t.Errorf("serverInfo.name = %q, want the 2025 server's own", got)
-				}
-
-				echo := resultOf(t, c.call(`"echo"`, "tools/call", `{"name":"echo","arguments":{"text":"echo `+tag+`"}}`))
-				if got := tkText(echo); got != "echo "+tag {
-					t.Errorf("echo = %q, want %q", got, "echo "+tag)
-				}
-				confirm := resultOf(t, c.call(`"confirm"`, "tools/call", `{"name":"confirm","arguments":{}}`))
-				if got, want := tkText(confirm), fmt.Sprintf("confirmed: accept %v", ok); got != want {
-					t.Errorf("confirm = %q, want %q (this session's answer)", got, want)
-				}
-				sum := resultOf(t, c.call(`"sum"`, "tools/call", `{"name":"summarize","arguments":{"text":"`+tag+`"}}`))
-				if got, want := tkText(sum), "summary: short "+tag; got != want {
-					t.Errorf("summarize = %q, want %q (this session's answer)", got, want)
-				}
-				c.mu.Lock()
-				asked := slices.Clone(c.asked)
-				c.mu.Unlock()
-				if !slices.Equal(asked, []string{"elicitation/create", "sampling/createMessage"}) {
-					t.Errorf("the proxy's requests on this session's POST streams: %v, want [elicitation/create sampling/createMessage]", asked)
-				}
-				serveNoCrossTalk(t, i, f.all())
-				serveEndSession(t, c)
-			})
+	serveConcurrently(t, func(t *testing.T, i int) {
+		tag := serveTag(i)
+		ok := i%2 == 0
+		f := newServeFrames(t, true)
+		c := s.rawSession(t, f)
+		c.answer = func(req gjson.Result) string {
+			switch req.Get("method").String() {
+			case "elicitation/create":
+				return fmt.Sprintf(`{"action":"accept","content":{"ok":%v}}`, ok)
+			case "sampling/createMessage":
+				return `{"role":"assistant","model":"e2e","content":{"type":"text","text":"short ` + tag + `"}}`
+			}
+			return ""
 		}
+		res := c.initialize(`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"sampling":{}},"clientInfo":{"name":"e2e-serve-` + tag + `","version":"1"}}`)
+		if got := res.Get("serverInfo.name").String(); got != "mcp-tasks-proxy-legacy-demo" {
+			t.Errorf("serverInfo.name = %q, want the 2025 server's own", got)
+		}
+
+		echo := resultOf(t, c.call(`"echo"`, "tools/call", `{"name":"echo","arguments":{"text":"echo `+tag+`"}}`))
+		if got := tkText(echo); got != "echo "+tag {
+			t.Errorf("echo = %q, want %q", got, "echo "+tag)
+		}
+		confirm := resultOf(t, c.call(`"confirm"`, "tools/call", `{"name":"confirm","arguments":{}}`))
+		if got, want := tkText(confirm), fmt.Sprintf("confirmed: accept %v", ok); got != want {
+			t.Errorf("confirm = %q, want %q (this session's answer)", got, want)
+		}
+		sum := resultOf(t, c.call(`"sum"`, "tools/call", `{"name":"summarize","arguments":{"text":"`+tag+`"}}`))
+		if got, want := tkText(sum), "summary: short "+tag; got != want {
+			t.Errorf("summarize = %q, want %q (this session's answer)", got, want)
+		}
+		c.mu.Lock()
+		asked := slices.Clone(c.asked)
+		c.mu.Unlock()
+		if !slices.Equal(asked, []string{"elicitation/create", "sampling/createMessage"}) {
+			t.Errorf("the proxy's requests on this session's POST streams: %v, want [elicitation/create sampling/createMessage]", asked)
+		}
+		serveNoCrossTalk(t, i, f.all())
+		serveEndSession(t, c)
 	})
 
 	inits := up.seen(func(ls legacySeen) bool { return isPost("initialize")(ls) && ls.Status == http.StatusOK })

@@ -438,18 +438,15 @@ func (r *sseReader) next() (sseEvent, error) {
 
 // serveUp is an in-process upstream in front of h that keeps every request
 // body it gets, so a test can say what reached it; for a 2026 upstream it
-// also validates each POSTed body and its MCP headers. hold, when set,
-// picks requests it never answers until the request ends.
+// also validates each POSTed body and its MCP headers.
 type serveUp struct {
 	URL    string
 	modern bool
 	v      *schematest.Validator
 	next   http.Handler
-	hold   func(method string, body []byte) bool
 
 	changes
 	bodies   [][]byte
-	held     int
 	problems []string
 }
 
@@ -484,21 +481,13 @@ func (u *serveUp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		probs = append(probs, checkUpstreamHeaders(r.Header, body, false)...)
 	}
 	method := gjson.GetBytes(body, "method").String()
-	hold := u.hold != nil && u.hold(method, body)
 	u.mu.Lock()
 	u.bodies = append(u.bodies, body)
 	for _, p := range probs {
 		u.problems = append(u.problems, fmt.Sprintf("%s %s: %s", method, shortBytes(body), p))
 	}
-	if hold {
-		u.held++
-	}
 	u.notifyLocked()
 	u.mu.Unlock()
-	if hold {
-		<-r.Context().Done()
-		return
-	}
 	u.next.ServeHTTP(w, r)
 }
 
@@ -515,11 +504,39 @@ func (u *serveUp) count(s string) int {
 	return n
 }
 
-// waitHeld waits until n requests are being held.
-func (u *serveUp) waitHeld(t *testing.T, n int) {
+// serveHold sits in front of an upstream handler and never answers a
+// tools/call whose body contains serveHoldMark: it waits for the request
+// to end (the proxy closes it, or exits).
+type serveHold struct {
+	next http.Handler
+	changes
+	held int
+}
+
+const serveHoldMark = "hold-me"
+
+func (h *serveHold) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if r.Method == http.MethodPost && gjson.GetBytes(body, "method").String() == "tools/call" && bytes.Contains(body, []byte(serveHoldMark)) {
+		h.mu.Lock()
+		h.held++
+		h.notifyLocked()
+		h.mu.Unlock()
+		<-r.Context().Done()
+		return
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// wait waits until n calls are being held.
+func (h *serveHold) wait(t *testing.T, n int) {
 	t.Helper()
-	u.until(t, func() bool { return u.held >= n }, func() string {
-		return fmt.Sprintf("the upstream did not get %d held requests within %v", n, waitTimeout)
+	h.until(t, func() bool { return h.held >= n }, func() string {
+		return fmt.Sprintf("the upstream did not get %d calls to hold within %v", n, waitTimeout)
 	})
 }
 
@@ -755,7 +772,16 @@ func (c *serveSession) openStream(lastID string) *serveStream {
 	if lastID != "" {
 		extra.Set("Last-Event-ID", lastID)
 	}
+	// The server may not have seen a dropped stream end yet: a second GET
+	// stream of a session may get 409 until it has. Retry that, bounded.
+	deadline := time.Now().Add(waitTimeout)
 	resp, cancel := c.do(http.MethodGet, nil, extra)
+	for resp.StatusCode == http.StatusConflict && time.Now().Before(deadline) {
+		resp.Body.Close()
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+		resp, cancel = c.do(http.MethodGet, nil, extra)
+	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
 		b, _ := io.ReadAll(resp.Body)
