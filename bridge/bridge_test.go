@@ -26,7 +26,12 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain installs the flag names the command layer installs, so that
+// messages are checked as users read them.
+func TestMain(m *testing.M) {
+	rewrite.SetHintText(flagHints)
+	goleak.VerifyTestMain(m)
+}
 
 // wait bounds every wait in these tests; nothing here depends on speed.
 const wait = 10 * time.Second

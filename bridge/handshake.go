@@ -30,7 +30,7 @@ func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) o
 		return out
 	}
 	if s.cfg.Protocol == ProtocolLegacy {
-		s.verdict(opOf(ctx), "legacy", "forced by --protocol legacy; no probe")
+		s.verdict(opOf(ctx), "legacy", "forced by "+rewrite.HintProtocol.String()+" legacy; no probe")
 		return s.passInit(ctx, c, f)
 	}
 	st := &modernState{

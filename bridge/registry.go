@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,9 @@ type record struct {
 	CancelledAt string `json:"cancelledAt,omitempty"`
 	// Expires (RFC 3339) drops a synthetic task once its ttl has passed.
 	Expires string `json:"expires,omitempty"`
+	// Owner is the Config.StateOwner the task was recorded under (serve:
+	// the client's identity and session); empty for stdio.
+	Owner string `json:"owner,omitempty"`
 }
 
 // registry stores records. Implementations are safe for concurrent use.
@@ -429,4 +433,88 @@ func randomHex(n int) string {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return hex.EncodeToString(b)
+}
+
+// ownedRegistry scopes a registry to one owner (Config.StateOwner), so that
+// the sessions of a serve process, which share the state file, share
+// nothing a client can see. An owner is "IDENTITY/SESSION": tasks/list
+// shows the tasks recorded under the whole owner (this session's); a task
+// is read or updated by id under the same IDENTITY (the client's bearer),
+// so that a client that lost its session (a replica that died) re-reads
+// its tasks by id from a new one. A task recorded under another identity
+// is absent: not found, never changed. Stdio's owner is empty: it sees
+// the tasks recorded without an owner, as every task was before owners.
+type ownedRegistry struct {
+	inner    registry
+	owner    string
+	identity string
+}
+
+// ownedBy scopes r to owner.
+func ownedBy(r registry, owner string) registry {
+	identity := owner
+	if i := strings.LastIndexByte(owner, '/'); i >= 0 {
+		identity = owner[:i]
+	}
+	return &ownedRegistry{inner: r, owner: owner, identity: identity}
+}
+
+// readable reports whether a stored record is this owner's to read by id.
+func (o *ownedRegistry) readable(r *record) bool {
+	if r.Owner == o.owner {
+		return true
+	}
+	if o.owner == "" || r.Owner == "" {
+		return false
+	}
+	identity := r.Owner
+	if i := strings.LastIndexByte(r.Owner, '/'); i >= 0 {
+		identity = r.Owner[:i]
+	}
+	return identity == o.identity
+}
+
+func (o *ownedRegistry) get(id string) (record, bool, error) {
+	rec, ok, err := o.inner.get(id)
+	if err != nil || !ok || !o.readable(&rec) {
+		return record{}, false, err
+	}
+	return rec, true, nil
+}
+
+// foreign reports whether a task with this id is recorded under another
+// owner, one this owner may not read.
+func (o *ownedRegistry) foreign(id string) bool {
+	rec, ok, err := o.inner.get(id)
+	return err == nil && ok && !o.readable(&rec)
+}
+
+func (o *ownedRegistry) update(id string, fn func(*record) bool) error {
+	return o.inner.update(id, func(r *record) bool {
+		stored := r.Seq != 0 || r.Owner != "" || r.Task != nil
+		if stored && !o.readable(r) {
+			return true // another owner's: left as it is
+		}
+		if !stored {
+			r.Owner = o.owner
+		}
+		owner := r.Owner
+		keep := fn(r)
+		r.Owner = owner
+		return keep
+	})
+}
+
+func (o *ownedRegistry) list() ([]record, error) {
+	recs, err := o.inner.list()
+	if err != nil {
+		return nil, err
+	}
+	out := recs[:0]
+	for _, r := range recs {
+		if r.Owner == o.owner {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

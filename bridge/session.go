@@ -121,10 +121,14 @@ type Config struct {
 	// (their exchanges are told apart in the trace and in the upstream's
 	// logs). Nil: the session counts its own from 1.
 	UpstreamIDs *atomic.Int64
-	// StateOwner scopes the task registry: a session sees, lists and
-	// updates only the tasks recorded under its owner. Stdio sessions
-	// leave it empty; serve mode sets the session and the client's bearer
-	// identity.
+	// StateOwner scopes the task registry, as "IDENTITY/SESSION":
+	// tasks/list shows the tasks recorded under the whole owner, and a task
+	// is read, followed or cancelled by id under the same IDENTITY (so a
+	// client re-reads its tasks by id from a new session); a task recorded
+	// under another identity is not found. Stdio sessions leave it empty
+	// and see the tasks recorded without an owner; serve mode sets the
+	// client's bearer identity (a hash) and the session id. See
+	// ownedRegistry.
 	StateOwner string
 	// Hints names the settings that error messages point at (see
 	// rewrite.Hint): the command layer names its flags. Nil names them

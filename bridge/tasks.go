@@ -64,11 +64,15 @@ func mintedID(id string) bool {
 
 // localTask looks a task up in the registry and says whether the proxy
 // answers for it: a proxy-made task (found, and the answer is the record),
-// or an id of the proxy's own shape it no longer knows (not found).
+// an id of the proxy's own shape it no longer knows, or a task recorded
+// under another owner (both not found).
 func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
 	rec, found = s.record(id)
 	if found {
 		return rec, true, rec.Synthetic
+	}
+	if o, ok := s.reg.(*ownedRegistry); ok && o.foreign(id) {
+		return rec, false, true
 	}
 	return rec, false, mintedID(id)
 }

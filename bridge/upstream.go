@@ -112,7 +112,7 @@ type modernState struct {
 func newModern(e *env) *modern {
 	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}}
 	m.hs = &handshake{modern: m}
-	m.tasks = &taskBridge{modern: m, reg: newMemRegistry(), dispatched: map[string]map[string]*inputKey{}}
+	m.tasks = &taskBridge{modern: m, reg: ownedBy(newMemRegistry(), e.cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}}
 	m.listen = &listens{modern: m, byURI: map[string]*listener{}}
 	return m
 }
@@ -125,7 +125,7 @@ func (s *modern) ready() bool { return s.state.Load() != nil }
 // said once (tasks/list would forget tasks on restart).
 func (s *modern) open() {
 	if s.cfg.StatePath != "" {
-		s.tasks.reg = openStateRegistry(s.cfg.StatePath, s.client.URL(), s.log)
+		s.tasks.reg = ownedBy(openStateRegistry(s.cfg.StatePath, s.client.URL(), s.log), s.cfg.StateOwner)
 	}
 }
 

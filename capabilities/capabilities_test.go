@@ -27,7 +27,12 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain installs flag names as the command layer does, so that
+// messages are checked as users read them.
+func TestMain(m *testing.M) {
+	rewrite.SetHintText(func(h rewrite.Hint) string { return "--" + string(h) })
+	goleak.VerifyTestMain(m)
+}
 
 // waitBound bounds every wait in this file. It is a hang guard, not a speed
 // assertion.

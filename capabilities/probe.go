@@ -223,7 +223,7 @@ func classifyError(url string, status int, e gjson.Result) Verdict {
 		return classifyVersions(url, status, sup, nil)
 	case protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredCapability:
 		return Verdict{Era: Unknown, Status: status, Reason: "modern server rejected the probe",
-			Err: fmt.Errorf("%s is a modern MCP server but rejected the proxy's server/discover with %d %q; this is a proxy bug or a header added with --header; please report it", url, code, e.Get("message").String())}
+			Err: fmt.Errorf("%s is a modern MCP server but rejected the proxy's server/discover with %d %q; this is a proxy bug or a header added with %v; please report it", url, code, e.Get("message").String(), rewrite.HintHeader)}
 	}
 	return Verdict{Era: Legacy, Status: status, Reason: fmt.Sprintf("error %d to server/discover", code)}
 }
@@ -252,7 +252,7 @@ func (p *Prober) transportErr(err error) error {
 // AuthHint is the way out of an HTTP 401 from url, for messages: both of
 // them, OAuth and a static token.
 func AuthHint(url string) string {
-	return "sign in with: mcp-tasks-proxy auth login " + url + " (OAuth), or pass a token with --header 'Authorization: Bearer <token>'"
+	return fmt.Sprintf("sign in with: mcp-tasks-proxy auth login %s (OAuth), or pass a token with %v 'Authorization: Bearer <token>'", url, rewrite.HintHeader)
 }
 
 // ForbiddenHint is the way out of an HTTP 403 from url, whose headers are
@@ -262,7 +262,7 @@ func ForbiddenHint(url string, h http.Header) string {
 	if scope := insufficientScope(h); scope != "" {
 		return fmt.Sprintf("the server needs the scope %q, which signing in did not grant; the account may not be allowed it (ask the server's administrator), or sign in as another account with: mcp-tasks-proxy auth login %s", scope, url)
 	}
-	return "the credentials are not allowed to do this; check the account's permissions, sign in as another account with: mcp-tasks-proxy auth login " + url + " (OAuth), or check the token passed with --header"
+	return fmt.Sprintf("the credentials are not allowed to do this; check the account's permissions, sign in as another account with: mcp-tasks-proxy auth login %s (OAuth), or check the token passed with %v", url, rewrite.HintHeader)
 }
 
 // insufficientScope is the scope a Bearer insufficient_scope challenge in h

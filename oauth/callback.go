@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // The loopback callback: it listens only while a sign-in runs, on the
@@ -100,7 +102,7 @@ func (l *loopback) listen(state string) (*callback, error) {
 			lastErr = err
 			if l.port != 0 {
 				if errors.Is(err, syscall.EADDRINUSE) {
-					return nil, fmt.Errorf("the OAuth callback port %d on %s is taken (by another program, or another sign-in); free it, or pick another with --oauth-callback-port, or omit that flag to let the proxy choose", p, l.listenHost)
+					return nil, fmt.Errorf("the OAuth callback port %d on %s is taken (by another program, or another sign-in); free it, or pick another with %v, or leave it unset to let the proxy choose", p, l.listenHost, rewrite.HintOAuthCallbackPort)
 				}
 				return nil, fmt.Errorf("cannot listen for the OAuth callback on %s port %d: %v", l.listenHost, p, err)
 			}
@@ -123,8 +125,8 @@ func (l *loopback) listen(state string) (*callback, error) {
 		}()
 		return cb, nil
 	}
-	return nil, fmt.Errorf("cannot listen for the OAuth callback on %s: ports %d to %d are all taken (%v); pick a free one with --oauth-callback-port",
-		l.listenHost, l.candidatePorts()[0], l.candidatePorts()[len(l.candidatePorts())-1], lastErr)
+	return nil, fmt.Errorf("cannot listen for the OAuth callback on %s: ports %d to %d are all taken (%v); pick a free one with %v",
+		l.listenHost, l.candidatePorts()[0], l.candidatePorts()[len(l.candidatePorts())-1], lastErr, rewrite.HintOAuthCallbackPort)
 }
 
 // close stops the listener and waits for it.

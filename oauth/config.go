@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // Config configures a Client. Zero values take the documented defaults.
@@ -214,7 +216,7 @@ func (m *discoverer) checkEndpoint(what, raw string) error {
 	case u.Scheme == "http" && (isLoopbackHost(u.Hostname()) || m.allowHTTP):
 		return nil
 	case u.Scheme == "http":
-		return fmt.Errorf("%s %s is plain http:// to another machine; credentials would go unencrypted (--allow-http to insist)", what, displayURL(u))
+		return fmt.Errorf("%s %s is plain http:// to another machine; credentials would go unencrypted (%v to insist)", what, displayURL(u), rewrite.HintAllowHTTP)
 	}
 	return fmt.Errorf("%s %q is not an http(s) URL", what, clip(raw, 200))
 }

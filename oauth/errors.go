@@ -3,6 +3,8 @@ package oauth
 import (
 	"errors"
 	"fmt"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // SignInError is every failure of the Client to authorize a request: a
@@ -26,8 +28,8 @@ type SignInError struct {
 func (e *SignInError) Error() string {
 	if errors.Is(e.Err, errDiscovery) {
 		// No sign-in could start: auth login would meet the same.
-		return fmt.Sprintf("sign-in to %s cannot start: %s; the server's OAuth set-up must be fixed, or pass a token with --header 'Authorization: Bearer <token>'",
-			e.Host, e.Reason)
+		return fmt.Sprintf("sign-in to %s cannot start: %s; the server's OAuth set-up must be fixed, or pass a token with %v 'Authorization: Bearer <token>'",
+			e.Host, e.Reason, rewrite.HintHeader)
 	}
 	return fmt.Sprintf("sign-in to %s did not complete: %s; to sign in from a terminal, run: mcp-tasks-proxy auth login %s",
 		e.Host, e.Reason, e.Server)

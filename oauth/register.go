@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // registrar decides which client the proxy is at an authorization server:
@@ -91,7 +93,7 @@ func (r *registrar) clientFor(ctx context.Context, rec *record, as *oauthex.Auth
 // merged over these defaults. redirect_uris is always the proxy's.
 func (r *registrar) register(ctx context.Context, as *oauthex.AuthServerMeta, redirectURIs []string) (*registration, error) {
 	if as.RegistrationEndpoint == "" {
-		return nil, fmt.Errorf("the authorization server %s offers no dynamic client registration; pass a client registered there with --static-oauth-client-info, or a client metadata document with --oauth-client-metadata-url", as.Issuer)
+		return nil, fmt.Errorf("the authorization server %s offers no dynamic client registration; pass a client registered there with %v, or a client metadata document with %v", as.Issuer, rewrite.HintStaticClientInfo, rewrite.HintClientMetadataURL)
 	}
 	req := map[string]any{
 		"client_name":                "mcp-tasks-proxy",

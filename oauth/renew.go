@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"go.uber.org/zap"
 )
@@ -150,7 +151,7 @@ func (c *Client) againAfterRefusal(sent string, rec *record) error {
 	if resource == "" {
 		resource = c.serverText
 	}
-	return c.fail(fmt.Sprintf("the server refused the token its authorization server had just issued, %d times in a row; it may expect another resource (the proxy sent %q; see --resource)", refused, resource), nil)
+	return c.fail(fmt.Sprintf("the server refused the token its authorization server had just issued, %d times in a row; it may expect another resource (the proxy sent %q; see %v)", refused, resource, rewrite.HintResource), nil)
 }
 
 func (c *Client) stepUp(ctx context.Context, ch challenge, sent string) (bool, error) {
@@ -199,7 +200,7 @@ func (c *Client) renew(ctx context.Context, ch challenge, sent string, attended 
 				delete(rec.Clients, t.Issuer)
 				rec.Token = spent(t)
 			} else {
-				return c.fail(fmt.Sprintf("the authorization server does not accept the client %q (%v); check --static-oauth-client-info or --oauth-client-metadata-url", reg.ClientID, err), err)
+				return c.fail(fmt.Sprintf("the authorization server does not accept the client %q (%v); check %v or %v", reg.ClientID, err, rewrite.HintStaticClientInfo, rewrite.HintClientMetadataURL), err)
 			}
 		default:
 			return c.fail(fmt.Sprintf("the token could not be refreshed: %v", err), err)

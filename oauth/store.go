@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -181,7 +182,7 @@ func (s *tokenStore) remove() error {
 func defaultStoreDir() (string, error) {
 	d, err := os.UserConfigDir()
 	if err != nil {
-		return "", fmt.Errorf("no directory for the OAuth store (%v): pass one with --oauth-store", err)
+		return "", fmt.Errorf("no directory for the OAuth store (%v): pass one with %v", err, rewrite.HintOAuthStore)
 	}
 	return filepath.Join(d, "mcp-tasks-proxy", "oauth"), nil
 }

@@ -1,6 +1,9 @@
 package rewrite
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Hint names a setting of the proxy that the fix of an error involves,
 // without spelling how a user sets it: the command layer turns it into
@@ -24,13 +27,20 @@ const (
 	HintStateFile             Hint = "state-file"
 	HintNoState               Hint = "no-state"
 	HintAllowHTTP             Hint = "allow-http"
+	HintHeader                Hint = "header"
+	HintResource              Hint = "resource"
+	HintOAuthStore            Hint = "oauth-store"
+	HintOAuthCallbackPort     Hint = "oauth-callback-port"
+	HintStaticClientInfo      Hint = "static-oauth-client-info"
+	HintClientMetadataURL     Hint = "oauth-client-metadata-url"
 )
 
 // Hints lists every Hint the proxy's messages may use.
 func Hints() []Hint {
 	return []Hint{HintRequestTimeout, HintIdleTimeout, HintResponseHeaderTimeout, HintDrainTimeout, HintAuthTimeout,
 		HintMaxMessageSize, HintMaxInFlight, HintMaxMRTRRounds, HintProtocol, HintTransport, HintIgnoreTool,
-		HintStateFile, HintNoState, HintAllowHTTP}
+		HintStateFile, HintNoState, HintAllowHTTP, HintHeader, HintResource, HintOAuthStore, HintOAuthCallbackPort,
+		HintStaticClientInfo, HintClientMetadataURL}
 }
 
 // HintText turns a hint into the words that name the setting for the user.
@@ -45,8 +55,30 @@ func (h Hint) Text(text HintText) string {
 	return text(h)
 }
 
-// String is the neutral text of h.
-func (h Hint) String() string { return h.Text(nil) }
+// processText is the HintText SetHintText installed, or nil.
+var processText atomic.Pointer[HintText]
+
+// SetHintText makes every Hint formatted as a string (%v, %s, String) name
+// its setting as text does, for the whole process: the command layer
+// installs its flag names once at start-up, so that the Go errors and log
+// lines of lower layers (OAuth, the probe, the state file) point at
+// flags without naming them. nil restores the neutral text.
+func SetHintText(text HintText) {
+	if text == nil {
+		processText.Store(nil)
+		return
+	}
+	processText.Store(&text)
+}
+
+// String is h as the process's HintText names it (see SetHintText), or
+// its neutral text.
+func (h Hint) String() string {
+	if t := processText.Load(); t != nil {
+		return h.Text(*t)
+	}
+	return h.Text(nil)
+}
 
 // Error is a JSON-RPC error the proxy answers with, before it is rendered:
 // the code, the message, error.data, and the settings the fix involves.

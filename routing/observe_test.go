@@ -140,3 +140,33 @@ func TestNoObserverNoCost(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestObserversChain: an Observer added under a context that has one
+// already makes both see every exchange, the first one first.
+func TestObserversChain(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, second obsRecorder
+	ctx := WithObserver(WithObserver(context.Background(), &first), &second)
+	resp, err := c.Post(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := resp.Next(); err != nil {
+			break
+		}
+	}
+	resp.Close()
+	a, b := first.take(), second.take()
+	if len(a) < 2 || fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Errorf("first saw %q, second %q", a, b)
+	}
+}

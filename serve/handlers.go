@@ -40,8 +40,11 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	method, id := gjson.GetBytes(body, "method"), gjson.GetBytes(body, "id")
-	isRequest := method.Type == gjson.String && id.Exists()
+	// Anything with an id that is not a response is answered on this POST:
+	// a request, or a malformed message the session answers with an error.
+	msg := gjson.GetManyBytes(body, "method", "id", "result", "error")
+	method, id := msg[0], msg[1]
+	isRequest := id.Exists() && !msg[2].Exists() && !msg[3].Exists()
 	isInit := isRequest && method.String() == "initialize"
 	sess, ok := s.postSession(w, r, isInit)
 	if !ok {
@@ -50,6 +53,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	sess.begin()
 	defer sess.finish()
 	if !isRequest {
+		if method.String() == "notifications/cancelled" {
+			sess.cancelled(gjson.GetBytes(body, "params.requestId").Raw)
+		}
 		if !sess.deliver(bridge.In{Frame: body}, r.Context().Done()) {
 			httpError(w, http.StatusNotFound, "Not Found: the session has ended; initialize a new one")
 			return
@@ -58,6 +64,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newPostStream([]byte(id.Raw), method.String(), sseOK)
+	defer sess.track(st)()
 	if !sess.deliver(bridge.In{Frame: body, Stream: st}, r.Context().Done()) {
 		httpError(w, http.StatusNotFound, "Not Found: the session has ended; initialize a new one")
 		return
@@ -158,9 +165,14 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		frames, final, done := st.take()
 		if !done && ended {
 			final, done = sessionEndedError(st), true
+			if st.wasCancelled() {
+				final = nil // nothing more for a cancelled request
+			}
 		}
 		if !streaming && done && len(frames) == 0 && (jsonOK || final == nil) {
-			s.settled(sess, st, final)
+			if s.settled(sess, st, final) {
+				w.Header().Del("Mcp-Session-Id") // no session came of it
+			}
 			if final == nil {
 				w.WriteHeader(http.StatusAccepted) // cancelled: no answer
 				return
@@ -175,14 +187,14 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 			streaming = true
 		}
 		for _, f := range frames {
-			if writeEvent(w, sess.nextID.Add(1), f) != nil {
+			if writeEvent(w, postEventPrefix, sess.nextID.Add(1), f) != nil {
 				return
 			}
 		}
 		if done {
 			s.settled(sess, st, final)
 			if final != nil {
-				_ = writeEvent(w, sess.nextID.Add(1), final)
+				_ = writeEvent(w, postEventPrefix, sess.nextID.Add(1), final)
 			}
 			flush(flusher)
 			return
@@ -203,8 +215,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 }
 
 // settled counts a request's outcome, and reads the upstream's health off
-// an initialize answer.
-func (s *Server) settled(sess *session, st *postStream, final []byte) {
+// an initialize answer. A failed initialize ends its session at once (a
+// client retrying would otherwise fill the table): it reports true then.
+func (s *Server) settled(sess *session, st *postStream, final []byte) (failedInit bool) {
 	outcome := "cancelled"
 	switch {
 	case final == nil:
@@ -215,14 +228,21 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) {
 	}
 	s.metrics.requests.WithLabelValues(methodLabel(st.method), outcome).Inc()
 	if st.method != "initialize" || final == nil {
-		return
+		return false
 	}
-	if msg := gjson.GetBytes(final, "error.message"); msg.Exists() {
-		s.SetHealth(errors.New("the last initialize failed: " + msg.String()))
-		return
+	if e := gjson.GetBytes(final, "error"); e.Exists() {
+		s.forget(sess)
+		sess.end("its initialize failed")
+		switch e.Get("code").Int() {
+		case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams:
+			return true // the client's mistake says nothing of the upstream
+		}
+		s.SetHealth(errors.New("the last initialize failed: " + e.Get("message").String()))
+		return true
 	}
 	s.SetHealth(nil)
 	sess.log.Info("session initialized")
+	return false
 }
 
 // sessionEndedError is the answer of a request its session ended without
@@ -242,19 +262,20 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !sess.openGet() {
+	cursor, resume := sess.events.start(), false
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if n, err := strconv.ParseInt(last, 10, 64); err == nil && n >= 0 {
+			cursor, resume = n, true
+		}
+	}
+	kicked, release, ok := sess.openGet(resume)
+	if !ok {
 		httpError(w, http.StatusConflict, "Conflict: only one GET stream is allowed per session")
 		return
 	}
-	defer sess.closeGet()
+	defer release()
 	sess.begin()
 	defer sess.finish()
-	cursor := sess.events.start()
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		if n, err := strconv.ParseInt(last, 10, 64); err == nil && n >= 0 {
-			cursor = n
-		}
-	}
 	startSSE(w)
 	flusher, _ := w.(http.Flusher)
 	flush(flusher)
@@ -263,7 +284,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	for {
 		events, wake := sess.events.after(cursor)
 		for _, e := range events {
-			if writeEvent(w, e.id, e.frame) != nil {
+			if writeEvent(w, "", e.id, e.frame) != nil {
 				return
 			}
 			cursor = e.id
@@ -280,6 +301,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			}
 			flush(flusher)
 		case <-sess.inEnd:
+			return
+		case <-kicked:
 			return
 		case <-r.Context().Done():
 			return

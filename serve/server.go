@@ -59,6 +59,10 @@ type Config struct {
 	// ReplayEvents bounds the GET stream's replay buffer (Last-Event-ID),
 	// in events. Default 1024.
 	ReplayEvents int
+	// SessionPrefix, when set, starts every session id ("PREFIX.<hex>"),
+	// so that a balancer can route a session to the replica that made it
+	// by its prefix.
+	SessionPrefix string
 }
 
 // Server is the HTTP front: an http.Handler for /mcp, /healthz and
@@ -141,6 +145,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, reason)
 		return
 	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		cors(w.Header(), origin)
+		if r.Method == http.MethodOptions { // a preflight carries no token
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
 	if s.cfg.Token != "" && !bearerMatches(r.Header.Get("Authorization"), s.cfg.Token) {
 		s.metrics.refused.WithLabelValues("unauthorized").Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-tasks-proxy"`)
@@ -189,6 +200,9 @@ var errFull = errors.New("too many sessions")
 // or full.
 func (s *Server) newSession() (*session, error) {
 	id := newSessionID()
+	if s.cfg.SessionPrefix != "" {
+		id = s.cfg.SessionPrefix + "." + id
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -262,10 +276,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Close cancels every session at once.
+// Close cancels every session at once; their open requests get an error
+// answer.
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closing = true
+	for id := range s.sessions {
+		delete(s.sessions, id)
+		s.metrics.sessions.Dec()
+	}
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
@@ -289,3 +308,14 @@ func versionOK(r *http.Request) bool {
 
 // retryAfter is the Retry-After value.
 var retryAfter = strconv.Itoa(RetryAfter)
+
+// cors lets a browser page of an accepted origin use the endpoint: its
+// requests with their MCP headers, and the session id in the answers.
+func cors(h http.Header, origin string) {
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id")
+	h.Set("Access-Control-Max-Age", "600")
+}

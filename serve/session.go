@@ -27,9 +27,11 @@ type session struct {
 	nextID atomic.Int64 // SSE event ids, unique in the session
 
 	mu      sync.Mutex
-	getOpen bool        // a GET stream is open
-	active  int         // HTTP requests open on the session
-	idle    *time.Timer // ends the session once idle for IdleTimeout
+	getKick chan struct{}          // the open GET stream's: closed to take it over
+	posts   map[string]*postStream // the requests' POSTs open, by raw id
+	ended   bool                   // end has run: the idle timer stays stopped
+	active  int                    // HTTP requests open on the session
+	idle    *time.Timer            // ends the session once idle for IdleTimeout
 }
 
 func newSession(srv *Server, id string) *session {
@@ -41,6 +43,7 @@ func newSession(srv *Server, id string) *session {
 		in:    make(chan bridge.In),
 		inEnd: make(chan struct{}),
 		done:  make(chan struct{}),
+		posts: map[string]*postStream{},
 	}
 	sess.events = newEventLog(srv.cfg.ReplayEvents, &sess.nextID)
 	sess.idle = time.AfterFunc(srv.cfg.IdleTimeout, sess.expire)
@@ -76,6 +79,7 @@ func (sess *session) end(why string) {
 			sess.log.Info("ending the session", zap.String("reason", why))
 		}
 		sess.mu.Lock()
+		sess.ended = true
 		sess.idle.Stop()
 		sess.mu.Unlock()
 		close(sess.inEnd)
@@ -107,7 +111,7 @@ func (sess *session) begin() {
 func (sess *session) finish() {
 	sess.mu.Lock()
 	sess.active--
-	if sess.active == 0 {
+	if sess.active == 0 && !sess.ended {
 		sess.idle.Reset(sess.srv.cfg.IdleTimeout)
 	}
 	sess.mu.Unlock()
@@ -131,21 +135,30 @@ func (sess *session) expire() {
 	sess.end("idle for " + sess.srv.cfg.IdleTimeout.String())
 }
 
-// openGet claims the session's one GET stream.
-func (sess *session) openGet() bool {
+// openGet claims the session's one GET stream. A GET that resumes (with
+// Last-Event-ID) takes the stream over from one still open, whose client
+// has most likely gone (a reconnect can reach the server before the old
+// connection's end does); any other GET while one is open is refused. The
+// returned channel is closed when the stream is taken over; release gives
+// it back.
+func (sess *session) openGet(resume bool) (kicked <-chan struct{}, release func(), ok bool) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	if sess.getOpen {
-		return false
+	if sess.getKick != nil {
+		if !resume {
+			return nil, nil, false
+		}
+		close(sess.getKick)
 	}
-	sess.getOpen = true
-	return true
-}
-
-func (sess *session) closeGet() {
-	sess.mu.Lock()
-	sess.getOpen = false
-	sess.mu.Unlock()
+	kick := make(chan struct{})
+	sess.getKick = kick
+	return kick, func() {
+		sess.mu.Lock()
+		if sess.getKick == kick {
+			sess.getKick = nil
+		}
+		sess.mu.Unlock()
+	}, true
 }
 
 // conn is the session's bridge.Conn: messages from the POSTs in, frames to
@@ -171,14 +184,16 @@ func (c *conn) Read() (bridge.In, error) {
 // Write routes a frame: to its request's POST stream when it has one that
 // takes it, else (a frame of no request, or one a JSON-only or closed POST
 // cannot carry) to the GET stream's log. An answer whose POST has gone is
-// dropped: its client is not listening.
+// dropped: its client is not listening, and the GET stream carries no
+// answers.
 func (c *conn) Write(o bridge.Out) error {
-	if st, ok := o.Stream.(*postStream); ok {
-		if st.push(o) || o.Final {
-			return nil
-		}
+	if st, ok := o.Stream.(*postStream); ok && st.push(o) {
+		return nil
 	}
-	if o.Frame != nil {
+	switch {
+	case o.Final && o.Frame != nil:
+		c.sess.log.Debug("an answer whose POST has gone is dropped", zap.String("op", o.Op))
+	case o.Frame != nil:
 		c.sess.events.append(o.Frame)
 	}
 	return nil
@@ -186,3 +201,40 @@ func (c *conn) Write(o bridge.Out) error {
 
 // Flush has nothing to do: every stream writes and flushes on its own.
 func (c *conn) Flush() error { return nil }
+
+// activeCount is the number of HTTP requests open on the session.
+func (sess *session) activeCount() int {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.active
+}
+
+// track registers a request's POST while it is open, for the client's
+// cancel of it; the returned func forgets it.
+func (sess *session) track(st *postStream) func() {
+	key := string(st.id)
+	sess.mu.Lock()
+	if _, dup := sess.posts[key]; dup {
+		sess.mu.Unlock()
+		return func() {} // a duplicate id: the session refuses it
+	}
+	sess.posts[key] = st
+	sess.mu.Unlock()
+	return func() {
+		sess.mu.Lock()
+		if sess.posts[key] == st {
+			delete(sess.posts, key)
+		}
+		sess.mu.Unlock()
+	}
+}
+
+// cancelled marks the POST of the request a notifications/cancelled names.
+func (sess *session) cancelled(requestID string) {
+	sess.mu.Lock()
+	st := sess.posts[requestID]
+	sess.mu.Unlock()
+	if st != nil {
+		st.cancel()
+	}
+}

@@ -23,6 +23,10 @@ type postStream struct {
 	final  []byte   // the answer (nil: ended without one)
 	done   bool     // the answer, or the end, has come
 	gone   bool     // the HTTP request has ended
+	// cancelled: the client sent notifications/cancelled for the request,
+	// so nothing more is sent for it, not even the error of a session
+	// that ends first.
+	cancelled bool
 }
 
 func newPostStream(id []byte, method string, sse bool) *postStream {
@@ -49,6 +53,20 @@ func (st *postStream) push(o bridge.Out) bool {
 	default:
 	}
 	return true
+}
+
+// cancel notes the client's notifications/cancelled for the request.
+func (st *postStream) cancel() {
+	st.mu.Lock()
+	st.cancelled = true
+	st.mu.Unlock()
+}
+
+// wasCancelled reports whether the client cancelled the request.
+func (st *postStream) wasCancelled() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.cancelled
 }
 
 // take returns what is queued, and the answer once it has come.
@@ -127,10 +145,16 @@ func (l *eventLog) sent(id int64) {
 	l.mu.Unlock()
 }
 
-// writeEvent writes one SSE event: its id, and the frame as one data line
-// (a raw CR or LF in a frame can only be JSON whitespace: it becomes a
-// space).
-func writeEvent(w io.Writer, id int64, frame []byte) error {
+// postEventPrefix starts the ids of a POST stream's events: a GET's
+// Last-Event-ID tells by it which stream it would resume (only the GET
+// stream is resumable). The numbers after it come from the same counter
+// as the GET stream's, so ids are unique in the session.
+const postEventPrefix = "p"
+
+// writeEvent writes one SSE event: its id (prefix and number), and the
+// frame as one data line (a raw CR or LF in a frame can only be JSON
+// whitespace: it becomes a space).
+func writeEvent(w io.Writer, prefix string, id int64, frame []byte) error {
 	if bytes.ContainsAny(frame, "\r\n") {
 		frame = bytes.Clone(frame)
 		for i, c := range frame {
@@ -141,6 +165,7 @@ func writeEvent(w io.Writer, id int64, frame []byte) error {
 	}
 	b := make([]byte, 0, len(frame)+48)
 	b = append(b, "id: "...)
+	b = append(b, prefix...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, "\nevent: message\ndata: "...)
 	b = append(b, frame...)

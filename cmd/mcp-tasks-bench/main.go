@@ -59,6 +59,10 @@ Examples:
   go run ./cmd/mcp-tasks-bench --proxy /tmp/proxy-after --proxy-name after \
       --proxy-b /tmp/proxy-before --proxy-b-name before
 
+  # Serve mode: a legacy HTTP client through the proxy's HTTP front,
+  # against direct and the stdio proxy
+  go run ./cmd/mcp-tasks-bench --serve --workloads startup,seq,inflight
+
   # A given binary, with the cost of tracing
   go run ./cmd/mcp-tasks-bench --proxy ./mcp-tasks-proxy --trace
 
@@ -88,6 +92,9 @@ Targets:
   proxy        mcp-tasks-proxy (--proxy, or built from this module)
   proxy-b      a second proxy binary (--proxy-b), to compare two builds
   proxy+trace  the proxy with --trace FILE (--trace)
+  serve        the proxy in serve mode, reached by a 2025-11-25 Streamable
+               HTTP client: initialize, then POSTs with Mcp-Session-Id, and
+               DELETE at the end (--serve)
   compare      another stdio bridge (--compare)
 
 The server runs in a process of its own (this binary re-executed), as users'
@@ -126,6 +133,7 @@ type config struct {
 	compare     string
 	compareName string
 	trace       bool
+	serve       bool
 	floor       bool
 	inProcess   bool
 	rounds      int
@@ -180,6 +188,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.compareName, "compare-name", "compare", "the name of the --compare target in the report")
 	fs.BoolVar(&cfg.floor, "floor", true, "also run the floor target: this binary re-executed as the smallest correct stdio bridge")
 	fs.BoolVar(&cfg.trace, "trace", false, "also run the proxy with --trace FILE (a temporary file), as target proxy+trace")
+	fs.BoolVar(&cfg.serve, "serve", false, "also run the proxy in serve mode (mcp-tasks-proxy serve, one process per session), reached by a 2025-11-25 Streamable HTTP client, as target serve; its ratios are to direct and to the stdio proxy")
 	server := fs.String("server", "process", "where the bench server runs: process (its own, as users run) or inprocess (the bench's)")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; each runs every workload on every target, interleaved")
 	fs.IntVar(&cfg.n, "n", 1000, "sequential echo calls per round (seq)")
@@ -376,6 +385,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.trace {
 		argv := append(proxyArgv(proxy), "--trace", filepath.Join(tmp, "proxy.trace"))
 		targets = append(targets, &target{name: "proxy+trace", argv: argv, legacy: true, tasks: true, proxy: true, traceOf: cfg.proxyName})
+	}
+	if cfg.serve {
+		argv := append([]string{proxy, "serve", "--listen", "127.0.0.1:0", "--url", srv.url, "--no-state", "--log-level", "error"}, cfg.proxyArgs...)
+		targets = append(targets, &target{name: "serve", argv: argv, legacy: true, tasks: true, serve: true, vs: []string{"direct", cfg.proxyName}})
 	}
 	if cfg.compare != "" {
 		cmd := strings.ReplaceAll(cfg.compare, "{url}", srv.url)

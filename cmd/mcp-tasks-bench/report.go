@@ -53,6 +53,10 @@ func (rp *reporter) ratioCols(t *target) [][2]string {
 	case t.name == "direct" || t.name == base:
 	case t.traceOf != "":
 		cols = append(cols, [2]string{t.name, t.traceOf})
+	case len(t.vs) > 0:
+		for _, v := range t.vs {
+			cols = append(cols, [2]string{t.name, v})
+		}
 	default:
 		cols = append(cols, [2]string{t.name, base})
 	}

@@ -35,6 +35,12 @@ type target struct {
 	proxy bool
 	// traceOf: for proxy+trace, the target it is the traced twin of.
 	traceOf string
+	// serve: argv runs the proxy in serve mode, reached over HTTP by a
+	// legacy Streamable HTTP client (startServe) instead of over stdio.
+	serve bool
+	// vs: the targets this one's ratio columns compare it to, instead of
+	// the floor.
+	vs []string
 	// profileDir: profile each session into a file of its own: the proxy
 	// with --cpuprofile, the floor through floorProfileEnv.
 	profileDir string
@@ -60,6 +66,9 @@ func (t *target) runs(wl string) bool {
 func (t *target) open(ctx context.Context, url, wl string) (session, time.Duration, error) {
 	if t.argv == nil {
 		return startDirect(ctx, url)
+	}
+	if t.serve {
+		return startServe(ctx, t.argv)
 	}
 	argv, env := t.argv, t.env
 	if t.profileDir != "" {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -17,5 +20,20 @@ func TestHintsNameFlags(t *testing.T) {
 		if !names[flagHint(h)] {
 			t.Errorf("hint %q is rendered as %s, which is not a flag of the proxy", h, flagHint(h))
 		}
+	}
+}
+
+// Lower layers name settings by Hint; once the command runs, a Go error of
+// theirs formatted with %v names the flag, and the neutral words are gone.
+func TestHintTextNamesFlagsInErrors(t *testing.T) {
+	t.Cleanup(func() { rewrite.SetHintText(nil) })
+	rewrite.SetHintText(nil)
+	if got := fmt.Sprintf("pass %v", rewrite.HintOAuthStore); got != "pass the oauth-store setting" {
+		t.Fatalf("neutral text: %q", got)
+	}
+	var stdout, stderr bytes.Buffer
+	run([]string{"version"}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })
+	if got := fmt.Sprintf("pass %v", rewrite.HintOAuthStore); got != "pass --oauth-store" {
+		t.Fatalf("after run: %q, want the flag", got)
 	}
 }

@@ -54,6 +54,7 @@ const exitGrace = 5 * time.Second
 // run is the whole command: a subcommand, or the proxy. It returns the
 // exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	rewrite.SetHintText(flagHint) // lower layers' messages name settings by their flags
 	if code, ok := runSubcommand(args, stdin, stdout, stderr, getenv); ok {
 		return code
 	}

@@ -124,6 +124,7 @@ func readmeFlagTables() []struct{ name, table string } {
 		{"proxy", markdownFlags(docs(proxyFlags), newFlagSet(&config{}))},
 		{"auth", markdownFlags(docs(authFlags), authFlagSet(&authConfig{}))},
 		{"check", markdownFlags(docs(checkFlagTable), newTableFlagSet("check", checkFlagTable, &checkFlags{}))},
+		{"serve", markdownFlags(docs(serveFlags), serveFlagSet(&serveConfig{}))},
 		{"config", markdownFlags(docs(configFlagTable), newTableFlagSet("config", configFlagTable, &configCmd{}))},
 		{"trace", markdownFlags(docs(helpOnlyFlags), newTableFlagSet("trace", helpOnlyFlags, &helpOnly{}))},
 	}
@@ -306,6 +307,7 @@ func TestHelpShowsDefaults(t *testing.T) {
 	check("mcp-tasks-proxy", docs(proxyFlags), newFlagSet(&config{}))
 	check("auth", docs(authFlags), authFlagSet(&authConfig{}))
 	check("check", docs(checkFlagTable), newTableFlagSet("check", checkFlagTable, &checkFlags{}))
+	check("serve", docs(serveFlags), serveFlagSet(&serveConfig{}))
 	check("config", docs(configFlagTable), newTableFlagSet("config", configFlagTable, &configCmd{}))
 }
 
@@ -518,6 +520,7 @@ func TestFlagRowsInAGroup(t *testing.T) {
 		{"mcp-tasks-proxy", proxyFlagGroups, docs(proxyFlags)},
 		{"auth", authFlagGroups, docs(authFlags)},
 		{"check", plainFlagGroups, docs(checkFlagTable)},
+		{"serve", serveFlagGroups, docs(serveFlags)},
 		{"config", plainFlagGroups, docs(configFlagTable)},
 		{"trace", plainFlagGroups, docs(helpOnlyFlags)},
 	} {

@@ -31,6 +31,7 @@ type serveConfig struct {
 	authTokenFile      string
 	sessionIdleTimeout time.Duration
 	maxSessions        int
+	sessionPrefix      string
 	token              string // read from authTokenFile
 }
 
@@ -64,11 +65,34 @@ var serveOwnFlags = []flagSpec[serveConfig]{
 		Help: "most client sessions at once; one more initialize gets 503 with Retry-After (default 256)",
 		Doc:  "the most client sessions at once; one more `initialize` gets 503 with `Retry-After`"},
 		intFlag(func(c *serveConfig) *int { return &c.maxSessions }, serve.DefaultMaxSessions)},
+	{flagDoc{Name: "session-id-prefix", Arg: "NAME", Group: groupServe,
+		Help: "start every Mcp-Session-Id with NAME. (letters, digits, - and _), so that a balancer can route each session to the replica that made it",
+		Doc:  "start every `Mcp-Session-Id` with `NAME.` (letters, digits, `-` and `_`), so that a balancer can send each session to the replica that made it (see [Serve mode](#serve-mode))"},
+		stringFlag(func(c *serveConfig) *string { return &c.sessionPrefix }, "")},
 }
 
-// serveFlags is serve's flag table: its own rows, then the proxy's.
+// serveFlags is serve's flag table: its own rows, then the proxy's, whose
+// words about stdin are said of a session here.
 var serveFlags = append(append([]flagSpec[serveConfig]{}, serveOwnFlags...),
-	sharedAll(proxyFlags, func(c *serveConfig) *config { return &c.config })...)
+	reword(sharedAll(proxyFlags, func(c *serveConfig) *config { return &c.config }), map[string][2]string{
+		"max-in-flight": {"concurrent forwarded requests per session; more wait in a queue (default 64)",
+			"how many requests of one session may run upstream at once; beyond that, up to 1024 (or 16 per slot) wait in a queue, and one more is refused with an error"},
+		"max-message-size": {"largest message from a client or from the server (default 128MiB); a larger POST gets 413",
+			"the largest message from a client (a larger POST gets 413) or from the server (`64KiB`, `2MiB` and so on)"},
+		"drain-timeout": {"when a session ends (DELETE, idleness, shutdown), answer the requests it has read for at most D, then give those left an error; 0 cancels them at once (default 3s: a shutdown stays within 5 s)",
+			"when a session ends (DELETE, idleness, SIGTERM), answer the requests it has read for at most D, then give those left an error naming the flag; `0` cancels them at once"},
+	})...)
+
+// reword gives rows of a shared table words of their own: name → help,
+// doc.
+func reword[T any](rows []flagSpec[T], words map[string][2]string) []flagSpec[T] {
+	for i, r := range rows {
+		if w, ok := words[r.Name]; ok {
+			rows[i].Help, rows[i].Doc = w[0], w[1]
+		}
+	}
+	return rows
+}
 
 // serveFlagSet is serve's parser (also read by completion).
 func serveFlagSet(c *serveConfig) *flag.FlagSet {
@@ -129,7 +153,9 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
-	return runServe(c, stderr, getenv)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	return runServe(ctx, c, stderr, getenv)
 }
 
 // parseServeArgs reads serve's command line: the proxy's checks, then
@@ -161,6 +187,9 @@ func (c *serveConfig) check() error {
 	if c.sessionIdleTimeout <= 0 {
 		return usagef("--session-idle-timeout must be a positive duration such as 30m")
 	}
+	if !validPrefix(c.sessionPrefix) {
+		return usagef("--session-id-prefix %q: use 1 to 32 letters, digits, - or _", c.sessionPrefix)
+	}
 	for _, o := range c.allowOrigins {
 		if _, _, ok := serve.NormalizeOrigin(o); !ok {
 			return usagef("--allow-origin %q: use an origin, scheme://host[:port], such as https://app.example.com", o)
@@ -187,18 +216,16 @@ func (c *serveConfig) check() error {
 	return nil
 }
 
-// runServe runs the HTTP front until a signal: the log, the demo server,
-// the upstream client, the sessions' configuration, the listener, then the
-// server. It returns the exit status.
-func runServe(c *serveConfig, stderr io.Writer, getenv func(string) string) int {
+// runServe runs the HTTP front until ctx ends (a signal): the log, the
+// demo server, the upstream client, the sessions' configuration, the
+// listener, then the server. It returns the exit status.
+func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func(string) string) int {
 	cfg := &c.config
 	logger, closeLog, code := startLog(cfg, stderr, getenv)
 	if code != 0 {
 		return code
 	}
 	defer closeLog()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	url := cfg.url
 	if cfg.demo {
 		demoURL, stopDemo, code := startDemoServer(cfg, logger, stderr)
@@ -226,11 +253,15 @@ func runServe(c *serveConfig, stderr io.Writer, getenv func(string) string) int 
 	}
 	host, _, _ := net.SplitHostPort(c.listen)
 	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins,
-		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions})
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(logger)}
-	go probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger)
+		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix})
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(logger)}
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()))
 	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)
+	probed := make(chan struct{})
+	go func() { // after the line: its warning follows it
+		defer close(probed)
+		probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger)
+	}()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -242,6 +273,7 @@ func runServe(c *serveConfig, stderr io.Writer, getenv func(string) string) int 
 	case <-ctx.Done():
 	}
 	stopServing(hs, srv, logger)
+	<-probed // ended with ctx
 	return 0
 }
 
@@ -284,4 +316,18 @@ func probeUpstream(ctx context.Context, srv *serve.Server, client *routing.Clien
 	default:
 		srv.SetHealth(errors.New(v.Reason))
 	}
+}
+
+// validPrefix reports whether p is empty, or 1 to 32 letters, digits, - or
+// _ (visible ASCII that needs no escaping in a header or a balancer rule).
+func validPrefix(p string) bool {
+	if len(p) > 32 {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
