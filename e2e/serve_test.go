@@ -551,7 +551,8 @@ type serveSession struct {
 	f   *serveFrames
 	hc  *http.Client
 	sid string
-	// header is added to every request (Origin, Authorization, ...).
+	// header is added to every request (Origin, Authorization, ...); a
+	// nil value removes a header the client sets by default.
 	header http.Header
 	// answer returns the result (raw JSON) of a request the proxy sends on
 	// a POST's stream; nil answers every request with an error.
@@ -600,11 +601,14 @@ func (c *serveSession) do(method string, body []byte, extra http.Header) (*http.
 		req.Header.Set("Mcp-Session-Id", c.sid)
 		req.Header.Set("MCP-Protocol-Version", legacyVersion)
 	}
-	for k, vs := range c.header {
-		req.Header[k] = vs
-	}
-	for k, vs := range extra {
-		req.Header[k] = vs
+	for _, h := range []http.Header{c.header, extra} {
+		for k, vs := range h {
+			if vs == nil {
+				req.Header.Del(k) // a nil value removes a default header
+				continue
+			}
+			req.Header[http.CanonicalHeaderKey(k)] = vs
+		}
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
