@@ -801,3 +801,58 @@ func TestServeTraceLogs(t *testing.T) {
 		}
 	})
 }
+
+// TestServePostStream: a request's own notifications travel on its POST's
+// stream, before its answer, as SSE events with ids: progress and a log
+// message of the demo's slow_count, and progress of a 2025 server's call
+// whose upstream stream drops and is resumed (drop_stream).
+func TestServePostStream(t *testing.T) {
+	t.Parallel()
+	for _, k := range serveUpKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			url, _ := k.start(t)
+			s := startServe(t, url)
+			c := s.rawSession(t, newServeFrames(t, k.verbatim))
+			c.initialize(serveInit)
+			var resp []byte
+			want := 1
+			if k.name == "demo" {
+				resultOf(t, c.call(`"level"`, "logging/setLevel", `{"level":"info"}`))
+				want = 3
+				resp = c.call(`"count"`, "tools/call", `{"name":"slow_count","arguments":{"n":3},"_meta":{"progressToken":"tok-post"}}`)
+				if got := tkText(resultOf(t, resp)); got != "counted to 3" {
+					t.Errorf("slow_count = %q", got)
+				}
+			} else {
+				resp = c.call(`"drop"`, "tools/call", `{"name":"drop_stream","arguments":{},"_meta":{"progressToken":"tok-post"}}`)
+				if got := tkText(resultOf(t, resp)); got != "resumed" {
+					t.Errorf("drop_stream = %q", got)
+				}
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			progress, logs := 0, 0
+			for _, n := range c.notes {
+				switch gjson.GetBytes(n, "method").String() {
+				case "notifications/progress":
+					progress++
+					if tok := gjson.GetBytes(n, "params.progressToken").String(); tok != "tok-post" {
+						t.Errorf("progress with token %q on the POST's stream, want tok-post: %s", tok, n)
+					}
+				case "notifications/message":
+					logs++
+				}
+			}
+			if progress != want {
+				t.Errorf("%d progress notifications on the POST's stream before its answer, want %d (notes %q)", progress, want, c.notes)
+			}
+			if k.name == "demo" && logs != 1 {
+				t.Errorf("%d log messages on the POST's stream before its answer, want 1", logs)
+			}
+			if c.noID != 0 {
+				t.Errorf("%d events on POST streams carried no id", c.noID)
+			}
+		})
+	}
+}

@@ -561,6 +561,9 @@ type serveSession struct {
 	mu    sync.Mutex
 	notes [][]byte
 	asked []string // methods of the requests the proxy sent
+	// noID counts the events with data on POST streams that carried no
+	// id (SSE events carry ids).
+	noID int
 }
 
 func (s *serveProc) rawSession(t *testing.T, f *serveFrames) *serveSession {
@@ -708,6 +711,11 @@ func (c *serveSession) answerOf(resp *http.Response, id, method string) []byte {
 			}
 			if len(bytes.TrimSpace(ev.data)) == 0 {
 				continue
+			}
+			if !ev.hasID || ev.id == "" {
+				c.mu.Lock()
+				c.noID++
+				c.mu.Unlock()
 			}
 			fr := gjson.ParseBytes(ev.data)
 			switch {
