@@ -201,15 +201,20 @@ func TestServeOrigin(t *testing.T) {
 					h := tc.h.Clone()
 					host := h.Get("Host")
 					h.Del("Host")
-					post := func(sid, body string) serveAnswer {
+					send := func(method, sid, body string) serveAnswer {
 						fresh := s.rawSession(t, f)
 						fresh.sid = sid
 						fresh.header = h
 						if host != "" {
 							fresh.hc = serveHostClient(t, f, host)
 						}
-						return fresh.send(http.MethodPost, []byte(body), nil)
+						var b []byte
+						if body != "" {
+							b = []byte(body)
+						}
+						return fresh.send(method, b, nil)
 					}
+					post := func(sid, body string) serveAnswer { return send(http.MethodPost, sid, body) }
 					a := post("", string(serveRequest(`"init"`, "initialize",
 						`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"`+marker+`","version":"1"}}`)))
 					if a.status != http.StatusForbidden {
@@ -218,6 +223,13 @@ func TestServeOrigin(t *testing.T) {
 					a = post(c.sid, string(serveRequest(`"call"`, "tools/call", `{"name":"echo","arguments":{"text":"`+marker+`"}}`)))
 					if a.status != http.StatusForbidden {
 						t.Errorf("tools/call in a live session: status %d, want 403; body %s", a.status, shortBytes(a.body))
+					}
+					// Nor may such a page read the session's stream or end
+					// it (the session's last echo below shows it lives).
+					for _, m := range []string{http.MethodGet, http.MethodDelete} {
+						if a := send(m, c.sid, ""); a.status != http.StatusForbidden {
+							t.Errorf("%s of a live session: status %d, want 403", m, a.status)
+						}
 					}
 				})
 			}
@@ -531,6 +543,15 @@ func serveResume(t *testing.T, c *serveSession, st *serveStream, uris []string, 
 	resumed.wait(t, "the missed resources/updated for "+uris[1]+" after Last-Event-ID "+last, isUpdate(uris[1]))
 	touch(2)
 	resumed.wait(t, "resources/updated for "+uris[2]+" on the resumed stream", isUpdate(uris[2]))
+	defer func() {
+		// DELETE ends the session, and with it its open stream.
+		if st := c.del(); st < 200 || st > 299 {
+			t.Errorf("DELETE: status %d", st)
+		}
+		resumed.until(t, func() bool { return resumed.ended }, func() string {
+			return fmt.Sprintf("the GET stream did not end within %v of the session's DELETE", waitTimeout)
+		})
+	}()
 	counts := map[string]int{}
 	for _, ev := range resumed.all() {
 		if ev.hasID && seen[ev.id] {
@@ -852,6 +873,109 @@ func TestServePostStream(t *testing.T) {
 			}
 			if c.noID != 0 {
 				t.Errorf("%d events on POST streams carried no id", c.noID)
+			}
+		})
+	}
+}
+
+// TestServeCancel: a client's notifications/cancelled for a call in flight
+// ends the upstream request, and nothing more is sent for that id: the
+// POST ends without its response (raw), and the go-sdk client's cancelled
+// context does the same through its own notifications/cancelled.
+func TestServeCancel(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"demo", "2025"} {
+		t.Run(k, func(t *testing.T) {
+			t.Parallel()
+			hold := &serveHold{next: demo.Handler()}
+			var url string
+			var legacy *legacyUpstream
+			if k == "demo" {
+				url = newServeUp(t, hold, true).URL
+			} else {
+				hold.next = demo.NewLegacy()
+				legacy = newLegacyUpstream(t, hold)
+				url = legacy.URL
+			}
+			s := startServe(t, url)
+			f := newServeFrames(t, k == "2025")
+			c := s.rawSession(t, f)
+			c.initialize(serveInit)
+
+			type posted struct {
+				status int
+				body   []byte
+				err    error
+			}
+			out := make(chan posted, 1)
+			go func() {
+				// The answer's headers wait for its first frame, so the
+				// POST runs on its own goroutine.
+				ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(serveRequest(`"doomed"`, "tools/call", `{"name":"echo","arguments":{"text":"`+serveHoldMark+`"}}`)))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Mcp-Session-Id", c.sid)
+				req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+				resp, err := c.hc.Do(req)
+				if err != nil {
+					out <- posted{err: err}
+					return
+				}
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				out <- posted{status: resp.StatusCode, body: b, err: err}
+			}()
+			hold.wait(t, 1)
+			c.notify("notifications/cancelled", `{"requestId":"doomed","reason":"the user changed their mind"}`)
+			hold.waitEnded(t, 1)
+			if legacy != nil {
+				// A 2025 server learns of it by a POSTed cancel (a closed
+				// stream is no cancellation in 2025).
+				call := legacy.wait(t, "the held call", isToolCall("echo"))
+				legacy.wait(t, "notifications/cancelled naming the held call "+call.ID, func(ls legacySeen) bool {
+					return isPost("notifications/cancelled")(ls) && gjson.GetBytes(ls.Body, "params.requestId").Raw == call.ID
+				})
+			}
+
+			// The POST ends (bounded by its context) with no response.
+			p := <-out
+			if p.err != nil {
+				t.Fatalf("the cancelled call's POST: %v", p.err)
+			}
+			for _, line := range strings.Split(string(p.body), "\n") {
+				line = strings.TrimPrefix(strings.TrimSpace(line), "data:")
+				if line = strings.TrimSpace(line); line != "" && gjson.Valid(line) && isResponse([]byte(line)) && gjson.Get(line, "id").Raw == `"doomed"` {
+					t.Errorf("the cancelled call was answered (status %d): %s", p.status, line)
+				}
+			}
+			t.Logf("the cancelled call's POST ended with status %d, body %q", p.status, shortBytes(p.body))
+			serveEcho(t, c, `"after"`, "the session goes on")
+
+			// go-sdk: cancelling the call's context.
+			ctx, stop := context.WithTimeout(context.Background(), waitTimeout)
+			defer stop()
+			cs := sdkServeConnect(t, ctx, s, mcp.NewClient(&mcp.Implementation{Name: "e2e-serve-sdk", Version: "1"}, nil), newServeFrames(t, k == "2025"))
+			defer cs.Close()
+			cctx, ccancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": serveHoldMark}})
+				done <- err
+			}()
+			hold.wait(t, 2)
+			ccancel()
+			if err := <-done; err == nil {
+				t.Errorf("the cancelled go-sdk call succeeded")
+			}
+			hold.waitEnded(t, 2)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "sdk after cancel"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sdkText(t, res); got != "sdk after cancel" {
+				t.Errorf("echo = %q", got)
 			}
 		})
 	}

@@ -510,7 +510,8 @@ func (u *serveUp) count(s string) int {
 type serveHold struct {
 	next http.Handler
 	changes
-	held int
+	held  int
+	ended int // held requests that have ended
 }
 
 const serveHoldMark = "hold-me"
@@ -527,9 +528,21 @@ func (h *serveHold) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.notifyLocked()
 		h.mu.Unlock()
 		<-r.Context().Done()
+		h.mu.Lock()
+		h.ended++
+		h.notifyLocked()
+		h.mu.Unlock()
 		return
 	}
 	h.next.ServeHTTP(w, r)
+}
+
+// waitEnded waits until n held calls have ended.
+func (h *serveHold) waitEnded(t *testing.T, n int) {
+	t.Helper()
+	h.until(t, func() bool { return h.ended >= n }, func() string {
+		return fmt.Sprintf("%d held upstream calls did not end within %v", n, waitTimeout)
+	})
 }
 
 // wait waits until n calls are being held.
