@@ -980,3 +980,58 @@ func TestServeCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestServeGetStreamRequest: a request that belongs to no POST (a 2025
+// server's roots/list, sent on its own GET stream after the call that
+// caused it was answered) reaches the client on the session's GET stream,
+// and the client's answer, POSTed back (202), reaches the server.
+func TestServeGetStreamRequest(t *testing.T) {
+	t.Parallel()
+	roots := make(chan string, 1)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "e2e-later", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_later", Description: "Asks the client for its roots after answering."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			ss := req.Session
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+				defer cancel()
+				//lint:ignore SA1019 roots is a 2025 feature a 2025 server uses, and what passthrough carries.
+				res, err := ss.ListRoots(ctx, nil)
+				switch {
+				case err != nil:
+					roots <- "error: " + err.Error()
+				case len(res.Roots) != 1:
+					roots <- fmt.Sprintf("%d roots", len(res.Roots))
+				default:
+					roots <- res.Roots[0].URI
+				}
+			}()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "asked"}}}, nil, nil
+		})
+	up := newLegacyUpstream(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	s := startServe(t, up.URL)
+	c := s.rawSession(t, newServeFrames(t, true))
+	c.initialize(`{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"e2e-serve","version":"1"}}`)
+	st := c.openStream("")
+	up.wait(t, "the proxy's GET stream", isGetStream(up.sessionOf(t, 1)))
+
+	if got := tkText(resultOf(t, c.call(`"ask"`, "tools/call", `{"name":"ask_later","arguments":{}}`))); got != "asked" {
+		t.Errorf("ask_later = %q", got)
+	}
+	ev := st.wait(t, "the server's roots/list request", func(ev sseEvent) bool {
+		return gjson.GetBytes(ev.data, "method").String() == "roots/list" && gjson.GetBytes(ev.data, "id").Exists()
+	})
+	req := gjson.ParseBytes(ev.data)
+	answer := `{"jsonrpc":"2.0","id":` + req.Get("id").Raw + `,"result":{"roots":[{"uri":"file:///e2e-later","name":"e2e"}]}}`
+	if a := c.send(http.MethodPost, []byte(answer), nil); a.status != http.StatusAccepted {
+		t.Fatalf("POST of the roots/list answer: status %d, want 202; body %s", a.status, shortBytes(a.body))
+	}
+	select {
+	case got := <-roots:
+		if got != "file:///e2e-later" {
+			t.Errorf("the server's ListRoots got %q, want the client's file:///e2e-later", got)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("the server's ListRoots did not return within %v", waitTimeout)
+	}
+}
