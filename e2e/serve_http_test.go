@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
@@ -631,6 +633,12 @@ func TestServeSIGTERM(t *testing.T) {
 			}
 			select {
 			case err := <-sdkDone:
+				// A result or a JSON-RPC error; a broken connection is
+				// no answer.
+				var wire *jsonrpc.Error
+				if err != nil && !errors.As(err, &wire) {
+					t.Errorf("the go-sdk client's in-flight call ended without an answer: %v", err)
+				}
 				t.Logf("the go-sdk call returned: %v", err)
 			case <-bound:
 				t.Errorf("the go-sdk client's in-flight call did not return within %v of SIGTERM", cleanupExitTimeout)
