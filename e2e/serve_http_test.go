@@ -545,27 +545,38 @@ func serveResume(t *testing.T, c *serveSession, st *serveStream, uris []string, 
 	resumed.wait(t, "the missed resources/updated for "+uris[1]+" after Last-Event-ID "+last, isUpdate(uris[1]))
 	touch(2)
 	resumed.wait(t, "resources/updated for "+uris[2]+" on the resumed stream", isUpdate(uris[2]))
-	defer func() {
-		// DELETE ends the session, and with it its open stream.
-		if st := c.del(); st < 200 || st > 299 {
-			t.Errorf("DELETE: status %d", st)
+	check := func(st *serveStream, what string) {
+		t.Helper()
+		counts := map[string]int{}
+		for _, ev := range st.all() {
+			if ev.hasID && seen[ev.id] {
+				t.Errorf("%s repeats event id %s, seen before Last-Event-ID %s: %s", what, ev.id, last, shortBytes(ev.data))
+			}
+			if gjson.GetBytes(ev.data, "method").String() == "notifications/resources/updated" {
+				counts[gjson.GetBytes(ev.data, "params.uri").String()]++
+			}
 		}
-		resumed.until(t, func() bool { return resumed.ended }, func() string {
-			return fmt.Sprintf("the GET stream did not end within %v of the session's DELETE", waitTimeout)
-		})
-	}()
-	counts := map[string]int{}
-	for _, ev := range resumed.all() {
-		if ev.hasID && seen[ev.id] {
-			t.Errorf("the resumed stream repeats event id %s, seen before Last-Event-ID %s: %s", ev.id, last, shortBytes(ev.data))
-		}
-		if gjson.GetBytes(ev.data, "method").String() == "notifications/resources/updated" {
-			counts[gjson.GetBytes(ev.data, "params.uri").String()]++
+		if counts[uris[0]] != 0 || counts[uris[1]] != 1 || counts[uris[2]] != 1 {
+			t.Errorf("resources/updated on %s by URI: %v; want %s once, %s once, %s never (no duplicates)", what, counts, uris[1], uris[2], uris[0])
 		}
 	}
-	if counts[uris[0]] != 0 || counts[uris[1]] != 1 || counts[uris[2]] != 1 {
-		t.Errorf("resources/updated on the resumed stream by URI: %v; want %s once, %s once, %s never (no duplicates)", counts, uris[1], uris[2], uris[0])
+	check(resumed, "the resumed stream")
+
+	// The same Last-Event-ID again, after both were delivered: the server
+	// replays what follows that id, not what it last delivered.
+	resumed.close()
+	again := c.openStream(last)
+	again.wait(t, "the replayed resources/updated for "+uris[1], isUpdate(uris[1]))
+	again.wait(t, "the replayed resources/updated for "+uris[2], isUpdate(uris[2]))
+	check(again, "the stream resumed a second time from "+last)
+
+	// DELETE ends the session, and with it its open stream.
+	if st := c.del(); st < 200 || st > 299 {
+		t.Errorf("DELETE: status %d", st)
 	}
+	again.until(t, func() bool { return again.ended }, func() string {
+		return fmt.Sprintf("the GET stream did not end within %v of the session's DELETE", waitTimeout)
+	})
 }
 
 // TestServeSIGTERM: SIGTERM with calls in flight (held by the upstream,
