@@ -21,6 +21,9 @@ import (
 // serveSessions is how many client sessions the isolation tests run at once.
 const serveSessions = 16
 
+// serveLevels are the 2025 logging levels; session i sets the i-th (mod 8).
+var serveLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
 // serveBarrier lets concurrent sessions wait (bounded) until each has
 // reached a point; a session that fails before it still arrives (defer).
 type serveBarrier struct {
@@ -101,7 +104,9 @@ func serveEndSession(t *testing.T, c *serveSession) {
 }
 
 // TestServeSessionsDemo: 16 raw-client sessions at once against the demo
-// server (2026), each running echo, a task (tasks/get, tasks/result,
+// server (2026), all with the same request ids, each sending its own
+// client info, capabilities and log level upstream (whoami), and running
+// echo, a task (tasks/get, tasks/result,
 // tasks/list) and an MRTR elicitation (ask_name, whose elicitation/create
 // travels on the POST's stream and is answered with the session's own
 // name). Every answer carries the session's own data, tasks/list shows only
@@ -125,12 +130,33 @@ func TestServeSessionsDemo(t *testing.T) {
 			}
 			return ""
 		}
-		res := c.initialize(`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"tasks":{"list":{},"cancel":{}}},"clientInfo":{"name":"e2e-serve-` + tag + `","version":"1"}}`)
+		// Half the sessions also declare roots: each session's requests
+		// upstream carry its own capabilities.
+		caps := `{"elicitation":{},"tasks":{"list":{},"cancel":{}}}`
+		if i%2 == 0 {
+			caps = `{"elicitation":{},"roots":{},"tasks":{"list":{},"cancel":{}}}`
+		}
+		res := c.initialize(`{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"e2e-serve-` + tag + `","version":"1"}}`)
 		if v := res.Get("protocolVersion").String(); v != legacyVersion {
 			t.Errorf("initialize protocolVersion = %q, want %s", v, legacyVersion)
 		}
 		if !res.Get("capabilities.tasks").Exists() {
 			t.Errorf("initialize advertises no tasks capability: %s", res.Raw)
+		}
+
+		// its own client info, capabilities and log level, as the
+		// upstream saw them (whoami)
+		level := serveLevels[i%len(serveLevels)]
+		resultOf(t, c.call(`"level"`, "logging/setLevel", `{"level":"`+level+`"}`))
+		who := resultOf(t, c.call(`"who"`, "tools/call", `{"name":"whoami","arguments":{}}`)).Get("structuredContent")
+		if got := who.Get("clientInfo.name").String(); got != "e2e-serve-"+tag {
+			t.Errorf("the upstream saw clientInfo %q, want this session's e2e-serve-%s", got, tag)
+		}
+		if got := who.Get("clientCapabilities.roots").Exists(); got != (i%2 == 0) {
+			t.Errorf("the upstream saw roots declared: %v, want %v (this session's capabilities): %s", got, i%2 == 0, who.Get("clientCapabilities").Raw)
+		}
+		if got := who.Get("logLevel").String(); got != level {
+			t.Errorf("the upstream saw logLevel %q, want this session's %q", got, level)
 		}
 
 		// echo
