@@ -600,19 +600,36 @@ func TestServeSIGTERM(t *testing.T) {
 			f := newServeFrames(t, verbatim)
 			call := `{"name":"echo","arguments":{"text":"` + serveHoldMark + `"}}`
 
-			const raw = 3
+			raw := 3
 			type outcome struct {
 				id    string
 				frame []byte
 				err   error
 			}
 			results := make(chan outcome, raw+1)
-			for i := 0; i < raw; i++ {
+			if k == "demo" {
+				// One more whose answer is already a stream (progress
+				// sent): its error must come as an event on that stream.
+				raw++
+				c := s.rawSession(t, f)
+				c.initialize(serveInit)
+				streaming := make(chan struct{})
+				go func() {
+					fr, err := serveTryCall(c, `"streaming"`, "tools/call", `{"name":"slow_count","arguments":{"n":50,"delay_ms":1000},"_meta":{"progressToken":"p"}}`, streaming)
+					results <- outcome{`"streaming"`, fr, err}
+				}()
+				select {
+				case <-streaming:
+				case <-time.After(waitTimeout):
+					t.Fatalf("slow_count sent no progress within %v", waitTimeout)
+				}
+			}
+			for i := 0; i < 3; i++ {
 				c := s.rawSession(t, f)
 				c.initialize(serveInit)
 				id := fmt.Sprintf(`"inflight-%d"`, i)
 				go func() {
-					fr, err := serveTryCall(c, id, "tools/call", call)
+					fr, err := serveTryCall(c, id, "tools/call", call, nil)
 					results <- outcome{id, fr, err}
 				}()
 			}
@@ -624,7 +641,7 @@ func TestServeSIGTERM(t *testing.T) {
 				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": serveHoldMark}})
 				sdkDone <- err
 			}()
-			hold.wait(t, raw+1)
+			hold.wait(t, 3+1)
 
 			s.signal(syscall.SIGTERM)
 			bound := time.After(cleanupExitTimeout)
@@ -662,8 +679,9 @@ func TestServeSIGTERM(t *testing.T) {
 }
 
 // serveTryCall is call without failing the test (for goroutines): the
-// response to id, from a JSON body or the POST's stream.
-func serveTryCall(c *serveSession, id, method, params string) ([]byte, error) {
+// response to id, from a JSON body or the POST's stream. noted, when not
+// nil, is closed at the first notification on the stream.
+func serveTryCall(c *serveSession, id, method, params string, noted chan struct{}) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.s.URL, bytes.NewReader(serveRequest(id, method, params)))
@@ -698,6 +716,10 @@ func serveTryCall(c *serveSession, id, method, params string) ([]byte, error) {
 		}
 		if isResponse(ev.data) && gjson.GetBytes(ev.data, "id").Raw == id {
 			return ev.data, nil
+		}
+		if noted != nil && gjson.GetBytes(ev.data, "method").Exists() && !gjson.GetBytes(ev.data, "id").Exists() {
+			close(noted)
+			noted = nil
 		}
 	}
 }
