@@ -535,3 +535,44 @@ func TestServeSDK(t *testing.T) {
 		})
 	}
 }
+
+// TestServeTaskInput: 16 sessions at once each run a task that needs input
+// (needs_input) and wait for it with tasks/result: the proxy's question
+// (elicitation/create, related to the task) travels on that tasks/result
+// POST's stream of the session that owns the task, and the session's own
+// answer completes its own task.
+func TestServeTaskInput(t *testing.T) {
+	t.Parallel()
+	up := newServeUp(t, demo.Handler(), true)
+	s := startServe(t, "--state-file", filepath.Join(t.TempDir(), "tasks.json"), up.URL)
+	serveConcurrently(t, func(t *testing.T, i int) {
+		tag := serveTag(i)
+		f := newServeFrames(t, false)
+		c := s.rawSession(t, f)
+		var related []string
+		c.answer = func(req gjson.Result) string {
+			if req.Get("method").String() != "elicitation/create" {
+				return ""
+			}
+			related = append(related, req.Get("params."+tkRelatedTask).String())
+			return `{"action":"accept","content":{"name":"` + tag + `"}}`
+		}
+		c.initialize(`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"tasks":{"list":{},"cancel":{}}},"clientInfo":{"name":"e2e-serve","version":"1"}}`)
+		resp := c.call(`"task"`, "tools/call", `{"name":"needs_input","arguments":{},"task":{"ttl":60000}}`)
+		id := resultOf(t, resp).Get("task.taskId").String()
+		if id == "" {
+			t.Fatalf("task-augmented needs_input: want a CreateTaskResult, got %s", shortBytes(resp))
+		}
+		res := resultOf(t, c.call(`"result"`, "tasks/result", tkTaskParams(id)))
+		if got := tkText(res); got != "hello, "+tag {
+			t.Errorf("tasks/result = %q, want %q (this session's answer)", got, "hello, "+tag)
+		}
+		c.mu.Lock()
+		asked := slices.Clone(c.asked)
+		c.mu.Unlock()
+		if !slices.Equal(asked, []string{"elicitation/create"}) || !slices.Equal(related, []string{id}) {
+			t.Errorf("asked %v related to tasks %v on the tasks/result stream, want one elicitation/create related to %s", asked, related, id)
+		}
+		serveNoCrossTalk(t, i, f.all())
+	})
+}
