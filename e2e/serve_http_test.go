@@ -138,6 +138,19 @@ func TestServeSessionIDs(t *testing.T) {
 			if a.status != http.StatusBadRequest {
 				t.Errorf("a request without Mcp-Session-Id: status %d, want 400; body %s", a.status, shortBytes(a.body))
 			}
+			for _, m := range []struct{ method, body string }{
+				{http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`},
+				{http.MethodGet, ""},
+				{http.MethodDelete, ""},
+			} {
+				var b []byte
+				if m.body != "" {
+					b = []byte(m.body)
+				}
+				if a := noID.send(m.method, b, http.Header{"MCP-Protocol-Version": {legacyVersion}}); a.status != http.StatusBadRequest {
+					t.Errorf("%s %s without Mcp-Session-Id: status %d, want 400", m.method, m.body, a.status)
+				}
+			}
 
 			unknown := s.rawSession(t, f)
 			unknown.sid = "no-such-session-e2e"
