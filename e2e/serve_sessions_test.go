@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -575,4 +576,55 @@ func TestServeTaskInput(t *testing.T) {
 		}
 		serveNoCrossTalk(t, i, f.all())
 	})
+}
+
+// TestServeTaskReread: a task outlives the session that made it: after
+// that session ends, a new session of the same client (the same bearer)
+// re-reads it by id, as a client does after a replica died; the new
+// session's tasks/list still shows only its own tasks.
+func TestServeTaskReread(t *testing.T) {
+	t.Parallel()
+	const token = "e2e-serve-reread-token"
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := newServeUp(t, demo.Handler(), true)
+	s := startServe(t, "--auth-token-file", file, "--state-file", filepath.Join(t.TempDir(), "tasks.json"), up.URL)
+	f := newServeFrames(t, false)
+	handshake := `{"protocolVersion":"2025-11-25","capabilities":{"tasks":{"list":{},"cancel":{}}},"clientInfo":{"name":"e2e-serve","version":"1"}}`
+
+	first := s.rawSession(t, f)
+	first.header.Set("Authorization", "Bearer "+token)
+	first.initialize(handshake)
+	resp := first.call(`"task"`, "tools/call", `{"name":"slow","arguments":{"ms":200},"task":{"ttl":60000}}`)
+	id := resultOf(t, resp).Get("task.taskId").String()
+	if id == "" {
+		t.Fatalf("task-augmented slow: want a CreateTaskResult, got %s", shortBytes(resp))
+	}
+	serveEndSession(t, first)
+
+	second := s.rawSession(t, f)
+	second.header.Set("Authorization", "Bearer "+token)
+	second.initialize(handshake)
+	deadline := time.Now().Add(waitTimeout)
+	for n := 0; ; n++ {
+		view := resultOf(t, second.call(fmt.Sprintf(`"get-%d"`, n), "tasks/get", tkTaskParams(id)))
+		if view.Get("taskId").String() != id {
+			t.Fatalf("tasks/get from a new session answered task %q, want %s", view.Get("taskId").String(), id)
+		}
+		if view.Get("status").String() == "completed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not complete within %v: %s", waitTimeout, view.Raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := tkText(resultOf(t, second.call(`"result"`, "tasks/result", tkTaskParams(id)))); got != "slept 200 ms" {
+		t.Errorf("tasks/result from a new session = %q, want slept 200 ms", got)
+	}
+	if list := resultOf(t, second.call(`"list"`, "tasks/list", `{}`)).Get("tasks").Array(); len(list) != 0 {
+		t.Errorf("the new session's tasks/list shows %d tasks, want none of its own: %v", len(list), list)
+	}
 }
