@@ -1089,3 +1089,79 @@ func TestServeGetStreamRequest(t *testing.T) {
 		t.Fatalf("the server's ListRoots did not return within %v", waitTimeout)
 	}
 }
+
+// TestServeDeleteInFlight: a DELETE while a call is in flight ends the
+// session, and the call still gets exactly one answer, an error.
+func TestServeDeleteInFlight(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"demo", "2025"} {
+		t.Run(k, func(t *testing.T) {
+			t.Parallel()
+			hold := &serveHold{next: demo.Handler()}
+			var url string
+			if k == "demo" {
+				url = newServeUp(t, hold, true).URL
+			} else {
+				hold.next = demo.NewLegacy()
+				url = newLegacyUpstream(t, hold).URL
+			}
+			s := startServe(t, url)
+			c := s.rawSession(t, newServeFrames(t, k == "2025"))
+			c.initialize(serveInit)
+			type outcome struct {
+				frame []byte
+				err   error
+			}
+			out := make(chan outcome, 1)
+			go func() {
+				fr, err := serveTryCall(c, `"held"`, "tools/call", `{"name":"echo","arguments":{"text":"`+serveHoldMark+`"}}`, nil)
+				out <- outcome{fr, err}
+			}()
+			hold.wait(t, 1)
+			if st := c.del(); st < 200 || st > 299 {
+				t.Fatalf("DELETE: status %d", st)
+			}
+			select {
+			case o := <-out:
+				if o.err != nil {
+					t.Fatalf("the call in flight at DELETE got no answer: %v", o.err)
+				}
+				errorOf(t, o.frame)
+				t.Logf("the call in flight at DELETE: %s", o.frame)
+			case <-time.After(waitTimeout):
+				t.Fatalf("the call in flight at DELETE was not answered within %v", waitTimeout)
+			}
+			hold.waitEnded(t, 1)
+			if a := c.send(http.MethodPost, serveRequest(`"x"`, "ping", ""), nil); a.status != http.StatusNotFound {
+				t.Errorf("after DELETE: status %d, want 404", a.status)
+			}
+		})
+	}
+}
+
+// TestServeNotIdleInFlight: a session with a call open is not idle: it
+// outlives several --session-idle-timeout periods while the call runs.
+func TestServeNotIdleInFlight(t *testing.T) {
+	t.Parallel()
+	hold := &serveHold{next: demo.Handler()}
+	s := startServe(t, "--session-idle-timeout", "1s", newServeUp(t, hold, true).URL)
+	c := s.rawSession(t, newServeFrames(t, false))
+	c.initialize(serveInit)
+	out := make(chan error, 1)
+	go func() {
+		_, err := serveTryCall(c, `"held"`, "tools/call", `{"name":"echo","arguments":{"text":"`+serveHoldMark+`"}}`, nil)
+		out <- err
+	}()
+	hold.wait(t, 1)
+	// Three idle periods pass with the call open (a lower bound, not a
+	// speed requirement: waiting longer only makes expiry more likely).
+	time.Sleep(3 * time.Second)
+	c.notify("notifications/cancelled", `{"requestId":"held"}`)
+	hold.waitEnded(t, 1)
+	select {
+	case <-out:
+	case <-time.After(waitTimeout):
+		t.Fatalf("the cancelled call's POST did not end within %v", waitTimeout)
+	}
+	serveEcho(t, c, `"after"`, "still alive after a long call")
+}
