@@ -756,10 +756,35 @@ func TestServeHealthMetrics(t *testing.T) {
 		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
 	}
 
+	// healthy waits (bounded) for /healthz to answer 200: the first look
+	// at the upstream may still be under way when serve listens.
+	healthy := func(t *testing.T, s *serveProc) {
+		t.Helper()
+		deadline := time.Now().Add(waitTimeout)
+		for {
+			st, _, body := get(t, s.Base+"/healthz")
+			if st == http.StatusOK {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/healthz = %d %q for %v with the upstream up, want 200", st, body, waitTimeout)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	t.Run("2025 upstream, before any session", func(t *testing.T) {
+		t.Parallel()
+		s := startServe(t, newLegacyUpstream(t, demo.NewLegacy()).URL)
+		healthy(t, s)
+	})
+
 	t.Run("up", func(t *testing.T) {
 		t.Parallel()
 		up := newServeUp(t, demo.Handler(), true)
 		s := startServe(t, up.URL)
+		// Healthy before any client session: a balancer routes to it.
+		healthy(t, s)
 		c := s.rawSession(t, newServeFrames(t, false))
 		c.initialize(serveInit)
 		serveEcho(t, c, `"e"`, "for the metrics")
