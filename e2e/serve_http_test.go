@@ -815,10 +815,20 @@ func TestServeHealthMetrics(t *testing.T) {
 
 	t.Run("down", func(t *testing.T) {
 		t.Parallel()
-		s := startServe(t, closedURL(t))
+		s := startServe(t, "--max-sessions", "1", closedURL(t))
 		c := s.rawSession(t, newServeFrames(t, false))
-		a := c.send(http.MethodPost, serveRequest(`"init"`, "initialize", serveInit), nil)
-		t.Logf("initialize with the upstream down: %d %s", a.status, shortBytes(a.body))
+		// A failed initialize is answered with an error and makes no
+		// session: it holds no place under --max-sessions 1, so a client
+		// may try again at once.
+		for i := 0; i < 3; i++ {
+			a := c.send(http.MethodPost, serveRequest(`"init"`, "initialize", serveInit), nil)
+			if a.status != http.StatusOK || !gjson.GetBytes(a.body, "error").IsObject() {
+				t.Errorf("initialize #%d with the upstream down: %d %s, want 200 with a JSON-RPC error", i+1, a.status, shortBytes(a.body))
+			}
+			if sid := a.header.Get("Mcp-Session-Id"); sid != "" {
+				t.Errorf("the failed initialize #%d issued a session id %q", i+1, sid)
+			}
+		}
 		if st, _, body := get(t, s.Base+"/healthz"); st == http.StatusOK {
 			t.Errorf("/healthz = 200 %q with the upstream down (its discover failed), want an error status", body)
 		}
