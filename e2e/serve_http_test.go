@@ -808,8 +808,29 @@ func TestServeHealthMetrics(t *testing.T) {
 		if !sessions || !requests || !histogram {
 			t.Errorf("/metrics families %v: want a sessions metric (%v), a requests metric (%v) and an upstream histogram (%v)", types, sessions, requests, histogram)
 		}
-		if !strings.Contains(body, `"tools/call"`) {
-			t.Errorf("/metrics does not count requests by method (no tools/call label):\n%s", body)
+		// The samples: the echo counted by method and outcome, the one
+		// open session, and upstream exchanges in the histogram.
+		var counted, open, observed bool
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, "#") || line == "" {
+				continue
+			}
+			series := strings.Fields(line)[0]
+			name, rest, _ := strings.Cut(series, "{")
+			value := line[strings.LastIndexByte(line, ' ')+1:]
+			if strings.Contains(rest, `method="tools/call"`) && strings.Contains(rest, `outcome="result"`) && value != "0" {
+				counted = true
+			}
+			if types[name] == "gauge" && strings.Contains(name, "session") && value == "1" {
+				open = true
+			}
+			if strings.HasSuffix(name, "_count") && types[strings.TrimSuffix(name, "_count")] == "histogram" &&
+				strings.Contains(name, "upstream") && value != "0" {
+				observed = true
+			}
+		}
+		if !counted || !open || !observed {
+			t.Errorf("/metrics: echo counted by method and outcome %v, 1 open session %v, upstream latencies observed %v:\n%s", counted, open, observed, body)
 		}
 	})
 
