@@ -562,6 +562,9 @@ func serveResume(t *testing.T, c *serveSession, st *serveStream, uris []string, 
 		t.Helper()
 		counts := map[string]int{}
 		for _, ev := range st.all() {
+			if isResponse(ev.data) {
+				t.Errorf("%s carries a response, which belongs on its request's POST: %s", what, shortBytes(ev.data))
+			}
 			if ev.hasID && seen[ev.id] {
 				t.Errorf("%s repeats event id %s, seen before Last-Event-ID %s: %s", what, ev.id, last, shortBytes(ev.data))
 			}

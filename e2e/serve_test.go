@@ -736,6 +736,19 @@ func (c *serveSession) answerOf(resp *http.Response, id, method string) []byte {
 				if fr.Get("id").Raw != id {
 					c.t.Fatalf("%s (id %s): its stream carried the response to another id: %s", method, id, shortBytes(ev.data))
 				}
+				// The stream ends with its response: nothing follows it.
+				for {
+					after, err := r.next()
+					if err != nil {
+						if !errors.Is(err, io.EOF) {
+							c.t.Errorf("%s (id %s): the stream did not end cleanly after the response: %v", method, id, err)
+						}
+						break
+					}
+					if len(bytes.TrimSpace(after.data)) > 0 {
+						c.t.Errorf("%s (id %s): a frame after the response on its stream: %s", method, id, shortBytes(after.data))
+					}
+				}
 				return ev.data
 			case fr.Get("id").Exists():
 				c.reply(fr)
