@@ -375,14 +375,14 @@ var serveSDKKinds = []serveSDKKind{
 }
 
 // TestServeSDK drives serve with go-sdk v1.8.0's Streamable HTTP client
-// pinned to 2025-11-25, four sessions at once, against the demo server
+// pinned to 2025-11-25, 16 sessions at once, against the demo server
 // (serve --demo) and a 2025 upstream: initialize, tools/list, echo, an
 // elicitation answered with the session's own name, a tools/list_changed
 // on each session's GET stream, a resources/updated that reaches only the
 // session subscribed to the URI, and Close (DELETE).
 func TestServeSDK(t *testing.T) {
 	t.Parallel()
-	const n = 4
+	const n = serveSessions
 	for _, k := range serveSDKKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
