@@ -266,12 +266,14 @@ func TestServeOrigin(t *testing.T) {
 					serveEcho(t, c2, `"ok"`, "allowed "+name)
 				})
 			}
-			t.Run("allowed Host localhost", func(t *testing.T) {
-				c2 := s.rawSession(t, f)
-				c2.hc = serveHostClient(t, f, "localhost:"+port)
-				c2.initialize(serveInit)
-				serveEcho(t, c2, `"ok"`, "allowed Host localhost")
-			})
+			for _, host := range []string{"localhost:" + port, "[::1]:" + port, "app.example"} {
+				t.Run("allowed Host "+host, func(t *testing.T) {
+					c2 := s.rawSession(t, f)
+					c2.hc = serveHostClient(t, f, host)
+					c2.initialize(serveInit)
+					serveEcho(t, c2, `"ok"`, "allowed Host "+host)
+				})
+			}
 
 			// A last call through the same session: whatever the refused
 			// requests could have sent upstream would be there by now.
