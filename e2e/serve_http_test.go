@@ -78,6 +78,11 @@ func TestServeStartup(t *testing.T) {
 		if out := s.stdout.String(); out != "" {
 			t.Errorf("stdout = %q, want empty", out)
 		}
+		// Quiet by default: a healthy run says where it listens, and no
+		// more.
+		if got, want := strings.TrimSpace(s.stderr.String()), "listening on "+s.URL; got != want {
+			t.Errorf("stderr of a healthy run at the default log level:\n%s\nwant only %q", got, want)
+		}
 	})
 
 	t.Run("non-loopback listen without a token", func(t *testing.T) {
