@@ -673,7 +673,7 @@ func (c *serveSession) notify(method, params string) {
 	}
 }
 
-// frame builds a request frame.
+// serveRequest builds a request frame; params is raw JSON or "".
 func serveRequest(id, method, params string) []byte {
 	f := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
 	if params != "" {
