@@ -931,8 +931,6 @@ func TestServeTraceLogs(t *testing.T) {
 	})
 
 	t.Run("trace names the session", func(t *testing.T) {
-		t.Skip("serve defect: trace records carry no \"session\" field; bridge/tracing.go sets trace.Record.Session, " +
-			"but the trace writer's fast encoder (trace/writer.go, (*encoder).appendRecord) never writes it")
 		for text, sid := range sids {
 			for _, r := range echoRecords(text) {
 				if got := r.Get("session").Str; got != sid {
