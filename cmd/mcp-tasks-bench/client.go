@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -174,14 +175,7 @@ func (s *stdioSession) request(ctx context.Context, method, params string) ([]by
 	}
 	s.pending[id] = ch
 	s.mu.Unlock()
-	line := make([]byte, 0, len(params)+64+len(method))
-	line = append(line, `{"jsonrpc":"2.0","id":`...)
-	line = append(line, id...)
-	line = append(line, `,"method":"`...)
-	line = append(line, method...)
-	line = append(line, `","params":`...)
-	line = append(line, params...)
-	line = append(line, "}\n"...)
+	line := append(requestFrame(id, method, params, 1), '\n')
 	if err := s.writeLine(line); err != nil {
 		return nil, fmt.Errorf("write to the bridge: %w", err)
 	}
@@ -321,14 +315,7 @@ func (d *directSession) close() error {
 // result's raw JSON.
 func (d *directSession) post(ctx context.Context, method, name, params string) ([]byte, error) {
 	id := strconv.FormatInt(d.next.Add(1), 10)
-	body := make([]byte, 0, len(params)+64+len(method))
-	body = append(body, `{"jsonrpc":"2.0","id":`...)
-	body = append(body, id...)
-	body = append(body, `,"method":"`...)
-	body = append(body, method...)
-	body = append(body, `","params":`...)
-	body = append(body, params...)
-	body = append(body, '}')
+	body := requestFrame(id, method, params, 0)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -350,7 +337,26 @@ func (d *directSession) post(ctx context.Context, method, name, params string) (
 	if err != nil {
 		return nil, err
 	}
-	switch ct := resp.Header.Get("Content-Type"); ct {
+	return answerResult(resp, b, id)
+}
+
+// requestFrame is a JSON-RPC request with raw params, with room for extra
+// bytes after it.
+func requestFrame(id, method, params string, extra int) []byte {
+	f := make([]byte, 0, len(params)+64+len(method)+extra)
+	f = append(f, `{"jsonrpc":"2.0","id":`...)
+	f = append(f, id...)
+	f = append(f, `,"method":"`...)
+	f = append(f, method...)
+	f = append(f, `","params":`...)
+	f = append(f, params...)
+	return append(f, '}')
+}
+
+// answerResult is the result of the answer to id in an HTTP answer's body
+// b, sent as JSON or as an SSE stream.
+func answerResult(resp *http.Response, b []byte, id string) ([]byte, error) {
+	switch ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); ct {
 	case "application/json":
 		return resultOf(b, id)
 	case "text/event-stream":

@@ -145,14 +145,7 @@ func (s *serveSession) exchange(ctx context.Context, body []byte) (*http.Respons
 // answer's Mcp-Session-Id becomes the session's.
 func (s *serveSession) post(ctx context.Context, method, params string) ([]byte, error) {
 	id := strconv.FormatInt(s.next.Add(1), 10)
-	body := make([]byte, 0, len(params)+64+len(method))
-	body = append(body, `{"jsonrpc":"2.0","id":`...)
-	body = append(body, id...)
-	body = append(body, `,"method":"`...)
-	body = append(body, method...)
-	body = append(body, `","params":`...)
-	body = append(body, params...)
-	body = append(body, '}')
+	body := requestFrame(id, method, params, 0)
 	resp, b, err := s.exchange(ctx, body)
 	if err != nil {
 		return nil, err
@@ -160,18 +153,7 @@ func (s *serveSession) post(ctx context.Context, method, params string) ([]byte,
 	if s.session == "" {
 		s.session = resp.Header.Get("Mcp-Session-Id")
 	}
-	switch ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); ct {
-	case "application/json":
-		return resultOf(b, id)
-	case "text/event-stream":
-		frame, err := sseAnswer(b, func([]byte) {})
-		if err != nil {
-			return nil, err
-		}
-		return resultOf(frame, id)
-	default:
-		return nil, fmt.Errorf("HTTP %d, Content-Type %q: %.300s", resp.StatusCode, ct, b)
-	}
+	return answerResult(resp, b, id)
 }
 
 // notify sends a notification, which serve accepts with 202.

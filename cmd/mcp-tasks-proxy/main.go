@@ -125,31 +125,49 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
-	url := cfg.url
-	if cfg.demo {
-		demoURL, stopDemo, code := startDemoServer(cfg, logger, stderr)
-		if code != 0 {
-			return code
-		}
-		defer stopDemo()
-		url = demoURL
-	}
-	client, closeClient, code := newUpstream(cfg, url, logger, stderr)
+	sessCfg, client, closeBridge, code := startBridge(cfg, logger, stdin, stderr)
+	defer closeBridge()
 	if code != 0 {
 		return code
 	}
-	defer closeClient()
-	sessCfg, closeSession, code := sessionConfig(cfg, url, client, logger, stdin, stderr)
-	if code != 0 {
-		return code
-	}
-	defer closeSession()
 	sess := bridge.New(sessCfg)
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 	if isTTY(stdin) && !cfg.silent {
 		fmt.Fprintln(stderr, helloLine(cfg, client.URL()))
 	}
 	return serveStdio(ctx, sess, logger, stdin, stdout, stderr)
+}
+
+// startBridge starts what every session of the process shares: the demo
+// server (--demo), the upstream client, and the sessions' configuration
+// (trace included). done releases them, in reverse order.
+func startBridge(cfg *config, logger *zap.Logger, stdin io.Reader, stderr io.Writer) (bcfg bridge.Config, client *routing.Client, done func(), code int) {
+	var undo []func()
+	done = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	url := cfg.url
+	if cfg.demo {
+		demoURL, stopDemo, code := startDemoServer(cfg, logger, stderr)
+		if code != 0 {
+			return bcfg, nil, done, code
+		}
+		undo = append(undo, stopDemo)
+		url = demoURL
+	}
+	client, closeClient, code := newUpstream(cfg, url, logger, stderr)
+	if code != 0 {
+		return bcfg, nil, done, code
+	}
+	undo = append(undo, closeClient)
+	bcfg, closeSession, code := sessionConfig(cfg, url, client, logger, stdin, stderr)
+	if code != 0 {
+		return bcfg, nil, done, code
+	}
+	undo = append(undo, closeSession)
+	return bcfg, client, done, 0
 }
 
 // startLog opens the log: stderr, or --log-file (--debug's default one

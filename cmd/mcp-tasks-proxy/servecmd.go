@@ -226,25 +226,11 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 		return code
 	}
 	defer closeLog()
-	url := cfg.url
-	if cfg.demo {
-		demoURL, stopDemo, code := startDemoServer(cfg, logger, stderr)
-		if code != 0 {
-			return code
-		}
-		defer stopDemo()
-		url = demoURL
-	}
-	client, closeClient, code := newUpstream(cfg, url, logger, stderr)
+	bcfg, client, closeBridge, code := startBridge(cfg, logger, nil, stderr)
+	defer closeBridge()
 	if code != 0 {
 		return code
 	}
-	defer closeClient()
-	bcfg, closeTrace, code := sessionConfig(cfg, url, client, logger, nil, stderr)
-	if code != 0 {
-		return code
-	}
-	defer closeTrace()
 	bcfg.OnInitialized = nil // no era line: stderr is the server's
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
