@@ -58,7 +58,7 @@ func (s *Session) drain(ctx context.Context) {
 			continue
 		}
 		frame := s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, fmt.Appendf(nil, `{"drainTimeoutMs":%d}`, s.cfg.DrainTimeout.Milliseconds()),
-			"the client's input ended and %s was not answered within %s %v; it was cancelled", c.method, rewrite.HintDrainTimeout, s.cfg.DrainTimeout))
+			"the session ended (the client's input closed, the session was deleted, or the proxy is stopping) and %s was not answered within %s %v; it was cancelled", c.method, rewrite.HintDrainTimeout, s.cfg.DrainTimeout))
 		s.warn("request cancelled at the end of input: not answered within the drain bound", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Duration("drainTimeout", s.cfg.DrainTimeout))
 		s.logRequest(c.op, c.method, c.id, c.start, frame, false)
 		select {
