@@ -4,15 +4,17 @@
 // table), and every frame the proxy mints: ErrorFrame, ResultFrame,
 // RequestFrame, NotificationFrame, the MRTR retry's RetryParams, the
 // SyntheticTask, and the typed Error whose Hints name the settings a fix
-// involves (rendered by the caller's HintText). The log and trace
+// involves (rendered by the caller's HintText; as text, by the one the
+// command layer installs with SetHintText). The log and trace
 // redaction rule (SensitiveKeys, SecretHeader) lives here too. The protocol
 // vocabulary (versions, _meta keys, codes) is internal/protocol's.
 //
-// Every function here is []byte in, []byte out. The package owns no state,
-// starts no goroutines, performs no I/O and writes no logs. Frames are read
-// with gjson and changed by splicing only the bytes the rewrite owns, in one
-// copy per frame (see edits.apply): ids stay byte-exact, key order and unknown
-// fields are untouched, and a large result is never decoded.
+// Every function here is []byte in, []byte out. The package owns no state
+// but that one process setting, which changes no frame; it starts no
+// goroutines, performs no I/O and writes no logs. Frames are read with gjson
+// and changed by splicing only the bytes the rewrite owns, in one copy per
+// frame (see edits.apply): ids stay byte-exact, key order and unknown fields
+// are untouched, and a large result is never decoded.
 //
 //	legacy client ──RequestUp──▶ modern server
 //	legacy client ◀─ResponseDown─ modern server
