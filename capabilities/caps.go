@@ -5,7 +5,9 @@
 // _meta block the proxy injects on every upstream request (§4.2).
 //
 // The mappings are pure functions over raw JSON. The probe is the only code
-// here that does I/O, and it does it through routing.
+// here that does I/O, and it does it through routing. It must never hold a
+// session's state (the bridge stores what the probe found), never send
+// anything upstream but the probe, and never spell a flag (hints do).
 package capabilities
 
 import (

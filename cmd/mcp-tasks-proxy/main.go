@@ -5,7 +5,9 @@
 //	mcp-tasks-proxy https://host/mcp
 //
 // This package owns flags, the logger, signals and wiring; the session lives
-// in package bridge. Each command's flags are one table (flags.go), from
+// in package bridge, serve mode's HTTP front in package serve. It is the
+// only package that names flags (rewrite.SetHintText installs their names
+// for the lower layers' messages). Each command's flags are one table (flags.go), from
 // which its parser, its --help flag list and its README table are built.
 // Run with --help for the flags.
 package main

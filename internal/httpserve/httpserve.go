@@ -1,6 +1,7 @@
 // Package httpserve runs the demo servers of mcp-tasks-proxy (the MCP
 // servers and the authorization server) on a listener, with a graceful
-// stop that is forced after a timeout.
+// stop that is forced after a timeout. It never carries the proxy's own
+// traffic: serve mode's listener is package serve's.
 package httpserve
 
 import (
