@@ -33,6 +33,9 @@ const (
 	HintOAuthCallbackPort     Hint = "oauth-callback-port"
 	HintStaticClientInfo      Hint = "static-oauth-client-info"
 	HintClientMetadataURL     Hint = "oauth-client-metadata-url"
+	HintAllowOrigin           Hint = "allow-origin"
+	HintMaxSessions           Hint = "max-sessions"
+	HintAuthTokenFile         Hint = "auth-token-file"
 )
 
 // Hints lists every Hint the proxy's messages may use.
@@ -40,7 +43,7 @@ func Hints() []Hint {
 	return []Hint{HintRequestTimeout, HintIdleTimeout, HintResponseHeaderTimeout, HintDrainTimeout, HintAuthTimeout,
 		HintMaxMessageSize, HintMaxInFlight, HintMaxMRTRRounds, HintProtocol, HintTransport, HintIgnoreTool,
 		HintStateFile, HintNoState, HintAllowHTTP, HintHeader, HintResource, HintOAuthStore, HintOAuthCallbackPort,
-		HintStaticClientInfo, HintClientMetadataURL}
+		HintStaticClientInfo, HintClientMetadataURL, HintAllowOrigin, HintMaxSessions, HintAuthTokenFile}
 }
 
 // HintText turns a hint into the words that name the setting for the user.

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // access is the DNS-rebinding protection of the 2025 transport (and the
@@ -46,10 +48,10 @@ func newAccess(listenHost string, allowOrigins []string, token bool) access {
 // check is the reason to refuse r, or "".
 func (a access) check(r *http.Request) string {
 	if !a.hostOK(r.Host) {
-		return "Forbidden: the Host header " + quoteShort(r.Host) + " does not name this server; reach it by a loopback name or its listen address, or allow the name with --allow-origin"
+		return "Forbidden: the Host header " + quoteShort(r.Host) + " does not name this server; reach it by a loopback name or its listen address, or allow the name with " + rewrite.HintAllowOrigin.String()
 	}
 	if o := r.Header.Get("Origin"); o != "" && !a.originOK(o) {
-		return "Forbidden: the Origin " + quoteShort(o) + " is not allowed; only loopback origins are, unless --allow-origin lists it"
+		return "Forbidden: the Origin " + quoteShort(o) + " is not allowed; only loopback origins are, unless " + rewrite.HintAllowOrigin.String() + " lists it"
 	}
 	return ""
 }

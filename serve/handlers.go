@@ -82,7 +82,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: the message is over %d bytes (the proxy's --max-message-size)", limit))
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: the message is over %d bytes (the proxy's %v)", limit, rewrite.HintMaxMessageSize))
 		return nil, false
 	case err != nil:
 		httpError(w, http.StatusBadRequest, "Bad Request: reading the body failed: "+err.Error())
@@ -114,7 +114,7 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request, isInit bool
 		case errors.Is(err, errFull):
 			s.metrics.refused.WithLabelValues("full").Inc()
 			w.Header().Set("Retry-After", retryAfter)
-			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("Service Unavailable: the proxy holds its maximum of %d sessions (--max-sessions); retry later", s.cfg.MaxSessions))
+			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("Service Unavailable: the proxy holds its maximum of %d sessions (%v); retry later", s.cfg.MaxSessions, rewrite.HintMaxSessions))
 			return nil, false
 		case err != nil:
 			w.Header().Set("Retry-After", retryAfter)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // Path is the MCP endpoint's path.
@@ -155,7 +156,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Token != "" && !bearerMatches(r.Header.Get("Authorization"), s.cfg.Token) {
 		s.metrics.refused.WithLabelValues("unauthorized").Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-tasks-proxy"`)
-		httpError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer with the token of the proxy's --auth-token-file")
+		httpError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer with the token of the proxy's "+rewrite.HintAuthTokenFile.String())
 		return
 	}
 	if r.URL.Path == "/metrics" {

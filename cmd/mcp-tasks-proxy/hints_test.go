@@ -16,9 +16,12 @@ func TestHintsNameFlags(t *testing.T) {
 	for _, f := range proxyFlags {
 		names["--"+f.Name] = true
 	}
+	for _, f := range serveOwnFlags {
+		names["--"+f.Name] = true
+	}
 	for _, h := range rewrite.Hints() {
 		if !names[flagHint(h)] {
-			t.Errorf("hint %q is rendered as %s, which is not a flag of the proxy", h, flagHint(h))
+			t.Errorf("hint %q is rendered as %s, which is not a flag of the proxy or of serve", h, flagHint(h))
 		}
 	}
 }
