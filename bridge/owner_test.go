@@ -61,7 +61,7 @@ func TestOwnedRegistry(t *testing.T) {
 					t.Error("another identity reads t1")
 				}
 			}
-			if !b.(*ownedRegistry).foreign("t1") || a2.(*ownedRegistry).foreign("t1") || b.(*ownedRegistry).foreign("nope") {
+			if !b.foreign("t1") || a2.foreign("t1") || b.foreign("nope") {
 				t.Error("foreign is wrong")
 			}
 			// b's cancel of a1's task changes nothing.

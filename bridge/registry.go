@@ -452,12 +452,17 @@ type ownedRegistry struct {
 }
 
 // ownedBy scopes r to owner.
-func ownedBy(r registry, owner string) registry {
-	identity := owner
+func ownedBy(r registry, owner string) *ownedRegistry {
+	return &ownedRegistry{inner: r, owner: owner, identity: identityOf(owner)}
+}
+
+// identityOf is the IDENTITY of an owner "IDENTITY/SESSION" (the whole
+// owner when it has no session part).
+func identityOf(owner string) string {
 	if i := strings.LastIndexByte(owner, '/'); i >= 0 {
-		identity = owner[:i]
+		return owner[:i]
 	}
-	return &ownedRegistry{inner: r, owner: owner, identity: identity}
+	return owner
 }
 
 // readable reports whether a stored record is this owner's to read by id.
@@ -468,11 +473,7 @@ func (o *ownedRegistry) readable(r *record) bool {
 	if o.owner == "" || r.Owner == "" {
 		return false
 	}
-	identity := r.Owner
-	if i := strings.LastIndexByte(r.Owner, '/'); i >= 0 {
-		identity = r.Owner[:i]
-	}
-	return identity == o.identity
+	return identityOf(r.Owner) == o.identity
 }
 
 func (o *ownedRegistry) get(id string) (record, bool, error) {

@@ -34,7 +34,7 @@ import (
 // the client, by task.
 type taskBridge struct {
 	*modern
-	reg registry
+	reg *ownedRegistry // the registry, scoped to Config.StateOwner
 
 	mu         sync.Mutex
 	dispatched map[string]map[string]*inputKey // by task id
@@ -71,7 +71,7 @@ func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
 	if found {
 		return rec, true, rec.Synthetic
 	}
-	if o, ok := s.reg.(*ownedRegistry); ok && o.foreign(id) {
+	if s.reg.foreign(id) {
 		return rec, false, true
 	}
 	return rec, false, mintedID(id)
