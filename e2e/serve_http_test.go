@@ -611,14 +611,7 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Run(k, func(t *testing.T) {
 			t.Parallel()
 			verbatim := k == "2025"
-			hold := &serveHold{next: demo.Handler()}
-			var url string
-			if k == "demo" {
-				url = newServeUp(t, hold, true).URL
-			} else {
-				hold.next = demo.NewLegacy()
-				url = newLegacyUpstream(t, hold).URL
-			}
+			hold, url, _ := startHeld(t, k)
 			s := startServe(t, url)
 			f := newServeFrames(t, verbatim)
 			call := `{"name":"echo","arguments":{"text":"` + serveHoldMark + `"}}`
@@ -1005,16 +998,7 @@ func TestServeCancel(t *testing.T) {
 	for _, k := range []string{"demo", "2025"} {
 		t.Run(k, func(t *testing.T) {
 			t.Parallel()
-			hold := &serveHold{next: demo.Handler()}
-			var url string
-			var legacy *legacyUpstream
-			if k == "demo" {
-				url = newServeUp(t, hold, true).URL
-			} else {
-				hold.next = demo.NewLegacy()
-				legacy = newLegacyUpstream(t, hold)
-				url = legacy.URL
-			}
+			hold, url, legacy := startHeld(t, k)
 			s := startServe(t, url)
 			f := newServeFrames(t, k == "2025")
 			c := s.rawSession(t, f)
@@ -1161,14 +1145,7 @@ func TestServeDeleteInFlight(t *testing.T) {
 	for _, k := range []string{"demo", "2025"} {
 		t.Run(k, func(t *testing.T) {
 			t.Parallel()
-			hold := &serveHold{next: demo.Handler()}
-			var url string
-			if k == "demo" {
-				url = newServeUp(t, hold, true).URL
-			} else {
-				hold.next = demo.NewLegacy()
-				url = newLegacyUpstream(t, hold).URL
-			}
+			hold, url, _ := startHeld(t, k)
 			s := startServe(t, url)
 			c := s.rawSession(t, newServeFrames(t, k == "2025"))
 			c.initialize(serveInit)
@@ -1207,8 +1184,8 @@ func TestServeDeleteInFlight(t *testing.T) {
 // outlives several --session-idle-timeout periods while the call runs.
 func TestServeNotIdleInFlight(t *testing.T) {
 	t.Parallel()
-	hold := &serveHold{next: demo.Handler()}
-	s := startServe(t, "--session-idle-timeout", "1s", newServeUp(t, hold, true).URL)
+	hold, url, _ := startHeld(t, "demo")
+	s := startServe(t, "--session-idle-timeout", "1s", url)
 	c := s.rawSession(t, newServeFrames(t, false))
 	c.initialize(serveInit)
 	out := make(chan error, 1)

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 )
 
@@ -535,6 +536,19 @@ func (h *serveHold) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.next.ServeHTTP(w, r)
+}
+
+// startHeld starts an upstream of kind "demo" (2026) or "2025" behind a
+// serveHold; legacy is the 2025 recorder (nil for the demo).
+func startHeld(t *testing.T, kind string) (hold *serveHold, url string, legacy *legacyUpstream) {
+	t.Helper()
+	if kind == "demo" {
+		hold = &serveHold{next: demo.Handler()}
+		return hold, newServeUp(t, hold, true).URL, nil
+	}
+	hold = &serveHold{next: demo.NewLegacy()}
+	legacy = newLegacyUpstream(t, hold)
+	return hold, legacy.URL, legacy
 }
 
 // waitEnded waits until n held calls have ended.

@@ -13,6 +13,22 @@ import (
 	"time"
 )
 
+// emptyResultClient is a Client of a server that answers every POST with
+// an empty JSON result; the server ends with the test.
+func emptyResultClient(t *testing.T) *Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // obsRecorder is an Observer that keeps what it saw.
 type obsRecorder struct {
 	mu     sync.Mutex
@@ -119,15 +135,7 @@ func TestObserverSeesEveryExchange(t *testing.T) {
 }
 
 func TestNoObserverNoCost(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
-	}))
-	defer srv.Close()
-	c, err := New(Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := emptyResultClient(t)
 	resp, err := c.Post(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -144,15 +152,7 @@ func TestNoObserverNoCost(t *testing.T) {
 // TestObserversChain: an Observer added under a context that has one
 // already makes both see every exchange, the first one first.
 func TestObserversChain(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
-	}))
-	defer srv.Close()
-	c, err := New(Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := emptyResultClient(t)
 	var first, second obsRecorder
 	ctx := WithObserver(WithObserver(context.Background(), &first), &second)
 	resp, err := c.Post(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), nil)
