@@ -157,3 +157,116 @@ func skipValue(s string, i int) int {
 	}
 	return j
 }
+
+// MethodID returns the raw values of the first top-level "method" and "id"
+// members of the object frame (nil for one it lacks), slices of frame. It
+// reads the members in order and stops once it has both (a request names
+// both first), or the id and a "result" or "error" member: a response
+// names no method, and its result, the bulk of a large frame, is not read.
+// A frame the fast scan cannot read (a key with an escape, malformed JSON)
+// is read through gjson with the same rule.
+func MethodID(frame []byte) (method, id []byte) {
+	if m, i, ok := scanMethodID(view(frame)); ok {
+		return bytesOf(frame, m), bytesOf(frame, i)
+	}
+	return methodIDSlow(frame)
+}
+
+// span is a part of a frame, [start, end); end 0 for none.
+type span struct{ start, end int }
+
+func bytesOf(f []byte, s span) []byte {
+	if s.end == 0 {
+		return nil
+	}
+	return f[s.start:s.end:s.end]
+}
+
+// scanMethodID is MethodID's fast scan; ok is false for what it does not
+// read.
+func scanMethodID(s string) (method, id span, ok bool) {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return span{}, span{}, false
+	}
+	answer := false
+	done := func() bool { return id.end != 0 && (method.end != 0 || answer) }
+	for i = skipSpace(s, i+1); i < len(s) && s[i] != '}'; {
+		if s[i] != '"' {
+			return span{}, span{}, false
+		}
+		end := skipString(s, i)
+		if end > len(s) || s[end-1] != '"' || end-1 == i {
+			return span{}, span{}, false
+		}
+		key := s[i+1 : end-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			return span{}, span{}, false
+		}
+		if i = skipSpace(s, end); i >= len(s) || s[i] != ':' {
+			return span{}, span{}, false
+		}
+		i = skipSpace(s, i+1)
+		if key == "result" || key == "error" {
+			answer = true
+		}
+		if done() {
+			return method, id, true
+		}
+		vend := skipValue(s, i)
+		if vend <= i || vend > len(s) || s[i] == '"' && (s[vend-1] != '"' || vend-1 == i) {
+			return span{}, span{}, false
+		}
+		switch {
+		case key == "method" && method.end == 0:
+			method = span{i, vend}
+		case key == "id" && id.end == 0:
+			id = span{i, vend}
+		}
+		if done() {
+			return method, id, true
+		}
+		if i = skipSpace(s, vend); i < len(s) && s[i] == ',' {
+			i = skipSpace(s, i+1)
+		} else if i >= len(s) || s[i] != '}' {
+			return span{}, span{}, false
+		}
+	}
+	if i >= len(s) {
+		return span{}, span{}, false
+	}
+	return method, id, true
+}
+
+// methodIDSlow is MethodID for any frame, through gjson (which has parsed
+// each member's value by the time the rule stops it).
+func methodIDSlow(f []byte) (method, id []byte) {
+	v := gjson.Parse(view(f))
+	if !v.IsObject() {
+		return nil, nil
+	}
+	var m, d gjson.Result
+	answer := false
+	v.ForEach(func(k, val gjson.Result) bool {
+		if k.Str == "result" || k.Str == "error" {
+			answer = true
+		}
+		if d.Exists() && (m.Exists() || answer) {
+			return false
+		}
+		switch {
+		case k.Str == "method" && !m.Exists():
+			m = val
+		case k.Str == "id" && !d.Exists():
+			d = val
+		}
+		return !d.Exists() || !m.Exists() && !answer
+	})
+	if m.Exists() {
+		method = []byte(m.Raw)
+	}
+	if d.Exists() {
+		id = []byte(d.Raw)
+	}
+	return method, id
+}

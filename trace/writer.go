@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -796,155 +795,13 @@ func methodID(r *Record) {
 	}
 	r.MethodIDFromFrame = false
 	r.Method = ""
-	method, id, ok := scanMethodID(r.Frame)
-	if !ok {
-		method, id = methodIDSlow(r.Frame)
-	}
+	method, id := rewrite.MethodID(r.Frame)
 	if method != nil {
 		r.Method = gjson.ParseBytes(method).String() // a copy
 	}
 	if id != nil {
 		r.ID = bytes.Clone(id)
 	}
-}
-
-// scanMethodID finds the raw values of the first top-level "method" and
-// "id" of frame, stopping as methodID says. ok is false for what it does
-// not read: anything but an object, a key with an escape, or malformed
-// JSON; methodIDSlow reads those.
-func scanMethodID(f []byte) (method, id []byte, ok bool) {
-	i := skipWS(f, 0)
-	if i >= len(f) || f[i] != '{' {
-		return nil, nil, false
-	}
-	answer := false
-	for i = skipWS(f, i+1); i < len(f) && f[i] != '}'; {
-		if f[i] != '"' {
-			return nil, nil, false
-		}
-		end := stringEnd(f, i)
-		key := f[i+1 : max(i+1, end-1)]
-		if end > len(f) || bytes.IndexByte(key, '\\') >= 0 {
-			return nil, nil, false
-		}
-		i = skipWS(f, end)
-		if i >= len(f) || f[i] != ':' {
-			return nil, nil, false
-		}
-		i = skipWS(f, i+1)
-		switch string(key) {
-		case "result", "error":
-			answer = true
-		}
-		if id != nil && (method != nil || answer) {
-			return method, id, true
-		}
-		vend := skipJSON(f, i)
-		if vend <= i {
-			return nil, nil, false
-		}
-		switch string(key) {
-		case "method":
-			if method == nil {
-				method = f[i:vend]
-			}
-		case "id":
-			if id == nil {
-				id = f[i:vend]
-			}
-		}
-		if id != nil && (method != nil || answer) {
-			return method, id, true
-		}
-		i = skipWS(f, vend)
-		if i < len(f) && f[i] == ',' {
-			i = skipWS(f, i+1)
-		} else if i >= len(f) || f[i] != '}' {
-			return nil, nil, false
-		}
-	}
-	if i >= len(f) {
-		return nil, nil, false
-	}
-	return method, id, true
-}
-
-// methodIDSlow is scanMethodID for any frame, through gjson, with the same
-// rule for where to stop (but it has parsed each member's value by then).
-func methodIDSlow(f []byte) (method, id []byte) {
-	v := gjson.Parse(unsafe.String(unsafe.SliceData(f), len(f)))
-	if !v.IsObject() {
-		return nil, nil
-	}
-	var m, d gjson.Result
-	answer := false
-	v.ForEach(func(k, val gjson.Result) bool {
-		if k.Str == "result" || k.Str == "error" {
-			answer = true
-		}
-		if d.Exists() && (m.Exists() || answer) {
-			return false
-		}
-		switch {
-		case k.Str == "method" && !m.Exists():
-			m = val
-		case k.Str == "id" && !d.Exists():
-			d = val
-		}
-		return !d.Exists() || !m.Exists() && !answer
-	})
-	if m.Exists() {
-		method = []byte(m.Raw)
-	}
-	if d.Exists() {
-		id = []byte(d.Raw)
-	}
-	return method, id
-}
-
-func skipWS(f []byte, i int) int {
-	for i < len(f) && (f[i] == ' ' || f[i] == '\t' || f[i] == '\n' || f[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipJSON returns the end of the value at f[i], or i when it cannot tell.
-func skipJSON(f []byte, i int) int {
-	if i >= len(f) {
-		return i
-	}
-	switch f[i] {
-	case '"':
-		if end := stringEnd(f, i); end <= len(f) && f[end-1] == '"' && end-1 > i {
-			return end
-		}
-		return i
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(f); j++ {
-			switch f[j] {
-			case '"':
-				end := stringEnd(f, j)
-				if end > len(f) || f[end-1] != '"' || end-1 == j {
-					return i
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return i
-	}
-	j := i
-	for j < len(f) && f[j] != ',' && f[j] != '}' && f[j] != ']' && f[j] != ' ' && f[j] != '\t' && f[j] != '\n' && f[j] != '\r' {
-		j++
-	}
-	return j
 }
 
 // finish redacts a record copied by copyRecord and caps its frame (unless
