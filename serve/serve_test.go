@@ -356,6 +356,24 @@ func TestToken(t *testing.T) {
 	if resp.StatusCode == http.StatusUnauthorized {
 		t.Error("/healthz asks for the token")
 	}
+	// /metrics needs the token, as the README says.
+	for token, want := range map[string]int{"": http.StatusUnauthorized, "s3cret": http.StatusOK} {
+		req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(h.url, Path)+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("/metrics with token %q: %d, want %d", token, resp.StatusCode, want)
+		}
+	}
 	if !bearerMatches("bearer s3cret", "s3cret") || bearerMatches("Bearer", "s3cret") {
 		t.Error("bearerMatches")
 	}
