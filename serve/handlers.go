@@ -29,7 +29,7 @@ var keepAlive = 25 * time.Second
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	jsonOK, sseOK := accepts(r.Header.Get("Accept"))
 	if !jsonOK && !sseOK {
-		httpError(w, http.StatusNotAcceptable, "Not Acceptable: the client must accept application/json and text/event-stream")
+		httpError(w, http.StatusNotAcceptable, "Not Acceptable: the client must accept application/json or text/event-stream")
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -40,12 +40,23 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// Anything with an id that is not a response is answered on this POST:
-	// a request, or a malformed message the session answers with an error.
-	msg := gjson.GetManyBytes(body, "method", "id", "result", "error")
-	method, id := msg[0], msg[1]
-	isRequest := id.Exists() && !msg[2].Exists() && !msg[3].Exists()
-	isInit := isRequest && method.String() == "initialize"
+	// The session's own reading of the message (rewrite.Parse, as the
+	// bridge reads it) says whether it will be answered: a request, or a
+	// malformed message that is not a notification (it gets an error).
+	f, perr := rewrite.Parse(body)
+	switch {
+	case errors.Is(perr, rewrite.ErrParse):
+		rpcError(w, http.StatusBadRequest, protocol.CodeParseError, "Parse error: the body is not valid JSON")
+		return
+	case errors.Is(perr, rewrite.ErrBatch):
+		rpcError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Invalid Request: batches are not part of MCP 2025-11-25; send one JSON-RPC message per POST")
+		return
+	case errors.Is(perr, rewrite.ErrNotObject):
+		rpcError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Invalid Request: the body must be one JSON-RPC message (an object)")
+		return
+	}
+	isRequest := f.Kind == rewrite.KindRequest || perr != nil && f.Kind != rewrite.KindNotification
+	isInit := perr == nil && isRequest && f.Method == "initialize"
 	sess, ok := s.postSession(w, r, isInit)
 	if !ok {
 		return
@@ -53,8 +64,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	sess.begin()
 	defer sess.finish()
 	if !isRequest {
-		if method.String() == "notifications/cancelled" {
-			sess.cancelled(gjson.GetBytes(body, "params.requestId").Raw)
+		if perr == nil && f.Method == "notifications/cancelled" {
+			sess.cancelled(f.Params.Get("requestId").Raw)
 		}
 		if !sess.deliver(bridge.In{Frame: body}, r.Context().Done()) {
 			httpError(w, http.StatusNotFound, "Not Found: the session has ended; initialize a new one")
@@ -63,13 +74,28 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	st := newPostStream([]byte(id.Raw), method.String(), sseOK)
+	id := f.ID.Raw
+	if id == "" {
+		id = "null" // a malformed request is answered with a null id
+	}
+	st := newPostStream([]byte(id), f.Method, sseOK)
 	defer sess.track(st)()
 	if !sess.deliver(bridge.In{Frame: body, Stream: st}, r.Context().Done()) {
+		s.abandoned(sess, st)
 		httpError(w, http.StatusNotFound, "Not Found: the session has ended; initialize a new one")
 		return
 	}
 	s.answer(w, r, sess, st, jsonOK)
+}
+
+// abandoned ends the session of an initialize whose POST ended before its
+// answer: nobody got its id, and it would hold a place under
+// --max-sessions until it idled out.
+func (s *Server) abandoned(sess *session, st *postStream) {
+	if st.method == "initialize" {
+		s.forget(sess)
+		sess.end("its initialize was abandoned")
+	}
 }
 
 // readBody reads one JSON-RPC message (not a batch), or answers the error.
@@ -78,7 +104,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	if limit <= 0 {
 		limit = routing.DefaultMaxMessageBytes
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)))
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(ioTimeout))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, int64(limit)), r.ContentLength, limit)
+	// No deadline while the answer is awaited: the server's watch for the
+	// client going away reads the connection meanwhile.
+	_ = rc.SetReadDeadline(time.Time{})
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -88,19 +119,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		httpError(w, http.StatusBadRequest, "Bad Request: reading the body failed: "+err.Error())
 		return nil, false
 	}
-	body = bytes.TrimSpace(body)
-	switch {
-	case len(body) == 0 || !gjson.ValidBytes(body):
-		rpcError(w, http.StatusBadRequest, protocol.CodeParseError, "Parse error: the body is not valid JSON")
-		return nil, false
-	case body[0] == '[':
-		rpcError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Invalid Request: batches are not part of MCP 2025-11-25; send one JSON-RPC message per POST")
-		return nil, false
-	case body[0] != '{':
-		rpcError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Invalid Request: the body must be one JSON-RPC message (an object)")
-		return nil, false
+	return bytes.TrimSpace(body), true
+}
+
+// readAll reads a body of n bytes (its Content-Length; -1 when unknown) in
+// one allocation of that size when n is known and within limit; io.ReadAll
+// would grow its buffer by doubling, copying a large message each time.
+func readAll(r io.Reader, n int64, limit int) ([]byte, error) {
+	if n <= 0 || n > int64(limit) {
+		return io.ReadAll(r)
 	}
-	return body, true
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // postSession is the session a POST belongs to: a new one for an
@@ -161,8 +194,18 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 	defer st.leave()
 	flusher, _ := w.(http.Flusher)
 	streaming, ended := false, false
+	// A client that takes SSE gets a comment every keepAlive while the
+	// request runs, so that it and the intermediaries keep the POST open;
+	// the first one turns a pending JSON answer into a stream.
+	var tick <-chan time.Time
+	if st.sse {
+		t := time.NewTicker(keepAlive)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		frames, final, done := st.take()
+		writing(w)
 		if !done && ended {
 			final, done = sessionEndedError(st), true
 			if st.wasCancelled() {
@@ -204,11 +247,20 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		}
 		select {
 		case <-st.wake:
+		case <-tick:
+			if !streaming {
+				startSSE(w)
+				streaming = true
+			}
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
 		case <-sess.done:
 			ended = true
 		case <-r.Context().Done():
 			sess.log.Debug("the client closed the POST before its answer", zap.ByteString("id", st.id), zap.String("method", st.method))
 			s.metrics.requests.WithLabelValues(methodLabel(st.method), "disconnected").Inc()
+			s.abandoned(sess, st)
 			return
 		}
 	}
@@ -236,6 +288,11 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) (failedIni
 		switch e.Get("code").Int() {
 		case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams:
 			return true // the client's mistake says nothing of the upstream
+		}
+		select {
+		case <-sess.done:
+			return true // the proxy's own error: the session ended first
+		default:
 		}
 		s.SetHealth(errors.New("the last initialize failed: " + e.Get("message").String()))
 		return true
@@ -283,6 +340,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	for {
 		events, wake := sess.events.after(cursor)
+		writing(w)
 		for _, e := range events {
 			if writeEvent(w, "", e.id, e.frame) != nil {
 				return
@@ -296,6 +354,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-wake:
 		case <-tick.C:
+			writing(w)
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
@@ -342,6 +401,16 @@ func accepts(h string) (jsonOK, sseOK bool) {
 		}
 	}
 	return jsonOK, sseOK
+}
+
+// ioTimeout bounds each write to a client and the read of a POST's body: a
+// client that stops reading its stream, or trickles its body, is let go
+// rather than holding a goroutine, its stream and its session's place.
+var ioTimeout = 2 * time.Minute
+
+// writing arms the write deadline for what is written next.
+func writing(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(ioTimeout))
 }
 
 func startSSE(w http.ResponseWriter) {

@@ -861,3 +861,39 @@ func TestCancelledThenEnded(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepAliveOnAPOST: a long request of a client that takes SSE gets
+// keep-alive comments while it runs (its pending JSON answer becomes a
+// stream at the first), then its one answer. A client that takes only JSON
+// gets none: its answer stays JSON.
+func TestKeepAliveOnAPOST(t *testing.T) {
+	saved := keepAlive
+	keepAlive = 20 * time.Millisecond
+	t.Cleanup(func() { keepAlive = saved })
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	const call = `{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":"slow_count","arguments":{"n":3,"delay_ms":100}}}`
+	resp, sc := h.openStream(sid, call)
+	defer resp.Body.Close()
+	comments, answers := 0, 0
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == ": keep-alive":
+			if answers > 0 {
+				t.Error("a keep-alive after the answer")
+			}
+			comments++
+		case strings.HasPrefix(line, "data: "):
+			if gjson.Get(strings.TrimPrefix(line, "data: "), "id").Raw == `"k"` {
+				answers++
+			}
+		}
+	}
+	if comments == 0 || answers != 1 {
+		t.Errorf("%d keep-alive comments and %d answers, want some and one", comments, answers)
+	}
+	if r := h.do("POST", sid, call, "Accept", "application/json"); !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") || r.answer().Get("id").Raw != `"k"` {
+		t.Errorf("a JSON-only client's long call: %q %s", r.header.Get("Content-Type"), r.body)
+	}
+}

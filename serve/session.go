@@ -187,6 +187,7 @@ func (c *conn) Read() (bridge.In, error) {
 // dropped: its client is not listening, and the GET stream carries no
 // answers.
 func (c *conn) Write(o bridge.Out) error {
+	o.Frame = bridge.OneLine(o.Frame) // one SSE data line
 	if st, ok := o.Stream.(*postStream); ok && st.push(o) {
 		return nil
 	}
@@ -234,7 +235,7 @@ func (sess *session) cancelled(requestID string) {
 	sess.mu.Lock()
 	st := sess.posts[requestID]
 	sess.mu.Unlock()
-	if st != nil {
+	if st != nil && st.method != "initialize" { // the bridge does not cancel an initialize
 		st.cancel()
 	}
 }

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"io"
 	"strconv"
 	"sync"
@@ -112,8 +111,8 @@ func (l *eventLog) append(frame []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, event{id: l.ids.Add(1), frame: frame})
-	if n := len(l.events) - l.max; n > 0 {
-		l.events = append(l.events[:0:0], l.events[n:]...)
+	if len(l.events) >= 2*l.max { // trimmed once per max appends, not at each
+		l.events = append(l.events[:0:0], l.events[len(l.events)-l.max:]...)
 	}
 	close(l.wake)
 	l.wake = make(chan struct{})
@@ -124,8 +123,9 @@ func (l *eventLog) append(frame []byte) {
 func (l *eventLog) after(id int64) ([]event, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	first := max(0, len(l.events)-l.max) // the log keeps max events
 	i := len(l.events)
-	for i > 0 && l.events[i-1].id > id {
+	for i > first && l.events[i-1].id > id {
 		i--
 	}
 	return append([]event(nil), l.events[i:]...), l.wake
@@ -152,24 +152,20 @@ func (l *eventLog) sent(id int64) {
 const postEventPrefix = "p"
 
 // writeEvent writes one SSE event: its id (prefix and number), and the
-// frame as one data line (a raw CR or LF in a frame can only be JSON
-// whitespace: it becomes a space).
+// frame, already one line (conn.Write made it so), as its data line. The
+// frame is written as it is, not copied behind the event's head.
 func writeEvent(w io.Writer, prefix string, id int64, frame []byte) error {
-	if bytes.ContainsAny(frame, "\r\n") {
-		frame = bytes.Clone(frame)
-		for i, c := range frame {
-			if c == '\r' || c == '\n' {
-				frame[i] = ' '
-			}
-		}
-	}
-	b := make([]byte, 0, len(frame)+48)
-	b = append(b, "id: "...)
+	var head [64]byte
+	b := append(head[:0], "id: "...)
 	b = append(b, prefix...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, "\nevent: message\ndata: "...)
-	b = append(b, frame...)
-	b = append(b, "\n\n"...)
-	_, err := w.Write(b)
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	if _, err := w.Write(frame); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n\n")
 	return err
 }

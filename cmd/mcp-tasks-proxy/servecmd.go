@@ -237,6 +237,13 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 		fmt.Fprintf(stderr, "mcp-tasks-proxy serve: --listen %s: %v\n", c.listen, err)
 		return 1
 	}
+	// A loopback name is resolved by the system, which may send it beyond
+	// this machine: without a token, what was bound must be loopback.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); c.token == "" && (!ok || !tcp.IP.IsLoopback()) {
+		ln.Close()
+		fmt.Fprintf(stderr, "mcp-tasks-proxy serve: --listen %s bound %s, which is not loopback: pass --auth-token-file FILE, or listen on 127.0.0.1\n", c.listen, ln.Addr())
+		return 2
+	}
 	host, _, _ := net.SplitHostPort(c.listen)
 	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins,
 		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix})
