@@ -17,7 +17,6 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // keepAlive is how often an idle SSE stream gets a comment, so that
@@ -100,10 +99,7 @@ func (s *Server) abandoned(sess *session, st *postStream) {
 
 // readBody reads one JSON-RPC message (not a batch), or answers the error.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	limit := s.cfg.Bridge.MaxMessageBytes
-	if limit <= 0 {
-		limit = routing.DefaultMaxMessageBytes
-	}
+	limit := s.cfg.Bridge.MaxMessageBytes // New set the default
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(ioTimeout))
 	body, err := readAll(http.MaxBytesReader(w, r.Body, int64(limit)), r.ContentLength, limit)

@@ -897,3 +897,10 @@ func TestKeepAliveOnAPOST(t *testing.T) {
 		t.Errorf("a JSON-only client's long call: %q %s", r.header.Get("Content-Type"), r.body)
 	}
 }
+
+// activeCount is the number of HTTP requests open on the session.
+func (sess *session) activeCount() int {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.active
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // Path is the MCP endpoint's path.
@@ -108,6 +109,9 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if cfg.Bridge.MaxMessageBytes <= 0 {
+		cfg.Bridge.MaxMessageBytes = routing.DefaultMaxMessageBytes
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), sessions: map[string]*session{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.access = newAccess(cfg.ListenHost, cfg.AllowOrigins, cfg.Token != "")
@@ -117,6 +121,13 @@ func New(cfg Config) *Server {
 	}
 	s.health.Store(&health{reason: "the upstream has not been probed yet"})
 	return s
+}
+
+// NextUpstreamID mints an upstream request id from the counter the
+// sessions share, for the front's own requests (the health probe), so that
+// no two requests of the process carry the same id.
+func (s *Server) NextUpstreamID() []byte {
+	return strconv.AppendInt(nil, s.upIDs.Add(1), 10)
 }
 
 // SetHealth records the outcome of the latest look at the upstream (a

@@ -203,13 +203,6 @@ func (c *conn) Write(o bridge.Out) error {
 // Flush has nothing to do: every stream writes and flushes on its own.
 func (c *conn) Flush() error { return nil }
 
-// activeCount is the number of HTTP requests open on the session.
-func (sess *session) activeCount() int {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	return sess.active
-}
-
 // track registers a request's POST while it is open, for the client's
 // cancel of it; the returned func forgets it.
 func (sess *session) track(st *postStream) func() {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/serve"
 )
@@ -296,19 +297,17 @@ func stopServing(hs *http.Server, srv *serve.Server, logger *zap.Logger) {
 func probeUpstream(ctx context.Context, srv *serve.Server, client *routing.Client, timeout time.Duration, logger *zap.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var ids int64
-	p := &capabilities.Prober{Client: client, NextID: func() []byte { ids++; return fmt.Appendf(nil, "%d", ids) }}
-	info := fmt.Appendf(nil, `{"name":"mcp-tasks-proxy-serve","version":%q}`, versionString())
+	p := &capabilities.Prober{Client: client, NextID: srv.NextUpstreamID}
+	info := append(rewrite.AppendString([]byte(`{"name":"mcp-tasks-proxy-serve","version":`), versionString()), '}')
 	v := p.Probe(routing.Unattended(ctx), capabilities.Meta(capabilities.ClientCapabilities([]byte(`{}`)), info, ""))
-	switch {
-	case v.Era == capabilities.Modern || v.Era == capabilities.Legacy || v.Era == capabilities.LegacySSE:
-		srv.SetHealth(nil)
-	case v.Err != nil:
-		logger.Warn("the upstream's discover probe failed; /healthz answers 503 until an initialize succeeds", zap.Error(v.Err))
-		srv.SetHealth(v.Err)
-	default:
-		srv.SetHealth(errors.New(v.Reason))
+	err := v.Err
+	if v.Era == capabilities.Unknown && err == nil {
+		err = errors.New(v.Reason)
 	}
+	if err != nil {
+		logger.Warn("the upstream's discover probe failed; /healthz answers 503 until an initialize succeeds", zap.Error(err))
+	}
+	srv.SetHealth(err)
 }
 
 // validPrefix reports whether p is empty, or 1 to 32 letters, digits, - or
