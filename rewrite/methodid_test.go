@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // FuzzMethodID: the fast scan finds what gjson finds with the same rule,
@@ -23,6 +25,28 @@ func FuzzMethodID(f *testing.F) {
 		wm, wid := methodIDSlow(frame)
 		if gm, gid := bytesOf(frame, m), bytesOf(frame, id); !bytes.Equal(gm, wm) || !bytes.Equal(gid, wid) {
 			t.Errorf("%s: scan %q %q, gjson %q %q", frame, gm, gid, wm, wid)
+		}
+	})
+}
+
+// FuzzIsError: IsError says what gjson says of a valid object with one of
+// "result" and "error", and never panics.
+func FuzzIsError(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"result":{"error":1}}`, `{"id":"e","error":{"code":1,"message":"m"}}`,
+		` { "id" : [ "}" ] , "error" : null } `, `{"re\u0073ult":1,"error":{}}`, `[1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		got := IsError(frame)
+		if !json.Valid(frame) {
+			return
+		}
+		r := gjson.GetManyBytes(frame, "result", "error")
+		if r[0].Exists() == r[1].Exists() {
+			return // both or neither: not a response
+		}
+		if want := r[1].Exists(); got != want {
+			t.Errorf("%s: IsError %v, want %v", frame, got, want)
 		}
 	})
 }

@@ -270,3 +270,32 @@ func methodIDSlow(f []byte) (method, id []byte) {
 	}
 	return method, id
 }
+
+// IsError reports whether the response frame is an error: its first
+// top-level "result" or "error" member is "error". It stops there, so a
+// large result is not read; a frame the scan cannot read goes to gjson.
+func IsError(frame []byte) bool {
+	s := view(frame)
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return gjson.Get(s, "error").Exists()
+	}
+	for i = skipSpace(s, i+1); i < len(s) && s[i] == '"'; {
+		end := skipString(s, i)
+		key := s[i+1 : max(i+1, end-1)]
+		if i = skipSpace(s, end); i >= len(s) || s[i] != ':' || strings.IndexByte(key, '\\') >= 0 {
+			break
+		}
+		switch key {
+		case "result":
+			return false
+		case "error":
+			return true
+		}
+		if i = skipSpace(s, skipValue(s, skipSpace(s, i+1))); i >= len(s) || s[i] != ',' {
+			break
+		}
+		i = skipSpace(s, i+1)
+	}
+	return gjson.Get(s, "error").Exists()
+}

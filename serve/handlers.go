@@ -269,7 +269,7 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) (failedIni
 	outcome := "cancelled"
 	switch {
 	case final == nil:
-	case gjson.GetBytes(final, "error").Exists():
+	case rewrite.IsError(final): // stops before a result: a large one is not read
 		outcome = "error"
 	default:
 		outcome = "result"
