@@ -904,3 +904,15 @@ func (sess *session) activeCount() int {
 	defer sess.mu.Unlock()
 	return sess.active
 }
+
+// TestRequestWithResultMember: a request that also carries a "result"
+// member is a request to the session (rewrite.Parse), so it is answered on
+// its POST, not accepted as a notification with its answer lost.
+func TestRequestWithResultMember(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.initialize()
+	r := h.do("POST", sid, `{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}},"result":null}`)
+	if r.status != http.StatusOK || r.answer().Get("id").Raw != "41" {
+		t.Errorf("status %d, answer %s; want 200 and the answer to id 41", r.status, r.answer().Raw)
+	}
+}
