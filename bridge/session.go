@@ -473,7 +473,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	case f.Method == "notifications/cancelled":
 		op = s.inflightOp(f.Params.Get("requestId").Raw)
 	}
-	s.traceFrame(trace.ClientToProxy, op, line, nil)
+	s.traceFrame(trace.ClientToProxy, op, line, !errors.Is(err, rewrite.ErrParse), nil)
 	if err != nil {
 		var id []byte
 		if f.Kind == rewrite.KindRequest || f.ID.Exists() {
@@ -748,7 +748,7 @@ func (s *Session) write(conn Conn) error {
 			continue // keep draining so senders never block
 		}
 		if of.Frame != nil {
-			s.traceFrame(trace.ProxyToClient, of.Op, of.Frame, of.rewrites)
+			s.traceFrame(trace.ProxyToClient, of.Op, of.Frame, true, of.rewrites)
 			if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
 				ce.Write(zap.ByteString("frame", s.logFrame(of.Frame)))
 			}

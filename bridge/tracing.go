@@ -74,12 +74,14 @@ func (s *env) nextOp() string {
 
 func (s *env) tracing() bool { return s.cfg.Trace.Enabled() }
 
-// traceFrame records one frame on the stdio side.
-func (s *env) traceFrame(dir trace.Dir, op string, frame []byte, rewrites []string) {
+// traceFrame records one frame on the client's side; valid says the
+// session parsed or built it (trace.Record.FrameValid).
+func (s *env) traceFrame(dir trace.Dir, op string, frame []byte, valid bool, rewrites []string) {
 	if !s.tracing() {
 		return
 	}
-	s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites, Frame: json.RawMessage(frame), MethodIDFromFrame: true})
+	s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites,
+		Frame: json.RawMessage(frame), FrameValid: valid, MethodIDFromFrame: true})
 }
 
 // traceEvent records an event of the proxy itself.
@@ -100,7 +102,9 @@ func (t tracer) Request(ctx context.Context, method, url string, h http.Header, 
 	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: opOf(ctx), Rewrites: rewritesOf(ctx),
 		HTTP: &trace.HTTP{Method: method, URL: url, Header: firstValues(h)}}
 	if body != nil {
-		r.Frame, r.MethodIDFromFrame = json.RawMessage(body), true
+		// Every body the proxy sends is a frame it built, or a client's
+		// frame it parsed.
+		r.Frame, r.FrameValid, r.MethodIDFromFrame = json.RawMessage(body), true, true
 	}
 	t.s.cfg.Trace.Emit(r)
 }

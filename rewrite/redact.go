@@ -151,24 +151,40 @@ func prefixFold(s, p string) bool {
 // is an object key, so every key at any depth is found by jumping from
 // quote to quote, and a redacted value is skipped whole.
 func Redact(frame []byte, sensitive func(key string) bool) []byte {
+	return redact(frame, sensitive, false)
+}
+
+// RedactValid is Redact for a frame its caller owns and knows to be one
+// valid JSON value, because it parsed or built it: it skips Redact's own
+// check, about half of its work, and returns frame itself (trimmed) when
+// there is nothing to redact. A frame that is not valid after all is still
+// never read out of bounds, but it may be withheld.
+func RedactValid(frame []byte, sensitive func(key string) bool) []byte {
+	return redact(frame, sensitive, true)
+}
+
+func redact(frame []byte, sensitive func(key string) bool, valid bool) []byte {
 	frame = TrimFrame(frame)
-	e, ok := redactions(frame, sensitive)
-	if !ok {
+	e, ok := redactions(frame, sensitive, valid)
+	switch {
+	case !ok:
 		return []byte(unparsable)
+	case len(e) > 0:
+		return e.apply(frame)
+	case valid:
+		return frame
 	}
-	if len(e) == 0 {
-		return append([]byte(nil), frame...)
-	}
-	return e.apply(frame)
+	return append([]byte(nil), frame...)
 }
 
 // RedactHead is Redact for a frame that will be cut: it returns the first
 // max bytes of Redact(frame, sensitive) (all of it when shorter) and the
 // length of the whole, without building the rest. A trace that keeps the
-// head of a 16 MiB result so holds max bytes, not a second 16 MiB.
-func RedactHead(frame []byte, sensitive func(key string) bool, max int) (head []byte, n int) {
+// head of a 16 MiB result so holds max bytes, not a second 16 MiB. valid
+// skips the check, as RedactValid does.
+func RedactHead(frame []byte, sensitive func(key string) bool, max int, valid bool) (head []byte, n int) {
 	frame = TrimFrame(frame)
-	e, ok := redactions(frame, sensitive)
+	e, ok := redactions(frame, sensitive, valid)
 	if !ok {
 		return []byte(unparsable)[:min(max, len(unparsable))], len(unparsable)
 	}
@@ -199,9 +215,9 @@ func appendUpTo(dst, b []byte, max int) []byte {
 const unparsable = `"[unparsable frame withheld]"`
 
 // redactions lists the replacements Redact makes, in order and disjoint;
-// ok is false when frame is not valid JSON.
-func redactions(frame []byte, sensitive func(key string) bool) (e edits, ok bool) {
-	if !validJSON(frame) {
+// ok is false when frame is not valid JSON (checked unless valid says so).
+func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e edits, ok bool) {
+	if !valid && !validJSON(frame) {
 		return nil, false
 	}
 	s := view(frame)
@@ -212,6 +228,9 @@ func redactions(frame []byte, sensitive func(key string) bool) (e edits, ok bool
 		}
 		i += q
 		end := skipString(s, i)
+		if end-i < 2 || s[end-1] != '"' {
+			return nil, false // an unterminated string: not JSON after all
+		}
 		j := skipSpace(s, end)
 		if j < len(s) && s[j] == ':' && sensitive(stringValue(s[i:end])) {
 			vstart := skipSpace(s, j+1)

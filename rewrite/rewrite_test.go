@@ -325,7 +325,7 @@ func TestRedactKeepsProtocolFields(t *testing.T) {
 		t.Errorf("Redact\n got: %s\nwant: %s", got, want)
 	}
 	for _, max := range []int{0, 40, 80, len(want), len(want) + 10} {
-		head, n := rewrite.RedactHead([]byte(in), rewrite.SensitiveKey, max)
+		head, n := rewrite.RedactHead([]byte(in), rewrite.SensitiveKey, max, false)
 		if n != len(want) || string(head) != want[:min(max, len(want))] {
 			t.Errorf("RedactHead(%d) = %s, %d; want %s, %d", max, head, n, want[:min(max, len(want))], len(want))
 		}

@@ -122,8 +122,10 @@ func TestRedactMatchesTreeWalk(t *testing.T) {
 	}
 }
 
-// FuzzRedact holds the single-pass redaction to the tree walk, and
-// RedactHead to the head and the length of Redact's output.
+// FuzzRedact holds the single-pass redaction to the tree walk, RedactHead
+// to the head and the length of Redact's output, and the unchecked forms
+// (RedactValid, RedactHead with valid) to the same output on valid JSON and
+// to staying in bounds on anything else.
 func FuzzRedact(f *testing.F) {
 	for _, c := range redactCases {
 		f.Add([]byte(c), uint16(10))
@@ -135,9 +137,20 @@ func FuzzRedact(f *testing.F) {
 		if string(got) != string(want) {
 			t.Fatalf("Redact(%q)\n got %s\nwant %s", b, got, want)
 		}
-		head, n := RedactHead(b, SensitiveKey, int(max))
+		head, n := RedactHead(b, SensitiveKey, int(max), false)
 		if n != len(got) || string(head) != string(got[:min(len(got), int(max))]) {
 			t.Fatalf("RedactHead(%q, %d) = %q, %d; Redact gives %q (%d bytes)", b, max, head, n, got, len(got))
+		}
+		unchecked := RedactValid(b, SensitiveKey) // must not panic, whatever b is
+		vhead, vn := RedactHead(b, SensitiveKey, int(max), true)
+		if !validJSON(b) {
+			return
+		}
+		if string(unchecked) != string(got) {
+			t.Fatalf("RedactValid(%q)\n got %s\nwant %s", b, unchecked, got)
+		}
+		if vn != n || string(vhead) != string(head) {
+			t.Fatalf("RedactHead(%q, %d, valid) = %q, %d; want %q, %d", b, max, vhead, vn, head, n)
 		}
 	})
 }

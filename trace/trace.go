@@ -74,6 +74,10 @@ type Record struct {
 	// frame that is not valid JSON is stored as a JSON string (or withheld
 	// when redacting, since its secrets cannot be found).
 	Frame json.RawMessage `json:"frame,omitempty"`
+	// FrameValid says the frame is known to be one valid JSON value: its
+	// emitter parsed it or built it. The writer then redacts it without
+	// checking it again. Leave it false for bytes as they arrived.
+	FrameValid bool `json:"-"`
 	// Truncated reports that the frame was cut to Options.FrameCap.
 	Truncated bool `json:"truncated,omitempty"`
 	// LatencyMs is the latency of this hop in milliseconds, when known.

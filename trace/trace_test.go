@@ -810,3 +810,37 @@ func TestRedactionRemembered(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameValidSameRecord: a frame its emitter marks FrameValid is written
+// exactly as the same frame unmarked (redacted, capped, compacted, method
+// and id read), only without the writer's own check. FrameValid is a
+// promise the writer does not check; a broken one costs at most that
+// record's line, never the writer or the records after it.
+func TestFrameValidSameRecord(t *testing.T) {
+	frames := []string{
+		string(secretRecord().Frame),
+		` {"jsonrpc" : "2.0", "id":7, "method":"tools/call", "params":{"name":"echo","arguments":{"text":"a b"}}} `,
+		`{"jsonrpc":"2.0","id":"x","result":{"content":[{"type":"text","text":"` + strings.Repeat("é", 100) + `"}]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","access_token":"gone"}}`,
+	}
+	for _, o := range []Options{{}, {FrameCap: 64}, {NoRedact: true}, {RedactKeys: []string{"text"}}} {
+		for _, f := range frames {
+			rec := func(valid bool) Record {
+				return Record{Time: time.Unix(1, 0), Dir: ProxyToClient, Frame: json.RawMessage(f), FrameValid: valid, MethodIDFromFrame: true}
+			}
+			checked, trusted := write(t, o, rec(false)), write(t, o, rec(true))
+			if string(checked) != string(trusted) {
+				t.Errorf("options %+v, frame %.40s:\nunmarked %s\nmarked   %s", o, f, checked, trusted)
+			}
+		}
+	}
+	for _, bad := range []string{`{"a":"unterminated`, `{"token":"x"`, `{"a":1}}`, `"\`, `{"k\":1}`} {
+		out := write(t, Options{FrameCap: 8}, Record{Dir: ProxyToClient, Frame: json.RawMessage(bad), FrameValid: true},
+			Record{Dir: ProxyToClient, Frame: json.RawMessage(bad), FrameValid: true, Truncated: true},
+			Record{Dir: ProxyToClient, Op: "after", Frame: json.RawMessage(`{"id":1}`)})
+		ls := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		if len(ls) != 3 || !strings.Contains(ls[2], `"op":"after"`) {
+			t.Errorf("after a frame wrongly marked valid (%s), the writer wrote:\n%s", bad, out)
+		}
+	}
+}

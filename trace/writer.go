@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -776,7 +777,7 @@ func (w *Writer) copyRecord(r *Record) (framed bool) {
 	}
 	if len(r.Frame) > w.frameCap {
 		methodID(r) // before the frame is cut
-		r.Frame = w.frame(r.Frame, &r.Truncated, w.sensitive)
+		r.Frame = w.frame(r.Frame, r.FrameValid, &r.Truncated, w.sensitive)
 		return true
 	}
 	r.Frame = bytes.Clone(r.Frame)
@@ -797,11 +798,23 @@ func methodID(r *Record) {
 	r.Method = ""
 	method, id := rewrite.MethodID(r.Frame)
 	if method != nil {
-		r.Method = gjson.ParseBytes(method).String() // a copy
+		r.Method = methodName(method)
 	}
 	if id != nil {
 		r.ID = bytes.Clone(id)
 	}
+}
+
+// methodName unquotes the raw JSON string of a method. A method of the
+// protocol's table, written without escapes, is the table's own string; any
+// other is a copy.
+func methodName(raw []byte) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		if m, ok := protocol.Lookup(string(raw[1 : n-1])); ok {
+			return m.Name
+		}
+	}
+	return gjson.ParseBytes(raw).String()
 }
 
 // finish redacts a record copied by copyRecord and caps its frame (unless
@@ -824,7 +837,7 @@ func (w *Writer) finish(r *Record, framed bool, c *redactCache) {
 		r.Error = urlPattern.ReplaceAllStringFunc(r.Error, routing.Redact)
 	}
 	if !framed {
-		r.Frame = w.frame(r.Frame, &r.Truncated, c.keyRule(w))
+		r.Frame = w.frame(r.Frame, r.FrameValid, &r.Truncated, c.keyRule(w))
 	}
 }
 
@@ -904,8 +917,8 @@ func (w *Writer) secretHeader(k string) bool {
 var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
 
 // frame returns the redacted, capped copy of f, always valid JSON (or nil
-// for an empty frame).
-func (w *Writer) frame(f json.RawMessage, truncated *bool, sensitive func(key string) bool) json.RawMessage {
+// for an empty frame). valid is Record.FrameValid.
+func (w *Writer) frame(f json.RawMessage, valid bool, truncated *bool, sensitive func(key string) bool) json.RawMessage {
 	f = rewrite.TrimFrame(f)
 	if len(f) == 0 {
 		return nil
@@ -916,7 +929,10 @@ func (w *Writer) frame(f json.RawMessage, truncated *bool, sensitive func(key st
 	case len(f) > w.frameCap:
 		// Only the head is kept: redact that much (and one byte more, for
 		// the cut below), not a copy of the whole frame.
-		f, n = rewrite.RedactHead(f, sensitive, w.frameCap+1)
+		f, n = rewrite.RedactHead(f, sensitive, w.frameCap+1, valid)
+	case valid:
+		f = rewrite.RedactValid(f, sensitive) // f itself when nothing is redacted: the record owns it
+		n = len(f)
 	default:
 		f = rewrite.Redact(f, sensitive) // a copy; invalid JSON is withheld
 		n = len(f)
@@ -934,7 +950,7 @@ func (w *Writer) frame(f json.RawMessage, truncated *bool, sensitive func(key st
 		*truncated = true
 		return out
 	}
-	if w.noRedact {
+	if w.noRedact && !valid {
 		return validOrString(f)
 	}
 	// Redact let through only JSON in gjson's grammar, which encoding/json
