@@ -60,10 +60,28 @@ const hexDigits = "0123456789abcdef"
 // HTML escaping off: <, > and & stay as they are, invalid UTF-8 bytes
 // become U+FFFD, and U+2028 and U+2029 are escaped. The trace holds it to
 // encoding/json byte for byte (trace.FuzzEncoder).
+// load64 is the eight bytes of s from i, little-endian (one load).
+func load64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// specialOrHigh is special, or any of the eight bytes at 0x80 or above.
+func specialOrHigh(w uint64) bool { return special(w) || w&msb != 0 }
+
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight plain ASCII bytes at a time: no quote, backslash, control
+		// byte or byte of a multi-byte rune.
+		for i+8 <= len(s) && !specialOrHigh(load64(s, i)) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,15 +169,26 @@ func FuzzEncodeRecord(f *testing.F) {
 }
 
 // FuzzEncoder holds the spliced encoding to encoding/json for any frame
-// that prepare lets through.
+// that prepare lets through, and a valid frame marked FrameValid to the
+// same line as unmarked, through prepare and through the writer
+// goroutine's one-pass path (recordLine), with the default key rule and
+// with one that matches more keys.
 func FuzzEncoder(f *testing.F) {
 	for _, s := range encodeFrames {
 		f.Add([]byte(s), "x")
 	}
 	w := New(bytes.NewBuffer(nil), Options{})
 	defer w.Close()
+	// Writers with no goroutine, for recordLine on the fuzzer's goroutine.
+	bare := func(keys ...string) *Writer {
+		return &Writer{frameCap: DefaultFrameCap, secretHdr: map[string]bool{}, sensitive: func(k string) bool {
+			return rewrite.SensitiveKey(k) || slices.Contains(keys, k)
+		}}
+	}
+	lines := []*Writer{bare(), bare("a", "s", "k")}
 	f.Fuzz(func(t *testing.T, frame []byte, s string) {
-		r := Record{Dir: ProxyToClient, Op: s, Frame: frame, Error: s, Note: s}
+		r := Record{Time: time.Unix(1785240000, 1), Dir: ProxyToClient, Op: s, Frame: frame, Error: s, Note: s}
+		marked := r
 		w.prepare(&r)
 		var e encoder
 		got, err := e.encode(r)
@@ -185,6 +197,30 @@ func FuzzEncoder(f *testing.F) {
 		}
 		if want := encodeStd(t, r); !bytes.Equal(got, want) {
 			t.Fatalf("frame %q:\n got %s\nwant %s", frame, got, want)
+		}
+		if !json.Valid(frame) {
+			return
+		}
+		got = bytes.Clone(got) // the encoder reuses its line
+		marked.FrameValid = true
+		viaLine := marked
+		w.prepare(&marked)
+		if again, err := e.encode(marked); err != nil || !bytes.Equal(again, got) {
+			t.Fatalf("frame %q marked valid:\n got %s (%v)\nwant %s", frame, again, err, got)
+		}
+		for i, lw := range lines {
+			checked, marked := viaLine, viaLine
+			checked.FrameValid = false
+			lw.prepare(&checked)
+			want, err := e.encode(checked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = bytes.Clone(want)
+			line, err := lw.recordLine(&e, &marked, lw.copyRecord(&marked))
+			if err != nil || !bytes.Equal(line, want) {
+				t.Fatalf("rule %d, frame %q through recordLine:\n got %s (%v)\nwant %s", i, frame, line, err, want)
+			}
 		}
 	})
 }

@@ -192,19 +192,20 @@ func BenchmarkEmitOnPaced1KB(b *testing.B) {
 }
 
 // echoCall is the four records of one sequential echo call through the
-// proxy, as the bridge emits them (from a trace of the bench).
+// proxy, as the bridge emits them (from a trace of the bench): all but the
+// server's answer marked FrameValid.
 func echoCall() []Record {
 	hdr := map[string]string{"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
 		"Mcp-Method": "tools/call", "Mcp-Name": "echo", "Mcp-Protocol-Version": "2026-07-28", "User-Agent": "mcp-tasks-proxy/devel"}
 	return []Record{
-		{Dir: ClientToProxy, Op: "op-206", MethodIDFromFrame: true,
+		{Dir: ClientToProxy, Op: "op-206", MethodIDFromFrame: true, FrameValid: true,
 			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":206,"method":"tools/call","params":{"name":"echo","arguments":{"text":"bench seq-0 199"}}}`)},
-		{Dir: ProxyToServer, Op: "op-206", MethodIDFromFrame: true, Rewrites: []string{"id.remap", "meta.inject"},
+		{Dir: ProxyToServer, Op: "op-206", MethodIDFromFrame: true, FrameValid: true, Rewrites: []string{"id.remap", "meta.inject"},
 			HTTP:  &HTTP{Method: "POST", URL: "http://127.0.0.1:44209/mcp", Header: hdr},
 			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":207,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"mcp-tasks-bench","version":"1"}},"name":"echo","arguments":{"text":"bench seq-0 199"}}}`)},
 		{Dir: ServerToProxy, Op: "op-206", MethodIDFromFrame: true, HTTP: &HTTP{Status: 200}, LatencyMs: 0.359,
 			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":207,"result":{"content":[{"type":"text","text":"bench seq-0 199"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-tasks-bench-upstream","version":"1"}}}}`)},
-		{Dir: ProxyToClient, Op: "op-206", MethodIDFromFrame: true, Rewrites: []string{"id.restore", "serverInfo.strip", "resultType.strip"},
+		{Dir: ProxyToClient, Op: "op-206", MethodIDFromFrame: true, FrameValid: true, Rewrites: []string{"id.restore", "serverInfo.strip", "resultType.strip"},
 			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":206,"result":{"content":[{"type":"text","text":"bench seq-0 199"}]}}`)},
 	}
 }
@@ -217,7 +218,6 @@ func BenchmarkEchoCallRecords(b *testing.B) {
 	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
 	recs := echoCall()
 	var e encoder
-	var c redactCache
 	ts := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -225,8 +225,7 @@ func BenchmarkEchoCallRecords(b *testing.B) {
 			r := recs[i]
 			r.Time = ts
 			framed := w.copyRecord(&r)
-			w.finish(&r, framed, &c)
-			if _, err := e.encode(r); err != nil {
+			if _, err := w.recordLine(&e, &r, framed); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -388,8 +388,7 @@ func (w *Writer) writeRecord(e *encoder, q *entry) {
 		w.lose(1)
 		return
 	}
-	w.finish(&q.Record, q.framed, &w.cache)
-	line, err := e.encode(q.Record)
+	line, err := w.recordLine(e, &q.Record, q.framed)
 	if err != nil { // cannot happen after prepare; never write half a line
 		w.lose(1)
 		return
@@ -406,6 +405,21 @@ func (w *Writer) writeRecord(e *encoder, q *entry) {
 	if len(w.buf) >= writeSize {
 		w.writeOut()
 	}
+}
+
+// recordLine finishes r, copied by copyRecord, and encodes its line. A
+// valid frame under the cap is redacted as it is encoded, in one pass,
+// unless it has a key to redact: then it is redacted first, as any other.
+func (w *Writer) recordLine(e *encoder, r *Record, framed bool) ([]byte, error) {
+	if !w.finish(r, framed, &w.cache, true) {
+		return e.encode(*r)
+	}
+	rule := w.cache.keyRule(w)
+	if line, err := e.encodeClean(*r, rule); line != nil || err != nil {
+		return line, err
+	}
+	r.Frame = w.frame(r.Frame, true, &r.Truncated, rule)
+	return e.encode(*r)
 }
 
 // writeOut writes buf. On an error, the records in buf are counted as
@@ -447,6 +461,11 @@ func (w *Writer) lose(n int64) {
 // that copies strings whole; encoding/json encodes the rest of the record
 // around a one-byte placeholder.
 type encoder struct {
+	// sensitive, while encodeClean runs, is the key rule the frame is
+	// tested with; dirty, that a key matched it.
+	sensitive func(key string) bool
+	dirty     bool
+
 	buf  bytes.Buffer
 	enc  *json.Encoder
 	line []byte
@@ -475,6 +494,23 @@ func (e *encoder) encode(r Record) ([]byte, error) {
 		return line, nil
 	}
 	return e.encodeReflect(r)
+}
+
+// encodeClean is encode for a record whose valid frame is not redacted
+// yet: the frame is copied in as it is compacted, and each of its keys
+// tested by sensitive on the way. It returns a nil line (and no error) when
+// a key is to be redacted, or the record needs encoding/json: the caller
+// then redacts the frame and encodes it the usual way.
+func (e *encoder) encodeClean(r Record, sensitive func(key string) bool) ([]byte, error) {
+	e.sensitive = sensitive
+	line, ok := e.appendRecord(e.line[:0], &r)
+	e.sensitive = nil
+	if !ok || e.dirty {
+		e.dirty = false
+		return nil, nil
+	}
+	e.line = line
+	return line, nil
 }
 
 // appendRecord appends the line of r to dst, or reports false when only
@@ -513,7 +549,11 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 	}
 	if len(r.Frame) > 0 {
 		dst = append(dst, `,"frame":`...)
-		dst = appendCompact(dst, r.Frame)
+		if e.sensitive == nil {
+			dst = appendCompact(dst, r.Frame)
+		} else if dst, e.dirty = appendCompactClean(dst, r.Frame, e.sensitive); e.dirty {
+			return dst, true // encodeClean gives up on the line
+		}
 	}
 	if r.Truncated {
 		dst = append(dst, `,"truncated":true`...)
@@ -715,22 +755,56 @@ func (e *encoder) encodeReflect(r Record) ([]byte, error) {
 }
 
 // appendCompact appends valid JSON src without the whitespace outside its
-// strings, as json.Compact does.
+// strings, as json.Compact does. What lies between two runs of whitespace
+// is copied in one piece: a frame without any is one copy.
 func appendCompact(dst, src []byte) []byte {
+	start := 0
 	for i := 0; i < len(src); {
-		switch c := src[i]; c {
-		case ' ', '\t', '\n', '\r':
-			i++
+		switch src[i] {
 		case '"':
-			end := stringEnd(src, i)
-			dst = append(dst, src[i:end]...)
-			i = end
+			i = stringEnd(src, i)
+		case ' ', '\t', '\n', '\r':
+			dst = append(dst, src[start:i]...)
+			for i++; i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r'); i++ {
+			}
+			start = i
 		default:
-			dst = append(dst, c)
 			i++
 		}
 	}
-	return dst
+	return append(dst, src[start:]...)
+}
+
+// appendCompactClean is appendCompact for a frame not redacted yet: it
+// also tests each object key with sensitive, and stops at the first it
+// matches (dirty), since that key's value is to be redacted.
+func appendCompactClean(dst, src []byte, sensitive func(key string) bool) (out []byte, dirty bool) {
+	start := 0
+	for i := 0; i < len(src); {
+		switch src[i] {
+		case '"':
+			end := stringEnd(src, i)
+			if end-i < 2 || src[end-1] != '"' {
+				return dst, true // not a string after all: let the checked path decide
+			}
+			j := end
+			for j < len(src) && (src[j] == ' ' || src[j] == '\t' || src[j] == '\n' || src[j] == '\r') {
+				j++
+			}
+			if j < len(src) && src[j] == ':' && sensitive(rewrite.KeyText(src[i:end])) {
+				return dst, true
+			}
+			i = end
+		case ' ', '\t', '\n', '\r':
+			dst = append(dst, src[start:i]...)
+			for i++; i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r'); i++ {
+			}
+			start = i
+		default:
+			i++
+		}
+	}
+	return append(dst, src[start:]...), false
 }
 
 // stringEnd returns the offset just past the string literal at src[i].
@@ -757,7 +831,7 @@ func stringEnd(src []byte, i int) int {
 // prepare makes r independent of the caller's memory, redacts it and caps
 // its frame: copy on Emit's caller, then finish on the writer goroutine.
 func (w *Writer) prepare(r *Record) {
-	w.finish(r, w.copyRecord(r), nil)
+	w.finish(r, w.copyRecord(r), nil, false)
 }
 
 // copyRecord makes r independent of the caller's memory, on Emit's caller:
@@ -819,8 +893,11 @@ func methodName(raw []byte) string {
 
 // finish redacts a record copied by copyRecord and caps its frame (unless
 // framed: copyRecord did that already), on the writer goroutine. c, when
-// not nil, remembers redactions from one record to the next.
-func (w *Writer) finish(r *Record, framed bool, c *redactCache) {
+// not nil, remembers redactions from one record to the next. With
+// deferFrame, a frame marked FrameValid that is under the cap is left as it
+// is, for encodeClean to redact while it encodes; finish reports whether it
+// did so.
+func (w *Writer) finish(r *Record, framed bool, c *redactCache, deferFrame bool) (deferred bool) {
 	methodID(r)
 	r.ID = validOrString(r.ID)
 	if h := r.HTTP; h != nil && !w.noRedact {
@@ -836,9 +913,19 @@ func (w *Writer) finish(r *Record, framed bool, c *redactCache) {
 	if r.Error != "" && !w.noRedact {
 		r.Error = urlPattern.ReplaceAllStringFunc(r.Error, routing.Redact)
 	}
-	if !framed {
-		r.Frame = w.frame(r.Frame, r.FrameValid, &r.Truncated, c.keyRule(w))
+	if framed {
+		return false
 	}
+	if deferFrame && r.FrameValid && !w.noRedact {
+		// Redaction only lengthens a frame by the values it replaces, and
+		// there are none when encodeClean finds no key to redact.
+		if f := rewrite.TrimFrame(r.Frame); len(f) > 0 && len(f) <= w.frameCap && !tooDeep(f) {
+			r.Frame = f
+			return true
+		}
+	}
+	r.Frame = w.frame(r.Frame, r.FrameValid, &r.Truncated, c.keyRule(w))
+	return false
 }
 
 // redactCache remembers, for the writer goroutine, the redacted form of the
