@@ -2,6 +2,10 @@ package rewrite
 
 import "encoding/binary"
 
+// Valid reports whether data is one JSON value with optional surrounding
+// whitespace, as gjson.Valid does (see validJSON).
+func Valid(data []byte) bool { return validJSON(data) }
+
 // validJSON reports whether data is one JSON value with optional surrounding
 // whitespace. It accepts exactly what gjson.Valid accepts (RFC 8259
 // grammar; bytes of 0x80 and above are not checked as UTF-8), so every

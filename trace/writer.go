@@ -894,9 +894,9 @@ func methodName(raw []byte) string {
 // finish redacts a record copied by copyRecord and caps its frame (unless
 // framed: copyRecord did that already), on the writer goroutine. c, when
 // not nil, remembers redactions from one record to the next. With
-// deferFrame, a frame marked FrameValid that is under the cap is left as it
-// is, for encodeClean to redact while it encodes; finish reports whether it
-// did so.
+// deferFrame, a valid frame under the cap (marked FrameValid, or checked
+// here) is left as it is, for encodeClean to redact while it encodes;
+// finish reports whether it did so.
 func (w *Writer) finish(r *Record, framed bool, c *redactCache, deferFrame bool) (deferred bool) {
 	methodID(r)
 	r.ID = validOrString(r.ID)
@@ -916,11 +916,12 @@ func (w *Writer) finish(r *Record, framed bool, c *redactCache, deferFrame bool)
 	if framed {
 		return false
 	}
-	if deferFrame && r.FrameValid && !w.noRedact {
+	if deferFrame && !w.noRedact {
 		// Redaction only lengthens a frame by the values it replaces, and
 		// there are none when encodeClean finds no key to redact.
-		if f := rewrite.TrimFrame(r.Frame); len(f) > 0 && len(f) <= w.frameCap && !tooDeep(f) {
-			r.Frame = f
+		f := rewrite.TrimFrame(r.Frame)
+		if len(f) > 0 && len(f) <= w.frameCap && (r.FrameValid || rewrite.Valid(f)) && !tooDeep(f) {
+			r.Frame, r.FrameValid = f, true
 			return true
 		}
 	}
