@@ -67,16 +67,18 @@ func load64(s string, i int) uint64 {
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
-// specialOrHigh is special, or any of the eight bytes at 0x80 or above.
-func specialOrHigh(w uint64) bool { return special(w) || w&msb != 0 }
-
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		// Eight plain ASCII bytes at a time: no quote, backslash, control
-		// byte or byte of a multi-byte rune.
-		for i+8 <= len(s) && !specialOrHigh(load64(s, i)) {
+		// Eight plain ASCII bytes at a time, to the first that is a quote,
+		// a backslash, a control byte or part of a multi-byte rune.
+		for i+8 <= len(s) {
+			w := load64(s, i)
+			if m := specialMask(w) | w&msb; m != 0 {
+				i += firstMarked(m)
+				break
+			}
 			i += 8
 		}
 		if i == len(s) {

@@ -1,6 +1,9 @@
 package rewrite
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Valid reports whether data is one JSON value with optional surrounding
 // whitespace, as gjson.Valid does (see validJSON).
@@ -141,19 +144,29 @@ const (
 	msb = 0x8080808080808080
 )
 
-// special reports whether any of the eight bytes of w is a quote, a
-// backslash or a control character (below 0x20). Each test is the exact
-// "has a zero byte" / "has a byte less than n" bit trick.
-func special(w uint64) bool {
+// specialMask marks with its high bit each of the eight bytes of w
+// (little-endian) that is a quote, a backslash or a control character
+// (below 0x20), using the "has a zero byte" / "has a byte less than n" bit
+// tricks. A borrow can mark a byte above a marked one too, but never one
+// below: the lowest mark is exact, and firstMarked finds it.
+func specialMask(w uint64) uint64 {
 	q := w ^ (lsb * '"')
 	b := w ^ (lsb * '\\')
-	return ((q-lsb)&^q|(b-lsb)&^b|(w-lsb*0x20)&^w)&msb != 0
+	return ((q-lsb)&^q | (b-lsb)&^b | (w-lsb*0x20)&^w) & msb
 }
+
+// firstMarked is the index of the lowest byte marked in m (m != 0).
+func firstMarked(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
 
 // validString checks a string whose opening quote is at data[i-1].
 func validString(data []byte, i int) (int, bool) {
 	for {
-		for i+8 <= len(data) && !special(binary.LittleEndian.Uint64(data[i:])) {
+		// Eight bytes at a time, to the first that needs a look.
+		for i+8 <= len(data) {
+			if m := specialMask(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+				i += firstMarked(m)
+				break
+			}
 			i += 8
 		}
 		if i >= len(data) {
