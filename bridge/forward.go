@@ -213,8 +213,8 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 	if err != nil {
 		return failed(rewrite.ErrorFrame(c.id, rewrite.Code(err), invalidMessage(err), nil), retryNone)
 	}
-	actx, touch, stop := s.deadlines(ctx, c)
-	defer stop()
+	actx, dl := s.deadlines(ctx, c)
+	defer dl.stop()
 	if t.rawHeaders {
 		actx = routing.WithRawUTF8Headers(actx)
 	}
@@ -239,7 +239,7 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 		return failed(s.sendFailed(ctx, actx, c, f.Method, err))
 	}
 	defer resp.Close()
-	r := s.answer(actx, c, f, upID, resp, touch)
+	r := s.answer(actx, c, f, upID, resp, dl.touch)
 	if r.frame == nil && r.input == nil && ctx.Err() == nil {
 		r.frame = s.timedOut(actx, c, f.Method)
 	}
@@ -251,27 +251,53 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 	return r
 }
 
-// deadlines bounds one upstream exchange of c: the idle timer restarts on
-// every message from the server (touch; progress keeps a long call alive),
-// the request's hard maximum does not. stop releases the timers.
-func (s *env) deadlines(ctx context.Context, c *call) (actx context.Context, touch, stop func()) {
-	// One context and two timers per exchange: the hard one fires at what
-	// is left of the request's --request-timeout (see requestBound).
+// deadlines bounds one upstream exchange of c with one timer, set to the
+// sooner of two deadlines: the idle one, which touch restarts on every
+// message from the server (progress keeps a long call alive), and the
+// request's hard maximum, what is left of its --request-timeout (see
+// requestBound), which nothing moves. When the timer fires, actx ends with
+// errIdle or errHardMax, whichever deadline has passed. stop releases the
+// timer.
+func (s *env) deadlines(ctx context.Context, c *call) (actx context.Context, d *deadline) {
 	actx, cancel := context.WithCancelCause(ctx)
-	idle := time.AfterFunc(s.cfg.IdleTimeout, func() { cancel(errIdle) })
-	var hard *time.Timer
+	d = &deadline{cancel: cancel, idle: s.cfg.IdleTimeout}
 	if s.cfg.RequestTimeout > 0 {
-		hard = time.AfterFunc(time.Until(c.start.Add(s.cfg.RequestTimeout)), func() { cancel(errHardMax) })
+		d.hard = c.start.Add(s.cfg.RequestTimeout)
 	}
-	touch = func() { idle.Reset(s.cfg.IdleTimeout) }
-	stop = func() {
-		idle.Stop()
-		if hard != nil {
-			hard.Stop()
-		}
-		cancel(nil)
+	d.timer = time.AfterFunc(d.wait(), d.fire)
+	return actx, d
+}
+
+// deadline is the timer of one exchange (see deadlines).
+type deadline struct {
+	cancel context.CancelCauseFunc
+	idle   time.Duration
+	hard   time.Time // zero for none
+	timer  *time.Timer
+}
+
+// wait is how long from now the timer is to be set for.
+func (d *deadline) wait() time.Duration {
+	if d.hard.IsZero() {
+		return d.idle
 	}
-	return actx, touch, stop
+	return min(d.idle, time.Until(d.hard))
+}
+
+func (d *deadline) fire() {
+	if !d.hard.IsZero() && !time.Now().Before(d.hard) {
+		d.cancel(errHardMax)
+		return
+	}
+	d.cancel(errIdle)
+}
+
+// touch restarts the idle deadline.
+func (d *deadline) touch() { d.timer.Reset(d.wait()) }
+
+func (d *deadline) stop() {
+	d.timer.Stop()
+	d.cancel(nil)
 }
 
 // requestBound bounds a wait that is part of request c by what is left of
@@ -643,6 +669,9 @@ func capSnippet(b []byte) []byte { return b[:min(len(b), 256)] }
 // refused reports a request the proxy did not send on: a redirect it does
 // not follow, or a sign-in that did not complete. Repeating it cannot help.
 func refused(err error) bool {
+	if err == nil {
+		return false // and no TransportError to escape to the heap
+	}
 	var te *routing.TransportError
 	return errors.As(err, &te) && (te.Kind == routing.KindRedirect || te.Kind == routing.KindAuth)
 }

@@ -261,8 +261,8 @@ func (p *passthrough) remember(f *rewrite.Frame, answer []byte) {
 func (t *streamable) exchange(ctx context.Context, c *call, body []byte, st routing.Stamp) passResult {
 	p := t.p
 	s := p.s
-	actx, touch, stop := s.deadlines(ctx, c)
-	defer stop()
+	actx, dl := s.deadlines(ctx, c)
+	defer dl.stop()
 	start := time.Now()
 	resp, err := p.sess.Post(s.tracedAs(actx, c.op, rwPass), st, body)
 	if err != nil {
@@ -273,7 +273,7 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, st rout
 	last := ""                  // the id of the last event seen, over the resumptions
 	delay := defaultResumeDelay // the last retry: the stream named
 	for resumes := 0; ; resumes++ {
-		frame, done, server := t.read(actx, c, resp, start, touch)
+		frame, done, server := t.read(actx, c, resp, start, dl.touch)
 		resp.Close()
 		if done || ctx.Err() != nil {
 			res.frame = frame

@@ -306,9 +306,9 @@ func (t *sseCarrier) wait(ctx context.Context, c *call) ([]byte, bool) {
 
 func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ routing.Stamp) passResult {
 	s := t.s
-	actx, touch, stop := s.deadlines(ctx, c)
-	defer stop()
-	w := &sseWaiter{ch: make(chan sseAnswer, 1), touch: touch}
+	actx, dl := s.deadlines(ctx, c)
+	defer dl.stop()
+	w := &sseWaiter{ch: make(chan sseAnswer, 1), touch: dl.touch}
 	key := string(c.id)
 	t.mu.Lock()
 	endpoint, down := t.endpoint, t.down

@@ -168,6 +168,9 @@ func memberNamed(ms []member, key string) *member {
 	return nil
 }
 
+// pathServerInfo is the gjson path of the serverInfo member of _meta.
+var pathServerInfo = gjson.Escape(protocol.MetaServerInfo)
+
 // note records a rewrite once.
 func (d *Downed) note(name string) {
 	if !contains(d.Rewrites, name) {
@@ -189,8 +192,11 @@ func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) 
 			metaGone = stripServerInfo(e, meta.value)
 		}
 	}
+	if out.Rewrites == nil {
+		out.Rewrites = make([]string, 0, 4) // id.restore and up to three more, in one allocation
+	}
 	out.Rewrites = append(out.Rewrites, "id.restore")
-	if metaGone || meta != nil && d.RelatedTask == "" && meta.value.Get(gjson.Escape(protocol.MetaServerInfo)).Exists() {
+	if metaGone || meta != nil && d.RelatedTask == "" && meta.value.Get(pathServerInfo).Exists() {
 		out.note("serverInfo.strip")
 	}
 	kept := e.removeMembers(res, ms, func(i int) bool {
