@@ -758,53 +758,48 @@ func (e *encoder) encodeReflect(r Record) ([]byte, error) {
 // strings, as json.Compact does. What lies between two runs of whitespace
 // is copied in one piece: a frame without any is one copy.
 func appendCompact(dst, src []byte) []byte {
-	start := 0
-	for i := 0; i < len(src); {
-		switch src[i] {
-		case '"':
-			i = stringEnd(src, i)
-		case ' ', '\t', '\n', '\r':
-			dst = append(dst, src[start:i]...)
-			for i++; i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r'); i++ {
-			}
-			start = i
-		default:
-			i++
-		}
-	}
-	return append(dst, src[start:]...)
+	out, _ := appendCompactClean(dst, src, nil)
+	return out
 }
 
 // appendCompactClean is appendCompact for a frame not redacted yet: it
-// also tests each object key with sensitive, and stops at the first it
-// matches (dirty), since that key's value is to be redacted.
+// also tests each object key with sensitive (unless nil), and stops at the
+// first it matches (dirty), since that key's value is to be redacted.
 func appendCompactClean(dst, src []byte, sensitive func(key string) bool) (out []byte, dirty bool) {
 	start := 0
 	for i := 0; i < len(src); {
-		switch src[i] {
-		case '"':
+		switch {
+		case src[i] == '"':
 			end := stringEnd(src, i)
-			if end-i < 2 || src[end-1] != '"' {
-				return dst, true // not a string after all: let the checked path decide
-			}
-			j := end
-			for j < len(src) && (src[j] == ' ' || src[j] == '\t' || src[j] == '\n' || src[j] == '\r') {
-				j++
-			}
-			if j < len(src) && src[j] == ':' && sensitive(rewrite.KeyText(src[i:end])) {
-				return dst, true
+			if sensitive != nil {
+				if end-i < 2 || src[end-1] != '"' {
+					return dst, true // not a string after all: let the checked path decide
+				}
+				if j := skipSpace(src, end); j < len(src) && src[j] == ':' && sensitive(rewrite.KeyText(src[i:end])) {
+					return dst, true
+				}
 			}
 			i = end
-		case ' ', '\t', '\n', '\r':
+		case isSpace(src[i]):
 			dst = append(dst, src[start:i]...)
-			for i++; i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r'); i++ {
-			}
+			i = skipSpace(src, i)
 			start = i
 		default:
 			i++
 		}
 	}
 	return append(dst, src[start:]...), false
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipSpace returns the offset of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(src []byte, i int) int {
+	for i < len(src) && isSpace(src[i]) {
+		i++
+	}
+	return i
 }
 
 // stringEnd returns the offset just past the string literal at src[i].
