@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -221,7 +222,7 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 
 	params := s.paramHeaders(f)
 	if s.tracing() {
-		rw := []string{"id.remap", "meta.inject"}
+		rw := slices.Clip(rwForward) // shared: an append below copies it first
 		if c.task.Exists() {
 			rw = append(rw, "task.drop")
 		}

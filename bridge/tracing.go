@@ -155,6 +155,7 @@ func (s *env) tracedAs(ctx context.Context, op string, rw []string) context.Cont
 // The rewrites of the proxy's own requests and of passthrough, for the
 // trace.
 var (
+	rwForward   = []string{"id.remap", "meta.inject"}
 	rwOwn       = []string{"id.mint", "meta.inject"}
 	rwAsk       = []string{"input.ask"}
 	rwPass      = []string{"passthrough"}

@@ -99,6 +99,7 @@ const (
 type Client struct {
 	http   *http.Client
 	url    string
+	shown  string // url, redacted (URL)
 	header http.Header
 	max    int
 	ua     []string // the User-Agent value, shared by every request
@@ -160,6 +161,7 @@ func New(cfg Config) (*Client, error) {
 		// CheckRedirect: credentials stay with their origin (redirect.go).
 		http:   &http.Client{Transport: rt, CheckRedirect: checkRedirect},
 		url:    cfg.URL,
+		shown:  Redact(cfg.URL),
 		header: h,
 		max:    cfg.MaxMessageBytes,
 		ua:     headerValue(cfg.UserAgent),
@@ -169,7 +171,7 @@ func New(cfg Config) (*Client, error) {
 
 // URL returns the endpoint with credentials and query values redacted, for
 // messages and logs.
-func (c *Client) URL() string { return Redact(c.url) }
+func (c *Client) URL() string { return c.shown }
 
 // UserHeader returns the user's extra headers (--header), for the trace,
 // which redacts them. The caller must not modify it.
@@ -317,7 +319,11 @@ func (c *Client) send(ctx context.Context, target, method string, body []byte, s
 	set(h)
 	var w *watch
 	if o := observerOf(ctx); o != nil {
-		o.Request(ctx, method, Redact(target), h, body)
+		shown := c.shown
+		if target != c.url {
+			shown = Redact(target)
+		}
+		o.Request(ctx, method, shown, h, body)
 		w = &watch{o: o, ctx: ctx, start: time.Now()}
 	}
 	if authz != "" {
