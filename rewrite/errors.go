@@ -56,10 +56,6 @@ func ResultFrame(id []byte, result []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string, as encoding/json writes it with
-// HTML escaping off: <, > and & stay as they are, invalid UTF-8 bytes
-// become U+FFFD, and U+2028 and U+2029 are escaped. The trace holds it to
-// encoding/json byte for byte (trace.FuzzEncoder).
 // load64 is the eight bytes of s from i, little-endian (one load).
 func load64(s string, i int) uint64 {
 	_ = s[i+7]
@@ -67,6 +63,10 @@ func load64(s string, i int) uint64 {
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
+// AppendString appends s as a JSON string, as encoding/json writes it with
+// HTML escaping off: <, > and & stay as they are, invalid UTF-8 bytes
+// become U+FFFD, and U+2028 and U+2029 are escaped. The trace holds it to
+// encoding/json byte for byte (trace.FuzzEncoder).
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
