@@ -844,3 +844,27 @@ func TestFrameValidSameRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyVerdictsRemembered: the writer's table of key verdicts gives the
+// rule's own verdict for every key, through collisions and evictions: many
+// keys of the same length, first, middle and last bytes, asked in turn and
+// again, against a rule that redacts every third of them.
+func TestKeyVerdictsRemembered(t *testing.T) {
+	var keys []string
+	for i := range 2000 {
+		keys = append(keys, fmt.Sprintf("k%04dk", i), fmt.Sprintf("io.modelcontextprotocol/%dInfo", i))
+	}
+	rule := func(k string) bool { return len(k)%3 == 0 || strings.HasSuffix(k, "7k") }
+	w := &Writer{sensitive: rule}
+	var c redactCache
+	for round := range 3 {
+		for i, k := range keys {
+			if i%(round+1) != 0 {
+				continue // each round a different mix, so that slots are reused
+			}
+			if got := c.keyRule(w)(k); got != rule(k) {
+				t.Fatalf("round %d, key %q: remembered %v, the rule says %v", round, k, got, rule(k))
+			}
+		}
+	}
+}

@@ -930,13 +930,31 @@ func (w *Writer) finish(r *Record, framed bool, c *redactCache, deferFrame bool)
 type redactCache struct {
 	rawURL, redactedURL string
 	secret              map[string]bool
-	// keys holds the key rule's verdict on each JSON key seen: a session's
+	// keys holds the key rule's verdict on JSON keys seen: a session's
 	// frames repeat a few dozen keys, and the rule tests each against a
-	// list of words. rule is the rule, and memo the method value handed to
-	// rewrite (made once: a method value passed on allocates).
-	keys map[string]bool
+	// list of words. It is a table of pairs of slots, a pair per key by a
+	// hash of its length and four of its bytes, the newer key first: a hit
+	// costs one or two comparisons of the key, where a map would hash the
+	// whole key first. rule is the
+	// rule, and memo the method value handed to rewrite (made once: a
+	// method value passed on allocates).
+	keys *[keySlots]keyVerdict
 	rule func(key string) bool
 	memo func(key string) bool
+}
+
+// keySlots is the size of the key table: a power of two.
+const keySlots = 256
+
+type keyVerdict struct {
+	key       string
+	sensitive bool
+}
+
+// keySlot is the first slot of k's pair in the table (k not empty).
+func keySlot(k string) int {
+	n := len(k)
+	return (n*31 + int(k[0])*7 + int(k[n/2])*5 + int(k[n*3/4])*3 + int(k[n-1])) << 1 & (keySlots - 1)
 }
 
 // keyRule returns w's key rule, remembering its verdicts in c; a nil c
@@ -952,15 +970,22 @@ func (c *redactCache) keyRule(w *Writer) func(key string) bool {
 }
 
 func (c *redactCache) sensitiveKey(k string) bool {
-	v, ok := c.keys[k]
-	if !ok {
-		if c.keys == nil || len(c.keys) >= 1024 {
-			c.keys = map[string]bool{}
-		}
-		v = c.rule(k)
-		c.keys[strings.Clone(k)] = v // k may point into a frame
+	if k == "" {
+		return c.rule(k)
 	}
-	return v
+	if c.keys == nil {
+		c.keys = new([keySlots]keyVerdict)
+	}
+	i := keySlot(k)
+	switch {
+	case c.keys[i].key == k:
+	case c.keys[i+1].key == k:
+		i++
+	default:
+		c.keys[i+1] = c.keys[i]
+		c.keys[i] = keyVerdict{strings.Clone(k), c.rule(k)} // k may point into a frame
+	}
+	return c.keys[i].sensitive
 }
 
 func (c *redactCache) url(raw string) string {
