@@ -228,11 +228,11 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 		}
 		i += q
 		end := skipString(s, i)
-		if end-i < 2 || s[end-1] != '"' {
-			return nil, false // an unterminated string: not JSON after all
+		j, match, ok := keyMatch(s, i, end, sensitive)
+		if !ok {
+			return nil, false
 		}
-		j := skipSpace(s, end)
-		if j < len(s) && s[j] == ':' && sensitive(stringValue(s[i:end])) {
+		if match {
 			vstart := skipSpace(s, j+1)
 			vend := skipValue(s, vstart)
 			e.replace(vstart, vend, []byte(Redacted))
@@ -242,4 +242,46 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 		i = end
 	}
 	return e, true
+}
+
+// keyMatch looks at the string s[i:end]: ok is false when it is not a
+// terminated string (the frame is not JSON after all); match, that it is an
+// object key (a colon follows it, at j) that sensitive matches.
+func keyMatch(s string, i, end int, sensitive func(key string) bool) (j int, match, ok bool) {
+	if end-i < 2 || s[end-1] != '"' {
+		return end, false, false
+	}
+	j = skipSpace(s, end)
+	return j, j < len(s) && s[j] == ':' && sensitive(stringValue(s[i:end])), true
+}
+
+// AppendCompact appends the valid JSON frame to dst without the whitespace
+// outside its strings, as json.Compact does; what lies between two runs of
+// whitespace is copied in one piece, so a frame without any is one copy.
+// With sensitive, it also tests each object key as Redact does, and stops
+// at the first that matches, or at a string that is not terminated: dirty,
+// and dst is to be discarded (the frame has a value to redact, or is not
+// JSON). A frame that passes is what Redact would return, compacted.
+func AppendCompact(dst, frame []byte, sensitive func(key string) bool) (out []byte, dirty bool) {
+	s := view(frame)
+	start := 0
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '"':
+			end := skipString(s, i)
+			if sensitive != nil {
+				if _, match, ok := keyMatch(s, i, end, sensitive); match || !ok {
+					return dst, true
+				}
+			}
+			i = end
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			dst = append(dst, frame[start:i]...)
+			i = skipSpace(s, i)
+			start = i
+		default:
+			i++
+		}
+	}
+	return append(dst, frame[start:]...), false
 }

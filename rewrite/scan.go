@@ -85,12 +85,6 @@ func valueAt(raw string, index int) gjson.Result {
 	return r
 }
 
-// KeyText is the text of the JSON string literal raw (its quotes
-// included), as a key rule reads a key: a view of raw when it has no
-// escape, so raw must not change while the text is in use; its decoded
-// copy otherwise.
-func KeyText(raw []byte) string { return stringValue(view(raw)) }
-
 // stringValue returns the contents of a JSON string literal.
 func stringValue(raw string) string {
 	inner := raw[1 : len(raw)-1]

@@ -1,6 +1,8 @@
 package rewrite
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -131,6 +133,7 @@ func FuzzRedact(f *testing.F) {
 		f.Add([]byte(c), uint16(10))
 	}
 	f.Add([]byte(redactCases[0]), uint16(0))
+	f.Add([]byte(`{"token":"[REDACTED]","a" : [1, 2]}`), uint16(5))
 	f.Add([]byte(redactCases[0]), uint16(1000))
 	f.Fuzz(func(t *testing.T, b []byte, max uint16) {
 		got, want := Redact(b, SensitiveKey), redactTree(b, SensitiveKey)
@@ -143,8 +146,19 @@ func FuzzRedact(f *testing.F) {
 		}
 		unchecked := RedactValid(b, SensitiveKey) // must not panic, whatever b is
 		vhead, vn := RedactHead(b, SensitiveKey, int(max), true)
+		_, _ = AppendCompact(nil, b, SensitiveKey)
 		if !validJSON(b) {
 			return
+		}
+		// AppendCompact with the rule is clean only when Redact changes
+		// nothing, and then gives the frame compacted.
+		out, dirty := AppendCompact(nil, b, SensitiveKey)
+		if !dirty && string(got) != string(TrimFrame(b)) {
+			t.Fatalf("AppendCompact(%q) is clean, but Redact changes it to %s", b, got)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, TrimFrame(b)); !dirty && err == nil && !bytes.Equal(out, compact.Bytes()) {
+			t.Fatalf("AppendCompact(%q) = %s, want %s", b, out, compact.Bytes())
 		}
 		if string(unchecked) != string(got) {
 			t.Fatalf("RedactValid(%q)\n got %s\nwant %s", b, unchecked, got)

@@ -551,7 +551,7 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 		dst = append(dst, `,"frame":`...)
 		if e.sensitive == nil {
 			dst = appendCompact(dst, r.Frame)
-		} else if dst, e.dirty = appendCompactClean(dst, r.Frame, e.sensitive); e.dirty {
+		} else if dst, e.dirty = rewrite.AppendCompact(dst, r.Frame, e.sensitive); e.dirty {
 			return dst, true // encodeClean gives up on the line
 		}
 	}
@@ -755,51 +755,10 @@ func (e *encoder) encodeReflect(r Record) ([]byte, error) {
 }
 
 // appendCompact appends valid JSON src without the whitespace outside its
-// strings, as json.Compact does. What lies between two runs of whitespace
-// is copied in one piece: a frame without any is one copy.
+// strings.
 func appendCompact(dst, src []byte) []byte {
-	out, _ := appendCompactClean(dst, src, nil)
+	out, _ := rewrite.AppendCompact(dst, src, nil)
 	return out
-}
-
-// appendCompactClean is appendCompact for a frame not redacted yet: it
-// also tests each object key with sensitive (unless nil), and stops at the
-// first it matches (dirty), since that key's value is to be redacted.
-func appendCompactClean(dst, src []byte, sensitive func(key string) bool) (out []byte, dirty bool) {
-	start := 0
-	for i := 0; i < len(src); {
-		switch {
-		case src[i] == '"':
-			end := stringEnd(src, i)
-			if sensitive != nil {
-				if end-i < 2 || src[end-1] != '"' {
-					return dst, true // not a string after all: let the checked path decide
-				}
-				if j := skipSpace(src, end); j < len(src) && src[j] == ':' && sensitive(rewrite.KeyText(src[i:end])) {
-					return dst, true
-				}
-			}
-			i = end
-		case isSpace(src[i]):
-			dst = append(dst, src[start:i]...)
-			i = skipSpace(src, i)
-			start = i
-		default:
-			i++
-		}
-	}
-	return append(dst, src[start:]...), false
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// skipSpace returns the offset of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(src []byte, i int) int {
-	for i < len(src) && isSpace(src[i]) {
-		i++
-	}
-	return i
 }
 
 // stringEnd returns the offset just past the string literal at src[i].
