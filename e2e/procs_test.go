@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -32,5 +34,20 @@ func TestStdioProcs(t *testing.T) {
 				t.Fatalf("echo through the bridge: %s", res)
 			}
 		})
+	}
+}
+
+// TestServeProcs: serve keeps the Go runtime's own setting, one thread per
+// CPU (README, "Performance"), as this test process has it, and its start
+// line says so.
+func TestServeProcs(t *testing.T) {
+	t.Parallel()
+	want := int64(runtime.GOMAXPROCS(0))
+	s := startServe(t, "--log-level", "info", "--log-format", "json", "--demo")
+	started := func(l gjson.Result) bool { return l.Get("msg").Str == "mcp-tasks-proxy serve started" }
+	if i := slices.IndexFunc(logLines(s.stderr.String()), started); i < 0 {
+		t.Fatalf("no start line on stderr:\n%s", s.stderr.String())
+	} else if got := logLines(s.stderr.String())[i].Get("gomaxprocs").Int(); got != want {
+		t.Errorf("serve runs with gomaxprocs %d, want the runtime's own %d", got, want)
 	}
 }

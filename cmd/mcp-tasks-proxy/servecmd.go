@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -249,7 +250,8 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins,
 		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(logger)}
-	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()))
+	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()),
+		zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
 	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)
 	probed := make(chan struct{})
 	go func() { // after the line: its warning follows it
