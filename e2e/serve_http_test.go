@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,6 +46,20 @@ var serveUpKinds = []serveUpKind{
 			return len(up.seen(func(s legacySeen) bool { return bytes.Contains(s.Body, []byte(marker)) }))
 		}
 	}},
+}
+
+// serveOn starts k's upstream and serve in front of it (args before the
+// upstream's URL), and opens one raw session on it, initialized. f makes
+// the frames of more sessions; count counts the upstream's requests that
+// carried a marker.
+func serveOn(t *testing.T, k serveUpKind, args ...string) (s *serveProc, f *serveFrames, c *serveSession, count func(marker string) int) {
+	t.Helper()
+	url, count := k.start(t)
+	s = startServe(t, append(slices.Clip(args), url)...)
+	f = newServeFrames(t, k.verbatim)
+	c = s.rawSession(t, f)
+	c.initialize(serveInit)
+	return s, f, c, count
 }
 
 // serveEcho calls echo on c and requires text back.
@@ -128,11 +143,7 @@ func TestServeSessionIDs(t *testing.T) {
 	for _, k := range serveUpKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
-			url, _ := k.start(t)
-			s := startServe(t, url)
-			f := newServeFrames(t, k.verbatim)
-			c := s.rawSession(t, f)
-			c.initialize(serveInit)
+			s, f, c, _ := serveOn(t, k)
 			if !regexp.MustCompile(`^[\x21-\x7e]+$`).MatchString(c.sid) {
 				t.Errorf("Mcp-Session-Id %q: want visible ASCII only (0x21 to 0x7E)", c.sid)
 			}
@@ -198,12 +209,8 @@ func TestServeOrigin(t *testing.T) {
 	for _, k := range serveUpKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
-			url, count := k.start(t)
-			s := startServe(t, "--allow-origin", "https://app.example", url)
+			s, f, c, count := serveOn(t, k, "--allow-origin", "https://app.example")
 			_, port, _ := strings.Cut(s.Host, ":")
-			f := newServeFrames(t, k.verbatim)
-			c := s.rawSession(t, f)
-			c.initialize(serveInit)
 
 			const marker = "FORBIDDEN-MARKER"
 			forbidden := []struct {
@@ -398,11 +405,8 @@ func TestServeMaxSessions(t *testing.T) {
 		t.Parallel()
 		for _, k := range serveUpKinds {
 			t.Run(k.name, func(t *testing.T) {
-				url, count := k.start(t)
-				s := startServe(t, "--max-sessions", "2", url)
-				f := newServeFrames(t, k.verbatim)
-				one, two := s.rawSession(t, f), s.rawSession(t, f)
-				one.initialize(serveInit)
+				s, f, one, count := serveOn(t, k, "--max-sessions", "2")
+				two := s.rawSession(t, f)
 				two.initialize(serveInit)
 
 				const marker = "ONE-TOO-MANY"
@@ -943,10 +947,7 @@ func TestServePostStream(t *testing.T) {
 	for _, k := range serveUpKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
-			url, _ := k.start(t)
-			s := startServe(t, url)
-			c := s.rawSession(t, newServeFrames(t, k.verbatim))
-			c.initialize(serveInit)
+			_, _, c, _ := serveOn(t, k)
 			var resp []byte
 			want := 1
 			if k.name == "demo" {

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -27,6 +28,20 @@ func encodeStd(t testing.TB, r Record) []byte {
 	return b.Bytes()
 }
 
+// encodeDiff encodes r with e and with encoding/json, and says how the two
+// lines differ ("" when they do not).
+func encodeDiff(t testing.TB, e *encoder, r Record) string {
+	t.Helper()
+	got, err := e.encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := encodeStd(t, r); !bytes.Equal(got, want) {
+		return fmt.Sprintf("\n got %s\nwant %s", got, want)
+	}
+	return ""
+}
+
 var encodeFrames = []string{
 	``, `{"jsonrpc":"2.0","id":1,"result":{}}`,
 	"{ \"a\" : [ 1 ,\n\t2 ] ,\r\n \"b\" : \"x y \\\" z\\\\\" , \"c\":\"<&>\u2028\" }",
@@ -43,12 +58,8 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 				Frame: json.RawMessage(f), Truncated: true, LatencyMs: 1.25, Error: `"frame":0 err <&>`, Note: "n"},
 		} {
 			var e encoder
-			got, err := e.encode(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := encodeStd(t, r); !bytes.Equal(got, want) {
-				t.Errorf("frame %q:\n got %s\nwant %s", f, got, want)
+			if d := encodeDiff(t, &e, r); d != "" {
+				t.Errorf("frame %q:%s", f, d)
 			}
 		}
 	}
@@ -76,12 +87,8 @@ func TestEncoderFields(t *testing.T) {
 				r.Time = r.Time.In(z)
 			}
 			var e encoder
-			got, err := e.encode(r)
-			if err != nil {
-				t.Fatalf("record %d: %v", i, err)
-			}
-			if want := encodeStd(t, r); !bytes.Equal(got, want) {
-				t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+			if d := encodeDiff(t, &e, r); d != "" {
+				t.Errorf("record %d:%s", i, d)
 			}
 		}
 	}
@@ -191,12 +198,8 @@ func FuzzEncoder(f *testing.F) {
 		orig := r
 		w.prepare(&r)
 		var e encoder
-		got, err := e.encode(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := encodeStd(t, r); !bytes.Equal(got, want) {
-			t.Fatalf("frame %q:\n got %s\nwant %s", frame, got, want)
+		if d := encodeDiff(t, &e, r); d != "" {
+			t.Fatalf("frame %q:%s", frame, d)
 		}
 		for i, lw := range lines {
 			for _, mark := range []bool{false, true} {
@@ -308,12 +311,8 @@ func TestEncoderReusedAcrossHeaders(t *testing.T) {
 	var e encoder
 	for i, h := range hs {
 		r := Record{Time: ts, Dir: ProxyToServer, HTTP: &HTTP{Method: "POST", Header: h}}
-		got, err := e.encode(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := encodeStd(t, r); !bytes.Equal(got, want) {
-			t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+		if d := encodeDiff(t, &e, r); d != "" {
+			t.Errorf("record %d:%s", i, d)
 		}
 	}
 }
