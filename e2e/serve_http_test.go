@@ -55,11 +55,19 @@ var serveUpKinds = []serveUpKind{
 func serveOn(t *testing.T, k serveUpKind, args ...string) (s *serveProc, f *serveFrames, c *serveSession, count func(marker string) int) {
 	t.Helper()
 	url, count := k.start(t)
+	s, f, c = serveAt(t, url, k.verbatim, args...)
+	return s, f, c, count
+}
+
+// serveAt is serveOn for an upstream already running at url (verbatim for
+// a 2025 one).
+func serveAt(t *testing.T, url string, verbatim bool, args ...string) (s *serveProc, f *serveFrames, c *serveSession) {
+	t.Helper()
 	s = startServe(t, append(slices.Clip(args), url)...)
-	f = newServeFrames(t, k.verbatim)
+	f = newServeFrames(t, verbatim)
 	c = s.rawSession(t, f)
 	c.initialize(serveInit)
-	return s, f, c, count
+	return s, f, c
 }
 
 // serveEcho calls echo on c and requires text back.
@@ -1000,10 +1008,7 @@ func TestServeCancel(t *testing.T) {
 		t.Run(k, func(t *testing.T) {
 			t.Parallel()
 			hold, url, legacy := startHeld(t, k)
-			s := startServe(t, url)
-			f := newServeFrames(t, k == "2025")
-			c := s.rawSession(t, f)
-			c.initialize(serveInit)
+			s, _, c := serveAt(t, url, k == "2025")
 
 			type posted struct {
 				status int
@@ -1147,9 +1152,7 @@ func TestServeDeleteInFlight(t *testing.T) {
 		t.Run(k, func(t *testing.T) {
 			t.Parallel()
 			hold, url, _ := startHeld(t, k)
-			s := startServe(t, url)
-			c := s.rawSession(t, newServeFrames(t, k == "2025"))
-			c.initialize(serveInit)
+			_, _, c := serveAt(t, url, k == "2025")
 			type outcome struct {
 				frame []byte
 				err   error
