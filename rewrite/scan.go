@@ -185,57 +185,85 @@ func bytesOf(f []byte, s span) []byte {
 // scanMethodID is MethodID's fast scan; ok is false for what it does not
 // read.
 func scanMethodID(s string) (method, id span, ok bool) {
-	i := skipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
-		return span{}, span{}, false
-	}
 	answer := false
 	done := func() bool { return id.end != 0 && (method.end != 0 || answer) }
-	for i = skipSpace(s, i+1); i < len(s) && s[i] != '}'; {
-		if s[i] != '"' {
-			return span{}, span{}, false
-		}
-		end := skipString(s, i)
-		if end > len(s) || s[end-1] != '"' || end-1 == i {
-			return span{}, span{}, false
-		}
-		key := s[i+1 : end-1]
-		if strings.IndexByte(key, '\\') >= 0 {
-			return span{}, span{}, false
-		}
-		if i = skipSpace(s, end); i >= len(s) || s[i] != ':' {
-			return span{}, span{}, false
-		}
-		i = skipSpace(s, i+1)
+	var bad bool
+	ok = topMembers(s, func(key string, v int) bool {
 		if key == "result" || key == "error" {
 			answer = true
 		}
 		if done() {
-			return method, id, true
+			return false
 		}
-		vend := skipValue(s, i)
-		if vend <= i || vend > len(s) || s[i] == '"' && (s[vend-1] != '"' || vend-1 == i) {
-			return span{}, span{}, false
+		if key == "method" && method.end == 0 || key == "id" && id.end == 0 {
+			vend, valid := valueEnd(s, v)
+			if bad = !valid; bad {
+				return false
+			}
+			if key == "method" {
+				method = span{v, vend}
+			} else {
+				id = span{v, vend}
+			}
 		}
-		switch {
-		case key == "method" && method.end == 0:
-			method = span{i, vend}
-		case key == "id" && id.end == 0:
-			id = span{i, vend}
+		return !done()
+	})
+	if !ok || bad {
+		return span{}, span{}, false
+	}
+	return method, id, true
+}
+
+// topMembers calls visit with the key and the offset of the value of each
+// member of the object s, in order, until visit returns false. It reports
+// false when its fast scan cannot read s as far as it went (not an object,
+// a key with an escape, malformed JSON): the caller then reads it through
+// gjson.
+func topMembers(s string, visit func(key string, v int) bool) bool {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return false
+	}
+	for i = skipSpace(s, i+1); i < len(s) && s[i] != '}'; {
+		if s[i] != '"' {
+			return false
 		}
-		if done() {
-			return method, id, true
+		end := skipString(s, i)
+		if end > len(s) || s[end-1] != '"' || end-1 == i {
+			return false
+		}
+		key := s[i+1 : end-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		if i = skipSpace(s, end); i >= len(s) || s[i] != ':' {
+			return false
+		}
+		i = skipSpace(s, i+1)
+		if !visit(key, i) {
+			return true
+		}
+		vend, ok := valueEnd(s, i)
+		if !ok {
+			return false
 		}
 		if i = skipSpace(s, vend); i < len(s) && s[i] == ',' {
 			i = skipSpace(s, i+1)
 		} else if i >= len(s) || s[i] != '}' {
-			return span{}, span{}, false
+			return false
 		}
 	}
-	if i >= len(s) {
-		return span{}, span{}, false
+	return i < len(s)
+}
+
+// valueEnd is the offset just past the value at s[v], and false when the
+// fast scan sees it is not one.
+func valueEnd(s string, v int) (int, bool) {
+	vend := skipValue(s, v)
+	if vend <= v || vend > len(s) || s[v] == '"' && (s[vend-1] != '"' || vend-1 == v) {
+		return vend, false
 	}
-	return method, id, true
+	return vend, true
 }
 
 // methodIDSlow is MethodID for any frame, through gjson (which has parsed
@@ -276,26 +304,13 @@ func methodIDSlow(f []byte) (method, id []byte) {
 // large result is not read; a frame the scan cannot read goes to gjson.
 func IsError(frame []byte) bool {
 	s := view(frame)
-	i := skipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
-		return gjson.Get(s, "error").Exists()
-	}
-	for i = skipSpace(s, i+1); i < len(s) && s[i] == '"'; {
-		end := skipString(s, i)
-		key := s[i+1 : max(i+1, end-1)]
-		if i = skipSpace(s, end); i >= len(s) || s[i] != ':' || strings.IndexByte(key, '\\') >= 0 {
-			break
-		}
-		switch key {
-		case "result":
-			return false
-		case "error":
-			return true
-		}
-		if i = skipSpace(s, skipValue(s, skipSpace(s, i+1))); i >= len(s) || s[i] != ',' {
-			break
-		}
-		i = skipSpace(s, i+1)
+	found, isError := false, false
+	ok := topMembers(s, func(key string, _ int) bool {
+		found, isError = key == "result" || key == "error", key == "error"
+		return !found
+	})
+	if ok && found {
+		return isError
 	}
 	return gjson.Get(s, "error").Exists()
 }
