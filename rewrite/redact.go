@@ -266,22 +266,69 @@ func AppendCompact(dst, frame []byte, sensitive func(key string) bool) (out []by
 	s := view(frame)
 	start := 0
 	for i := 0; i < len(s); {
-		switch c := s[i]; {
-		case c == '"':
-			end := skipString(s, i)
+		c := s[i]
+		if c > ' ' && c != '"' {
+			i++
+			continue
+		}
+		if c == '"' {
+			end, escaped := stringEnd(s, i)
 			if sensitive != nil {
-				if _, match, ok := keyMatch(s, i, end, sensitive); match || !ok {
-					return dst, true
+				if end-i < 2 || s[end-1] != '"' {
+					return dst, true // not terminated: not JSON after all
+				}
+				if j := skipSpace(s, end); j < len(s) && s[j] == ':' {
+					key := s[i+1 : end-1]
+					if escaped {
+						key = stringValue(s[i:end])
+					}
+					if sensitive(key) {
+						return dst, true
+					}
 				}
 			}
 			i = end
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			dst = append(dst, frame[start:i]...)
-			i = skipSpace(s, i)
-			start = i
-		default:
-			i++
+			continue
 		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			i++
+			continue
+		}
+		dst = append(dst, frame[start:i]...)
+		i = skipSpace(s, i)
+		start = i
 	}
 	return append(dst, frame[start:]...), false
+}
+
+// stringEnd returns the offset just past the string literal at s[i] (or
+// len(s) when it is not terminated), and whether it holds a backslash.
+// It reads eight bytes at a time to the next quote or backslash.
+func stringEnd(s string, i int) (end int, escaped bool) {
+	j := i + 1
+	for {
+		for j+8 <= len(s) {
+			w := load64(s, j)
+			q, b := w^(lsb*'"'), w^(lsb*'\\')
+			if m := ((q-lsb)&^q | (b-lsb)&^b) & msb; m != 0 {
+				j += firstMarked(m)
+				break
+			}
+			j += 8
+		}
+		for j < len(s) && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		if j >= len(s) {
+			return len(s), escaped
+		}
+		if s[j] == '"' {
+			return j + 1, escaped
+		}
+		escaped = true
+		j += 2 // the backslash and the byte it escapes
+		if j > len(s) {
+			return len(s), true
+		}
+	}
 }
