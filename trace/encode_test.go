@@ -176,8 +176,8 @@ func FuzzEncodeRecord(f *testing.F) {
 }
 
 // FuzzEncoder holds the spliced encoding to encoding/json for any frame
-// that prepare lets through; and the writer goroutine's path (recordLine,
-// which redacts a valid frame as it encodes it) to prepare's line, for any
+// that prepare lets through; and Emit's path (recordLine, which redacts a
+// valid frame as it encodes it) to prepare's line, for any
 // frame, and for a valid one marked FrameValid, with the default key rule
 // and with one that matches more keys.
 func FuzzEncoder(f *testing.F) {
@@ -186,7 +186,7 @@ func FuzzEncoder(f *testing.F) {
 	}
 	w := New(bytes.NewBuffer(nil), Options{})
 	defer w.Close()
-	// Writers with no goroutine, for recordLine on the fuzzer's goroutine.
+	// Writers with no goroutine, for recordLine alone.
 	bare := func(keys ...string) *Writer {
 		return &Writer{frameCap: DefaultFrameCap, secretHdr: map[string]bool{}, sensitive: func(k string) bool {
 			return rewrite.SensitiveKey(k) || slices.Contains(keys, k)
@@ -214,7 +214,7 @@ func FuzzEncoder(f *testing.F) {
 				}
 				want = bytes.Clone(want) // the encoder reuses its line
 				viaLine.FrameValid = mark
-				line, err := lw.recordLine(&e, &viaLine, lw.copyRecord(&viaLine))
+				line, err := lw.recordLine(&e, &viaLine)
 				if err != nil || !bytes.Equal(line, want) {
 					t.Fatalf("rule %d, frame %q (marked %v) through recordLine:\n got %s (%v)\nwant %s", i, frame, mark, line, err, want)
 				}
@@ -299,8 +299,8 @@ func TestMethodIDAsGjson(t *testing.T) {
 	}
 }
 
-// TestEncoderReusedAcrossHeaders: one encoder, as the writer goroutine
-// keeps, encodes each record's headers as its own, whatever the record
+// TestEncoderReusedAcrossHeaders: one encoder, as a Writer keeps between
+// records, encodes each record's headers as its own, whatever the record
 // before it had.
 func TestEncoderReusedAcrossHeaders(t *testing.T) {
 	ts := time.Date(2026, 12, 1, 8, 0, 0, 1, time.UTC)

@@ -15,8 +15,9 @@ import (
 //
 //	go test ./trace -run '^$' -bench . -benchmem -count 6
 //
-// A record costs its caller Emit (copy, and an append to the queue) and the
-// writer goroutine the rest of prepare (redact, cap) and one JSON encoding.
+// A record costs its caller Emit: method and id, redaction, the cap, one
+// JSON encoding and an append to the buffer; the writer goroutine only
+// writes the buffer out.
 // With tracing off the bridge holds a nil *Writer, and every call is a nil
 // check.
 
@@ -63,14 +64,14 @@ func benchPrepare(b *testing.B, r Record) {
 	}
 }
 
-// BenchmarkPrepare is copy (Emit's share), redact and cap (the writer
-// goroutine's).
+// BenchmarkPrepare is redact and cap, all before encoding (the reference
+// path: Emit redacts a valid frame under the cap as it encodes it).
 func BenchmarkPrepareClient1KB(b *testing.B)   { benchPrepare(b, clientRecord(1<<10)) }
 func BenchmarkPrepareUpstream1KB(b *testing.B) { benchPrepare(b, serverRecord(1<<10)) }
 func BenchmarkPrepareClient1MiB(b *testing.B)  { benchPrepare(b, clientRecord(1<<20)) }
 func BenchmarkPrepareClient16MiB(b *testing.B) { benchPrepare(b, clientRecord(16<<20)) }
 
-// BenchmarkEncode is the writer goroutine's share: one JSONL line, spliced
+// BenchmarkEncode is one JSONL line of a prepared record, spliced
 // (encoder); Std is encoding/json encoding the whole record, as before.
 func benchEncode(b *testing.B, r Record, std bool) {
 	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{"authorization": true}}
@@ -104,8 +105,8 @@ func BenchmarkEncodeStdUpstream1KB(b *testing.B) { benchEncode(b, serverRecord(1
 // caller's side: ns/op and allocs/op are the caller's alone. Every 32
 // records (under the 64 KiB that wake the writer goroutine, and the flush
 // interval is an hour away) the timer stops while Close writes them out
-// and a new Writer starts, so the writer goroutine's work is not counted
-// and nothing is dropped.
+// and a new Writer starts, so the write is not counted and nothing is
+// dropped.
 func BenchmarkEmitOn1KB(b *testing.B) {
 	r := serverRecord(1 << 10)
 	o := Options{FlushInterval: time.Hour}
@@ -134,10 +135,8 @@ func BenchmarkEmitOn1KB(b *testing.B) {
 }
 
 // BenchmarkEmitOnAll1KB is the whole cost of a record with tracing on, to
-// io.Discard: Emit, and the writer goroutine's redaction, encoding and
-// write, waited for by a Close every 256 records so that nothing is
-// dropped. On two cores the two goroutines overlap: ns/op is the
-// throughput of the trace, not the caller's cost.
+// io.Discard: Emit, and the writer goroutine's write, waited for by a
+// Close every 256 records so that nothing is dropped.
 func BenchmarkEmitOnAll1KB(b *testing.B) {
 	r := serverRecord(1 << 10)
 	o := Options{Buffer: 256}
@@ -210,10 +209,9 @@ func echoCall() []Record {
 	}
 }
 
-// BenchmarkEchoCallRecords is all the trace does for one echo call, on
-// one goroutine: for each of its four records, Emit's copy, then the
-// writer goroutine's method and id, redaction and encoding (no queue, no
-// write).
+// BenchmarkEchoCallRecords is all the trace does for one echo call but the
+// append to the buffer and the write: for each of its four records, Emit's
+// method and id, redaction and encoding.
 func BenchmarkEchoCallRecords(b *testing.B) {
 	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
 	recs := echoCall()
@@ -224,8 +222,7 @@ func BenchmarkEchoCallRecords(b *testing.B) {
 		for i := range recs {
 			r := recs[i]
 			r.Time = ts
-			framed := w.copyRecord(&r)
-			if _, err := w.recordLine(&e, &r, framed); err != nil {
+			if _, err := w.recordLine(&e, &r); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -233,8 +230,8 @@ func BenchmarkEchoCallRecords(b *testing.B) {
 }
 
 // BenchmarkPrepareResult16MiB is a traced 16 MiB result as the bridge
-// emits it, method and id read from the frame: on Emit's caller, since the
-// frame is longer than FrameCap.
+// emits it, method and id read from the frame, redacted and cut to
+// FrameCap.
 func BenchmarkPrepareResult16MiB(b *testing.B) {
 	frame := json.RawMessage(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 16<<20) + `"}]}}`)
 	benchPrepare(b, Record{Dir: ServerToProxy, Op: "op-7", MethodIDFromFrame: true, Frame: frame})

@@ -2,12 +2,13 @@
 // redaction of trace records, and rendering traces (trace view, trace stats).
 //
 // A trace holds one Record per frame per hop, one JSON object per line.
-// Tracing never blocks or changes the data path: Emit copies what it keeps,
-// queues the record on a bounded buffer and returns; a record that does not
-// fit is dropped and counted, and Close reports the count. The writer
-// goroutine redacts and encodes queued records and writes them out in
-// batches: every Options.FlushInterval (100 ms by default), whenever 64 KiB
-// is queued, and on Close. Until then a record is only in memory.
+// Tracing never blocks or changes the data path: Emit redacts and encodes
+// the record's line on the caller's goroutine, appends it to a bounded
+// buffer and returns, keeping nothing of the caller's; a record that does
+// not fit is dropped and counted, and Close reports the count. The writer
+// goroutine writes the buffer out in batches: every Options.FlushInterval
+// (100 ms by default), whenever 64 KiB is buffered, and on Close. Until then
+// a line is only in memory.
 package trace
 
 import (

@@ -324,11 +324,17 @@ func closeReading(w *Writer, pr *io.PipeReader, pw *io.PipeWriter) (rest []byte,
 }
 
 func TestFullBufferBytesDropsAndCounts(t *testing.T) {
-	r := Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"` + strings.Repeat("x", 500) + `"}`)}
+	// A set time: every line is as long as the one measured.
+	r := Record{Time: time.Unix(1785240000, 123456789), Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"` + strings.Repeat("x", 500) + `"}`)}
 	size := func() int {
 		c := r
 		(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).prepare(&c)
-		return recordSize(&c)
+		var e encoder
+		line, err := e.encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(line)
 	}()
 	pr, pw := io.Pipe()
 	// Room for 4 records; a quarter of that, one record, wakes the goroutine.

@@ -32,8 +32,9 @@ const (
 	DefaultFlushInterval = 100 * time.Millisecond
 )
 
-// writeSize is the size of the writer goroutine's output buffer, and the
-// queued bytes at which Emit wakes the goroutine before FlushInterval.
+// writeSize is the most the writer goroutine writes at once (but for one
+// longer line), and the buffered bytes at which Emit wakes it before
+// FlushInterval.
 const writeSize = 64 << 10
 
 // redacted replaces the value of a secret header.
@@ -46,17 +47,17 @@ type Options struct {
 	// {"truncated":true,"bytes":N,"head":"<first FrameCap bytes>"} and the
 	// record is marked Truncated. The cut happens after redaction.
 	FrameCap int
-	// Buffer is the number of records queued before dropping (default 4096).
+	// Buffer is the number of records buffered before dropping (default 4096).
 	Buffer int
-	// BufferBytes bounds the memory of the queued records: a record that
-	// would take them past it is dropped and counted (default 8 MiB). It is
-	// measured on an estimate of each record's JSONL line; a record larger
-	// than BufferBytes on its own is always dropped.
+	// BufferBytes bounds the memory of the buffered records, their JSONL
+	// lines: a record that would take them past it is dropped and counted
+	// (default 8 MiB); a record larger than BufferBytes on its own is always
+	// dropped.
 	BufferBytes int
 	// FlushInterval is how long a record may wait in memory before the
 	// writer goroutine writes it out (default 100 ms). The goroutine also
-	// writes as soon as 64 KiB or a quarter of Buffer is queued, and on
-	// Close; it never wakes while nothing is queued. A crash loses at most
+	// writes as soon as 64 KiB or a quarter of Buffer is buffered, and on
+	// Close; it never wakes while nothing is buffered. A crash loses at most
 	// the records of the last FlushInterval (and whatever a stalled reader
 	// has not taken).
 	FlushInterval time.Duration
@@ -71,16 +72,18 @@ type Options struct {
 	NoRedact bool
 }
 
-// Writer writes trace records as JSONL from one goroutine. A nil *Writer is
-// valid and discards everything, so callers can hold a nil writer when
-// tracing is off.
+// Writer writes trace records as JSONL. A nil *Writer is valid and
+// discards everything, so callers can hold a nil writer when tracing is off.
 //
-// Emit appends a copy of the record to a queue under a mutex held for an
-// append, and returns. The goroutine takes the whole queue when woken,
-// encodes it and writes it out in writes of whole lines: it is woken by a
-// timer FlushInterval after a record arrives in an empty queue, by Emit
-// once 64 KiB (or a quarter of Buffer) is queued, and by Close. So a
-// sequential workload costs no wake-up and no write(2) per record.
+// Emit redacts and encodes the record's line on the caller's goroutine,
+// while the frame is still in the caller's hands and in its cache, and
+// appends the line to a buffer under a mutex held for the copy: nothing of
+// the caller's is kept, so nothing is copied but the line. The writer's
+// goroutine only writes the buffer out, in writes of whole lines: it is
+// woken by a timer FlushInterval after a line arrives in an empty buffer,
+// by Emit once 64 KiB (or a quarter of Buffer records) is buffered, and by
+// Close. So a sequential workload costs no wake-up and no write(2) per
+// record.
 type Writer struct {
 	out       io.Writer
 	closer    io.Closer // the file opened by Open; nil otherwise
@@ -91,23 +94,24 @@ type Writer struct {
 
 	maxRecords  int64 // Options.Buffer
 	maxBytes    int64 // Options.BufferBytes
-	kickRecords int   // queued records that wake the goroutine early
-	kickBytes   int   // queued bytes that wake the goroutine early
+	kickRecords int   // buffered records that wake the goroutine early
+	kickBytes   int   // buffered bytes that wake the goroutine early
 	interval    time.Duration
 
 	kick  chan struct{} // capacity 1: Emit wakes the goroutine early
 	stop  chan struct{} // closed by Close
 	done  chan struct{} // closed when the goroutine has flushed and ended
-	timer *time.Timer   // armed by Emit when a record enters an empty queue
+	timer *time.Timer   // armed by Emit when a line enters an empty buffer
 
-	mu        sync.Mutex // guards what follows, up to the atomics
-	pending   []entry    // queued records, in Emit order
-	pendBytes int        // estimated bytes of pending
-	kicked    bool       // a wake-up was sent for pending
-	shut      bool       // Close has begun: Emit discards
+	mu       sync.Mutex // guards what follows, up to the atomics
+	lines    []byte     // encoded lines not yet taken by the goroutine, in Emit order
+	nLines   int64      // records in lines
+	kicked   bool       // a wake-up was sent for lines
+	shut     bool       // Close has begun: Emit discards
+	encoders []*encoder // encoders not in use; each remembers its own redactions
 
-	// heldRecords and heldBytes count the records in memory: pending, and
-	// the batch the goroutine has taken but not yet encoded. They change
+	// heldRecords and heldBytes count the records in memory: lines, and
+	// what the goroutine has taken but not yet begun to write. They grow
 	// under mu; Emit reads them without it to skip the work of a record
 	// that cannot fit.
 	heldRecords atomic.Int64
@@ -118,15 +122,16 @@ type Writer struct {
 	unwritten   atomic.Int64 // accepted records not yet written out (nor dropped)
 
 	// Owned by the goroutine.
-	spare   []entry // the previous batch, reused as the next pending
-	buf     []byte  // encoded lines not yet written
-	bufRecs int64   // records in buf
-	err     error   // first write error; read by Close after done
-	cache   redactCache
+	spare []byte // the previous batch, reused as the next lines
+	err   error  // first write error; read by Close after done
 
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// maxIdleEncoders bounds the encoders a Writer keeps between records: as
+// many as records are encoded at once, up to this.
+const maxIdleEncoders = 64
 
 // Open starts a Writer on path: "-" writes to os.Stderr; anything else is
 // created or truncated with mode 0600 (an existing file is chmod-ed to 0600).
@@ -229,49 +234,53 @@ func (w *Writer) Dropped() int64 {
 // Enabled reports whether records are written: false for a nil Writer.
 func (w *Writer) Enabled() bool { return w != nil }
 
-// Emit queues r without blocking. On the caller's goroutine it copies what
-// the record references and appends the copy to the queue: CPU only, no
-// I/O, and no wake-up of the writer goroutine but once per 64 KiB (or a
-// quarter of Options.Buffer) queued. The writer goroutine redacts, caps and
-// encodes the record; only a frame longer than FrameCap is redacted and
-// capped by Emit, so that the queue holds at most FrameCap of it. When the
-// queue is full (Options.Buffer records or Options.BufferBytes bytes), or
-// after a write error, the record is dropped and counted. Records are
-// written in the order Emit queued them. Records emitted after Close, and
-// all records of a nil Writer, are discarded.
+// Emit records r without blocking: on the caller's goroutine it reads the
+// method and id from the frame (when asked), redacts the record, caps its
+// frame and encodes its line; then it appends the line to the buffer. CPU
+// only, no I/O, and no wake-up of the writer goroutine but once per 64 KiB
+// (or a quarter of Options.Buffer) buffered. Emit keeps nothing of r: the
+// caller may reuse its memory as soon as Emit returns. When the buffer is
+// full (Options.Buffer records or Options.BufferBytes bytes), or after a
+// write error, the record is dropped and counted. Lines are written in the
+// order Emit buffered them. Records emitted after Close, and all records
+// of a nil Writer, are discarded.
 func (w *Writer) Emit(r Record) {
 	if w == nil || w.closed.Load() {
 		return
 	}
 	if w.failed.Load() || w.heldRecords.Load() >= w.maxRecords || w.heldBytes.Load() >= w.maxBytes {
-		w.dropped.Add(1) // full: skip the redaction work
+		w.dropped.Add(1) // full: skip the encoding
 		return
 	}
-	framed := w.copyRecord(&r)
-	size := recordSize(&r)
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	e := w.encoder()
+	line, err := w.recordLine(e, &r)
 	w.mu.Lock()
-	if w.shut {
-		w.mu.Unlock()
-		return
+	accepted := err == nil && !w.shut &&
+		w.heldRecords.Load()+1 <= w.maxRecords && w.heldBytes.Load()+int64(len(line)) <= w.maxBytes
+	kick := false
+	if accepted {
+		if len(w.lines) == 0 {
+			w.timer.Reset(w.interval)
+		}
+		w.lines = append(w.lines, line...)
+		w.nLines++
+		w.heldRecords.Add(1)
+		w.heldBytes.Add(int64(len(line)))
+		w.unwritten.Add(1)
+		kick = !w.kicked && (len(w.lines) >= w.kickBytes || w.nLines >= int64(w.kickRecords))
+		w.kicked = w.kicked || kick
 	}
-	if w.heldRecords.Load()+1 > w.maxRecords || w.heldBytes.Load()+int64(size) > w.maxBytes {
-		w.mu.Unlock()
-		w.dropped.Add(1)
-		return
-	}
-	if len(w.pending) == 0 {
-		w.timer.Reset(w.interval)
-	}
-	w.pending = append(w.pending, entry{r, size, framed})
-	w.pendBytes += size
-	w.heldRecords.Add(1)
-	w.heldBytes.Add(int64(size))
-	w.unwritten.Add(1)
-	kick := !w.kicked && (w.pendBytes >= w.kickBytes || len(w.pending) >= w.kickRecords)
-	if kick {
-		w.kicked = true
+	shut := w.shut
+	if len(w.encoders) < maxIdleEncoders {
+		w.encoders = append(w.encoders, e) // after the copy: e.line is its
 	}
 	w.mu.Unlock()
+	if !accepted && !shut {
+		w.dropped.Add(1) // an encoding error cannot happen after finish; never write half a line
+	}
 	if kick {
 		select {
 		case w.kick <- struct{}{}:
@@ -280,34 +289,20 @@ func (w *Writer) Emit(r Record) {
 	}
 }
 
-// entry is a queued record, copied by copyRecord.
-type entry struct {
-	Record
-	size   int  // recordSize when queued
-	framed bool // copyRecord redacted and capped the frame
+// encoder takes an idle encoder, or makes one.
+func (w *Writer) encoder() *encoder {
+	w.mu.Lock()
+	if n := len(w.encoders); n > 0 {
+		e := w.encoders[n-1]
+		w.encoders = w.encoders[:n-1]
+		w.mu.Unlock()
+		return e
+	}
+	w.mu.Unlock()
+	return new(encoder)
 }
 
-// recordOverhead is what a record costs beyond its variable fields: the
-// Record itself in the queue, and its line's keys, time and punctuation.
-const recordOverhead = 256
-
-// recordSize estimates the memory a queued record holds, about the length
-// of its line.
-func recordSize(r *Record) int {
-	n := recordOverhead + len(r.Op) + len(r.Method) + len(r.ID) + len(r.Frame) + len(r.Error) + len(r.Note)
-	for _, s := range r.Rewrites {
-		n += len(s) + 3
-	}
-	if h := r.HTTP; h != nil {
-		n += 64 + len(h.Method) + len(h.URL)
-		for k, v := range h.Header {
-			n += len(k) + len(v) + 6
-		}
-	}
-	return n
-}
-
-// Close writes out what was queued, stops the goroutine, closes the file
+// Close writes out what was buffered, stops the goroutine, closes the file
 // opened by Open and returns the number of dropped records (including
 // records lost to a write error) with the first error. It is idempotent;
 // a nil Writer returns 0, nil.
@@ -333,120 +328,86 @@ func (w *Writer) Close() (dropped int64, err error) {
 	return w.dropped.Load(), w.closeErr
 }
 
-// run writes out the queue whenever it is woken: by the timer, by Emit
-// when enough is queued, and a last time on Close.
+// run writes out the buffer whenever it is woken: by the timer, by Emit
+// when enough is buffered, and a last time on Close (after which Emit
+// buffers nothing).
 func (w *Writer) run() {
 	defer close(w.done)
-	var e encoder
 	for {
 		select {
 		case <-w.kick:
 		case <-w.timer.C:
 		case <-w.stop:
-			for w.writeBatch(&e) {
-			}
-			w.writeOut()
+			w.flush()
 			return
 		}
-		w.writeBatch(&e)
-		w.writeOut()
+		w.flush()
 	}
 }
 
-// writeBatch takes the queue, encodes it into buf and writes buf out each
-// time it holds writeSize bytes. It reports whether the queue held
-// anything. After a write error it counts the records as dropped instead.
-func (w *Writer) writeBatch(e *encoder) bool {
+// flush takes the buffer and writes it out in writes of whole lines, each
+// of at most writeSize bytes (or one longer line). A chunk's records leave
+// the count of those held as its write begins. After a write error it
+// counts the records as dropped instead.
+func (w *Writer) flush() {
 	w.mu.Lock()
-	batch := w.pending
-	w.pending = w.spare[:0]
-	w.pendBytes = 0
+	batch := w.lines
+	w.lines, w.nLines = w.spare[:0], 0
 	w.kicked = false
 	w.mu.Unlock()
-	if len(batch) == 0 {
-		w.spare = batch
-		return false
-	}
-	var size int64
-	for i := range batch {
-		size += int64(batch[i].size)
-		w.writeRecord(e, &batch[i])
-	}
-	clear(batch) // let the frames go
-	w.spare = batch[:0]
-	w.mu.Lock()
-	w.heldRecords.Add(-int64(len(batch)))
-	w.heldBytes.Add(-size)
-	w.mu.Unlock()
-	return true
-}
-
-// writeRecord appends the line of r to buf, writing buf out first when the
-// line would take it past writeSize, so that every write holds whole lines.
-func (w *Writer) writeRecord(e *encoder, q *entry) {
-	if w.err != nil {
-		w.lose(1)
-		return
-	}
-	line, err := w.recordLine(e, &q.Record, q.framed)
-	if err != nil { // cannot happen after prepare; never write half a line
-		w.lose(1)
-		return
-	}
-	if len(w.buf) > 0 && len(w.buf)+len(line) > writeSize {
-		w.writeOut()
-		if w.err != nil {
-			w.lose(1)
-			return
+	for rest := batch; len(rest) > 0; {
+		chunk := rest
+		if len(chunk) > writeSize {
+			end := bytes.LastIndexByte(chunk[:writeSize], '\n')
+			if end < 0 { // a line longer than writeSize goes alone
+				end = bytes.IndexByte(chunk, '\n')
+			}
+			chunk = chunk[:end+1]
 		}
+		rest = rest[len(chunk):]
+		n := int64(bytes.Count(chunk, newline)) // a line's only newline ends it
+		w.heldRecords.Add(-n)
+		w.heldBytes.Add(-int64(len(chunk)))
+		if w.err != nil {
+			w.lose(n)
+			continue
+		}
+		if _, err := w.out.Write(chunk); err != nil {
+			w.err = err
+			w.failed.Store(true)
+			w.lose(n)
+			continue
+		}
+		w.unwritten.Add(-n)
 	}
-	w.buf = append(w.buf, line...)
-	w.bufRecs++
-	if len(w.buf) >= writeSize {
-		w.writeOut()
+	if cap(batch) > 4*writeSize { // after a burst
+		batch = nil
 	}
+	w.spare = batch[:0]
 }
 
-// recordLine finishes r, copied by copyRecord, and encodes its line. A
-// valid frame under the cap is redacted as it is encoded, in one pass,
-// unless it has a key to redact: then it is redacted first, as any other.
-func (w *Writer) recordLine(e *encoder, r *Record, framed bool) ([]byte, error) {
-	if !w.finish(r, framed, &w.cache, true) {
-		return e.encode(*r)
-	}
-	rule := w.cache.keyRule(w)
-	if line, err := e.encodeClean(*r, rule); line != nil || err != nil {
-		return line, err
-	}
-	r.Frame = w.frame(r.Frame, true, &r.Truncated, rule)
-	return e.encode(*r)
-}
-
-// writeOut writes buf. On an error, the records in buf are counted as
-// dropped and every later record will be.
-func (w *Writer) writeOut() {
-	if len(w.buf) == 0 {
-		return
-	}
-	_, err := w.out.Write(w.buf)
-	n := w.bufRecs
-	w.buf, w.bufRecs = w.buf[:0], 0
-	if cap(w.buf) > 4*writeSize { // after a long line
-		w.buf = nil
-	}
-	if err != nil {
-		w.err = err
-		w.failed.Store(true)
-		w.lose(n)
-		return
-	}
-	w.unwritten.Add(-n)
-}
+var newline = []byte{'\n'}
 
 // lose counts n accepted records as dropped.
 func (w *Writer) lose(n int64) {
 	w.dropped.Add(n)
 	w.unwritten.Add(-n)
+}
+
+// recordLine finishes r and encodes its line, which is the encoder's until
+// its next record. A valid frame under the cap is redacted as it is
+// encoded, in one pass, unless it has a key to redact: then it is redacted
+// first, as any other.
+func (w *Writer) recordLine(e *encoder, r *Record) ([]byte, error) {
+	if !w.finish(r, e, true) {
+		return e.encode(*r)
+	}
+	rule := e.cache.keyRule(w)
+	if line, err := e.encodeClean(*r, rule); line != nil || err != nil {
+		return line, err
+	}
+	r.Frame = w.frame(r.Frame, true, &r.Truncated, rule)
+	return e.encode(*r)
 }
 
 // encoder makes the JSONL line of a record, byte for byte what
@@ -461,6 +422,11 @@ func (w *Writer) lose(n int64) {
 // that copies strings whole; encoding/json encodes the rest of the record
 // around a one-byte placeholder.
 type encoder struct {
+	// cache remembers redactions from one record to the next; http is the
+	// record's HTTP member as redacted, so that the caller's stays as it is.
+	cache redactCache
+	http  HTTP
+
 	// sensitive, while encodeClean runs, is the key rule the frame is
 	// tested with; dirty, that a key matched it.
 	sensitive func(key string) bool
@@ -782,42 +748,19 @@ func stringEnd(src []byte, i int) int {
 	}
 }
 
-// prepare makes r independent of the caller's memory, redacts it and caps
-// its frame: copy on Emit's caller, then finish on the writer goroutine.
+// prepare redacts r and caps its frame, as Emit does before it encodes a
+// line, but all of it before encoding and remembering nothing: the
+// reference the one-pass path is tested against.
 func (w *Writer) prepare(r *Record) {
-	w.finish(r, w.copyRecord(r), nil, false)
-}
-
-// copyRecord makes r independent of the caller's memory, on Emit's caller:
-// copies, and no more, except for a frame longer than FrameCap, which is
-// redacted and capped here so that the queue holds at most FrameCap of it.
-// It reports whether it did so.
-func (w *Writer) copyRecord(r *Record) (framed bool) {
-	if r.Time.IsZero() {
-		r.Time = time.Now()
-	}
-	r.ID = bytes.Clone(r.ID)
-	r.Rewrites = slices.Clone(r.Rewrites)
-	if r.HTTP != nil {
-		h := *r.HTTP
-		h.Header = maps.Clone(h.Header)
-		r.HTTP = &h
-	}
-	if len(r.Frame) > w.frameCap {
-		methodID(r) // before the frame is cut
-		r.Frame = w.frame(r.Frame, r.FrameValid, &r.Truncated, w.sensitive)
-		return true
-	}
-	r.Frame = bytes.Clone(r.Frame)
-	return false
+	w.finish(r, nil, false)
 }
 
 // methodID fills Method and ID from the frame when the record asks for it:
 // the first "method" and "id" members of its top-level object. One pass
 // reads the members in order and stops once it has both (a request names
 // both first), or the id and a "result" or "error" member: a response names
-// no method, and its result, the bulk of a large frame, is not read. Both
-// are copied out of the frame, which may be the caller's.
+// no method, and its result, the bulk of a large frame, is not read. The id
+// stays in the frame, which is read before Emit returns.
 func methodID(r *Record) {
 	if !r.MethodIDFromFrame {
 		return
@@ -829,7 +772,7 @@ func methodID(r *Record) {
 		r.Method = methodName(method)
 	}
 	if id != nil {
-		r.ID = bytes.Clone(id)
+		r.ID = id
 	}
 }
 
@@ -845,30 +788,46 @@ func methodName(raw []byte) string {
 	return gjson.ParseBytes(raw).String()
 }
 
-// finish redacts a record copied by copyRecord and caps its frame (unless
-// framed: copyRecord did that already), on the writer goroutine. c, when
-// not nil, remembers redactions from one record to the next. With
-// deferFrame, a valid frame under the cap (marked FrameValid, or checked
-// here) is left as it is, for encodeClean to redact while it encodes;
-// finish reports whether it did so.
-func (w *Writer) finish(r *Record, framed bool, c *redactCache, deferFrame bool) (deferred bool) {
+// finish reads the method and id (when asked), redacts r and caps its
+// frame, without writing to anything r points to: a member it changes is
+// the record's own copy (its HTTP member is e's). e, when not nil,
+// remembers redactions from one record to the next. With deferFrame, a valid frame
+// under the cap (marked FrameValid, or checked here) is left as it is, for
+// encodeClean to redact while it encodes; finish reports whether it did so.
+func (w *Writer) finish(r *Record, e *encoder, deferFrame bool) (deferred bool) {
+	var c *redactCache
+	var h *HTTP
+	if e != nil {
+		c, h = &e.cache, &e.http
+	}
+	fromFrame := r.MethodIDFromFrame
 	methodID(r)
-	r.ID = validOrString(r.ID)
-	if h := r.HTTP; h != nil && !w.noRedact {
+	if !fromFrame || !r.FrameValid { // a member of a valid frame is valid JSON
+		r.ID = validOrString(r.ID)
+	} else if len(r.ID) == 0 {
+		r.ID = nil
+	}
+	if r.HTTP != nil && !w.noRedact {
+		if h == nil {
+			h = new(HTTP)
+		}
+		*h = *r.HTTP
+		r.HTTP = h
 		if h.URL != "" {
 			h.URL = c.url(h.URL)
 		}
+		cloned := false
 		for k := range h.Header {
 			if c.secretHeader(w, k) {
+				if !cloned {
+					h.Header, cloned = maps.Clone(h.Header), true
+				}
 				h.Header[k] = redacted
 			}
 		}
 	}
 	if r.Error != "" && !w.noRedact {
 		r.Error = urlPattern.ReplaceAllStringFunc(r.Error, routing.Redact)
-	}
-	if framed {
-		return false
 	}
 	if deferFrame && !w.noRedact {
 		// Redaction only lengthens a frame by the values it replaces, and
@@ -883,7 +842,7 @@ func (w *Writer) finish(r *Record, framed bool, c *redactCache, deferFrame bool)
 	return false
 }
 
-// redactCache remembers, for the writer goroutine, the redacted form of the
+// redactCache remembers, for one encoder, the redacted form of the
 // last URL (a session sends to one URL) and which header names are secret.
 // A nil cache remembers nothing.
 type redactCache struct {
@@ -897,9 +856,10 @@ type redactCache struct {
 	// whole key first. rule is the
 	// rule, and memo the method value handed to rewrite (made once: a
 	// method value passed on allocates).
-	keys *[keySlots]keyVerdict
-	rule func(key string) bool
-	memo func(key string) bool
+	keys  *[keySlots]keyVerdict
+	owner *Writer // whose rule and secret headers these are
+	rule  func(key string) bool
+	memo  func(key string) bool
 }
 
 // keySlots is the size of the key table: a power of two.
@@ -916,14 +876,16 @@ func keySlot(k string) int {
 	return (n*31 + int(k[0])*7 + int(k[n/2])*5 + int(k[n*3/4])*3 + int(k[n-1])) << 1 & (keySlots - 1)
 }
 
-// keyRule returns w's key rule, remembering its verdicts in c; a nil c
-// returns the rule itself.
+// keyRule returns w's key rule, remembering its verdicts in c (a nil c
+// returns the rule itself). The verdicts of another Writer's rule are
+// forgotten first.
 func (c *redactCache) keyRule(w *Writer) func(key string) bool {
 	if c == nil {
 		return w.sensitive
 	}
-	if c.memo == nil {
-		c.rule, c.memo = w.sensitive, c.sensitiveKey
+	if c.owner != w {
+		*c = redactCache{owner: w, rule: w.sensitive}
+		c.memo = c.sensitiveKey
 	}
 	return c.memo
 }
@@ -962,6 +924,7 @@ func (c *redactCache) secretHeader(w *Writer, k string) bool {
 	if c == nil {
 		return w.secretHeader(k)
 	}
+	c.keyRule(w) // another Writer's verdicts are forgotten
 	secret, ok := c.secret[k]
 	if !ok {
 		if c.secret == nil || len(c.secret) >= 1024 {
@@ -1030,7 +993,7 @@ func (w *Writer) frame(f json.RawMessage, valid bool, truncated *bool, sensitive
 }
 
 // maxDepth is encoding/json's nesting limit: a deeper value is not valid to
-// it (and the writer goroutine could not encode the record).
+// it (and the encoder could not encode the record).
 const maxDepth = 10000
 
 // tooDeep reports whether valid JSON f nests objects and arrays deeper
