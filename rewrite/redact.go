@@ -277,7 +277,11 @@ func AppendCompact(dst, frame []byte, sensitive func(key string) bool) (out []by
 				if end-i < 2 || s[end-1] != '"' {
 					return dst, true // not terminated: not JSON after all
 				}
-				if j := skipSpace(s, end); j < len(s) && s[j] == ':' {
+				j := end
+				if j < len(s) && s[j] <= ' ' {
+					j = skipSpace(s, j)
+				}
+				if j < len(s) && s[j] == ':' {
 					key := s[i+1 : end-1]
 					if escaped {
 						key = stringValue(s[i:end])

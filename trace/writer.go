@@ -492,7 +492,7 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 		return dst, false
 	}
 	dst = append(dst, `","dir":`...)
-	dst = rewrite.AppendString(dst, string(r.Dir))
+	dst = appendDir(dst, r.Dir)
 	dst = appendMember(dst, `,"session":`, r.Session)
 	dst = appendMember(dst, `,"op":`, r.Op)
 	dst = appendMember(dst, `,"method":`, r.Method)
@@ -563,6 +563,16 @@ func (e *encoder) appendTime(dst []byte, t time.Time) ([]byte, bool) {
 	e.tsHead = append(e.tsHead[:0], text[:head]...)
 	e.tsZone = append(e.tsZone[:0], text[zone:]...)
 	return dst, true
+}
+
+// appendDir appends d as a JSON string: the hops' own names are written
+// as they are, any other is escaped.
+func appendDir(dst []byte, d Dir) []byte {
+	switch d {
+	case ClientToProxy, ProxyToServer, ServerToProxy, ProxyToClient, Proxy:
+		return append(append(append(dst, '"'), d...), '"')
+	}
+	return rewrite.AppendString(dst, string(d))
 }
 
 // appendFraction appends ns as RFC 3339 with nanoseconds does: a dot and
