@@ -185,6 +185,9 @@ func bytesOf(f []byte, s span) []byte {
 // scanMethodID is MethodID's fast scan; ok is false for what it does not
 // read.
 func scanMethodID(s string) (method, id span, ok bool) {
+	if method, id, ok = scanCanonical(s); ok {
+		return method, id, true
+	}
 	answer := false
 	done := func() bool { return id.end != 0 && (method.end != 0 || answer) }
 	var bad bool
@@ -212,6 +215,36 @@ func scanMethodID(s string) (method, id span, ok bool) {
 		return span{}, span{}, false
 	}
 	return method, id, true
+}
+
+// canonicalHead is how the frames of most JSON-RPC libraries, and all of
+// the bridge's, begin.
+const canonicalHead = `{"jsonrpc":"2.0","id":`
+
+// scanCanonical is scanMethodID for a frame that begins with canonicalHead
+// and follows its id with "method" or with "result" or "error", as such
+// frames do: the id and the method are read where they must be, without a
+// walk. ok is false for any other frame.
+func scanCanonical(s string) (method, id span, ok bool) {
+	if !strings.HasPrefix(s, canonicalHead) {
+		return span{}, span{}, false
+	}
+	v := len(canonicalHead)
+	vend, valid := valueEnd(s, v)
+	if !valid || vend >= len(s) || s[vend] != ',' {
+		return span{}, span{}, false
+	}
+	id = span{v, vend}
+	switch rest := s[vend+1:]; {
+	case strings.HasPrefix(rest, `"method":"`):
+		m := vend + 1 + len(`"method":`)
+		if mend, ok := valueEnd(s, m); ok {
+			return span{m, mend}, id, true
+		}
+	case strings.HasPrefix(rest, `"result":`), strings.HasPrefix(rest, `"error":`):
+		return span{}, id, true
+	}
+	return span{}, span{}, false
 }
 
 // topMembers calls visit with the key and the offset of the value of each
