@@ -272,10 +272,10 @@ func AppendCompact(dst, frame []byte, sensitive func(key string) bool) (out []by
 			continue
 		}
 		if c == '"' {
-			end, escaped := stringEnd(s, i)
+			end, escaped, closed := stringEnd(s, i)
 			if sensitive != nil {
-				if end-i < 2 || s[end-1] != '"' {
-					return dst, true // not terminated: not JSON after all
+				if !closed {
+					return dst, true // not JSON after all
 				}
 				j := end
 				if j < len(s) && s[j] <= ' ' {
@@ -305,10 +305,10 @@ func AppendCompact(dst, frame []byte, sensitive func(key string) bool) (out []by
 	return append(dst, frame[start:]...), false
 }
 
-// stringEnd returns the offset just past the string literal at s[i] (or
-// len(s) when it is not terminated), and whether it holds a backslash.
-// It reads eight bytes at a time to the next quote or backslash.
-func stringEnd(s string, i int) (end int, escaped bool) {
+// stringEnd returns the offset just past the string literal at s[i], or
+// len(s) and closed false when it is not terminated, and whether it holds a
+// backslash. It reads eight bytes at a time to the next quote or backslash.
+func stringEnd(s string, i int) (end int, escaped, closed bool) {
 	j := i + 1
 	for {
 		for j+8 <= len(s) {
@@ -324,15 +324,15 @@ func stringEnd(s string, i int) (end int, escaped bool) {
 			j++
 		}
 		if j >= len(s) {
-			return len(s), escaped
+			return len(s), escaped, false
 		}
 		if s[j] == '"' {
-			return j + 1, escaped
+			return j + 1, escaped, true
 		}
 		escaped = true
 		j += 2 // the backslash and the byte it escapes
 		if j > len(s) {
-			return len(s), true
+			return len(s), true, false
 		}
 	}
 }

@@ -861,7 +861,7 @@ type redactCache struct {
 	// keys holds the key rule's verdict on JSON keys seen: a session's
 	// frames repeat a few dozen keys, and the rule tests each against a
 	// list of words. It is a table of pairs of slots, a pair per key by a
-	// hash of its length and four of its bytes, the newer key first: a hit
+	// hash of its length and three of its bytes, the newer key first: a hit
 	// costs one or two comparisons of the key, where a map would hash the
 	// whole key first. rule is the
 	// rule, and memo the method value handed to rewrite (made once: a
@@ -883,7 +883,7 @@ type keyVerdict struct {
 // keySlot is the first slot of k's pair in the table (k not empty).
 func keySlot(k string) int {
 	n := len(k)
-	return (n*31 + int(k[0])*7 + int(k[n/2])*5 + int(k[n*3/4])*3 + int(k[n-1])) << 1 & (keySlots - 1)
+	return (n*31 + int(k[0])*7 + int(k[n/2])*3 + int(k[n-1])) << 1 & (keySlots - 2)
 }
 
 // keyRule returns w's key rule, remembering its verdicts in c (a nil c
