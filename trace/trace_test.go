@@ -200,6 +200,34 @@ func TestEmitDoesNotAliasCaller(t *testing.T) {
 	}
 }
 
+// TestEmitLeavesCallerAlone: redaction happens in the record's line, never
+// in what the record points to; the caller's frame, URL and headers are as
+// they were, and the line is redacted.
+func TestEmitLeavesCallerAlone(t *testing.T) {
+	var buf bytes.Buffer
+	w := New(&buf, Options{})
+	frame := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"token":"frame-secret"}}`)
+	orig := string(frame)
+	url := "https://user:url-secret@example.test/mcp"
+	hdr := map[string]string{"Authorization": "Bearer header-secret", "Accept": "application/json"}
+	h := &HTTP{Method: "POST", URL: url, Header: hdr}
+	w.Emit(Record{Dir: ProxyToServer, Frame: frame, FrameValid: true, MethodIDFromFrame: true, HTTP: h})
+	if string(frame) != orig || h.URL != url || hdr["Authorization"] != "Bearer header-secret" || len(hdr) != 2 {
+		t.Errorf("Emit changed the caller's record: frame %s, url %s, headers %v", frame, h.URL, hdr)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"frame-secret", "url-secret", "header-secret"} {
+		if bytes.Contains(buf.Bytes(), []byte(secret)) {
+			t.Errorf("the line holds %q:\n%s", secret, buf.Bytes())
+		}
+	}
+	if r := lines(t, buf.Bytes())[0]; r.Method != "tools/call" || string(r.ID) != "1" || r.HTTP.Header["Accept"] != "application/json" {
+		t.Errorf("line lost what was not secret: %+v", r)
+	}
+}
+
 func TestFrameCap(t *testing.T) {
 	frame := `{"jsonrpc":"2.0","id":1,"result":{"token":"cap-secret","text":"` + strings.Repeat("é", 200) + `"}}`
 	out := write(t, Options{FrameCap: 64},

@@ -275,7 +275,7 @@ func (w *Writer) Emit(r Record) {
 	}
 	shut := w.shut
 	if len(w.encoders) < maxIdleEncoders {
-		w.encoders = append(w.encoders, e) // after the copy: e.line is its
+		w.encoders = append(w.encoders, e) // its line is copied: free for the next record
 	}
 	w.mu.Unlock()
 	if !accepted && !shut {
