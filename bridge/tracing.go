@@ -100,7 +100,7 @@ type tracer struct{ s *env }
 
 func (t tracer) Request(ctx context.Context, method, url string, h http.Header, body []byte) {
 	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: opOf(ctx), Rewrites: rewritesOf(ctx),
-		HTTP: &trace.HTTP{Method: method, URL: url, Header: firstValues(h)}}
+		HTTP: &trace.HTTP{Method: method, URL: url, Request: h}}
 	if body != nil {
 		// Every body the proxy sends is a frame it built, or a client's
 		// frame it parsed.
@@ -110,7 +110,8 @@ func (t tracer) Request(ctx context.Context, method, url string, h http.Header, 
 }
 
 func (t tracer) Answer(ctx context.Context, status int, msg []byte, since time.Time, err error) {
-	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ServerToProxy, Op: opOf(ctx), LatencyMs: float64(time.Since(since).Microseconds()) / 1000}
+	now := time.Now()
+	r := trace.Record{Session: t.s.cfg.SessionID, Time: now, Dir: trace.ServerToProxy, Op: opOf(ctx), LatencyMs: float64(now.Sub(since).Microseconds()) / 1000}
 	if len(msg) > 0 {
 		r.Frame, r.MethodIDFromFrame = json.RawMessage(msg), true
 	}
@@ -167,17 +168,4 @@ var (
 // prober is the era probe; its exchanges are traced like any other.
 func (s *env) prober() capabilities.Prober {
 	return capabilities.Prober{Client: s.client, NextID: s.nextUpstreamID}
-}
-
-// firstValues flattens headers, later ones on top, to one value per name.
-func firstValues(hs ...http.Header) map[string]string {
-	m := make(map[string]string)
-	for _, h := range hs {
-		for k, v := range h {
-			if len(v) > 0 {
-				m[k] = v[0]
-			}
-		}
-	}
-	return m
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -313,6 +314,23 @@ func TestEncoderReusedAcrossHeaders(t *testing.T) {
 		r := Record{Time: ts, Dir: ProxyToServer, HTTP: &HTTP{Method: "POST", Header: h}}
 		if d := encodeDiff(t, &e, r); d != "" {
 			t.Errorf("record %d:%s", i, d)
+		}
+		// The same headers as an http.Header, first values written, after
+		// and before the map form.
+		req := http.Header{}
+		for k, v := range h {
+			req[k] = []string{v, "not this"}
+		}
+		if i%3 == 0 {
+			req["Empty"] = []string{}
+		}
+		viaReq := Record{Time: ts, Dir: ProxyToServer, HTTP: &HTTP{Method: "POST", Request: req}}
+		got, err := e.encode(viaReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := encodeStd(t, r); !bytes.Equal(got, want) {
+			t.Errorf("record %d as Request:\n got %s\nwant %s", i, got, want)
 		}
 	}
 }

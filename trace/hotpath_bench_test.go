@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -194,13 +195,14 @@ func BenchmarkEmitOnPaced1KB(b *testing.B) {
 // proxy, as the bridge emits them (from a trace of the bench): all but the
 // server's answer marked FrameValid.
 func echoCall() []Record {
-	hdr := map[string]string{"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-		"Mcp-Method": "tools/call", "Mcp-Name": "echo", "Mcp-Protocol-Version": "2026-07-28", "User-Agent": "mcp-tasks-proxy/devel"}
+	// The POST's headers as the bridge passes them: the HTTP client's own.
+	hdr := http.Header{"Accept": {"application/json, text/event-stream"}, "Content-Type": {"application/json"},
+		"Mcp-Method": {"tools/call"}, "Mcp-Name": {"echo"}, "Mcp-Protocol-Version": {"2026-07-28"}, "User-Agent": {"mcp-tasks-proxy/devel"}}
 	return []Record{
 		{Dir: ClientToProxy, Op: "op-206", MethodIDFromFrame: true, FrameValid: true,
 			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":206,"method":"tools/call","params":{"name":"echo","arguments":{"text":"bench seq-0 199"}}}`)},
 		{Dir: ProxyToServer, Op: "op-206", MethodIDFromFrame: true, FrameValid: true, Rewrites: []string{"id.remap", "meta.inject"},
-			HTTP:  &HTTP{Method: "POST", URL: "http://127.0.0.1:44209/mcp", Header: hdr},
+			HTTP:  &HTTP{Method: "POST", URL: "http://127.0.0.1:44209/mcp", Request: hdr},
 			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":207,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"mcp-tasks-bench","version":"1"}},"name":"echo","arguments":{"text":"bench seq-0 199"}}}`)},
 		{Dir: ServerToProxy, Op: "op-206", MethodIDFromFrame: true, HTTP: &HTTP{Status: 200}, LatencyMs: 0.359,
 			Frame: json.RawMessage(`{"jsonrpc":"2.0","id":207,"result":{"content":[{"type":"text","text":"bench seq-0 199"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-tasks-bench-upstream","version":"1"}}}}`)},

@@ -13,6 +13,7 @@ package trace
 
 import (
 	"encoding/json"
+	"net/http"
 	"time"
 )
 
@@ -45,6 +46,10 @@ type HTTP struct {
 	// Header holds one value per header name; the writer redacts the values
 	// of credential headers.
 	Header map[string]string `json:"header,omitempty"`
+	// Request, when Header is nil, is written as Header: the first value of
+	// each name, redacted alike. An HTTP client's request headers can so be
+	// passed as they are; Emit reads them before it returns.
+	Request http.Header `json:"-"`
 }
 
 // Record is one line of a trace: one frame on one hop.

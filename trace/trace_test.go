@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,7 +109,27 @@ var secrets = []string{"pw-userinfo", "q-secret", "auth-secret", "cookie-secret"
 	"token-header-secret", "pw-nested", "apikey-secret", "extra-secret", "pw-error", "err-secret"}
 
 func TestRedaction(t *testing.T) {
-	out := write(t, Options{SecretHeaders: []string{"x-tenant-key"}, RedactKeys: []string{"SESSIONREF"}}, secretRecord())
+	t.Run("Header", func(t *testing.T) { testRedaction(t, secretRecord()) })
+	// The same headers as an HTTP client holds them: the first value of
+	// each name is written, redacted alike.
+	t.Run("Request", func(t *testing.T) {
+		r := secretRecord()
+		req := http.Header{}
+		for k, v := range r.HTTP.Header {
+			req[k] = []string{v, "second-" + v}
+		}
+		req["X-Empty"] = nil
+		r.HTTP.Header, r.HTTP.Request = nil, req
+		out := testRedaction(t, r)
+		if bytes.Contains(out, []byte("second-")) || bytes.Contains(out, []byte("X-Empty")) {
+			t.Errorf("more than the first value of each name:\n%s", out)
+		}
+	})
+}
+
+func testRedaction(t *testing.T, rec Record) []byte {
+	t.Helper()
+	out := write(t, Options{SecretHeaders: []string{"x-tenant-key"}, RedactKeys: []string{"SESSIONREF"}}, rec)
 	for _, s := range secrets {
 		if bytes.Contains(out, []byte(s)) {
 			t.Errorf("secret %q leaked:\n%s", s, out)
@@ -131,6 +152,7 @@ func TestRedaction(t *testing.T) {
 	if !strings.Contains(r.HTTP.URL, "example.com/mcp") || !strings.Contains(r.Error, "connection refused") {
 		t.Errorf("URL %q / error %q lost more than secrets", r.HTTP.URL, r.Error)
 	}
+	return out
 }
 
 // TestRedactionKeepsProtocolFields: progressToken and maxTokens are the

@@ -399,6 +399,10 @@ func (w *Writer) lose(n int64) {
 // encoded, in one pass, unless it has a key to redact: then it is redacted
 // first, as any other.
 func (w *Writer) recordLine(e *encoder, r *Record) ([]byte, error) {
+	e.w = w
+	if w.noRedact {
+		e.w = nil
+	}
 	if !w.finish(r, e, true) {
 		return e.encode(*r)
 	}
@@ -422,8 +426,11 @@ func (w *Writer) recordLine(e *encoder, r *Record) ([]byte, error) {
 // that copies strings whole; encoding/json encodes the rest of the record
 // around a one-byte placeholder.
 type encoder struct {
+	// w is the Writer whose rules the record's headers are redacted by,
+	// as they are encoded (nil: they were redacted before, by prepare).
 	// cache remembers redactions from one record to the next; http is the
 	// record's HTTP member as redacted, so that the caller's stays as it is.
+	w     *Writer
 	cache redactCache
 	http  HTTP
 
@@ -435,10 +442,11 @@ type encoder struct {
 	buf  bytes.Buffer
 	enc  *json.Encoder
 	line []byte
-	// The last headers encoded: their names sorted, their values, and
-	// their JSON object.
+	// The last headers encoded: their names sorted, their values, their
+	// JSON object, and the Writer whose rules redacted it.
 	keys, values []string
 	header       []byte
+	headerRules  *Writer
 	// The last record's time: its second and location, and its text up
 	// to the seconds and from the zone on.
 	tsSec          int64
@@ -613,9 +621,9 @@ func (e *encoder) appendHTTP(dst []byte, h *HTTP) []byte {
 		dst = append(dst, `,"status":`...)
 		dst = strconv.AppendInt(dst, int64(h.Status), 10)
 	}
-	if len(h.Header) > 0 {
+	if hasHeader(h) {
 		dst = append(dst, `,"header":`...)
-		dst = e.appendHeader(dst, h.Header)
+		dst = e.appendHeader(dst, h)
 	}
 	if len(dst) > n { // drop the first member's comma
 		dst = append(dst[:n], dst[n+1:]...)
@@ -623,41 +631,90 @@ func (e *encoder) appendHTTP(dst []byte, h *HTTP) []byte {
 	return append(dst, '}')
 }
 
-// appendHeader appends the JSON object of a record's headers, its names
-// sorted. The headers of a session's POSTs repeat from one to the next: when
-// they are those of the last record, its object is appended again.
-func (e *encoder) appendHeader(dst []byte, h map[string]string) []byte {
-	if len(h) == len(e.keys) && len(e.header) > 0 {
-		same := true
-		for i, k := range e.keys {
-			if v, ok := h[k]; !ok || v != e.values[i] {
-				same = false
-				break
-			}
-		}
-		if same {
-			return append(dst, e.header...)
-		}
+// appendHeader appends the JSON object of a record's headers (Header, or
+// Request's first values), its names sorted and secret values redacted by
+// e.w's rules. The headers of a session's POSTs repeat from one to the
+// next: when they are those of the last record, its object is appended
+// again.
+func (e *encoder) appendHeader(dst []byte, h *HTTP) []byte {
+	n := len(h.Header)
+	if h.Header == nil {
+		n = len(h.Request)
+	}
+	if n == len(e.keys) && len(e.header) > 0 && e.headerRules == e.w && e.sameHeader(h) {
+		return append(dst, e.header...)
 	}
 	e.keys, e.values = e.keys[:0], e.values[:0]
-	for k := range h {
-		e.keys = append(e.keys, k)
+	if h.Header != nil {
+		for k := range h.Header {
+			e.keys = append(e.keys, k)
+		}
+	} else {
+		for k, v := range h.Request {
+			if len(v) > 0 {
+				e.keys = append(e.keys, k)
+			}
+		}
 	}
 	slices.Sort(e.keys)
 	start := len(dst)
 	dst = append(dst, '{')
 	for i, k := range e.keys {
+		v := headerValue(h, k)
+		e.values = append(e.values, v)
+		if e.w != nil && e.cache.secretHeader(e.w, k) {
+			v = redacted
+		}
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = rewrite.AppendString(dst, k)
 		dst = append(dst, ':')
-		dst = rewrite.AppendString(dst, h[k])
-		e.values = append(e.values, h[k])
+		dst = rewrite.AppendString(dst, v)
 	}
 	dst = append(dst, '}')
-	e.header = append(e.header[:0], dst[start:]...)
+	e.header, e.headerRules = append(e.header[:0], dst[start:]...), e.w
 	return dst
+}
+
+// hasHeader reports whether h has a header to write: a name in Header, or
+// one with a value in Request.
+func hasHeader(h *HTTP) bool {
+	if h.Header != nil {
+		return len(h.Header) > 0
+	}
+	for _, v := range h.Request {
+		if len(v) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// headerValue is the value of header k of h: Header's, or Request's first.
+func headerValue(h *HTTP, k string) string {
+	if h.Header != nil {
+		return h.Header[k]
+	}
+	if v := h.Request[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// sameHeader reports whether h holds the last headers encoded, given that
+// it has as many names.
+func (e *encoder) sameHeader(h *HTTP) bool {
+	for i, k := range e.keys {
+		if h.Header != nil {
+			if v, ok := h.Header[k]; !ok || v != e.values[i] {
+				return false
+			}
+		} else if v := h.Request[k]; len(v) == 0 || v[0] != e.values[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // appendFloat appends a finite f as encoding/json does: like %g, with the
@@ -706,6 +763,11 @@ func (e *encoder) encodeReflect(r Record) ([]byte, error) {
 	if e.enc == nil {
 		e.enc = json.NewEncoder(&e.buf)
 		e.enc.SetEscapeHTML(false)
+	}
+	if h := r.HTTP; h != nil && (e.w != nil || h.Header == nil && h.Request != nil) {
+		hc := *h // the headers as appendHeader writes them
+		hc.Header, hc.Request = headerMap(h, e.w), nil
+		r.HTTP = &hc
 	}
 	frame := r.Frame
 	if len(frame) > 0 {
@@ -817,23 +879,17 @@ func (w *Writer) finish(r *Record, e *encoder, deferFrame bool) (deferred bool) 
 	} else if len(r.ID) == 0 {
 		r.ID = nil
 	}
-	if r.HTTP != nil && !w.noRedact {
+	if r.HTTP != nil && (!w.noRedact || e == nil) {
 		if h == nil {
 			h = new(HTTP)
 		}
 		*h = *r.HTTP
 		r.HTTP = h
-		if h.URL != "" {
+		if h.URL != "" && !w.noRedact {
 			h.URL = c.url(h.URL)
 		}
-		cloned := false
-		for k := range h.Header {
-			if c.secretHeader(w, k) {
-				if !cloned {
-					h.Header, cloned = maps.Clone(h.Header), true
-				}
-				h.Header[k] = redacted
-			}
+		if e == nil { // else the encoder redacts the headers as it writes them
+			h.Header, h.Request = headerMap(h, w), nil
 		}
 	}
 	if r.Error != "" && !w.noRedact {
@@ -944,6 +1000,32 @@ func (c *redactCache) secretHeader(w *Writer, k string) bool {
 		c.secret[k] = secret
 	}
 	return secret
+}
+
+// headerMap returns h's headers as one value per name, in a map of its
+// own, redacted by w's rules (none for a nil w).
+func headerMap(h *HTTP, w *Writer) map[string]string {
+	if h.Header == nil && h.Request == nil {
+		return nil
+	}
+	m := make(map[string]string, max(len(h.Header), len(h.Request)))
+	if h.Header != nil {
+		maps.Copy(m, h.Header)
+	} else {
+		for k, v := range h.Request {
+			if len(v) > 0 {
+				m[k] = v[0]
+			}
+		}
+	}
+	if w != nil && !w.noRedact {
+		for k := range m {
+			if w.secretHeader(k) {
+				m[k] = redacted
+			}
+		}
+	}
+	return m
 }
 
 // secretHeader reports whether the value of header k is redacted: a
