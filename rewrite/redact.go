@@ -271,68 +271,61 @@ func AppendCompact(dst, frame []byte, sensitive func(key string) bool) (out []by
 			i++
 			continue
 		}
-		if c == '"' {
-			end, escaped, closed := stringEnd(s, i)
-			if sensitive != nil {
-				if !closed {
-					return dst, true // not JSON after all
-				}
-				j := end
-				if j < len(s) && s[j] <= ' ' {
-					j = skipSpace(s, j)
-				}
-				if j < len(s) && s[j] == ':' {
-					key := s[i+1 : end-1]
-					if escaped {
-						key = stringValue(s[i:end])
-					}
-					if sensitive(key) {
-						return dst, true
-					}
-				}
+		if c != '"' {
+			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				dst = append(dst, frame[start:i]...)
+				i = skipSpace(s, i)
+				start = i
+			} else {
+				i++
 			}
-			i = end
 			continue
 		}
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			i++
-			continue
-		}
-		dst = append(dst, frame[start:i]...)
-		i = skipSpace(s, i)
-		start = i
-	}
-	return append(dst, frame[start:]...), false
-}
-
-// stringEnd returns the offset just past the string literal at s[i], or
-// len(s) and closed false when it is not terminated, and whether it holds a
-// backslash. It reads eight bytes at a time to the next quote or backslash.
-func stringEnd(s string, i int) (end int, escaped, closed bool) {
-	j := i + 1
-	for {
-		for j+8 <= len(s) {
-			w := load64(s, j)
-			q, b := w^(lsb*'"'), w^(lsb*'\\')
-			if m := ((q-lsb)&^q | (b-lsb)&^b) & msb; m != 0 {
-				j += firstMarked(m)
+		// A string, to its closing quote: eight bytes at a time to the
+		// next quote or backslash.
+		j, escaped := i+1, false
+		for {
+			for j+8 <= len(s) {
+				w := load64(s, j)
+				q, b := w^(lsb*'"'), w^(lsb*'\\')
+				if m := ((q-lsb)&^q | (b-lsb)&^b) & msb; m != 0 {
+					j += firstMarked(m)
+					break
+				}
+				j += 8
+			}
+			for j < len(s) && s[j] != '"' && s[j] != '\\' {
+				j++
+			}
+			if j >= len(s) || s[j] == '"' {
 				break
 			}
-			j += 8
+			escaped = true
+			j += 2 // the backslash and the byte it escapes
 		}
-		for j < len(s) && s[j] != '"' && s[j] != '\\' {
-			j++
+		if j >= len(s) { // not terminated: not JSON after all
+			if sensitive != nil {
+				return dst, true
+			}
+			break
 		}
-		if j >= len(s) {
-			return len(s), escaped, false
+		end := j + 1
+		if sensitive != nil {
+			k := end
+			if k < len(s) && s[k] <= ' ' {
+				k = skipSpace(s, k)
+			}
+			if k < len(s) && s[k] == ':' {
+				key := s[i+1 : j]
+				if escaped {
+					key = stringValue(s[i:end])
+				}
+				if sensitive(key) {
+					return dst, true
+				}
+			}
 		}
-		if s[j] == '"' {
-			return j + 1, escaped, true
-		}
-		escaped = true
-		j += 2 // the backslash and the byte it escapes
-		if j > len(s) {
-			return len(s), true, false
-		}
+		i = end
 	}
+	return append(dst, frame[start:]...), false
 }
