@@ -484,11 +484,17 @@ func (r *Response) next() ([]byte, error) {
 		return nil, io.EOF
 	}
 	r.done = true
+	if r.size >= largeLine {
+		collectGarbage() // as for a long SSE line: the last large body is garbage by now
+	}
 	buf, off, err := readBody(r.body, r.max, r.size)
 	if err != nil {
 		return nil, err
 	}
 	body := buf[off:]
+	if len(body) >= largeLine {
+		gathered.Add(int64(len(body)))
+	}
 	if off > 0 {
 		r.room = buf
 	}

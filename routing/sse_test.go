@@ -2,11 +2,18 @@ package routing
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // TestSSELongLineExact: a line longer than the read buffer is returned in
@@ -68,5 +75,54 @@ func TestSSECollectsAfterLongLines(t *testing.T) {
 	}
 	if got := gathered.Load(); got != int64(len(line)-1) {
 		t.Errorf("gathered %d after the collection, want the one line's %d", got, len(line)-1)
+	}
+}
+
+// TestJSONCollectsBeforeLargeBodies: a JSON body of a known length counts
+// in gathered as a long SSE line does, and once garbageMin bytes of them
+// were read, the next large body starts with a collection: the last one's
+// buffer is free for it, where GOGC would leave it until the heap doubled.
+func TestJSONCollectsBeforeLargeBodies(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	body := func(n int) string { return `{"x":"` + strings.Repeat("y", n-8) + `"}` }
+	var sizes = []int{largeLine - 100, garbageMin/2 + 1, garbageMin/2 + 1, garbageMin/2 + 1}
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := body(sizes[served.Add(1)-1])
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		io.WriteString(w, b)
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdle()
+	gathered.Store(0)
+	var forced []uint32
+	for i, n := range sizes {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		forced = append(forced, ms.NumForcedGC)
+		resp, err := c.Post(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"blob"}}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := resp.Next()
+		resp.Close()
+		if err != nil || len(msg) != n {
+			t.Fatalf("body %d: %d bytes, %v; want %d", i, len(msg), err, n)
+		}
+		want := []int64{0, int64(n), 2 * int64(n), int64(n)}[i] // the fourth starts with a collection
+		if got := gathered.Load(); got != want {
+			t.Errorf("after body %d (%d bytes) gathered %d, want %d", i, n, got, want)
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	forced = append(forced, ms.NumForcedGC)
+	if forced[3] != forced[0] || forced[4] != forced[3]+1 {
+		t.Errorf("forced collections before each body %v: want none until the fourth, then one", forced)
 	}
 }
