@@ -227,8 +227,8 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 			break
 		}
 		i += q
-		end := skipString(s, i)
-		j, match, ok := keyMatch(s, i, end, sensitive)
+		end, escaped, closed := stringEnd(s, i)
+		j, match, ok := keyMatch(s, i, end, escaped, closed, sensitive)
 		if !ok {
 			return nil, false
 		}
@@ -244,15 +244,26 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 	return e, true
 }
 
-// keyMatch looks at the string s[i:end]: ok is false when it is not a
-// terminated string (the frame is not JSON after all); match, that it is an
-// object key (a colon follows it, at j) that sensitive matches.
-func keyMatch(s string, i, end int, sensitive func(key string) bool) (j int, match, ok bool) {
-	if end-i < 2 || s[end-1] != '"' {
+// keyMatch looks at the string s[i:end], as stringEnd found it: ok is false
+// when it is not closed (the frame is not JSON after all); match, that it
+// is an object key (a colon follows it, at j) that sensitive matches. A key
+// without an escape is tested as it lies in s.
+func keyMatch(s string, i, end int, escaped, closed bool, sensitive func(key string) bool) (j int, match, ok bool) {
+	if !closed {
 		return end, false, false
 	}
-	j = skipSpace(s, end)
-	return j, j < len(s) && s[j] == ':' && sensitive(stringValue(s[i:end])), true
+	j = end
+	if j < len(s) && s[j] <= ' ' {
+		j = skipSpace(s, j)
+	}
+	if j >= len(s) || s[j] != ':' {
+		return j, false, true
+	}
+	key := s[i+1 : end-1]
+	if escaped {
+		key = stringValue(s[i:end])
+	}
+	return j, sensitive(key), true
 }
 
 // AppendCompact appends the valid JSON frame to dst without the whitespace
@@ -281,48 +292,10 @@ func AppendCompact(dst, frame []byte, sensitive func(key string) bool) (out []by
 			}
 			continue
 		}
-		// A string, to its closing quote: eight bytes at a time to the
-		// next quote or backslash.
-		j, escaped := i+1, false
-		for {
-			for j+8 <= len(s) {
-				w := load64(s, j)
-				q, b := w^(lsb*'"'), w^(lsb*'\\')
-				if m := ((q-lsb)&^q | (b-lsb)&^b) & msb; m != 0 {
-					j += firstMarked(m)
-					break
-				}
-				j += 8
-			}
-			for j < len(s) && s[j] != '"' && s[j] != '\\' {
-				j++
-			}
-			if j >= len(s) || s[j] == '"' {
-				break
-			}
-			escaped = true
-			j += 2 // the backslash and the byte it escapes
-		}
-		if j >= len(s) { // not terminated: not JSON after all
-			if sensitive != nil {
-				return dst, true
-			}
-			break
-		}
-		end := j + 1
+		end, escaped, closed := stringEnd(s, i)
 		if sensitive != nil {
-			k := end
-			if k < len(s) && s[k] <= ' ' {
-				k = skipSpace(s, k)
-			}
-			if k < len(s) && s[k] == ':' {
-				key := s[i+1 : j]
-				if escaped {
-					key = stringValue(s[i:end])
-				}
-				if sensitive(key) {
-					return dst, true
-				}
+			if _, match, ok := keyMatch(s, i, end, escaped, closed, sensitive); match || !ok {
+				return dst, true // a value to redact, or not JSON after all
 			}
 		}
 		i = end

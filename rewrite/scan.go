@@ -101,24 +101,39 @@ func skipSpace(s string, i int) int {
 	return i
 }
 
-// skipString returns the offset just past the string literal at s[i].
+// skipString returns the offset just past the string literal at s[i], or
+// len(s) when it is not terminated.
 func skipString(s string, i int) int {
+	end, _, _ := stringEnd(s, i)
+	return end
+}
+
+// stringEnd returns the offset just past the string literal at s[i], or
+// len(s) and closed false when it is not terminated, and whether it holds a
+// backslash. It reads eight bytes at a time to the next quote or backslash.
+func stringEnd(s string, i int) (end int, escaped, closed bool) {
 	j := i + 1
 	for {
-		k := strings.IndexByte(s[j:], '"')
-		if k < 0 {
-			return len(s)
+		for j+8 <= len(s) {
+			w := load64(s, j)
+			q, b := w^(lsb*'"'), w^(lsb*'\\')
+			if m := ((q-lsb)&^q | (b-lsb)&^b) & msb; m != 0 {
+				j += firstMarked(m)
+				break
+			}
+			j += 8
 		}
-		j += k
-		// The quote is escaped when an odd number of backslashes precede it.
-		n := 0
-		for b := j - 1; b > i && s[b] == '\\'; b-- {
-			n++
+		for j < len(s) && s[j] != '"' && s[j] != '\\' {
+			j++
 		}
-		j++
-		if n%2 == 0 {
-			return j
+		switch {
+		case j >= len(s):
+			return len(s), escaped, false
+		case s[j] == '"':
+			return j + 1, escaped, true
 		}
+		escaped = true
+		j += 2 // the backslash and the byte it escapes
 	}
 }
 

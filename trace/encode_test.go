@@ -29,6 +29,13 @@ func encodeStd(t testing.TB, r Record) []byte {
 	return b.Bytes()
 }
 
+// prepare redacts r and caps its frame, as Emit does before it encodes a
+// line, but all of it before encoding and remembering nothing: the
+// reference the one-pass path is tested against.
+func (w *Writer) prepare(r *Record) {
+	w.finish(r, nil, false)
+}
+
 // encodeDiff encodes r with e and with encoding/json, and says how the two
 // lines differ ("" when they do not).
 func encodeDiff(t testing.TB, e *encoder, r Record) string {

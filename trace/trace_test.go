@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -922,5 +923,46 @@ func TestKeyVerdictsRemembered(t *testing.T) {
 				t.Fatalf("round %d, key %q: remembered %v, the rule says %v", round, k, got, rule(k))
 			}
 		}
+	}
+}
+
+// TestUnencodableDropped: a record encoding/json could not encode either
+// (a latency that is not a number, a year past 9999) is dropped and
+// counted, and the records around it are written.
+func TestUnencodableDropped(t *testing.T) {
+	var buf bytes.Buffer
+	w := New(&buf, Options{})
+	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":1}`)})
+	w.Emit(Record{Dir: ServerToProxy, Frame: json.RawMessage(`{"id":1,"result":{}}`), LatencyMs: math.NaN()})
+	w.Emit(Record{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), Dir: Proxy, Note: "n"})
+	w.Emit(Record{Dir: ProxyToClient, Frame: json.RawMessage(`{"id":1,"result":{}}`)})
+	dropped, err := w.Close()
+	if err != nil || dropped != 2 {
+		t.Fatalf("Close = %d, %v; want 2 dropped", dropped, err)
+	}
+	if recs := lines(t, buf.Bytes()); len(recs) != 2 || recs[0].Dir != ClientToProxy || recs[1].Dir != ProxyToClient {
+		t.Errorf("wrote %+v, want the two encodable records", recs)
+	}
+}
+
+// TestEchoCallRecordsAllocateNothing pins the README's claim: once an
+// encoder has seen a session's records, Emit's work for an echo call's
+// four records allocates nothing.
+func TestEchoCallRecordsAllocateNothing(t *testing.T) {
+	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
+	recs := echoCall()
+	var e encoder
+	ts := time.Now()
+	n := testing.AllocsPerRun(50, func() {
+		for i := range recs {
+			r := recs[i]
+			r.Time = ts
+			if _, err := w.recordLine(&e, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if n != 0 {
+		t.Errorf("an echo call's records made %v allocations, want 0", n)
 	}
 }

@@ -279,7 +279,7 @@ func (w *Writer) Emit(r Record) {
 	}
 	w.mu.Unlock()
 	if !accepted && !shut {
-		w.dropped.Add(1) // an encoding error cannot happen after finish; never write half a line
+		w.dropped.Add(1) // full, or a record no JSON can hold (errUnencodable)
 	}
 	if kick {
 		select {
@@ -416,15 +416,16 @@ func (w *Writer) recordLine(e *encoder, r *Record) ([]byte, error) {
 
 // encoder makes the JSONL line of a record, byte for byte what
 // encoding/json writes (SetEscapeHTML(false)). It appends the fields of a
-// Record itself, in the struct's order and with its omitempty rules; a
-// record it cannot encode that way (a time outside encoding/json's range,
-// a NaN or infinite latency) goes through encoding/json instead.
+// Record itself, in the struct's order and with its omitempty rules. What
+// it cannot write, encoding/json cannot either: a time outside years
+// 0–9999 or with a zone hour over 23 (the same check of the time package
+// fails both), a NaN or infinite latency. Such a record is an error
+// (errUnencodable), as encoding/json's would be.
 //
 // encoding/json would validate and compact the frame, a RawMessage, with
 // its byte-at-a-time scanner: most of the cost of a record. The frame is
-// valid JSON after prepare, so both paths splice it in, compacted by a loop
-// that copies strings whole; encoding/json encodes the rest of the record
-// around a one-byte placeholder.
+// valid JSON after prepare, so it is spliced in, compacted by a loop that
+// copies strings whole.
 type encoder struct {
 	// w is the Writer whose rules the record's headers are redacted by,
 	// as they are encoded (nil: they were redacted before, by prepare).
@@ -439,8 +440,6 @@ type encoder struct {
 	sensitive func(key string) bool
 	dirty     bool
 
-	buf  bytes.Buffer
-	enc  *json.Encoder
 	line []byte
 	// The last headers encoded: their names sorted, their values, their
 	// JSON object, and the Writer whose rules redacted it.
@@ -454,20 +453,16 @@ type encoder struct {
 	tsHead, tsZone []byte
 }
 
-// framePlaceholder stands in for the frame. Only booleans, numbers and
-// strings follow "frame" in a Record, and a quote inside a string is
-// escaped, so the last `"frame":0` in the line is the placeholder.
-var (
-	framePlaceholder = json.RawMessage("0")
-	frameMember      = []byte(`"frame":0`)
-)
+// errUnencodable is the error of a record encoding/json cannot encode.
+var errUnencodable = errors.New("trace: a record's time is outside years 0-9999, or its latency is not a finite number")
 
 func (e *encoder) encode(r Record) ([]byte, error) {
-	if line, ok := e.appendRecord(e.line[:0], &r); ok {
-		e.line = line
-		return line, nil
+	line, ok := e.appendRecord(e.line[:0], &r)
+	if !ok {
+		return nil, errUnencodable
 	}
-	return e.encodeReflect(r)
+	e.line = line
+	return line, nil
 }
 
 // encodeClean is encode for a record whose valid frame is not redacted
@@ -487,8 +482,8 @@ func (e *encoder) encodeClean(r Record, sensitive func(key string) bool) ([]byte
 	return line, nil
 }
 
-// appendRecord appends the line of r to dst, or reports false when only
-// encoding/json can tell what to write (or fail with). The members come in
+// appendRecord appends the line of r to dst, or reports false when r
+// cannot be encoded. The members come in
 // the struct's order, with its omitempty rules.
 func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 	if math.IsNaN(r.LatencyMs) || math.IsInf(r.LatencyMs, 0) {
@@ -757,41 +752,6 @@ func appendMillis(dst []byte, n int64) []byte {
 	return append(append(dst, '.'), digits[:k]...)
 }
 
-// encodeReflect encodes r with encoding/json around a placeholder for the
-// frame, and splices the frame in.
-func (e *encoder) encodeReflect(r Record) ([]byte, error) {
-	if e.enc == nil {
-		e.enc = json.NewEncoder(&e.buf)
-		e.enc.SetEscapeHTML(false)
-	}
-	if h := r.HTTP; h != nil && (e.w != nil || h.Header == nil && h.Request != nil) {
-		hc := *h // the headers as appendHeader writes them
-		hc.Header, hc.Request = headerMap(h, e.w), nil
-		r.HTTP = &hc
-	}
-	frame := r.Frame
-	if len(frame) > 0 {
-		r.Frame = framePlaceholder
-	}
-	e.buf.Reset()
-	if err := e.enc.Encode(r); err != nil {
-		return nil, err
-	}
-	b := e.buf.Bytes()
-	if len(frame) == 0 {
-		return b, nil
-	}
-	k := bytes.LastIndex(b, frameMember)
-	if k < 0 {
-		return nil, errors.New("trace: frame placeholder not found")
-	}
-	k += len(frameMember) - 1
-	e.line = append(e.line[:0], b[:k]...)
-	e.line = appendCompact(e.line, frame)
-	e.line = append(e.line, b[k+1:]...)
-	return e.line, nil
-}
-
 // appendCompact appends valid JSON src without the whitespace outside its
 // strings.
 func appendCompact(dst, src []byte) []byte {
@@ -818,13 +778,6 @@ func stringEnd(src []byte, i int) int {
 			return j
 		}
 	}
-}
-
-// prepare redacts r and caps its frame, as Emit does before it encodes a
-// line, but all of it before encoding and remembering nothing: the
-// reference the one-pass path is tested against.
-func (w *Writer) prepare(r *Record) {
-	w.finish(r, nil, false)
 }
 
 // methodID fills Method and ID from the frame when the record asks for it:
