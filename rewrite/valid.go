@@ -9,22 +9,66 @@ import (
 // whitespace, as gjson.Valid does (see validJSON).
 func Valid(data []byte) bool { return validJSON(data) }
 
+// ValidKeys is Valid that also tests, on the way, each object key at any
+// depth with sensitive (stopping the tests at the first that matches:
+// dirty), and notices whitespace outside the value's strings (spaced). One
+// pass, where Valid and then AppendCompact with sensitive would take two:
+// a frame that is valid, clean and not spaced is what AppendCompact and
+// Redact would return, as it is.
+func ValidKeys(data []byte, sensitive func(key string) bool) (valid, dirty, spaced bool) {
+	kc := keyCheck{sensitive: sensitive}
+	valid = kc.valid(data)
+	return valid, kc.match, kc.spaced
+}
+
+// keyCheck is what validation finds out besides validity, for ValidKeys;
+// validation for Valid runs with a nil *keyCheck.
+type keyCheck struct {
+	sensitive func(key string) bool
+	match     bool // a key matched sensitive
+	spaced    bool // whitespace lies outside strings
+}
+
+// ws skips whitespace from data[i], noting it.
+func (kc *keyCheck) ws(data []byte, i int) int {
+	j := skipWS(data, i)
+	if j != i && kc != nil {
+		kc.spaced = true
+	}
+	return j
+}
+
+// key tests the object key data[i:end] (a valid string literal, quotes
+// included; escaped when it holds a backslash).
+func (kc *keyCheck) key(data []byte, i, end int, escaped bool) {
+	if kc == nil || kc.match {
+		return
+	}
+	key := view(data[i+1 : end-1])
+	if escaped {
+		key = stringValue(view(data[i:end]))
+	}
+	kc.match = kc.sensitive(key)
+}
+
 // validJSON reports whether data is one JSON value with optional surrounding
 // whitespace. It accepts exactly what gjson.Valid accepts (RFC 8259
 // grammar; bytes of 0x80 and above are not checked as UTF-8), so every
 // later gjson read of an accepted frame sees what this check saw; a fuzz
 // target holds the two to the same answers. It is faster because strings,
 // which are most of a frame's bytes, are scanned eight bytes at a time.
-func validJSON(data []byte) bool {
-	i := skipWS(data, 0)
+func validJSON(data []byte) bool { return (*keyCheck)(nil).valid(data) }
+
+func (kc *keyCheck) valid(data []byte) bool {
+	i := kc.ws(data, 0)
 	if i == len(data) {
 		return false
 	}
-	i, ok := validValue(data, i)
+	i, ok := kc.value(data, i)
 	if !ok {
 		return false
 	}
-	return skipWS(data, i) == len(data)
+	return kc.ws(data, i) == len(data)
 }
 
 func skipWS(data []byte, i int) int {
@@ -39,16 +83,17 @@ func skipWS(data []byte, i int) int {
 	return i
 }
 
-// validValue checks the value starting at data[i] (i < len(data), not
+// value checks the value starting at data[i] (i < len(data), not
 // whitespace) and returns the offset just past it.
-func validValue(data []byte, i int) (int, bool) {
+func (kc *keyCheck) value(data []byte, i int) (int, bool) {
 	switch c := data[i]; c {
 	case '{':
-		return validObject(data, i+1)
+		return kc.object(data, i+1)
 	case '[':
-		return validArray(data, i+1)
+		return kc.array(data, i+1)
 	case '"':
-		return validString(data, i+1)
+		j, ok, _ := validString(data, i+1)
+		return j, ok
 	case 't':
 		return validLiteral(data, i+1, "rue")
 	case 'f':
@@ -63,8 +108,8 @@ func validValue(data []byte, i int) (int, bool) {
 	}
 }
 
-func validObject(data []byte, i int) (int, bool) {
-	i = skipWS(data, i)
+func (kc *keyCheck) object(data []byte, i int) (int, bool) {
+	i = kc.ws(data, i)
 	if i == len(data) {
 		return i, false
 	}
@@ -75,22 +120,24 @@ func validObject(data []byte, i int) (int, bool) {
 		if data[i] != '"' {
 			return i, false
 		}
-		var ok bool
-		if i, ok = validString(data, i+1); !ok {
+		start := i
+		var ok, escaped bool
+		if i, ok, escaped = validString(data, i+1); !ok {
 			return i, false
 		}
-		i = skipWS(data, i)
+		kc.key(data, start, i, escaped)
+		i = kc.ws(data, i)
 		if i == len(data) || data[i] != ':' {
 			return i, false
 		}
-		i = skipWS(data, i+1)
+		i = kc.ws(data, i+1)
 		if i == len(data) {
 			return i, false
 		}
-		if i, ok = validValue(data, i); !ok {
+		if i, ok = kc.value(data, i); !ok {
 			return i, false
 		}
-		i = skipWS(data, i)
+		i = kc.ws(data, i)
 		if i == len(data) {
 			return i, false
 		}
@@ -98,7 +145,7 @@ func validObject(data []byte, i int) (int, bool) {
 		case '}':
 			return i + 1, true
 		case ',':
-			i = skipWS(data, i+1)
+			i = kc.ws(data, i+1)
 			if i == len(data) {
 				return i, false
 			}
@@ -108,8 +155,8 @@ func validObject(data []byte, i int) (int, bool) {
 	}
 }
 
-func validArray(data []byte, i int) (int, bool) {
-	i = skipWS(data, i)
+func (kc *keyCheck) array(data []byte, i int) (int, bool) {
+	i = kc.ws(data, i)
 	if i == len(data) {
 		return i, false
 	}
@@ -118,10 +165,10 @@ func validArray(data []byte, i int) (int, bool) {
 	}
 	for {
 		var ok bool
-		if i, ok = validValue(data, i); !ok {
+		if i, ok = kc.value(data, i); !ok {
 			return i, false
 		}
-		i = skipWS(data, i)
+		i = kc.ws(data, i)
 		if i == len(data) {
 			return i, false
 		}
@@ -129,7 +176,7 @@ func validArray(data []byte, i int) (int, bool) {
 		case ']':
 			return i + 1, true
 		case ',':
-			i = skipWS(data, i+1)
+			i = kc.ws(data, i+1)
 			if i == len(data) {
 				return i, false
 			}
@@ -158,8 +205,9 @@ func specialMask(w uint64) uint64 {
 // firstMarked is the index of the lowest byte marked in m (m != 0).
 func firstMarked(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
 
-// validString checks a string whose opening quote is at data[i-1].
-func validString(data []byte, i int) (int, bool) {
+// validString checks a string whose opening quote is at data[i-1], and
+// reports whether it holds an escape.
+func validString(data []byte, i int) (end int, ok, escaped bool) {
 	for {
 		// Eight bytes at a time, to the first that needs a look.
 		for i+8 <= len(data) {
@@ -170,29 +218,30 @@ func validString(data []byte, i int) (int, bool) {
 			i += 8
 		}
 		if i >= len(data) {
-			return i, false
+			return i, false, escaped
 		}
 		switch c := data[i]; {
 		case c == '"':
-			return i + 1, true
+			return i + 1, true, escaped
 		case c == '\\':
+			escaped = true
 			i++
 			if i == len(data) {
-				return i, false
+				return i, false, escaped
 			}
 			switch data[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i++
 			case 'u':
 				if i+4 >= len(data) || !isHex(data[i+1]) || !isHex(data[i+2]) || !isHex(data[i+3]) || !isHex(data[i+4]) {
-					return i, false
+					return i, false, escaped
 				}
 				i += 5
 			default:
-				return i, false
+				return i, false, escaped
 			}
 		case c < ' ':
-			return i, false
+			return i, false, escaped
 		default:
 			i++
 		}

@@ -38,8 +38,25 @@ func FuzzValid(f *testing.F) {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), gjson.ValidBytes(b); got != want {
+		want := gjson.ValidBytes(b)
+		if got := validJSON(b); got != want {
 			t.Fatalf("validJSON(%q) = %v, gjson.ValidBytes says %v", b, got, want)
+		}
+		// ValidKeys: the same verdict, whether Redact finds a key to
+		// redact, and whether json.Compact changes the frame.
+		valid, dirty, spaced := ValidKeys(b, SensitiveKey)
+		if valid != want {
+			t.Fatalf("ValidKeys(%q) valid = %v, gjson.ValidBytes says %v", b, valid, want)
+		}
+		if !valid {
+			return
+		}
+		if e, _ := redactions(TrimFrame(b), SensitiveKey, true); dirty != (len(e) > 0) {
+			t.Fatalf("ValidKeys(%q) dirty = %v, Redact finds %d values to redact", b, dirty, len(e))
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, b); err == nil && spaced != !bytes.Equal(compact.Bytes(), b) {
+			t.Fatalf("ValidKeys(%q) spaced = %v, json.Compact gives %s", b, spaced, compact.Bytes())
 		}
 	})
 }

@@ -289,13 +289,13 @@ func TestMethodIDAsGjson(t *testing.T) {
 	} {
 		r := Record{Frame: json.RawMessage(f), MethodIDFromFrame: true}
 		if strings.HasSuffix(f, `"method":"late"}`) {
-			methodID(&r)
+			methodID(&r, nil)
 			if r.Method != "" || string(r.ID) != "3" {
 				t.Errorf("%s: got method %q id %s, want none and 3", f, r.Method, r.ID)
 			}
 			continue
 		}
-		methodID(&r)
+		methodID(&r, nil)
 		wantM := gjson.GetBytes([]byte(f), "method").String()
 		var wantID string
 		if id := gjson.GetBytes([]byte(f), "id"); id.Exists() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -237,4 +238,83 @@ func BenchmarkEchoCallRecords(b *testing.B) {
 func BenchmarkPrepareResult16MiB(b *testing.B) {
 	frame := json.RawMessage(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 16<<20) + `"}]}}`)
 	benchPrepare(b, Record{Dir: ServerToProxy, Op: "op-7", MethodIDFromFrame: true, Frame: frame})
+}
+
+// echoCalls are n echo calls as echoCall, each with its own ids and a text
+// of its own length, as a session's calls differ.
+func echoCalls(n int) [][]Record {
+	calls := make([][]Record, n)
+	for i := range calls {
+		recs := echoCall()
+		text := strings.Repeat("t", 5+i*37%60)
+		for j := range recs {
+			f := string(recs[j].Frame)
+			f = strings.ReplaceAll(f, "bench seq-0 199", text)
+			f = strings.ReplaceAll(f, `"id":206`, `"id":`+strconv.Itoa(1000+2*i))
+			f = strings.ReplaceAll(f, `"id":207`, `"id":`+strconv.Itoa(1001+2*i))
+			recs[j].Frame = json.RawMessage(f)
+			recs[j].Op = "op-" + strconv.Itoa(1000+i)
+		}
+		calls[i] = recs
+	}
+	return calls
+}
+
+// BenchmarkEchoCallRecordsCold is BenchmarkEchoCallRecords as the proxy
+// runs it: each call's frames differ, and between two calls the rest of the
+// proxy's work (HTTP, the other calls in flight) takes the caches, which
+// disturb walks through 256 KiB of other memory. BenchmarkDisturb is that
+// walk alone, to subtract.
+func BenchmarkEchoCallRecordsCold(b *testing.B) {
+	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
+	calls := echoCalls(256)
+	var e encoder
+	ts := time.Now()
+	mem := make([]byte, 8<<20)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		disturb(mem, n)
+		for _, r := range calls[n%len(calls)] {
+			warm(r.Frame) // the proxy has just read or built the frame
+			r.Time = ts
+			if _, err := w.recordLine(&e, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n++
+	}
+}
+
+func BenchmarkDisturb(b *testing.B) {
+	mem := make([]byte, 8<<20)
+	n := 0
+	calls := echoCalls(256)
+	for b.Loop() {
+		disturb(mem, n)
+		for _, r := range calls[n%len(calls)] {
+			warm(r.Frame)
+		}
+		n++
+	}
+}
+
+func warm(f []byte) {
+	var x byte
+	for i := 0; i < len(f); i += 64 {
+		x ^= f[i]
+	}
+	disturbed ^= x ^ f[len(f)-1]
+}
+
+var disturbed byte
+
+func disturb(mem []byte, n int) {
+	off := n * (256 << 10) % len(mem)
+	var x byte
+	for i := off; i < off+256<<10; i += 64 {
+		mem[i]++
+		x ^= mem[i]
+	}
+	disturbed ^= x
 }

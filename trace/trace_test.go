@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -909,9 +910,18 @@ func TestFrameValidSameRecord(t *testing.T) {
 func TestKeyVerdictsRemembered(t *testing.T) {
 	var keys []string
 	for i := range 2000 {
-		keys = append(keys, fmt.Sprintf("k%04dk", i), fmt.Sprintf("io.modelcontextprotocol/%dInfo", i))
+		// Short keys of 1 to 6 bytes, and long ones alike in length and in
+		// their first and last eight bytes but not in between.
+		keys = append(keys, fmt.Sprintf("k%04dk", i), fmt.Sprintf("io.modelcontextprotocol/%dInfo", i),
+			strconv.Itoa(i), fmt.Sprintf("prefix00%04dsuffix00", i))
+		// Alike in all but length: the first and last eight bytes of
+		// both are the shorter key.
+		k8 := fmt.Sprintf("x%06dx", i)
+		keys = append(keys, k8, k8+k8)
 	}
-	rule := func(k string) bool { return len(k)%3 == 0 || strings.HasSuffix(k, "7k") }
+	rule := func(k string) bool {
+		return len(k)%3 == 0 || len(k) == 16 || strings.HasSuffix(k, "7k") || strings.Contains(k, "3suffix") || strings.HasSuffix(k, "1")
+	}
 	w := &Writer{sensitive: rule}
 	var c redactCache
 	for round := range 3 {

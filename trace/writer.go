@@ -397,14 +397,22 @@ func (w *Writer) lose(n int64) {
 // recordLine finishes r and encodes its line, which is the encoder's until
 // its next record. A valid frame under the cap is redacted as it is
 // encoded, in one pass, unless it has a key to redact: then it is redacted
-// first, as any other.
+// first, as any other. A frame whose validity finish checked had its keys
+// tested in that pass: when none is to be redacted it is copied in as it
+// is (compacted when it has whitespace).
 func (w *Writer) recordLine(e *encoder, r *Record) ([]byte, error) {
 	e.w = w
 	if w.noRedact {
 		e.w = nil
 	}
-	if !w.finish(r, e, true) {
+	switch w.finish(r, e, true) {
+	case frameDone, frameSpaced:
 		return e.encode(*r)
+	case frameClean:
+		e.asIs = true
+		line, err := e.encode(*r)
+		e.asIs = false
+		return line, err
 	}
 	rule := e.cache.keyRule(w)
 	if line, err := e.encodeClean(*r, rule); line != nil || err != nil {
@@ -413,6 +421,14 @@ func (w *Writer) recordLine(e *encoder, r *Record) ([]byte, error) {
 	r.Frame = w.frame(r.Frame, true, &r.Truncated, rule)
 	return e.encode(*r)
 }
+
+// What finish left to do with a record's frame.
+const (
+	frameDone   = iota // redacted and capped
+	frameScan          // valid and under the cap: its keys are to be tested as it is encoded
+	frameClean         // valid, under the cap, no key to redact and no whitespace: copied as it is
+	frameSpaced        // as frameClean, but with whitespace to compact
+)
 
 // encoder makes the JSONL line of a record, byte for byte what
 // encoding/json writes (SetEscapeHTML(false)). It appends the fields of a
@@ -431,14 +447,18 @@ type encoder struct {
 	// as they are encoded (nil: they were redacted before, by prepare).
 	// cache remembers redactions from one record to the next; http is the
 	// record's HTTP member as redacted, so that the caller's stays as it is.
-	w     *Writer
-	cache redactCache
-	http  HTTP
+	w      *Writer
+	cache  redactCache
+	http   HTTP
+	method methodMemo
 
 	// sensitive, while encodeClean runs, is the key rule the frame is
 	// tested with; dirty, that a key matched it.
 	sensitive func(key string) bool
 	dirty     bool
+	// asIs, while recordLine encodes a frameClean record, says its frame
+	// goes in as it is.
+	asIs bool
 
 	line []byte
 	// The last headers encoded: their names sorted, their values, their
@@ -518,7 +538,9 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 	}
 	if len(r.Frame) > 0 {
 		dst = append(dst, `,"frame":`...)
-		if e.sensitive == nil {
+		if e.asIs {
+			dst = append(dst, r.Frame...)
+		} else if e.sensitive == nil {
 			dst = appendCompact(dst, r.Frame)
 		} else if dst, e.dirty = rewrite.AppendCompact(dst, r.Frame, e.sensitive); e.dirty {
 			return dst, true // encodeClean gives up on the line
@@ -578,6 +600,9 @@ func appendDir(dst []byte, d Dir) []byte {
 	return rewrite.AppendString(dst, string(d))
 }
 
+// digitPairs holds the two digits of 0 to 99, in turn.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
 // appendFraction appends ns as RFC 3339 with nanoseconds does: a dot and
 // nine digits without their trailing zeros, nothing for zero.
 func appendFraction(dst []byte, ns int) []byte {
@@ -586,10 +611,13 @@ func appendFraction(dst []byte, ns int) []byte {
 	}
 	var b [10]byte
 	b[0] = '.'
-	for i := 9; i > 0; i-- {
-		b[i] = byte('0' + ns%10)
-		ns /= 10
+	for i := 8; i > 1; i -= 2 { // two digits at a time, from the last
+		q := ns / 100
+		d := (ns - q*100) * 2
+		b[i], b[i+1] = digitPairs[d], digitPairs[d+1]
+		ns = q
 	}
+	b[1] = byte('0' + ns)
 	n := 10
 	for b[n-1] == '0' {
 		n--
@@ -785,8 +813,9 @@ func stringEnd(src []byte, i int) int {
 // reads the members in order and stops once it has both (a request names
 // both first), or the id and a "result" or "error" member: a response names
 // no method, and its result, the bulk of a large frame, is not read. The id
-// stays in the frame, which is read before Emit returns.
-func methodID(r *Record) {
+// stays in the frame, which is read before Emit returns. m, when not nil,
+// remembers the last method read.
+func methodID(r *Record, m *methodMemo) {
 	if !r.MethodIDFromFrame {
 		return
 	}
@@ -794,11 +823,30 @@ func methodID(r *Record) {
 	r.Method = ""
 	method, id := rewrite.MethodID(r.Frame)
 	if method != nil {
-		r.Method = methodName(method)
+		r.Method = m.name(method)
 	}
 	if id != nil {
 		r.ID = id
 	}
+}
+
+// methodMemo remembers the last method read from a frame and its name: a
+// request's records name its method twice running (on the client's hop and
+// the server's), and a session's requests mostly one method.
+type methodMemo struct {
+	raw  []byte
+	last string
+}
+
+// name is methodName(raw), remembered; a nil m remembers nothing.
+func (m *methodMemo) name(raw []byte) string {
+	if m == nil {
+		return methodName(raw)
+	}
+	if m.last == "" || !bytes.Equal(raw, m.raw) {
+		m.raw, m.last = append(m.raw[:0], raw...), methodName(raw)
+	}
+	return m.last
 }
 
 // methodName unquotes the raw JSON string of a method. A method of the
@@ -816,17 +864,42 @@ func methodName(raw []byte) string {
 // finish reads the method and id (when asked), redacts r and caps its
 // frame, without writing to anything r points to: a member it changes is
 // the record's own copy (its HTTP member is e's). e, when not nil,
-// remembers redactions from one record to the next. With deferFrame, a valid frame
-// under the cap (marked FrameValid, or checked here) is left as it is, for
-// encodeClean to redact while it encodes; finish reports whether it did so.
-func (w *Writer) finish(r *Record, e *encoder, deferFrame bool) (deferred bool) {
+// remembers redactions from one record to the next. With deferFrame, a
+// valid frame under the cap is left to the encoder (frameScan when marked
+// FrameValid; frameClean or frameSpaced when finish checked it and found
+// no key to redact); otherwise it is done here (frameDone).
+func (w *Writer) finish(r *Record, e *encoder, deferFrame bool) (state int) {
 	var c *redactCache
 	var h *HTTP
 	if e != nil {
 		c, h = &e.cache, &e.http
 	}
 	fromFrame := r.MethodIDFromFrame
-	methodID(r)
+	var m *methodMemo
+	if e != nil {
+		m = &e.method
+	}
+	methodID(r, m)
+	state = frameDone
+	if deferFrame && !w.noRedact {
+		// Redaction only lengthens a frame by the values it replaces, and
+		// there are none when no key is to be redacted.
+		f := rewrite.TrimFrame(r.Frame)
+		if len(f) > 0 && len(f) <= w.frameCap && !tooDeep(f) {
+			if r.FrameValid {
+				r.Frame, state = f, frameScan
+			} else if valid, dirty, spaced := rewrite.ValidKeys(f, c.keyRule(w)); valid {
+				r.Frame, r.FrameValid = f, true
+				switch {
+				case dirty: // redacted below
+				case spaced:
+					state = frameSpaced
+				default:
+					state = frameClean
+				}
+			}
+		}
+	}
 	if !fromFrame || !r.FrameValid { // a member of a valid frame is valid JSON
 		r.ID = validOrString(r.ID)
 	} else if len(r.ID) == 0 {
@@ -848,17 +921,10 @@ func (w *Writer) finish(r *Record, e *encoder, deferFrame bool) (deferred bool) 
 	if r.Error != "" && !w.noRedact {
 		r.Error = urlPattern.ReplaceAllStringFunc(r.Error, routing.Redact)
 	}
-	if deferFrame && !w.noRedact {
-		// Redaction only lengthens a frame by the values it replaces, and
-		// there are none when encodeClean finds no key to redact.
-		f := rewrite.TrimFrame(r.Frame)
-		if len(f) > 0 && len(f) <= w.frameCap && (r.FrameValid || rewrite.Valid(f)) && !tooDeep(f) {
-			r.Frame, r.FrameValid = f, true
-			return true
-		}
+	if state == frameDone {
+		r.Frame = w.frame(r.Frame, r.FrameValid, &r.Truncated, c.keyRule(w))
 	}
-	r.Frame = w.frame(r.Frame, r.FrameValid, &r.Truncated, c.keyRule(w))
-	return false
+	return state
 }
 
 // redactCache remembers, for one encoder, the redacted form of the
@@ -869,13 +935,15 @@ type redactCache struct {
 	secret              map[string]bool
 	// keys holds the key rule's verdict on JSON keys seen: a session's
 	// frames repeat a few dozen keys, and the rule tests each against a
-	// list of words. It is a table of pairs of slots, a pair per key by a
-	// hash of its length and three of its bytes, the newer key first: a hit
-	// costs one or two comparisons of the key, where a map would hash the
-	// whole key first. rule is the
-	// rule, and memo the method value handed to rewrite (made once: a
-	// method value passed on allocates).
+	// list of words. A key has two slots, by two hashes of its fingerprint
+	// (keyPrint): its length and its first and last eight bytes, which are
+	// the key itself up to 16 bytes (most keys). So a hit costs two loads
+	// and the comparison of three words, where a map would hash the whole
+	// key and compare it; a longer key is compared whole too, with its copy
+	// in long. rule is the rule, and memo the method value handed to
+	// rewrite (made once: a method value passed on allocates).
 	keys  *[keySlots]keyVerdict
+	long  *[keySlots]string
 	owner *Writer // whose rule and secret headers these are
 	rule  func(key string) bool
 	memo  func(key string) bool
@@ -885,14 +953,44 @@ type redactCache struct {
 const keySlots = 256
 
 type keyVerdict struct {
-	key       string
-	sensitive bool
+	head, tail uint64 // keyPrint
+	n          int32  // the key's length; 0 for an empty slot
+	sensitive  bool
 }
 
-// keySlot is the first slot of k's pair in the table (k not empty).
-func keySlot(k string) int {
-	n := len(k)
-	return (n*31 + int(k[0])*7 + int(k[n/2])*3 + int(k[n-1])) << 1 & (keySlots - 2)
+// keyPrint is the fingerprint of a key k of 1 to 16 bytes, or of the first
+// and last eight bytes of a longer one: its first and last eight bytes (for
+// fewer, its first and last four, or its bytes), which overlap when k is
+// shorter than 16. With the length they are k.
+func keyPrint(k string) (head, tail uint64) {
+	switch n := len(k); {
+	case n >= 8:
+		return le64(k), le64(k[n-8:])
+	case n >= 4:
+		return uint64(le32(k)), uint64(le32(k[n-4:]))
+	}
+	for i := 0; i < len(k); i++ {
+		head |= uint64(k[i]) << (8 * i)
+	}
+	return head, 0
+}
+
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+func le32(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+// keySlotsOf returns the two slots of a key of length n and fingerprint
+// head, tail.
+func keySlotsOf(n int, head, tail uint64) (int, int) {
+	h := (head ^ tail*0x9e3779b97f4a7c15 ^ uint64(n)) * 0xff51afd7ed558ccd
+	return int(h>>32) & (keySlots - 1), int(h>>48) & (keySlots - 1)
 }
 
 // keyRule returns w's key rule, remembering its verdicts in c (a nil c
@@ -910,22 +1008,40 @@ func (c *redactCache) keyRule(w *Writer) func(key string) bool {
 }
 
 func (c *redactCache) sensitiveKey(k string) bool {
-	if k == "" {
+	n := len(k)
+	if n == 0 {
 		return c.rule(k)
 	}
 	if c.keys == nil {
 		c.keys = new([keySlots]keyVerdict)
 	}
-	i := keySlot(k)
-	switch {
-	case c.keys[i].key == k:
-	case c.keys[i+1].key == k:
-		i++
-	default:
-		c.keys[i+1] = c.keys[i]
-		c.keys[i] = keyVerdict{strings.Clone(k), c.rule(k)} // k may point into a frame
+	head, tail := keyPrint(k)
+	i, j := keySlotsOf(n, head, tail)
+	if c.is(i, k, head, tail) {
+		return c.keys[i].sensitive
 	}
-	return c.keys[i].sensitive
+	if c.is(j, k, head, tail) {
+		return c.keys[j].sensitive
+	}
+	if c.keys[i].n != 0 && c.keys[j].n == 0 {
+		i = j // the first is taken, the second free
+	}
+	v := keyVerdict{head: head, tail: tail, n: int32(n), sensitive: c.rule(k)}
+	if n > 16 {
+		if c.long == nil {
+			c.long = new([keySlots]string)
+		}
+		c.long[i] = strings.Clone(k) // k may point into a frame
+	}
+	c.keys[i] = v
+	return v.sensitive
+}
+
+// is reports whether slot i holds the verdict on k, of fingerprint head,
+// tail.
+func (c *redactCache) is(i int, k string, head, tail uint64) bool {
+	v := &c.keys[i]
+	return v.head == head && v.tail == tail && int(v.n) == len(k) && (len(k) <= 16 || c.long[i] == k)
 }
 
 func (c *redactCache) url(raw string) string {

@@ -151,6 +151,7 @@ type config struct {
 	workloads   map[string]bool
 	keep        bool
 	plotDir     string
+	roundsCSV   string
 	profileDir  string
 }
 
@@ -207,6 +208,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "the longest wait for any one answer")
 	wl := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (built binary, trace files)")
+	fs.StringVar(&cfg.roundsCSV, "rounds-csv", "", "write every figure of every round as CSV (metric, unit, target, round, value) into this file, for a closer look at the spread than the report's medians")
 	fs.StringVar(&cfg.plotDir, "plot-dir", "", "write the growth charts (size, inflight, task polls) as SVG files into this directory")
 	fs.StringVar(&cfg.profileDir, "proxy-cpuprofile", "", "write a CPU profile of each proxy and floor session, DIR/TARGET-WORKLOAD-N.pprof (the proxy's --cpuprofile; profiling slows both: for go tool pprof, not for the figures)")
 	if err := fs.Parse(args); err != nil {
@@ -388,6 +390,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logf("done in %s", time.Since(start).Round(time.Millisecond))
 	rep := &reporter{cfg: cfg, targets: targets, res: res}
 	rep.write(stdout, srv, proxy, proxyB)
+	if cfg.roundsCSV != "" {
+		if err := res.writeCSV(cfg.roundsCSV, targets); err != nil {
+			logf("--rounds-csv: %v", err)
+			return 1
+		}
+		logf("wrote %s", cfg.roundsCSV)
+	}
 	if cfg.plotDir != "" {
 		files, err := rep.plots(cfg.plotDir)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"os"
@@ -122,6 +123,28 @@ func (r *results) median(key, t string) (float64, bool) {
 		return 0, false
 	}
 	return median(v), true
+}
+
+// writeCSV writes every per-round figure to path: one row per metric,
+// target and round, in the report's order.
+func (r *results) writeCSV(path string, targets []*target) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	w.Write([]string{"metric", "workload", "unit", "target", "round", "value"})
+	for _, m := range r.metrics {
+		for _, t := range targets {
+			for i, v := range r.vals[m.key][t.name] {
+				w.Write([]string{m.key, m.workload + ": " + m.label, m.unit, t.name, strconv.Itoa(i + 1), strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // values of the per-round figures.
