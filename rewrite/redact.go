@@ -228,7 +228,7 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 		}
 		i += q
 		end, escaped, closed := stringEnd(s, i)
-		j, match, ok := keyMatch(s, i, end, escaped, closed, sensitive)
+		j, match, ok := keyMatch(s, i, end, escaped, closed, sensitive, nil)
 		if !ok {
 			return nil, false
 		}
@@ -246,9 +246,10 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 
 // keyMatch looks at the string s[i:end], as stringEnd found it: ok is false
 // when it is not closed (the frame is not JSON after all); match, that it
-// is an object key (a colon follows it, at j) that sensitive matches. A key
-// without an escape is tested as it lies in s.
-func keyMatch(s string, i, end int, escaped, closed bool, sensitive func(key string) bool) (j int, match, ok bool) {
+// is an object key (a colon follows it, at j) that the rule matches: memo's
+// when not nil, else sensitive. A key without an escape is tested as it
+// lies in s.
+func keyMatch(s string, i, end int, escaped, closed bool, sensitive func(key string) bool, memo *KeyMemo) (j int, match, ok bool) {
 	if !closed {
 		return end, false, false
 	}
@@ -259,21 +260,28 @@ func keyMatch(s string, i, end int, escaped, closed bool, sensitive func(key str
 	if j >= len(s) || s[j] != ':' {
 		return j, false, true
 	}
-	key := s[i+1 : end-1]
-	if escaped {
-		key = stringValue(s[i:end])
+	switch {
+	case escaped:
+		key := stringValue(s[i:end])
+		if memo != nil {
+			return j, memo.Sensitive(key), true
+		}
+		return j, sensitive(key), true
+	case memo != nil:
+		return j, memo.at(s, i, end), true
 	}
-	return j, sensitive(key), true
+	return j, sensitive(s[i+1 : end-1]), true
 }
 
 // AppendCompact appends the valid JSON frame to dst without the whitespace
 // outside its strings, as json.Compact does; what lies between two runs of
 // whitespace is copied in one piece, so a frame without any is one copy.
-// With sensitive, it also tests each object key as Redact does, and stops
-// at the first that matches, or at a string that is not terminated: dirty,
-// and dst is to be discarded (the frame has a value to redact, or is not
-// JSON). A frame that passes is what Redact would return, compacted.
-func AppendCompact(dst, frame []byte, sensitive func(key string) bool) (out []byte, dirty bool) {
+// With a KeyMemo, it also tests each object key by its rule, as Redact
+// does, and stops at the first that matches, or at a string that is not
+// terminated: dirty, and dst is to be discarded (the frame has a value to
+// redact, or is not JSON). A frame that passes is what Redact would return,
+// compacted.
+func AppendCompact(dst, frame []byte, keys *KeyMemo) (out []byte, dirty bool) {
 	s := view(frame)
 	start := 0
 	for i := 0; i < len(s); {
@@ -293,8 +301,8 @@ func AppendCompact(dst, frame []byte, sensitive func(key string) bool) (out []by
 			continue
 		}
 		end, escaped, closed := stringEnd(s, i)
-		if sensitive != nil {
-			if _, match, ok := keyMatch(s, i, end, escaped, closed, sensitive); match || !ok {
+		if keys != nil {
+			if _, match, ok := keyMatch(s, i, end, escaped, closed, nil, keys); match || !ok {
 				return dst, true // a value to redact, or not JSON after all
 			}
 		}

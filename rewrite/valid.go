@@ -10,13 +10,13 @@ import (
 func Valid(data []byte) bool { return validJSON(data) }
 
 // ValidKeys is Valid that also tests, on the way, each object key at any
-// depth with sensitive (stopping the tests at the first that matches:
+// depth by keys' rule (stopping the tests at the first that matches:
 // dirty), and notices whitespace outside the value's strings (spaced). One
-// pass, where Valid and then AppendCompact with sensitive would take two:
-// a frame that is valid, clean and not spaced is what AppendCompact and
-// Redact would return, as it is.
-func ValidKeys(data []byte, sensitive func(key string) bool) (valid, dirty, spaced bool) {
-	kc := keyCheck{sensitive: sensitive}
+// pass, where Valid and then AppendCompact would take two: a frame that is
+// valid, clean and not spaced is what AppendCompact and Redact would
+// return, as it is.
+func ValidKeys(data []byte, keys *KeyMemo) (valid, dirty, spaced bool) {
+	kc := keyCheck{keys: keys}
 	valid = kc.valid(data)
 	return valid, kc.match, kc.spaced
 }
@@ -24,9 +24,9 @@ func ValidKeys(data []byte, sensitive func(key string) bool) (valid, dirty, spac
 // keyCheck is what validation finds out besides validity, for ValidKeys;
 // validation for Valid runs with a nil *keyCheck.
 type keyCheck struct {
-	sensitive func(key string) bool
-	match     bool // a key matched sensitive
-	spaced    bool // whitespace lies outside strings
+	keys   *KeyMemo
+	match  bool // a key matched
+	spaced bool // whitespace lies outside strings
 }
 
 // ws skips whitespace from data[i], noting it.
@@ -41,14 +41,14 @@ func (kc *keyCheck) ws(data []byte, i int) int {
 // key tests the object key data[i:end] (a valid string literal, quotes
 // included; escaped when it holds a backslash).
 func (kc *keyCheck) key(data []byte, i, end int, escaped bool) {
-	if kc == nil || kc.match {
+	if kc == nil || kc.match || kc.keys == nil {
 		return
 	}
-	key := view(data[i+1 : end-1])
 	if escaped {
-		key = stringValue(view(data[i:end]))
+		kc.match = kc.keys.Sensitive(stringValue(view(data[i:end])))
+	} else {
+		kc.match = kc.keys.at(view(data), i, end)
 	}
-	kc.match = kc.sensitive(key)
 }
 
 // validJSON reports whether data is one JSON value with optional surrounding

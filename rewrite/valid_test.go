@@ -44,7 +44,7 @@ func FuzzValid(f *testing.F) {
 		}
 		// ValidKeys: the same verdict, whether Redact finds a key to
 		// redact, and whether json.Compact changes the frame.
-		valid, dirty, spaced := ValidKeys(b, SensitiveKey)
+		valid, dirty, spaced := ValidKeys(b, fuzzMemo)
 		if valid != want {
 			t.Fatalf("ValidKeys(%q) valid = %v, gjson.ValidBytes says %v", b, valid, want)
 		}
@@ -163,13 +163,13 @@ func FuzzRedact(f *testing.F) {
 		}
 		unchecked := RedactValid(b, SensitiveKey) // must not panic, whatever b is
 		vhead, vn := RedactHead(b, SensitiveKey, int(max), true)
-		_, _ = AppendCompact(nil, b, SensitiveKey)
+		_, _ = AppendCompact(nil, b, fuzzMemo)
 		if !validJSON(b) {
 			return
 		}
 		// AppendCompact with the rule is clean only when Redact changes
 		// nothing, and then gives the frame compacted.
-		out, dirty := AppendCompact(nil, b, SensitiveKey)
+		out, dirty := AppendCompact(nil, b, fuzzMemo)
 		if !dirty && string(got) != string(TrimFrame(b)) {
 			t.Fatalf("AppendCompact(%q) is clean, but Redact changes it to %s", b, got)
 		}

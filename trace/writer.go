@@ -414,11 +414,10 @@ func (w *Writer) recordLine(e *encoder, r *Record) ([]byte, error) {
 		e.asIs = false
 		return line, err
 	}
-	rule := e.cache.keyRule(w)
-	if line, err := e.encodeClean(*r, rule); line != nil || err != nil {
+	if line, err := e.encodeClean(*r, e.cache.keyMemo(w)); line != nil || err != nil {
 		return line, err
 	}
-	r.Frame = w.frame(r.Frame, true, &r.Truncated, rule)
+	r.Frame = w.frame(r.Frame, true, &r.Truncated, e.cache.keyRule(w))
 	return e.encode(*r)
 }
 
@@ -452,10 +451,10 @@ type encoder struct {
 	http   HTTP
 	method methodMemo
 
-	// sensitive, while encodeClean runs, is the key rule the frame is
-	// tested with; dirty, that a key matched it.
-	sensitive func(key string) bool
-	dirty     bool
+	// memo, while encodeClean runs, has the key rule the frame is tested
+	// by; dirty, that a key matched it.
+	memo  *rewrite.KeyMemo
+	dirty bool
 	// asIs, while recordLine encodes a frameClean record, says its frame
 	// goes in as it is.
 	asIs bool
@@ -490,10 +489,10 @@ func (e *encoder) encode(r Record) ([]byte, error) {
 // tested by sensitive on the way. It returns a nil line (and no error) when
 // a key is to be redacted, or the record needs encoding/json: the caller
 // then redacts the frame and encodes it the usual way.
-func (e *encoder) encodeClean(r Record, sensitive func(key string) bool) ([]byte, error) {
-	e.sensitive = sensitive
+func (e *encoder) encodeClean(r Record, keys *rewrite.KeyMemo) ([]byte, error) {
+	e.memo = keys
 	line, ok := e.appendRecord(e.line[:0], &r)
-	e.sensitive = nil
+	e.memo = nil
 	if !ok || e.dirty {
 		e.dirty = false
 		return nil, nil
@@ -540,9 +539,9 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 		dst = append(dst, `,"frame":`...)
 		if e.asIs {
 			dst = append(dst, r.Frame...)
-		} else if e.sensitive == nil {
+		} else if e.memo == nil {
 			dst = appendCompact(dst, r.Frame)
-		} else if dst, e.dirty = rewrite.AppendCompact(dst, r.Frame, e.sensitive); e.dirty {
+		} else if dst, e.dirty = rewrite.AppendCompact(dst, r.Frame, e.memo); e.dirty {
 			return dst, true // encodeClean gives up on the line
 		}
 	}
@@ -888,7 +887,7 @@ func (w *Writer) finish(r *Record, e *encoder, deferFrame bool) (state int) {
 		if len(f) > 0 && len(f) <= w.frameCap && !tooDeep(f) {
 			if r.FrameValid {
 				r.Frame, state = f, frameScan
-			} else if valid, dirty, spaced := rewrite.ValidKeys(f, c.keyRule(w)); valid {
+			} else if valid, dirty, spaced := rewrite.ValidKeys(f, c.keyMemo(w)); valid {
 				r.Frame, r.FrameValid = f, true
 				switch {
 				case dirty: // redacted below
@@ -933,64 +932,9 @@ func (w *Writer) finish(r *Record, e *encoder, deferFrame bool) (state int) {
 type redactCache struct {
 	rawURL, redactedURL string
 	secret              map[string]bool
-	// keys holds the key rule's verdict on JSON keys seen: a session's
-	// frames repeat a few dozen keys, and the rule tests each against a
-	// list of words. A key has two slots, by two hashes of its fingerprint
-	// (keyPrint): its length and its first and last eight bytes, which are
-	// the key itself up to 16 bytes (most keys). So a hit costs two loads
-	// and the comparison of three words, where a map would hash the whole
-	// key and compare it; a longer key is compared whole too, with its copy
-	// in long. rule is the rule, and memo the method value handed to
-	// rewrite (made once: a method value passed on allocates).
-	keys  *[keySlots]keyVerdict
-	long  *[keySlots]string
+	// keys remembers the key rule's verdicts on the JSON keys seen.
+	keys  *rewrite.KeyMemo
 	owner *Writer // whose rule and secret headers these are
-	rule  func(key string) bool
-	memo  func(key string) bool
-}
-
-// keySlots is the size of the key table: a power of two.
-const keySlots = 256
-
-type keyVerdict struct {
-	head, tail uint64 // keyPrint
-	n          int32  // the key's length; 0 for an empty slot
-	sensitive  bool
-}
-
-// keyPrint is the fingerprint of a key k of 1 to 16 bytes, or of the first
-// and last eight bytes of a longer one: its first and last eight bytes (for
-// fewer, its first and last four, or its bytes), which overlap when k is
-// shorter than 16. With the length they are k.
-func keyPrint(k string) (head, tail uint64) {
-	switch n := len(k); {
-	case n >= 8:
-		return le64(k), le64(k[n-8:])
-	case n >= 4:
-		return uint64(le32(k)), uint64(le32(k[n-4:]))
-	}
-	for i := 0; i < len(k); i++ {
-		head |= uint64(k[i]) << (8 * i)
-	}
-	return head, 0
-}
-
-func le64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-func le32(s string) uint32 {
-	_ = s[3]
-	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
-}
-
-// keySlotsOf returns the two slots of a key of length n and fingerprint
-// head, tail.
-func keySlotsOf(n int, head, tail uint64) (int, int) {
-	h := (head ^ tail*0x9e3779b97f4a7c15 ^ uint64(n)) * 0xff51afd7ed558ccd
-	return int(h>>32) & (keySlots - 1), int(h>>48) & (keySlots - 1)
 }
 
 // keyRule returns w's key rule, remembering its verdicts in c (a nil c
@@ -1000,48 +944,19 @@ func (c *redactCache) keyRule(w *Writer) func(key string) bool {
 	if c == nil {
 		return w.sensitive
 	}
+	return c.keyMemo(w).Func()
+}
+
+// keyMemo is keyRule as a KeyMemo, for the scans of package rewrite that
+// read a key's fingerprint in place (a nil c makes a new one).
+func (c *redactCache) keyMemo(w *Writer) *rewrite.KeyMemo {
+	if c == nil {
+		return rewrite.NewKeyMemo(w.sensitive)
+	}
 	if c.owner != w {
-		*c = redactCache{owner: w, rule: w.sensitive}
-		c.memo = c.sensitiveKey
+		*c = redactCache{owner: w, keys: rewrite.NewKeyMemo(w.sensitive)}
 	}
-	return c.memo
-}
-
-func (c *redactCache) sensitiveKey(k string) bool {
-	n := len(k)
-	if n == 0 {
-		return c.rule(k)
-	}
-	if c.keys == nil {
-		c.keys = new([keySlots]keyVerdict)
-	}
-	head, tail := keyPrint(k)
-	i, j := keySlotsOf(n, head, tail)
-	if c.is(i, k, head, tail) {
-		return c.keys[i].sensitive
-	}
-	if c.is(j, k, head, tail) {
-		return c.keys[j].sensitive
-	}
-	if c.keys[i].n != 0 && c.keys[j].n == 0 {
-		i = j // the first is taken, the second free
-	}
-	v := keyVerdict{head: head, tail: tail, n: int32(n), sensitive: c.rule(k)}
-	if n > 16 {
-		if c.long == nil {
-			c.long = new([keySlots]string)
-		}
-		c.long[i] = strings.Clone(k) // k may point into a frame
-	}
-	c.keys[i] = v
-	return v.sensitive
-}
-
-// is reports whether slot i holds the verdict on k, of fingerprint head,
-// tail.
-func (c *redactCache) is(i int, k string, head, tail uint64) bool {
-	v := &c.keys[i]
-	return v.head == head && v.tail == tail && int(v.n) == len(k) && (len(k) <= 16 || c.long[i] == k)
+	return c.keys
 }
 
 func (c *redactCache) url(raw string) string {
