@@ -40,7 +40,7 @@ func (w *Writer) prepare(r *Record) {
 // lines differ ("" when they do not).
 func encodeDiff(t testing.TB, e *encoder, r Record) string {
 	t.Helper()
-	got, err := e.encode(r)
+	got, err := e.encode(&r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestEncoderFallsBack(t *testing.T) {
 		{LatencyMs: math.Inf(-1)},
 	} {
 		var e encoder
-		if line, err := e.encode(r); err == nil {
+		if line, err := e.encode(&r); err == nil {
 			t.Errorf("record %d encoded as %s", i, line)
 		}
 		var b bytes.Buffer
@@ -169,7 +169,7 @@ func FuzzEncodeRecord(f *testing.F) {
 		}
 		w.prepare(&r)
 		var e encoder
-		got, err := e.encode(r)
+		got, err := e.encode(&r)
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
@@ -216,7 +216,7 @@ func FuzzEncoder(f *testing.F) {
 				}
 				checked, viaLine := orig, orig
 				lw.prepare(&checked)
-				want, err := e.encode(checked)
+				want, err := e.encode(&checked)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -260,14 +260,14 @@ func TestTooDeep(t *testing.T) {
 func TestEncoderSession(t *testing.T) {
 	var e encoder
 	ts := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	line, err := e.encode(Record{Time: ts, Dir: ClientToProxy, Session: "s-7", Op: "op-1"})
+	line, err := e.encode(&Record{Time: ts, Dir: ClientToProxy, Session: "s-7", Op: "op-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := `{"ts":"2026-12-01T08:00:00Z","dir":"client->proxy","session":"s-7","op":"op-1"}` + "\n"; string(line) != want {
 		t.Errorf("got %s, want %s", line, want)
 	}
-	line, _ = e.encode(Record{Time: ts, Dir: ClientToProxy})
+	line, _ = e.encode(&Record{Time: ts, Dir: ClientToProxy})
 	if strings.Contains(string(line), "session") {
 		t.Errorf("an empty session is written: %s", line)
 	}
@@ -332,13 +332,34 @@ func TestEncoderReusedAcrossHeaders(t *testing.T) {
 			req["Empty"] = []string{}
 		}
 		viaReq := Record{Time: ts, Dir: ProxyToServer, HTTP: &HTTP{Method: "POST", Request: req}}
-		got, err := e.encode(viaReq)
+		got, err := e.encode(&viaReq)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := encodeStd(t, r); !bytes.Equal(got, want) {
 			t.Errorf("record %d as Request:\n got %s\nwant %s", i, got, want)
 		}
+	}
+}
+
+// TestEncoderReusedAcrossRewrites: one encoder writes each record's
+// rewrites as encoding/json does, through more lists than it keeps, lists
+// that share a prefix or differ in one name, names that need escaping, and
+// a caller's list changed in place after its record was encoded.
+func TestEncoderReusedAcrossRewrites(t *testing.T) {
+	ts := time.Date(2026, 12, 1, 8, 0, 0, 1, time.UTC)
+	mutable := []string{"id.remap", "meta.inject"}
+	lists := [][]string{
+		{"id.remap", "meta.inject"}, {"id.restore", "serverInfo.strip", "resultType.strip"}, {"id.remap", "meta.inject"},
+		{"id.remap"}, {"id.remap", "meta.inject", "x"}, {"a\"b", "<&>"}, {"id.remap", "meta.injecT"}, {"p"}, {"q"},
+		{"id.restore", "serverInfo.strip", "resultType.strip"}, mutable, {"", ""}, {""}, mutable,
+	}
+	var e encoder
+	for i, rw := range lists {
+		if d := encodeDiff(t, &e, Record{Time: ts, Dir: ProxyToServer, Rewrites: rw}); d != "" {
+			t.Errorf("list %d %q:%s", i, rw, d)
+		}
+		mutable[1] = "meta.other" // the next time it is met, it is another list
 	}
 }
 
@@ -362,7 +383,7 @@ func TestEncoderReusedAcrossTimes(t *testing.T) {
 	var e encoder
 	for i, tm := range ts {
 		r := Record{Time: tm, Dir: Proxy, Note: "n"}
-		got, err := e.encode(r)
+		got, err := e.encode(&r)
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)

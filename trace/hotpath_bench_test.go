@@ -92,7 +92,7 @@ func benchEncode(b *testing.B, r Record, std bool) {
 			}
 			continue
 		}
-		if _, err := e.encode(r); err != nil {
+		if _, err := e.encode(&r); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -382,7 +382,7 @@ func TestFullBufferBytesDropsAndCounts(t *testing.T) {
 		c := r
 		(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).prepare(&c)
 		var e encoder
-		line, err := e.encode(c)
+		line, err := e.encode(&c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -407,18 +407,18 @@ func (w *Writer) recordLine(e *encoder, r *Record) ([]byte, error) {
 	}
 	switch w.finish(r, e, true) {
 	case frameDone, frameSpaced:
-		return e.encode(*r)
+		return e.encode(r)
 	case frameClean:
 		e.asIs = true
-		line, err := e.encode(*r)
+		line, err := e.encode(r)
 		e.asIs = false
 		return line, err
 	}
-	if line, err := e.encodeClean(*r, e.cache.keyMemo(w)); line != nil || err != nil {
+	if line, err := e.encodeClean(r, e.cache.keyMemo(w)); line != nil || err != nil {
 		return line, err
 	}
 	r.Frame = w.frame(r.Frame, true, &r.Truncated, e.cache.keyRule(w))
-	return e.encode(*r)
+	return e.encode(r)
 }
 
 // What finish left to do with a record's frame.
@@ -460,6 +460,9 @@ type encoder struct {
 	asIs bool
 
 	line []byte
+	// The last lists of rewrites encoded (appendRewrites).
+	rewrites     [4]rewritesJSON
+	nextRewrites int
 	// The last headers encoded: their names sorted, their values, their
 	// JSON object, and the Writer whose rules redacted it.
 	keys, values []string
@@ -472,11 +475,17 @@ type encoder struct {
 	tsHead, tsZone []byte
 }
 
+// rewritesJSON is a list of rewrites and its JSON array.
+type rewritesJSON struct {
+	names []string
+	json  []byte
+}
+
 // errUnencodable is the error of a record encoding/json cannot encode.
 var errUnencodable = errors.New("trace: a record's time is outside years 0-9999, or its latency is not a finite number")
 
-func (e *encoder) encode(r Record) ([]byte, error) {
-	line, ok := e.appendRecord(e.line[:0], &r)
+func (e *encoder) encode(r *Record) ([]byte, error) {
+	line, ok := e.appendRecord(e.line[:0], r)
 	if !ok {
 		return nil, errUnencodable
 	}
@@ -489,9 +498,9 @@ func (e *encoder) encode(r Record) ([]byte, error) {
 // tested by sensitive on the way. It returns a nil line (and no error) when
 // a key is to be redacted, or the record needs encoding/json: the caller
 // then redacts the frame and encodes it the usual way.
-func (e *encoder) encodeClean(r Record, keys *rewrite.KeyMemo) ([]byte, error) {
+func (e *encoder) encodeClean(r *Record, keys *rewrite.KeyMemo) ([]byte, error) {
 	e.memo = keys
-	line, ok := e.appendRecord(e.line[:0], &r)
+	line, ok := e.appendRecord(e.line[:0], r)
 	e.memo = nil
 	if !ok || e.dirty {
 		e.dirty = false
@@ -523,14 +532,8 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 		dst = appendCompact(dst, r.ID)
 	}
 	if len(r.Rewrites) > 0 {
-		dst = append(dst, `,"rewrites":[`...)
-		for i, s := range r.Rewrites {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = rewrite.AppendString(dst, s)
-		}
-		dst = append(dst, ']')
+		dst = append(dst, `,"rewrites":`...)
+		dst = e.appendRewrites(dst, r.Rewrites)
 	}
 	if r.HTTP != nil {
 		dst = e.appendHTTP(dst, r.HTTP)
@@ -631,6 +634,34 @@ func appendMember(dst []byte, key, v string) []byte {
 		return dst
 	}
 	return rewrite.AppendString(append(dst, key...), v)
+}
+
+// appendRewrites appends the JSON array of rw. A session's records name a
+// few lists of rewrites over and over (an echo call's, two): the arrays of
+// the last four are kept, with a copy of their names to know them by.
+func (e *encoder) appendRewrites(dst []byte, rw []string) []byte {
+	for i := range e.rewrites {
+		if m := &e.rewrites[i]; len(m.json) > 0 && slices.Equal(m.names, rw) {
+			return append(dst, m.json...)
+		}
+	}
+	start := len(dst)
+	dst = append(dst, '[')
+	for i, s := range rw {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = rewrite.AppendString(dst, s)
+	}
+	dst = append(dst, ']')
+	m := &e.rewrites[e.nextRewrites]
+	e.nextRewrites = (e.nextRewrites + 1) % len(e.rewrites)
+	m.names = m.names[:0]
+	for _, s := range rw {
+		m.names = append(m.names, strings.Clone(s)) // the caller's may not stay as they are
+	}
+	m.json = append(m.json[:0], dst[start:]...)
+	return dst
 }
 
 // appendHTTP appends the "http" member of a record.
