@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/xml"
 	"fmt"
 	"net"
@@ -165,6 +166,56 @@ func TestBenchTiny(t *testing.T) {
 		}
 		if sched != 3*3 { // seq and two levels of inflight
 			t.Errorf("%d scheduler rows, want 9:\n%s", sched, out)
+		}
+	})
+
+	t.Run("every round as CSV", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "rounds.csv")
+		code, out, errs := runBench(t, append(tiny(proxy), "--rounds", "2", "--workloads", "seq", "--rounds-csv", path)...)
+		if code != 0 {
+			t.Fatalf("exit %d\nstderr:\n%s", code, errs)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		rows, err := csv.NewReader(f).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 || strings.Join(rows[0], ",") != "metric,workload,unit,target,round,value" {
+			t.Fatalf("header %q", rows)
+		}
+		// Each target's p50 in both rounds, and the report's figure their
+		// median.
+		p50 := map[string][]float64{}
+		for _, r := range rows[1:] {
+			if r[0] != "seq-p50" {
+				continue
+			}
+			v, err := strconv.ParseFloat(r[5], 64)
+			if err != nil || v <= 0 {
+				t.Fatalf("row %q: want a positive figure", r)
+			}
+			if r[4] != strconv.Itoa(len(p50[r[3]])+1) {
+				t.Fatalf("row %q: rounds out of order", r)
+			}
+			p50[r[3]] = append(p50[r[3]], v)
+		}
+		for _, row := range table(t, out) {
+			if row["metric"] != "p50 (µs)" {
+				continue
+			}
+			for _, name := range []string{"direct", "floor", "proxy"} {
+				v := p50[name]
+				if len(v) != 2 {
+					t.Fatalf("%s: %d rounds in the CSV, want 2", name, len(v))
+				}
+				if got := fmt.Sprintf("%.1f", (v[0]+v[1])/2); got != row[name] {
+					t.Errorf("%s: the report says p50 %s, the CSV's rounds give %s", name, row[name], got)
+				}
+			}
 		}
 	})
 
