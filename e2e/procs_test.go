@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 )
 
 // TestStdioProcs: the stdio bridge runs Go code on one thread unless the
@@ -50,4 +55,55 @@ func TestServeProcs(t *testing.T) {
 	} else if got := logLines(s.stderr.String())[i].Get("gomaxprocs").Int(); got != want {
 		t.Errorf("serve runs with gomaxprocs %d, want the runtime's own %d", got, want)
 	}
+}
+
+// TestStdioProcsWhileBusy: the stdio bridge goes from one thread to every
+// CPU once 32 calls are in flight, and back to one when they are answered
+// (README, "Performance"). The server holds each tools/call until 40 have
+// arrived, so that 40 are in flight at once whatever the machine's speed;
+// every call is answered.
+func TestStdioProcsWhileBusy(t *testing.T) {
+	t.Parallel()
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: the bridge stays on one thread (TestStdioProcs covers it)")
+	}
+	const calls = 40
+	var mu sync.Mutex
+	arrived := 0
+	all := make(chan struct{})
+	demoHandler := demo.Handler()
+	up := newUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tools/call" {
+			mu.Lock()
+			if arrived++; arrived == calls {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+			case <-time.After(waitTimeout):
+				http.Error(w, "not every call arrived", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		demoHandler.ServeHTTP(w, r)
+	}))
+	p := startProxy(t, []string{"--url", up.URL, "--no-state", "--log-level", "debug", "--log-format", "json"}, "GOMAXPROCS=")
+	p.initialize()
+	for i := range calls {
+		p.request(strconv.Itoa(10+i), "tools/call", `{"name":"echo","arguments":{"text":"busy"}}`)
+	}
+	for i := range calls {
+		if res := resultOf(t, p.expect(strconv.Itoa(10+i))); !res.Get("content").IsArray() {
+			t.Fatalf("call %d: %s", 10+i, res)
+		}
+	}
+	want := int64(runtime.NumCPU())
+	waitLog(t, p.stderr, "the bridge on every CPU with 32 or more calls in flight", func(l gjson.Result) bool {
+		return l.Get("gomaxprocs").Int() == want && l.Get("in_flight").Int() >= 32
+	})
+	waitLog(t, p.stderr, "the bridge back on one thread once they were answered", func(l gjson.Result) bool {
+		return l.Get("gomaxprocs").Exists() && l.Get("gomaxprocs").Int() == 1 && !l.Get("in_flight").Exists() &&
+			l.Get("msg").Str != "mcp-tasks-proxy started"
+	})
 }

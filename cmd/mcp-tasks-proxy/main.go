@@ -124,7 +124,9 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 		defer stopProfile()
 	}
 
-	defer runtime.GOMAXPROCS(stdioProcs(getenv))
+	procsBefore, procs := stdioProcs(getenv, logger)
+	defer runtime.GOMAXPROCS(procsBefore)
+	defer procs.close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -134,6 +136,9 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	if code != 0 {
 		return code
 	}
+	if procs != nil {
+		sessCfg.Started = procs.started
+	}
 	sess := bridge.New(sessCfg)
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()),
 		zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
@@ -141,23 +146,6 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 		fmt.Fprintln(stderr, helloLine(cfg, client.URL()))
 	}
 	return serveStdio(ctx, sess, logger, stdin, stdout, stderr)
-}
-
-// stdioProcs sets how many threads run Go code at once for the stdio
-// bridge, and returns the setting before, for the caller to restore. A
-// bridge for one client runs on one unless the GOMAXPROCS environment
-// variable says otherwise: its goroutines hand each call on several times
-// (reader, worker, HTTP client, writer), and with a second thread idle the
-// runtime wakes that thread for each hand-off, which costs more CPU than
-// the work it takes over (BENCHMARKS.md, "One thread for the stdio
-// bridge": a fifth to a third less CPU per call, the same throughput up to
-// 64 calls in flight). serve keeps one per CPU: it serves many clients at
-// once.
-func stdioProcs(getenv func(string) string) (before int) {
-	if getenv("GOMAXPROCS") != "" {
-		return runtime.GOMAXPROCS(0)
-	}
-	return runtime.GOMAXPROCS(1)
 }
 
 // startBridge starts what every session of the process shares: the demo
