@@ -212,7 +212,7 @@ func TestBenchTiny(t *testing.T) {
 				if len(v) != 2 {
 					t.Fatalf("%s: %d rounds in the CSV, want 2", name, len(v))
 				}
-				if got := fmt.Sprintf("%.1f", (v[0]+v[1])/2); got != row[name] {
+				if got := num((v[0]+v[1])/2, true); got != row[name] {
 					t.Errorf("%s: the report says p50 %s, the CSV's rounds give %s", name, row[name], got)
 				}
 			}
