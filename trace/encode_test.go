@@ -361,6 +361,19 @@ func TestEncoderReusedAcrossRewrites(t *testing.T) {
 		}
 		mutable[1] = "meta.other" // the next time it is met, it is another list
 	}
+	// More lists in turn than it keeps: every record a miss, and still no
+	// allocation once the encoder's buffers have grown.
+	six := lists[:6]
+	n := 0
+	if a := testing.AllocsPerRun(100, func() {
+		r := Record{Time: ts, Dir: ProxyToServer, Rewrites: six[n%len(six)]}
+		n++
+		if _, err := e.encode(&r); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("%v allocations per record cycling through %d lists of rewrites, want 0", a, len(six))
+	}
 }
 
 // TestEncoderReusedAcrossTimes: one encoder writes each record's time as

@@ -638,7 +638,9 @@ func appendMember(dst []byte, key, v string) []byte {
 
 // appendRewrites appends the JSON array of rw. A session's records name a
 // few lists of rewrites over and over (an echo call's, two): the arrays of
-// the last four are kept, with a copy of their names to know them by.
+// the last four are kept, with their names to know them by. The names are
+// kept as strings, whose bytes never change, so keeping them copies no
+// bytes and allocates nothing once the lists are known.
 func (e *encoder) appendRewrites(dst []byte, rw []string) []byte {
 	for i := range e.rewrites {
 		if m := &e.rewrites[i]; len(m.json) > 0 && slices.Equal(m.names, rw) {
@@ -657,9 +659,7 @@ func (e *encoder) appendRewrites(dst []byte, rw []string) []byte {
 	m := &e.rewrites[e.nextRewrites]
 	e.nextRewrites = (e.nextRewrites + 1) % len(e.rewrites)
 	m.names = m.names[:0]
-	for _, s := range rw {
-		m.names = append(m.names, strings.Clone(s)) // the caller's may not stay as they are
-	}
+	m.names = append(m.names, rw...) // the strings, not the caller's slice, which may change
 	m.json = append(m.json[:0], dst[start:]...)
 	return dst
 }

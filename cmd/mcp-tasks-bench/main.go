@@ -208,7 +208,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "the longest wait for any one answer")
 	wl := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (built binary, trace files)")
-	fs.StringVar(&cfg.roundsCSV, "rounds-csv", "", "write every figure of every round as CSV (metric, unit, target, round, value) into this file, for a closer look at the spread than the report's medians")
+	fs.StringVar(&cfg.roundsCSV, "rounds-csv", "", "write every figure of every round as CSV (metric, workload, unit, target, round, value) into this file, for a closer look at the spread than the report's medians")
 	fs.StringVar(&cfg.plotDir, "plot-dir", "", "write the growth charts (size, inflight, task polls) as SVG files into this directory")
 	fs.StringVar(&cfg.profileDir, "proxy-cpuprofile", "", "write a CPU profile of each proxy and floor session, DIR/TARGET-WORKLOAD-N.pprof (the proxy's --cpuprofile; profiling slows both: for go tool pprof, not for the figures)")
 	if err := fs.Parse(args); err != nil {

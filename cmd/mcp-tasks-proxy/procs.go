@@ -17,7 +17,8 @@ import (
 // many calls in flight the other way round holds: there is work for every
 // thread, and one thread holds back the throughput (BENCHMARKS.md, run V:
 // 256 calls in flight at 0.82× the floor's calls/s on one thread, 1.02× on
-// two). So the bridge runs on one thread, and on every CPU while at least
+// two). So the bridge runs on one thread, and on all the runtime would use
+// (every CPU, or a container's limit) while at least
 // procsBusy calls are in flight, until procsQuiet passes with fewer than
 // procsBusy/4. The GOMAXPROCS environment variable fixes the number instead.
 // serve keeps one per CPU: it serves many clients at once.
@@ -29,14 +30,16 @@ const (
 // stdioProcs sets how many threads run Go code at once for the stdio
 // bridge, and returns the setting before, for the caller to restore, with
 // the governor that raises it while many calls are in flight (nil when
-// GOMAXPROCS is set, or with a single CPU).
+// GOMAXPROCS is set, or when the runtime would use one thread anyway). The
+// governor raises it to the runtime's own setting, which heeds a
+// container's CPU limit where the machine's CPU count would not.
 func stdioProcs(getenv func(string) string, logger *zap.Logger) (before int, g *procsGovernor) {
 	if getenv("GOMAXPROCS") != "" {
 		return runtime.GOMAXPROCS(0), nil
 	}
 	before = runtime.GOMAXPROCS(1)
-	if n := runtime.NumCPU(); n > 1 {
-		g = newProcsGovernor(n, procsBusy, procsQuiet, runtime.GOMAXPROCS, logger)
+	if before > 1 {
+		g = newProcsGovernor(before, procsBusy, procsQuiet, runtime.GOMAXPROCS, logger)
 	}
 	return before, g
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -100,6 +101,28 @@ func TestProcsGovernorClose(t *testing.T) {
 	gt.started(64)
 	if s := gt.settings(); !slices.Equal(s, []int{4}) {
 		t.Fatalf("set %v, want [4] (nothing after close)", s)
+	}
+}
+
+// TestStdioProcsDefault: without GOMAXPROCS the bridge starts on one
+// thread, and its governor goes up to what the runtime had (its default,
+// which heeds a container's CPU limit), not to the machine's CPU count.
+func TestStdioProcsDefault(t *testing.T) {
+	want := runtime.GOMAXPROCS(0)
+	before, g := stdioProcs(func(string) string { return "" }, zap.NewNop())
+	defer runtime.GOMAXPROCS(before)
+	defer g.close()
+	if before != want {
+		t.Errorf("before = %d, want the runtime's %d", before, want)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS = %d after stdioProcs, want 1", got)
+	}
+	switch {
+	case want == 1 && g != nil:
+		t.Error("a governor where the runtime uses one thread anyway")
+	case want > 1 && (g == nil || g.busyProcs != want):
+		t.Errorf("governor %+v, want one going up to %d", g, want)
 	}
 }
 
