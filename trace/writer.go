@@ -155,8 +155,9 @@ func Open(path string, o Options) (*Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	w := New(f, o)
-	w.closer = f
+	pf := &preallocFile{f: f}
+	w := New(pf, o)
+	w.closer = pf
 	return w, nil
 }
 
