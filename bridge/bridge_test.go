@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +31,8 @@ import (
 // messages are checked as users read them.
 func TestMain(m *testing.M) {
 	rewrite.SetHintText(flagHints)
+	// Every frame a session emits to a trace as clean is checked.
+	os.Setenv(trace.VerifyEnv, "1")
 	goleak.VerifyTestMain(m)
 }
 

@@ -105,13 +105,14 @@ type result struct {
 	again    retryKind // whether a failure may be retried
 	input    []byte    // an InputRequiredResult: ask the client, then retry
 	after    func()    // runs once the answer is queued
+	clean    bool      // frame is clean for the trace (trace.Record.FrameClean)
 }
 
 // failed is a result of an answer made by the proxy.
 func failed(frame []byte, again retryKind) result { return result{frame: frame, again: again} }
 
 func (r result) outcome() outcome {
-	return outcome{frame: r.frame, rewrites: r.rewrites, after: r.after}
+	return outcome{frame: r.frame, rewrites: r.rewrites, after: r.after, clean: r.clean}
 }
 
 // modernAttempt is one attempt of a request to a modern server.
@@ -203,7 +204,8 @@ const (
 // exchange makes one upstream exchange for a client request.
 func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tries) result {
 	upID := s.nextUpstreamID()
-	up := rewrite.UpFor(f, upID, *s.meta.Load(), t.retry)
+	mb := s.meta.Load()
+	up := rewrite.UpFor(f, upID, *mb, t.retry)
 	if c.task.Exists() {
 		if !s.tasksEnabled() {
 			s.warn("task-augmented tools/call processed normally: the server does not support the tasks extension, so no tasks capability was advertised",
@@ -232,7 +234,11 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 		if t.rawHeaders {
 			rw = append(rw, "headers.raw")
 		}
-		actx = withRewrites(actx, rw)
+		x := &traceExchange{rewrites: rw, answers: true}
+		if c.clientClean && len(up.Extra) == 0 && s.metaClean(mb) {
+			x.cleanBody = body // the client's clean frame, its id and the clean block
+		}
+		actx = withExchange(actx, x)
 	}
 	start := time.Now()
 	resp, err := s.client.Post(actx, body, params)
@@ -460,7 +466,11 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 		case augmented && !d.IsError:
 			return s.tasks.taskCreated(c, m)
 		}
-		return result{frame: d.Frame, rewrites: d.Rewrites}
+		// The server's clean message, with the id of the client's clean
+		// request restored and the rewrite's edits, is clean; a tools/list
+		// page, whose tools are edited further, is left to the trace.
+		clean := method != "tools/list" && c.clientClean && s.editsClean && cleanAnswer(ctx, m.Raw)
+		return result{frame: d.Frame, rewrites: d.Rewrites, clean: clean}
 	case protocol.ResultTask:
 		if !protocol.MayBecomeTask(method) {
 			break // only tools/call may become a task (tasks.md §13.8)

@@ -210,6 +210,9 @@ type call struct {
 	// barrier, when set, is closed once the client messages read before
 	// this request have been POSTed (passthrough keeps the client's order).
 	barrier <-chan struct{}
+	// clientClean says the trace found the request's frame clean
+	// (trace.Record.FrameClean): its upstream copy is then made clean.
+	clientClean bool
 	// lastProgress is the last progress value sent to the client.
 	lastProgress float64
 	progressSeen bool
@@ -362,7 +365,7 @@ func (s *Session) start(ctx context.Context) {
 		}
 		if j.c.ctx.Err() != nil { // cancelled while queued
 			<-s.sem
-			s.finish(j.c, nil, nil)
+			s.finish(j.c, nil, nil, false)
 			continue
 		}
 		if s.cfg.Started != nil {
@@ -430,7 +433,7 @@ func (s *Session) run(j job) {
 			s.cfg.OnInitialized(out.era)
 		}
 	}
-	s.finish(j.c, out.frame, out.rewrites)
+	s.finish(j.c, out.frame, out.rewrites, out.clean)
 	if out.after != nil && out.frame != nil && !j.c.cancelled.Load() {
 		out.after()
 	}
@@ -480,7 +483,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	case f.Method == "notifications/cancelled":
 		op = s.inflightOp(f.Params.Get("requestId").Raw)
 	}
-	s.traceFrame(trace.ClientToProxy, op, line, !errors.Is(err, rewrite.ErrParse), nil)
+	clean := s.traceFrame(trace.ClientToProxy, op, line, !errors.Is(err, rewrite.ErrParse), false, nil)
 	if err != nil {
 		var id []byte
 		if f.Kind == rewrite.KindRequest || f.ID.Exists() {
@@ -510,7 +513,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 		return true
 	}
 	// A request: the call holds it from here on.
-	c := &call{f: f, id: []byte(f.ID.Raw), method: f.Method, op: op, stream: stream}
+	c := &call{f: f, id: []byte(f.ID.Raw), method: f.Method, op: op, stream: stream, clientClean: clean}
 	if up.local(&c.f, op, stream) {
 		return true
 	}
@@ -615,7 +618,7 @@ func (s *Session) register(ctx context.Context, c *call) bool {
 
 // finish delivers a request's one answer, unless the client cancelled it or
 // the session is ending.
-func (s *Session) finish(c *call, frame []byte, rewrites []string) {
+func (s *Session) finish(c *call, frame []byte, rewrites []string, clean bool) {
 	defer func() {
 		// Only once the answer is queued may the drain end the session:
 		// told before, Run could stop the writer and drop it. Outside a
@@ -647,7 +650,7 @@ func (s *Session) finish(c *call, frame []byte, rewrites []string) {
 		}
 		return
 	}
-	s.reply(frame, c.op, c.stream, rewrites)
+	s.emit(outFrame{Out: Out{Frame: frame, Op: c.op, Stream: c.stream, Final: true}, rewrites: rewrites, clean: clean})
 }
 
 // awaitInit waits for the initialize requests read before this request to
@@ -707,7 +710,7 @@ func (s *Session) cancelled(f *rewrite.Frame) func() {
 func (s *Session) cancelCall(c *call) {
 	c.cancel()
 	if s.queue.remove(c) {
-		s.finish(c, nil, nil) // no answer: the client cancelled it
+		s.finish(c, nil, nil, false) // no answer: the client cancelled it
 	}
 }
 
@@ -755,7 +758,7 @@ func (s *Session) write(conn Conn) error {
 			continue // keep draining so senders never block
 		}
 		if of.Frame != nil {
-			s.traceFrame(trace.ProxyToClient, of.Op, of.Frame, true, of.rewrites)
+			s.traceFrame(trace.ProxyToClient, of.Op, of.Frame, true, of.clean, of.rewrites)
 			if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
 				ce.Write(zap.ByteString("frame", s.logFrame(of.Frame)))
 			}

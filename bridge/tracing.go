@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
@@ -22,6 +23,7 @@ import (
 type outFrame struct {
 	Out
 	rewrites []string
+	clean    bool // Frame is clean for the trace (trace.Record.FrameClean)
 }
 
 // streams maps the op of each request in flight to the In.Stream it came
@@ -75,13 +77,26 @@ func (s *env) nextOp() string {
 func (s *env) tracing() bool { return s.cfg.Trace.Enabled() }
 
 // traceFrame records one frame on the client's side; valid says the
-// session parsed or built it (trace.Record.FrameValid).
-func (s *env) traceFrame(dir trace.Dir, op string, frame []byte, valid bool, rewrites []string) {
+// session parsed or built it (trace.Record.FrameValid), clean that it is
+// known clean (trace.Record.FrameClean). It reports whether the trace found
+// the frame clean.
+func (s *env) traceFrame(dir trace.Dir, op string, frame []byte, valid, clean bool, rewrites []string) bool {
 	if !s.tracing() {
-		return
+		return false
 	}
-	s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites,
-		Frame: json.RawMessage(frame), FrameValid: valid, MethodIDFromFrame: true})
+	return s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites,
+		Frame: json.RawMessage(frame), FrameValid: valid, FrameClean: clean, MethodIDFromFrame: true})
+}
+
+// What the trace knows clean (trace.Record.FrameClean) is passed on by
+// identity: a frame is clean when it is the very bytes, same start and
+// length, that were found or made clean. The frames made from clean ones
+// are edits (rewrite.RequestUp, rewrite.ResponseDown) that add only the
+// proxy's compact constants, ids and the _meta block, itself checked
+// (metaClean): such a frame's keys are the source's and the block's, and
+// it has whitespace only where they had.
+func same(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
 // traceEvent records an event of the proxy itself.
@@ -99,12 +114,13 @@ func (s *env) traceEvent(op, note string) {
 type tracer struct{ s *env }
 
 func (t tracer) Request(ctx context.Context, method, url string, h http.Header, body []byte) {
-	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: opOf(ctx), Rewrites: rewritesOf(ctx),
+	x := exchangeOf(ctx)
+	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: opOf(ctx), Rewrites: x.rewrites,
 		HTTP: &trace.HTTP{Method: method, URL: url, Request: h}}
 	if body != nil {
 		// Every body the proxy sends is a frame it built, or a client's
 		// frame it parsed.
-		r.Frame, r.FrameValid, r.MethodIDFromFrame = json.RawMessage(body), true, true
+		r.Frame, r.FrameValid, r.FrameClean, r.MethodIDFromFrame = json.RawMessage(body), true, same(body, x.cleanBody), true
 	}
 	t.s.cfg.Trace.Emit(r)
 }
@@ -121,20 +137,56 @@ func (t tracer) Answer(ctx context.Context, status int, msg []byte, since time.T
 	if err != nil {
 		r.Error = err.Error()
 	}
-	t.s.cfg.Trace.Emit(r)
+	clean := t.s.cfg.Trace.Emit(r)
+	if x := exchangeOf(ctx); x.answers {
+		x.cleanAnswer = nil
+		if clean {
+			x.cleanAnswer = rewrite.TrimFrame(msg) // the bytes Emit judged
+		}
+	}
 }
 
-type rewritesKey struct{}
+type exchangeKey struct{}
+
+// traceExchange is what the trace's records of the requests made under a
+// context carry besides the op: what the proxy changed in them, and what
+// is known clean (see same).
+type traceExchange struct {
+	rewrites []string
+	// cleanBody is a request body made clean from clean parts.
+	cleanBody []byte
+	// answers says the exchange's own goroutine reads its answer, which
+	// then notes in cleanAnswer the last message the trace found clean.
+	answers     bool
+	cleanAnswer []byte
+}
 
 // withRewrites names, for the trace, what the proxy changed in the
 // requests made under ctx. Only call it while tracing: it allocates.
 func withRewrites(ctx context.Context, rw []string) context.Context {
-	return context.WithValue(ctx, rewritesKey{}, rw)
+	return context.WithValue(ctx, exchangeKey{}, &traceExchange{rewrites: rw})
 }
 
-func rewritesOf(ctx context.Context) []string {
-	rw, _ := ctx.Value(rewritesKey{}).([]string)
-	return rw
+// withExchange is withRewrites for one exchange of a client request: its
+// body, when clean, and its answer's verdict are passed on through x.
+func withExchange(ctx context.Context, x *traceExchange) context.Context {
+	return context.WithValue(ctx, exchangeKey{}, x)
+}
+
+var noExchange traceExchange
+
+func exchangeOf(ctx context.Context) *traceExchange {
+	if x, ok := ctx.Value(exchangeKey{}).(*traceExchange); ok {
+		return x
+	}
+	return &noExchange
+}
+
+// cleanAnswer reports whether the trace found the server's message m
+// clean, under the context of its exchange.
+func cleanAnswer(ctx context.Context, m []byte) bool {
+	x, ok := ctx.Value(exchangeKey{}).(*traceExchange)
+	return ok && same(m, x.cleanAnswer)
 }
 
 // traced is ctx with rw for the trace, or ctx itself when not tracing.

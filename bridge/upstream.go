@@ -65,6 +65,8 @@ type outcome struct {
 	// takes; era is the protocol an initialize found.
 	next upstream
 	era  string
+	// clean says frame is clean for the trace (trace.Record.FrameClean).
+	clean bool
 }
 
 // frameOnly is an outcome of a frame alone.
@@ -87,6 +89,10 @@ type modern struct {
 	metaMu sync.Mutex
 	level  string // logging/setLevel
 	meta   atomic.Pointer[rewrite.MetaBlock]
+	// metaVerdict is the trace's verdict on a _meta block (metaClean);
+	// editsClean, on the keys the rewrites insert (rewrite.EditKeys).
+	metaVerdict atomic.Pointer[blockVerdict]
+	editsClean  bool
 
 	// mu guards the tool annotations: the x-mcp-header params by tool,
 	// whether they reflect a tools/list, and the lazy fetches made.
@@ -110,7 +116,7 @@ type modernState struct {
 }
 
 func newModern(e *env) *modern {
-	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}}
+	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}, editsClean: e.cfg.Trace.Clean(rewrite.EditKeys)}
 	m.hs = &handshake{modern: m}
 	m.tasks = &taskBridge{modern: m, reg: ownedBy(newMemRegistry(), e.cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}}
 	m.listen = &listens{modern: m, byURI: map[string]*listener{}}
@@ -208,4 +214,26 @@ func (s *modern) close() {}
 type handshake struct {
 	*modern
 	initMu sync.Mutex // one initialize at a time
+}
+
+// blockVerdict is whether the trace found a _meta block clean.
+type blockVerdict struct {
+	block *rewrite.MetaBlock
+	clean bool
+}
+
+// metaClean reports whether the trace finds the _meta block mb, and the
+// keys the rewrites insert, clean, as trace.Record.FrameClean describes:
+// asked once per block, which carries the client's own capabilities and
+// clientInfo.
+func (s *modern) metaClean(mb *rewrite.MetaBlock) bool {
+	if !s.editsClean {
+		return false
+	}
+	if v := s.metaVerdict.Load(); v != nil && v.block == mb {
+		return v.clean
+	}
+	clean := s.cfg.Trace.Clean(mb.Object())
+	s.metaVerdict.Store(&blockVerdict{block: mb, clean: clean})
+	return clean
 }

@@ -222,7 +222,7 @@ func FuzzEncoder(f *testing.F) {
 				}
 				want = bytes.Clone(want) // the encoder reuses its line
 				viaLine.FrameValid = mark
-				line, err := lw.recordLine(&e, &viaLine)
+				line, _, err := lw.recordLine(&e, &viaLine)
 				if err != nil || !bytes.Equal(line, want) {
 					t.Fatalf("rule %d, frame %q (marked %v) through recordLine:\n got %s (%v)\nwant %s", i, frame, mark, line, err, want)
 				}

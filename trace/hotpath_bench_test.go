@@ -214,22 +214,45 @@ func echoCall() []Record {
 
 // BenchmarkEchoCallRecords is all the trace does for one echo call but the
 // append to the buffer and the write: for each of its four records, Emit's
-// method and id, redaction and encoding.
+// method and id, redaction and encoding. "clean" is the records as the
+// bridge emits them, the ones it makes from clean frames marked FrameClean;
+// "scanned", with every frame scanned.
 func BenchmarkEchoCallRecords(b *testing.B) {
-	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
-	recs := echoCall()
-	var e encoder
-	ts := time.Now()
-	b.ReportAllocs()
-	for b.Loop() {
-		for i := range recs {
-			r := recs[i]
-			r.Time = ts
-			if _, err := w.recordLine(&e, &r); err != nil {
-				b.Fatal(err)
+	for _, clean := range []bool{false, true} {
+		b.Run(cleanName(clean), func(b *testing.B) {
+			w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
+			recs := markClean(echoCall(), clean)
+			var e encoder
+			ts := time.Now()
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range recs {
+					r := recs[i]
+					r.Time = ts
+					if _, _, err := w.recordLine(&e, &r); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-		}
+		})
 	}
+}
+
+func cleanName(clean bool) string {
+	if clean {
+		return "clean"
+	}
+	return "scanned"
+}
+
+// markClean marks, when clean, the records the bridge emits FrameClean for
+// a call whose frames are clean: the request it sends, made from the
+// client's, and the answer it makes of the server's.
+func markClean(recs []Record, clean bool) []Record {
+	for i := range recs {
+		recs[i].FrameClean = clean && (recs[i].Dir == ProxyToServer || recs[i].Dir == ProxyToClient)
+	}
+	return recs
 }
 
 // BenchmarkPrepareResult16MiB is a traced 16 MiB result as the bridge
@@ -266,23 +289,30 @@ func echoCalls(n int) [][]Record {
 // disturb walks through 256 KiB of other memory. BenchmarkDisturb is that
 // walk alone, to subtract.
 func BenchmarkEchoCallRecordsCold(b *testing.B) {
-	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
-	calls := echoCalls(256)
-	var e encoder
-	ts := time.Now()
-	mem := make([]byte, 8<<20)
-	n := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		disturb(mem, n)
-		for _, r := range calls[n%len(calls)] {
-			warm(r.Frame) // the proxy has just read or built the frame
-			r.Time = ts
-			if _, err := w.recordLine(&e, &r); err != nil {
-				b.Fatal(err)
+	for _, clean := range []bool{false, true} {
+		b.Run(cleanName(clean), func(b *testing.B) {
+			w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
+			calls := echoCalls(256)
+			for _, c := range calls {
+				markClean(c, clean)
 			}
-		}
-		n++
+			var e encoder
+			ts := time.Now()
+			mem := make([]byte, 8<<20)
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				disturb(mem, n)
+				for _, r := range calls[n%len(calls)] {
+					warm(r.Frame) // the proxy has just read or built the frame
+					r.Time = ts
+					if _, _, err := w.recordLine(&e, &r); err != nil {
+						b.Fatal(err)
+					}
+				}
+				n++
+			}
+		})
 	}
 }
 

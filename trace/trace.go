@@ -84,6 +84,12 @@ type Record struct {
 	// emitter parsed it or built it. The writer then redacts it without
 	// checking it again. Leave it false for bytes as they arrived.
 	FrameValid bool `json:"-"`
+	// FrameClean says more: the frame is valid, has no whitespace outside
+	// its strings and no key the writer redacts, so it is copied in as it
+	// is. Only a frame made by edits from frames Emit reported clean, that
+	// inserted only parts Clean reported clean (and compact constants),
+	// may say so; the writer does not look (but see VerifyEnv).
+	FrameClean bool `json:"-"`
 	// Truncated reports that the frame was cut to Options.FrameCap.
 	Truncated bool `json:"truncated,omitempty"`
 	// LatencyMs is the latency of this hop in milliseconds, when known.

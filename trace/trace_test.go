@@ -967,7 +967,7 @@ func TestEchoCallRecordsAllocateNothing(t *testing.T) {
 		for i := range recs {
 			r := recs[i]
 			r.Time = ts
-			if _, err := w.recordLine(&e, &r); err != nil {
+			if _, _, err := w.recordLine(&e, &r); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -90,6 +91,8 @@ type Writer struct {
 	frameCap  int
 	noRedact  bool
 	sensitive func(key string) bool
+	verify    bool            // VerifyEnv is set: FrameClean frames are checked
+	verified  atomic.Int64    // how many were
 	secretHdr map[string]bool // lower-case names of the user's secret headers (SecretHeaders)
 
 	maxRecords  int64 // Options.Buffer
@@ -214,6 +217,7 @@ func New(w io.Writer, o Options) *Writer {
 		done:        make(chan struct{}),
 		timer:       time.NewTimer(time.Hour),
 		secretHdr:   map[string]bool{},
+		verify:      os.Getenv(VerifyEnv) != "",
 	}
 	tw.timer.Stop()
 	for _, h := range o.SecretHeaders {
@@ -245,19 +249,24 @@ func (w *Writer) Enabled() bool { return w != nil }
 // write error, the record is dropped and counted. Lines are written in the
 // order Emit buffered them. Records emitted after Close, and all records
 // of a nil Writer, are discarded.
-func (w *Writer) Emit(r Record) {
+//
+// Emit reports whether it found r's frame clean, as Record.FrameClean
+// describes (never when the record was not encoded, or the writer does
+// not redact): a frame made from it by edits that insert only clean parts
+// may then be emitted FrameClean and copied without a scan.
+func (w *Writer) Emit(r Record) (clean bool) {
 	if w == nil || w.closed.Load() {
-		return
+		return false
 	}
 	if w.failed.Load() || w.heldRecords.Load() >= w.maxRecords || w.heldBytes.Load() >= w.maxBytes {
 		w.dropped.Add(1) // full: skip the encoding
-		return
+		return false
 	}
 	if r.Time.IsZero() {
 		r.Time = time.Now()
 	}
 	e := w.encoder()
-	line, err := w.recordLine(e, &r)
+	line, clean, err := w.recordLine(e, &r)
 	w.mu.Lock()
 	accepted := err == nil && !w.shut &&
 		w.heldRecords.Load()+1 <= w.maxRecords && w.heldBytes.Load()+int64(len(line)) <= w.maxBytes
@@ -288,6 +297,20 @@ func (w *Writer) Emit(r Record) {
 		default:
 		}
 	}
+	return clean
+}
+
+// Clean reports whether frame, a part that edits insert into frames Emit
+// found clean, is itself clean as Record.FrameClean describes, by w's
+// rule. It is safe for concurrent use, and meant for parts made once and
+// used often (it remembers nothing); a nil Writer, or one that does not
+// redact, reports false.
+func (w *Writer) Clean(frame []byte) bool {
+	if w == nil || w.noRedact {
+		return false
+	}
+	valid, dirty, spaced := rewrite.ValidKeys(frame, rewrite.NewKeyMemo(w.sensitive))
+	return valid && !dirty && !spaced
 }
 
 // encoder takes an idle encoder, or makes one.
@@ -401,26 +424,48 @@ func (w *Writer) lose(n int64) {
 // first, as any other. A frame whose validity finish checked had its keys
 // tested in that pass: when none is to be redacted it is copied in as it
 // is (compacted when it has whitespace).
-func (w *Writer) recordLine(e *encoder, r *Record) ([]byte, error) {
+func (w *Writer) recordLine(e *encoder, r *Record) (line []byte, clean bool, err error) {
 	e.w = w
 	if w.noRedact {
 		e.w = nil
 	}
 	switch w.finish(r, e, true) {
 	case frameDone, frameSpaced:
-		return e.encode(r)
+		line, err = e.encode(r)
+		return line, false, err
 	case frameClean:
 		e.asIs = true
-		line, err := e.encode(r)
+		line, err = e.encode(r)
 		e.asIs = false
-		return line, err
+		return line, err == nil, err
 	}
 	if line, err := e.encodeClean(r, e.cache.keyMemo(w)); line != nil || err != nil {
-		return line, err
+		return line, err == nil && !e.compacted, err
 	}
 	r.Frame = w.frame(r.Frame, true, &r.Truncated, e.cache.keyRule(w))
-	return e.encode(r)
+	line, err = e.encode(r)
+	return line, false, err
 }
+
+// VerifyEnv, when set in the environment of a process, makes its trace
+// writers check every frame emitted as Record.FrameClean, and panic on one
+// that is not: the tests set it, so that a wrong claim by the bridge fails
+// them instead of leaking a secret into a trace.
+const VerifyEnv = "MCP_TASKS_PROXY_TRACE_VERIFY"
+
+// verifyClean panics when f, emitted as FrameClean, is not clean.
+func (w *Writer) verifyClean(f []byte, c *redactCache) {
+	valid, dirty, spaced := rewrite.ValidKeys(f, c.keyMemo(w))
+	if !valid || dirty || spaced {
+		panic(fmt.Sprintf("trace: a frame emitted as clean is not (valid %v, a key to redact %v, whitespace %v): %.200s", valid, dirty, spaced, f))
+	}
+	w.verified.Add(1)
+}
+
+// Verified reports how many frames emitted as Record.FrameClean w checked
+// and found clean (only while VerifyEnv is set): the tests read it to know
+// that the claims they meant to check were made.
+func (w *Writer) Verified() int64 { return w.verified.Load() }
 
 // What finish left to do with a record's frame.
 const (
@@ -456,6 +501,9 @@ type encoder struct {
 	// by; dirty, that a key matched it.
 	memo  *rewrite.KeyMemo
 	dirty bool
+	// compacted, after encodeClean, says the frame had whitespace to take
+	// out.
+	compacted bool
 	// asIs, while recordLine encodes a frameClean record, says its frame
 	// goes in as it is.
 	asIs bool
@@ -500,7 +548,7 @@ func (e *encoder) encode(r *Record) ([]byte, error) {
 // a key is to be redacted, or the record needs encoding/json: the caller
 // then redacts the frame and encodes it the usual way.
 func (e *encoder) encodeClean(r *Record, keys *rewrite.KeyMemo) ([]byte, error) {
-	e.memo = keys
+	e.memo, e.compacted = keys, false
 	line, ok := e.appendRecord(e.line[:0], r)
 	e.memo = nil
 	if !ok || e.dirty {
@@ -545,8 +593,12 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 			dst = append(dst, r.Frame...)
 		} else if e.memo == nil {
 			dst = appendCompact(dst, r.Frame)
-		} else if dst, e.dirty = rewrite.AppendCompact(dst, r.Frame, e.memo); e.dirty {
-			return dst, true // encodeClean gives up on the line
+		} else {
+			n := len(dst)
+			if dst, e.dirty = rewrite.AppendCompact(dst, r.Frame, e.memo); e.dirty {
+				return dst, true // encodeClean gives up on the line
+			}
+			e.compacted = len(dst)-n != len(r.Frame)
 		}
 	}
 	if r.Truncated {
@@ -917,7 +969,12 @@ func (w *Writer) finish(r *Record, e *encoder, deferFrame bool) (state int) {
 		// there are none when no key is to be redacted.
 		f := rewrite.TrimFrame(r.Frame)
 		if len(f) > 0 && len(f) <= w.frameCap && !tooDeep(f) {
-			if r.FrameValid {
+			if r.FrameClean {
+				if w.verify {
+					w.verifyClean(f, c)
+				}
+				r.Frame, r.FrameValid, state = f, true, frameClean
+			} else if r.FrameValid {
 				r.Frame, state = f, frameScan
 			} else if valid, dirty, spaced := rewrite.ValidKeys(f, c.keyMemo(w)); valid {
 				r.Frame, r.FrameValid = f, true

@@ -1,0 +1,99 @@
+package bridge
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
+)
+
+// TestTraceTakesEditedCleanFramesAsClean: the request the proxy makes of a
+// clean client request, and the answer it makes of a clean server answer,
+// go into the trace as clean frames (trace.Record.FrameClean), copied
+// without a scan, and only then: a client frame with a key to redact or
+// with whitespace, a server answer with one, a _meta block with one and a
+// --redact-key that names a key the rewrites insert each withhold the
+// claim. Every claim is checked by the writer (trace.VerifyEnv, set by
+// TestMain), which panics on a wrong one; Verified counts the claims, and
+// the records show exactly the bytes that crossed.
+func TestTraceTakesEditedCleanFramesAsClean(t *testing.T) {
+	const secret = "hunter2"
+	cases := []struct {
+		name      string
+		clientKey string   // a clientInfo member of the initialize, when set
+		redact    []string // trace.Options.RedactKeys
+		request   string
+		answer    string // the server's result, when not the echo
+		claims    int64  // frames emitted as clean: the request up, the answer down
+	}{
+		{name: "clean", request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p","arguments":{"q":"x y"}}}`, claims: 2},
+		{name: "client secret", request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p","arguments":{"password":"` + secret + `"}}}`},
+		{name: "client whitespace", request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get", "params":{"name":"p","arguments":{"q":"x"}}}`},
+		{name: "server secret", request: `{"jsonrpc":"2.0","id":"s","method":"prompts/get","params":{"name":"p"}}`,
+			answer: `{"resultType":"complete","messages":[],"apiKey":"` + secret + `"}`, claims: 1},
+		{name: "server whitespace", request: `{"jsonrpc":"2.0","id":"s","method":"prompts/get","params":{"name":"p"}}`,
+			answer: `{"resultType":"complete", "messages":[]}`, claims: 1},
+		{name: "block secret", clientKey: `"password":"` + secret + `"`, request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p"}}`, claims: 1},
+		{name: "rewrite key redacted", redact: []string{"taskId"}, request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p"}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newUpstream(t)
+			if tc.answer != "" {
+				u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, gjson.Get(body, "id").Raw, tc.answer)
+				})
+			}
+			var buf syncBuf
+			tw := trace.New(&buf, trace.Options{RedactKeys: tc.redact})
+			h := start(t, u.URL, Config{Trace: tw})
+			info := `{"name":"c","version":"1"}`
+			if tc.clientKey != "" {
+				info = `{"name":"c","version":"1",` + tc.clientKey + `}`
+			}
+			h.send(strings.Replace(initReq, `{"name":"c","version":"1"}`, info, 1))
+			h.next()
+			h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			before := tw.Verified()
+			h.send(tc.request)
+			answer := h.next()
+			claims := tw.Verified() - before
+			h.stop()
+			if dropped, err := tw.Close(); dropped != 0 || err != nil {
+				t.Fatalf("trace Close: %d dropped, %v", dropped, err)
+			}
+			if claims != tc.claims {
+				t.Errorf("%d frames emitted as clean, want %d", claims, tc.claims)
+			}
+			op := ""
+			frames := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+				if strings.Contains(line, secret) {
+					t.Errorf("a secret reached the trace: %s", line)
+				}
+				r := gjson.Parse(line)
+				if r.Get("dir").Str == "client->proxy" && r.Get("method").Str == "prompts/get" {
+					op = r.Get("op").Str
+				}
+				if op != "" && r.Get("op").Str == op {
+					frames[r.Get("dir").Str] = r.Get("frame").Raw
+				}
+			}
+			if tc.claims != 2 {
+				return
+			}
+			// Taken as clean, the frames went in as they crossed.
+			if got, want := frames["proxy->server"], u.lastBody("prompts/get"); got != want {
+				t.Errorf("proxy->server frame\n got %s\nwant %s", got, want)
+			}
+			if got := frames["proxy->client"]; got != answer {
+				t.Errorf("proxy->client frame\n got %s\nwant %s", got, answer)
+			}
+		})
+	}
+}
