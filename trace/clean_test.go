@@ -20,11 +20,11 @@ var cleanCases = []struct {
 	{`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a b\n"}]}}`, true},
 	{`{"jsonrpc":"2.0","id":"x","method":"m","params":{"_meta":{"progressToken":3}}}`, true},
 	{`  {"jsonrpc":"2.0","id":1,"result":{}}` + "\r\n", true}, // the line's own ends are trimmed
-	{`{"jsonrpc":"2.0", "id":1,"result":{}}`, false},         // whitespace
+	{`{"jsonrpc":"2.0", "id":1,"result":{}}`, false},          // whitespace
 	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\n}}", false},
 	{`{"jsonrpc":"2.0","id":1,"result":{"password":"p"}}`, false}, // a key to redact
 	{`{"jsonrpc":"2.0","id":1,"result":[{"deep":{"apiKey":1}}]}`, false},
-	{`{"jsonrpc":"2.0","id":1,"result":`, false}, // invalid
+	{`{"jsonrpc":"2.0","id":1,"result":`, false},                                                // invalid
 	{`{"jsonrpc":"2.0","id":1,"result":"` + strings.Repeat("x", DefaultFrameCap) + `"}`, false}, // over the cap
 }
 
