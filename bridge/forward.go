@@ -401,7 +401,7 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 				errorData(s.client.URL(), resp.Status, "", "")), retryBroken)
 		}
 		touch()
-		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
+		m, perr := s.parseAnswer(ctx, rewrite.TrimFrame(msg))
 		if perr != nil {
 			if !resp.IsSSE() {
 				if resp.Status < 300 {

@@ -466,7 +466,16 @@ func (s *Session) read(ctx context.Context, conn Conn) error {
 
 // dispatch handles one message. It returns false when the session is over.
 func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
-	f, err := rewrite.Parse(line)
+	// While tracing, the trace's check of the line validates it for the
+	// parse too, and a clean line goes into the trace as it is.
+	var f rewrite.Frame
+	var err error
+	valid, clean := s.cfg.Trace.Check(line)
+	if valid {
+		f, err = rewrite.ParseValid(line)
+	} else {
+		f, err = rewrite.Parse(line)
+	}
 	if ce := s.log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
 		ce.Write(zap.ByteString("frame", s.logFrame(line)), zap.String("method", f.Method))
 	}
@@ -483,7 +492,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	case f.Method == "notifications/cancelled":
 		op = s.inflightOp(f.Params.Get("requestId").Raw)
 	}
-	clean := s.traceFrame(trace.ClientToProxy, op, line, !errors.Is(err, rewrite.ErrParse), false, nil)
+	clean = s.traceFrame(trace.ClientToProxy, op, line, !errors.Is(err, rewrite.ErrParse), clean, nil)
 	if err != nil {
 		var id []byte
 		if f.Kind == rewrite.KindRequest || f.ID.Exists() {

@@ -11,13 +11,13 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
-// TestTraceTakesEditedCleanFramesAsClean: the request the proxy makes of a
-// clean client request, and the answer it makes of a clean server answer,
-// go into the trace as clean frames (trace.Record.FrameClean), copied
-// without a scan, and only then: a client frame with a key to redact or
-// with whitespace, a server answer with one, a _meta block with one and a
-// --redact-key that names a key the rewrites insert each withhold the
-// claim. Every claim is checked by the writer (trace.VerifyEnv, set by
+// TestTraceTakesEditedCleanFramesAsClean: a client's clean line (checked
+// once for the parse and the trace), the request the proxy makes of it, and
+// the answer it makes of a clean server answer go into the trace as clean
+// frames (trace.Record.FrameClean), copied without a scan, and only then: a
+// client frame with a key to redact or with whitespace, a server answer
+// with one, a _meta block with one and a --redact-key that names a key the
+// rewrites insert each withhold the claims that depend on them. Every claim is checked by the writer (trace.VerifyEnv, set by
 // TestMain), which panics on a wrong one; Verified counts the claims, and
 // the records show exactly the bytes that crossed.
 func TestTraceTakesEditedCleanFramesAsClean(t *testing.T) {
@@ -28,17 +28,17 @@ func TestTraceTakesEditedCleanFramesAsClean(t *testing.T) {
 		redact    []string // trace.Options.RedactKeys
 		request   string
 		answer    string // the server's result, when not the echo
-		claims    int64  // frames emitted as clean: the request up, the answer down
+		claims    int64  // frames emitted as clean: the client's line, the request up, the answer down
 	}{
-		{name: "clean", request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p","arguments":{"q":"x y"}}}`, claims: 2},
+		{name: "clean", request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p","arguments":{"q":"x y"}}}`, claims: 3},
 		{name: "client secret", request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p","arguments":{"password":"` + secret + `"}}}`},
 		{name: "client whitespace", request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get", "params":{"name":"p","arguments":{"q":"x"}}}`},
 		{name: "server secret", request: `{"jsonrpc":"2.0","id":"s","method":"prompts/get","params":{"name":"p"}}`,
-			answer: `{"resultType":"complete","messages":[],"apiKey":"` + secret + `"}`, claims: 1},
+			answer: `{"resultType":"complete","messages":[],"apiKey":"` + secret + `"}`, claims: 2},
 		{name: "server whitespace", request: `{"jsonrpc":"2.0","id":"s","method":"prompts/get","params":{"name":"p"}}`,
-			answer: `{"resultType":"complete", "messages":[]}`, claims: 1},
-		{name: "block secret", clientKey: `"password":"` + secret + `"`, request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p"}}`, claims: 1},
-		{name: "rewrite key redacted", redact: []string{"taskId"}, request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p"}}`},
+			answer: `{"resultType":"complete", "messages":[]}`, claims: 2},
+		{name: "block secret", clientKey: `"password":"` + secret + `"`, request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p"}}`, claims: 2},
+		{name: "rewrite key redacted", redact: []string{"taskId"}, request: `{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p"}}`, claims: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,10 +84,13 @@ func TestTraceTakesEditedCleanFramesAsClean(t *testing.T) {
 					frames[r.Get("dir").Str] = r.Get("frame").Raw
 				}
 			}
-			if tc.claims != 2 {
+			if tc.claims != 3 {
 				return
 			}
 			// Taken as clean, the frames went in as they crossed.
+			if got := frames["client->proxy"]; got != tc.request {
+				t.Errorf("client->proxy frame\n got %s\nwant %s", got, tc.request)
+			}
 			if got, want := frames["proxy->server"], u.lastBody("prompts/get"); got != want {
 				t.Errorf("proxy->server frame\n got %s\nwant %s", got, want)
 			}
@@ -95,5 +98,56 @@ func TestTraceTakesEditedCleanFramesAsClean(t *testing.T) {
 				t.Errorf("proxy->client frame\n got %s\nwant %s", got, answer)
 			}
 		})
+	}
+}
+
+// TestTraceParsesWhatItDidNotFindValid: while tracing, a server answer the
+// trace did not find valid is validated by the parse as always, whether it
+// is invalid JSON or a frame of the right shape cut short: the client gets
+// the proxy's error, not a result read out of broken JSON.
+func TestTraceParsesWhatItDidNotFindValid(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","messages":[]}`,
+		`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","messages":[}}`,
+	} {
+		u := newUpstream(t)
+		u.setHandler(func(w http.ResponseWriter, r *http.Request, b string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, body, gjson.Get(b, "id").Raw)
+		})
+		var buf syncBuf
+		tw := trace.New(&buf, trace.Options{})
+		h := initialized(t, u, Config{Trace: tw})
+		h.send(`{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"p"}}`)
+		answer := h.next()
+		h.stop()
+		if _, err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if gjson.Get(answer, "result").Exists() || gjson.Get(answer, "error.code").Int() != -32603 {
+			t.Errorf("the answer to %q: %s", body, answer)
+		}
+	}
+}
+
+// TestTraceCheckedClientLinesParseAsEver: while tracing, the client's line
+// is validated once, by the trace's check, for the parse too; a line cut
+// short is still a parse error (-32700), and the session goes on.
+func TestTraceCheckedClientLinesParseAsEver(t *testing.T) {
+	u := newUpstream(t)
+	var buf syncBuf
+	tw := trace.New(&buf, trace.Options{})
+	h := initialized(t, u, Config{Trace: tw})
+	h.send(`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"p"}`)
+	if a := h.next(); gjson.Get(a, "error.code").Int() != -32700 {
+		t.Errorf("the answer to a line cut short: %s", a)
+	}
+	h.send(`{"jsonrpc":"2.0","id":8,"method":"prompts/get","params":{"name":"p"}}`)
+	if a := h.next(); gjson.Get(a, "id").Raw != "8" || !gjson.Get(a, "result").Exists() {
+		t.Errorf("the answer to the next request: %s", a)
+	}
+	h.stop()
+	if _, err := tw.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -182,6 +182,16 @@ func exchangeOf(ctx context.Context) *traceExchange {
 	return &noExchange
 }
 
+// parseAnswer parses a server's message m read under the context of its
+// exchange: without validating it again when the trace has just found
+// these very bytes clean, and so valid.
+func (s *env) parseAnswer(ctx context.Context, m []byte) (rewrite.Frame, error) {
+	if s.tracing() && cleanAnswer(ctx, m) {
+		return rewrite.ParseValid(m)
+	}
+	return rewrite.Parse(m)
+}
+
 // cleanAnswer reports whether the trace found the server's message m
 // clean, under the context of its exchange.
 func cleanAnswer(ctx context.Context, m []byte) bool {

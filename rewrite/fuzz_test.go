@@ -3,7 +3,9 @@ package rewrite_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 
@@ -46,6 +48,13 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		fr, err := rewrite.Parse(rewrite.TrimFrame(in))
+		if rewrite.Valid(rewrite.TrimFrame(in)) {
+			// What the validator found valid ParseValid parses as Parse does.
+			fv, verr := rewrite.ParseValid(rewrite.TrimFrame(in))
+			if fmt.Sprint(verr) != fmt.Sprint(err) || !reflect.DeepEqual(fv, fr) {
+				t.Fatalf("ParseValid(%q) = %+v, %v; Parse: %+v, %v", in, fv, verr, fr, err)
+			}
+		}
 		if err != nil {
 			if c := rewrite.Code(err); c != -32700 && c != -32600 && c != -32602 {
 				t.Fatalf("Code(%v) = %d", err, c)

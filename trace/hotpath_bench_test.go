@@ -215,8 +215,9 @@ func echoCall() []Record {
 // BenchmarkEchoCallRecords is all the trace does for one echo call but the
 // append to the buffer and the write: for each of its four records, Emit's
 // method and id, redaction and encoding. "clean" is the records as the
-// bridge emits them, the ones it makes from clean frames marked FrameClean;
-// "scanned", with every frame scanned.
+// bridge emits them: the client's line checked first (Check, which the
+// parse then relies on), and it and the frames made from clean frames
+// marked FrameClean; "scanned", with every frame scanned.
 func BenchmarkEchoCallRecords(b *testing.B) {
 	for _, clean := range []bool{false, true} {
 		b.Run(cleanName(clean), func(b *testing.B) {
@@ -229,6 +230,9 @@ func BenchmarkEchoCallRecords(b *testing.B) {
 				for i := range recs {
 					r := recs[i]
 					r.Time = ts
+					if r.Dir == ClientToProxy && clean {
+						w.Check(r.Frame)
+					}
 					if _, _, err := w.recordLine(&e, &r); err != nil {
 						b.Fatal(err)
 					}
@@ -246,11 +250,11 @@ func cleanName(clean bool) string {
 }
 
 // markClean marks, when clean, the records the bridge emits FrameClean for
-// a call whose frames are clean: the request it sends, made from the
-// client's, and the answer it makes of the server's.
+// a call whose frames are clean: the client's line (checked first), the
+// request it sends, made from it, and the answer it makes of the server's.
 func markClean(recs []Record, clean bool) []Record {
 	for i := range recs {
-		recs[i].FrameClean = clean && (recs[i].Dir == ProxyToServer || recs[i].Dir == ProxyToClient)
+		recs[i].FrameClean = clean && recs[i].Dir != ServerToProxy
 	}
 	return recs
 }
@@ -306,6 +310,9 @@ func BenchmarkEchoCallRecordsCold(b *testing.B) {
 				for _, r := range calls[n%len(calls)] {
 					warm(r.Frame) // the proxy has just read or built the frame
 					r.Time = ts
+					if r.Dir == ClientToProxy && clean {
+						w.Check(r.Frame)
+					}
 					if _, _, err := w.recordLine(&e, &r); err != nil {
 						b.Fatal(err)
 					}

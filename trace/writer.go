@@ -284,9 +284,7 @@ func (w *Writer) Emit(r Record) (clean bool) {
 		w.kicked = w.kicked || kick
 	}
 	shut := w.shut
-	if len(w.encoders) < maxIdleEncoders {
-		w.encoders = append(w.encoders, e) // its line is copied: free for the next record
-	}
+	w.keep(e) // its line is copied: free for the next record
 	w.mu.Unlock()
 	if !accepted && !shut {
 		w.dropped.Add(1) // full, or a record no JSON can hold (errUnencodable)
@@ -311,6 +309,32 @@ func (w *Writer) Clean(frame []byte) bool {
 	}
 	valid, dirty, spaced := rewrite.ValidKeys(frame, rewrite.NewKeyMemo(w.sensitive))
 	return valid && !dirty && !spaced
+}
+
+// Check reports whether frame is valid JSON, and whether it is clean, as
+// Record.FrameClean describes, by w's rule: a caller that is about to
+// parse and trace a frame it received checks it here once, parses it
+// without validating it again (rewrite.ParseValid) and emits it
+// FrameClean when it is clean. It answers false, false for a nil Writer,
+// one that does not redact, and a frame over the cap (whose trace record
+// holds only its head): such frames are validated and traced as usual.
+func (w *Writer) Check(frame []byte) (valid, clean bool) {
+	if w == nil || w.noRedact || len(frame) == 0 || len(frame) > w.frameCap {
+		return false, false
+	}
+	e := w.encoder() // for its memo of the rule's verdicts
+	valid, dirty, spaced := rewrite.ValidKeys(frame, e.cache.keyMemo(w))
+	w.mu.Lock()
+	w.keep(e)
+	w.mu.Unlock()
+	return valid, valid && !dirty && !spaced
+}
+
+// keep puts e back among the idle encoders; w.mu is held.
+func (w *Writer) keep(e *encoder) {
+	if len(w.encoders) < maxIdleEncoders {
+		w.encoders = append(w.encoders, e)
+	}
 }
 
 // encoder takes an idle encoder, or makes one.
