@@ -59,6 +59,12 @@ func TestTraceTakesEditedCleanFramesAsClean(t *testing.T) {
 			h.send(strings.Replace(initReq, `{"name":"c","version":"1"}`, info, 1))
 			h.next()
 			h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			// Lines are read in turn: once ping is answered, the lines
+			// before it have been traced.
+			h.send(`{"jsonrpc":"2.0","id":"ping","method":"ping"}`)
+			if a := h.next(); gjson.Get(a, "id").Str != "ping" {
+				t.Fatalf("the answer to ping: %s", a)
+			}
 			before := tw.Verified()
 			h.send(tc.request)
 			answer := h.next()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 // An upstream is how a session reaches its server. There are two: modern
@@ -116,7 +117,7 @@ type modernState struct {
 }
 
 func newModern(e *env) *modern {
-	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}, editsClean: e.cfg.Trace.Clean(rewrite.EditKeys)}
+	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}, editsClean: partClean(e.cfg.Trace, rewrite.EditKeys)}
 	m.hs = &handshake{modern: m}
 	m.tasks = &taskBridge{modern: m, reg: ownedBy(newMemRegistry(), e.cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}}
 	m.listen = &listens{modern: m, byURI: map[string]*listener{}}
@@ -216,6 +217,13 @@ type handshake struct {
 	initMu sync.Mutex // one initialize at a time
 }
 
+// partClean reports whether the trace w finds part, which edits insert into
+// frames, clean (trace.Record.FrameClean).
+func partClean(w *trace.Writer, part []byte) bool {
+	_, ok := w.Check(part)
+	return ok
+}
+
 // blockVerdict is whether the trace found a _meta block clean.
 type blockVerdict struct {
 	block *rewrite.MetaBlock
@@ -233,7 +241,7 @@ func (s *modern) metaClean(mb *rewrite.MetaBlock) bool {
 	if v := s.metaVerdict.Load(); v != nil && v.block == mb {
 		return v.clean
 	}
-	clean := s.cfg.Trace.Clean(mb.Object())
+	clean := partClean(s.cfg.Trace, mb.Object())
 	s.metaVerdict.Store(&blockVerdict{block: mb, clean: clean})
 	return clean
 }

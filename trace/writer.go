@@ -298,24 +298,12 @@ func (w *Writer) Emit(r Record) (clean bool) {
 	return clean
 }
 
-// Clean reports whether frame, a part that edits insert into frames Emit
-// found clean, is itself clean as Record.FrameClean describes, by w's
-// rule. It is safe for concurrent use, and meant for parts made once and
-// used often (it remembers nothing); a nil Writer, or one that does not
-// redact, reports false.
-func (w *Writer) Clean(frame []byte) bool {
-	if w == nil || w.noRedact {
-		return false
-	}
-	valid, dirty, spaced := rewrite.ValidKeys(frame, rewrite.NewKeyMemo(w.sensitive))
-	return valid && !dirty && !spaced
-}
-
 // Check reports whether frame is valid JSON, and whether it is clean, as
 // Record.FrameClean describes, by w's rule: a caller that is about to
 // parse and trace a frame it received checks it here once, parses it
 // without validating it again (rewrite.ParseValid) and emits it
-// FrameClean when it is clean. It answers false, false for a nil Writer,
+// FrameClean when it is clean; a part that edits insert into frames found
+// clean is checked here once too. It is safe for concurrent use. It answers false, false for a nil Writer,
 // one that does not redact, and a frame over the cap (whose trace record
 // holds only its head): such frames are validated and traced as usual.
 func (w *Writer) Check(frame []byte) (valid, clean bool) {
