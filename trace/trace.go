@@ -86,9 +86,10 @@ type Record struct {
 	FrameValid bool `json:"-"`
 	// FrameClean says more: the frame is valid, has no whitespace outside
 	// its strings and no key the writer redacts, so it is copied in as it
-	// is. Only a frame made by edits from frames Emit reported clean, that
-	// inserted only parts Clean reported clean (and compact constants),
-	// may say so; the writer does not look (but see VerifyEnv).
+	// is. Only a frame Check reported clean, or one made by edits from
+	// frames Emit or Check reported clean that inserted only parts Check
+	// reported clean (and compact constants), may say so; the writer does
+	// not look (but see VerifyEnv).
 	FrameClean bool `json:"-"`
 	// Truncated reports that the frame was cut to Options.FrameCap.
 	Truncated bool `json:"truncated,omitempty"`
