@@ -401,7 +401,9 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 				errorData(s.client.URL(), resp.Status, "", "")), retryBroken)
 		}
 		touch()
-		m, perr := s.parseAnswer(ctx, rewrite.TrimFrame(msg))
+		raw := rewrite.TrimFrame(msg)
+		clean := s.cleanAnswer(ctx, raw) // the trace's verdict on these bytes
+		m, perr := parseKnown(raw, clean)
 		if perr != nil {
 			if !resp.IsSSE() {
 				if resp.Status < 300 {
@@ -432,7 +434,7 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
 				errorData(s.client.URL(), resp.Status, "", "")), retryNone)
 		}
-		r := s.down(ctx, c, f.Method, &m, resp.Status, resp.Room())
+		r := s.down(ctx, c, f.Method, &m, clean, resp.Status, resp.Room())
 		if m.Error.Exists() {
 			r.code = int(m.Error.Get("code").Int())
 		}
@@ -443,8 +445,8 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 // down rewrites the upstream response for the client. room, when not nil, is
 // the buffer m was read into with spare bytes in front (a large JSON body):
 // a plain result is then rewritten in place, so that only one copy of it is
-// ever in memory.
-func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Frame, status int, room []byte) result {
+// ever in memory. clean says the trace found m clean (see below).
+func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Frame, clean bool, status int, room []byte) result {
 	tasks := s.tasksEnabled()
 	augmented := protocol.MayBecomeTask(method) && c.task.Exists() && tasks
 	if augmented || method == "tools/list" {
@@ -469,7 +471,7 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 		// The server's clean message, with the id of the client's clean
 		// request restored and the rewrite's edits, is clean; a tools/list
 		// page, whose tools are edited further, is left to the trace.
-		clean := method != "tools/list" && c.clientClean && s.editsClean && cleanAnswer(ctx, m.Raw)
+		clean = clean && method != "tools/list" && c.clientClean && s.editsClean
 		return result{frame: d.Frame, rewrites: d.Rewrites, clean: clean}
 	case protocol.ResultTask:
 		if !protocol.MayBecomeTask(method) {

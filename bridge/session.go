@@ -468,14 +468,8 @@ func (s *Session) read(ctx context.Context, conn Conn) error {
 func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	// While tracing, the trace's check of the line validates it for the
 	// parse too, and a clean line goes into the trace as it is.
-	var f rewrite.Frame
-	var err error
 	valid, clean := s.cfg.Trace.Check(line)
-	if valid {
-		f, err = rewrite.ParseValid(line)
-	} else {
-		f, err = rewrite.Parse(line)
-	}
+	f, err := parseKnown(line, valid)
 	if ce := s.log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
 		ce.Write(zap.ByteString("frame", s.logFrame(line)), zap.String("method", f.Method))
 	}

@@ -17,9 +17,10 @@ import (
 // frames (trace.Record.FrameClean), copied without a scan, and only then: a
 // client frame with a key to redact or with whitespace, a server answer
 // with one, a _meta block with one and a --redact-key that names a key the
-// rewrites insert each withhold the claims that depend on them. Every claim is checked by the writer (trace.VerifyEnv, set by
-// TestMain), which panics on a wrong one; Verified counts the claims, and
-// the records show exactly the bytes that crossed.
+// rewrites insert each withhold the claims that depend on them. Every claim
+// is checked by the writer (trace.VerifyEnv, set by TestMain), which panics
+// on a wrong one; Verified counts the claims, and the records show exactly
+// the bytes that crossed.
 func TestTraceTakesEditedCleanFramesAsClean(t *testing.T) {
 	const secret = "hunter2"
 	cases := []struct {

@@ -164,7 +164,7 @@ type traceExchange struct {
 // withRewrites names, for the trace, what the proxy changed in the
 // requests made under ctx. Only call it while tracing: it allocates.
 func withRewrites(ctx context.Context, rw []string) context.Context {
-	return context.WithValue(ctx, exchangeKey{}, &traceExchange{rewrites: rw})
+	return withExchange(ctx, &traceExchange{rewrites: rw})
 }
 
 // withExchange is withRewrites for one exchange of a client request: its
@@ -182,21 +182,19 @@ func exchangeOf(ctx context.Context) *traceExchange {
 	return &noExchange
 }
 
-// parseAnswer parses a server's message m read under the context of its
-// exchange: without validating it again when the trace has just found
-// these very bytes clean, and so valid.
-func (s *env) parseAnswer(ctx context.Context, m []byte) (rewrite.Frame, error) {
-	if s.tracing() && cleanAnswer(ctx, m) {
-		return rewrite.ParseValid(m)
+// parseKnown parses raw, without validating it again when the trace has
+// just found these very bytes valid.
+func parseKnown(raw []byte, valid bool) (rewrite.Frame, error) {
+	if valid {
+		return rewrite.ParseValid(raw)
 	}
-	return rewrite.Parse(m)
+	return rewrite.Parse(raw)
 }
 
 // cleanAnswer reports whether the trace found the server's message m
 // clean, under the context of its exchange.
-func cleanAnswer(ctx context.Context, m []byte) bool {
-	x, ok := ctx.Value(exchangeKey{}).(*traceExchange)
-	return ok && same(m, x.cleanAnswer)
+func (s *env) cleanAnswer(ctx context.Context, m []byte) bool {
+	return s.tracing() && same(m, exchangeOf(ctx).cleanAnswer)
 }
 
 // traced is ctx with rw for the trace, or ctx itself when not tracing.

@@ -72,7 +72,7 @@ func TestEmitReportsCleanFrames(t *testing.T) {
 // the line its scan would make, byte for byte; and a frame claimed clean
 // over the cap, where the claim is not heeded, is still redacted.
 func TestFrameCleanRecordsMatchScannedOnes(t *testing.T) {
-	w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
+	w := bareWriter()
 	var e encoder
 	ts := time.Now()
 	for _, rec := range echoCall() {

@@ -221,21 +221,14 @@ func echoCall() []Record {
 func BenchmarkEchoCallRecords(b *testing.B) {
 	for _, clean := range []bool{false, true} {
 		b.Run(cleanName(clean), func(b *testing.B) {
-			w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
+			w := bareWriter()
 			recs := markClean(echoCall(), clean)
 			var e encoder
 			ts := time.Now()
 			b.ReportAllocs()
 			for b.Loop() {
-				for i := range recs {
-					r := recs[i]
-					r.Time = ts
-					if r.Dir == ClientToProxy && clean {
-						w.Check(r.Frame)
-					}
-					if _, _, err := w.recordLine(&e, &r); err != nil {
-						b.Fatal(err)
-					}
+				if err := traceCall(w, &e, recs, ts); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
@@ -247,6 +240,30 @@ func cleanName(clean bool) string {
 		return "clean"
 	}
 	return "scanned"
+}
+
+// bareWriter is a Writer with the default rule, for recordLine alone: no
+// goroutine, no output.
+func bareWriter() *Writer {
+	return &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
+}
+
+// traceCall is the trace's work for one call's records, as the bridge
+// emits them but for the buffering: a client's line marked clean is
+// checked first (Check, which the parse then relies on), then each
+// record's line is made.
+func traceCall(w *Writer, e *encoder, recs []Record, ts time.Time) error {
+	for i := range recs {
+		r := recs[i]
+		r.Time = ts
+		if r.Dir == ClientToProxy && r.FrameClean {
+			w.Check(r.Frame)
+		}
+		if _, _, err := w.recordLine(e, &r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // markClean marks, when clean, the records the bridge emits FrameClean for
@@ -295,7 +312,7 @@ func echoCalls(n int) [][]Record {
 func BenchmarkEchoCallRecordsCold(b *testing.B) {
 	for _, clean := range []bool{false, true} {
 		b.Run(cleanName(clean), func(b *testing.B) {
-			w := &Writer{frameCap: DefaultFrameCap, sensitive: rewrite.SensitiveKey, secretHdr: map[string]bool{}}
+			w := bareWriter()
 			calls := echoCalls(256)
 			for _, c := range calls {
 				markClean(c, clean)
@@ -307,15 +324,12 @@ func BenchmarkEchoCallRecordsCold(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				disturb(mem, n)
-				for _, r := range calls[n%len(calls)] {
-					warm(r.Frame) // the proxy has just read or built the frame
-					r.Time = ts
-					if r.Dir == ClientToProxy && clean {
-						w.Check(r.Frame)
-					}
-					if _, _, err := w.recordLine(&e, &r); err != nil {
-						b.Fatal(err)
-					}
+				call := calls[n%len(calls)]
+				for _, r := range call {
+					warm(r.Frame) // the proxy has just read or built the frames
+				}
+				if err := traceCall(w, &e, call, ts); err != nil {
+					b.Fatal(err)
 				}
 				n++
 			}

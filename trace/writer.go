@@ -303,9 +303,10 @@ func (w *Writer) Emit(r Record) (clean bool) {
 // parse and trace a frame it received checks it here once, parses it
 // without validating it again (rewrite.ParseValid) and emits it
 // FrameClean when it is clean; a part that edits insert into frames found
-// clean is checked here once too. It is safe for concurrent use. It answers false, false for a nil Writer,
-// one that does not redact, and a frame over the cap (whose trace record
-// holds only its head): such frames are validated and traced as usual.
+// clean is checked here once too. It is safe for concurrent use. It
+// answers false, false for a nil Writer, one that does not redact, and a
+// frame over the cap (whose trace record holds only its head): such frames
+// are validated and traced as usual.
 func (w *Writer) Check(frame []byte) (valid, clean bool) {
 	if w == nil || w.noRedact || len(frame) == 0 || len(frame) > w.frameCap {
 		return false, false
