@@ -63,14 +63,52 @@ func load64(s string, i int) uint64 {
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
+// plainPrefix is the length of the longest prefix of s that is plain
+// ASCII (no quote, backslash or control byte), which a JSON string holds
+// as it is: eight bytes at a time, and the last few in one load too when
+// s has eight bytes or more.
+func plainPrefix(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := load64(s, i)
+		if m := specialMask(w) | w&msb; m != 0 {
+			return i + firstMarked(m)
+		}
+	}
+	if i == len(s) {
+		return i
+	}
+	if len(s) >= 8 {
+		// The last eight bytes, of which the first 8-(len(s)-i) are
+		// checked plain: a plain byte marks none, nor lends a borrow to
+		// the next (see specialMask).
+		w := load64(s, len(s)-8)
+		m := (specialMask(w) | w&msb) >> (8 * (8 - (len(s) - i)))
+		if m == 0 {
+			return len(s)
+		}
+		return i + firstMarked(m)
+	}
+	for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' && s[i] < utf8.RuneSelf {
+		i++
+	}
+	return i
+}
+
 // AppendString appends s as a JSON string, as encoding/json writes it with
 // HTML escaping off: <, > and & stay as they are, invalid UTF-8 bytes
 // become U+FFFD, and U+2028 and U+2029 are escaped. The trace holds it to
 // encoding/json byte for byte (trace.FuzzEncoder).
 func AppendString(b []byte, s string) []byte {
+	i := plainPrefix(s)
+	if i == len(s) { // most strings: one copy
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		// Eight plain ASCII bytes at a time, to the first that is a quote,
 		// a backslash, a control byte or part of a multi-byte rune.
 		for i+8 <= len(s) {

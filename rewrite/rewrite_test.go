@@ -443,18 +443,45 @@ func TestToolsListTaskSupportFollowsExtension(t *testing.T) {
 
 // AppendString writes what encoding/json writes with HTML escaping off.
 func TestAppendStringMatchesEncodingJSON(t *testing.T) {
-	for _, in := range []string{
+	ins := []string{
 		"", "plain", `quote " backslash \ slash /`, "\b\f\n\r\t\x00\x01\x1f\x7f",
 		"<tag> & amp", "é ü 日本", "\u2028 and \u2029", "bad \xff\xfe utf-8", "\xed\xa0\x80 surrogate",
-	} {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(in); err != nil {
-			t.Fatal(err)
-		}
-		if got := rewrite.AppendString(nil, in); string(got) != strings.TrimSuffix(want.String(), "\n") {
-			t.Errorf("AppendString(%q) = %s, want %s", in, got, want.String())
+	}
+	// A byte to escape (or a rune's first byte) at each place of strings
+	// around the eight-byte loads' edges, plain ones among them.
+	for n := 1; n <= 17; n++ {
+		ins = append(ins, strings.Repeat("a", n))
+		for i := range n {
+			for _, c := range []string{`"`, `\`, "\x1f", "é"} {
+				ins = append(ins, strings.Repeat("a", i)+c+strings.Repeat("b", n-i-1))
+			}
 		}
 	}
+	for _, in := range ins {
+		if got, want := rewrite.AppendString(nil, in), encodeJSONString(t, in); string(got) != want {
+			t.Errorf("AppendString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "op-12", "tools/call", `a"b`, "12345678\n", "日本語のテキスト", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if got, want := rewrite.AppendString([]byte("x"), in), "x"+encodeJSONString(t, in); string(got) != want {
+			t.Errorf("AppendString(%q) = %s, want %s", in, got, want)
+		}
+	})
+}
+
+// encodeJSONString is in as encoding/json writes it with HTML escaping off.
+func encodeJSONString(t *testing.T, in string) string {
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(in); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(want.String(), "\n")
 }

@@ -158,9 +158,8 @@ func Open(path string, o Options) (*Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	pf := &preallocFile{f: f}
-	w := New(pf, o)
-	w.closer = pf
+	w := New(f, o)
+	w.closer = f
 	return w, nil
 }
 
