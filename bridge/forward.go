@@ -234,7 +234,7 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 		if t.rawHeaders {
 			rw = append(rw, "headers.raw")
 		}
-		x := &traceExchange{rewrites: rw, answers: true}
+		x := &traceExchange{op: c.op, rewrites: rw, answers: true}
 		if c.clientClean && len(up.Extra) == 0 && s.metaClean(mb) {
 			x.cleanBody = body // the client's clean frame, its id and the clean block
 		}

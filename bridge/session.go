@@ -486,7 +486,11 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	case f.Method == "notifications/cancelled":
 		op = s.inflightOp(f.Params.Get("requestId").Raw)
 	}
-	clean = s.traceFrame(trace.ClientToProxy, op, line, !errors.Is(err, rewrite.ErrParse), clean, nil)
+	var parsed *rewrite.Frame
+	if err == nil {
+		parsed = &f
+	}
+	clean = s.traceFrame(trace.ClientToProxy, op, line, parsed, !errors.Is(err, rewrite.ErrParse), clean, nil)
 	if err != nil {
 		var id []byte
 		if f.Kind == rewrite.KindRequest || f.ID.Exists() {
@@ -761,7 +765,7 @@ func (s *Session) write(conn Conn) error {
 			continue // keep draining so senders never block
 		}
 		if of.Frame != nil {
-			s.traceFrame(trace.ProxyToClient, of.Op, of.Frame, true, of.clean, of.rewrites)
+			s.traceFrame(trace.ProxyToClient, of.Op, of.Frame, nil, true, of.clean, of.rewrites)
 			if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
 				ce.Write(zap.ByteString("frame", s.logFrame(of.Frame)))
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
@@ -156,5 +157,30 @@ func TestTraceCheckedClientLinesParseAsEver(t *testing.T) {
 	h.stop()
 	if _, err := tw.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRawInFindsTheParsedID: the id a parse read from a client's line is
+// found where it lies in the line, escapes and all, for the trace record;
+// a frame without one has none, and a value that does not say where it
+// lies is refused (the trace then reads the id itself).
+func TestRawInFindsTheParsedID(t *testing.T) {
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}`,
+		`{"method":"ping","id":"a\"b\u00e9","jsonrpc":"2.0"}`,
+		`{ "jsonrpc" : "2.0" , "id" : -1.5e3 , "method" : "ping" }`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	} {
+		f, err := rewrite.Parse([]byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		raw, ok := rawIn([]byte(line), f.ID)
+		if !ok || string(raw) != f.ID.Raw || (raw == nil) != !f.ID.Exists() {
+			t.Errorf("%s: rawIn = %q, %v; want %q", line, raw, ok, f.ID.Raw)
+		}
+	}
+	if _, ok := rawIn([]byte(`{"id":1}`), gjson.Result{Type: gjson.Number, Raw: "1", Num: 1}); ok {
+		t.Error("rawIn took a value that does not say where it lies")
 	}
 }

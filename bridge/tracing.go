@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
@@ -78,14 +80,35 @@ func (s *env) tracing() bool { return s.cfg.Trace.Enabled() }
 
 // traceFrame records one frame on the client's side; valid says the
 // session parsed or built it (trace.Record.FrameValid), clean that it is
-// known clean (trace.Record.FrameClean). It reports whether the trace found
-// the frame clean.
-func (s *env) traceFrame(dir trace.Dir, op string, frame []byte, valid, clean bool, rewrites []string) bool {
+// known clean (trace.Record.FrameClean). parsed, when not nil, is the frame
+// parsed: its method and id are then the record's, else the trace reads
+// them from the frame. It reports whether the trace found the frame clean.
+func (s *env) traceFrame(dir trace.Dir, op string, frame []byte, parsed *rewrite.Frame, valid, clean bool, rewrites []string) bool {
 	if !s.tracing() {
 		return false
 	}
-	return s.cfg.Trace.Emit(trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites,
-		Frame: json.RawMessage(frame), FrameValid: valid, FrameClean: clean, MethodIDFromFrame: true})
+	r := trace.Record{Session: s.cfg.SessionID, Time: time.Now(), Dir: dir, Op: op, Rewrites: rewrites,
+		Frame: json.RawMessage(frame), FrameValid: valid, FrameClean: clean, MethodIDFromFrame: true}
+	if parsed != nil {
+		if id, ok := rawIn(frame, parsed.ID); ok {
+			r.Method, r.ID, r.MethodIDFromFrame = parsed.Method, id, false
+		}
+	}
+	return s.cfg.Trace.Emit(r)
+}
+
+// rawIn is the bytes of frame that v, a member read from it, was read from
+// (nil for a member it lacks), so that they go to the trace without a copy.
+// ok is false when v does not say where they lie.
+func rawIn(frame []byte, v gjson.Result) (raw []byte, ok bool) {
+	if !v.Exists() {
+		return nil, true
+	}
+	i, j := v.Index, v.Index+len(v.Raw)
+	if i <= 0 || j > len(frame) || string(frame[i:j]) != v.Raw {
+		return nil, false
+	}
+	return frame[i:j:j], true
 }
 
 // What the trace knows clean (trace.Record.FrameClean) is passed on by
@@ -115,7 +138,7 @@ type tracer struct{ s *env }
 
 func (t tracer) Request(ctx context.Context, method, url string, h http.Header, body []byte) {
 	x := exchangeOf(ctx)
-	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: opOf(ctx), Rewrites: x.rewrites,
+	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: x.opOf(ctx), Rewrites: x.rewrites,
 		HTTP: &trace.HTTP{Method: method, URL: url, Request: h}}
 	if body != nil {
 		// Every body the proxy sends is a frame it built, or a client's
@@ -127,7 +150,8 @@ func (t tracer) Request(ctx context.Context, method, url string, h http.Header, 
 
 func (t tracer) Answer(ctx context.Context, status int, msg []byte, since time.Time, err error) {
 	now := time.Now()
-	r := trace.Record{Session: t.s.cfg.SessionID, Time: now, Dir: trace.ServerToProxy, Op: opOf(ctx), LatencyMs: float64(now.Sub(since).Microseconds()) / 1000}
+	x := exchangeOf(ctx)
+	r := trace.Record{Session: t.s.cfg.SessionID, Time: now, Dir: trace.ServerToProxy, Op: x.opOf(ctx), LatencyMs: float64(now.Sub(since).Microseconds()) / 1000}
 	if len(msg) > 0 {
 		r.Frame, r.MethodIDFromFrame = json.RawMessage(msg), true
 	}
@@ -138,7 +162,7 @@ func (t tracer) Answer(ctx context.Context, status int, msg []byte, since time.T
 		r.Error = err.Error()
 	}
 	clean := t.s.cfg.Trace.Emit(r)
-	if x := exchangeOf(ctx); x.answers {
+	if x.answers {
 		x.cleanAnswer = nil
 		if clean {
 			x.cleanAnswer = rewrite.TrimFrame(msg) // the bytes Emit judged
@@ -149,9 +173,14 @@ func (t tracer) Answer(ctx context.Context, status int, msg []byte, since time.T
 type exchangeKey struct{}
 
 // traceExchange is what the trace's records of the requests made under a
-// context carry besides the op: what the proxy changed in them, and what
-// is known clean (see same).
+// context carry: their op, what the proxy changed in them, and what is
+// known clean (see same). It is that context too (withExchange): the
+// parent with the exchange under exchangeKey, one allocation where a
+// context.WithValue would add a second, and the op at hand where opOf
+// would walk the chain for it on every record.
 type traceExchange struct {
+	context.Context
+	op       string
 	rewrites []string
 	// cleanBody is a request body made clean from clean parts.
 	cleanBody []byte
@@ -168,12 +197,34 @@ func withRewrites(ctx context.Context, rw []string) context.Context {
 }
 
 // withExchange is withRewrites for one exchange of a client request: its
-// body, when clean, and its answer's verdict are passed on through x.
+// body, when clean, and its answer's verdict are passed on through x. It
+// returns x, made the child of ctx; x's op, when not set, is ctx's.
 func withExchange(ctx context.Context, x *traceExchange) context.Context {
-	return context.WithValue(ctx, exchangeKey{}, x)
+	x.Context = ctx
+	if x.op == "" {
+		x.op = opOf(ctx)
+	}
+	return x
+}
+
+// Value is the exchange for exchangeKey, and the parent's value for any
+// other key.
+func (x *traceExchange) Value(key any) any {
+	if _, ok := key.(exchangeKey); ok {
+		return x
+	}
+	return x.Context.Value(key)
 }
 
 var noExchange traceExchange
+
+// opOf is the op of the records made under ctx, x's exchange.
+func (x *traceExchange) opOf(ctx context.Context) string {
+	if x.op != "" {
+		return x.op
+	}
+	return opOf(ctx)
+}
 
 func exchangeOf(ctx context.Context) *traceExchange {
 	if x, ok := ctx.Value(exchangeKey{}).(*traceExchange); ok {
@@ -210,7 +261,7 @@ func (s *env) tracedAs(ctx context.Context, op string, rw []string) context.Cont
 	if !s.tracing() {
 		return ctx
 	}
-	return withRewrites(withOp(ctx, op), rw)
+	return withExchange(withOp(ctx, op), &traceExchange{op: op, rewrites: rw})
 }
 
 // The rewrites of the proxy's own requests and of passthrough, for the

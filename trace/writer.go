@@ -739,30 +739,30 @@ func (e *encoder) appendHTTP(dst []byte, h *HTTP) []byte {
 		dst = append(dst, `,"status":`...)
 		dst = strconv.AppendInt(dst, int64(h.Status), 10)
 	}
-	if hasHeader(h) {
-		dst = append(dst, `,"header":`...)
-		dst = e.appendHeader(dst, h)
-	}
+	dst = e.appendHeader(dst, h)
 	if len(dst) > n { // drop the first member's comma
 		dst = append(dst[:n], dst[n+1:]...)
 	}
 	return append(dst, '}')
 }
 
-// appendHeader appends the JSON object of a record's headers (Header, or
-// Request's first values), its names sorted and secret values redacted by
-// e.w's rules. The headers of a session's POSTs repeat from one to the
-// next: when they are those of the last record, its object is appended
-// again.
+// appendHeader appends the "header" member of a record, when it has a
+// header to write (a name in Header, or one with a value in Request): its
+// names sorted and secret values redacted by e.w's rules. The headers of a
+// session's POSTs repeat from one to the next: when they are those of the
+// last record, its object is appended again.
 func (e *encoder) appendHeader(dst []byte, h *HTTP) []byte {
 	n := len(h.Header)
 	if h.Header == nil {
 		n = len(h.Request)
 	}
-	if n == len(e.keys) && len(e.header) > 0 && e.headerRules == e.w && e.sameHeader(h) {
-		return append(dst, e.header...)
+	if n == 0 {
+		return dst
 	}
-	e.keys, e.values = e.keys[:0], e.values[:0]
+	if n == len(e.keys) && len(e.header) > 0 && e.headerRules == e.w && e.sameHeader(h) {
+		return append(append(dst, `,"header":`...), e.header...)
+	}
+	e.keys, e.values, e.header = e.keys[:0], e.values[:0], e.header[:0]
 	if h.Header != nil {
 		for k := range h.Header {
 			e.keys = append(e.keys, k)
@@ -774,7 +774,11 @@ func (e *encoder) appendHeader(dst []byte, h *HTTP) []byte {
 			}
 		}
 	}
+	if len(e.keys) == 0 {
+		return dst
+	}
 	slices.Sort(e.keys)
+	dst = append(dst, `,"header":`...)
 	start := len(dst)
 	dst = append(dst, '{')
 	for i, k := range e.keys {
@@ -791,22 +795,8 @@ func (e *encoder) appendHeader(dst []byte, h *HTTP) []byte {
 		dst = rewrite.AppendString(dst, v)
 	}
 	dst = append(dst, '}')
-	e.header, e.headerRules = append(e.header[:0], dst[start:]...), e.w
+	e.header, e.headerRules = append(e.header, dst[start:]...), e.w
 	return dst
-}
-
-// hasHeader reports whether h has a header to write: a name in Header, or
-// one with a value in Request.
-func hasHeader(h *HTTP) bool {
-	if h.Header != nil {
-		return len(h.Header) > 0
-	}
-	for _, v := range h.Request {
-		if len(v) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // headerValue is the value of header k of h: Header's, or Request's first.
