@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -40,6 +41,49 @@ func TestStdioProcs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeapGoal: the bridge lets its small heap gather garbage beyond Go's
+// default between collections, so its start line shows a GOGC above 100,
+// unless the environment sets GOGC (README, "Performance"); serve does the
+// same.
+func TestHeapGoal(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env   string
+		check func(int64) bool
+		want  string
+	}{
+		{"GOGC=", func(g int64) bool { return g > 100 }, "above 100"},
+		{"GOGC=100", func(g int64) bool { return g == 100 }, "100, as set"},
+		{"GOGC=50", func(g int64) bool { return g == 50 }, "50, as set"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Parallel()
+			p := startProxy(t, []string{"--log-level", "info", "--log-format", "json", "--demo"}, tc.env)
+			waitLog(t, p.stderr, "start line with gogc "+tc.want, func(l gjson.Result) bool {
+				return l.Get("msg").Str == "mcp-tasks-proxy started" && l.Get("gogc").Exists() && tc.check(l.Get("gogc").Int())
+			})
+			p.initialize()
+			res := resultOf(t, p.call("2", "tools/call", `{"name":"echo","arguments":{"text":"heap"}}`))
+			if !res.Get("content").IsArray() {
+				t.Fatalf("echo through the bridge: %s", res)
+			}
+		})
+	}
+	t.Run("serve", func(t *testing.T) {
+		t.Parallel()
+		if v := os.Getenv("GOGC"); v != "" {
+			t.Skipf("SKIP: GOGC=%s is set in this test's environment, and serve inherits it", v)
+		}
+		s := startServe(t, "--log-level", "info", "--log-format", "json", "--demo")
+		started := func(l gjson.Result) bool { return l.Get("msg").Str == "mcp-tasks-proxy serve started" }
+		if i := slices.IndexFunc(logLines(s.stderr.String()), started); i < 0 {
+			t.Fatalf("no start line on stderr:\n%s", s.stderr.String())
+		} else if got := logLines(s.stderr.String())[i].Get("gogc").Int(); got <= 100 {
+			t.Errorf("serve starts with GOGC %d, want above 100", got)
+		}
+	})
 }
 
 // TestServeProcs: serve keeps the Go runtime's own setting, one thread per

@@ -33,6 +33,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/heapgoal"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -127,6 +128,7 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	procsBefore, procs := stdioProcs(getenv, logger)
 	defer runtime.GOMAXPROCS(procsBefore)
 	defer procs.close()
+	defer startHeapGoal(getenv, logger).Stop()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -140,7 +142,7 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 		sessCfg.Started = procs.started
 	}
 	sess := bridge.New(sessCfg)
-	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()),
+	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.Int("gogc", heapgoal.GOGC()),
 		zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
 	if isTTY(stdin) && !cfg.silent {
 		fmt.Fprintln(stderr, helloLine(cfg, client.URL()))

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/heapgoal"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/serve"
@@ -228,6 +229,7 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 		return code
 	}
 	defer closeLog()
+	defer startHeapGoal(getenv, logger).Stop()
 	bcfg, client, closeBridge, code := startBridge(cfg, logger, nil, stderr)
 	defer closeBridge()
 	if code != 0 {
@@ -251,7 +253,7 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(logger)}
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()),
-		zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
+		zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)), zap.Int("gogc", heapgoal.GOGC()))
 	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)
 	probed := make(chan struct{})
 	go func() { // after the line: its warning follows it
