@@ -44,7 +44,8 @@ func Percent(live, room uint64) int {
 	return int(min(max(p, 100), maxPercent))
 }
 
-// GOGC is the runtime's GOGC now (-1 for off).
+// GOGC is the runtime's GOGC now, as runtime/metrics reports it
+// (/gc/gogc:percent); -1 if it reports none.
 func GOGC() int {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
