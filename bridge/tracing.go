@@ -138,7 +138,7 @@ type tracer struct{ s *env }
 
 func (t tracer) Request(ctx context.Context, method, url string, h http.Header, body []byte) {
 	x := exchangeOf(ctx)
-	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: x.opOf(ctx), Rewrites: x.rewrites,
+	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: x.recordOp(ctx), Rewrites: x.rewrites,
 		HTTP: &trace.HTTP{Method: method, URL: url, Request: h}}
 	if body != nil {
 		// Every body the proxy sends is a frame it built, or a client's
@@ -151,7 +151,7 @@ func (t tracer) Request(ctx context.Context, method, url string, h http.Header, 
 func (t tracer) Answer(ctx context.Context, status int, msg []byte, since time.Time, err error) {
 	now := time.Now()
 	x := exchangeOf(ctx)
-	r := trace.Record{Session: t.s.cfg.SessionID, Time: now, Dir: trace.ServerToProxy, Op: x.opOf(ctx), LatencyMs: float64(now.Sub(since).Microseconds()) / 1000}
+	r := trace.Record{Session: t.s.cfg.SessionID, Time: now, Dir: trace.ServerToProxy, Op: x.recordOp(ctx), LatencyMs: float64(now.Sub(since).Microseconds()) / 1000}
 	if len(msg) > 0 {
 		r.Frame, r.MethodIDFromFrame = json.RawMessage(msg), true
 	}
@@ -218,8 +218,8 @@ func (x *traceExchange) Value(key any) any {
 
 var noExchange traceExchange
 
-// opOf is the op of the records made under ctx, x's exchange.
-func (x *traceExchange) opOf(ctx context.Context) string {
+// recordOp is the op of the records made under ctx, x's exchange.
+func (x *traceExchange) recordOp(ctx context.Context) string {
 	if x.op != "" {
 		return x.op
 	}

@@ -100,34 +100,13 @@ func plainPrefix(s string) int {
 // become U+FFFD, and U+2028 and U+2029 are escaped. The trace holds it to
 // encoding/json byte for byte (trace.FuzzEncoder).
 func AppendString(b []byte, s string) []byte {
-	i := plainPrefix(s)
-	if i == len(s) { // most strings: one copy
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
 	b = append(b, '"')
 	start := 0
-	for i < len(s) {
-		// Eight plain ASCII bytes at a time, to the first that is a quote,
-		// a backslash, a control byte or part of a multi-byte rune.
-		for i+8 <= len(s) {
-			w := load64(s, i)
-			if m := specialMask(w) | w&msb; m != 0 {
-				i += firstMarked(m)
-				break
-			}
-			i += 8
-		}
-		if i == len(s) {
-			break
-		}
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
+	// From one byte that is not plain ASCII (a quote, a backslash, a
+	// control byte or part of a multi-byte rune) to the next; a plain
+	// string is copied at once.
+	for i := plainPrefix(s); i < len(s); i += plainPrefix(s[i:]) {
+		if c := s[i]; c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':

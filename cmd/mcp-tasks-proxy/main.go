@@ -128,7 +128,7 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	procsBefore, procs := stdioProcs(getenv, logger)
 	defer runtime.GOMAXPROCS(procsBefore)
 	defer procs.close()
-	defer startHeapGoal(getenv, logger).Stop()
+	defer heapgoal.Start(getenv).Stop() // the start line says the GOGC it set (gogc)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()

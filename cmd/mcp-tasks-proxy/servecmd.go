@@ -229,7 +229,7 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 		return code
 	}
 	defer closeLog()
-	defer startHeapGoal(getenv, logger).Stop()
+	defer heapgoal.Start(getenv).Stop() // the start line says the GOGC it set (gogc)
 	bcfg, client, closeBridge, code := startBridge(cfg, logger, nil, stderr)
 	defer closeBridge()
 	if code != 0 {
