@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -182,5 +183,35 @@ func TestRawInFindsTheParsedID(t *testing.T) {
 	}
 	if _, ok := rawIn([]byte(`{"id":1}`), gjson.Result{Type: gjson.Number, Raw: "1", Num: 1}); ok {
 		t.Error("rawIn took a value that does not say where it lies")
+	}
+}
+
+// TestTraceExchangeCarriesItsOp: an exchange context names the op of its
+// records, for opOf too (a tracedAs exchange needs no withOp under it), so
+// an exchange made under it inherits that op; one without an op takes the
+// op of the context it was made under, and every other key is the parent's.
+func TestTraceExchangeCarriesItsOp(t *testing.T) {
+	type other struct{}
+	outer := context.WithValue(withOp(context.Background(), "op-outer"), other{}, "kept")
+	named := withExchange(outer, &traceExchange{op: "op-named"})
+	if got := opOf(named); got != "op-named" {
+		t.Errorf("opOf under a named exchange: %q", got)
+	}
+	nested := withRewrites(named, rwOwn)
+	if got := exchangeOf(nested).recordOp(nested); got != "op-named" {
+		t.Errorf("an exchange under a named one records op %q, want op-named", got)
+	}
+	if got := exchangeOf(nested).rewrites; len(got) != len(rwOwn) {
+		t.Errorf("the nested exchange's rewrites: %v", got)
+	}
+	plain := withRewrites(outer, nil)
+	if got := exchangeOf(plain).recordOp(plain); got != "op-outer" {
+		t.Errorf("an exchange without an op records %q, want the context's op-outer", got)
+	}
+	if got := nested.Value(other{}); got != "kept" {
+		t.Errorf("another key through two exchanges: %v", got)
+	}
+	if got := noExchange.recordOp(withOp(context.Background(), "op-bare")); got != "op-bare" {
+		t.Errorf("records outside any exchange: %q", got)
 	}
 }

@@ -207,11 +207,16 @@ func withExchange(ctx context.Context, x *traceExchange) context.Context {
 	return x
 }
 
-// Value is the exchange for exchangeKey, and the parent's value for any
-// other key.
+// Value is the exchange for exchangeKey, its op (when it has one) for
+// opKey, and the parent's value for any other key.
 func (x *traceExchange) Value(key any) any {
-	if _, ok := key.(exchangeKey); ok {
+	switch key.(type) {
+	case exchangeKey:
 		return x
+	case opKey:
+		if x.op != "" {
+			return x.op
+		}
 	}
 	return x.Context.Value(key)
 }
@@ -261,7 +266,7 @@ func (s *env) tracedAs(ctx context.Context, op string, rw []string) context.Cont
 	if !s.tracing() {
 		return ctx
 	}
-	return withExchange(withOp(ctx, op), &traceExchange{op: op, rewrites: rw})
+	return withExchange(ctx, &traceExchange{op: op, rewrites: rw})
 }
 
 // The rewrites of the proxy's own requests and of passthrough, for the
