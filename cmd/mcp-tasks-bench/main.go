@@ -47,6 +47,7 @@ to the server (direct), interleaved round by round.
 
 Usage:
   mcp-tasks-bench [flags]
+  mcp-tasks-bench ratios [flags] FILE.csv...   (ratios over runs; see ratios --help)
 
 Examples:
   # Build the proxy from this module and run every workload (a few minutes)
@@ -71,6 +72,11 @@ Examples:
   go run ./cmd/mcp-tasks-bench --rounds 3 --workloads size,inflight,task \
       --sizes 1KiB,16KiB,256KiB,1MiB,4MiB,16MiB,64MiB --sse-sizes 16MiB \
       --inflight 1,4,16,64,256 --polls 1,2,4,8 --plot-dir docs/bench
+
+  # Keep every round's figures, then pool the runs: medians of per-round
+  # ratios, and how far the run medians scatter
+  go run ./cmd/mcp-tasks-bench --trace --workloads inflight --inflight 64 --rounds-csv /tmp/run1.csv
+  go run ./cmd/mcp-tasks-bench ratios --pair proxy+trace/proxy --metric '64 in flight' /tmp/run*.csv
 
   # CPU profiles of every proxy and floor session, for go tool pprof
   go run ./cmd/mcp-tasks-bench --workloads inflight --inflight 64 --proxy-cpuprofile /tmp/prof
@@ -111,9 +117,10 @@ Workloads (--workloads, comma-separated):
   seq       sequential echo calls: p50, p90, p99 latency
   inflight  echo calls with C in flight (--inflight): throughput
             (both also give, per call, the bridge's CPU time from
-            /proc/PID/stat (utime+stime), its read and write system calls
-            from /proc/PID/io, and from /proc/PID/task/*/schedstat its
-            threads' run-queue wait and how often they were put on a CPU)
+            /proc/PID/stat (utime+stime, and stime alone: the kernel's
+            share), its read and write system calls from /proc/PID/io, and
+            from /proc/PID/task/*/schedstat its threads' run-queue wait and
+            how often they were put on a CPU)
   size      results of each --sizes (JSON) and --sse-sizes (one SSE event):
             latency, and the bridge's peak RSS (VmHWM)
   startup   spawn to the initialize answer (direct: a fresh server/discover)
@@ -325,6 +332,9 @@ func absProxy(ctx context.Context, path, dir string, logf func(string, ...any)) 
 
 // run is the whole tool; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "ratios" {
+		return runRatios(args[1:], stdout, stderr)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -112,7 +114,7 @@ func TestBenchTiny(t *testing.T) {
 			"| start-up", "| sequential echo", "| echo, 1 in flight", "| echo, 3 in flight",
 			"| result 1 KiB JSON", "| result 300 KiB JSON", "| result 200 KiB SSE", "bridge peak RSS",
 			"| task followed (1× poll 100 ms)", "| task followed (2× poll 100 ms)",
-			"bridge CPU per call, utime+stime", "bridge CPU per call, schedstat", "bridge read+write syscalls per call",
+			"bridge CPU per call, utime+stime", "bridge system CPU per call, stime", "bridge CPU per call, schedstat", "bridge read+write syscalls per call",
 			"bridge run-queue wait per call", "bridge times scheduled per call",
 			"targets (against the floor", "sequential echo p50 ≤ 1.10× the floor's", "added p99 ≤ 1 ms",
 			"CPU per sequential call (utime+stime) ≤ 1.25× the floor's", "start-up ≤ 50 ms", "tracing on ≤ 10% on sequential echo p50",
@@ -142,7 +144,7 @@ func TestBenchTiny(t *testing.T) {
 				switch {
 				case col == "direct" && strings.HasPrefix(row["metric"], "bridge "):
 				case (col == "proxy/floor" || col == "rounds") && strings.HasPrefix(row["metric"], "bridge ") &&
-					strings.Contains(row["metric"], "utime+stime"):
+					(strings.Contains(row["metric"], "utime+stime") || strings.Contains(row["metric"], ", stime")):
 					// 10 ms ticks over a handful of calls may read 0.
 				case v == "" || v == "–" || v == "n/a":
 					t.Errorf("%s, %s: no figure for %s (%q)", row["workload"], row["metric"], col, v)
@@ -216,6 +218,21 @@ func TestBenchTiny(t *testing.T) {
 				if got := num((v[0]+v[1])/2, true); got != row[name] {
 					t.Errorf("%s: the report says p50 %s, the CSV's rounds give %s", name, row[name], got)
 				}
+			}
+			// The ratios subcommand reads the file back to the report's
+			// ratio: both are the median of the per-round ratios.
+			code, rout, rerrs := runBench(t, "ratios", "--pair", "proxy/floor", "--metric", "sequential echo: p50", path)
+			if code != 0 {
+				t.Fatalf("ratios: exit %d\nstderr:\n%s", code, rerrs)
+			}
+			rt := table(t, rout[strings.Index(rout, "\n|"):])
+			if len(rt) != 1 || rt[0]["run"] != "rounds.csv" || rt[0]["rounds"] != "2" {
+				t.Fatalf("ratios: want one run of 2 rounds:\n%s", rout)
+			}
+			got, err1 := strconv.ParseFloat(strings.TrimSuffix(rt[0]["median"], "×"), 64)
+			want, err2 := strconv.ParseFloat(strings.TrimSuffix(row["proxy/floor"], "×"), 64)
+			if err := errors.Join(err1, err2); err != nil || math.Abs(got-want) > 0.0051 {
+				t.Errorf("ratios says proxy/floor %s, the report %s (%v)", rt[0]["median"], row["proxy/floor"], err)
 			}
 		}
 	})

@@ -516,40 +516,42 @@ type schedStat struct {
 	wait   time.Duration // runnable, waiting for a CPU (wake-up latency)
 	slices int64         // times put on a CPU
 	// From /proc/PID/stat and /proc/PID/io, per process (exited threads
-	// included): user and system CPU time in clock ticks, and read and
-	// write system calls.
+	// included): user and system CPU time in clock ticks, system time
+	// alone, and read and write system calls.
 	ticks    int64
+	sysTicks int64
 	syscalls int64
 }
 
 func (a schedStat) sub(b schedStat) schedStat {
 	return schedStat{cpu: a.cpu - b.cpu, wait: a.wait - b.wait, slices: a.slices - b.slices,
-		ticks: a.ticks - b.ticks, syscalls: a.syscalls - b.syscalls}
+		ticks: a.ticks - b.ticks, sysTicks: a.sysTicks - b.sysTicks, syscalls: a.syscalls - b.syscalls}
 }
 
 // clockTick is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100
 // on every Linux architecture Go runs on.
 const clockTick = 10 * time.Millisecond
 
-// procTimes reads utime+stime of pid from /proc/PID/stat, in clock ticks.
-func procTimes(pid int) (int64, error) {
+// procTimes reads utime+stime of pid from /proc/PID/stat, and stime alone
+// (the kernel's share), in clock ticks.
+func procTimes(pid int) (total, sys int64, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
 	}
 	// After "pid (comm)": state is field 3, utime 14 and stime 15.
 	f := strings.Fields(s[i+1:])
 	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
 	}
 	u, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	return u + st, errors.Join(err1, err2)
+	return u + st, st, errors.Join(err1, err2)
 }
 
 // procSyscalls reads syscr+syscw of pid from /proc/PID/io.
@@ -577,7 +579,7 @@ func procSyscalls(pid int) (int64, error) {
 func treeSched(pid int) (schedStat, error) {
 	var st schedStat
 	for _, p := range procTree(pid) {
-		ticks, err := procTimes(p)
+		ticks, sys, err := procTimes(p)
 		if err != nil {
 			if p == pid {
 				return st, err
@@ -585,6 +587,7 @@ func treeSched(pid int) (schedStat, error) {
 			continue
 		}
 		st.ticks += ticks
+		st.sysTicks += sys
 		if n, err := procSyscalls(p); err == nil {
 			st.syscalls += n
 		}
@@ -662,6 +665,7 @@ func (m *schedMeter) stop(base metric, calls int64) {
 		v                   float64
 	}{
 		{"-stat", "bridge CPU per call, utime+stime", "µs", us(time.Duration(d.ticks)*clockTick) / n},
+		{"-stime", "bridge system CPU per call, stime", "µs", us(time.Duration(d.sysTicks)*clockTick) / n},
 		{"-cpu", "bridge CPU per call, schedstat", "µs", us(d.cpu) / n},
 		{"-sys", "bridge read+write syscalls per call", "count", float64(d.syscalls) / n},
 		{"-wait", "bridge run-queue wait per call", "µs", us(d.wait) / n},
