@@ -176,17 +176,24 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// parseFlags parses the command line. It runs past 90 lines because it is
-// the bench's flag list, one line a flag, followed by the checks of their
-// values: split, the list would be read in pieces.
-func parseFlags(args []string, stderr io.Writer) (config, error) {
-	var cfg config
-	fs := flag.NewFlagSet("mcp-tasks-bench", flag.ContinueOnError)
+// newFlagSet is a flag set that prints its usage text, then its flags, to
+// stderr, and returns errors rather than exiting.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
+	return fs
+}
+
+// parseFlags parses the command line. It runs past 90 lines because it is
+// the bench's flag list, one line a flag, followed by the checks of their
+// values: split, the list would be read in pieces.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := newFlagSet("mcp-tasks-bench", usage, stderr)
 	fs.StringVar(&cfg.proxy, "proxy", "", "the mcp-tasks-proxy binary (default: go build it from the module in the current directory)")
 	fs.StringVar(&cfg.proxyName, "proxy-name", "proxy", "the name of the --proxy target in the report")
 	fs.Func("proxy-arg", "an extra argument for the proxy (and --proxy-b), such as --max-in-flight=256; repeatable", func(s string) error {

@@ -56,12 +56,7 @@ type ratiosConfig struct {
 
 func parseRatiosFlags(args []string, stderr io.Writer) (ratiosConfig, error) {
 	var cfg ratiosConfig
-	fs := flag.NewFlagSet("mcp-tasks-bench ratios", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, ratiosUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("mcp-tasks-bench ratios", ratiosUsage, stderr)
 	fs.Func("pair", "a pair of targets A/B, as the runs named them, such as proxy+trace/proxy; repeatable (default proxy/floor and proxy+trace/proxy)", func(s string) error {
 		a, b, ok := strings.Cut(s, "/")
 		if !ok || a == "" || b == "" || strings.Contains(b, "/") {
