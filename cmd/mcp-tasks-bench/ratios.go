@@ -73,6 +73,11 @@ func parseRatiosFlags(args []string, stderr io.Writer) (ratiosConfig, error) {
 		return cfg, err
 	}
 	cfg.files = fs.Args()
+	for _, f := range cfg.files {
+		if strings.HasPrefix(f, "-") {
+			return cfg, fmt.Errorf("ratios: %q after the files: flags go before them", f)
+		}
+	}
 	if len(cfg.files) == 0 {
 		return cfg, errors.New("ratios: no CSV file given (write them with --rounds-csv)")
 	}

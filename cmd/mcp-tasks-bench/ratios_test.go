@@ -151,6 +151,7 @@ func TestRatiosErrors(t *testing.T) {
 		want string
 	}{
 		{"no file", []string{"--pair", "a/b"}, 2, "no CSV file given"},
+		{"a flag after the files", []string{good, "--pair", "a/b"}, 2, `"--pair" after the files: flags go before them`},
 		{"a pair without a slash", []string{"--pair", "ab", good}, 2, "want A/B"},
 		{"not a rounds file", []string{bad}, 1, "bad.csv: not a --rounds-csv file"},
 		{"a missing file", []string{filepath.Join(dir, "none.csv")}, 1, "none.csv"},
