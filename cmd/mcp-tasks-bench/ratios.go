@@ -163,8 +163,8 @@ func quantile(v []float64, p float64) float64 {
 }
 
 // bootstrapMedian is a 95% interval of the median of v: the 2.5th and
-// 97.5th percentiles of the medians of n samples of v drawn with
-// replacement, from a fixed seed.
+// 97.5th percentiles of the medians of n resamples of v, each as long as v
+// and drawn from it with replacement, from a fixed seed.
 func bootstrapMedian(v []float64, n int) (lo, hi float64) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	meds := make([]float64, n)
@@ -181,6 +181,7 @@ func bootstrapMedian(v []float64, n int) (lo, hi float64) {
 // bootstraps is how many resamples the interval over runs draws.
 const bootstraps = 10000
 
+// runRatios is the ratios subcommand; it returns the exit status.
 func runRatios(args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseRatiosFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
