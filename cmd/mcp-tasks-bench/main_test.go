@@ -225,7 +225,7 @@ func TestBenchTiny(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("ratios: exit %d\nstderr:\n%s", code, rerrs)
 			}
-			rt := table(t, rout[strings.Index(rout, "\n|"):])
+			rt := ratioRows(t, rout)
 			if len(rt) != 1 || rt[0]["run"] != "rounds.csv" || rt[0]["rounds"] != "2" {
 				t.Fatalf("ratios: want one run of 2 rounds:\n%s", rout)
 			}
