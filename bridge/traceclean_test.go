@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,7 +202,7 @@ func TestTraceExchangeCarriesItsOp(t *testing.T) {
 	if got := exchangeOf(nested).recordOp(nested); got != "op-named" {
 		t.Errorf("an exchange under a named one records op %q, want op-named", got)
 	}
-	if got := exchangeOf(nested).rewrites; len(got) != len(rwOwn) {
+	if got := exchangeOf(nested).rewrites; !slices.Equal(got, rwOwn) {
 		t.Errorf("the nested exchange's rewrites: %v", got)
 	}
 	plain := withRewrites(outer, nil)

@@ -149,11 +149,9 @@ func (rf *roundsFile) roundRatios(fig, a, b string) []float64 {
 	return q
 }
 
-// quantile is the p-quantile of v by linear interpolation between the
-// nearest ranks (v need not be sorted).
-func quantile(v []float64, p float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
+// quantile is the p-quantile of the sorted s, by linear interpolation
+// between the nearest ranks; at 0.5 it is the median.
+func quantile(s []float64, p float64) float64 {
 	x := p * float64(len(s)-1)
 	i := int(x)
 	if i+1 >= len(s) {
@@ -173,8 +171,10 @@ func bootstrapMedian(v []float64, n int) (lo, hi float64) {
 		for j := range s {
 			s[j] = v[rng.IntN(len(v))]
 		}
-		meds[i] = median(s)
+		slices.Sort(s)
+		meds[i] = quantile(s, 0.5)
 	}
+	slices.Sort(meds)
 	return quantile(meds, 0.025), quantile(meds, 0.975)
 }
 
@@ -254,9 +254,10 @@ func writeRatios(w io.Writer, files []*roundsFile, fig, a, b string) bool {
 		if len(q) == 0 {
 			continue
 		}
-		meds = append(meds, median(q))
+		m := median(q)
+		meds = append(meds, m)
 		all = append(all, q...)
-		rows = append(rows, []string{rf.name, strconv.Itoa(len(q)), fmt.Sprintf("%.3f×", median(q)), spread(q)})
+		rows = append(rows, []string{rf.name, strconv.Itoa(len(q)), fmt.Sprintf("%.3f×", m), spread(q)})
 	}
 	if len(meds) == 0 {
 		return false
@@ -276,5 +277,7 @@ func writeRatios(w io.Writer, files []*roundsFile, fig, a, b string) bool {
 
 // spread is the interquartile range of v.
 func spread(v []float64) string {
-	return fmt.Sprintf("%.2f–%.2f", quantile(v, 0.25), quantile(v, 0.75))
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return fmt.Sprintf("%.2f–%.2f", quantile(s, 0.25), quantile(s, 0.75))
 }
