@@ -16,7 +16,9 @@ func FuzzMethodID(f *testing.F) {
 		`{"error":{"code":1},"method":"m","id":5}`, `{"id":null,"id":2}`, `{"m\u0065thod":"x","id":1}`,
 		`{"jsonrpc":"2.0","id":"a\"b","result":{"method":"x"}}`, `{"jsonrpc":"2.0","id":-1.5e3,"method":"m\u0041","id":2}`,
 		`{"jsonrpc":"2.0","id":{"x":[1]},"error":{}}`, `{"jsonrpc":"2.0","id":1,"params":{},"method":"late"}`,
-		`{"jsonrpc":"2.0","id":1,"method":"m"`, `{"jsonrpc":"2.0","id":1 ,"method":"m"}`} {
+		`{"jsonrpc":"2.0","id":1,"method":"m"`, `{"jsonrpc":"2.0","id":1 ,"method":"m"}`,
+		`{"jsonrpc":"2.0","id":1,"error":{}}`, `{"jsonrpc":"2.0","id":1,"result":1}`, `{"jsonrpc":"2.0","id":1,"method":1}`,
+		`{"jsonrpc":"2.0","id":1,"methods":"m","method":"n"}`, `{"jsonrpc":"2.0","id":"x","result":[]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
