@@ -66,7 +66,8 @@ func load64(s string, i int) uint64 {
 // plainPrefix is the length of the longest prefix of s that is plain
 // ASCII (no quote, backslash or control byte), which a JSON string holds
 // as it is: eight bytes at a time, and the last few in one load too when
-// s has eight bytes or more.
+// s has eight bytes or more; four to seven bytes in one word, unless one is
+// not plain.
 func plainPrefix(s string) int {
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
@@ -89,10 +90,24 @@ func plainPrefix(s string) int {
 		}
 		return i + firstMarked(m)
 	}
+	if len(s) >= 4 {
+		// Four to seven bytes (an op id, a method, "POST"), most often all
+		// plain: the first four and the last four in one word.
+		w := uint64(load32(s, 0)) | uint64(load32(s, len(s)-4))<<32
+		if specialMask(w)|w&msb == 0 {
+			return len(s)
+		}
+	}
 	for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' && s[i] < utf8.RuneSelf {
 		i++
 	}
 	return i
+}
+
+// load32 is the four bytes of s from i, little-endian (one load).
+func load32(s string, i int) uint32 {
+	b := s[i : i+4]
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 // AppendString appends s as a JSON string, as encoding/json writes it with
