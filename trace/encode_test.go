@@ -411,3 +411,27 @@ func TestEncoderReusedAcrossTimes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzValidOrString holds validOrString to encoding/json: a record's id or
+// frame that json.Valid accepts goes in as it is, any other as a string.
+func FuzzValidOrString(f *testing.F) {
+	for _, s := range []string{"206", `"a\"b"`, "null", "-1.5e3", "01", "1.", `{"a":[1,{}]}`, "[1,]", "\"\xff\"",
+		" 7 ", "\"\t\"", strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
+		strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := validOrString(bytes.Clone(b))
+		var want []byte
+		switch {
+		case len(b) == 0:
+		case json.Valid(b):
+			want = b
+		default:
+			want, _ = json.Marshal(string(b))
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("validOrString(%q) = %s, encoding/json gives %s", b, got, want)
+		}
+	})
+}
