@@ -362,6 +362,40 @@ func TestFullBufferDropsAndCounts(t *testing.T) {
 	}
 }
 
+// TestFullBufferAcceptsAgainOnceDrained: a buffer that filled while its
+// reader stalled takes records again once the reader has caught up, with
+// nothing dropped but what came while it was full.
+func TestFullBufferAcceptsAgainOnceDrained(t *testing.T) {
+	pr, pw := io.Pipe()
+	w := New(pw, Options{Buffer: 4, FlushInterval: time.Hour})
+	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"first"}`)})
+	first := readFirst(t, pr)
+	emitAll(t, w, 4+6) // 4 fill the queue, 6 are dropped
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(pr)
+		got <- b
+	}()
+	// The reader caught up: every record accepted is written out.
+	deadline := time.Now().Add(10 * time.Second)
+	for w.Dropped() != 6 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Dropped = %d after 10s of reading, want 6", w.Dropped())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"after"}`)})
+	dropped, err := w.Close()
+	pw.Close()
+	out := append(first, <-got...)
+	if err != nil || dropped != 6 {
+		t.Fatalf("Close = %d, %v; want 6, nil", dropped, err)
+	}
+	if n := len(lines(t, out)); n != 6 || !bytes.Contains(out, []byte(`{"id":"after"}`)) {
+		t.Errorf("wrote %d records, want 6 with the one emitted after the drain:\n%s", n, out)
+	}
+}
+
 // closeReading closes w while it reads the rest of what w writes to pw,
 // and returns it.
 func closeReading(w *Writer, pr *io.PipeReader, pw *io.PipeWriter) (rest []byte, dropped int64, err error) {

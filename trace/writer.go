@@ -106,23 +106,29 @@ type Writer struct {
 	done  chan struct{} // closed when the goroutine has flushed and ended
 	timer *time.Timer   // armed by Emit when a line enters an empty buffer
 
-	mu       sync.Mutex // guards what follows, up to the atomics
-	lines    []byte     // encoded lines not yet taken by the goroutine, in Emit order
-	nLines   int64      // records in lines
-	kicked   bool       // a wake-up was sent for lines
-	shut     bool       // Close has begun: Emit discards
-	encoders []*encoder // encoders not in use; each remembers its own redactions
+	// encoders holds the encoders not in use; each remembers its own
+	// redactions. A pool, kept per thread, takes no lock.
+	encoders sync.Pool
 
-	// heldRecords and heldBytes count the records in memory: lines, and
-	// what the goroutine has taken but not yet begun to write. They grow
-	// under mu; Emit reads them without it to skip the work of a record
-	// that cannot fit.
-	heldRecords atomic.Int64
-	heldBytes   atomic.Int64
-	closed      atomic.Bool
-	failed      atomic.Bool  // a write failed: every later record is dropped
-	dropped     atomic.Int64 // dropped records, including those lost to a write error
-	unwritten   atomic.Int64 // accepted records not yet written out (nor dropped)
+	// Emit takes mu once a record, and changes nothing else shared but
+	// what it guards: the atomics below change only when something is
+	// dropped or fails, or the buffer fills or drains (and once a write of
+	// up to 64 KiB).
+	mu     sync.Mutex // guards what follows, up to the atomics
+	lines  []byte     // encoded lines not yet taken by the goroutine, in Emit order
+	nLines int64      // records in lines
+	kicked bool       // a wake-up was sent for lines
+	shut   bool       // Close has begun: Emit discards
+	// held and heldBytes count the records in memory: lines, and what the
+	// goroutine has taken but not yet begun to write.
+	held, heldBytes int64
+	accepted        int64 // records accepted, ever
+
+	full     atomic.Bool // held or heldBytes is at its bound: Emit skips the work of a record that cannot fit
+	closed   atomic.Bool
+	failed   atomic.Bool  // a write failed: every later record is dropped
+	dropped  atomic.Int64 // dropped records, including those lost to a write error
+	finished atomic.Int64 // accepted records written out or lost to a write error
 
 	// Owned by the goroutine.
 	spare []byte // the previous batch, reused as the next lines
@@ -131,10 +137,6 @@ type Writer struct {
 	closeOnce sync.Once
 	closeErr  error
 }
-
-// maxIdleEncoders bounds the encoders a Writer keeps between records: as
-// many as records are encoded at once, up to this.
-const maxIdleEncoders = 64
 
 // Open starts a Writer on path: "-" writes to os.Stderr; anything else is
 // created or truncated with mode 0600 (an existing file is chmod-ed to 0600).
@@ -232,7 +234,11 @@ func (w *Writer) Dropped() int64 {
 	if w == nil {
 		return 0
 	}
-	return w.dropped.Load() + w.unwritten.Load()
+	finished := w.finished.Load() // first: it never passes accepted
+	w.mu.Lock()
+	accepted := w.accepted
+	w.mu.Unlock()
+	return w.dropped.Load() + accepted - finished
 }
 
 // Enabled reports whether records are written: false for a nil Writer.
@@ -257,7 +263,7 @@ func (w *Writer) Emit(r Record) (clean bool) {
 	if w == nil || w.closed.Load() {
 		return false
 	}
-	if w.failed.Load() || w.heldRecords.Load() >= w.maxRecords || w.heldBytes.Load() >= w.maxBytes {
+	if w.failed.Load() || w.full.Load() {
 		w.dropped.Add(1) // full: skip the encoding
 		return false
 	}
@@ -267,8 +273,7 @@ func (w *Writer) Emit(r Record) (clean bool) {
 	e := w.encoder()
 	line, clean, err := w.recordLine(e, &r)
 	w.mu.Lock()
-	accepted := err == nil && !w.shut &&
-		w.heldRecords.Load()+1 <= w.maxRecords && w.heldBytes.Load()+int64(len(line)) <= w.maxBytes
+	accepted := err == nil && !w.shut && w.held < w.maxRecords && w.heldBytes+int64(len(line)) <= w.maxBytes
 	kick := false
 	if accepted {
 		if len(w.lines) == 0 {
@@ -276,15 +281,18 @@ func (w *Writer) Emit(r Record) (clean bool) {
 		}
 		w.lines = append(w.lines, line...)
 		w.nLines++
-		w.heldRecords.Add(1)
-		w.heldBytes.Add(int64(len(line)))
-		w.unwritten.Add(1)
+		w.held++
+		w.heldBytes += int64(len(line))
+		w.accepted++
+		if w.held >= w.maxRecords || w.heldBytes >= w.maxBytes {
+			w.full.Store(true)
+		}
 		kick = !w.kicked && (len(w.lines) >= w.kickBytes || w.nLines >= int64(w.kickRecords))
 		w.kicked = w.kicked || kick
 	}
 	shut := w.shut
-	w.keep(e) // its line is copied: free for the next record
 	w.mu.Unlock()
+	w.encoders.Put(e) // its line is copied: free for the next record
 	if !accepted && !shut {
 		w.dropped.Add(1) // full, or a record no JSON can hold (errUnencodable)
 	}
@@ -312,29 +320,15 @@ func (w *Writer) Check(frame []byte) (valid, clean bool) {
 	}
 	e := w.encoder() // for its memo of the rule's verdicts
 	valid, dirty, spaced := rewrite.ValidKeys(frame, e.cache.keyMemo(w))
-	w.mu.Lock()
-	w.keep(e)
-	w.mu.Unlock()
+	w.encoders.Put(e)
 	return valid, valid && !dirty && !spaced
-}
-
-// keep puts e back among the idle encoders; w.mu is held.
-func (w *Writer) keep(e *encoder) {
-	if len(w.encoders) < maxIdleEncoders {
-		w.encoders = append(w.encoders, e)
-	}
 }
 
 // encoder takes an idle encoder, or makes one.
 func (w *Writer) encoder() *encoder {
-	w.mu.Lock()
-	if n := len(w.encoders); n > 0 {
-		e := w.encoders[n-1]
-		w.encoders = w.encoders[:n-1]
-		w.mu.Unlock()
+	if e, ok := w.encoders.Get().(*encoder); ok {
 		return e
 	}
-	w.mu.Unlock()
 	return new(encoder)
 }
 
@@ -402,8 +396,13 @@ func (w *Writer) flush() {
 		}
 		rest = rest[len(chunk):]
 		n := int64(bytes.Count(chunk, newline)) // a line's only newline ends it
-		w.heldRecords.Add(-n)
-		w.heldBytes.Add(-int64(len(chunk)))
+		w.mu.Lock()
+		w.held -= n
+		w.heldBytes -= int64(len(chunk))
+		if w.held < w.maxRecords && w.heldBytes < w.maxBytes && w.full.Load() {
+			w.full.Store(false)
+		}
+		w.mu.Unlock()
 		if w.err != nil {
 			w.lose(n)
 			continue
@@ -414,7 +413,7 @@ func (w *Writer) flush() {
 			w.lose(n)
 			continue
 		}
-		w.unwritten.Add(-n)
+		w.finished.Add(n)
 	}
 	if cap(batch) > 4*writeSize { // after a burst
 		batch = nil
@@ -427,7 +426,7 @@ var newline = []byte{'\n'}
 // lose counts n accepted records as dropped.
 func (w *Writer) lose(n int64) {
 	w.dropped.Add(n)
-	w.unwritten.Add(-n)
+	w.finished.Add(n)
 }
 
 // recordLine finishes r and encodes its line, which is the encoder's until
