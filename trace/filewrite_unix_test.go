@@ -17,7 +17,7 @@ import (
 // write into recycled memory (BENCHMARKS.md): compare runs made one after
 // the other, not a first run with a later one.
 func BenchmarkTraceFileAppend(b *testing.B) {
-	chunk := bytes.Repeat([]byte(`{"ts":"2026-12-02T17:43:20.121326613Z","dir":"client->proxy"}`+"\n"), writeSize/64)
+	chunk := bytes.Repeat([]byte(`{"ts":"2026-12-02T17:43:20.121326613Z","dir":"client->proxy"}`+"\n"), wakeSize/64)
 	f, err := os.Create(filepath.Join(b.TempDir(), "trace.jsonl"))
 	if err != nil {
 		b.Fatal(err)

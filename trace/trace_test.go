@@ -396,6 +396,62 @@ func TestFullBufferAcceptsAgainOnceDrained(t *testing.T) {
 	}
 }
 
+// TestChunkLeavesHeldAsItsWriteBegins: a batch past writeSize goes out in
+// chunks of whole lines, and a chunk's records stop counting against the
+// buffer's bound as its write begins, while those of the chunks after it
+// still count.
+func TestChunkLeavesHeldAsItsWriteBegins(t *testing.T) {
+	r := Record{Time: time.Unix(1785240000, 123456789), Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"` + strings.Repeat("x", 1000) + `"}`)}
+	c := r
+	(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).prepare(&c)
+	var e encoder
+	line, err := e.encode(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := len(line)
+	perChunk := writeSize / size
+	n := 2*perChunk + 1 // three chunks
+	pr, pw := io.Pipe()
+	w := New(pw, Options{Buffer: 1 << 20, BufferBytes: 1 << 30, FlushInterval: time.Millisecond})
+	w.Emit(r)
+	first := readFirst(t, pr) // the goroutine is in its first write: the batch gathers
+	for range n {
+		w.Emit(r)
+	}
+	// The rest of the first write, and a byte of the batch's first chunk.
+	b := make([]byte, size)
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.ReadFull(pr, b)
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer goroutine wrote nothing more in 10s")
+	}
+	w.mu.Lock()
+	held := w.held
+	w.mu.Unlock()
+	if want := int64(n - perChunk); held != want {
+		t.Errorf("held %d records during the first chunk's write, want %d (%d a chunk)", held, want, perChunk)
+	}
+	rest, dropped, err := closeReading(w, pr, pw)
+	if err != nil || dropped != 0 {
+		t.Fatalf("Close = %d, %v", dropped, err)
+	}
+	if got := len(lines(t, append(append(first, b...), rest...))); got != n+1 {
+		t.Errorf("wrote %d records, want %d", got, n+1)
+	}
+	if d := w.Dropped(); d != 0 {
+		t.Errorf("Dropped = %d after everything was written", d)
+	}
+}
+
 // closeReading closes w while it reads the rest of what w writes to pw,
 // and returns it.
 func closeReading(w *Writer, pr *io.PipeReader, pw *io.PipeWriter) (rest []byte, dropped int64, err error) {
@@ -538,7 +594,7 @@ func TestWriteWhenBufferFills(t *testing.T) {
 	w := New(buf, Options{FlushInterval: time.Hour})
 	defer w.Close()
 	frame := json.RawMessage(`{"x":"` + strings.Repeat("y", 4000) + `"}`)
-	n := writeSize/4000 + 1 // past writeSize: Emit wakes the goroutine
+	n := wakeSize/4000 + 1 // past wakeSize: Emit wakes the goroutine
 	for range n {
 		w.Emit(Record{Dir: ServerToProxy, Frame: frame})
 	}
@@ -569,9 +625,9 @@ func TestOrderAndNothingLostOnClose(t *testing.T) {
 
 func TestConcurrentEmit(t *testing.T) {
 	buf := &syncBuf{t: t}
-	w := New(buf, Options{Buffer: 1 << 20, BufferBytes: 1 << 30, FlushInterval: time.Millisecond})
+	w := New(buf, Options{Buffer: 1 << 20, BufferBytes: 1 << 30, FlushInterval: time.Millisecond, FrameCap: 2 * writeSize})
 	const goroutines, each = 16, 500
-	big := strings.Repeat("z", 80<<10) // past FrameCap and writeSize
+	big := strings.Repeat("z", writeSize+1) // a line past writeSize, alone in its write
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {

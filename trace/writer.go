@@ -33,10 +33,15 @@ const (
 	DefaultFlushInterval = 100 * time.Millisecond
 )
 
+// wakeSize is the buffered bytes at which Emit wakes the writer goroutine
+// before FlushInterval.
+const wakeSize = 64 << 10
+
 // writeSize is the most the writer goroutine writes at once (but for one
-// longer line), and the buffered bytes at which Emit wakes it before
-// FlushInterval.
-const writeSize = 64 << 10
+// longer line): four wake-ups' worth, so that the batch a wake-up finds, a
+// little over wakeSize, goes out in one write, whose records are counted
+// already.
+const writeSize = 4 * wakeSize
 
 // redacted replaces the value of a secret header.
 const redacted = "[REDACTED]"
@@ -112,8 +117,7 @@ type Writer struct {
 
 	// Emit takes mu once a record, and changes nothing else shared but
 	// what it guards: the atomics below change only when something is
-	// dropped or fails, or the buffer fills or drains (and once a write of
-	// up to 64 KiB).
+	// dropped or fails, or the buffer fills or drains (and once a write).
 	mu     sync.Mutex // guards what follows, up to the atomics
 	lines  []byte     // encoded lines not yet taken by the goroutine, in Emit order
 	nLines int64      // records in lines
@@ -211,7 +215,7 @@ func New(w io.Writer, o Options) *Writer {
 		maxRecords:  int64(o.Buffer),
 		maxBytes:    int64(o.BufferBytes),
 		kickRecords: max(1, o.Buffer/4),
-		kickBytes:   max(1, min(writeSize, o.BufferBytes/4)),
+		kickBytes:   max(1, min(wakeSize, o.BufferBytes/4)),
 		interval:    o.FlushInterval,
 		kick:        make(chan struct{}, 1),
 		stop:        make(chan struct{}),
@@ -381,7 +385,7 @@ func (w *Writer) run() {
 // counts the records as dropped instead.
 func (w *Writer) flush() {
 	w.mu.Lock()
-	batch := w.lines
+	batch, records := w.lines, w.nLines
 	w.lines, w.nLines = w.spare[:0], 0
 	w.kicked = false
 	w.mu.Unlock()
@@ -395,7 +399,11 @@ func (w *Writer) flush() {
 			chunk = chunk[:end+1]
 		}
 		rest = rest[len(chunk):]
-		n := int64(bytes.Count(chunk, newline)) // a line's only newline ends it
+		n := records // the last chunk's
+		if len(rest) > 0 {
+			n = int64(bytes.Count(chunk, newline)) // a line's only newline ends it
+		}
+		records -= n
 		w.mu.Lock()
 		w.held -= n
 		w.heldBytes -= int64(len(chunk))
@@ -415,7 +423,7 @@ func (w *Writer) flush() {
 		}
 		w.finished.Add(n)
 	}
-	if cap(batch) > 4*writeSize { // after a burst
+	if cap(batch) > writeSize { // after a burst
 		batch = nil
 	}
 	w.spare = batch[:0]
