@@ -94,8 +94,14 @@ func Code(err error) int {
 }
 
 // TrimFrame strips the surrounding whitespace of a line, including the "\r"
-// of a "\r\n" line ending.
-func TrimFrame(b []byte) []byte { return bytes.TrimSpace(b) }
+// of a "\r\n" line ending, as bytes.TrimSpace does. A frame that begins and
+// ends with a printable ASCII byte, as nearly all do, is returned at once.
+func TrimFrame(b []byte) []byte {
+	if n := len(b); n > 0 && b[0]-0x21 < 0x5e && b[n-1]-0x21 < 0x5e {
+		return b
+	}
+	return bytes.TrimSpace(b)
+}
 
 // Parse classifies one trimmed JSON-RPC message. On an error the returned
 // Frame still carries the id when one could be read, so the caller can answer

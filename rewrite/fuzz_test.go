@@ -267,3 +267,15 @@ func jsonKeys(set map[string]bool, v gjson.Result) map[string]bool {
 	})
 	return set
 }
+
+// FuzzTrimFrame holds TrimFrame's shortcut to bytes.TrimSpace.
+func FuzzTrimFrame(f *testing.F) {
+	for _, s := range []string{"", "{}", " {} ", "{}\r", "\u00a0{}", "{}\u0085", "\x7f", "!", "~", "\t", "x \n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := rewrite.TrimFrame(b), bytes.TrimSpace(b); !bytes.Equal(got, want) {
+			t.Fatalf("TrimFrame(%q) = %q, bytes.TrimSpace gives %q", b, got, want)
+		}
+	})
+}
