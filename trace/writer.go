@@ -678,25 +678,29 @@ func appendDir(dst []byte, d Dir) []byte {
 const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
 // appendFraction appends ns as RFC 3339 with nanoseconds does: a dot and
-// nine digits without their trailing zeros, nothing for zero.
+// nine digits without their trailing zeros, nothing for zero. The digits
+// are made in place, two at a time, in unsigned arithmetic.
 func appendFraction(dst []byte, ns int) []byte {
 	if ns == 0 {
 		return dst
 	}
-	var b [10]byte
+	n := len(dst)
+	dst = slices.Grow(dst, 10)[:n+10]
+	b := (*[10]byte)(dst[n:])
 	b[0] = '.'
-	for i := 8; i > 1; i -= 2 { // two digits at a time, from the last
-		q := ns / 100
-		d := (ns - q*100) * 2
+	u := uint32(ns)
+	for i := 8; i > 1; i -= 2 { // from the last
+		q := u / 100
+		d := (u - q*100) * 2
 		b[i], b[i+1] = digitPairs[d], digitPairs[d+1]
-		ns = q
+		u = q
 	}
-	b[1] = byte('0' + ns)
-	n := 10
-	for b[n-1] == '0' {
-		n--
+	b[1] = byte('0' + u)
+	k := 10
+	for b[k-1] == '0' {
+		k--
 	}
-	return append(dst, b[:n]...)
+	return dst[:n+k]
 }
 
 // appendMember appends an omitempty string member: key (with its comma and
