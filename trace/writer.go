@@ -537,10 +537,12 @@ type encoder struct {
 	header       []byte
 	headerRules  *Writer
 	// The last record's time: its second and location, and its text up
-	// to the seconds and from the zone on.
-	tsSec          int64
-	tsLoc          *time.Location
-	tsHead, tsZone []byte
+	// to the seconds (none yet when tsSet is false) and from the zone on.
+	tsSec  int64
+	tsLoc  *time.Location
+	tsSet  bool
+	tsHead [timeHead]byte
+	tsZone []byte
 }
 
 // rewritesJSON is a list of rewrites and its JSON array.
@@ -632,6 +634,10 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 	return append(dst, "}\n"...), true
 }
 
+// timeHead is the length of a time's text up to its seconds: a year of
+// four digits (Time.AppendText fails on others).
+const timeHead = len("2006-01-02T15:04:05")
+
 // appendTime appends what Time.MarshalJSON quotes: t in RFC 3339 with
 // nanoseconds, or reports false when t is out of its range. Records come
 // many a second: the text up to the seconds and the zone's are those of
@@ -639,9 +645,12 @@ func (e *encoder) appendRecord(dst []byte, r *Record) ([]byte, bool) {
 // changes on a whole second), and only the fraction is formatted.
 func (e *encoder) appendTime(dst []byte, t time.Time) ([]byte, bool) {
 	sec, loc := t.Unix(), t.Location()
-	if len(e.tsHead) > 0 && sec == e.tsSec && loc == e.tsLoc {
-		dst = append(dst, e.tsHead...)
+	if e.tsSet && sec == e.tsSec && loc == e.tsLoc {
+		dst = append(dst, e.tsHead[:]...) // a fixed size: copied without a call
 		dst = appendFraction(dst, t.Nanosecond())
+		if len(e.tsZone) == 1 { // "Z"
+			return append(dst, e.tsZone[0]), true
+		}
 		return append(dst, e.tsZone...), true
 	}
 	start := len(dst)
@@ -650,7 +659,7 @@ func (e *encoder) appendTime(dst []byte, t time.Time) ([]byte, bool) {
 		return dst, false
 	}
 	text := dst[start:]
-	const head = len("2006-01-02T15:04:05") // a year of four digits: AppendText fails on others
+	const head = timeHead
 	zone := head
 	if len(text) > head && text[head] == '.' {
 		zone++
@@ -659,8 +668,9 @@ func (e *encoder) appendTime(dst []byte, t time.Time) ([]byte, bool) {
 		}
 	}
 	e.tsSec, e.tsLoc = sec, loc
-	e.tsHead = append(e.tsHead[:0], text[:head]...)
+	copy(e.tsHead[:], text[:head])
 	e.tsZone = append(e.tsZone[:0], text[zone:]...)
+	e.tsSet = true
 	return dst, true
 }
 
