@@ -240,11 +240,11 @@ const canonicalHead = `{"jsonrpc":"2.0","id":`
 // and follows its id with "method" or with "result" or "error", as such
 // frames do: the id and the method are read where they must be, without a
 // walk. ok is false for any other frame. The fixed parts are compared a
-// word at a time: a frame is traced up to four times a call, and a
-// comparison through memequal cost more than the rest of the scan.
+// word at a time: the trace reads three frames a call here, and the
+// prefix comparisons through memequal were a third of the scan.
 func scanCanonical(s string) (method, id span, ok bool) {
 	const v = len(canonicalHead)
-	// The head, the id's first byte and a word past it.
+	// The head, then room for an id and the key after it.
 	if len(s) < v+9 || load64(s, 0) != headWords[0] || load64(s, 8) != headWords[1] || load64(s, v-8) != headWords[2] {
 		return span{}, span{}, false
 	}

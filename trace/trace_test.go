@@ -335,16 +335,24 @@ func emitAll(t *testing.T, w *Writer, n int) {
 	}
 }
 
-func TestFullBufferDropsAndCounts(t *testing.T) {
-	pr, pw := io.Pipe()
+// fullWhileStalled is a Writer of Buffer 4 whose reader stalled after a
+// byte of its first record (first), with 4 more records queued behind it
+// and 6 dropped.
+func fullWhileStalled(t *testing.T) (w *Writer, pr *io.PipeReader, pw *io.PipeWriter, first []byte) {
+	pr, pw = io.Pipe()
 	// A quarter of Buffer is one record: each Emit wakes the goroutine.
-	w := New(pw, Options{Buffer: 4, FlushInterval: time.Hour})
+	w = New(pw, Options{Buffer: 4, FlushInterval: time.Hour})
 
 	// The first record reaches the pipe; once a byte of it is read, the
 	// writer goroutine is blocked in Write with an empty queue.
 	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"first"}`)})
-	first := readFirst(t, pr)
+	first = readFirst(t, pr)
 	emitAll(t, w, 4+6) // 4 fill the queue, 6 are dropped
+	return w, pr, pw, first
+}
+
+func TestFullBufferDropsAndCounts(t *testing.T) {
+	w, pr, pw, first := fullWhileStalled(t)
 	if d := w.Dropped(); d != 6+5 {
 		t.Errorf("Dropped = %d with the reader stalled, want 6 dropped + 5 unwritten", d)
 	}
@@ -366,11 +374,7 @@ func TestFullBufferDropsAndCounts(t *testing.T) {
 // reader stalled takes records again once the reader has caught up, with
 // nothing dropped but what came while it was full.
 func TestFullBufferAcceptsAgainOnceDrained(t *testing.T) {
-	pr, pw := io.Pipe()
-	w := New(pw, Options{Buffer: 4, FlushInterval: time.Hour})
-	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"first"}`)})
-	first := readFirst(t, pr)
-	emitAll(t, w, 4+6) // 4 fill the queue, 6 are dropped
+	w, pr, pw, first := fullWhileStalled(t)
 	got := make(chan []byte)
 	go func() {
 		b, _ := io.ReadAll(pr)
@@ -402,14 +406,7 @@ func TestFullBufferAcceptsAgainOnceDrained(t *testing.T) {
 // still count.
 func TestChunkLeavesHeldAsItsWriteBegins(t *testing.T) {
 	r := Record{Time: time.Unix(1785240000, 123456789), Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"` + strings.Repeat("x", 1000) + `"}`)}
-	c := r
-	(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).prepare(&c)
-	var e encoder
-	line, err := e.encode(&c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	size := len(line)
+	size := lineSize(t, r)
 	perChunk := writeSize / size
 	n := 2*perChunk + 1 // three chunks
 	pr, pw := io.Pipe()
@@ -420,20 +417,7 @@ func TestChunkLeavesHeldAsItsWriteBegins(t *testing.T) {
 		w.Emit(r)
 	}
 	// The rest of the first write, and a byte of the batch's first chunk.
-	b := make([]byte, size)
-	read := make(chan error, 1)
-	go func() {
-		_, err := io.ReadFull(pr, b)
-		read <- err
-	}()
-	select {
-	case err := <-read:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the writer goroutine wrote nothing more in 10s")
-	}
+	b := readN(t, pr, size)
 	w.mu.Lock()
 	held := w.held
 	w.mu.Unlock()
@@ -468,16 +452,7 @@ func closeReading(w *Writer, pr *io.PipeReader, pw *io.PipeWriter) (rest []byte,
 func TestFullBufferBytesDropsAndCounts(t *testing.T) {
 	// A set time: every line is as long as the one measured.
 	r := Record{Time: time.Unix(1785240000, 123456789), Dir: ClientToProxy, Frame: json.RawMessage(`{"id":"` + strings.Repeat("x", 500) + `"}`)}
-	size := func() int {
-		c := r
-		(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).prepare(&c)
-		var e encoder
-		line, err := e.encode(&c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(line)
-	}()
+	size := lineSize(t, r)
 	pr, pw := io.Pipe()
 	// Room for 4 records; a quarter of that, one record, wakes the goroutine.
 	w := New(pw, Options{BufferBytes: 4 * size, FlushInterval: time.Hour})
@@ -665,12 +640,16 @@ func TestConcurrentEmit(t *testing.T) {
 
 // readFirst reads a byte of the writer goroutine's first write, which then
 // blocks in that write until the rest is read.
-func readFirst(t *testing.T, pr *io.PipeReader) []byte {
+func readFirst(t *testing.T, pr *io.PipeReader) []byte { return readN(t, pr, 1) }
+
+// readN reads n bytes of what the writer goroutine writes, waiting at most
+// 10 seconds for them.
+func readN(t *testing.T, pr *io.PipeReader, n int) []byte {
 	t.Helper()
-	first := make([]byte, 1)
+	b := make([]byte, n)
 	got := make(chan error, 1)
 	go func() {
-		_, err := io.ReadFull(pr, first)
+		_, err := io.ReadFull(pr, b)
 		got <- err
 	}()
 	select {
@@ -680,9 +659,21 @@ func readFirst(t *testing.T, pr *io.PipeReader) []byte {
 		}
 	case <-time.After(10 * time.Second):
 		pr.Close()
-		t.Fatal("the writer goroutine wrote nothing in 10s")
+		t.Fatalf("the writer goroutine wrote %d bytes in 10s, no more", len(b))
 	}
-	return first
+	return b
+}
+
+// lineSize is the length of r's line, as the default rule leaves it.
+func lineSize(t *testing.T, r Record) int {
+	t.Helper()
+	(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).prepare(&r)
+	var e encoder
+	line, err := e.encode(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(line)
 }
 
 type failWriter struct{}

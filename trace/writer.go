@@ -112,12 +112,14 @@ type Writer struct {
 	timer *time.Timer   // armed by Emit when a line enters an empty buffer
 
 	// encoders holds the encoders not in use; each remembers its own
-	// redactions. A pool, kept per thread, takes no lock.
+	// redactions. A sync.Pool keeps them per thread and takes no lock (a
+	// collection may let idle ones go: their memos are then made again).
 	encoders sync.Pool
 
 	// Emit takes mu once a record, and changes nothing else shared but
-	// what it guards: the atomics below change only when something is
-	// dropped or fails, or the buffer fills or drains (and once a write).
+	// what it guards: the atomics below change at Close, when something is
+	// dropped or a write fails, when the buffer fills or drains, and once
+	// a write.
 	mu     sync.Mutex // guards what follows, up to the atomics
 	lines  []byte     // encoded lines not yet taken by the goroutine, in Emit order
 	nLines int64      // records in lines
