@@ -188,6 +188,17 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// flagStatus is the exit status after a command line that did not parse:
+// 0 after --help (the flag set printed the usage), else 2, with the error
+// on stderr.
+func flagStatus(err error, stderr io.Writer) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintln(stderr, "mcp-tasks-bench:", err)
+	return 2
+}
+
 // parseFlags parses the command line. It runs past 90 lines because it is
 // the bench's flag list, one line a flag, followed by the checks of their
 // values: split, the list would be read in pieces.
@@ -343,12 +354,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runRatios(args[1:], stdout, stderr)
 	}
 	cfg, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-tasks-bench:", err)
-		return 2
+		return flagStatus(err, stderr)
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "mcp-tasks-bench: "+format+"\n", a...) }
 

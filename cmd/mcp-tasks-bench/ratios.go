@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/csv"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -184,12 +183,8 @@ const bootstraps = 10000
 // runRatios is the ratios subcommand; it returns the exit status.
 func runRatios(args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseRatiosFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-tasks-bench:", err)
-		return 2
+		return flagStatus(err, stderr)
 	}
 	var files []*roundsFile
 	for _, p := range cfg.files {
@@ -254,17 +249,18 @@ func writeRatios(w io.Writer, files []*roundsFile, fig, a, b string) bool {
 		if len(q) == 0 {
 			continue
 		}
-		m := median(q)
+		m, iqr := summary(q)
 		meds = append(meds, m)
 		all = append(all, q...)
-		rows = append(rows, []string{rf.name, strconv.Itoa(len(q)), fmt.Sprintf("%.3f×", m), spread(q)})
+		rows = append(rows, []string{rf.name, strconv.Itoa(len(q)), fmt.Sprintf("%.3f×", m), iqr})
 	}
 	if len(meds) == 0 {
 		return false
 	}
 	fmt.Fprintf(w, "\n%s: %s/%s\n\n", fig, a, b)
 	if len(meds) > 1 {
-		rows = append(rows, []string{fmt.Sprintf("all %d runs' rounds", len(meds)), strconv.Itoa(len(all)), fmt.Sprintf("%.3f×", median(all)), spread(all)})
+		m, iqr := summary(all)
+		rows = append(rows, []string{fmt.Sprintf("all %d runs' rounds", len(meds)), strconv.Itoa(len(all)), fmt.Sprintf("%.3f×", m), iqr})
 	}
 	writeTableN(w, rows, 1)
 	if len(meds) > 1 {
@@ -275,9 +271,9 @@ func writeRatios(w io.Writer, files []*roundsFile, fig, a, b string) bool {
 	return true
 }
 
-// spread is the interquartile range of v.
-func spread(v []float64) string {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return fmt.Sprintf("%.2f–%.2f", quantile(s, 0.25), quantile(s, 0.75))
+// summary sorts v, a sample of its caller's own, and gives its median and
+// interquartile range: one sort for both.
+func summary(v []float64) (med float64, iqr string) {
+	slices.Sort(v)
+	return quantile(v, 0.5), fmt.Sprintf("%.2f–%.2f", quantile(v, 0.25), quantile(v, 0.75))
 }
