@@ -138,14 +138,13 @@ type tracer struct{ s *env }
 
 func (t tracer) Request(ctx context.Context, method, url string, h http.Header, body []byte) {
 	x := exchangeOf(ctx)
-	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: x.recordOp(ctx), Rewrites: x.rewrites,
-		HTTP: &trace.HTTP{Method: method, URL: url, Request: h}}
+	r := trace.Record{Session: t.s.cfg.SessionID, Time: time.Now(), Dir: trace.ProxyToServer, Op: x.recordOp(ctx), Rewrites: x.rewrites}
 	if body != nil {
 		// Every body the proxy sends is a frame it built, or a client's
 		// frame it parsed.
 		r.Frame, r.FrameValid, r.FrameClean, r.MethodIDFromFrame = json.RawMessage(body), true, same(body, x.cleanBody), true
 	}
-	t.s.cfg.Trace.Emit(r)
+	t.s.cfg.Trace.EmitHTTP(r, trace.HTTP{Method: method, URL: url, Request: h})
 }
 
 func (t tracer) Answer(ctx context.Context, status int, msg []byte, since time.Time, err error) {
@@ -155,13 +154,15 @@ func (t tracer) Answer(ctx context.Context, status int, msg []byte, since time.T
 	if len(msg) > 0 {
 		r.Frame, r.MethodIDFromFrame = json.RawMessage(msg), true
 	}
-	if status != 0 {
-		r.HTTP = &trace.HTTP{Status: status}
-	}
 	if err != nil {
 		r.Error = err.Error()
 	}
-	clean := t.s.cfg.Trace.Emit(r)
+	var clean bool
+	if status != 0 {
+		clean = t.s.cfg.Trace.EmitHTTP(r, trace.HTTP{Status: status})
+	} else {
+		clean = t.s.cfg.Trace.Emit(r)
+	}
 	if x.answers {
 		x.cleanAnswer = nil
 		if clean {

@@ -317,14 +317,14 @@ func (c *Client) send(ctx context.Context, target, method string, body []byte, s
 		h["User-Agent"] = c.ua
 	}
 	set(h)
-	var w *watch
+	var w watch // kept in the Response: no allocation of its own
 	if o := observerOf(ctx); o != nil {
 		shown := c.shown
 		if target != c.url {
 			shown = Redact(target)
 		}
 		o.Request(ctx, method, shown, h, body)
-		w = &watch{o: o, ctx: ctx, start: time.Now()}
+		w = watch{o: o, ctx: ctx, start: time.Now()}
 	}
 	if authz != "" {
 		h["Authorization"] = []string{authz}
@@ -332,7 +332,7 @@ func (c *Client) send(ctx context.Context, target, method string, body []byte, s
 	resp, err := c.http.Do(req)
 	if err != nil {
 		err = c.classify(ctx, err)
-		if w != nil {
+		if w.o != nil {
 			w.o.Answer(ctx, 0, nil, w.start, err)
 		}
 		return nil, err
@@ -418,7 +418,7 @@ type Response struct {
 	size  int64 // Content-Length, -1 when unknown
 	done  bool
 	room  []byte // the JSON body's whole buffer, when it has room in front
-	watch *watch // the exchange's Observer, nil when none
+	watch watch  // the exchange's Observer, if any
 	// final is the URL that gave the answer, after same-origin redirects:
 	// a relative 2024-11-05 endpoint is resolved against it.
 	final *url.URL

@@ -54,7 +54,8 @@ func observerOf(ctx context.Context) Observer {
 	return o
 }
 
-// watch is one exchange's Observer and what it needs at the answer.
+// watch is one exchange's Observer (none when o is nil) and what it needs
+// at the answer.
 type watch struct {
 	o     Observer
 	ctx   context.Context
@@ -64,7 +65,7 @@ type watch struct {
 
 // message reports a message read; the first carries the status.
 func (w *watch) message(status int, msg []byte) {
-	if w == nil {
+	if w.o == nil {
 		return
 	}
 	if w.seen {
@@ -76,7 +77,7 @@ func (w *watch) message(status int, msg []byte) {
 
 // closed reports the status of an answer closed without a message read.
 func (w *watch) closed(status int) {
-	if w == nil || w.seen {
+	if w.o == nil || w.seen {
 		return
 	}
 	w.seen = true

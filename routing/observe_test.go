@@ -141,7 +141,7 @@ func TestNoObserverNoCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Close()
-	if resp.watch != nil {
+	if resp.watch.o != nil {
 		t.Error("an exchange without an Observer keeps a watch")
 	}
 	if _, err := resp.Next(); err != nil && !errors.Is(err, io.EOF) {

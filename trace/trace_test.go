@@ -1060,3 +1060,54 @@ func TestEchoCallRecordsAllocateNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestEmitHTTPAsEmit: EmitHTTP writes the very line Emit writes for the
+// record with h as its HTTP member, redacted alike, and leaves the caller's
+// header as it was; and the HTTP it is given costs the caller no
+// allocation, where a Record's HTTP pointer does (Emit keeps a record's
+// pointers from one record to the next).
+func TestEmitHTTPAsEmit(t *testing.T) {
+	ts := time.Date(2026, 7, 28, 10, 0, 0, 400000, time.UTC)
+	header := http.Header{"Authorization": {"Bearer s3cret"}, "Mcp-Method": {"tools/call"}, "Accept": {"application/json, text/event-stream"}}
+	rec := Record{Time: ts, Dir: ProxyToServer, Op: "op-1", Rewrites: []string{"id.remap", "meta.inject"},
+		Frame: json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"token":"x"}}}`), FrameValid: true, MethodIDFromFrame: true}
+	for _, h := range []HTTP{
+		{Method: "POST", URL: "https://user:pw@mcp.example.com/mcp?token=abc", Request: header},
+		{Status: 200},
+		{Status: 401, Header: map[string]string{"WWW-Authenticate": "Bearer realm=x"}},
+	} {
+		var a, b bytes.Buffer
+		wa, wb := New(&a, Options{}), New(&b, Options{})
+		withPtr := rec
+		withPtr.HTTP = &h
+		wa.Emit(withPtr)
+		wb.EmitHTTP(rec, h)
+		wa.Close()
+		wb.Close()
+		if a.String() != b.String() || a.Len() == 0 {
+			t.Errorf("EmitHTTP wrote\n%s\nEmit wrote\n%s", b.String(), a.String())
+		}
+		if strings.Contains(b.String(), "s3cret") || strings.Contains(b.String(), ":pw@") {
+			t.Errorf("a secret reached the trace: %s", b.String())
+		}
+	}
+	if got := header.Get("Authorization"); got != "Bearer s3cret" {
+		t.Errorf("the caller's header was changed: Authorization %q", got)
+	}
+
+	w := New(io.Discard, Options{})
+	defer w.Close()
+	clean := rec
+	clean.Frame = json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e"}}`)
+	emitted := 0
+	n := testing.AllocsPerRun(100, func() {
+		w.EmitHTTP(clean, HTTP{Method: "POST", URL: "http://127.0.0.1/mcp", Request: header})
+		emitted++
+	})
+	if n != 0 {
+		t.Errorf("EmitHTTP made %v allocations a record, want 0", n)
+	}
+	if emitted == 0 {
+		t.Fatal("nothing emitted")
+	}
+}

@@ -266,6 +266,20 @@ func (w *Writer) Enabled() bool { return w != nil }
 // not redact): a frame made from it by edits that insert only clean parts
 // may then be emitted FrameClean and copied without a scan.
 func (w *Writer) Emit(r Record) (clean bool) {
+	return w.emit(r, nil)
+}
+
+// EmitHTTP is Emit of r with h as its HTTP member. h is copied into the
+// writer's own memory, so the caller's HTTP, taken by value, costs no
+// allocation, where a Record's HTTP pointer always does: Emit keeps a
+// Record's pointers from one record to the next.
+func (w *Writer) EmitHTTP(r Record, h HTTP) (clean bool) {
+	return w.emit(r, &h)
+}
+
+// emit is Emit, with the record's HTTP member in h when h is not nil: h is
+// only read, never kept.
+func (w *Writer) emit(r Record, h *HTTP) (clean bool) {
 	if w == nil || w.closed.Load() {
 		return false
 	}
@@ -277,6 +291,10 @@ func (w *Writer) Emit(r Record) (clean bool) {
 		r.Time = time.Now()
 	}
 	e := w.encoder()
+	if h != nil {
+		e.http = *h
+		r.HTTP = &e.http // finish redacts it where it lies
+	}
 	line, clean, err := w.recordLine(e, &r)
 	w.mu.Lock()
 	accepted := err == nil && !w.shut && w.held < w.maxRecords && w.heldBytes+int64(len(line)) <= w.maxBytes
