@@ -759,6 +759,32 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// TestOpenDevice: --trace /dev/null is written as it is. Its mode is the
+// system's: chmod-ing it to 0600 would fail for a user (and so refuse to
+// trace), and as root would lock every other user out of /dev/null.
+func TestOpenDevice(t *testing.T) {
+	const dev = "/dev/null"
+	before, err := os.Stat(dev)
+	if err != nil {
+		t.Skipf("SKIP: no %s on this system", dev)
+	}
+	w, err := Open(dev, Options{})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dev, err)
+	}
+	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id":1}`)})
+	if dropped, err := w.Close(); dropped != 0 || err != nil {
+		t.Fatalf("Close = %d, %v", dropped, err)
+	}
+	after, err := os.Stat(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Mode() != before.Mode() {
+		t.Errorf("%s went from mode %v to %v", dev, before.Mode(), after.Mode())
+	}
+}
+
 // handmade builds a small trace: op "b" (tools/call, id 7) first, then op
 // "a" (initialize), records without op, and one malformed line.
 func handmade(t *testing.T) string {
