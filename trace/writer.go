@@ -145,9 +145,8 @@ type Writer struct {
 }
 
 // Open starts a Writer on path: "-" writes to os.Stderr; a regular file is
-// created or truncated with mode 0600 (an existing one is chmod-ed to 0600)
-// and written with direct I/O where the file system takes it (directFile);
-// a device such as /dev/null or /dev/stderr is written as it is, its mode
+// created or truncated with mode 0600 (an existing one is chmod-ed to
+// 0600); a device such as /dev/null is written as it is, its mode
 // untouched; a FIFO is opened on the first write.
 func Open(path string, o Options) (*Writer, error) {
 	if path == "-" {
@@ -170,19 +169,11 @@ func Open(path string, o Options) (*Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	if !st.Mode().IsRegular() { // a device: its mode is the system's
-		w := New(f, o)
-		w.closer = f
-		return w, nil
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if d := openDirect(path, f); d != nil {
-		w := New(d, o)
-		w.closer = d
-		return w, nil
+	if st.Mode().IsRegular() { // a device's mode is the system's
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	w := New(f, o)
 	w.closer = f
@@ -408,41 +399,13 @@ func (w *Writer) run() {
 	for {
 		select {
 		case <-w.kick:
-			w.flush()
 		case <-w.timer.C:
-			w.flush()
-			w.settle()
 		case <-w.stop:
 			w.flush()
-			w.settle()
 			return
 		}
+		w.flush()
 	}
-}
-
-// settle makes a directFile write the tail it holds, so that the file
-// shows every record written: when the timer fires and at Close. The timer
-// is armed by the first record of every batch, and a wake-up's flush does
-// not stop it, so it fires FlushInterval after the last records at the
-// latest; while records keep coming faster, each batch rearms it, and the
-// tail goes out with the next batch's blocks. A write that fails loses the
-// records of the tail.
-func (w *Writer) settle() {
-	d, ok := w.out.(*directFile)
-	if !ok || w.err != nil {
-		return
-	}
-	if err := d.settle(); err != nil {
-		w.fail(err, d.discard())
-	}
-}
-
-// fail records the first write error: every later record is dropped, and
-// the lost records, accepted and counted as written, are counted dropped.
-func (w *Writer) fail(err error, lost int64) {
-	w.err = err
-	w.failed.Store(true)
-	w.dropped.Add(lost)
 }
 
 // flush takes the buffer and writes it out in writes of whole lines, each
@@ -482,11 +445,8 @@ func (w *Writer) flush() {
 			continue
 		}
 		if _, err := w.out.Write(chunk); err != nil {
-			var lost int64 // the records a directFile held: counted as written
-			if d, ok := w.out.(*directFile); ok {
-				lost = d.discard()
-			}
-			w.fail(err, lost)
+			w.err = err
+			w.failed.Store(true)
 			w.lose(n)
 			continue
 		}
