@@ -296,10 +296,17 @@ func (w *Writer) emit(r Record, h *HTTP) (clean bool) {
 		w.dropped.Add(1) // full: skip the encoding
 		return false
 	}
+	e := w.encoder()
+	clean = w.emitWith(e, r, h)
+	w.encoders.Put(e) // its line is copied: free for the next record
+	return clean
+}
+
+// emitWith is emit's work on an accepted record, with the encoder e.
+func (w *Writer) emitWith(e *encoder, r Record, h *HTTP) (clean bool) {
 	if r.Time.IsZero() {
 		r.Time = time.Now()
 	}
-	e := w.encoder()
 	if h != nil {
 		e.http = *h
 		r.HTTP = &e.http // finish redacts it where it lies
@@ -325,7 +332,6 @@ func (w *Writer) emit(r Record, h *HTTP) (clean bool) {
 	}
 	shut := w.shut
 	w.mu.Unlock()
-	w.encoders.Put(e) // its line is copied: free for the next record
 	if !accepted && !shut {
 		w.dropped.Add(1) // full, or a record no JSON can hold (errUnencodable)
 	}
