@@ -1090,8 +1090,8 @@ func TestEchoCallRecordsAllocateNothing(t *testing.T) {
 // TestEmitHTTPAsEmit: EmitHTTP writes the very line Emit writes for the
 // record with h as its HTTP member, redacted alike, and leaves the caller's
 // header as it was; and the HTTP it is given costs the caller no
-// allocation, where a Record's HTTP pointer does (Emit keeps a record's
-// pointers from one record to the next).
+// allocation, where a Record's HTTP pointer does (everything a Record
+// points to escapes: see EmitHTTP).
 func TestEmitHTTPAsEmit(t *testing.T) {
 	ts := time.Date(2026, 7, 28, 10, 0, 0, 400000, time.UTC)
 	header := http.Header{"Authorization": {"Bearer s3cret"}, "Mcp-Method": {"tools/call"}, "Accept": {"application/json, text/event-stream"}}
