@@ -147,12 +147,21 @@ type Writer struct {
 // Open starts a Writer on path: "-" writes to os.Stderr; a regular file is
 // created or truncated with mode 0600 (an existing one is chmod-ed to
 // 0600); a device such as /dev/null is written as it is, its mode
-// untouched; a FIFO is opened on the first write.
+// untouched; a FIFO is opened on the first write. It refuses the process's
+// standard output, whatever its name (/dev/stdout, /proc/self/fd/1, the
+// file it was redirected to), which carries only frames: a file there
+// would be truncated, and records would go among the frames.
 func Open(path string, o Options) (*Writer, error) {
 	if path == "-" {
 		return New(os.Stderr, o), nil
 	}
-	if st, err := os.Stat(path); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
+	st, err := os.Stat(path)
+	if err == nil {
+		if out, oerr := os.Stdout.Stat(); oerr == nil && os.SameFile(st, out) {
+			return nil, fmt.Errorf("%s is this process's standard output, which carries only frames: trace to a file, or to stderr with -", path)
+		}
+	}
+	if err == nil && st.Mode()&os.ModeNamedPipe != 0 {
 		// Opening a FIFO blocks until a reader comes: the writer's own
 		// goroutine opens it on the first write, never the caller.
 		lf := &lazyFile{path: path}
@@ -164,7 +173,7 @@ func Open(path string, o Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
+	st, err = f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -697,16 +706,15 @@ func (e *encoder) appendTime(dst []byte, t time.Time) ([]byte, bool) {
 		return dst, false
 	}
 	text := dst[start:]
-	const head = timeHead
-	zone := head
-	if len(text) > head && text[head] == '.' {
+	zone := timeHead
+	if len(text) > timeHead && text[timeHead] == '.' {
 		zone++
 		for zone < len(text) && text[zone] >= '0' && text[zone] <= '9' {
 			zone++
 		}
 	}
 	e.tsSec, e.tsLoc = sec, loc
-	copy(e.tsHead[:], text[:head])
+	copy(e.tsHead[:], text[:timeHead])
 	e.tsZone = append(e.tsZone[:0], text[zone:]...)
 	e.tsSet = true
 	return dst, true
