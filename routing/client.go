@@ -562,8 +562,7 @@ const (
 // returns the buffer and the offset of the body in it: BodyRoom for a body
 // of RoomMin bytes or more, 0 for a smaller one. A known size is allocated
 // up front, so the body is read once; an unknown size grows by half each
-// time, and gets its room when it first grows past RoomMin (a copy that the
-// growth makes anyway).
+// time up to RoomMin, and is gathered from there (readLong).
 func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error) {
 	if size > int64(max) {
 		return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
@@ -583,13 +582,12 @@ func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error)
 			if n < 1024 {
 				grown = n + 512
 			}
-			noff := off
 			if grown >= RoomMin {
-				noff = BodyRoom
+				// Only a body of unknown length grows, and from here on it
+				// is most likely a large result.
+				return readLong(r, max, buf[off:])
 			}
-			nb := make([]byte, noff+n, noff+grown)
-			copy(nb[noff:], buf[off:])
-			buf, off = nb, noff
+			buf = append(make([]byte, 0, grown), buf...)
 		}
 		m, rerr := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
@@ -603,6 +601,25 @@ func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error)
 			return nil, 0, rerr
 		}
 	}
+}
+
+// readLong reads the rest of a body of unknown length that outgrew RoomMin
+// (head is what was read of it) as a long SSE line is read: with gather,
+// after a collection when the last large results are garbage.
+func readLong(r io.Reader, max int, head []byte) ([]byte, int, error) {
+	collectGarbage()
+	var g gather
+	g.start(BodyRoom)
+	g.add(head)
+	if err := g.readFrom(r, max); err != nil {
+		g.reset()
+		return nil, 0, err
+	}
+	if g.n > max {
+		g.reset()
+		return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	}
+	return g.finish(), BodyRoom, nil
 }
 
 // Redact hides URL userinfo and query values, for messages and logs.

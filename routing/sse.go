@@ -8,7 +8,6 @@ import (
 	"io"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,7 +25,7 @@ type SSEReader struct {
 	max   int
 	data  []byte
 	base  []byte // a line longer than the reader's buffer, after BodyRoom spare bytes
-	parts parts  // the long line being read
+	line  gather // the long line being read
 	long  bool   // the line being handled is in base
 	room  []byte // data's whole buffer, when data is a long line handed over whole
 	saw   bool   // the current event has at least one data line
@@ -164,11 +163,11 @@ func (s *SSEReader) takeRoom() []byte {
 // readLine returns one line without its terminator (LF, CRLF or CR-less LF).
 // Lines of any length are read; the line is bounded by the event limit. A
 // line that fits in the reader's buffer is returned in place, without a
-// copy; it is valid until the next read. A longer line is gathered in
-// parts and joined once, in a buffer of its exact size with BodyRoom spare
-// bytes in front: a buffer grown by doubling held up to three times the
-// line while it was copied (the old buffer and a new one of twice its
-// size), and its growth allocated four times the line in all.
+// copy; it is valid until the next read. A longer line is gathered
+// (gather) into one heap buffer with BodyRoom spare bytes in front, while
+// holding about one copy of it: a buffer grown by doubling held up to three
+// times the line while it was copied (the old buffer and a new one of twice
+// its size), and heap parts joined at the end twice.
 func (s *SSEReader) readLine() ([]byte, error) {
 	chunk, err := s.r.ReadSlice('\n')
 	s.long = err == bufio.ErrBufferFull
@@ -182,19 +181,22 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		return trimEOL(chunk), nil
 	}
 	collectGarbage()
-	s.parts.reset()
-	s.parts.add(chunk)
+	s.line.start(BodyRoom)
+	s.line.add(chunk)
 	for {
 		chunk, err = s.r.ReadSlice('\n')
-		s.parts.add(chunk)
-		if s.max > 0 && s.parts.n > s.max+16 {
-			s.parts.reset()
+		s.line.add(chunk)
+		if s.max > 0 && s.line.n > s.max+16 {
+			s.line.reset()
 			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, s.max)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		s.base = s.parts.join(BodyRoom)
+		s.base = s.line.finish()
+		if n := len(s.base) - BodyRoom; n >= largeLine {
+			gathered.Add(int64(n))
+		}
 		if err != nil {
 			return s.base[BodyRoom:], err
 		}
@@ -203,7 +205,7 @@ func (s *SSEReader) readLine() ([]byte, error) {
 }
 
 // gathered counts the bytes of the large lines (largeLine or longer)
-// joined, and of the JSON bodies of that size read, since the last
+// gathered, and of the JSON bodies of that size read, since the last
 // collection collectGarbage started: garbage by the time the next long line
 // or large body comes, unless results overlap.
 var gathered atomic.Int64
@@ -215,7 +217,7 @@ const (
 	// saves (a 1 MiB event's peak RSS is the same with it).
 	largeLine = 2 << 20
 	// garbageMin is how many bytes of large lines must have been
-	// joined since the last collection for the next long line to start
+	// gathered since the last collection for the next long line to start
 	// with one: every time after a line of 4 MiB or more.
 	garbageMin = 4 << 20
 )
@@ -233,14 +235,13 @@ var collecting atomic.Bool
 // then, but they still count in the heap: left to GOGC, the next
 // collection comes only once the heap has doubled from the live set
 // measured while those buffers were live, and this line would be gathered
-// and joined in fresh pages on top of them (a 16 MiB event peaked at 80
-// MiB of RSS). Collected here, their memory is reused at once.
+// in fresh pages on top of them (a 16 MiB event peaked at 80 MiB of RSS). Collected here, their memory is reused at once.
 // (Collecting right after a result is written instead gives the runtime
 // time to return the freed pages to the system, and the next result pays
 // a page fault for each page again: 30 ms per 16 MiB here.) The collection
 // costs about a millisecond of CPU: the proxy's live heap is small. It is
 // waited for: run in the background, on a loaded machine it ended after
-// the line's join, and a 16 MiB event peaked at 67 MiB.
+// the line was gathered, and a 16 MiB event peaked at 67 MiB.
 func collectGarbage() {
 	if gathered.Load() < garbageMin || !collecting.CompareAndSwap(false, true) {
 		return
@@ -248,89 +249,6 @@ func collectGarbage() {
 	gathered.Store(0)
 	runtime.GC()
 	collecting.Store(false)
-}
-
-// parts gathers a long line in buffers of partSize bytes, which are joined
-// once its length is known. The buffers come from spare, and up to
-// spareMax of them go back to it at the join: the next long line reuses
-// them rather than allocating its own, and they count in the live heap
-// that GOGC and the runtime's scavenger see, which then keep the memory
-// the next join reuses instead of returning it to the system (and faulting
-// it in again). A sync.Pool, which lets its buffers go after two
-// collections, lost them between the results of a traced session.
-type parts struct {
-	bufs []*[]byte
-	n    int
-}
-
-const (
-	partSize = 256 << 10
-	spareMax = 64 // 16 MiB
-)
-
-// spare holds the buffers of past long lines, at most spareMax.
-var spare struct {
-	sync.Mutex
-	bufs []*[]byte
-}
-
-func getPart() *[]byte {
-	spare.Lock()
-	defer spare.Unlock()
-	if k := len(spare.bufs); k > 0 {
-		b := spare.bufs[k-1]
-		spare.bufs[k-1] = nil
-		spare.bufs = spare.bufs[:k-1]
-		return b
-	}
-	b := make([]byte, 0, partSize)
-	return &b
-}
-
-// reset keeps the buffers in spare, up to spareMax.
-func (p *parts) reset() {
-	spare.Lock()
-	for _, b := range p.bufs {
-		if len(spare.bufs) < spareMax {
-			*b = (*b)[:0]
-			spare.bufs = append(spare.bufs, b)
-		}
-	}
-	spare.Unlock()
-	clear(p.bufs)
-	p.bufs, p.n = p.bufs[:0], 0
-}
-
-// add copies chunk into the last buffer, and into a new one when that is
-// full.
-func (p *parts) add(chunk []byte) {
-	p.n += len(chunk)
-	for len(chunk) > 0 {
-		if k := len(p.bufs); k > 0 {
-			last := *p.bufs[k-1]
-			c := copy(last[len(last):cap(last)], chunk)
-			*p.bufs[k-1] = last[:len(last)+c]
-			chunk = chunk[c:]
-			if len(chunk) == 0 {
-				return
-			}
-		}
-		p.bufs = append(p.bufs, getPart())
-	}
-}
-
-// join returns the line in one buffer of its exact size after room spare
-// bytes, and puts the parts back.
-func (p *parts) join(room int) []byte {
-	if p.n >= largeLine {
-		gathered.Add(int64(p.n))
-	}
-	line := make([]byte, room, room+p.n)
-	for _, b := range p.bufs {
-		line = append(line, *b...)
-	}
-	p.reset()
-	return line
 }
 
 func trimEOL(line []byte) []byte {

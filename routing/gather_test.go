@@ -1,0 +1,180 @@
+package routing
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// gatherAll gathers msg in chunks of the given size and returns the
+// finished buffer, the start buffer's first byte (nil when it had no
+// capacity) and how many parts the gather made.
+func gatherAll(msg []byte, chunk int) (out []byte, start *byte, parts int) {
+	var g gather
+	g.start(BodyRoom)
+	if cap(g.buf) > len(g.buf) {
+		start = &g.buf[:cap(g.buf)][0]
+	}
+	for c := range slicesOf(msg, chunk) {
+		g.add(c)
+		parts = max(parts, len(g.parts))
+	}
+	return g.finish(), start, parts
+}
+
+func slicesOf(b []byte, n int) func(func([]byte) bool) {
+	return func(yield func([]byte) bool) {
+		for len(b) > 0 {
+			k := min(n, len(b))
+			if !yield(b[:k]) {
+				return
+			}
+			b = b[k:]
+		}
+	}
+}
+
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + i%23)
+	}
+	return b
+}
+
+// TestGatherFirstOfItsSize: with no message gathered before, everything goes
+// into parts, and the message comes back after BodyRoom spare bytes in a
+// buffer of bufCap, with no part left.
+func TestGatherFirstOfItsSize(t *testing.T) {
+	for _, n := range []int{1, partSize - 1, partSize, partSize + 1, 3*partSize + 17} {
+		lastLong.Store(0)
+		msg := pattern(n)
+		var g gather
+		g.start(BodyRoom)
+		for c := range slicesOf(msg, 7001) {
+			g.add(c)
+		}
+		if want := (n + partSize - 1) / partSize; len(g.parts) != want {
+			t.Errorf("%d bytes: %d parts, want %d", n, len(g.parts), want)
+		}
+		out := g.finish()
+		if len(out) != BodyRoom+n || cap(out) != bufCap(BodyRoom, n) || !bytes.Equal(out[BodyRoom:], msg) {
+			t.Fatalf("%d bytes: len %d cap %d, content equal %v", n, len(out), cap(out), bytes.Equal(out[BodyRoom:], msg))
+		}
+		if len(g.parts) != 0 || g.n != 0 || g.buf != nil {
+			t.Errorf("%d bytes: the gather kept %d parts, %d bytes", n, len(g.parts), g.n)
+		}
+		if got := lastLong.Load(); got != int64(n) {
+			t.Errorf("%d bytes: lastLong %d", n, got)
+		}
+	}
+}
+
+// TestGatherReusesLastSize: a message up to an eighth longer than the last
+// one is read into the buffer start allocated, and handed over in it: no
+// part, no second buffer. One byte more than that buffer holds takes a
+// part, and the message comes back in a new buffer of bufCap.
+func TestGatherReusesLastSize(t *testing.T) {
+	const n = 2*partSize + 333
+	lastLong.Store(0)
+	gatherAll(pattern(n), 4096)
+
+	fits := pattern(n + n/8)
+	out, start, parts := gatherAll(fits, 4096)
+	if !bytes.Equal(out[BodyRoom:], fits) || len(out) != BodyRoom+len(fits) {
+		t.Fatalf("%d bytes after %d: content or length wrong (len %d)", len(fits), n, len(out))
+	}
+	if parts != 0 || start == nil || &out[0] != start {
+		t.Errorf("%d bytes after %d: %d parts, handed over in the start buffer %v", len(fits), n, parts, start != nil && &out[0] == start)
+	}
+
+	lastLong.Store(n)
+	over := pattern(bufCap(BodyRoom, n) - BodyRoom + 1)
+	out, start, parts = gatherAll(over, 4096)
+	if !bytes.Equal(out[BodyRoom:], over) || len(out) != BodyRoom+len(over) || cap(out) != bufCap(BodyRoom, len(over)) {
+		t.Fatalf("%d bytes after %d: len %d cap %d", len(over), n, len(out), cap(out))
+	}
+	if parts != 1 || &out[0] == start {
+		t.Errorf("%d bytes after %d: %d parts (want 1), handed over in the start buffer %v", len(over), n, parts, &out[0] == start)
+	}
+}
+
+// TestBufCap: a buffer holds the message and an eighth more after the room,
+// in whole parts (whole 64 KiB under a part), and messages a few bytes apart
+// get buffers of one size.
+func TestBufCap(t *testing.T) {
+	if got := bufCap(BodyRoom, 0); got != BodyRoom {
+		t.Errorf("bufCap(room, 0) = %d, want the room alone", got)
+	}
+	for _, n := range []int{1, 40 << 10, partSize - 1, 16 << 20, 16<<20 + 37, 64<<20 + 5} {
+		c := bufCap(BodyRoom, n)
+		g := partSize
+		if BodyRoom+n+n/8 < partSize {
+			g = 64 << 10
+		}
+		if c < BodyRoom+n+n/8 || c%g != 0 || c-(BodyRoom+n+n/8) >= g {
+			t.Errorf("bufCap(%d, %d) = %d", BodyRoom, n, c)
+		}
+	}
+	if a, b := bufCap(BodyRoom, 16<<20+100), bufCap(BodyRoom, 16<<20+180); a != b {
+		t.Errorf("16 MiB messages 80 bytes apart get buffers of %d and %d bytes", a, b)
+	}
+}
+
+// TestGatherReadFrom: readFrom reads to EOF through the start buffer and
+// the parts, returns a read error as it is, and stops once more than max
+// bytes are in.
+func TestGatherReadFrom(t *testing.T) {
+	msg := pattern(2*partSize + 5)
+	lastLong.Store(partSize / 2)
+	var g gather
+	g.start(BodyRoom)
+	if err := g.readFrom(iotest.HalfReader(bytes.NewReader(msg)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if out := g.finish(); !bytes.Equal(out[BodyRoom:], msg) {
+		t.Fatalf("read %d bytes, want %d, equal %v", len(out)-BodyRoom, len(msg), bytes.Equal(out[BodyRoom:], msg))
+	}
+
+	boom := errors.New("connection reset")
+	g.start(BodyRoom)
+	if err := g.readFrom(io.MultiReader(bytes.NewReader(msg[:partSize*3/2]), iotest.ErrReader(boom)), 0); err != boom {
+		t.Fatalf("read error %v, want %v", err, boom)
+	}
+	g.reset()
+	if len(g.parts) != 0 || g.n != 0 || g.buf != nil {
+		t.Errorf("reset kept %d parts, %d bytes", len(g.parts), g.n)
+	}
+
+	g.start(BodyRoom)
+	if err := g.readFrom(strings.NewReader(strings.Repeat("z", 3*partSize)), partSize); err != nil {
+		t.Fatal(err)
+	}
+	if g.n <= partSize || g.n >= 3*partSize {
+		t.Errorf("read %d bytes with max %d: want past max and short of the end", g.n, partSize)
+	}
+	g.reset()
+}
+
+// TestReadBodyUnknownLength: a body without a Content-Length is read whole:
+// a small one without room, one of RoomMin bytes or more gathered with
+// BodyRoom in front (one a little shorter may be either). One over the
+// limit fails with ErrTooLarge.
+func TestReadBodyUnknownLength(t *testing.T) {
+	for _, n := range []int{0, 10, 1000, RoomMin - 1, RoomMin, 3*partSize + 1} {
+		msg := pattern(n)
+		buf, off, err := readBody(iotest.HalfReader(bytes.NewReader(msg)), 1<<30, -1)
+		if err != nil || !bytes.Equal(buf[off:], msg) {
+			t.Fatalf("%d bytes: %d read, %v", n, len(buf)-off, err)
+		}
+		if n <= 1000 && off != 0 || n >= RoomMin && off != BodyRoom {
+			t.Errorf("%d bytes: offset %d", n, off)
+		}
+	}
+	if _, _, err := readBody(bytes.NewReader(pattern(2*partSize)), partSize, -1); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a body over the limit: %v, want ErrTooLarge", err)
+	}
+}
