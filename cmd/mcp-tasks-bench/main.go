@@ -149,6 +149,7 @@ type config struct {
 	inflight    []int
 	sizes       []int
 	sseSizes    []int
+	chunked     bool
 	sizeCalls   int
 	startups    int
 	taskCalls   int
@@ -225,6 +226,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	inflight := fs.String("inflight", "1,8,64,256", "levels of concurrency (inflight)")
 	sizes := fs.String("sizes", "1KiB,1MiB,16MiB", "result sizes, answered as JSON (size)")
 	sseSizes := fs.String("sse-sizes", "16MiB", "result sizes answered as one SSE event (size); none for none")
+	fs.BoolVar(&cfg.chunked, "chunked", false, "send the JSON results (--sizes) without a Content-Length, chunked, as a server that streams its JSON encoder does (size)")
 	fs.IntVar(&cfg.sizeCalls, "size-calls", 5, "timed calls per size per round, after one warm-up call (size)")
 	fs.IntVar(&cfg.startups, "startups", 5, "spawns per round (startup)")
 	fs.IntVar(&cfg.taskCalls, "task-calls", 3, "task calls per round and poll count (task)")

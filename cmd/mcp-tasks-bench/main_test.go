@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -281,6 +283,18 @@ func TestBenchTiny(t *testing.T) {
 		}
 	})
 
+	t.Run("chunked JSON results", func(t *testing.T) {
+		code, out, errs := runBench(t, append(tiny(proxy), "--workloads", "size", "--sse-sizes", "none", "--chunked")...)
+		if code != 0 {
+			t.Fatalf("exit %d\nstderr:\n%s", code, errs)
+		}
+		for _, want := range []string{"| result 1 KiB JSON, chunked", "| result 300 KiB JSON, chunked", "How the cost grows with the result size (JSON, chunked)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("report lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("without the floor", func(t *testing.T) {
 		code, out, errs := runBench(t, append(tiny(proxy), "--workloads", "seq", "--floor=false")...)
 		if code != 0 {
@@ -427,6 +441,40 @@ func table(t *testing.T, out string) []map[string]string {
 		}
 	}
 	return rows
+}
+
+// TestBlobChunked: the blob tool's JSON answer has a Content-Length, and
+// none with chunked (net/http then sends it chunked); its text is the same.
+func TestBlobChunked(t *testing.T) {
+	up, err := startUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.close()
+	for _, chunked := range []bool{false, true} {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"blob","arguments":{"bytes":70000,"chunked":%v}}}`, chunked)
+		req, err := http.NewRequest(http.MethodPost, up.url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("MCP-Protocol-Version", legacyVersion)
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := gjson.GetBytes(b, "result.content.0.text").Str; got != string(payload(70000)) {
+			t.Fatalf("chunked %v: text of %d bytes, want the 70000-byte payload", chunked, len(got))
+		}
+		if chunked != (resp.ContentLength < 0) || chunked != slices.Contains(resp.TransferEncoding, "chunked") {
+			t.Errorf("chunked %v: Content-Length %d, Transfer-Encoding %v", chunked, resp.ContentLength, resp.TransferEncoding)
+		}
+	}
 }
 
 // TestFloorForwarder drives the floor bridge in process against the bench

@@ -203,7 +203,7 @@ func (rp *reporter) verdicts(w io.Writer) {
 		ratio("inflight-0064", 0.90, true, "calls/s at 64 in flight", "calls/s")
 		ratio("seq-stat", 1.25, false, "CPU per sequential call (utime+stime)", "µs")
 		ratio("inflight-0064-stat", 1.25, false, "CPU per call at 64 in flight (utime+stime)", "µs")
-		for _, g := range []struct{ group, enc string }{{"size", "JSON"}, {"sse", "SSE"}} {
+		for _, g := range []struct{ group, enc string }{{"size", jsonName(rp.cfg)}, {"sse", "SSE"}} {
 			key := fmt.Sprintf("%s-%012d", g.group, 16<<20)
 			ratio(key+"-a", 1.25, false, "16 MiB result ("+g.enc+") latency", "ms")
 			if v, ok := res.median(key+"-b", name); ok {
@@ -311,7 +311,7 @@ func (rp *reporter) growth(w io.Writer) {
 		main, mainUnit      string
 		extra, extraUnit    string
 	}{
-		{"size", "How the cost grows with the result size (JSON)", "result", "lat", "ms", "rss", "MiB"},
+		{"size", "How the cost grows with the result size (" + jsonName(rp.cfg) + ")", "result", "lat", "ms", "rss", "MiB"},
 		{"sse", "How the cost grows with the result size (one SSE event)", "result", "lat", "ms", "rss", "MiB"},
 		{"inflight", "How the cost grows with requests in flight (echo)", "in flight", "rate", "calls/s", "cpu", "µs"},
 		{"polls", fmt.Sprintf("How the cost grows with a followed task's poll count (poll %d ms)", rp.cfg.pollMS), "polls", "lat", "ms", "added", "ms"},

@@ -31,9 +31,10 @@ import (
 //
 // Tools:
 //   - echo {text}: one TextContent with text;
-//   - blob {bytes, sse}: one TextContent of exactly bytes bytes (a fixed
-//     pattern, see payload), written from a cache so the server adds no
-//     per-call copy; with sse true, as one event of a text/event-stream;
+//   - blob {bytes, sse, chunked}: one TextContent of exactly bytes bytes (a
+//     fixed pattern, see payload), written from a cache so the server adds
+//     no per-call copy; with sse true, as one event of a text/event-stream;
+//     with chunked true, as JSON without a Content-Length;
 //   - task {poll_ms, nonce, polls} (2026 only): answered with a
 //     CreateTaskResult (status working, pollIntervalMs = poll_ms) whose task
 //     is complete on the polls-th tasks/get (default 1), with text "task
@@ -244,7 +245,7 @@ func (u *upstream) toolCall(w http.ResponseWriter, idRaw string, params gjson.Re
 			w.Header().Set("Content-Type", "application/json")
 		}
 		tail := u.blobTail(n, modern, sse)
-		if !sse { // a stream has no length: it is sent chunked
+		if !sse && !args.Get("chunked").Bool() { // a stream has no length: it is sent chunked
 			w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(tail)))
 		}
 		_, _ = io.WriteString(w, head)

@@ -370,12 +370,24 @@ func (r *runner) inflight(ctx context.Context, t *target, c, round int) error {
 	})
 }
 
-// size: calls of the blob tool returning size bytes, as JSON or as one SSE
-// event; median latency and the bridge's peak RSS (VmHWM) over the session.
+// size: calls of the blob tool returning size bytes, as JSON (chunked with
+// --chunked) or as one SSE event; median latency and the bridge's peak RSS
+// (VmHWM) over the session.
+// jsonName names the JSON results of the size workload.
+func jsonName(cfg config) string {
+	if cfg.chunked {
+		return "JSON, chunked"
+	}
+	return "JSON"
+}
+
 func (r *runner) size(ctx context.Context, t *target, size int, sse bool, want []byte) error {
 	return r.withSession(ctx, t, "size", func(s session) error {
 		args := `{"bytes":` + strconv.Itoa(size) + `}`
-		group, enc := "size", "JSON"
+		group, enc := "size", jsonName(r.cfg)
+		if r.cfg.chunked {
+			args = `{"bytes":` + strconv.Itoa(size) + `,"chunked":true}`
+		}
 		if sse {
 			args = `{"bytes":` + strconv.Itoa(size) + `,"sse":true}`
 			group, enc = "sse", "SSE"
