@@ -16,8 +16,8 @@ import (
 // runs at its start has freed; the message is read once, with no second
 // copy. What does not fit goes into parts of partSize allocated outside the
 // Go heap (allocPart: anonymous mappings where the system has them), and at
-// the end the heap buffer and the parts are copied into one buffer of the
-// exact size, each part handed back to the system as soon as it is copied.
+// the end the heap buffer and the parts are copied into one new buffer,
+// each part handed back to the system as soon as it is copied.
 // So the largest amount held at once is the message and one part, where
 // heap parts (live until the copy ends) or a buffer grown by doubling (the
 // old buffer and the new) held two to three times the message.
@@ -56,8 +56,8 @@ func (g *gather) start(room int) {
 // second buffer; rounded up to a multiple of partSize (64 KiB for a
 // smaller one), so that messages of about one size get buffers of one
 // size, and each takes the memory the last one freed whole, rather than
-// fresh pages beside it. Nothing for no message: the first one of a
-// process goes into parts.
+// fresh pages beside it. With no last message there is only the room: the
+// first message of a process goes into parts.
 func bufCap(room, n int) int {
 	if n == 0 {
 		return room

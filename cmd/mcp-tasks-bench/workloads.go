@@ -370,9 +370,6 @@ func (r *runner) inflight(ctx context.Context, t *target, c, round int) error {
 	})
 }
 
-// size: calls of the blob tool returning size bytes, as JSON (chunked with
-// --chunked) or as one SSE event; median latency and the bridge's peak RSS
-// (VmHWM) over the session.
 // jsonName names the JSON results of the size workload.
 func jsonName(cfg config) string {
 	if cfg.chunked {
@@ -381,6 +378,9 @@ func jsonName(cfg config) string {
 	return "JSON"
 }
 
+// size: calls of the blob tool returning size bytes, as JSON (chunked with
+// --chunked) or as one SSE event; median latency and the bridge's peak RSS
+// (VmHWM) over the session.
 func (r *runner) size(ctx context.Context, t *target, size int, sse bool, want []byte) error {
 	return r.withSession(ctx, t, "size", func(s session) error {
 		args := `{"bytes":` + strconv.Itoa(size) + `}`
