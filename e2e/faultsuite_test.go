@@ -583,6 +583,34 @@ func TestFaultSuite(t *testing.T) {
 				t.Errorf("the 32 MiB text came back changed (%d bytes, want %d)", len(got), len(big))
 			}
 		}},
+		{"large answers of unknown length and changing sizes pass intact", func(t *testing.T, p *rawProc) {
+			// An SSE event and a JSON body without a Content-Length are read
+			// into a buffer the size of the last one (plus an eighth, in
+			// whole MiB), and into 1 MiB parts beyond it: after 40 KiB, 1 MiB
+			// takes one part; then sizes that fit, grow past the buffer by
+			// parts, and shrink.
+			big := fsBigText(9 << 20)
+			sizes := []int{40 << 10, 1 << 20, 1<<20 + 1, 3 << 20, 2 << 20, 9 << 20, 9<<20 - 5}
+			for i, n := range sizes {
+				for _, sse := range []bool{true, false} {
+					text := big[:n]
+					fs.on("tools/call sized", func(w http.ResponseWriter, _ *http.Request, q fsReq) {
+						body := fsResult(q.ID, `{"resultType":"complete","content":[{"type":"text","text":"`+text+`"}]}`)
+						if sse {
+							fsSSE(w)
+							fsEvent(w, body)
+							return
+						}
+						fsWrite(w, http.StatusOK, body) // no Content-Length: sent chunked
+					})
+					res := resultOf(t, p.call(fmt.Sprintf(`"sized-%d-%v"`, i, sse), "tools/call", call("sized")))
+					if got := res.Get("content.0.text").String(); got != text || res.Get("resultType").Exists() {
+						t.Errorf("%d bytes (sse %v) came back changed: %d bytes, resultType %v", n, sse, len(got), res.Get("resultType").Exists())
+					}
+				}
+			}
+			fsHits(t, fs, "tools/call sized", 2*len(sizes))
+		}},
 		{"401 with WWW-Authenticate", func(t *testing.T, p *rawProc) {
 			fs.on("tools/call auth", func(w http.ResponseWriter, _ *http.Request, _ fsReq) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcp", error="invalid_token"`)
