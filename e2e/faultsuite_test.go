@@ -584,11 +584,11 @@ func TestFaultSuite(t *testing.T) {
 			}
 		}},
 		{"large answers of unknown length and changing sizes pass intact", func(t *testing.T, p *rawProc) {
-			// An SSE event and a JSON body without a Content-Length are read
-			// into a buffer the size of the last one (plus an eighth, in
-			// whole MiB), and into 1 MiB parts beyond it: after 40 KiB, 1 MiB
-			// takes one part; then sizes that fit, grow past the buffer by
-			// parts, and shrink.
+			// An SSE event and a JSON body without a Content-Length start in a
+			// 1 MiB part, go on in a buffer the size of the last one (plus an
+			// eighth, in whole MiB), and in parts beyond it: one part alone,
+			// parts after a small one, a buffer that holds the rest, one that
+			// is outgrown, and shrinking.
 			big := fsBigText(9 << 20)
 			sizes := []int{40 << 10, 1 << 20, 1<<20 + 1, 3 << 20, 2 << 20, 9 << 20, 9<<20 - 5}
 			for i, n := range sizes {

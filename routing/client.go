@@ -565,7 +565,7 @@ const (
 // time up to RoomMin, and is gathered from there (readLong).
 func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error) {
 	if size > int64(max) {
-		return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+		return nil, 0, tooLarge(max)
 	}
 	want := 512
 	if size >= 0 {
@@ -592,7 +592,7 @@ func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error)
 		m, rerr := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
 		if len(buf)-off > max {
-			return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+			return nil, 0, tooLarge(max)
 		}
 		switch {
 		case rerr == io.EOF:
@@ -614,10 +614,6 @@ func readLong(r io.Reader, max int, head []byte) ([]byte, int, error) {
 	if err := g.readFrom(r, max); err != nil {
 		g.reset()
 		return nil, 0, err
-	}
-	if g.n > max {
-		g.reset()
-		return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
 	}
 	return g.finish(), BodyRoom, nil
 }

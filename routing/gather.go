@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"fmt"
 	"io"
 	"sync/atomic"
 )
@@ -10,21 +11,28 @@ import (
 // spare bytes in front, while holding about one copy of it in memory at any
 // time.
 //
-// It starts in a heap buffer as large as the last such message (lastLong):
-// results of one server tend to come in the same sizes, and the buffer then
-// reuses the memory the last one left, which the collection collectGarbage
-// runs at its start has freed; the message is read once, with no second
-// copy. What does not fit goes into parts of partSize allocated outside the
-// Go heap (allocPart: anonymous mappings where the system has them), and at
-// the end the heap buffer and the parts are copied into one new buffer,
-// each part handed back to the system as soon as it is copied.
-// So the largest amount held at once is the message and one part, where
-// heap parts (live until the copy ends) or a buffer grown by doubling (the
-// old buffer and the new) held two to three times the message.
+// The first partSize bytes go into a part allocated outside the Go heap
+// (allocPart: an anonymous mapping where the system has one; the last one
+// freed is kept for the next message). A message that outgrows it goes on
+// in a heap buffer as large as the last such message (lastLong): results of
+// one server tend to come in the same sizes, and the buffer then reuses the
+// memory the last one left, which the collection collectGarbage runs at its
+// start has freed; nothing else is allocated on the heap in between, so it
+// fits there whole. A small message after a large one does not allocate
+// that size (Go zeroes a large buffer as it allocates it: a 40 KiB message
+// after a 16 MiB one took 1.5–3.8 ms here in a buffer of the last size, and
+// takes about 20 µs so).
+// What outgrows that buffer goes into more parts. At the end, unless the
+// heap buffer holds it all, the message is copied into one new buffer, and
+// each part is handed back to the system as soon as it is copied.
+// So the largest amount held at once is the message and a part or two,
+// where heap parts (live until the copy ends) or a buffer grown by doubling
+// (the old buffer and the new) held two to three times the message.
 type gather struct {
-	buf   []byte // room spare bytes, then the first bytes gathered
+	buf   []byte // nil, or room spare bytes and then the message's first bytes
 	room  int
-	parts []part // what did not fit in buf
+	want  int    // bufCap of the last message: buf's capacity
+	parts []part // the first part when buf is nil, else what did not fit in buf
 	n     int    // bytes gathered
 }
 
@@ -42,12 +50,11 @@ const partSize = 1 << 20
 // next one starts with.
 var lastLong atomic.Int64
 
-// start begins a message with room spare bytes in front of it, in a
-// buffer of bufCap for the last message's length.
+// start begins a message with room spare bytes in front of it. A gather
+// is empty when it starts: finish and reset leave it so.
 func (g *gather) start(room int) {
-	g.reset()
 	g.room = room
-	g.buf = make([]byte, room, bufCap(room, int(lastLong.Load())))
+	g.want = bufCap(room, int(lastLong.Load()))
 }
 
 // bufCap is the capacity of a buffer for a message of about n bytes after
@@ -57,7 +64,7 @@ func (g *gather) start(room int) {
 // smaller one), so that messages of about one size get buffers of one
 // size, and each takes the memory the last one freed whole, rather than
 // fresh pages beside it. With no last message there is only the room: the
-// first message of a process goes into parts.
+// first message of a process stays in parts.
 func bufCap(room, n int) int {
 	if n == 0 {
 		return room
@@ -70,9 +77,16 @@ func bufCap(room, n int) int {
 	return (c + g - 1) / g * g
 }
 
-// spare returns the free space where the next bytes go, making a new part
-// when the last buffer is full.
+// spare returns the free space where the next bytes go: the first part;
+// once that is full, a heap buffer of want, when want holds more, with the
+// part copied in; then more parts.
 func (g *gather) spare() []byte {
+	if g.buf == nil && len(g.parts) == 1 && len(g.parts[0].b) == partSize && g.want > g.room+partSize {
+		g.buf = append(make([]byte, g.room, g.want), g.parts[0].b...)
+		putPart(g.parts[0])
+		g.parts[0] = part{}
+		g.parts = g.parts[:0]
+	}
 	if len(g.parts) == 0 && len(g.buf) < cap(g.buf) {
 		return g.buf[len(g.buf):cap(g.buf)]
 	}
@@ -80,9 +94,31 @@ func (g *gather) spare() []byte {
 		p := g.parts[k-1].b
 		return p[len(p):cap(p)]
 	}
+	p := takePart()
+	g.parts = append(g.parts, p)
+	return p.b[:cap(p.b)]
+}
+
+// kept is the part putPart kept for the next message: a small message then
+// costs no system call and no fresh pages.
+var kept atomic.Pointer[part]
+
+// takePart returns the kept part, or a new one.
+func takePart() part {
+	if p := kept.Swap(nil); p != nil {
+		return *p
+	}
 	b, mapped := allocPart(partSize)
-	g.parts = append(g.parts, part{b[:0], mapped})
-	return b
+	return part{b[:0], mapped}
+}
+
+// putPart keeps p for the next message when no part is kept, and hands it
+// back otherwise.
+func putPart(p part) {
+	p.b = p.b[:0]
+	if !kept.CompareAndSwap(nil, &p) {
+		freePart(p)
+	}
 }
 
 // grow records that the first n bytes of the last spare are filled.
@@ -104,14 +140,14 @@ func (g *gather) add(chunk []byte) {
 	}
 }
 
-// readFrom reads r into the message until EOF, or until more than max bytes
-// are in (max 0: no bound; the caller checks g.n against it).
+// readFrom reads r into the message until EOF. More than max bytes is
+// ErrTooLarge.
 func (g *gather) readFrom(r io.Reader, max int) error {
 	for {
 		m, err := r.Read(g.spare())
 		g.grow(m)
-		if max > 0 && g.n > max {
-			return nil
+		if g.n > max {
+			return tooLarge(max)
 		}
 		if err == io.EOF {
 			return nil
@@ -123,33 +159,33 @@ func (g *gather) readFrom(r io.Reader, max int) error {
 }
 
 // finish returns the message after room spare bytes, in one heap buffer
-// whose length is room plus the message's: the start buffer when it held it
-// all, else a new one of bufCap. The parts go back as they are copied. The
+// whose length is room plus the message's: buf when it held it all, else a
+// new one of bufCap. The parts go back as they are copied (putPart). The
 // gather is empty after.
 func (g *gather) finish() []byte {
 	lastLong.Store(int64(g.n))
-	if len(g.parts) == 0 {
-		b := g.buf
-		g.buf = nil
-		g.n = 0
-		return b
+	msg := g.buf
+	if msg == nil {
+		msg = make([]byte, g.room, bufCap(g.room, g.n))
+	} else if len(g.parts) > 0 {
+		msg = append(make([]byte, 0, bufCap(g.room, g.n)), g.buf...)
 	}
-	msg := make([]byte, g.room, bufCap(g.room, g.n))
-	msg = append(msg, g.buf[g.room:]...)
-	g.buf = nil
 	for i, p := range g.parts {
 		msg = append(msg, p.b...)
-		freePart(p)
+		putPart(p)
 		g.parts[i] = part{}
 	}
-	g.parts, g.n = g.parts[:0], 0
+	g.parts, g.buf, g.n = g.parts[:0], nil, 0
 	return msg
 }
+
+// tooLarge is the error for a message over max bytes.
+func tooLarge(max int) error { return fmt.Errorf("%w (%d bytes)", ErrTooLarge, max) }
 
 // reset drops what was gathered.
 func (g *gather) reset() {
 	for i, p := range g.parts {
-		freePart(p)
+		putPart(p)
 		g.parts[i] = part{}
 	}
 	g.parts, g.buf, g.n = g.parts[:0], nil, 0

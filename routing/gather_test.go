@@ -10,19 +10,26 @@ import (
 )
 
 // gatherAll gathers msg in chunks of the given size and returns the
-// finished buffer, the start buffer's first byte (nil when it had no
-// capacity) and how many parts the gather made.
-func gatherAll(msg []byte, chunk int) (out []byte, start *byte, parts int) {
+// finished buffer, the heap buffers the gather read into, in order (the
+// first byte of each), and how many parts it made.
+func gatherAll(msg []byte, chunk int) (out []byte, bufs []*byte, parts int) {
 	var g gather
 	g.start(BodyRoom)
-	if cap(g.buf) > len(g.buf) {
-		start = &g.buf[:cap(g.buf)][0]
+	note := func() {
+		if g.buf == nil {
+			return
+		}
+		if b := &g.buf[:cap(g.buf)][0]; len(bufs) == 0 || bufs[len(bufs)-1] != b {
+			bufs = append(bufs, b)
+		}
 	}
+	note()
 	for c := range slicesOf(msg, chunk) {
 		g.add(c)
+		note()
 		parts = max(parts, len(g.parts))
 	}
-	return g.finish(), start, parts
+	return g.finish(), bufs, parts
 }
 
 func slicesOf(b []byte, n int) func(func([]byte) bool) {
@@ -74,31 +81,47 @@ func TestGatherFirstOfItsSize(t *testing.T) {
 }
 
 // TestGatherReusesLastSize: a message up to an eighth longer than the last
-// one is read into the buffer start allocated, and handed over in it: no
-// part, no second buffer. One byte more than that buffer holds takes a
-// part, and the message comes back in a new buffer of bufCap.
+// one starts in a part, goes on in a heap buffer of the last size once it
+// outgrows that, and is handed over in it: no part left, no copy at the
+// end. One byte more than that buffer holds takes a part, and the message
+// comes back in a new buffer of bufCap.
 func TestGatherReusesLastSize(t *testing.T) {
 	const n = 2*partSize + 333
 	lastLong.Store(0)
 	gatherAll(pattern(n), 4096)
 
 	fits := pattern(n + n/8)
-	out, start, parts := gatherAll(fits, 4096)
+	out, bufs, parts := gatherAll(fits, 4096)
 	if !bytes.Equal(out[BodyRoom:], fits) || len(out) != BodyRoom+len(fits) {
 		t.Fatalf("%d bytes after %d: content or length wrong (len %d)", len(fits), n, len(out))
 	}
-	if parts != 0 || start == nil || &out[0] != start {
-		t.Errorf("%d bytes after %d: %d parts, handed over in the start buffer %v", len(fits), n, parts, start != nil && &out[0] == start)
+	if parts != 1 || len(bufs) != 1 || &out[0] != bufs[0] || cap(out) != bufCap(BodyRoom, n) {
+		t.Errorf("%d bytes after %d: %d parts, %d buffers, cap %d; handed over in the last one %v", len(fits), n, parts, len(bufs), cap(out), &out[0] == bufs[len(bufs)-1])
 	}
 
 	lastLong.Store(n)
 	over := pattern(bufCap(BodyRoom, n) - BodyRoom + 1)
-	out, start, parts = gatherAll(over, 4096)
+	out, bufs, parts = gatherAll(over, 4096)
 	if !bytes.Equal(out[BodyRoom:], over) || len(out) != BodyRoom+len(over) || cap(out) != bufCap(BodyRoom, len(over)) {
 		t.Fatalf("%d bytes after %d: len %d cap %d", len(over), n, len(out), cap(out))
 	}
-	if parts != 1 || &out[0] == start {
-		t.Errorf("%d bytes after %d: %d parts (want 1), handed over in the start buffer %v", len(over), n, parts, &out[0] == start)
+	if parts != 1 || len(bufs) != 1 || &out[0] == bufs[0] {
+		t.Errorf("%d bytes after %d: %d parts (want 1 past the buffer), %d buffers, handed over in the buffer it was read into %v", len(over), n, parts, len(bufs), len(bufs) > 0 && &out[0] == bufs[0])
+	}
+}
+
+// TestGatherSmallAfterLarge: a small message after a large one is read into
+// a part, and handed over in a buffer of its own size: no heap buffer of the
+// large size (which is zeroed when it is allocated) is made.
+func TestGatherSmallAfterLarge(t *testing.T) {
+	lastLong.Store(64 << 20)
+	small := pattern(40 << 10)
+	out, bufs, parts := gatherAll(small, 4096)
+	if !bytes.Equal(out[BodyRoom:], small) || len(out) != BodyRoom+len(small) {
+		t.Fatalf("40 KiB after 64 MiB: content or length wrong (len %d)", len(out))
+	}
+	if parts != 1 || len(bufs) != 0 || cap(out) != bufCap(BodyRoom, len(small)) {
+		t.Errorf("40 KiB after 64 MiB: %d parts, %d heap buffers while reading, cap %d (want %d)", parts, len(bufs), cap(out), bufCap(BodyRoom, len(small)))
 	}
 }
 
@@ -125,14 +148,14 @@ func TestBufCap(t *testing.T) {
 }
 
 // TestGatherReadFrom: readFrom reads to EOF through the start buffer and
-// the parts, returns a read error as it is, and stops once more than max
-// bytes are in.
+// the parts, returns a read error as it is, and stops with ErrTooLarge once
+// more than max bytes are in.
 func TestGatherReadFrom(t *testing.T) {
 	msg := pattern(2*partSize + 5)
 	lastLong.Store(partSize / 2)
 	var g gather
 	g.start(BodyRoom)
-	if err := g.readFrom(iotest.HalfReader(bytes.NewReader(msg)), 0); err != nil {
+	if err := g.readFrom(iotest.HalfReader(bytes.NewReader(msg)), 1<<30); err != nil {
 		t.Fatal(err)
 	}
 	if out := g.finish(); !bytes.Equal(out[BodyRoom:], msg) {
@@ -141,7 +164,7 @@ func TestGatherReadFrom(t *testing.T) {
 
 	boom := errors.New("connection reset")
 	g.start(BodyRoom)
-	if err := g.readFrom(io.MultiReader(bytes.NewReader(msg[:partSize*3/2]), iotest.ErrReader(boom)), 0); err != boom {
+	if err := g.readFrom(io.MultiReader(bytes.NewReader(msg[:partSize*3/2]), iotest.ErrReader(boom)), 1<<30); err != boom {
 		t.Fatalf("read error %v, want %v", err, boom)
 	}
 	g.reset()
@@ -150,8 +173,8 @@ func TestGatherReadFrom(t *testing.T) {
 	}
 
 	g.start(BodyRoom)
-	if err := g.readFrom(strings.NewReader(strings.Repeat("z", 3*partSize)), partSize); err != nil {
-		t.Fatal(err)
+	if err := g.readFrom(strings.NewReader(strings.Repeat("z", 3*partSize)), partSize); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("more than max: %v, want ErrTooLarge", err)
 	}
 	if g.n <= partSize || g.n >= 3*partSize {
 		t.Errorf("read %d bytes with max %d: want past max and short of the end", g.n, partSize)

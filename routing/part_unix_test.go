@@ -21,3 +21,27 @@ func TestFreePartUnmaps(t *testing.T) {
 		t.Errorf("the part's mapping is still there after freePart (munmap: %v)", err)
 	}
 }
+
+// TestPartKept: putPart keeps one part for the next message, and takePart
+// hands that very part out again; a second part put while one is kept is
+// unmapped.
+func TestPartKept(t *testing.T) {
+	if p := kept.Swap(nil); p != nil {
+		freePart(*p)
+	}
+	a, b := takePart(), takePart()
+	if !a.mapped || !b.mapped || cap(a.b) != partSize || len(a.b) != 0 {
+		t.Fatalf("takePart: mapped %v %v, len %d cap %d", a.mapped, b.mapped, len(a.b), cap(a.b))
+	}
+	a.b = append(a.b, "x"...)
+	putPart(a)
+	putPart(b)
+	if err := unix.Munmap(b.b[:cap(b.b)]); err != unix.EINVAL {
+		t.Errorf("a second part was kept too (munmap: %v)", err)
+	}
+	c := takePart()
+	if &c.b[:1][0] != &a.b[0] || len(c.b) != 0 {
+		t.Errorf("takePart did not hand out the kept part empty (len %d)", len(c.b))
+	}
+	freePart(c)
+}

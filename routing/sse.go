@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"runtime"
 	"strconv"
@@ -133,7 +132,7 @@ func (s *SSEReader) field(line []byte) error {
 	}
 	s.saw = true
 	if s.max > 0 && len(s.data)+len(value) > s.max {
-		return fmt.Errorf("%w (%d bytes)", ErrTooLarge, s.max)
+		return tooLarge(s.max)
 	}
 	if s.long && len(s.data) == 0 && len(value) > cap(s.data) {
 		// A long line, copied out of the reader already: it becomes the
@@ -173,7 +172,7 @@ func (s *SSEReader) readLine() ([]byte, error) {
 	s.long = err == bufio.ErrBufferFull
 	if !s.long {
 		if s.max > 0 && len(chunk) > s.max+16 {
-			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, s.max)
+			return nil, tooLarge(s.max)
 		}
 		if err != nil {
 			return chunk, err
@@ -188,7 +187,7 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		s.line.add(chunk)
 		if s.max > 0 && s.line.n > s.max+16 {
 			s.line.reset()
-			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, s.max)
+			return nil, tooLarge(s.max)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
