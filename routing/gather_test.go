@@ -201,3 +201,23 @@ func TestReadBodyUnknownLength(t *testing.T) {
 		t.Errorf("a body over the limit: %v, want ErrTooLarge", err)
 	}
 }
+
+// benchGather gathers a message of size bytes after one of last bytes, as a
+// long SSE line or a JSON body of unknown length is read. After a large
+// message, a small one must not pay for a buffer of the large size.
+func benchGather(b *testing.B, size int, last int64) {
+	msg := pattern(size)
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		lastLong.Store(last)
+		var g gather
+		g.start(BodyRoom)
+		g.add(msg)
+		_ = g.finish()
+	}
+}
+
+func BenchmarkGather40KAfter40K(b *testing.B) { benchGather(b, 40<<10, 40<<10) }
+func BenchmarkGather40KAfter16M(b *testing.B) { benchGather(b, 40<<10, 16<<20) }
+func BenchmarkGather40KAfter64M(b *testing.B) { benchGather(b, 40<<10, 64<<20) }
+func BenchmarkGather16MAfter16M(b *testing.B) { benchGather(b, 16<<20, 16<<20) }
