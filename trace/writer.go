@@ -370,8 +370,14 @@ func (w *Writer) Check(frame []byte) (valid, clean bool) {
 		return false, false
 	}
 	e := w.encoder() // for its memo of the rule's verdicts
-	valid, dirty, spaced := rewrite.ValidKeys(frame, e.cache.keyMemo(w))
+	valid, clean = w.checkWith(e, frame)
 	w.encoders.Put(e)
+	return valid, clean
+}
+
+// checkWith is Check's work with a given encoder (its memo of verdicts).
+func (w *Writer) checkWith(e *encoder, frame []byte) (valid, clean bool) {
+	valid, dirty, spaced := rewrite.ValidKeys(frame, e.cache.keyMemo(w))
 	return valid, valid && !dirty && !spaced
 }
 
