@@ -410,14 +410,13 @@ func TestGetStreamResumes(t *testing.T) {
 	}
 	// Everything was sent: a fresh GET has nothing (bounded wait), once
 	// the server has seen the last one go.
-	deadline := time.Now().Add(wait)
-	for !getClosed(sess) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitGetClosed(t, sess)
 	if got, _ := h.getEventsIDs(sid, "", 1, 300*time.Millisecond); len(got) != 0 {
 		t.Errorf("a fresh GET replayed %v", got)
 	}
-	// One GET stream at a time.
+	// One GET stream at a time. The fresh GET's client gave up; its
+	// handler lets go of the stream once it sees that.
+	waitGetClosed(t, sess)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", h.url, nil)
@@ -428,6 +427,9 @@ func TestGetStreamResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a GET with no other open: %d, want 200", resp.StatusCode)
+	}
 	if r := h.do("GET", sid, "", "Accept", "text/event-stream"); r.status != http.StatusConflict {
 		t.Errorf("a second GET: %d, want 409", r.status)
 	}
@@ -561,10 +563,22 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-func getClosed(sess *session) bool {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	return sess.getKick == nil
+// waitGetClosed waits (bounded) until no GET stream holds the session.
+func waitGetClosed(t *testing.T, sess *session) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		sess.mu.Lock()
+		closed := sess.getKick == nil
+		sess.mu.Unlock()
+		if closed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a GET stream still holds the session after %v", wait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // openStream POSTs a request and returns its SSE reader (the caller
