@@ -492,9 +492,7 @@ func (r *Response) next() ([]byte, error) {
 		return nil, err
 	}
 	body := buf[off:]
-	if len(body) >= largeLine {
-		gathered.Add(int64(len(body)))
-	}
+	countLarge(len(body))
 	if off > 0 {
 		r.room = buf
 	}
@@ -604,13 +602,10 @@ func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error)
 }
 
 // readLong reads the rest of a body of unknown length that outgrew RoomMin
-// (head is what was read of it) as a long SSE line is read: with gather,
-// after a collection when the last large results are garbage.
+// (head is what was read of it) as a long SSE line is read (gather).
 func readLong(r io.Reader, max int, head []byte) ([]byte, int, error) {
-	collectGarbage()
 	var g gather
-	g.start(BodyRoom)
-	g.add(head)
+	g.begin(head)
 	if err := g.readFrom(r, max); err != nil {
 		g.reset()
 		return nil, 0, err

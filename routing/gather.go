@@ -7,7 +7,7 @@ import (
 )
 
 // gather collects a message of unknown length (a long SSE line, a JSON body
-// without a Content-Length) into one heap buffer of its size, with room
+// without a Content-Length) into one heap buffer of its size, with BodyRoom
 // spare bytes in front, while holding about one copy of it in memory at any
 // time.
 //
@@ -29,8 +29,7 @@ import (
 // where heap parts (live until the copy ends) or a buffer grown by doubling
 // (the old buffer and the new) held two to three times the message.
 type gather struct {
-	buf   []byte // nil, or room spare bytes and then the message's first bytes
-	room  int
+	buf   []byte // nil, or BodyRoom spare bytes and then the message's first bytes
 	want  int    // bufCap of the last message: buf's capacity
 	parts []part // the first part when buf is nil, else what did not fit in buf
 	n     int    // bytes gathered
@@ -50,26 +49,28 @@ const partSize = 1 << 20
 // next one starts with.
 var lastLong atomic.Int64
 
-// start begins a message with room spare bytes in front of it. A gather
-// is empty when it starts: finish and reset leave it so.
-func (g *gather) start(room int) {
-	g.room = room
-	g.want = bufCap(room, int(lastLong.Load()))
+// begin starts a message with its first bytes, head, after a collection
+// when the last large messages are garbage by now (collectGarbage). A
+// gather is empty when it begins: finish and reset leave it so.
+func (g *gather) begin(head []byte) {
+	collectGarbage()
+	g.want = bufCap(int(lastLong.Load()))
+	g.add(head)
 }
 
 // bufCap is the capacity of a buffer for a message of about n bytes after
-// room spare bytes: an eighth more, as results of one size differ by a few
+// BodyRoom spare bytes: an eighth more, as results of one size differ by a few
 // bytes (an id, a count) and one byte too many would cost a part and a
 // second buffer; rounded up to a multiple of partSize (64 KiB for a
 // smaller one), so that messages of about one size get buffers of one
 // size, and each takes the memory the last one freed whole, rather than
 // fresh pages beside it. With no last message there is only the room: the
 // first message of a process stays in parts.
-func bufCap(room, n int) int {
+func bufCap(n int) int {
 	if n == 0 {
-		return room
+		return BodyRoom
 	}
-	c := room + n + n/8
+	c := BodyRoom + n + n/8
 	g := partSize
 	if c < partSize {
 		g = 64 << 10
@@ -81,8 +82,8 @@ func bufCap(room, n int) int {
 // once that is full, a heap buffer of want, when want holds more, with the
 // part copied in; then more parts.
 func (g *gather) spare() []byte {
-	if g.buf == nil && len(g.parts) == 1 && len(g.parts[0].b) == partSize && g.want > g.room+partSize {
-		g.buf = append(make([]byte, g.room, g.want), g.parts[0].b...)
+	if g.buf == nil && len(g.parts) == 1 && len(g.parts[0].b) == partSize && g.want > BodyRoom+partSize {
+		g.buf = append(make([]byte, BodyRoom, g.want), g.parts[0].b...)
 		putPart(g.parts[0])
 		g.parts[0] = part{}
 		g.parts = g.parts[:0]
@@ -158,17 +159,17 @@ func (g *gather) readFrom(r io.Reader, max int) error {
 	}
 }
 
-// finish returns the message after room spare bytes, in one heap buffer
-// whose length is room plus the message's: buf when it held it all, else a
-// new one of bufCap. The parts go back as they are copied (putPart). The
+// finish returns the message after BodyRoom spare bytes, in one heap
+// buffer whose length is BodyRoom plus the message's: buf when it held it
+// all, else a new one of bufCap. The parts go back as they are copied (putPart). The
 // gather is empty after.
 func (g *gather) finish() []byte {
 	lastLong.Store(int64(g.n))
 	msg := g.buf
 	if msg == nil {
-		msg = make([]byte, g.room, bufCap(g.room, g.n))
+		msg = make([]byte, BodyRoom, bufCap(g.n))
 	} else if len(g.parts) > 0 {
-		msg = append(make([]byte, 0, bufCap(g.room, g.n)), g.buf...)
+		msg = append(make([]byte, 0, bufCap(g.n)), g.buf...)
 	}
 	for i, p := range g.parts {
 		msg = append(msg, p.b...)

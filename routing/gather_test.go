@@ -14,7 +14,7 @@ import (
 // first byte of each), and how many parts it made.
 func gatherAll(msg []byte, chunk int) (out []byte, bufs []*byte, parts int) {
 	var g gather
-	g.start(BodyRoom)
+	g.begin(nil)
 	note := func() {
 		if g.buf == nil {
 			return
@@ -60,7 +60,7 @@ func TestGatherFirstOfItsSize(t *testing.T) {
 		lastLong.Store(0)
 		msg := pattern(n)
 		var g gather
-		g.start(BodyRoom)
+		g.begin(nil)
 		for c := range slicesOf(msg, 7001) {
 			g.add(c)
 		}
@@ -68,7 +68,7 @@ func TestGatherFirstOfItsSize(t *testing.T) {
 			t.Errorf("%d bytes: %d parts, want %d", n, len(g.parts), want)
 		}
 		out := g.finish()
-		if len(out) != BodyRoom+n || cap(out) != bufCap(BodyRoom, n) || !bytes.Equal(out[BodyRoom:], msg) {
+		if len(out) != BodyRoom+n || cap(out) != bufCap(n) || !bytes.Equal(out[BodyRoom:], msg) {
 			t.Fatalf("%d bytes: len %d cap %d, content equal %v", n, len(out), cap(out), bytes.Equal(out[BodyRoom:], msg))
 		}
 		if len(g.parts) != 0 || g.n != 0 || g.buf != nil {
@@ -95,14 +95,14 @@ func TestGatherReusesLastSize(t *testing.T) {
 	if !bytes.Equal(out[BodyRoom:], fits) || len(out) != BodyRoom+len(fits) {
 		t.Fatalf("%d bytes after %d: content or length wrong (len %d)", len(fits), n, len(out))
 	}
-	if parts != 1 || len(bufs) != 1 || &out[0] != bufs[0] || cap(out) != bufCap(BodyRoom, n) {
+	if parts != 1 || len(bufs) != 1 || &out[0] != bufs[0] || cap(out) != bufCap(n) {
 		t.Errorf("%d bytes after %d: %d parts, %d buffers, cap %d; handed over in the last one %v", len(fits), n, parts, len(bufs), cap(out), &out[0] == bufs[len(bufs)-1])
 	}
 
 	lastLong.Store(n)
-	over := pattern(bufCap(BodyRoom, n) - BodyRoom + 1)
+	over := pattern(bufCap(n) - BodyRoom + 1)
 	out, bufs, parts = gatherAll(over, 4096)
-	if !bytes.Equal(out[BodyRoom:], over) || len(out) != BodyRoom+len(over) || cap(out) != bufCap(BodyRoom, len(over)) {
+	if !bytes.Equal(out[BodyRoom:], over) || len(out) != BodyRoom+len(over) || cap(out) != bufCap(len(over)) {
 		t.Fatalf("%d bytes after %d: len %d cap %d", len(over), n, len(out), cap(out))
 	}
 	if parts != 1 || len(bufs) != 1 || &out[0] == bufs[0] {
@@ -120,8 +120,8 @@ func TestGatherSmallAfterLarge(t *testing.T) {
 	if !bytes.Equal(out[BodyRoom:], small) || len(out) != BodyRoom+len(small) {
 		t.Fatalf("40 KiB after 64 MiB: content or length wrong (len %d)", len(out))
 	}
-	if parts != 1 || len(bufs) != 0 || cap(out) != bufCap(BodyRoom, len(small)) {
-		t.Errorf("40 KiB after 64 MiB: %d parts, %d heap buffers while reading, cap %d (want %d)", parts, len(bufs), cap(out), bufCap(BodyRoom, len(small)))
+	if parts != 1 || len(bufs) != 0 || cap(out) != bufCap(len(small)) {
+		t.Errorf("40 KiB after 64 MiB: %d parts, %d heap buffers while reading, cap %d (want %d)", parts, len(bufs), cap(out), bufCap(len(small)))
 	}
 }
 
@@ -129,20 +129,20 @@ func TestGatherSmallAfterLarge(t *testing.T) {
 // in whole parts (whole 64 KiB under a part), and messages a few bytes apart
 // get buffers of one size.
 func TestBufCap(t *testing.T) {
-	if got := bufCap(BodyRoom, 0); got != BodyRoom {
-		t.Errorf("bufCap(room, 0) = %d, want the room alone", got)
+	if got := bufCap(0); got != BodyRoom {
+		t.Errorf("bufCap(0) = %d, want BodyRoom alone", got)
 	}
 	for _, n := range []int{1, 40 << 10, partSize - 1, 16 << 20, 16<<20 + 37, 64<<20 + 5} {
-		c := bufCap(BodyRoom, n)
+		c := bufCap(n)
 		g := partSize
 		if BodyRoom+n+n/8 < partSize {
 			g = 64 << 10
 		}
 		if c < BodyRoom+n+n/8 || c%g != 0 || c-(BodyRoom+n+n/8) >= g {
-			t.Errorf("bufCap(%d, %d) = %d", BodyRoom, n, c)
+			t.Errorf("bufCap(%d) = %d", n, c)
 		}
 	}
-	if a, b := bufCap(BodyRoom, 16<<20+100), bufCap(BodyRoom, 16<<20+180); a != b {
+	if a, b := bufCap(16<<20+100), bufCap(16<<20+180); a != b {
 		t.Errorf("16 MiB messages 80 bytes apart get buffers of %d and %d bytes", a, b)
 	}
 }
@@ -154,7 +154,7 @@ func TestGatherReadFrom(t *testing.T) {
 	msg := pattern(2*partSize + 5)
 	lastLong.Store(partSize / 2)
 	var g gather
-	g.start(BodyRoom)
+	g.begin(nil)
 	if err := g.readFrom(iotest.HalfReader(bytes.NewReader(msg)), 1<<30); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestGatherReadFrom(t *testing.T) {
 	}
 
 	boom := errors.New("connection reset")
-	g.start(BodyRoom)
+	g.begin(nil)
 	if err := g.readFrom(io.MultiReader(bytes.NewReader(msg[:partSize*3/2]), iotest.ErrReader(boom)), 1<<30); err != boom {
 		t.Fatalf("read error %v, want %v", err, boom)
 	}
@@ -172,7 +172,7 @@ func TestGatherReadFrom(t *testing.T) {
 		t.Errorf("reset kept %d parts, %d bytes", len(g.parts), g.n)
 	}
 
-	g.start(BodyRoom)
+	g.begin(nil)
 	if err := g.readFrom(strings.NewReader(strings.Repeat("z", 3*partSize)), partSize); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("more than max: %v, want ErrTooLarge", err)
 	}
@@ -211,8 +211,7 @@ func benchGather(b *testing.B, size int, last int64) {
 	for b.Loop() {
 		lastLong.Store(last)
 		var g gather
-		g.start(BodyRoom)
-		g.add(msg)
+		g.begin(msg)
 		_ = g.finish()
 	}
 }

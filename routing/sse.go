@@ -179,9 +179,7 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		}
 		return trimEOL(chunk), nil
 	}
-	collectGarbage()
-	s.line.start(BodyRoom)
-	s.line.add(chunk)
+	s.line.begin(chunk)
 	for {
 		chunk, err = s.r.ReadSlice('\n')
 		s.line.add(chunk)
@@ -193,9 +191,7 @@ func (s *SSEReader) readLine() ([]byte, error) {
 			continue
 		}
 		s.base = s.line.finish()
-		if n := len(s.base) - BodyRoom; n >= largeLine {
-			gathered.Add(int64(n))
-		}
+		countLarge(len(s.base) - BodyRoom)
 		if err != nil {
 			return s.base[BodyRoom:], err
 		}
@@ -208,6 +204,14 @@ func (s *SSEReader) readLine() ([]byte, error) {
 // collection collectGarbage started: garbage by the time the next long line
 // or large body comes, unless results overlap.
 var gathered atomic.Int64
+
+// countLarge counts a message of n bytes in gathered when it is a large
+// one (largeLine or longer).
+func countLarge(n int) {
+	if n >= largeLine {
+		gathered.Add(int64(n))
+	}
+}
 
 const (
 	// largeLine is the length from which a line counts in gathered. The
@@ -234,7 +238,8 @@ var collecting atomic.Bool
 // then, but they still count in the heap: left to GOGC, the next
 // collection comes only once the heap has doubled from the live set
 // measured while those buffers were live, and this line would be gathered
-// in fresh pages on top of them (a 16 MiB event peaked at 80 MiB of RSS). Collected here, their memory is reused at once.
+// in fresh pages on top of them (a 16 MiB event peaked at 80 MiB of RSS).
+// Collected here, their memory is reused at once.
 // (Collecting right after a result is written instead gives the runtime
 // time to return the freed pages to the system, and the next result pays
 // a page fault for each page again: 30 ms per 16 MiB here.) The collection

@@ -29,7 +29,7 @@ func TestSSELongLineExact(t *testing.T) {
 			t.Fatalf("%d bytes: got %d bytes, %v", n, len(got), err)
 		}
 		room := r.takeRoom()
-		if len(room) != BodyRoom+len("data: ")+n || cap(room) != bufCap(BodyRoom, len(room)+2-BodyRoom) || !bytes.HasSuffix(room, got) {
+		if len(room) != BodyRoom+len("data: ")+n || cap(room) != bufCap(len(room)+2-BodyRoom) || !bytes.HasSuffix(room, got) {
 			t.Errorf("%d bytes: room len %d cap %d", n, len(room), cap(room))
 		}
 		if len(r.line.parts) != 0 || r.line.n != 0 {

@@ -259,7 +259,7 @@ func traceCall(w *Writer, e *encoder, recs []Record, ts time.Time) error {
 		if r.Dir == ClientToProxy && r.FrameClean {
 			// Check's work with e: under -race, sync.Pool drops pooled
 			// encoders at random, and a new one allocates.
-			if len(r.Frame) <= w.frameCap {
+			if w.checks(r.Frame) {
 				w.checkWith(e, r.Frame)
 			}
 		}

@@ -366,7 +366,7 @@ func (w *Writer) emitWith(e *encoder, r Record, h *HTTP) (clean bool) {
 // frame over the cap (whose trace record holds only its head): such frames
 // are validated and traced as usual.
 func (w *Writer) Check(frame []byte) (valid, clean bool) {
-	if w == nil || w.noRedact || len(frame) == 0 || len(frame) > w.frameCap {
+	if !w.checks(frame) {
 		return false, false
 	}
 	e := w.encoder() // for its memo of the rule's verdicts
@@ -375,7 +375,13 @@ func (w *Writer) Check(frame []byte) (valid, clean bool) {
 	return valid, clean
 }
 
-// checkWith is Check's work with a given encoder (its memo of verdicts).
+// checks says whether Check looks at frame at all.
+func (w *Writer) checks(frame []byte) bool {
+	return w != nil && !w.noRedact && len(frame) > 0 && len(frame) <= w.frameCap
+}
+
+// checkWith is Check's work, for a frame it looks at, with a given encoder
+// (its memo of verdicts).
 func (w *Writer) checkWith(e *encoder, frame []byte) (valid, clean bool) {
 	valid, dirty, spaced := rewrite.ValidKeys(frame, e.cache.keyMemo(w))
 	return valid, valid && !dirty && !spaced

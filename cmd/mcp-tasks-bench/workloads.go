@@ -383,15 +383,14 @@ func jsonName(cfg config) string {
 // (VmHWM) over the session.
 func (r *runner) size(ctx context.Context, t *target, size int, sse bool, want []byte) error {
 	return r.withSession(ctx, t, "size", func(s session) error {
-		args := `{"bytes":` + strconv.Itoa(size) + `}`
-		group, enc := "size", jsonName(r.cfg)
-		if r.cfg.chunked {
-			args = `{"bytes":` + strconv.Itoa(size) + `,"chunked":true}`
+		group, enc, how := "size", jsonName(r.cfg), ""
+		switch {
+		case sse:
+			group, enc, how = "sse", "SSE", `,"sse":true`
+		case r.cfg.chunked:
+			how = `,"chunked":true`
 		}
-		if sse {
-			args = `{"bytes":` + strconv.Itoa(size) + `,"sse":true}`
-			group, enc = "sse", "SSE"
-		}
+		args := `{"bytes":` + strconv.Itoa(size) + how + `}`
 		lat := make([]float64, 0, r.cfg.sizeCalls)
 		for i := range r.cfg.sizeCalls + 1 {
 			cctx, cancel := r.callCtx(ctx)
