@@ -45,3 +45,35 @@ func TestPartKept(t *testing.T) {
 	}
 	freePart(c)
 }
+
+// TestFinishHandsPartsBack: once a message in four parts is finished, one
+// part is kept for the next message and the other three are unmapped.
+func TestFinishHandsPartsBack(t *testing.T) {
+	if p := kept.Swap(nil); p != nil {
+		freePart(*p)
+	}
+	lastLong.Store(0)
+	var g gather
+	g.begin(pattern(3*partSize + 17))
+	parts := append([]part(nil), g.parts...)
+	if len(parts) != 4 {
+		t.Fatalf("%d parts, want 4", len(parts))
+	}
+	g.finish()
+	k := kept.Load()
+	if k == nil {
+		t.Fatal("no part kept after finish")
+	}
+	unmapped := 0
+	for _, p := range parts {
+		if &p.b[:1][0] == &k.b[:1][0] {
+			continue
+		}
+		if err := unix.Munmap(p.b[:cap(p.b)]); err == unix.EINVAL {
+			unmapped++
+		}
+	}
+	if unmapped != 3 {
+		t.Errorf("%d of the 3 parts not kept were unmapped", unmapped)
+	}
+}
