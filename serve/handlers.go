@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -208,21 +207,22 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 				final = nil // nothing more for a cancelled request
 			}
 		}
-		if !streaming && done && len(frames) == 0 && (jsonOK || final == nil) {
+		if !streaming && done && len(frames) == 0 && jsonOK && final != nil {
 			if s.settled(sess, st, final) {
 				w.Header().Del("Mcp-Session-Id") // no session came of it
-			}
-			if final == nil {
-				w.WriteHeader(http.StatusAccepted) // cancelled: no answer
-				return
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(final)
 			return
 		}
+		// A request cancelled before anything was sent gets a stream too
+		// (a request is answered with JSON or an event stream, never 202),
+		// which ends without its response.
 		if !streaming && (len(frames) > 0 || done) {
-			startSSE(w)
+			if startSSE(w, postPrimingID(&sess.nextID)) != nil {
+				return
+			}
 			streaming = true
 		}
 		for _, f := range frames {
@@ -245,7 +245,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		case <-st.wake:
 		case <-tick:
 			if !streaming {
-				startSSE(w)
+				if startSSE(w, postPrimingID(&sess.nextID)) != nil {
+					return
+				}
 				streaming = true
 			}
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
@@ -290,7 +292,7 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) (failedIni
 			return true // the proxy's own error: the session ended first
 		default:
 		}
-		s.SetHealth(errors.New("the last initialize failed: " + e.Get("message").String()))
+		s.initFailed()
 		return true
 	}
 	s.SetHealth(nil)
@@ -315,11 +317,16 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	cursor, resume := sess.events.start(), false
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		if n, err := strconv.ParseInt(last, 10, 64); err == nil && n >= 0 {
-			cursor, resume = n, true
-		}
+	cursor, resume, post := lastEventID(r.Header.Get("Last-Event-ID"))
+	if post {
+		// A POST stream is not resumable (its request's answer went to
+		// that POST, or nowhere): the stream ends at once, and nothing of
+		// the GET stream is sent on it.
+		_ = startSSE(w, "")
+		return
+	}
+	if !resume {
+		cursor = sess.events.start()
 	}
 	kicked, release, ok := sess.openGet(resume)
 	if !ok {
@@ -329,21 +336,30 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	sess.begin()
 	defer sess.finish()
-	startSSE(w)
+	writing(w)
+	if startSSE(w, getPrimingID(cursor, &sess.nextID)) != nil {
+		return
+	}
 	flusher, _ := w.(http.Flusher)
 	flush(flusher)
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
-		events, wake := sess.events.after(cursor)
+		events, lost, wake := sess.events.after(cursor)
 		writing(w)
+		if lost {
+			sess.log.Warn("a GET stream missed events dropped from the session's event log for its bound", zap.Int64("after", cursor), zap.Int("bytes", s.cfg.EventLogBytes))
+			if writeLost(w, cursor, s.cfg.EventLogBytes) != nil {
+				return
+			}
+		}
 		for _, e := range events {
 			if writeEvent(w, "", e.id, e.frame) != nil {
 				return
 			}
 			cursor = e.id
 		}
-		if len(events) > 0 {
+		if len(events) > 0 || lost {
 			flush(flusher)
 			sess.events.sent(cursor)
 		}
@@ -409,12 +425,19 @@ func writing(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(ioTimeout))
 }
 
-func startSSE(w http.ResponseWriter) {
+// startSSE answers with an event stream, whose first event primes it with
+// id (writePriming); "" for a stream that ends at once, with nothing to
+// resume.
+func startSSE(w http.ResponseWriter, id string) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if id == "" {
+		return nil
+	}
+	return writePriming(w, id)
 }
 
 func flush(f http.Flusher) {

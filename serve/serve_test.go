@@ -529,13 +529,15 @@ func TestHealthz(t *testing.T) {
 	if status() != http.StatusOK {
 		t.Error("not healthy after a probe succeeded")
 	}
-	// An initialize the upstream fails makes it unhealthy, and leaves no
-	// session behind.
+	// An initialize the upstream fails (HTTP 500) makes it unhealthy, once
+	// the proxy's own probe confirms it, and leaves no session behind.
 	if r := h.do("POST", "", initBody); r.header.Get("Mcp-Session-Id") != "" || !r.answer().Get("error").Exists() {
 		t.Errorf("failed initialize: %s, session %q", r.body, r.header.Get("Mcp-Session-Id"))
 	}
-	if status() != http.StatusServiceUnavailable {
-		t.Error("healthy after a failed initialize")
+	for deadline := time.Now().Add(wait); status() != http.StatusServiceUnavailable; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("healthy %v after a failed initialize", wait)
+		}
 	}
 	if n := h.srv.Sessions(); n != 0 {
 		t.Errorf("%d sessions after a failed initialize", n)
@@ -853,7 +855,8 @@ func TestTooLarge(t *testing.T) {
 
 // TestCancelledThenEnded: a request the client cancelled gets nothing when
 // its session ends before the session said so, not even the error of the
-// end.
+// end: an event stream (a request is never answered 202) that ends without
+// a frame.
 func TestCancelledThenEnded(t *testing.T) {
 	h := newHarness(t, nil)
 	sid := h.initialize()
@@ -866,12 +869,15 @@ func TestCancelledThenEnded(t *testing.T) {
 	h.srv.Close()
 	for _, tc := range []struct {
 		st   *postStream
-		want int
-	}{{cancelled, http.StatusAccepted}, {other, http.StatusOK}} {
+		want string // the Content-Type
+	}{{cancelled, "text/event-stream"}, {other, "application/json"}} {
 		rec := httptest.NewRecorder()
 		h.srv.answer(rec, httptest.NewRequest("POST", Path, nil), sess, tc.st, true)
-		if rec.Code != tc.want {
-			t.Errorf("request %s: %d %s, want %d", tc.st.id, rec.Code, rec.Body, tc.want)
+		body := rec.Body.String()
+		frames, _ := readEvents(strings.NewReader(body), -1)
+		answered := strings.Contains(body, `"error"`)
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != tc.want || len(frames) != 0 || answered != (tc.st == other) {
+			t.Errorf("request %s: %d %s %q, want 200 %s, answered only if not cancelled", tc.st.id, rec.Code, rec.Header().Get("Content-Type"), body, tc.want)
 		}
 	}
 }

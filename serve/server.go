@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -26,9 +27,14 @@ const Path = "/mcp"
 
 // Defaults.
 const (
-	DefaultIdleTimeout  = 30 * time.Minute
-	DefaultMaxSessions  = 256
-	DefaultReplayEvents = 1024
+	DefaultIdleTimeout = 30 * time.Minute
+	DefaultMaxSessions = 256
+	// DefaultEventLogBytes bounds each session's GET stream event log:
+	// what the stream carries are notifications of some hundred bytes
+	// (list_changed, resources/updated) and the server's requests of a few
+	// KiB, so 1 MiB keeps thousands of them for a reconnecting client,
+	// while 256 sessions hold at most 256 MiB.
+	DefaultEventLogBytes = 1 << 20
 	// RetryAfter is what a client refused for the session bound is told
 	// to wait, in seconds.
 	RetryAfter = 5
@@ -58,9 +64,14 @@ type Config struct {
 	// MaxSessions bounds the sessions; one more initialize gets 503 with
 	// Retry-After. Default 256.
 	MaxSessions int
-	// ReplayEvents bounds the GET stream's replay buffer (Last-Event-ID),
-	// in events. Default 1024.
-	ReplayEvents int
+	// EventLogBytes bounds each session's GET stream event log, kept for
+	// Last-Event-ID, in bytes (frames, and 64 bytes for each event): past
+	// it the oldest events are dropped, and a GET that resumes from before
+	// them is told so and gets what was kept. Default 1 MiB.
+	EventLogBytes int
+	// Version is the proxy's version, named in the clientInfo of the
+	// health probe.
+	Version string
 	// SessionPrefix, when set, starts every session id ("PREFIX.<hex>"),
 	// so that a balancer can route a session to the replica that made it
 	// by its prefix.
@@ -85,14 +96,19 @@ type Server struct {
 	sessions map[string]*session
 	closing  bool
 
-	health atomic.Pointer[health]
-	upIDs  atomic.Int64 // upstream ids, unique in the process
+	health  atomic.Pointer[health]
+	probing atomic.Bool    // a health probe runs
+	probes  sync.WaitGroup // the health probes started for a failed initialize
+	upIDs   atomic.Int64   // upstream ids, unique in the process
 }
 
-// health is the last verdict on the upstream.
+// health is the last verdict on the upstream, in the proxy's own words:
+// what /healthz says to anyone who asks, so nothing of a client's request
+// and nothing the upstream wrote.
 type health struct {
 	ok     bool
-	reason string
+	class  string // what failed: "no answer", "server error", ...
+	status int    // the upstream's HTTP status, 0 for none
 }
 
 // New prepares a server.
@@ -103,8 +119,8 @@ func New(cfg Config) *Server {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
-	if cfg.ReplayEvents <= 0 {
-		cfg.ReplayEvents = DefaultReplayEvents
+	if cfg.EventLogBytes <= 0 {
+		cfg.EventLogBytes = DefaultEventLogBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -119,7 +135,7 @@ func New(cfg Config) *Server {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		s.identity = "bearer-" + hex.EncodeToString(sum[:8])
 	}
-	s.health.Store(&health{reason: "the upstream has not been probed yet"})
+	s.health.Store(&health{class: "not checked yet"})
 	return s
 }
 
@@ -130,14 +146,82 @@ func (s *Server) NextUpstreamID() []byte {
 	return strconv.AppendInt(nil, s.upIDs.Add(1), 10)
 }
 
-// SetHealth records the outcome of the latest look at the upstream (a
-// server/discover probe, or an initialize answered): nil is healthy.
+// SetHealth records the outcome of a look at the upstream made elsewhere:
+// nil is healthy. /healthz does not quote err; it says that the check
+// failed.
 func (s *Server) SetHealth(err error) {
 	if err == nil {
 		s.health.Store(&health{ok: true})
 		return
 	}
-	s.health.Store(&health{reason: err.Error()})
+	s.health.Store(&health{class: "the check failed"})
+}
+
+// CheckUpstream looks at the upstream with the proxy's own server/discover
+// (its own capabilities and clientInfo: nothing of a client's), within
+// the bridge's DiscoverTimeout, and records the verdict for /healthz. The
+// error, for the log, names the cause and the fix.
+//
+// Health is the upstream's: reached, and answering as an MCP server (of
+// either era). A transport failure, a 5xx, a 401/403, or an answer that is
+// not MCP makes it unhealthy; a client's initialize that the upstream
+// refuses for that client's params does not (see initFailed).
+func (s *Server) CheckUpstream(ctx context.Context) error {
+	timeout := s.cfg.Bridge.DiscoverTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p := &capabilities.Prober{Client: s.cfg.Bridge.Client, NextID: s.NextUpstreamID}
+	info := rewrite.AppendString([]byte(`{"name":"mcp-tasks-proxy-serve","version":`), s.cfg.Version)
+	info = append(info, '}')
+	v := p.Probe(routing.Unattended(ctx), capabilities.Meta(capabilities.ClientCapabilities([]byte(`{}`)), info, ""))
+	err := v.Err
+	if v.Era == capabilities.Unknown && err == nil {
+		err = errors.New(v.Reason)
+	}
+	if err == nil {
+		s.health.Store(&health{ok: true})
+		return nil
+	}
+	s.health.Store(&health{class: plainWords(v.Reason), status: v.Status})
+	return err
+}
+
+// initFailed is told of an initialize the upstream, or the proxy on its
+// behalf, refused. The answer is the client's: it may be the upstream's
+// refusal of that client's params, or a failure to reach it. The proxy's
+// own probe tells which, in the background (one at a time).
+func (s *Server) initFailed() {
+	if s.cfg.Bridge.Client == nil || !s.probing.CompareAndSwap(false, true) {
+		return
+	}
+	s.probes.Add(1)
+	go func() {
+		defer s.probes.Done()
+		defer s.probing.Store(false)
+		if err := s.CheckUpstream(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.log.Warn("an initialize failed, and so did the proxy's own look at the upstream: /healthz answers 503", zap.Error(err))
+		}
+	}()
+}
+
+// plainWords keeps a verdict's class to letters, digits, spaces, '-' and
+// '/', at most 64 bytes: /healthz is open to anyone, and says only what
+// the proxy's own words say.
+func plainWords(s string) string {
+	b := make([]byte, 0, min(len(s), 64))
+	for i := 0; i < len(s) && len(b) < 64; i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ' ' || c == '-' || c == '/' {
+			b = append(b, c)
+		}
+	}
+	if len(b) == 0 {
+		return "the check failed"
+	}
+	return string(b)
 }
 
 // ServeHTTP routes /mcp, /healthz and /metrics.
@@ -188,7 +272,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // healthz answers 200 while the upstream's last look succeeded, else 503
-// with the reason.
+// with what failed, in the proxy's own words (the class of failure and the
+// upstream's HTTP status): never a client's data, never the upstream's
+// text or URL.
 func (s *Server) healthz(w http.ResponseWriter) {
 	h := s.health.Load()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -199,7 +285,7 @@ func (s *Server) healthz(w http.ResponseWriter) {
 		return
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write([]byte(h.reason + "\n"))
+	_, _ = w.Write([]byte("unhealthy: the upstream: " + h.class + " (" + capabilities.StatusText(h.status) + ")\n"))
 }
 
 // errClosing refuses a session while the server shuts down.
@@ -280,11 +366,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		s.cancel()
+		s.probes.Wait()
 		return nil
 	case <-ctx.Done():
 	}
 	s.cancel()
 	<-done // Serve returns promptly once cancelled
+	s.probes.Wait()
 	return ctx.Err()
 }
 
@@ -300,6 +388,7 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	s.probes.Wait()
 }
 
 // newSessionID is 128 random bits in hex.

@@ -45,7 +45,7 @@ func newSession(srv *Server, id string) *session {
 		done:  make(chan struct{}),
 		posts: map[string]*postStream{},
 	}
-	sess.events = newEventLog(srv.cfg.ReplayEvents, &sess.nextID)
+	sess.events = newEventLog(srv.cfg.EventLogBytes, &sess.nextID)
 	sess.idle = time.AfterFunc(srv.cfg.IdleTimeout, sess.expire)
 	return sess
 }

@@ -1,12 +1,15 @@
 package serve
 
 import (
+	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // postStream is one POST that carried a request: the frames the bridge
@@ -89,16 +92,27 @@ type event struct {
 	frame []byte
 }
 
-// eventLog is the GET stream's frames, with ids, kept for Last-Event-ID
-// (at most max of them). A GET without Last-Event-ID starts after the last
-// event any GET stream was sent, so frames sent while no GET was open are
-// delivered to the next one, and none twice.
+// eventOverhead is what the log counts for an event besides its frame's
+// bytes: its id, its slice header and its place in the log.
+const eventOverhead = 64
+
+func eventCost(frame []byte) int { return len(frame) + eventOverhead }
+
+// eventLog is the GET stream's frames, with ids, kept for Last-Event-ID:
+// the newest of them, within max bytes (frames and eventOverhead each);
+// past it the oldest are dropped. One event larger than max is kept alone,
+// until the next, so that a GET stream open at the time still gets it. A
+// GET without Last-Event-ID starts after the last event any GET stream
+// was sent, so frames sent while no GET was open are delivered to the next
+// one, and none twice.
 type eventLog struct {
 	ids *atomic.Int64 // the session's event ids
-	max int
+	max int           // bytes
 
 	mu        sync.Mutex
 	events    []event
+	size      int           // the events' cost, within max (but for one event alone)
+	dropped   int64         // the id of the newest event dropped for the bound (0: none)
 	delivered int64         // the last id written to a GET stream
 	wake      chan struct{} // closed at the next append
 }
@@ -111,24 +125,39 @@ func (l *eventLog) append(frame []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, event{id: l.ids.Add(1), frame: frame})
-	if len(l.events) >= 2*l.max { // trimmed once per max appends, not at each
-		l.events = append(l.events[:0:0], l.events[len(l.events)-l.max:]...)
+	l.size += eventCost(frame)
+	n := 0
+	for l.size > l.max && n < len(l.events)-1 {
+		l.size -= eventCost(l.events[n].frame)
+		l.dropped = l.events[n].id
+		n++
+	}
+	if n > 0 {
+		clear(l.events[:n]) // their frames go now, not when the array does
+		l.events = l.events[n:]
 	}
 	close(l.wake)
 	l.wake = make(chan struct{})
 }
 
 // after returns the events after id, and a channel closed at the next
-// append.
-func (l *eventLog) after(id int64) ([]event, <-chan struct{}) {
+// append. lost reports that events after id were dropped for the bound:
+// what is returned starts at the oldest event kept.
+func (l *eventLog) after(id int64) (events []event, lost bool, wake <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	first := max(0, len(l.events)-l.max) // the log keeps max events
 	i := len(l.events)
-	for i > first && l.events[i-1].id > id {
+	for i > 0 && l.events[i-1].id > id {
 		i--
 	}
-	return append([]event(nil), l.events[i:]...), l.wake
+	return append([]event(nil), l.events[i:]...), id < l.dropped, l.wake
+}
+
+// bytes is what the log holds, as it counts it.
+func (l *eventLog) bytes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size
 }
 
 // start is where a GET without Last-Event-ID starts.
@@ -146,8 +175,10 @@ func (l *eventLog) sent(id int64) {
 }
 
 // postEventPrefix starts the ids of a POST stream's events: a GET's
-// Last-Event-ID tells by it which stream it would resume (only the GET
-// stream is resumable). The numbers after it come from the same counter
+// Last-Event-ID tells by it which stream it would resume. Only the GET
+// stream is resumable: a request's answer goes on the POST that carried
+// it, and a GET that resumes a POST stream gets a stream that ends at
+// once (its messages are not replayed on another stream). The numbers after it come from the same counter
 // as the GET stream's, so ids are unique in the session.
 const postEventPrefix = "p"
 
@@ -167,5 +198,73 @@ func writeEvent(w io.Writer, prefix string, id int64, frame []byte) error {
 		return err
 	}
 	_, err := io.WriteString(w, "\n\n")
+	return err
+}
+
+// retryMillis is the reconnection time (SSE retry) every event stream
+// announces in its priming event: a client that loses a stream waits this
+// long before it resumes it with Last-Event-ID.
+const retryMillis = 1000
+
+// writePriming starts an event stream as 2025-11-25 asks (SEP-1699): an
+// event with an id and empty data, so that the client holds an id to
+// resume from before any frame comes, and the retry field. Clients record
+// the id and dispatch nothing.
+func writePriming(w io.Writer, id string) error {
+	var head [96]byte
+	b := append(head[:0], "id: "...)
+	b = append(b, id...)
+	b = append(b, "\nretry: "...)
+	b = strconv.AppendInt(b, retryMillis, 10)
+	b = append(b, "\ndata:\n\n"...)
+	_, err := w.Write(b)
+	return err
+}
+
+// postPrimingID is the id of a POST stream's priming event: a new id of
+// the session, as a POST stream's.
+func postPrimingID(ids *atomic.Int64) string {
+	return postEventPrefix + strconv.FormatInt(ids.Add(1), 10)
+}
+
+// getPrimingID is the id of the GET stream's priming event. It names the
+// stream's position, cursor (the last event before what this connection
+// sends), then a new id of the session that keeps it unique: "12.40". A
+// GET with it as Last-Event-ID resumes after cursor, so that the events
+// the connection had yet to send are not skipped (their ids are below the
+// new one).
+func getPrimingID(cursor int64, ids *atomic.Int64) string {
+	return strconv.FormatInt(cursor, 10) + "." + strconv.FormatInt(ids.Add(1), 10)
+}
+
+// lastEventID reads a GET's Last-Event-ID: the GET stream's position it
+// names (an event's id, or a priming id: resume), or a POST stream's event
+// (post). Anything else, or none, is a GET that does not resume.
+func lastEventID(v string) (cursor int64, resume, post bool) {
+	if rest, ok := strings.CutPrefix(v, postEventPrefix); ok {
+		_, err := strconv.ParseUint(rest, 10, 63)
+		return 0, false, err == nil
+	}
+	pos, unique, primed := strings.Cut(v, ".")
+	n, err := strconv.ParseUint(pos, 10, 63)
+	if err != nil {
+		return 0, false, false
+	}
+	if primed {
+		if _, err := strconv.ParseUint(unique, 10, 63); err != nil {
+			return 0, false, false
+		}
+	}
+	return int64(n), true, false
+}
+
+// hintEventLogBytes names the setting of the GET stream's event log bound.
+const hintEventLogBytes = rewrite.Hint("event-log-bytes")
+
+// writeLost tells a GET stream, in a comment, that events it was to get
+// were dropped from the session's event log for its bound: the replay
+// starts at the oldest event kept.
+func writeLost(w io.Writer, after int64, bound int) error {
+	_, err := fmt.Fprintf(w, ": events after id %d were dropped from this session's event log (it keeps the newest %d bytes, %v); the replay starts at the oldest event kept\n\n", after, bound, hintEventLogBytes)
 	return err
 }

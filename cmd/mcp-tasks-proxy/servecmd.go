@@ -17,10 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/heapgoal"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/serve"
 )
 
@@ -35,6 +32,7 @@ type serveConfig struct {
 	sessionIdleTimeout time.Duration
 	maxSessions        int
 	sessionPrefix      string
+	eventLogBytes      int
 	token              string // read from authTokenFile
 }
 
@@ -72,6 +70,13 @@ var serveOwnFlags = []flagSpec[serveConfig]{
 		Help: "start every Mcp-Session-Id with NAME. (letters, digits, - and _), so that a balancer can route each session to the replica that made it",
 		Doc:  "start every `Mcp-Session-Id` with `NAME.` (letters, digits, `-` and `_`), so that a balancer can send each session to the replica that made it (see [Serve mode](#serve-mode))"},
 		stringFlag(func(c *serveConfig) *string { return &c.sessionPrefix }, "")},
+	{flagDoc{Name: "event-log-bytes", Arg: "SIZE", Group: groupServe,
+		Help: "what each session keeps of its GET stream for a client that resumes it with Last-Event-ID (default 1MiB); past it the oldest events are dropped",
+		Doc:  "what each session keeps of its GET stream for a client that resumes it with `Last-Event-ID` (`512KiB`, `4MiB`); past it the oldest events are dropped, and a resume from before them gets what was kept, after an SSE comment saying so"},
+		func(fs *flag.FlagSet, name string, c *serveConfig) {
+			c.eventLogBytes = serve.DefaultEventLogBytes
+			fs.Var(byteSize{&c.eventLogBytes}, name, "")
+		}},
 }
 
 // serveFlags is serve's flag table: its own rows, then the proxy's, whose
@@ -249,7 +254,7 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 		return 2
 	}
 	host, _, _ := net.SplitHostPort(c.listen)
-	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins,
+	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins, EventLogBytes: c.eventLogBytes, Version: versionString(),
 		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(logger)}
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()),
@@ -258,7 +263,7 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	probed := make(chan struct{})
 	go func() { // after the line: its warning follows it
 		defer close(probed)
-		probeUpstream(ctx, srv, client, cfg.discoverTimeout, logger)
+		probeUpstream(ctx, srv, logger)
 	}()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -297,21 +302,12 @@ func stopServing(hs *http.Server, srv *serve.Server, logger *zap.Logger) {
 	logger.Info("mcp-tasks-proxy serve stopped")
 }
 
-// probeUpstream looks at the upstream once at start, for /healthz.
-func probeUpstream(ctx context.Context, srv *serve.Server, client *routing.Client, timeout time.Duration, logger *zap.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	p := &capabilities.Prober{Client: client, NextID: srv.NextUpstreamID}
-	info := append(rewrite.AppendString([]byte(`{"name":"mcp-tasks-proxy-serve","version":`), versionString()), '}')
-	v := p.Probe(routing.Unattended(ctx), capabilities.Meta(capabilities.ClientCapabilities([]byte(`{}`)), info, ""))
-	err := v.Err
-	if v.Era == capabilities.Unknown && err == nil {
-		err = errors.New(v.Reason)
-	}
-	if err != nil {
+// probeUpstream looks at the upstream once at start, for /healthz (within
+// --discover-timeout).
+func probeUpstream(ctx context.Context, srv *serve.Server, logger *zap.Logger) {
+	if err := srv.CheckUpstream(ctx); err != nil {
 		logger.Warn("the upstream's discover probe failed; /healthz answers 503 until an initialize succeeds", zap.Error(err))
 	}
-	srv.SetHealth(err)
 }
 
 // validPrefix reports whether p is empty, or 1 to 32 letters, digits, - or
