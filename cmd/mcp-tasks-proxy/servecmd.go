@@ -139,9 +139,10 @@ Examples:
 `
 
 const serveHelpOutro = `Once listening it prints one line on stderr: listening on http://HOST:PORT/mcp.
-stdout stays empty. GET /healthz answers 200 while the upstream's last discover
-(at start, and at each initialize) succeeded; GET /metrics is in Prometheus
-format. SIGINT or SIGTERM stops accepting, answers or errors every request in
+stdout stays empty. GET /healthz answers 200 while the upstream is reached and
+answers as an MCP server (the proxy's own discover at start, and again after
+an initialize fails; an initialize that succeeds), else 503 saying what failed;
+GET /metrics is in Prometheus format. SIGINT or SIGTERM stops accepting, answers or errors every request in
 flight within 5 s, and exits 0.
 Exit status: 0 after a signal; 1 when it cannot listen or serve; 2 on a usage error.
 `
