@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -138,6 +139,7 @@ type listens struct {
 type subEntry struct {
 	done    chan struct{}
 	settled bool        // under listens.mu
+	waiters int         // the subscribes waiting for it, under listens.mu
 	refused *subRefusal // set before done is closed
 }
 
@@ -396,9 +398,11 @@ func (s *listens) subscribe(ctx context.Context, c *call, uri string) []byte {
 			s.reconciling = true
 		}
 		e = &subEntry{done: make(chan struct{})}
+		uri = strings.Clone(uri) // kept: not a view of the client's frame
 		s.want[uri] = e
 		s.changeLocked(c.op)
 	}
+	e.waiters++
 	s.mu.Unlock()
 	select {
 	case <-e.done:
@@ -408,9 +412,11 @@ func (s *listens) subscribe(ctx context.Context, c *call, uri string) []byte {
 		return rewrite.ResultFrame(c.id, []byte(`{}`))
 	case <-ctx.Done():
 		// Cancelled (or the session is ending): the subscription goes too,
-		// unless the server acknowledged it meanwhile.
+		// unless the server acknowledged it meanwhile or another subscribe
+		// of the URI still waits for it.
 		s.mu.Lock()
-		if s.want[uri] == e && !e.settled {
+		e.waiters--
+		if s.want[uri] == e && !e.settled && e.waiters == 0 {
 			delete(s.want, uri)
 			s.settleLocked(e, &subRefusal{code: protocol.CodeInternalError, msg: "the subscribe was cancelled"})
 			s.changeLocked(c.op)
@@ -455,10 +461,7 @@ func (s *listens) unsubscribe(ctx context.Context, c *call, uri string) []byte {
 func (s *listens) changeLocked(op string) uint64 {
 	s.gen++
 	s.op = op
-	select {
-	case s.changed <- struct{}{}:
-	default: // already woken: it reads the set afresh
-	}
+	s.wake() // if already woken, it reads the set afresh all the same
 	return s.gen
 }
 
@@ -512,9 +515,16 @@ func (s *listens) reconcile() {
 			s.stop(cur)
 			cur, curSet = nil, nil
 		default:
-			l, ack, r := s.openResources(set, op)
+			added := slices.DeleteFunc(slices.Clone(set), func(u string) bool { _, ok := slices.BinarySearch(curSet, u); return ok })
+			l, ack, r, superseded := s.openResources(set, added, op)
 			if s.ctx.Err() != nil {
 				return
+			}
+			if superseded {
+				// A URI it was opened for is no longer wanted: start over
+				// with the set as it is now.
+				s.wake()
+				continue
 			}
 			if r != nil {
 				refusal = r
@@ -549,6 +559,27 @@ func (s *listens) stop(l *listener) {
 	case <-l.done:
 	case <-s.ctx.Done():
 	}
+}
+
+// wake makes reconcile look at the set again.
+func (s *listens) wake() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// obsolete reports whether one of the URIs a new stream is opened for is no
+// longer wanted (its subscribe was cancelled, or it was unsubscribed).
+func (s *listens) obsolete(added []string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range added {
+		if s.want[u] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // settle answers the pending subscriptions after reconcile acted on the
@@ -591,8 +622,11 @@ func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string
 // openResources opens a stream for the sorted URIs in set and waits for its
 // acknowledgement (within the idle timeout), or its first attempt's
 // failure. It returns the running stream and the acknowledged
-// notifications, or why it failed (the stream is then stopped).
-func (s *listens) openResources(set []string, op string) (*listener, gjson.Result, *subRefusal) {
+// notifications, or why it failed (the stream is then stopped). While it
+// waits, a change of the set that drops one of the URIs added (those the
+// stream is opened for) supersedes it: it is stopped, and reported so; any
+// other change is left for the next round.
+func (s *listens) openResources(set, added []string, op string) (l *listener, ack gjson.Result, r *subRefusal, superseded bool) {
 	filter := []byte(`{"resourceSubscriptions":[`)
 	for i, u := range set {
 		if i > 0 {
@@ -603,22 +637,36 @@ func (s *listens) openResources(set []string, op string) (*listener, gjson.Resul
 	l, ctx := s.newListener(append(filter, "]}"...), nil, true, op)
 	l.uris = set
 	if !s.runListener(ctx, l) {
-		return nil, gjson.Result{}, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}
+		return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
 	}
 	timer := time.NewTimer(s.cfg.IdleTimeout)
 	defer timer.Stop()
-	select {
-	case ack := <-l.acked:
-		return l, ack, nil
-	case err := <-l.failed:
-		s.stop(l)
-		return nil, gjson.Result{}, &subRefusal{code: protocol.CodeInternalError, msg: err.Error(), data: errorData(s.client.URL(), 0, "", "")}
-	case <-s.ctx.Done():
-		s.stop(l)
-		return nil, gjson.Result{}, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}
-	case <-timer.C:
-		s.stop(l)
-		return nil, gjson.Result{}, &subRefusal{code: protocol.CodeInternalError,
-			msg: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.cfg.IdleTimeout, s.hint(rewrite.HintIdleTimeout))}
+	changed := false
+	defer func() {
+		if changed {
+			s.wake() // for the next round
+		}
+	}()
+	for {
+		select {
+		case ack := <-l.acked:
+			return l, ack, nil, false
+		case err := <-l.failed:
+			s.stop(l)
+			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: err.Error(), data: errorData(s.client.URL(), 0, "", "")}, false
+		case <-s.changed:
+			if s.obsolete(added) {
+				s.stop(l)
+				return nil, ack, nil, true
+			}
+			changed = true
+		case <-s.ctx.Done():
+			s.stop(l)
+			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
+		case <-timer.C:
+			s.stop(l)
+			return nil, ack, &subRefusal{code: protocol.CodeInternalError,
+				msg: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.cfg.IdleTimeout, s.hint(rewrite.HintIdleTimeout))}, false
+		}
 	}
 }

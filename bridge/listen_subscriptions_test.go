@@ -27,6 +27,10 @@ type subServer struct {
 	total  int  // listen requests received
 	refuse bool // answer new listen requests with HTTP 500
 	reject map[string]bool
+	// hold: a listen that asks for one of these URIs is never
+	// acknowledged; held counts them.
+	hold map[string]bool
+	held int
 }
 
 // subStream is one open listen stream at the server.
@@ -39,7 +43,7 @@ type subStream struct {
 const subDiscover = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"resources":{"subscribe":true}},"ttlMs":0,"cacheScope":"public"}`
 
 func newSubServer(t *testing.T) *subServer {
-	u := &subServer{open: map[*subStream]bool{}, reject: map[string]bool{}}
+	u := &subServer{open: map[*subStream]bool{}, reject: map[string]bool{}, hold: map[string]bool{}}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		id := gjson.GetBytes(b, "id").Raw
@@ -71,11 +75,19 @@ func (u *subServer) listen(w http.ResponseWriter, r *http.Request, id string, ur
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"no more streams"}}`, id)
 		return
 	}
+	hold := false
 	for _, x := range uris.Array() {
 		st.uris = append(st.uris, x.Str)
 		if !u.reject[x.Str] {
 			acked = append(acked, fmt.Sprintf("%q", x.Str))
 		}
+		hold = hold || u.hold[x.Str]
+	}
+	if hold {
+		u.held++
+		u.mu.Unlock()
+		<-r.Context().Done()
+		return
 	}
 	u.open[st] = true
 	u.mu.Unlock()
@@ -320,7 +332,8 @@ func TestSubscriptionsShareOneStream(t *testing.T) {
 
 // TestSubscriptionsCap: past MaxSubscriptions URIs, resources/subscribe gets
 // one error naming the bound and the flag; a URI already subscribed does
-// not count twice; an unsubscribe frees a slot; updates reach the client
+// not count twice; an unsubscribe frees a slot, and so does a subscribe
+// cancelled before the server acknowledged it; updates reach the client
 // for every subscribed URI and not for the unsubscribed one.
 func TestSubscriptionsCap(t *testing.T) {
 	u := newSubServer(t)
@@ -362,6 +375,33 @@ func TestSubscriptionsCap(t *testing.T) {
 	if got, want := h.updates(3), []string{"demo://a", "demo://c", "demo://d"}; !slices.Equal(got, want) {
 		t.Errorf("resources/updated for %v, want %v", got, want)
 	}
+
+	// A subscribe cancelled while the server has not acknowledged it frees
+	// its slot too, and the stream opened for it is given up at once (not
+	// after the idle timeout, ten minutes here).
+	if r := h.call(subReq("un-d", "resources/unsubscribe", "demo://d")); gjson.Get(r, "result").Raw != "{}" {
+		t.Fatalf("unsubscribe: %s", r)
+	}
+	u.mu.Lock()
+	u.hold["demo://slow"] = true
+	u.mu.Unlock()
+	h.send(subReq("slow", "resources/subscribe", "demo://slow"))
+	for deadline := time.Now().Add(wait); ; time.Sleep(5 * time.Millisecond) {
+		u.mu.Lock()
+		held := u.held
+		u.mu.Unlock()
+		if held == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server got no listen for demo://slow within %v", wait)
+		}
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}`)
+	if r := h.call(subReq("e", "resources/subscribe", "demo://e")); gjson.Get(r, "result").Raw != "{}" {
+		t.Fatalf("subscribe after a cancelled subscribe freed its slot: %s", r)
+	}
+	u.until(t, "one stream for a, c and e", oneStream([]string{"demo://a", "demo://c", "demo://e"}))
 	if rest := h.stop(); len(rest) != 0 {
 		t.Errorf("more frames to the client: %q", rest)
 	}
