@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,14 +25,43 @@ import (
 //   - After notifications/initialized, one stream asks for the list changes
 //     the server declared (listChanged in discover). None is opened when
 //     the server declares none.
-//   - Each resources/subscribe opens a stream for that URI, answered once
-//     the acknowledgement lists it; resources/unsubscribe closes it.
+//   - All of the session's resource subscriptions share one more stream,
+//     whose filter lists every subscribed URI (resourceSubscriptions is a
+//     set, and eras.md §9.2 allows one aggregated stream). When the set
+//     changes, one goroutine (reconcile) opens a stream for the new set
+//     and, once the server acknowledges it, closes the old one: make before
+//     break. A subscribe is answered once an acknowledgement lists its URI;
+//     an unsubscribe once the stream without it has taken over (or has
+//     failed to: the old stream then stays, and its updates of that URI
+//     are dropped). A session so holds at most two listen streams for its
+//     resources, whatever the number of URIs, and at most
+//     Config.MaxSubscriptions URIs; one more subscribe is refused.
+//   - Notifications across a swap: the server sends nothing on the new
+//     stream before its acknowledgement, and from then on sends there
+//     whatever concerns the new set. The old stream delivers until the
+//     proxy reads that acknowledgement and is then closed, its unread
+//     events dropped, so nothing reaches the client twice. What can be
+//     lost is only what the server wrote on the old stream before
+//     acknowledging the new one and the proxy had not read yet: the
+//     window of one network delivery, less than the reconnect after a drop
+//     that eras.md §9.1 allows loses.
 //   - Acknowledgements and listen results are consumed; notifications are
 //     forwarded with the subscriptionId removed.
 //   - A stream that drops is reopened with bounded backoff, which starts
 //     again from the minimum only after a stream that stayed up for
 //     listenStableAfter. The list-change stream then tells the client each
 //     kind may have changed, since changes may have been missed.
+
+// DefaultMaxSubscriptions is Config.MaxSubscriptions' default: the
+// resource subscriptions one session may hold. They share one upstream
+// stream, so each costs its URI in the proxy's memory and in the stream's
+// filter, which is sent again whenever the set changes; 256 is far more
+// than a client watches at once and keeps that filter small.
+const DefaultMaxSubscriptions = 256
+
+// HintMaxSubscriptions names the setting of the subscription bound in the
+// error past it (the command layer's --max-subscriptions).
+const HintMaxSubscriptions rewrite.Hint = "max-subscriptions"
 
 // The reconnect delays of a dropped listen stream (nextListenDelay).
 const (
@@ -67,22 +99,59 @@ type listener struct {
 	cancel context.CancelFunc // set at creation, never changed
 	acked  chan gjson.Result  // the first acknowledgement's notifications
 	failed chan error         // the first attempt failed (resource subscriptions)
+	done   chan struct{}      // closed when the stream's loop has ended
 	// kinds are the list_changed methods to emit after a reconnect.
 	kinds []string
+	// uris are the resource URIs the stream asks for, sorted (nil for the
+	// list-change stream).
+	uris []string
 }
 
 // listens are the modern session's subscriptions/listen streams: the
-// list-change stream, and one per resources/subscribe. They run in the
-// session's background group.
+// list-change stream, and the one stream of its resource subscriptions.
+// They run in the session's background group.
 type listens struct {
 	*modern
 	mu        sync.Mutex
-	byURI     map[string]*listener
 	listening bool // the list-change stream was started
+
+	// The resource subscriptions, under mu. want is the set the client
+	// asked for, each URI acknowledged or pending; gen counts its changes,
+	// op is the trace op of the latest (the next stream's); changed wakes
+	// reconcile (started once, reconciling). applied is the gen reconcile
+	// last acted on; appliedCh is closed (and replaced) when it moves.
+	want        map[string]*subEntry
+	gen         uint64
+	op          string
+	changed     chan struct{}
+	reconciling bool
+	applied     uint64
+	appliedCh   chan struct{}
+
 	// sleep and now are the listen loops' clock, the real one when nil.
 	// Tests set them before the session runs; they are not changed after.
 	sleep func(ctx context.Context, d time.Duration) bool
 	now   func() time.Time
+}
+
+// subEntry is one subscribed URI. done is closed once it is settled:
+// acknowledged by the server (refused nil) or refused (and out of want).
+type subEntry struct {
+	done    chan struct{}
+	settled bool        // under listens.mu
+	waiters int         // the subscribes waiting for it, under listens.mu
+	refused *subRefusal // set before done is closed
+}
+
+// subRefusal is why a subscription was refused: the client's error.
+type subRefusal struct {
+	code int
+	msg  string
+	data []byte
+}
+
+func newListens(m *modern) *listens {
+	return &listens{modern: m, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})}
 }
 
 // wait waits d before a reconnect, or until ctx ends (false).
@@ -133,7 +202,7 @@ func (s *listens) openListChanged() {
 // with its cancel. Callers that publish it do so under s.mu.
 func (s *listens) newListener(filter []byte, kinds []string, waited bool, op string) (*listener, context.Context) {
 	ctx, cancel := context.WithCancel(withOp(s.ctx, op))
-	l := &listener{filter: filter, kinds: kinds, op: op, cancel: cancel, acked: make(chan gjson.Result, 1)}
+	l := &listener{filter: filter, kinds: kinds, op: op, cancel: cancel, acked: make(chan gjson.Result, 1), done: make(chan struct{})}
 	if waited {
 		l.failed = make(chan error, 1)
 	}
@@ -142,7 +211,10 @@ func (s *listens) newListener(filter []byte, kinds []string, waited bool, op str
 
 // runListener starts l's loop; false when the session is closing.
 func (s *listens) runListener(ctx context.Context, l *listener) bool {
-	ok := s.bg.start(func() { s.listenLoop(ctx, l) })
+	ok := s.bg.start(func() {
+		defer close(l.done)
+		s.listenLoop(ctx, l)
+	})
 	if !ok {
 		l.cancel()
 	}
@@ -261,6 +333,15 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 		case m.Method == "notifications/cancelled":
 			return opened, 0, errors.New("the server cancelled the subscription")
 		case m.Kind == rewrite.KindNotification:
+			if ctx.Err() != nil {
+				// Replaced by a newer stream (which delivers from its
+				// acknowledgement on), or ended: nothing more from here.
+				return opened, 0, ctx.Err()
+			}
+			if l.uris != nil && m.Method == "notifications/resources/updated" && s.unsubscribed(l, m.Params.Get("uri").String()) {
+				s.debug("resources/updated of an unsubscribed URI dropped", zap.String("uri", m.Params.Get("uri").String()))
+				continue
+			}
 			s.sendOp(rewrite.ListenNotification(&m), op, []string{"subscriptionId.strip"})
 		}
 	}
@@ -280,62 +361,312 @@ func (s *listens) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 		return rewrite.ErrorFrame(c.id, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.client.URL()), nil)
 	}
-	s.mu.Lock()
-	l := s.byURI[uri.Str]
-	var lctx context.Context
-	switch {
-	case f.Method == "resources/unsubscribe":
-		delete(s.byURI, uri.Str)
-	case l == nil:
-		// Registered, with its cancel, before it opens: a second subscribe
-		// to the same URI opens no second stream, and an unsubscribe that
-		// comes first still stops it.
-		filter := append(rewrite.AppendString([]byte(`{"resourceSubscriptions":[`), uri.Str), "]}"...)
-		l, lctx = s.newListener(filter, nil, true, c.op)
-		s.byURI[uri.Str] = l
-	default:
-		s.mu.Unlock()
-		return rewrite.ResultFrame(c.id, []byte(`{}`)) // already subscribed
-	}
-	s.mu.Unlock()
 	if f.Method == "resources/unsubscribe" {
-		if l != nil {
-			l.cancel() // closing the stream ends the subscription
+		return s.unsubscribe(ctx, c, uri.Str)
+	}
+	return s.subscribe(ctx, c, uri.Str)
+}
+
+// maxSubscriptions is the bound on the session's subscribed URIs.
+func (s *listens) maxSubscriptions() int {
+	if n := s.cfg.MaxSubscriptions; n > 0 {
+		return n
+	}
+	return DefaultMaxSubscriptions
+}
+
+// subscribe adds uri to the set and answers once the server acknowledged a
+// stream that lists it, or refused it. A URI already subscribed (or on its
+// way) is not asked for again.
+func (s *listens) subscribe(ctx context.Context, c *call, uri string) []byte {
+	s.mu.Lock()
+	e := s.want[uri]
+	if e == nil {
+		if n, limit := len(s.want), s.maxSubscriptions(); n >= limit {
+			s.mu.Unlock()
+			s.warn("resources/subscribe refused: the session holds its maximum of subscriptions", zap.String("uri", uri), zap.Int("max", limit))
+			return s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError,
+				fmt.Appendf(nil, `{"subscriptions":%d,"maxSubscriptions":%d}`, n, limit),
+				"the proxy refused resources/subscribe of %s: this session already holds %d resource subscriptions, its maximum; unsubscribe from one first (resources/unsubscribe), or raise %v",
+				uri, limit, HintMaxSubscriptions))
+		}
+		if !s.reconciling {
+			if !s.bg.start(s.reconcile) {
+				s.mu.Unlock()
+				return nil // the session is ending
+			}
+			s.reconciling = true
+		}
+		e = &subEntry{done: make(chan struct{})}
+		uri = strings.Clone(uri) // kept: not a view of the client's frame
+		s.want[uri] = e
+		s.changeLocked(c.op)
+	}
+	e.waiters++
+	s.mu.Unlock()
+	select {
+	case <-e.done:
+		if r := e.refused; r != nil {
+			return rewrite.ErrorFrame(c.id, r.code, r.msg, r.data)
 		}
 		return rewrite.ResultFrame(c.id, []byte(`{}`))
-	}
-	drop := func() {
+	case <-ctx.Done():
+		// Cancelled (or the session is ending): the subscription goes too,
+		// unless the server acknowledged it meanwhile or another subscribe
+		// of the URI still waits for it.
 		s.mu.Lock()
-		if s.byURI[uri.Str] == l {
-			delete(s.byURI, uri.Str)
+		e.waiters--
+		if s.want[uri] == e && !e.settled && e.waiters == 0 {
+			delete(s.want, uri)
+			s.settleLocked(e, &subRefusal{code: protocol.CodeInternalError, msg: "the subscribe was cancelled"})
+			s.changeLocked(c.op)
 		}
 		s.mu.Unlock()
-		l.cancel()
+		return nil
 	}
-	if !s.runListener(lctx, l) {
-		drop()
-		return nil // the session is ending
+}
+
+// unsubscribe takes uri out of the set and answers once the stream without
+// it has taken over (or failed to: its updates are dropped all the same).
+func (s *listens) unsubscribe(ctx context.Context, c *call, uri string) []byte {
+	s.mu.Lock()
+	e := s.want[uri]
+	if e == nil {
+		s.mu.Unlock()
+		return rewrite.ResultFrame(c.id, []byte(`{}`)) // not subscribed
 	}
-	select {
-	case err := <-l.failed:
-		drop()
-		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-			fmt.Sprintf("subscribing to %s failed: %v", uri.Str, err), errorData(s.client.URL(), 0, "", ""))
-	case ack := <-l.acked:
-		for _, u := range ack.Get("resourceSubscriptions").Array() {
-			if u.String() == uri.Str {
-				return rewrite.ResultFrame(c.id, []byte(`{}`))
+	delete(s.want, uri)
+	if !e.settled {
+		s.settleLocked(e, &subRefusal{code: protocol.CodeInternalError,
+			msg:  fmt.Sprintf("subscribing to %s failed: unsubscribed before the server acknowledged the subscription", uri),
+			data: errorData(s.client.URL(), 0, "", "")})
+	}
+	gen := s.changeLocked(c.op)
+	for s.applied < gen {
+		ch := s.appliedCh
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil
+		}
+		s.mu.Lock()
+	}
+	s.mu.Unlock()
+	return rewrite.ResultFrame(c.id, []byte(`{}`))
+}
+
+// changeLocked records a change of the set made by the request op, wakes
+// reconcile and returns the change's generation.
+func (s *listens) changeLocked(op string) uint64 {
+	s.gen++
+	s.op = op
+	s.wake() // if already woken, it reads the set afresh all the same
+	return s.gen
+}
+
+// settleLocked settles a pending entry: acknowledged (r nil) or refused.
+func (s *listens) settleLocked(e *subEntry, r *subRefusal) {
+	e.settled = true
+	e.refused = r
+	close(e.done)
+}
+
+// unsubscribed reports whether uri is one that l asks for but the client
+// no longer wants: l is the stream an unsubscribe could not replace.
+func (s *listens) unsubscribed(l *listener, uri string) bool {
+	if _, ok := slices.BinarySearch(l.uris, uri); !ok {
+		return false // another URI, or a sub-resource: the server's word
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.want[uri] == nil
+}
+
+// reconcile keeps one stream serving the set of subscribed URIs, until the
+// session ends. Each time the set changes it opens a stream for the whole
+// new set, and once that one is acknowledged, closes the one it replaces
+// (the overview above says what this does to notifications). A new stream
+// that fails leaves the old one in place. It runs in the session's
+// background group, started by the first subscribe.
+func (s *listens) reconcile() {
+	var cur *listener   // the acknowledged stream, or nil
+	var curSet []string // the URIs cur serves, sorted
+	defer func() {
+		if cur != nil {
+			cur.cancel() // the session ends: nothing waits for it
+		}
+	}()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.changed:
+		}
+		s.mu.Lock()
+		gen, op := s.gen, s.op
+		set := slices.Sorted(maps.Keys(s.want))
+		s.mu.Unlock()
+		var refusal *subRefusal // why the new stream did not take over
+		var accepted map[string]bool
+		switch {
+		case slices.Equal(set, curSet):
+		case len(set) == 0:
+			s.stop(cur)
+			cur, curSet = nil, nil
+		default:
+			added := slices.DeleteFunc(slices.Clone(set), func(u string) bool { _, ok := slices.BinarySearch(curSet, u); return ok })
+			l, ack, r, superseded := s.openResources(set, added, op)
+			if s.ctx.Err() != nil {
+				return
+			}
+			if superseded {
+				// A URI it was opened for is no longer wanted: start over
+				// with the set as it is now.
+				s.wake()
+				continue
+			}
+			if r != nil {
+				refusal = r
+				s.warn("the stream of the new resource subscriptions failed; the previous one stays", zap.Int("uris", len(set)), zap.String("error", r.msg))
+				break
+			}
+			accepted = map[string]bool{}
+			for _, u := range ack.Get("resourceSubscriptions").Array() {
+				accepted[u.String()] = true
+			}
+			if cur != nil {
+				s.stop(cur) // replaced: it delivers nothing more
+			}
+			cur, curSet = l, slices.DeleteFunc(slices.Clone(set), func(u string) bool { return !accepted[u] })
+			if len(curSet) == 0 {
+				s.stop(cur)
+				cur, curSet = nil, nil
 			}
 		}
-		drop()
-		return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams,
-			fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri.Str), nil)
-	case <-ctx.Done():
-		drop()
-		return nil
-	case <-time.After(s.cfg.IdleTimeout):
-		drop()
-		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-			fmt.Sprintf("the server did not acknowledge the subscription to %s within %v", uri.Str, s.cfg.IdleTimeout), nil)
+		s.settle(gen, set, curSet, accepted, refusal)
+	}
+}
+
+// stop ends a resource stream and waits until its loop has let go of the
+// connection, so that a session never holds more than two of them and an
+// answer that follows the change follows the close. The wait is short: a
+// cancelled stream stops reading at once; only a client that stopped
+// reading its frames could hold it, until the session ends.
+func (s *listens) stop(l *listener) {
+	l.cancel()
+	select {
+	case <-l.done:
+	case <-s.ctx.Done():
+	}
+}
+
+// wake makes reconcile look at the set again.
+func (s *listens) wake() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// obsolete reports whether one of the URIs a new stream is opened for is no
+// longer wanted (its subscribe was cancelled, or it was unsubscribed).
+func (s *listens) obsolete(added []string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range added {
+		if s.want[u] == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// settle answers the pending subscriptions after reconcile acted on the
+// set of generation gen: tried is the set it asked for, curSet what the
+// current stream serves, accepted the URIs its acknowledgement listed (nil
+// when no new stream was acknowledged), refusal why a new stream failed.
+func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string]bool, refusal *subRefusal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for uri, e := range s.want {
+		if e.settled {
+			if accepted != nil && !accepted[uri] {
+				s.warn("the server no longer acknowledges a resource subscription", zap.String("uri", uri))
+			}
+			continue
+		}
+		if _, ok := slices.BinarySearch(curSet, uri); ok {
+			s.settleLocked(e, nil)
+			continue
+		}
+		if _, ok := slices.BinarySearch(tried, uri); !ok {
+			continue // added since: the next round asks for it
+		}
+		r := refusal
+		if r == nil {
+			r = &subRefusal{code: protocol.CodeInvalidParams, msg: fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri)}
+		} else {
+			r = &subRefusal{code: r.code, msg: fmt.Sprintf("subscribing to %s failed: %s", uri, r.msg), data: r.data}
+		}
+		delete(s.want, uri)
+		s.settleLocked(e, r)
+	}
+	if gen > s.applied {
+		s.applied = gen
+		close(s.appliedCh)
+		s.appliedCh = make(chan struct{})
+	}
+}
+
+// openResources opens a stream for the sorted URIs in set and waits for its
+// acknowledgement (within the idle timeout), or its first attempt's
+// failure. It returns the running stream and the acknowledged
+// notifications, or why it failed (the stream is then stopped). While it
+// waits, a change of the set that drops one of the URIs added (those the
+// stream is opened for) supersedes it: it is stopped, and reported so; any
+// other change is left for the next round.
+func (s *listens) openResources(set, added []string, op string) (l *listener, ack gjson.Result, r *subRefusal, superseded bool) {
+	filter := []byte(`{"resourceSubscriptions":[`)
+	for i, u := range set {
+		if i > 0 {
+			filter = append(filter, ',')
+		}
+		filter = rewrite.AppendString(filter, u)
+	}
+	l, ctx := s.newListener(append(filter, "]}"...), nil, true, op)
+	l.uris = set
+	if !s.runListener(ctx, l) {
+		return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
+	}
+	timer := time.NewTimer(s.cfg.IdleTimeout)
+	defer timer.Stop()
+	changed := false
+	defer func() {
+		if changed {
+			s.wake() // for the next round
+		}
+	}()
+	for {
+		select {
+		case ack := <-l.acked:
+			return l, ack, nil, false
+		case err := <-l.failed:
+			s.stop(l)
+			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: err.Error(), data: errorData(s.client.URL(), 0, "", "")}, false
+		case <-s.changed:
+			if s.obsolete(added) {
+				s.stop(l)
+				return nil, ack, nil, true
+			}
+			changed = true
+		case <-s.ctx.Done():
+			s.stop(l)
+			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
+		case <-timer.C:
+			s.stop(l)
+			return nil, ack, &subRefusal{code: protocol.CodeInternalError,
+				msg: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.cfg.IdleTimeout, s.hint(rewrite.HintIdleTimeout))}, false
+		}
 	}
 }

@@ -82,6 +82,10 @@ type Config struct {
 	StatePath string
 	// MaxRounds bounds MRTR rounds per request. Default 16.
 	MaxRounds int
+	// MaxSubscriptions bounds the resource subscriptions (distinct URIs)
+	// a session holds; one more resources/subscribe is refused with an
+	// error naming the bound. Default DefaultMaxSubscriptions.
+	MaxSubscriptions int
 	// Trace receives the frame trace (--trace); nil for none.
 	Trace *trace.Writer
 	// Redact names the JSON keys whose values logs never show. Default

@@ -120,7 +120,7 @@ func newModern(e *env) *modern {
 	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}, editsClean: partClean(e.cfg.Trace, rewrite.EditKeys)}
 	m.hs = &handshake{modern: m}
 	m.tasks = &taskBridge{modern: m, reg: ownedBy(newMemRegistry(), e.cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}}
-	m.listen = &listens{modern: m, byURI: map[string]*listener{}}
+	m.listen = newListens(m)
 	return m
 }
 

@@ -87,6 +87,8 @@ type config struct {
 	responseHeaderTimeout time.Duration
 	// maxRounds bounds MRTR rounds per request.
 	maxRounds int
+	// maxSubscriptions bounds a session's resource subscriptions.
+	maxSubscriptions int
 	// idleTimeout ends an upstream request that sends nothing this long.
 	idleTimeout time.Duration
 	// requestTimeout is the hard maximum of one upstream request.
@@ -511,6 +513,9 @@ func (c *config) checkBounds() error {
 	}
 	if c.maxRounds < 1 {
 		return usagef("--max-mrtr-rounds must be at least 1")
+	}
+	if c.maxSubscriptions < 1 {
+		return usagef("--max-subscriptions must be at least 1")
 	}
 	if c.idleTimeout <= 0 || c.requestTimeout < 0 {
 		return usagef("--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none")

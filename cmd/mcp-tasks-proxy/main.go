@@ -325,6 +325,8 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 		IgnoreTools:    cfg.ignoreTools,
 		OnInitialized:  eraLine(isTTY(stdin) && !cfg.silent, stderr),
 		Transport:      cfg.transport.String(),
+
+		MaxSubscriptions: cfg.maxSubscriptions,
 	}, closeTW, 0
 }
 
