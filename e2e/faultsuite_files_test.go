@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -98,5 +99,125 @@ func TestFaultSuiteFilesTraceControls(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// fsfPlant writes a file (content, mode 0644) and a symbolic link to it,
+// and returns a check that the file is unchanged.
+func fsfPlant(t *testing.T, dir, name string) (link string, unchanged func(what string)) {
+	t.Helper()
+	target := filepath.Join(dir, name+".target")
+	const content = "precious\n"
+	if err := os.WriteFile(target, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(target, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link = filepath.Join(dir, name)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	return link, func(what string) {
+		t.Helper()
+		b, err := os.ReadFile(target)
+		st, serr := os.Stat(target)
+		if err != nil || serr != nil {
+			t.Fatalf("%s: %v %v", what, err, serr)
+		}
+		if string(b) != content || st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: the link's target now holds %q with mode %04o, want %q and 0644", what, b, st.Mode().Perm(), content)
+		}
+	}
+}
+
+// fsfMode is path's permission bits.
+func fsfMode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Mode().Perm()
+}
+
+// TestFaultSuiteFilesNoSymlinks: a symbolic link planted at the --trace or
+// --log-file path (to a file, or dangling) makes the proxy exit 2 at
+// start-up with one line on stderr naming the path and the fix; the link's
+// target keeps its content and mode, and a dangling link's target is not
+// created. A log file that already exists with mode 0666 is appended to
+// and ends 0600; /dev/null still works as --trace and keeps its mode.
+func TestFaultSuiteFilesNoSymlinks(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	dir := t.TempDir()
+	in := []byte(pipedInit + "\n" + pipedEcho + "\n")
+	for _, flag := range []string{"--trace", "--log-file"} {
+		name := strings.TrimPrefix(flag, "--")
+		link, unchanged := fsfPlant(t, dir, name)
+		dangling := filepath.Join(dir, name+".dangling")
+		missing := filepath.Join(dir, name+".missing")
+		if err := os.Symlink(missing, dangling); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{link, dangling} {
+			code, stdout, stderr := runCLIStdin(t, nil, in, "--demo", flag, p)
+			what := flag + " " + filepath.Base(p)
+			if code != 2 || stdout != "" {
+				t.Errorf("%s: exit %d, stdout %q; want exit 2 before any frame", what, code, stdout)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, flag+": "+p+" is a symbolic link") || !strings.Contains(stderr, "remove the link") {
+				t.Errorf("%s: stderr %q; want one line naming the flag, the path and the fix", what, stderr)
+			}
+		}
+		unchanged(flag + " through a link")
+		if _, err := os.Lstat(missing); err == nil {
+			t.Errorf("%s through a dangling link created its target", flag)
+		}
+	}
+
+	// A log file open to everyone is kept (appended to) and made private.
+	logPath := filepath.Join(dir, "open.log")
+	const old = "an earlier line\n"
+	if err := os.WriteFile(logPath, []byte(old), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(logPath, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	tracePath := filepath.Join(dir, "open.trace")
+	if err := os.WriteFile(tracePath, []byte("old trace\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tracePath, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLIStdin(t, nil, in, "--demo", "--log-level", "debug", "--log-file", logPath, "--trace", tracePath)
+	if code != 0 || strings.Count(stdout, "\n") != 2 {
+		t.Fatalf("with a 0666 log file: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if m := fsfMode(t, logPath); m != 0o600 {
+		t.Errorf("the 0666 log file ends %04o, want 0600", m)
+	}
+	if m := fsfMode(t, tracePath); m != 0o600 {
+		t.Errorf("the 0666 trace file ends %04o, want 0600", m)
+	}
+	if b, _ := os.ReadFile(logPath); !strings.HasPrefix(string(b), old) || len(b) == len(old) {
+		t.Errorf("the log file was not appended to: %q", b)
+	}
+	if b, _ := os.ReadFile(tracePath); strings.Contains(string(b), "old trace") || !strings.Contains(string(b), `"tools/call"`) {
+		t.Errorf("the trace file was not started afresh: %q", b)
+	}
+
+	// A device is written as it is.
+	before := fsfMode(t, os.DevNull)
+	code, stdout, stderr = runCLIStdin(t, nil, in, "--demo", "--trace", os.DevNull, "--log-file", os.DevNull)
+	if code != 0 || strings.Count(stdout, "\n") != 2 {
+		t.Errorf("--trace %s: exit %d, stdout %q, stderr %q", os.DevNull, code, stdout, stderr)
+	}
+	if after := fsfMode(t, os.DevNull); after != before {
+		t.Errorf("%s changed mode from %04o to %04o", os.DevNull, before, after)
 	}
 }
