@@ -40,7 +40,26 @@ func derivedPort(server string) int {
 type callbackResult struct {
 	code, iss string
 	err       error
+	// verdict, for a code that came to the callback, takes the sign-in's
+	// outcome (nil: signed in) once every check and the code exchange are
+	// done, so that the browser's page says how it ended.
+	verdict chan error
 }
+
+// tell hands the sign-in's outcome to the page waiting for it, if any.
+func (r callbackResult) tell(err error) {
+	if r.verdict != nil {
+		select {
+		case r.verdict <- err:
+		default:
+		}
+	}
+}
+
+// pageWait bounds how long the callback page waits for the sign-in's
+// outcome (the issuer check and the code exchange) before it says the
+// sign-in is still finishing.
+const pageWait = 30 * time.Second
 
 // callback is one sign-in's listener.
 type callback struct {
@@ -52,6 +71,7 @@ type callback struct {
 	log         *zap.Logger
 	results     chan callbackResult
 	done        chan struct{}
+	wait        time.Duration // pageWait; shorter in tests
 }
 
 // loopback is where the browser comes back to: the redirect URIs of the
@@ -117,6 +137,7 @@ func (l *loopback) listen(state string) (*callback, error) {
 			log:         l.log,
 			results:     make(chan callbackResult, 1),
 			done:        make(chan struct{}),
+			wait:        pageWait,
 		}
 		cb.srv = &http.Server{Handler: cb, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
@@ -157,15 +178,40 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := resultFromQuery(q)
+	if res.err == nil {
+		res.verdict = make(chan error, 1)
+	}
 	select {
 	case cb.results <- res:
 	default: // a second answer to one sign-in: the first one counts
+		page(w, http.StatusConflict, "Already answered",
+			"mcp-tasks-proxy already received an answer for this sign-in; the first tab shows how it went. Nothing was done with this one. You can close this tab.")
+		return
 	}
 	if res.err != nil {
 		page(w, http.StatusOK, "Sign-in failed", fmt.Sprintf("Signing in to %s failed: %v. You can close this tab.", cb.serverHost, res.err))
 		return
 	}
-	page(w, http.StatusOK, "Signed in", fmt.Sprintf("mcp-tasks-proxy is signed in to %s. You can close this tab.", cb.serverHost))
+	// "Signed in" only once the sign-in has checked the answer's issuer
+	// and redeemed the code.
+	timer := time.NewTimer(cb.wait)
+	defer timer.Stop()
+	select {
+	case err := <-res.verdict:
+		if err != nil {
+			reason := err.Error()
+			var se *SignInError
+			if errors.As(err, &se) {
+				reason = se.Reason
+			}
+			page(w, http.StatusBadRequest, "Sign-in failed", fmt.Sprintf("Signing in to %s failed: %s. mcp-tasks-proxy is not signed in. You can close this tab.", cb.serverHost, reason))
+			return
+		}
+		page(w, http.StatusOK, "Signed in", fmt.Sprintf("mcp-tasks-proxy is signed in to %s. You can close this tab.", cb.serverHost))
+	case <-timer.C:
+		page(w, http.StatusAccepted, "Finishing the sign-in", fmt.Sprintf("mcp-tasks-proxy received the answer and is still finishing the sign-in to %s; the terminal says how it ends. You can close this tab.", cb.serverHost))
+	case <-r.Context().Done():
+	}
 }
 
 // stateMatches compares in constant time.

@@ -180,22 +180,27 @@ func (m *discoverer) authServerMeta(ctx context.Context, issuer string) (*oauthe
 		if !slices.Contains(as.CodeChallengeMethodsSupported, "S256") {
 			return nil, fmt.Errorf("the authorization server %s does not offer PKCE with S256 (code_challenge_methods_supported is %q); the proxy does not sign in without it", issuer, as.CodeChallengeMethodsSupported)
 		}
-		for _, e := range []struct{ what, u string }{
-			{"its authorization endpoint", as.AuthorizationEndpoint},
-			{"its token endpoint", as.TokenEndpoint},
+		for _, e := range []struct {
+			what, u  string
+			optional bool
+		}{
+			{"its authorization endpoint", as.AuthorizationEndpoint, false},
+			{"its token endpoint", as.TokenEndpoint, false},
+			{"its registration endpoint", as.RegistrationEndpoint, true},
+			{"its revocation endpoint", as.RevocationEndpoint, true},
 		} {
+			if e.u == "" && e.optional {
+				continue
+			}
 			if err := m.checkEndpoint(e.what, e.u); err != nil {
 				return nil, fmt.Errorf("the authorization server %s: %v", issuer, err)
 			}
-		}
-		for _, e := range []struct{ what, u string }{
-			{"its registration endpoint", as.RegistrationEndpoint},
-			{"its revocation endpoint", as.RevocationEndpoint},
-		} {
-			if e.u != "" {
-				if err := m.checkEndpoint(e.what, e.u); err != nil {
-					return nil, fmt.Errorf("the authorization server %s: %v", issuer, err)
-				}
+			// RFC 6749 §3.1, §3.2: an endpoint URI MUST NOT include a
+			// fragment. The sign-in's query would land inside it (after
+			// the #), so the server would never see it: refused rather
+			// than guessed at.
+			if strings.Contains(e.u, "#") {
+				return nil, fmt.Errorf("the authorization server %s: %s %q has a fragment (#…), which RFC 6749 §3.1 forbids; its metadata at %s must be fixed", issuer, e.what, clip(e.u, 200), cand)
 			}
 		}
 		return &as, nil

@@ -61,11 +61,13 @@ func (c *Client) signIn(ctx context.Context, rec *record, ch challenge, extra []
 	if a.cb != nil {
 		defer a.cb.close()
 	}
-	code, err := c.awaitCode(ctx, rec, a, paste)
-	if err != nil {
-		return err
+	res, err := c.awaitCode(ctx, rec, a, paste)
+	if err == nil {
+		err = c.redeem(ctx, rec, a, res.code)
 	}
-	return c.redeem(ctx, rec, a, code)
+	// The browser's page waits for this: it says "Signed in" only now.
+	res.tell(err)
+	return err
 }
 
 // start prepares a sign-in: its state and PKCE verifier, the callback
@@ -97,8 +99,9 @@ func (c *Client) start(ctx context.Context, rec *record, d *discovery, scopes []
 
 // awaitCode shows the person where to sign in and waits for the
 // authorization response: at the callback, or pasted. It returns the code
-// once the response's issuer is checked.
-func (c *Client) awaitCode(ctx context.Context, rec *record, a *attempt, paste func() (string, error)) (string, error) {
+// once the response's issuer is checked, in the response (whose verdict
+// the callback page waits for) in any case.
+func (c *Client) awaitCode(ctx context.Context, rec *record, a *attempt, paste func() (string, error)) (callbackResult, error) {
 	var res callbackResult
 	if paste != nil {
 		c.user.say("To sign in to %s, open this address in a browser:\n\n  %s\n\nAfter you sign in, the browser goes to an address starting with %s that will not load. Copy that whole address from the address bar and paste it here.\n", c.host, a.authURL, a.redirectURI)
@@ -115,24 +118,24 @@ func (c *Client) awaitCode(ctx context.Context, rec *record, a *attempt, paste f
 				_ = c.store.save(rec)
 			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return "", c.fail(fmt.Sprintf("nobody finished signing in within %v (the sign-in page was printed on stderr)", c.cfg.AuthTimeout), ctx.Err())
+				return res, c.fail(fmt.Sprintf("nobody finished signing in within %v (the sign-in page was printed on stderr)", c.cfg.AuthTimeout), ctx.Err())
 			}
-			return "", c.fail("the sign-in was stopped", ctx.Err())
+			return res, c.fail("the sign-in was stopped", ctx.Err())
 		}
 	}
 	if res.err != nil {
-		return "", c.fail(res.err.Error(), res.err)
+		return res, c.fail(res.err.Error(), res.err)
 	}
 	// RFC 9207: an iss, when present (or promised), must be the issuer's,
 	// before the code is redeemed.
 	as := a.d.as
 	if res.iss != "" && res.iss != as.Issuer {
-		return "", c.fail(fmt.Sprintf("the authorization response names the issuer %q, not %q (RFC 9207); the code was not redeemed", clip(res.iss, 200), as.Issuer), nil)
+		return res, c.fail(fmt.Sprintf("the authorization response names the issuer %q, not %q (RFC 9207); the code was not redeemed", clip(res.iss, 200), as.Issuer), nil)
 	}
 	if res.iss == "" && as.AuthorizationResponseIssParameterSupported {
-		return "", c.fail(fmt.Sprintf("the authorization server %s promises an iss in its answer (RFC 9207) and sent none; the code was not redeemed", as.Issuer), nil)
+		return res, c.fail(fmt.Sprintf("the authorization server %s promises an iss in its answer (RFC 9207) and sent none; the code was not redeemed", as.Issuer), nil)
 	}
-	return res.code, nil
+	return res, nil
 }
 
 // redeem exchanges the code for a token, and stores and publishes it.

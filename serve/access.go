@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -13,12 +15,18 @@ import (
 
 // access is the DNS-rebinding protection of the 2025 transport (and the
 // lesson of CVE-2025-49596): an Origin must be a loopback origin or one
-// allowed, and the Host must name this machine, the listen address or an
-// allowed origin's host.
+// allowed, and the Host must be what a browser sends for a page that
+// targets this listener: a loopback name (localhost, *.localhost,
+// 127.0.0.0/8, [::1]) or the listen host, with the port the request came
+// in on (no port only when that is 80, http's default); or an allowed
+// origin's host, with that port or the origin's own (none, or the
+// scheme's default, for an origin without one: a TLS front that keeps the
+// Host).
 type access struct {
-	origins map[string]bool // normalized allowed origins
-	hosts   map[string]bool // lower-case host names
-	anyHost bool
+	origins     map[string]bool     // normalized allowed origins
+	hosts       map[string]bool     // the listen host, lower-case
+	originHosts map[string][]string // an allowed origin's host: its ports ("" for none)
+	anyHost     bool
 }
 
 // newAccess prepares the checks. With a token and a listen address on
@@ -26,7 +34,7 @@ type access struct {
 // it cannot know (a balancer's, a pod's address), and a rebinding page
 // cannot send the token.
 func newAccess(listenHost string, allowOrigins []string, token bool) access {
-	a := access{origins: map[string]bool{}, hosts: map[string]bool{}}
+	a := access{origins: map[string]bool{}, hosts: map[string]bool{}, originHosts: map[string][]string{}}
 	h := strings.ToLower(strings.Trim(listenHost, "[]"))
 	switch {
 	case h == "" || h == "0.0.0.0" || h == "::":
@@ -40,15 +48,27 @@ func newAccess(listenHost string, allowOrigins []string, token bool) access {
 			continue
 		}
 		a.origins[n] = true
-		a.hosts[host] = true
+		ports := []string{"", "80"}
+		if strings.HasPrefix(n, "https:") {
+			ports[1] = "443"
+		}
+		if u, err := url.Parse(n); err == nil && u.Port() != "" {
+			ports = []string{u.Port()} // an explicit port, not the scheme's default
+		}
+		a.originHosts[host] = append(a.originHosts[host], ports...)
 	}
 	return a
 }
 
 // check is the reason to refuse r, or "".
 func (a access) check(r *http.Request) string {
-	if !a.hostOK(r.Host) {
-		return "Forbidden: the Host header " + quoteShort(r.Host) + " does not name this server; reach it by a loopback name or its listen address, or allow the name with " + rewrite.HintAllowOrigin.String()
+	port := localPort(r)
+	if !a.hostOK(r.Host, port) {
+		at := ""
+		if port != 0 {
+			at = " with its port, " + strconv.Itoa(port) + ","
+		}
+		return "Forbidden: the Host header " + quoteShort(r.Host) + " does not name this server; reach it by a loopback name or its listen address" + at + " or allow the name with " + rewrite.HintAllowOrigin.String()
 	}
 	if o := r.Header.Get("Origin"); o != "" && !a.originOK(o) {
 		return "Forbidden: the Origin " + quoteShort(o) + " is not allowed; only loopback origins are, unless " + rewrite.HintAllowOrigin.String() + " lists it"
@@ -56,16 +76,32 @@ func (a access) check(r *http.Request) string {
 	return ""
 }
 
-func (a access) hostOK(hostport string) bool {
+// localPort is the port of the listener r came in on, or 0 when r did not
+// come from a TCP listener (a handler called directly).
+func localPort(r *http.Request) int {
+	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		return addr.Port
+	}
+	return 0
+}
+
+// hostOK checks a Host header against the listener on port (0: unknown,
+// any port passes).
+func (a access) hostOK(hostport string, port int) bool {
 	if a.anyHost {
 		return true
 	}
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
+	host, hp := hostport, ""
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		host, hp = h, p
 	}
 	host = strings.ToLower(strings.Trim(host, "[]"))
-	return isLoopbackName(host) || a.hosts[host]
+	portOK := port == 0 || hp == strconv.Itoa(port) || (hp == "" && port == 80)
+	if (isLoopbackName(host) || a.hosts[host]) && portOK {
+		return true
+	}
+	ports, ok := a.originHosts[host]
+	return ok && (portOK || slices.Contains(ports, hp))
 }
 
 func (a access) originOK(origin string) bool {

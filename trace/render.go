@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -175,7 +176,7 @@ func arrow(d Dir) string {
 	case Proxy:
 		return "• proxy"
 	}
-	return string(d)
+	return printable(string(d))
 }
 
 // ms formats milliseconds: 0.42ms, 12.3ms, 1.25s.
@@ -205,6 +206,7 @@ func summary(r Record) string {
 		s = string([]rune(s)[:summaryLen])
 		cut = true
 	}
+	s = printable(s)
 	if cut {
 		s += "…"
 	}
@@ -215,7 +217,9 @@ func summary(r Record) string {
 // appearance: a header per op (op, method, client id, total duration), then
 // one line per record (time since the op began, hop, method or
 // response/error, HTTP status, latency, rewrites, frame summary). Malformed
-// lines are skipped and counted at the end. color adds ANSI colours.
+// lines are skipped and counted at the end. color adds ANSI colours. Text
+// from the trace is shown through printable, so a peer's control characters
+// never reach the reader's terminal.
 func View(w io.Writer, r io.Reader, color bool) error {
 	recs, malformed, err := readRecords(r)
 	if err != nil {
@@ -232,12 +236,12 @@ func View(w io.Writer, r io.Reader, color bool) error {
 		if i > 0 {
 			bw.WriteByte('\n')
 		}
-		head := []string{"op " + g.op}
+		head := []string{"op " + printable(g.op)}
 		if req, ok := g.clientRequest(); ok {
 			label, _, _, _ := kind(req)
-			head = append(head, label)
+			head = append(head, printable(label))
 			if id := rpcID(req); id != "" {
-				head = append(head, "id "+id)
+				head = append(head, "id "+printable(id))
 			}
 		}
 		noun := "records"
@@ -264,7 +268,7 @@ func View(w io.Writer, r io.Reader, color bool) error {
 			case label == "response":
 				fields = append(fields, paint(ansiGreen, label))
 			default:
-				fields = append(fields, label)
+				fields = append(fields, printable(label))
 			}
 			if rec.HTTP != nil && rec.HTTP.Status != 0 {
 				c := ansiGreen
@@ -277,15 +281,15 @@ func View(w io.Writer, r io.Reader, color bool) error {
 				fields = append(fields, ms(rec.LatencyMs))
 			}
 			if len(rec.Rewrites) > 0 {
-				fields = append(fields, paint(ansiYellow, "["+strings.Join(rec.Rewrites, " ")+"]"))
+				fields = append(fields, paint(ansiYellow, "["+printable(strings.Join(rec.Rewrites, " "))+"]"))
 			}
 			if rec.Error != "" {
-				fields = append(fields, paint(ansiRed, "error: "+rec.Error))
+				fields = append(fields, paint(ansiRed, "error: "+printable(rec.Error)))
 			} else if isErr && label != "error" {
 				fields = append(fields, paint(ansiRed, "!"))
 			}
 			if rec.Note != "" {
-				fields = append(fields, rec.Note)
+				fields = append(fields, printable(rec.Note))
 			}
 			if s := summary(rec); s != "" {
 				fields = append(fields, s)
@@ -316,7 +320,7 @@ func percentile(sorted []float64, p float64) float64 {
 // and p99 (nearest rank). A request's latency runs from the client->proxy
 // record to the proxy->client answer with the same op and id, or is the
 // answer's LatencyMs when set. A TOTAL line and the record, op and malformed
-// line counts follow.
+// line counts follow. Methods are shown through printable.
 func Stats(w io.Writer, r io.Reader) error {
 	recs, malformed, err := readRecords(r)
 	if err != nil {
@@ -401,7 +405,7 @@ func printStats(bw *bufio.Writer, stats map[string]*methodStats) {
 	})
 	width := len("METHOD")
 	for _, m := range methods {
-		width = max(width, utf8.RuneCountInString(m))
+		width = max(width, utf8.RuneCountInString(printable(m)))
 	}
 	row := func(name string, count, rpcErrs, httpErrs any, p50, p99 string) {
 		fmt.Fprintf(bw, "%-*s  %7v  %7v  %9v  %9s  %9s\n", width, name, count, rpcErrs, httpErrs, p50, p99)
@@ -418,7 +422,7 @@ func printStats(bw *bufio.Writer, stats map[string]*methodStats) {
 	for _, m := range methods {
 		s := stats[m]
 		p50, p99 := pcts(s.lat)
-		row(m, s.count, s.rpcErrs, s.httpErrs, p50, p99)
+		row(printable(m), s.count, s.rpcErrs, s.httpErrs, p50, p99)
 		total.count += s.count
 		total.rpcErrs += s.rpcErrs
 		total.httpErrs += s.httpErrs
@@ -434,4 +438,76 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// printable returns s with everything that could drive the reader's
+// terminal shown as an escape instead: C0 controls (tab, CR and LF
+// included), DEL and C1 controls as \xNN or \u00NN, the Unicode bidi
+// controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069),
+// which reorder the text shown around them, and the line and paragraph
+// separators U+2028 and U+2029 as \uNNNN, and each byte that is not UTF-8
+// as \xNN (a lone 0x9b is CSI to a terminal that reads 8-bit controls).
+// Every string a trace file supplies goes through it before it is printed:
+// the file is written from what clients and servers sent. Backslashes are
+// left alone, so a frame's own JSON escapes stay readable.
+func printable(s string) string {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if c >= 0x80 && (r != utf8.RuneError || n > 1) && !unsafeRune(r) {
+			i += n
+			continue
+		}
+		break
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// unsafeRune reports a rune at or above 0x80 that printable escapes: a C1
+// control, a bidi control or a line or paragraph separator.
+func unsafeRune(r rune) bool {
+	switch {
+	case r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x2028 || r == 0x2029:
+		return true
+	}
+	return unicode.Is(unicode.Bidi_Control, r)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/safefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -146,8 +147,10 @@ type Writer struct {
 
 // Open starts a Writer on path: "-" writes to os.Stderr; a regular file is
 // created or truncated with mode 0600 (an existing one is chmod-ed to
-// 0600); a device such as /dev/null is written as it is, its mode
-// untouched; a FIFO is opened on the first write. It refuses the process's
+// 0600 first); a device such as /dev/null is written as it is, its mode
+// untouched; a FIFO is opened on the first write. It opens path with
+// internal/safefile: a symbolic link at path, and a file or FIFO of
+// another user, are refused. It refuses the process's
 // standard output, whatever its name (/dev/stdout, /proc/self/fd/1, the
 // file it was redirected to), which carries only frames: a file there
 // would be truncated, and records would go among the frames.
@@ -155,11 +158,16 @@ func Open(path string, o Options) (*Writer, error) {
 	if path == "-" {
 		return New(os.Stderr, o), nil
 	}
+	// Stat follows links, to find stdout under any name (/dev/stdout is
+	// one) and say so; any other link is then refused.
 	st, err := os.Stat(path)
 	if err == nil {
 		if out, oerr := os.Stdout.Stat(); oerr == nil && os.SameFile(st, out) {
 			return nil, fmt.Errorf("%s is this process's standard output, which carries only frames: trace to a file, or to stderr with -", path)
 		}
+	}
+	if err := safefile.Check(path); err != nil {
+		return nil, err
 	}
 	if err == nil && st.Mode()&os.ModeNamedPipe != 0 {
 		// Opening a FIFO blocks until a reader comes: the writer's own
@@ -169,20 +177,9 @@ func Open(path string, o Options) (*Writer, error) {
 		w.closer = lf
 		return w, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := safefile.OpenWrite(path, safefile.Truncate)
 	if err != nil {
 		return nil, err
-	}
-	st, err = f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if st.Mode().IsRegular() { // a device's mode is the system's
-		if err := f.Chmod(0o600); err != nil {
-			f.Close()
-			return nil, err
-		}
 	}
 	w := New(f, o)
 	w.closer = f
@@ -197,7 +194,7 @@ type lazyFile struct {
 
 func (l *lazyFile) Write(p []byte) (int, error) {
 	if l.f == nil {
-		f, err := os.OpenFile(l.path, os.O_WRONLY, 0)
+		f, err := safefile.OpenWrite(l.path, safefile.Append)
 		if err != nil {
 			return 0, err
 		}

@@ -34,6 +34,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/heapgoal"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/safefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -494,7 +495,7 @@ func newLogger(cfg *config, stderr io.Writer, color bool) (*zap.Logger, func(), 
 	var sink zapcore.WriteSyncer = zapcore.AddSync(stderr)
 	closeFn := func() {}
 	if cfg.logFile != "" {
-		f, err := os.OpenFile(cfg.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := safefile.OpenWrite(cfg.logFile, safefile.Append)
 		if err != nil {
 			return nil, nil, usagef("--log-file: %v", err)
 		}

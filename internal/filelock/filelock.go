@@ -16,9 +16,13 @@ package filelock
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/safefile"
 )
 
 // retryDelay is how often LockContext tries again while the lock is held
@@ -26,11 +30,15 @@ import (
 const retryDelay = 20 * time.Millisecond
 
 // Lock takes the exclusive lock on path, creating the file (mode 0600) if
-// needed, and waits as long as another holder keeps it. It returns the
+// needed, and waits as long as another holder keeps it. A symbolic link at
+// path is refused (see newFlock). It returns the
 // function that releases it; calling that function more than once is
 // harmless.
 func Lock(path string) (unlock func(), err error) {
-	f := flock.New(path)
+	f, err := newFlock(path)
+	if err != nil {
+		return nil, err
+	}
 	if err := f.Lock(); err != nil {
 		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
 	}
@@ -40,7 +48,10 @@ func Lock(path string) (unlock func(), err error) {
 // LockContext is Lock with a wait bounded by ctx: when ctx ends first it
 // returns ctx's error (wrapped; errors.Is works) and holds nothing.
 func LockContext(ctx context.Context, path string) (unlock func(), err error) {
-	f := flock.New(path)
+	f, err := newFlock(path)
+	if err != nil {
+		return nil, err
+	}
 	ok, err := f.TryLockContext(ctx, retryDelay)
 	if err == nil && !ok {
 		err = ctx.Err()
@@ -55,7 +66,10 @@ func LockContext(ctx context.Context, path string) (unlock func(), err error) {
 // TryLock takes the lock only if it is free at once; ok is false (and err
 // nil) when another holder has it.
 func TryLock(path string) (unlock func(), ok bool, err error) {
-	f := flock.New(path)
+	f, err := newFlock(path)
+	if err != nil {
+		return nil, false, err
+	}
 	ok, err = f.TryLock()
 	if err != nil {
 		_ = f.Close()
@@ -66,6 +80,23 @@ func TryLock(path string) (unlock func(), ok bool, err error) {
 		return nil, false, nil
 	}
 	return release(f), true, nil
+}
+
+// newFlock is flock.New for a lock file the user owns: created with mode
+// 0600 and never opened through a symbolic link, which would create or
+// open the link's target (O_NOFOLLOW where the system has it, and an Lstat
+// check everywhere). The open flags are flock's own otherwise: read-only,
+// but read-write where an exclusive lock needs it.
+func newFlock(path string) (*flock.Flock, error) {
+	if err := safefile.Check(path); err != nil {
+		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
+	}
+	flag := os.O_CREATE | os.O_RDONLY | safefile.NoFollow
+	switch runtime.GOOS {
+	case "aix", "solaris", "illumos":
+		flag = os.O_CREATE | os.O_RDWR | safefile.NoFollow
+	}
+	return flock.New(path, flock.SetFlag(flag), flock.SetPermissions(0o600)), nil
 }
 
 func release(f *flock.Flock) func() {
