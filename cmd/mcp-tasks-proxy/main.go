@@ -415,7 +415,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 
 // startCPUProfile profiles the process until the returned func runs.
 func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
+	f, err := safefile.OpenWrite(path, safefile.Truncate)
 	if err != nil {
 		return nil, err
 	}
