@@ -168,16 +168,55 @@ func nonASCII(s string) bool {
 	return false
 }
 
-// duplicateIn is the first member of the object obj (valid JSON) that w
-// refuses, depth first in the order of the frame, or nil. It allocates
-// nothing for a frame without one (a key with an escape is unescaped).
-func duplicateIn(obj gjson.Result, w *watch) *DuplicateKeyError {
-	s := obj.Raw
-	var seen uint32
+// frameMembers is members for the message itself (raw, valid JSON), with
+// the duplicate check of its first params object (paramsWatch) done by
+// the same scan that steps over params: one pass over its bytes, where
+// members and then a check of params would take two. paramsDup is the
+// first member of params refused, for the caller to report once the
+// message's own members are found sound.
+func frameMembers(raw string, buf []member) (_ []member, paramsDup *DuplicateKeyError) {
+	s := raw
+	checked := false
 	for i := 1; i < len(s); {
 		i = skipSpace(s, i)
 		if i >= len(s) || s[i] == '}' {
 			break
+		}
+		if s[i] == ',' {
+			i++
+			continue
+		}
+		kstart := i
+		kend, escaped, _ := stringEnd(s, i)
+		key := gjson.Result{Type: gjson.String, Raw: s[kstart:kend], Index: kstart}
+		key.Str = s[kstart+1 : kend-1]
+		if escaped {
+			key.Str = stringValue(key.Raw)
+		}
+		i = skipSpace(s, skipSpace(s, kend)+1) // past the colon
+		var vend int
+		if key.Str == "params" && !checked && s[i] == '{' {
+			checked = true
+			vend, paramsDup = checkedEnd(s, i, paramsWatch)
+		} else {
+			vend = skipValue(s, i)
+		}
+		buf = append(buf, member{key: key, value: valueAt(s[i:vend], i), start: kstart, end: vend})
+		i = vend
+	}
+	return buf, paramsDup
+}
+
+// checkedEnd is the offset just past the object at s[i] (valid JSON), and
+// the first of its members that w refuses, depth first in the order of
+// the frame, or nil. It allocates nothing for a frame without one (a key
+// with an escape is unescaped).
+func checkedEnd(s string, i int, w *watch) (end int, dup *DuplicateKeyError) {
+	var seen uint32
+	for i++; i < len(s); {
+		i = skipSpace(s, i)
+		if i >= len(s) || s[i] == '}' {
+			return i + 1, dup
 		}
 		if s[i] == ',' {
 			i++
@@ -188,22 +227,23 @@ func duplicateIn(obj gjson.Result, w *watch) *DuplicateKeyError {
 		if escaped {
 			key = stringValue(s[i:kend])
 		}
-		i = skipSpace(s, kend) + 1 // the colon
-		i = skipSpace(s, i)
-		vend := skipValue(s, i)
-		if n, exact := w.find(key); n >= 0 {
-			switch {
-			case !exact, seen&(1<<n) != 0:
-				return &DuplicateKeyError{In: w.path, Name: w.names[n], Key: key}
-			}
-			seen |= 1 << n
-			if sub := w.sub[n]; sub != nil && s[i] == '{' {
-				if d := duplicateIn(gjson.Result{Type: gjson.JSON, Raw: s[i:vend]}, sub); d != nil {
-					return d
-				}
-			}
+		i = skipSpace(s, skipSpace(s, kend)+1) // past the colon
+		n, exact := -1, false
+		if dup == nil {
+			n, exact = w.find(key)
 		}
-		i = vend
+		switch {
+		case n < 0:
+		case !exact, seen&(1<<n) != 0:
+			dup = &DuplicateKeyError{In: w.path, Name: w.names[n], Key: key}
+		case w.sub[n] != nil && s[i] == '{':
+			seen |= 1 << n
+			i, dup = checkedEnd(s, i, w.sub[n])
+			continue
+		default:
+			seen |= 1 << n
+		}
+		i = skipValue(s, i)
 	}
-	return nil
+	return len(s), dup
 }

@@ -1,9 +1,13 @@
 package rewrite_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
@@ -96,4 +100,194 @@ func TestParseDuplicateKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDuplicateKeys holds Parse's refusal of duplicated members to a slow
+// reference: encoding/json's token stream, which unescapes every key and
+// matches names as Go's decoder does (strings.EqualFold), over a list of
+// the members the proxy reads written out here on its own. The fuzzer's
+// frame is checked as it is, and with a member named key put at the front
+// of one of the objects the proxy reads (where), so that most inputs
+// carry a duplicate or a near miss.
+func FuzzDuplicateKeys(f *testing.F) {
+	for _, fr := range goldenFrames(f) {
+		f.Add(fr, "name", uint8(1))
+	}
+	seeds := []struct {
+		frame, key string
+		where      uint8
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"text":"x"}}}`, "name", 1},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`, "Name", 1},
+		{`{"jsonrpc":"2.0","id":"38","method":"tools/call","params":{"name":"echo"}}`, "id", 0},
+		{`{"jsonrpc":"2.0","id":"38","method":"ping"}`, "ID", 0},
+		{`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"t"}}`, "taſkId", 1},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"e","_meta":{"progressToken":1}}}`, "progressToken", 2},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"e","_meta":{"progressToken":1}}}`, "io.modelcontextprotocol/related-task", 2},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"e","task":{"ttl":1}}}`, "ttl", 3},
+		{`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"elicitation":{"form":{}}}}}`, "elicitation", 4},
+		{`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"elicitation":{"form":{}}}}}`, "URL", 5},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, "result", 0},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"a","arguments":{"name":1,"name":2}}}`, "nam\u212a", 1},
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s.frame), s.key, s.where)
+	}
+	f.Fuzz(func(t *testing.T, frame []byte, key string, where uint8) {
+		in := rewrite.TrimFrame(frame)
+		checkDuplicates(t, in)
+		if m := withMember(in, key, where); m != nil {
+			checkDuplicates(t, m)
+		}
+	})
+}
+
+// checkDuplicates compares Parse with the reference on one frame.
+func checkDuplicates(t *testing.T, in []byte) {
+	fr, err := rewrite.Parse(in)
+	if errors.Is(err, rewrite.ErrParse) || errors.Is(err, rewrite.ErrBatch) || errors.Is(err, rewrite.ErrNotObject) {
+		return
+	}
+	found, ok := refDuplicates(in)
+	if !ok {
+		t.Fatalf("encoding/json cannot read %q, which Parse read (%v)", in, err)
+	}
+	var d *rewrite.DuplicateKeyError
+	switch {
+	case errors.As(err, &d):
+		at := d.Name
+		if d.In != "" {
+			at = d.In + "." + d.Name
+		}
+		if !found[at] {
+			t.Fatalf("Parse(%q) refused %s (%v); the reference finds %v", in, at, err, found)
+		}
+		if d.Name == "id" && fr.ID.Exists() {
+			t.Fatalf("Parse(%q) kept the id %s of a message with two", in, fr.ID.Raw)
+		}
+	case err == nil:
+		if len(found) > 0 {
+			t.Fatalf("Parse(%q) accepted a message the reference refuses at %v", in, found)
+		}
+	default:
+		// Another error: it comes after the message's own members were
+		// found unambiguous.
+		for at := range found {
+			if !strings.Contains(at, ".") {
+				t.Fatalf("Parse(%q) = %v, but the reference refuses %s first", in, err, at)
+			}
+		}
+	}
+}
+
+// refWatch names the members read in an object, each with the watch of
+// its value (nil: not read inside).
+type refWatch map[string]refWatch
+
+var refMeta = refWatch{"progressToken": nil}
+
+func init() {
+	for _, k := range []string{"protocolVersion", "clientCapabilities", "clientInfo", "logLevel", "serverInfo", "subscriptionId", "related-task"} {
+		refMeta["io.modelcontextprotocol/"+k] = nil
+	}
+}
+
+var refTop = refWatch{"jsonrpc": nil, "id": nil, "method": nil, "result": nil, "error": nil, "params": {
+	"name": nil, "uri": nil, "taskId": nil, "cursor": nil, "requestId": nil, "arguments": nil,
+	"protocolVersion": nil, "clientInfo": nil, "level": nil, "inputResponses": nil, "requestState": nil,
+	"progressToken": nil, "progress": nil,
+	"_meta": refMeta,
+	"task":  {"ttl": nil, "ttlSeconds": nil},
+	"capabilities": {"sampling": nil, "roots": nil, "tasks": nil, "extensions": nil, "experimental": nil,
+		"elicitation": {"form": nil, "url": nil}},
+}}
+
+// refDuplicates is every member the reference refuses, by path ("id",
+// "params._meta.progressToken"); ok is false when encoding/json cannot
+// read in.
+func refDuplicates(in []byte) (found map[string]bool, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(in))
+	dec.UseNumber()
+	found = map[string]bool{}
+	if err := refValue(dec, refTop, "", found); err != nil {
+		return nil, false
+	}
+	return found, true
+}
+
+func refValue(dec *json.Decoder, w refWatch, path string, found map[string]bool) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	d, isDelim := tok.(json.Delim)
+	if !isDelim {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		var sub refWatch
+		at := ""
+		if d == '{' {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			sub, at = w.member(kt.(string), path, seen, found)
+		}
+		if err := refValue(dec, sub, at, found); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
+// member notes the member key of the object at path that w watches (seen:
+// the names met so far in it) and returns the watch and path of its
+// value; a key that is no name w reads gets none.
+func (w refWatch) member(key, path string, seen, found map[string]bool) (refWatch, string) {
+	for name, sub := range w {
+		if !strings.EqualFold(key, name) {
+			continue
+		}
+		at := name
+		if path != "" {
+			at = path + "." + name
+		}
+		if key != name || seen[name] {
+			found[at] = true
+		}
+		seen[name] = true
+		return sub, at
+	}
+	return nil, ""
+}
+
+// withMember is in with `"key":0` put first in the object where picks (0
+// the message, 1 params, 2 params._meta, 3 params.task, 4
+// params.capabilities, 5 params.capabilities.elicitation), or nil when in
+// has no such object.
+func withMember(in []byte, key string, where uint8) []byte {
+	paths := []string{"", "params", "params._meta", "params.task", "params.capabilities", "params.capabilities.elicitation"}
+	path := paths[int(where)%len(paths)]
+	obj := gjson.ParseBytes(in)
+	if path != "" {
+		obj = obj.Get(path)
+	}
+	if !obj.IsObject() || !gjson.ValidBytes(in) {
+		return nil
+	}
+	at := obj.Index + 1
+	if path == "" {
+		at = bytes.IndexByte(in, '{') + 1
+	}
+	member, _ := json.Marshal(key)
+	member = append(member, `:0`...)
+	if strings.TrimSpace(obj.Raw[1:]) != "}" {
+		member = append(member, ',')
+	}
+	out := append([]byte(nil), in[:at]...)
+	out = append(out, member...)
+	return append(out, in[at:]...)
 }

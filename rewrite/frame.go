@@ -150,7 +150,8 @@ func ParseValid(raw []byte) (Frame, error) {
 		return true
 	}
 	idVariant := false
-	for _, m := range members(gjson.Result{Type: gjson.JSON, Raw: view(raw)}, buf[:0]) {
+	ms, paramsDup := frameMembers(view(raw), buf[:0])
+	for _, m := range ms {
 		switch m.key.Str {
 		case "jsonrpc":
 			if first(1) {
@@ -215,10 +216,8 @@ func ParseValid(raw []byte) (Frame, error) {
 	default:
 		return f, ErrShape
 	}
-	if f.Params.IsObject() {
-		if d := duplicateIn(f.Params, paramsWatch); d != nil {
-			return f, d
-		}
+	if paramsDup != nil {
+		return f, paramsDup
 	}
 	return f, nil
 }
