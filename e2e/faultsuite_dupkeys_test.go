@@ -94,9 +94,17 @@ func TestFaultSuiteDupKeys(t *testing.T) {
 
 	t.Run("stdio modern", func(t *testing.T) {
 		t.Parallel()
-		up := newServeUp(t, demo.Handler(), true)
+		up := newServeUp(t, dkTwoIDs{demo.Handler()}, true)
 		p := startProxy(t, []string{"--no-state", "--ignore-tool", "echo", up.URL})
 		p.initialize()
+		// The other way: a server answer with two ids would reach the
+		// client with the first one restored and the second one, another
+		// request's, read by most clients. It is a malformed answer: one
+		// error for the request, naming the member.
+		e := fsCheckError(t, p.call(`"two-ids"`, "tools/call", `{"name":"nosuch","arguments":{"text":"`+dkTwoIDsMark+`"}}`), -32603, `"id"`, "more than once", "server")
+		if e.Get("data.body").String() == "" {
+			t.Errorf("the error does not quote the server's answer in error.data.body: %s", e.Raw)
+		}
 		dkStdio(t, p, up.count)
 	})
 
@@ -133,6 +141,26 @@ func TestFaultSuiteDupKeys(t *testing.T) {
 		}
 		s.stop(t)
 	})
+}
+
+// dkTwoIDsMark in a tools/call makes dkTwoIDs answer it with two ids.
+const dkTwoIDsMark = "answer-with-two-ids"
+
+// dkTwoIDs is a 2026 server that answers a tools/call carrying
+// dkTwoIDsMark with its own id and then another.
+type dkTwoIDs struct{ next http.Handler }
+
+func (h dkTwoIDs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	if bytes.Contains(body, []byte(dkTwoIDsMark)) {
+		fsWrite(w, http.StatusOK, `{"jsonrpc":"2.0","id":`+gjson.GetBytes(body, "id").Raw+`,"id":"another-request","result":{"resultType":"complete","content":[]}}`)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	h.next.ServeHTTP(w, r)
 }
 
 // dkServeAnswer is the one JSON-RPC message of a POST's answer: 200 with
