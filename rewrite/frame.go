@@ -23,6 +23,7 @@ package rewrite
 import (
 	"bytes"
 	"errors"
+	"math/bits"
 
 	"github.com/tidwall/gjson"
 
@@ -132,17 +133,25 @@ func ParseValid(raw []byte) (Frame, error) {
 	var method gjson.Result
 	hasID := false
 	var buf [8]member
-	// With a duplicated key the first one counts, as gjson (and so every
-	// later read of the frame) sees it.
+	// A member named twice (or also in another case) is refused below (see
+	// DuplicateKeyError); until then the first one counts, as gjson (and
+	// so every later read of the frame) sees it.
 	var seen uint8
+	var dup *DuplicateKeyError
 	first := func(bit uint8) bool {
 		if seen&bit != 0 {
+			if dup == nil {
+				name := topNames[bits.TrailingZeros8(bit)]
+				dup = &DuplicateKeyError{Name: name, Key: name}
+			}
 			return false
 		}
 		seen |= bit
 		return true
 	}
-	for _, m := range members(gjson.Result{Type: gjson.JSON, Raw: view(raw)}, buf[:0]) {
+	idVariant := false
+	ms, paramsDup := frameMembers(view(raw), buf[:0])
+	for _, m := range ms {
 		switch m.key.Str {
 		case "jsonrpc":
 			if first(1) {
@@ -168,7 +177,17 @@ func ParseValid(raw []byte) (Frame, error) {
 			if first(32) {
 				f.Error = m.value
 			}
+		default:
+			if n := topVariant(m.key.Str); n >= 0 {
+				idVariant = idVariant || n == 1
+				if dup == nil {
+					dup = &DuplicateKeyError{Name: topNames[n], Key: m.key.Str}
+				}
+			}
 		}
+	}
+	if dup != nil {
+		return duplicateFrame(f, dup, method, hasID, idVariant)
 	}
 	if hasID && f.ID.Type != gjson.String && f.ID.Type != gjson.Number {
 		if f.ID.Type != gjson.Null || method.Exists() {
@@ -197,5 +216,31 @@ func ParseValid(raw []byte) (Frame, error) {
 	default:
 		return f, ErrShape
 	}
+	if paramsDup != nil {
+		return f, paramsDup
+	}
 	return f, nil
+}
+
+// duplicateFrame is ParseValid's answer for a message with a duplicated
+// top-level member: the error, with what can be read without doubt. The
+// id is kept only when it is unambiguous (the answer's id is null
+// otherwise, as JSON-RPC asks for an id that cannot be read); a message
+// with an id of either spelling is a request, since it may be one, and
+// one without any is a notification, which is not answered. (Other
+// messages keep KindInvalid, and are answered as invalid.)
+func duplicateFrame(f Frame, dup *DuplicateKeyError, method gjson.Result, hasID, idVariant bool) (Frame, error) {
+	if dup.Name == "id" || idVariant || hasID && f.ID.Type != gjson.String && f.ID.Type != gjson.Number {
+		f.ID = gjson.Result{}
+	}
+	if method.Type == gjson.String {
+		f.Method = method.Str
+	}
+	switch {
+	case method.Exists() && (hasID || idVariant):
+		f.Kind = KindRequest
+	case method.Exists():
+		f.Kind = KindNotification
+	}
+	return f, dup
 }

@@ -52,6 +52,16 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(perr, rewrite.ErrNotObject):
 		rpcError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Invalid Request: the body must be one JSON-RPC message (an object)")
 		return
+	case errors.Is(perr, rewrite.ErrDuplicateKey) && r.Header.Get("Mcp-Session-Id") == "":
+		// No session to answer it (an initialize, most likely): say what
+		// is wrong with it, not that it lacks a session. In a session, the
+		// session answers it, with its id when that can be read.
+		what := "Invalid Request: "
+		if errors.Is(perr, rewrite.ErrParams) {
+			what = "Invalid params: "
+		}
+		rpcError(w, http.StatusBadRequest, rewrite.Code(perr), what+perr.Error())
+		return
 	}
 	isRequest := f.Kind == rewrite.KindRequest || perr != nil && f.Kind != rewrite.KindNotification
 	isInit := perr == nil && isRequest && f.Method == "initialize"
