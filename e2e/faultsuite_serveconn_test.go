@@ -125,29 +125,36 @@ func scMustClose(t *testing.T, what string, a scAnswer) {
 // TestFaultSuiteServeConnBounds: before and after the token's check, a
 // stalled request is answered or closed within --read-timeout, and a
 // refused request that declares a body it does not send is answered at
-// once and its connection closed; a well-formed request keeps its
-// connection, and SSE answers (a POST's, a GET stream) outlive the bound.
+// once, without waiting for the body (on a proxy whose --read-timeout is
+// far past the test's wait), and its connection closed; a well-formed
+// request keeps its connection, and SSE answers (a POST's, a GET stream)
+// outlive the bound.
 func TestFaultSuiteServeConnBounds(t *testing.T) {
 	t.Parallel()
 	tok := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tok, []byte("conn-bounds-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServe(t, "--auth-token-file", tok, "--read-timeout", scBound.String(), "--demo")
+	short := startServeCmd(t, "--auth-token-file", tok, "--read-timeout", scBound.String(), "--demo")
+	long := startServeCmd(t, "--auth-token-file", tok, "--read-timeout", "10m", "--demo")
+	scListening(t, short)
+	scListening(t, long)
 	auth := "Authorization: Bearer conn-bounds-token\r\n"
 
-	t.Run("cases", func(t *testing.T) { scBoundsCases(t, s, auth) })
+	t.Run("cases", func(t *testing.T) { scBoundsCases(t, short, long, auth) })
 
-	// It keeps serving.
-	a := scSend(t, s.Host, "GET /healthz HTTP/1.1\r\nHost: "+s.Host+"\r\n\r\n", scWait)
-	if a.resp == nil {
-		t.Errorf("/healthz after the cases: no answer within %v", scWait)
+	// Both keep serving.
+	for _, s := range []*serveProc{short, long} {
+		a := scSend(t, s.Host, "GET /healthz HTTP/1.1\r\nHost: "+s.Host+"\r\n\r\n", scWait)
+		if a.resp == nil {
+			t.Errorf("/healthz after the cases: no answer within %v", scWait)
+		}
 	}
 }
 
-// scBoundsCases are TestFaultSuiteServeConnBounds's cases, in parallel, on
-// s.
-func scBoundsCases(t *testing.T, s *serveProc, auth string) {
+// scBoundsCases are TestFaultSuiteServeConnBounds's cases, in parallel:
+// the bounds on s (--read-timeout scBound), the refusals on long.
+func scBoundsCases(t *testing.T, s, long *serveProc, auth string) {
 	t.Run("stalled headers are closed", func(t *testing.T) {
 		t.Parallel()
 		a := scSend(t, s.Host, "GET /healthz HTTP/1.1\r\nHost: "+s.Host+"\r\n", scWait)
@@ -168,21 +175,22 @@ func scBoundsCases(t *testing.T, s *serveProc, auth string) {
 
 	// Refusals of requests that declare a body and send none: each is
 	// answered without waiting for it, and its connection closed.
+	h := long.Host
 	for _, c := range []struct {
 		name string
 		raw  string
 		want int
 	}{
-		{"/healthz with a declared body", "GET /healthz HTTP/1.1\r\nHost: " + s.Host + "\r\nContent-Length: 262143\r\n\r\n", http.StatusOK},
-		{"401 with a declared body", scPost(s.Host, 1000, "", ""), http.StatusUnauthorized},
-		{"403 with a declared body", scPost(s.Host, 1000, "", auth+"Origin: http://evil.example\r\n"), http.StatusForbidden},
-		{"404 with a declared body", "POST /nowhere HTTP/1.1\r\nHost: " + s.Host + "\r\nContent-Length: 1000\r\n\r\n", http.StatusNotFound},
-		{"413 declared", scPost(s.Host, 200<<20, `{"jsonrpc":"2.0"`, auth), http.StatusRequestEntityTooLarge},
-		{"chunked 401", "POST /mcp HTTP/1.1\r\nHost: " + s.Host + "\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{", http.StatusUnauthorized},
+		{"/healthz with a declared body", "GET /healthz HTTP/1.1\r\nHost: " + h + "\r\nContent-Length: 262143\r\n\r\n", http.StatusOK},
+		{"401 with a declared body", scPost(h, 1000, "", ""), http.StatusUnauthorized},
+		{"403 with a declared body", scPost(h, 1000, "", auth+"Origin: http://evil.example\r\n"), http.StatusForbidden},
+		{"404 with a declared body", "POST /nowhere HTTP/1.1\r\nHost: " + h + "\r\nContent-Length: 1000\r\n\r\n", http.StatusNotFound},
+		{"413 declared", scPost(h, 200<<20, `{"jsonrpc":"2.0"`, auth), http.StatusRequestEntityTooLarge},
+		{"chunked 401", "POST /mcp HTTP/1.1\r\nHost: " + h + "\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{", http.StatusUnauthorized},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			a := scSend(t, s.Host, c.raw, scWait)
+			a := scSend(t, h, c.raw, scWait)
 			if a.resp != nil && a.resp.StatusCode == http.StatusServiceUnavailable && c.want == http.StatusOK {
 				c.want = http.StatusServiceUnavailable // /healthz says how the upstream is
 			}
@@ -375,17 +383,25 @@ func startServeLimited(t *testing.T, kib int, args ...string) *serveProc {
 		close(s.exited)
 	}()
 	t.Cleanup(s.cleanup)
+	scListening(t, s)
+	return s
+}
+
+// scListening waits (bounded) for s's "listening on" line, as startServe
+// does, and takes its address.
+func scListening(t *testing.T, s *serveProc) {
+	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
 		if u, ok := s.listening(); ok {
 			s.URL = u
 			s.Base = strings.TrimSuffix(u, "/mcp")
 			s.Host = strings.TrimPrefix(s.Base, "http://")
-			return s
+			return
 		}
 		select {
 		case <-s.exited:
-			t.Fatalf("serve under ulimit -v %d exited (%v) before listening; stderr:\n%s", kib, s.waitErr, s.stderr.String())
+			t.Fatalf("serve %s exited (%v) before listening; stderr:\n%s", strings.Join(s.cmd.Args[1:], " "), s.waitErr, s.stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
