@@ -205,8 +205,8 @@ func (c *serveConfig) check() error {
 	case c.maxBodyMemory == 0:
 		c.maxBodyMemory = int(min(serve.DefaultBodyMemory(c.maxMessage), math.MaxInt))
 	case c.maxBodyMemory < c.maxMessage:
-		return usagef("--max-body-memory %s is less than --max-message-size %s: a message that large could never be read; raise --max-body-memory or lower --max-message-size",
-			byteSize{&c.maxBodyMemory}, byteSize{&c.maxMessage})
+		return usagef("--max-body-memory (%d bytes) is less than --max-message-size (%d bytes): a message that large could never be read; raise --max-body-memory or lower --max-message-size",
+			c.maxBodyMemory, c.maxMessage)
 	}
 	if !validPrefix(c.sessionPrefix) {
 		return usagef("--session-id-prefix %q: use 1 to 32 letters, digits, - or _", c.sessionPrefix)
