@@ -16,16 +16,12 @@ import (
 // net/http bounds a request's headers (the http.Server's ReadHeaderTimeout)
 // and a keep-alive connection idle between requests (its IdleTimeout); the
 // command sets both where it builds the server. What it leaves to the
-// handler is the body. http.Server.ReadTimeout would bound it, but it also
-// bounds the server's background read of the connection, which runs while
-// a handler answers (to see the client go away) and whose failure cancels
-// the request's context: it would cut every SSE answer longer than the
-// bound. Without it a body is read with no deadline at all, and a handler
-// that answers without reading the body (a refusal: 401, 403, 404, 413,
+// handler is the body: it is read for as long as the client takes, and a
+// handler that answers without reading it (a refusal: 401, 403, 404, 413,
 // /healthz) leaves net/http to drain up to 256 KiB of it before the answer
-// goes out, again with no deadline: a client that declares a body and
-// sends none holds the connection, its goroutine and its descriptor for
-// good.
+// goes out, for as long again: a client that declares a body and sends
+// none holds the connection, its goroutine and its descriptor for good. http.Server.ReadTimeout would bound the body, but
+// the refusals would still wait for it, up to the bound.
 //
 // So ServeHTTP bounds each request itself (bound):
 //
@@ -109,7 +105,9 @@ func (s *Server) bound(w http.ResponseWriter, r *http.Request) *reqBody {
 
 // Read reads the body; at its end it lifts the read deadline. From there
 // on net/http reads the connection only to see the client go away, which
-// may be hours into an SSE answer.
+// may be hours into an SSE answer, and whose failure would cancel the
+// request. (net/http lifts the deadline too as it starts that read, as of
+// Go 1.26; lifting it here does not depend on that.)
 func (b *reqBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF && !b.done {

@@ -270,8 +270,8 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins,
 		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix,
 		ReadTimeout: c.readTimeout, MaxBodyMemory: int64(c.maxBodyMemory)})
-	// No ReadTimeout: it would cut the SSE answers; srv bounds each body
-	// itself (serve/conn.go).
+	// No ReadTimeout: srv bounds each body itself, so that a refusal does
+	// not wait for a body (serve/conn.go).
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: c.readTimeout, IdleTimeout: serve.ConnIdleTimeout, ErrorLog: zap.NewStdLog(logger)}
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()),
 		zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)), zap.Int("gogc", heapgoal.GOGC()))
