@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -106,19 +107,40 @@ func (s *Server) abandoned(sess *session, st *postStream) {
 	}
 }
 
-// readBody reads one JSON-RPC message (not a batch), or answers the error.
+// readBody reads one JSON-RPC message (not a batch), or answers the error:
+// 413 past the maximum message size (at once when its Content-Length says
+// so), 408 when it did not arrive within ReadTimeout, 503 when the bodies
+// in progress hold the body memory. The body's buffer grows with what
+// arrives and is taken from the body memory (readAll); ServeHTTP's bound
+// gives it back, and lifts the read deadline at the body's end.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := s.cfg.Bridge.MaxMessageBytes // New set the default
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(ioTimeout))
-	body, err := readAll(http.MaxBytesReader(w, r.Body, int64(limit)), r.ContentLength, limit)
-	// No deadline while the answer is awaited: the server's watch for the
-	// client going away reads the connection meanwhile.
-	_ = rc.SetReadDeadline(time.Time{})
-	var tooLarge *http.MaxBytesError
+	if r.ContentLength > int64(limit) {
+		tooLarge(w, limit)
+		return nil, false
+	}
+	var held int64
+	at := &held
+	if b, ok := r.Body.(*reqBody); ok {
+		at = &b.held // given back when the handler returns
+	} else {
+		defer func() { s.bodies.release(held) }()
+	}
+	body, err := readAll(http.MaxBytesReader(w, r.Body, int64(limit)), r.ContentLength, limit, &s.bodies, at)
+	var overLimit *http.MaxBytesError
+	var netErr net.Error
 	switch {
-	case errors.As(err, &tooLarge):
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: the message is over %d bytes (the proxy's %v)", limit, rewrite.HintMaxMessageSize))
+	case errors.As(err, &overLimit):
+		tooLarge(w, limit)
+		return nil, false
+	case errors.Is(err, errBodyMemory):
+		s.metrics.refused.WithLabelValues("busy").Inc()
+		w.Header().Set("Retry-After", retryAfter)
+		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("Service Unavailable: the request bodies in progress hold the proxy's %d bytes of body memory (%v); retry later", s.bodies.max, hintMaxBodyMemory))
+		return nil, false
+	case errors.As(err, &netErr) && netErr.Timeout():
+		s.metrics.refused.WithLabelValues("timeout").Inc()
+		httpError(w, http.StatusRequestTimeout, fmt.Sprintf("Request Timeout: the body did not arrive within %v of the headers (the proxy's %v)", s.cfg.ReadTimeout, hintReadTimeout))
 		return nil, false
 	case err != nil:
 		httpError(w, http.StatusBadRequest, "Bad Request: reading the body failed: "+err.Error())
@@ -127,18 +149,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return bytes.TrimSpace(body), true
 }
 
-// readAll reads a body of n bytes (its Content-Length; -1 when unknown) in
-// one allocation of that size when n is known and within limit; io.ReadAll
-// would grow its buffer by doubling, copying a large message each time.
-func readAll(r io.Reader, n int64, limit int) ([]byte, error) {
-	if n <= 0 || n > int64(limit) {
-		return io.ReadAll(r)
-	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
+// tooLarge answers a body over the maximum message size.
+func tooLarge(w http.ResponseWriter, limit int) {
+	httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: the message is over %d bytes (the proxy's %v)", limit, rewrite.HintMaxMessageSize))
 }
 
 // postSession is the session a POST belongs to: a new one for an
@@ -425,9 +438,9 @@ func accepts(h string) (jsonOK, sseOK bool) {
 	return jsonOK, sseOK
 }
 
-// ioTimeout bounds each write to a client and the read of a POST's body: a
-// client that stops reading its stream, or trickles its body, is let go
-// rather than holding a goroutine, its stream and its session's place.
+// ioTimeout bounds each write to a client: a client that stops reading its
+// stream is let go rather than holding a goroutine, its stream and its
+// session's place. (A body's read is bounded by Config.ReadTimeout.)
 var ioTimeout = 2 * time.Minute
 
 // writing arms the write deadline for what is written next.

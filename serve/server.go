@@ -58,6 +58,16 @@ type Config struct {
 	// Token, when set, is the bearer token every request to /mcp and
 	// /metrics must carry (/healthz stays open, for balancers).
 	Token string
+	// ReadTimeout bounds the read of a request's body: it must have
+	// arrived whole within this long of the headers, or the request gets
+	// 408 and its connection is closed (see conn.go). Default
+	// DefaultReadTimeout (1m). The headers' bound is the http.Server's.
+	ReadTimeout time.Duration
+	// MaxBodyMemory bounds the bytes of request bodies held at once, read
+	// or being read, across every connection; a body that would take more
+	// gets 503 with Retry-After. Default BodyMemoryMessages times
+	// Bridge.MaxMessageBytes.
+	MaxBodyMemory int64
 	// IdleTimeout ends a session that has no HTTP request open for this
 	// long. Default 30m.
 	IdleTimeout time.Duration
@@ -87,6 +97,7 @@ type Server struct {
 	metrics  *metrics
 	identity string // a hash of the token: the clients' identity
 	access   access
+	bodies   bodyMemory // the request bodies' budget (conn.go)
 
 	ctx    context.Context // the sessions' (cancelled by Close)
 	cancel context.CancelFunc
@@ -128,7 +139,14 @@ func New(cfg Config) *Server {
 	if cfg.Bridge.MaxMessageBytes <= 0 {
 		cfg.Bridge.MaxMessageBytes = routing.DefaultMaxMessageBytes
 	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.MaxBodyMemory <= 0 {
+		cfg.MaxBodyMemory = DefaultBodyMemory(cfg.Bridge.MaxMessageBytes)
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), sessions: map[string]*session{}}
+	s.bodies.max = cfg.MaxBodyMemory
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.access = newAccess(cfg.ListenHost, cfg.AllowOrigins, cfg.Token != "")
 	if cfg.Token != "" {
@@ -226,6 +244,7 @@ func plainWords(s string) string {
 
 // ServeHTTP routes /mcp, /healthz and /metrics.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer s.bound(w, r).end(w) // the connection's bounds (conn.go)
 	switch r.URL.Path {
 	case "/healthz":
 		s.healthz(w)

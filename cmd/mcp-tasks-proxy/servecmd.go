@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +34,8 @@ type serveConfig struct {
 	maxSessions        int
 	sessionPrefix      string
 	eventLogBytes      int
+	readTimeout        time.Duration
+	maxBodyMemory      int // 0: serve.DefaultBodyMemory of --max-message-size
 	token              string // read from authTokenFile
 }
 
@@ -58,6 +61,14 @@ var serveOwnFlags = []flagSpec[serveConfig]{
 		Help: "every request must carry Authorization: Bearer TOKEN, the first line of PATH, or get 401 (/healthz stays open); required to listen beyond loopback",
 		Doc:  "every request must carry `Authorization: Bearer TOKEN`, with the first line of the file as TOKEN, or get 401 (`/healthz` stays open, for balancers); required to listen beyond loopback"},
 		stringFlag(func(c *serveConfig) *string { return &c.authTokenFile }, "")},
+	{flagDoc{Name: "read-timeout", Arg: "D", Group: groupServe,
+		Help: "a client must send a request's headers within D, then its body within D, or the connection is closed (a late body gets 408); raise it for large messages over a slow link (default 1m)",
+		Doc:  "a client must send a request's headers within D, then its body within D, or its connection is closed (a body that is late gets 408 first); before and after `--auth-token-file`'s check. Raise it for large messages over a slow link. An idle keep-alive connection is closed after 2m; SSE answers are not bounded by it"},
+		durationFlag(func(c *serveConfig) *time.Duration { return &c.readTimeout }, serve.DefaultReadTimeout, false)},
+	{flagDoc{Name: "max-body-memory", Arg: "SIZE", Group: groupServe, Default: "4 × --max-message-size",
+		Help: "most memory the request bodies in progress may hold at once, across every client; a body that would take more gets 503 with Retry-After (default 4 × --max-message-size, 512MiB)",
+		Doc:  "the most memory the request bodies in progress may hold at once, across every client (a body's memory grows with the bytes that arrive, whatever its `Content-Length` says); a body that would take more gets 503 with `Retry-After`. At least `--max-message-size`"},
+		func(fs *flag.FlagSet, name string, c *serveConfig) { fs.Var(byteSize{&c.maxBodyMemory}, name, "") }},
 	{flagDoc{Name: "session-idle-timeout", Arg: "D", Group: groupServe,
 		Help: "end a client session that has no request open for D (default 30m)",
 		Doc:  "end a client session that has had no HTTP request open for D; its client gets 404 and initializes again"},
@@ -196,6 +207,13 @@ func (c *serveConfig) check() error {
 	if c.sessionIdleTimeout <= 0 {
 		return usagef("--session-idle-timeout must be a positive duration such as 30m")
 	}
+	switch {
+	case c.maxBodyMemory == 0:
+		c.maxBodyMemory = int(min(serve.DefaultBodyMemory(c.maxMessage), math.MaxInt))
+	case c.maxBodyMemory < c.maxMessage:
+		return usagef("--max-body-memory (%d bytes) is less than --max-message-size (%d bytes): a message that large could never be read; raise --max-body-memory or lower --max-message-size",
+			c.maxBodyMemory, c.maxMessage)
+	}
 	if !validPrefix(c.sessionPrefix) {
 		return usagef("--session-id-prefix %q: use 1 to 32 letters, digits, - or _", c.sessionPrefix)
 	}
@@ -256,8 +274,11 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	}
 	host, _, _ := net.SplitHostPort(c.listen)
 	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins, EventLogBytes: c.eventLogBytes, Version: versionString(),
-		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix})
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(logger)}
+		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix,
+		ReadTimeout: c.readTimeout, MaxBodyMemory: int64(c.maxBodyMemory)})
+	// No ReadTimeout: srv bounds each body itself, so that a refusal does
+	// not wait for a body (serve/conn.go).
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: c.readTimeout, IdleTimeout: serve.ConnIdleTimeout, ErrorLog: zap.NewStdLog(logger)}
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()),
 		zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)), zap.Int("gogc", heapgoal.GOGC()))
 	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)

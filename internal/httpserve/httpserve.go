@@ -25,6 +25,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, timeout time.Du
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute, // an idle keep-alive connection is not kept for good
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 

@@ -1,0 +1,228 @@
+package serve
+
+import (
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// What a connection may hold of the process.
+//
+// net/http bounds a request's headers (the http.Server's ReadHeaderTimeout)
+// and a keep-alive connection idle between requests (its IdleTimeout); the
+// command sets both where it builds the server. What it leaves to the
+// handler is the body: it is read for as long as the client takes, and a
+// handler that answers without reading it (a refusal: 401, 403, 404, 413,
+// /healthz) leaves net/http to drain up to 256 KiB of it before the answer
+// goes out, for as long again: a client that declares a body and sends
+// none holds the connection, its goroutine and its descriptor for good. http.Server.ReadTimeout would bound the body, but
+// the refusals would still wait for it, up to the bound.
+//
+// So ServeHTTP bounds each request itself (bound):
+//
+//   - a request that declares a body gets a read deadline of ReadTimeout,
+//     lifted only once the body has been read to its end (reqBody.Read);
+//     the SSE answers that follow run with none, as before;
+//   - a request answered without its body read to the end has its read
+//     deadline cut when the handler returns: the answer goes out at once,
+//     with Connection: close, and the connection is closed, never drained;
+//   - the last write of every answer has a write deadline (writing).
+//
+// Memory grows with the bytes that arrive (readAll), never with a declared
+// Content-Length, and the bytes of request bodies the process holds, across
+// every connection, are bounded by MaxBodyMemory (bodyMemory): past it a
+// request gets 503 with Retry-After at once. Waiting for room instead would
+// keep the partial bodies, the very memory the bound is for, and the
+// connections with them.
+
+// Defaults of the connection bounds.
+const (
+	// DefaultReadTimeout is Config.ReadTimeout's default, and the headers'
+	// bound the command gives the http.Server: as nginx's
+	// client_header_timeout and client_body_timeout.
+	DefaultReadTimeout = time.Minute
+	// ConnIdleTimeout closes a keep-alive connection idle this long
+	// between two requests (the http.Server's IdleTimeout). Longer than
+	// the idle timeouts of HTTP clients (Go's 90 s), so that the client,
+	// not the server, closes an idle connection: a server that closes
+	// first races with the client's next POST, which is not retried.
+	ConnIdleTimeout = 2 * time.Minute
+	// BodyMemoryMessages is Config.MaxBodyMemory's default, in maximum
+	// messages (Bridge.MaxMessageBytes): 512 MiB at the default 128 MiB.
+	BodyMemoryMessages = 4
+)
+
+// DefaultBodyMemory is Config.MaxBodyMemory's default for a maximum
+// message size: BodyMemoryMessages of them.
+func DefaultBodyMemory(maxMessage int) int64 {
+	if int64(maxMessage) > math.MaxInt64/BodyMemoryMessages {
+		return math.MaxInt64
+	}
+	return BodyMemoryMessages * int64(maxMessage)
+}
+
+// The settings the messages of this file point at (rewrite.Hint renders a
+// flag's name once the command has started).
+const (
+	hintReadTimeout   rewrite.Hint = "read-timeout"
+	hintMaxBodyMemory rewrite.Hint = "max-body-memory"
+)
+
+// Hints are the settings serve's own messages point at, besides those of
+// rewrite.Hints: the command checks that each names one of its flags.
+func Hints() []rewrite.Hint { return []rewrite.Hint{hintReadTimeout, hintMaxBodyMemory} }
+
+// reqBody is the body of a request that declares one (Content-Length, or
+// chunked), while its handler runs: ServeHTTP puts it in place of the
+// request's own, and puts that back when the handler returns (end).
+type reqBody struct {
+	io.ReadCloser // the request's own body
+	s             *Server
+	r             *http.Request
+	rc            *http.ResponseController
+	done          bool  // read to its end
+	held          int64 // bytes of s.bodies the body's buffer holds
+}
+
+// bound arms the bounds of one request (see the top of this file); the
+// handler's defer calls end on what it returns, nil for a request without
+// a body.
+func (s *Server) bound(w http.ResponseWriter, r *http.Request) *reqBody {
+	if r.ContentLength == 0 { // no body: net/http gives it http.NoBody
+		return nil
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
+	b := &reqBody{ReadCloser: r.Body, s: s, r: r, rc: rc}
+	r.Body = b
+	return b
+}
+
+// Read reads the body; at its end it lifts the read deadline. From there
+// on net/http reads the connection only to see the client go away, which
+// may be hours into an SSE answer, and whose failure would cancel the
+// request. (net/http lifts the deadline too as it starts that read, as of
+// Go 1.26; lifting it here does not depend on that.)
+func (b *reqBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// end runs when the handler returns. It arms the write deadline of what is
+// left to write of the answer. For a body, it gives back the body's memory
+// and the request's own body; and when the body was not read to its end,
+// it cuts the read deadline: net/http then sends the answer at once with
+// Connection: close and closes the connection, instead of reading what is
+// left of the body first (and waiting for it).
+func (b *reqBody) end(w http.ResponseWriter) {
+	writing(w)
+	if b == nil {
+		return
+	}
+	b.r.Body = b.ReadCloser
+	b.s.bodies.release(b.held)
+	b.held = 0
+	if !b.done {
+		_ = b.rc.SetReadDeadline(time.Now())
+	}
+}
+
+// bodyMemory is the process's budget of request body bytes: the buffers
+// of the bodies being read and of the requests in progress, across every
+// connection.
+type bodyMemory struct {
+	max  int64
+	used atomic.Int64
+}
+
+// reserve takes n bytes of the budget, or reports false when they are not
+// there.
+func (m *bodyMemory) reserve(n int64) bool {
+	for {
+		u := m.used.Load()
+		if u+n > m.max {
+			return false
+		}
+		if m.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+// release gives back n bytes taken with reserve.
+func (m *bodyMemory) release(n int64) {
+	if n != 0 {
+		m.used.Add(-n)
+	}
+}
+
+// errBodyMemory: the body would take the budget past its bound.
+var errBodyMemory = errors.New("the request bodies in progress hold the proxy's body memory")
+
+// errLonger: the body goes on past its Content-Length.
+var errLonger = errors.New("the body is longer than its Content-Length")
+
+// firstBuffer is the buffer a body starts in when it declares more, or
+// does not say: a body that declares no more is read in one buffer of its
+// size, as most messages are.
+const firstBuffer = 16 << 10
+
+// readAll reads a body that declares n bytes (-1: not said, as chunked),
+// at most limit, in a buffer that grows with the bytes that arrive: it
+// doubles when full, to at most n (or limit), so that it is never more
+// than twice what has arrived (or firstBuffer). Each growth is first
+// taken from mem (nil: no budget) and added to *held, which the caller
+// gives back; when mem has no room, readAll fails with errBodyMemory.
+// Past limit, r (an http.MaxBytesReader) fails.
+func readAll(r io.Reader, n int64, limit int, mem *bodyMemory, held *int64) ([]byte, error) {
+	most := int64(limit) // the most the buffer may need
+	if n >= 0 && n < most {
+		most = n
+	}
+	var buf []byte
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= most {
+				// Full with all the body may hold: only its end (or r's
+				// error past limit) can follow.
+				var one [1]byte
+				m, err := r.Read(one[:])
+				switch {
+				case m > 0:
+					return nil, errLonger
+				case err == io.EOF:
+					return buf, nil
+				case err != nil:
+					return nil, err
+				}
+				continue
+			}
+			size := min(max(2*int64(cap(buf)), firstBuffer), most)
+			grow := size - int64(cap(buf))
+			if mem != nil && !mem.reserve(grow) {
+				return nil, errBodyMemory
+			}
+			*held += grow
+			next := make([]byte, len(buf), size)
+			copy(next, buf)
+			buf = next
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
