@@ -35,7 +35,7 @@ type serveConfig struct {
 	sessionPrefix      string
 	eventLogBytes      int
 	readTimeout        time.Duration
-	maxBodyMemory      int // 0: serve.DefaultBodyMemory of --max-message-size
+	maxBodyMemory      int    // 0: serve.DefaultBodyMemory of --max-message-size
 	token              string // read from authTokenFile
 }
 
