@@ -91,15 +91,14 @@ const maxPollFailures = 5
 // taskListPage is the tasks/list page size.
 const taskListPage = 50
 
-// DefaultPollTimeout bounds one tasks/get poll and one tasks/update
-// (DESIGN.md invariant 12: a poll ends within its own bound). A healthy
-// server answers these at once, so one that hangs is given up after this
-// long and the request is made again (both are safe to repeat), instead
-// of holding the request that waits on the task for --idle-timeout.
-const DefaultPollTimeout = 30 * time.Second
-
-// pollTimeout is DefaultPollTimeout; tests shorten it.
-var pollTimeout = DefaultPollTimeout
+// DefaultPollTimeout is Config.PollTimeout's default: the bound of one
+// tasks/get poll or tasks/update (DESIGN.md invariant 12: a poll ends
+// within its own bound). A healthy server answers these reads in
+// milliseconds, so one that hangs is given up after this long and the
+// request is made again (both are safe to repeat), instead of holding the
+// request that waits on the task; 10 s is five default poll intervals,
+// and room for a slow network.
+const DefaultPollTimeout = 10 * time.Second
 
 func (s *modern) tasksEnabled() bool {
 	st := s.state.Load()
@@ -158,20 +157,20 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 	return m.Result, gjson.Result{}, nil
 }
 
-// poll makes one tasks/get for a task, bounded by pollTimeout. A poll that
+// poll makes one tasks/get for a task, bounded by Config.PollTimeout. A poll that
 // times out fails like any other; the polling loops count it against
 // maxPollFailures and poll again.
 func (s *taskBridge) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
 	return s.boundedTaskCall(ctx, "tasks/get", id, nil)
 }
 
-// boundedTaskCall is taskCall bounded by pollTimeout.
+// boundedTaskCall is taskCall bounded by Config.PollTimeout.
 func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
-	bctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.PollTimeout)
 	defer cancel()
 	res, rpcErr, err := s.taskCall(bctx, method, id, extra)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%s: %w within %v", method, errPollTimeout, min(pollTimeout, s.cfg.IdleTimeout))
+		err = fmt.Errorf("%s: %w within %v (raise %s if it is that slow)", method, errPollTimeout, s.cfg.PollTimeout, s.hint(rewrite.HintPollTimeout))
 	}
 	return res, rpcErr, err
 }
@@ -198,7 +197,7 @@ func transient(method string, err error) bool {
 
 // retriedTaskCall makes a tasks/get or tasks/update of the proxy's own under
 // the retry rules of forward.go (DESIGN.md invariant 6) for a method that is
-// safe to repeat: each attempt bounded by pollTimeout, and a transient
+// safe to repeat: each attempt bounded by Config.PollTimeout, and a transient
 // failure (see transient) made again: up to maxDialRetries times when the
 // connection could not be made, maxBrokenRetries times otherwise, after
 // retryBackoff, doubling. The server's JSON-RPC error is its answer: never
