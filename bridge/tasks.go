@@ -441,6 +441,12 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 		}
 		failures = 0
 		t := rewrite.ReadTask(res)
+		var gaveUp []byte
+		if t.Status == rewrite.StatusInputRequired {
+			// Before observe records the status: a task given up is
+			// never announced input_required.
+			gaveUp, _ = s.unanswerable(c.op, t, "task "+id)
+		}
 		rec, registered := s.observe(c.op, t, res, true)
 		if !registered {
 			rec = record{ID: id, Task: []byte(res.Raw), Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}
@@ -453,10 +459,10 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 				return frame
 			}
 		}
+		if gaveUp != nil {
+			return rewrite.ErrorFrameRaw(c.id, gaveUp)
+		}
 		if t.Status == rewrite.StatusInputRequired {
-			if errObj, _ := s.unanswerable(c.op, t, "task "+id); errObj != nil {
-				return rewrite.ErrorFrameRaw(c.id, errObj)
-			}
 			s.dispatchInput(withOp(s.ctx, c.op), t, id)
 		}
 		wait = rewrite.PollInterval(t.PollInterval)
@@ -640,16 +646,14 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
 			default:
 				t := rewrite.ReadTask(res)
-				r, ok := s.observe(opOf(ctx), t, res, true)
-				if !ok {
-					return
-				}
 				if t.Status == rewrite.StatusInputRequired {
-					if errObj, at := s.unanswerable(opOf(ctx), t, "task "+rec.ID); errObj != nil {
-						r.Unanswerable, r.UnanswerableAt = errObj, at
-					}
+					// Recorded before observe, which then announces no
+					// input_required for a task given up.
+					s.unanswerable(opOf(ctx), t, "task "+rec.ID)
 				}
-				*rec = r
+				if r, ok := s.observe(opOf(ctx), t, res, true); ok {
+					*rec = r
+				}
 			}
 		})
 	}

@@ -128,6 +128,14 @@ func TestTaskWaitWithoutCapability(t *testing.T) {
 				checkMissing(t, c.call(`2`, "tasks/result", taskParams("t-res")), tc.input, tc.capability, "t-res")
 				checkTold(t, ts, "t-res", tc.reqs, tc.update)
 				noInputRequests(t, c)
+				for _, f := range c.all {
+					if gjson.Get(f, "method").Str == "notifications/tasks/status" && gjson.Get(f, "params.status").Str == "input_required" {
+						t.Errorf("the client was told the task waits for input it cannot give: %s", f)
+					}
+				}
+				if g := c.call(`3`, "tasks/get", taskParams("t-res")); gjson.Get(g, "result.status").Str != "failed" {
+					t.Errorf("tasks/get after the failed wait: %s, want failed", g)
+				}
 			})
 			t.Run("followed", func(t *testing.T) {
 				ts := newTaskServer(t, true)
