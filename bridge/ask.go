@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
@@ -97,8 +99,13 @@ func (s *env) clientAnswered(f *rewrite.Frame) bool {
 }
 
 // clientCan reports whether the client declared the capability an input
-// request needs, and names it when not (2025 servers send only what the
-// client declared).
+// request needs, and names the missing one when not (2026 servers MUST NOT
+// ask for what the request's clientCapabilities do not declare: eras.md
+// §8.1). The names are the 2025 capability paths: "elicitation" (nothing
+// of it declared), "elicitation.form" (an elicitation object that names
+// only other modes; a bare {} means form, as 2025 reads it),
+// "elicitation.url", "sampling", "sampling.tools" (a request that offers
+// tools), "roots".
 func (s *modern) clientCan(method string, params gjson.Result) (bool, string) {
 	var caps gjson.Result
 	if st := s.state.Load(); st != nil {
@@ -106,19 +113,43 @@ func (s *modern) clientCan(method string, params gjson.Result) (bool, string) {
 	}
 	switch method {
 	case "elicitation/create":
-		if !caps.Get("elicitation").Exists() {
+		e := caps.Get("elicitation")
+		if !e.IsObject() {
 			return false, "elicitation"
 		}
-		if params.Get("mode").String() == "url" && !caps.Get("elicitation.url").Exists() {
-			return false, "elicitation.url"
+		switch mode := params.Get("mode"); {
+		case !mode.Exists() || mode.Str == "form":
+			form, url := e.Get("form"), e.Get("url")
+			return form.Exists() || !url.Exists(), "elicitation.form"
+		default:
+			// "url", or a mode 2025 does not know: declared only by name.
+			return e.Get(gjson.Escape(mode.String())).Exists(), "elicitation." + mode.String()
+		}
+	case "sampling/createMessage":
+		if !caps.Get("sampling").IsObject() {
+			return false, "sampling"
+		}
+		if params.Get("tools").Exists() || params.Get("toolChoice").Exists() {
+			return caps.Get("sampling.tools").Exists(), "sampling.tools"
 		}
 		return true, ""
-	case "sampling/createMessage":
-		return caps.Get("sampling").Exists(), "sampling"
 	case "roots/list":
-		return caps.Get("roots").Exists(), "roots"
+		return caps.Get("roots").IsObject(), "roots"
 	}
 	return false, method
+}
+
+// inputMode names an input request for people: the method, and for an
+// elicitation its mode ("elicitation/create (form)").
+func inputMode(method string, params gjson.Result) string {
+	if method != "elicitation/create" {
+		return method
+	}
+	mode := params.Get("mode").String()
+	if mode == "" {
+		mode = "form"
+	}
+	return method + " (" + mode + ")"
 }
 
 // inputRequest is one entry of a modern inputRequests map.
@@ -140,21 +171,88 @@ func inputRequests(m gjson.Result) []inputRequest {
 // askInput sends one input request to the client and returns the answer
 // for inputResponses. relatedTask ties it to a task the client knows.
 func (s *modern) askInput(ctx context.Context, in inputRequest, relatedTask string) ([]byte, error) {
-	if ok, missing := s.clientCan(in.method, in.params); !ok {
-		return nil, missingCapability(in.method, missing)
+	if err := s.cannotAsk(in); err != nil {
+		return nil, err
 	}
 	return s.inputAnswer(ctx, in, s.askStart(opOf(ctx), in.method, s.inputParams(in, relatedTask)))
 }
 
-// missingCapabilityError is an input request the client cannot be sent.
-type missingCapabilityError struct{ method, capability string }
-
-func (e *missingCapabilityError) Error() string {
-	return fmt.Sprintf("the server needs %s from the client, but the client did not declare the %s capability in initialize", e.method, e.capability)
+// cannotAsk is the error for an input request the client did not declare
+// the capability for, or nil when it may be sent.
+func (s *modern) cannotAsk(in inputRequest) *missingCapabilityError {
+	if ok, missing := s.clientCan(in.method, in.params); !ok {
+		return &missingCapabilityError{method: in.method, input: inputMode(in.method, in.params), capability: missing}
+	}
+	return nil
 }
 
-func missingCapability(method, capability string) error {
-	return &missingCapabilityError{method: method, capability: capability}
+// firstUnaskable is the error for the first of reqs the client cannot be
+// sent, in document order, or nil when every one can.
+func (s *modern) firstUnaskable(reqs []inputRequest) *missingCapabilityError {
+	for _, in := range reqs {
+		if err := s.cannotAsk(in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// missingCapabilityError is an input request the client cannot be sent:
+// the server asked for something the client declared it cannot give. The
+// client is told with one JSON-RPC error (frame), whoever waits: the
+// request itself (MRTR) or the task's waiting call.
+type missingCapabilityError struct {
+	method     string // the input request's method
+	input      string // the method, with an elicitation's mode
+	capability string // the 2025 capability path the client lacks
+}
+
+func (e *missingCapabilityError) Error() string {
+	return fmt.Sprintf("the server needs %s from the client, but the client did not declare the %s capability in initialize", e.input, e.capability)
+}
+
+// rpcError is the JSON-RPC error for e: code -32021
+// (MissingRequiredClientCapability), the code a 2026 server gives when it
+// checks the capability itself and the one a 2025 client then sees passed
+// through (eras.md §14.3), so that both cases read the same. what is the
+// work that cannot finish ("tools/call", "task T"). data holds
+// requiredCapabilities (a ClientCapabilities object), missingCapability
+// (the path), the input's method, and taskId when there is a task.
+func (e *missingCapabilityError) rpcError(what, taskID string) (int, string, []byte) {
+	msg := fmt.Sprintf("Missing required client capability: the server needs %s from the client to finish %s, but the client did not declare %s in initialize; a client that supports it must declare it, or use a tool that does not need it",
+		e.input, what, e.capability)
+	d := []byte(`{"requiredCapabilities":`)
+	d = append(d, requiredCapabilities(e.capability)...)
+	d = append(d, `,"missingCapability":`...)
+	d = rewrite.AppendString(d, e.capability)
+	d = append(d, `,"method":`...)
+	d = rewrite.AppendString(d, e.method)
+	if taskID != "" {
+		d = append(d, `,"taskId":`...)
+		d = rewrite.AppendString(d, taskID)
+	}
+	return protocol.CodeMissingRequiredCapability, msg, append(d, '}')
+}
+
+// frame is the client's answer for id (see rpcError).
+func (e *missingCapabilityError) frame(id []byte, what, taskID string) []byte {
+	code, msg, data := e.rpcError(what, taskID)
+	return rewrite.ErrorFrame(id, code, msg, data)
+}
+
+// requiredCapabilities is a capability path as the ClientCapabilities
+// object that declares it: "elicitation.url" is {"elicitation":{"url":{}}}.
+func requiredCapabilities(path string) []byte {
+	parts := strings.Split(path, ".")
+	var b []byte
+	for _, p := range parts {
+		b = append(rewrite.AppendString(append(b, '{'), p), ':')
+	}
+	b = append(b, "{}"...)
+	for range parts {
+		b = append(b, '}')
+	}
+	return b
 }
 
 // inputParams prepares an input request's params for the client.

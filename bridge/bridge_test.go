@@ -749,7 +749,7 @@ func TestMRTRMissingCapabilityAndFailedInput(t *testing.T) {
 	})
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"need":"sampling/createMessage"}}}`)
 	r := h.next()
-	if gjson.Get(r, "error.code").Int() != -32603 || gjson.Get(r, "error.data.missingCapability").Str != "sampling" {
+	if gjson.Get(r, "error.code").Int() != -32021 || gjson.Get(r, "error.data.missingCapability").Str != "sampling" {
 		t.Errorf("missing capability: %s", r)
 	}
 	// roots/list is declared; the client fails it: a tool reports that as

@@ -531,13 +531,12 @@ func (s *modern) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []b
 			return nil, nil
 		}
 	default:
-		for _, in := range reqs {
-			if ok, missing := s.clientCan(in.method, in.params); !ok {
-				err := missingCapability(in.method, missing)
-				s.warn("input request not sent", zap.ByteString("id", c.id), zap.Error(err))
-				return nil, rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("cannot finish %s: %v", f.Method, err),
-					append(rewrite.AppendString([]byte(`{"missingCapability":`), missing), '}'))
-			}
+		if err := s.firstUnaskable(reqs); err != nil {
+			// The server asked for what the client cannot give (a 2026
+			// server MUST NOT): the round cannot be completed, and the
+			// request ends with the error a capability check gives.
+			s.warn("input request not sent", zap.ByteString("id", c.id), zap.Error(err))
+			return nil, err.frame(c.id, f.Method, "")
 		}
 		pend := make([]*pendingAsk, len(reqs))
 		for i, in := range reqs {

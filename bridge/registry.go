@@ -48,6 +48,12 @@ type record struct {
 	// CancelledAt is set when the client cancelled the task: the status
 	// stays cancelled for the client from then on.
 	CancelledAt string `json:"cancelledAt,omitempty"`
+	// Unanswerable is the JSON-RPC error object the proxy gave when the
+	// task asked for input the client declared it cannot give, and
+	// UnanswerableAt when: the task is failed for the client from then on,
+	// and tasks/result answers that error.
+	Unanswerable   json.RawMessage `json:"unanswerable,omitempty"`
+	UnanswerableAt string          `json:"unanswerableAt,omitempty"`
 	// Expires (RFC 3339) drops a synthetic task once its ttl has passed.
 	Expires string `json:"expires,omitempty"`
 	// Owner is the Config.StateOwner the task was recorded under (serve:

@@ -101,6 +101,12 @@ type Config struct {
 	// task's input requests) included. Default 2h. Following a task is
 	// governed by the task instead (each poll has its own bound).
 	RequestTimeout time.Duration
+	// PollTimeout bounds each tasks/get and tasks/update the proxy makes of
+	// its own (following a task, waiting in tasks/result, the client's
+	// tasks/get): a poll that gets no answer in time is given up and made
+	// again under the retry rules (both are safe to repeat). Default 10s
+	// (--poll-timeout); never longer than IdleTimeout.
+	PollTimeout time.Duration
 	// Protocol forces the upstream era (--protocol): ProtocolAuto (the
 	// default) probes the server, ProtocolModern bridges to 2026-07-28 and
 	// refuses a legacy server, ProtocolLegacy passes 2025 through without
@@ -254,6 +260,10 @@ func New(cfg Config) *Session {
 	if cfg.RequestTimeout < 0 {
 		cfg.RequestTimeout = 0
 	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = DefaultPollTimeout
+	}
+	cfg.PollTimeout = min(cfg.PollTimeout, cfg.IdleTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}

@@ -38,6 +38,9 @@ type taskBridge struct {
 
 	mu         sync.Mutex
 	dispatched map[string]map[string]*inputKey // by task id
+	// unanswered are the tasks whose server was told that the client
+	// cannot give the input they ask for (once per task).
+	unanswered map[string]bool
 }
 
 // syntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
@@ -88,15 +91,14 @@ const maxPollFailures = 5
 // taskListPage is the tasks/list page size.
 const taskListPage = 50
 
-// DefaultPollTimeout bounds one tasks/get poll and one tasks/update
-// (DESIGN.md invariant 12: a poll ends within its own bound). A healthy
-// server answers these at once, so one that hangs is given up after this
-// long and the request is made again (both are safe to repeat), instead
-// of holding the request that waits on the task for --idle-timeout.
-const DefaultPollTimeout = 30 * time.Second
-
-// pollTimeout is DefaultPollTimeout; tests shorten it.
-var pollTimeout = DefaultPollTimeout
+// DefaultPollTimeout is Config.PollTimeout's default: the bound of one
+// tasks/get poll or tasks/update (DESIGN.md invariant 12: a poll ends
+// within its own bound). A healthy server answers these reads in
+// milliseconds, so one that hangs is given up after this long and the
+// request is made again (both are safe to repeat), instead of holding the
+// request that waits on the task; 10 s is five default poll intervals,
+// and room for a slow network.
+const DefaultPollTimeout = 10 * time.Second
 
 func (s *modern) tasksEnabled() bool {
 	st := s.state.Load()
@@ -155,20 +157,20 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 	return m.Result, gjson.Result{}, nil
 }
 
-// poll makes one tasks/get for a task, bounded by pollTimeout. A poll that
+// poll makes one tasks/get for a task, bounded by Config.PollTimeout. A poll that
 // times out fails like any other; the polling loops count it against
 // maxPollFailures and poll again.
 func (s *taskBridge) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
 	return s.boundedTaskCall(ctx, "tasks/get", id, nil)
 }
 
-// boundedTaskCall is taskCall bounded by pollTimeout.
+// boundedTaskCall is taskCall bounded by Config.PollTimeout.
 func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
-	bctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.PollTimeout)
 	defer cancel()
 	res, rpcErr, err := s.taskCall(bctx, method, id, extra)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%s: %w within %v", method, errPollTimeout, min(pollTimeout, s.cfg.IdleTimeout))
+		err = fmt.Errorf("%s: %w within %v (raise %s if it is that slow)", method, errPollTimeout, s.cfg.PollTimeout, s.hint(rewrite.HintPollTimeout))
 	}
 	return res, rpcErr, err
 }
@@ -195,7 +197,7 @@ func transient(method string, err error) bool {
 
 // retriedTaskCall makes a tasks/get or tasks/update of the proxy's own under
 // the retry rules of forward.go (DESIGN.md invariant 6) for a method that is
-// safe to repeat: each attempt bounded by pollTimeout, and a transient
+// safe to repeat: each attempt bounded by Config.PollTimeout, and a transient
 // failure (see transient) made again: up to maxDialRetries times when the
 // connection could not be made, maxBrokenRetries times otherwise, after
 // retryBackoff, doubling. The server's JSON-RPC error is its answer: never
@@ -292,7 +294,7 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 	if err != nil {
 		s.log.Error("updating the task state file failed", zap.Error(err))
 	}
-	if notify && registered && changed && rec.CancelledAt == "" {
+	if notify && registered && changed && !rec.settled() {
 		params := t.View(s.cfg.Tasks, rewrite.ViewOverride{})
 		s.sendOp(rewrite.NotificationFrame("notifications/tasks/status", params), op, nil)
 	}
@@ -317,6 +319,28 @@ func cancelledView(at string) rewrite.ViewOverride {
 	return rewrite.ViewOverride{Status: rewrite.StatusCancelled, StatusMessage: "The task was cancelled by request.", LastUpdatedAt: at}
 }
 
+// settled reports whether the proxy decided the task's status for the
+// client, whatever the server says later: cancelled by the client, or
+// failed because it asked for input the client cannot give.
+func (r record) settled() bool { return r.CancelledAt != "" || r.UnanswerableAt != "" }
+
+// override is the record's sticky view (see settled), or none.
+func (r record) override() rewrite.ViewOverride {
+	switch {
+	case r.CancelledAt != "":
+		return cancelledView(r.CancelledAt)
+	case r.UnanswerableAt != "":
+		return unanswerableView(r.Unanswerable, r.UnanswerableAt)
+	}
+	return rewrite.ViewOverride{}
+}
+
+// unanswerableView is a task failed for the client because it asked for
+// input the client cannot give: the statusMessage is the error's message.
+func unanswerableView(errObj []byte, at string) rewrite.ViewOverride {
+	return rewrite.ViewOverride{Status: rewrite.StatusFailed, StatusMessage: gjson.GetBytes(errObj, "message").String(), LastUpdatedAt: at}
+}
+
 // taskGet answers tasks/get (tasks.md §13.3).
 func (s *taskBridge) taskGet(ctx context.Context, c *call, id string) outcome {
 	if rec, found, local := s.localTask(id); local {
@@ -332,13 +356,17 @@ func (s *taskBridge) taskGet(ctx context.Context, c *call, id string) outcome {
 	t := rewrite.ReadTask(res)
 	rec, _ := s.observe(c.op, t, res, false)
 	out := outcome{rewrites: []string{"task.view", "ttl.rename"}}
-	var ov rewrite.ViewOverride
-	if rec.CancelledAt != "" {
-		ov = cancelledView(rec.CancelledAt)
-	} else if t.Status == rewrite.StatusInputRequired {
-		// Ask after the answer is out (2025 order: the client learns the
-		// status, then gets the requests).
-		out.after = func() { s.dispatchInput(withOp(s.ctx, c.op), t, id) }
+	ov := rec.override()
+	if !rec.settled() && t.Status == rewrite.StatusInputRequired {
+		if errObj, at := s.unanswerable(c.op, t, "task "+id); errObj != nil {
+			// The client cannot give what the task waits for: it sees
+			// the task failed at once, not input_required forever.
+			ov = unanswerableView(errObj, at)
+		} else {
+			// Ask after the answer is out (2025 order: the client learns
+			// the status, then gets the requests).
+			out.after = func() { s.dispatchInput(withOp(s.ctx, c.op), t, id) }
+		}
 	}
 	out.frame = rewrite.ResultFrame(c.id, rewrite.TaskResult(t, s.cfg.Tasks, ov))
 	return out
@@ -369,12 +397,7 @@ func recordTask(rec record) rewrite.Task {
 
 // recordView is the legacy view of a registered task's last known state.
 func (s *taskBridge) recordView(rec record) []byte {
-	t := recordTask(rec)
-	var ov rewrite.ViewOverride
-	if rec.CancelledAt != "" {
-		ov = cancelledView(rec.CancelledAt)
-	}
-	return rewrite.TaskResult(t, s.cfg.Tasks, ov)
+	return rewrite.TaskResult(recordTask(rec), s.cfg.Tasks, rec.override())
 }
 
 // taskResult answers tasks/result: from the cached outcome, or by polling
@@ -385,7 +408,7 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 		// Only a known outcome is final: a task may be created already
 		// terminal, without its payload, which a tasks/get then brings.
 		t := rec.task()
-		final := rec.Synthetic || rec.CancelledAt != "" || t.Status == rewrite.StatusCancelled || len(rec.Result) > 0 || len(rec.Error) > 0
+		final := rec.Synthetic || rec.settled() || t.Status == rewrite.StatusCancelled || len(rec.Result) > 0 || len(rec.Error) > 0
 		if frame := s.outcome(c, rec, t, id); final && frame != nil {
 			return frame
 		}
@@ -418,17 +441,26 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 		}
 		failures = 0
 		t := rewrite.ReadTask(res)
+		var gaveUp []byte
+		if t.Status == rewrite.StatusInputRequired {
+			// Before observe records the status: a task given up is
+			// never announced input_required.
+			gaveUp, _ = s.unanswerable(c.op, t, "task "+id)
+		}
 		rec, registered := s.observe(c.op, t, res, true)
 		if !registered {
 			rec = record{ID: id, Task: []byte(res.Raw), Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}
 		}
-		if rec.CancelledAt != "" || t.Terminal() {
-			if t.Status == rewrite.StatusCancelled && rec.CancelledAt == "" {
+		if rec.settled() || t.Terminal() {
+			if t.Status == rewrite.StatusCancelled && !rec.settled() {
 				rec.CancelledAt = now()
 			}
 			if frame := s.outcome(c, rec, t, id); frame != nil {
 				return frame
 			}
+		}
+		if gaveUp != nil {
+			return rewrite.ErrorFrameRaw(c.id, gaveUp)
 		}
 		if t.Status == rewrite.StatusInputRequired {
 			s.dispatchInput(withOp(s.ctx, c.op), t, id)
@@ -441,7 +473,11 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 // t, or nil while the task is still running.
 func (s *taskBridge) outcome(c *call, rec record, t rewrite.Task, id string) []byte {
 	switch {
-	case rec.CancelledAt != "" || t.Status == rewrite.StatusCancelled:
+	case rec.CancelledAt != "":
+		return taskCancelled(c, id)
+	case rec.UnanswerableAt != "":
+		return rewrite.ErrorFrameRaw(c.id, rec.Unanswerable)
+	case t.Status == rewrite.StatusCancelled:
 		return taskCancelled(c, id)
 	case len(rec.Result) > 0:
 		frame, err := rewrite.ResultFrameFor(c.id, "tools/call", gjson.ParseBytes(rec.Result), id)
@@ -494,7 +530,7 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte 
 	if ok {
 		t = rec.task()
 	}
-	if !ok || !t.Terminal() && rec.CancelledAt == "" && !rec.Synthetic {
+	if !ok || !t.Terminal() && !rec.settled() && !rec.Synthetic {
 		// Fresh state first: a task that finished meanwhile cannot be
 		// cancelled (2025 MUST answer -32602).
 		res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
@@ -508,6 +544,8 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte 
 	switch {
 	case rec.CancelledAt != "":
 		return alreadyTerminal(c, rewrite.StatusCancelled)
+	case rec.UnanswerableAt != "":
+		return alreadyTerminal(c, rewrite.StatusFailed)
 	case rec.Synthetic || t.Terminal():
 		status := t.Status
 		if rec.Synthetic {
@@ -569,12 +607,7 @@ func (s *taskBridge) taskList(ctx context.Context, c *call, f *rewrite.Frame) []
 			b = append(b, ',')
 		}
 		first = false
-		t := recordTask(rec)
-		var ov rewrite.ViewOverride
-		if rec.CancelledAt != "" {
-			ov = cancelledView(rec.CancelledAt)
-		}
-		b = append(b, t.View(s.cfg.Tasks, ov)...)
+		b = append(b, recordTask(rec).View(s.cfg.Tasks, rec.override())...)
 	}
 	b = append(b, ']')
 	if end < len(recs) {
@@ -592,7 +625,7 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 	for i := range page {
 		rec := &page[i]
 		t := rec.task()
-		if rec.Synthetic || rec.CancelledAt != "" || t.Terminal() {
+		if rec.Synthetic || rec.settled() || t.Terminal() {
 			continue
 		}
 		wg.Go(func() {
@@ -613,6 +646,11 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
 			default:
 				t := rewrite.ReadTask(res)
+				if t.Status == rewrite.StatusInputRequired {
+					// Recorded before observe, which then announces no
+					// input_required for a task given up.
+					s.unanswerable(opOf(ctx), t, "task "+rec.ID)
+				}
 				if r, ok := s.observe(opOf(ctx), t, res, true); ok {
 					*rec = r
 				}
@@ -692,6 +730,101 @@ func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedT
 		}
 		s.bg.start(func() { s.deliverInput(ctx, t.ID, in, relatedTask, k, held) })
 	}
+}
+
+// unanswerable handles a poll that shows task t input_required. When an
+// input request asks for what the client declared it cannot give
+// (elicitation without elicitation or its mode, sampling without
+// sampling, roots without roots; eras.md §8.1 forbids the server to ask),
+// nobody waits for an answer that cannot come (DESIGN.md invariant 18):
+//
+//   - the server is answered at once, once per task, in the background
+//     (answerUnaskable);
+//   - a task the client created through the proxy is recorded failed for
+//     the client from then on (record.Unanswerable): tasks/get shows it
+//     failed, with the error's message as statusMessage, and tasks/result
+//     answers the error;
+//   - the error is returned, for the call that waits (what names the work
+//     that cannot finish).
+//
+// It returns the JSON-RPC error object and when the task was given up
+// (the recorded ones, for a task given up before), or nil when every input
+// request can be asked.
+func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byte, string) {
+	reqs := inputRequests(t.InputRequests)
+	merr := s.firstUnaskable(reqs)
+	if merr == nil {
+		return nil, ""
+	}
+	code, msg, data := merr.rpcError(what, t.ID)
+	errObj := []byte(gjson.GetBytes(rewrite.ErrorFrame(rewrite.NullID, code, msg, data), "error").Raw)
+	at := now()
+	s.mu.Lock()
+	if s.unanswered == nil {
+		s.unanswered = map[string]bool{}
+	}
+	first := !s.unanswered[t.ID]
+	s.unanswered[t.ID] = true
+	s.mu.Unlock()
+	if first {
+		s.warn("a task asks for input the client declared it cannot give; the client's wait ends with an error and the server is told",
+			zap.String("taskId", t.ID), zap.Error(merr))
+		s.bg.start(func() { s.answerUnaskable(withOp(s.ctx, op), op, t.ID, reqs) })
+	}
+	err := s.reg.update(t.ID, func(r *record) bool {
+		switch {
+		case r.Seq == 0:
+			return false // not a task this client created through the proxy
+		case r.UnanswerableAt != "":
+			errObj, at = r.Unanswerable, r.UnanswerableAt // given up before
+		case r.CancelledAt == "":
+			r.Unanswerable, r.UnanswerableAt = errObj, at
+		}
+		return true
+	})
+	if err != nil {
+		s.log.Error("updating the task state file failed", zap.Error(err))
+	}
+	return errObj, at
+}
+
+// cancelAnswer is the ElicitResult of an elicitation the client cannot
+// show: dismissed without an explicit choice.
+var cancelAnswer = []byte(`{"action":"cancel"}`)
+
+// answerUnaskable tells the server of task taskID that its input requests
+// reqs will not be answered as asked. When every one is an elicitation the
+// client cannot show, each is answered {"action":"cancel"} with one
+// tasks/update: the answer the proxy gives for any elicitation the client
+// cannot answer (eras.md §8.3, tasks.md §13.3), which servers must handle;
+// the task goes on, to the outcome the server chooses. Otherwise (sampling
+// or roots, for which no result means "cannot", or keys the client would
+// be asked in vain since the task is given up) the task is abandoned with
+// tasks/cancel (eras.md §8.3: abandon rather than send an unsupported
+// request). A tasks/update the server does not take falls back to
+// tasks/cancel.
+func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, reqs []inputRequest) {
+	answers := make([]rewrite.InputAnswer, 0, len(reqs))
+	for _, in := range reqs {
+		if in.method != "elicitation/create" || s.cannotAsk(in) == nil {
+			answers = nil
+			break
+		}
+		answers = append(answers, rewrite.InputAnswer{Key: in.key, Answer: cancelAnswer})
+	}
+	if len(answers) > 0 {
+		extra := append([]byte{','}, rewrite.RetryParams(answers, nil)...)
+		_, rpcErr, err := s.retriedTaskCall(ctx, "tasks/update", taskID, extra)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil && !rpcErr.Exists():
+			s.info("answered the task's elicitation with cancel: the client cannot show it", zap.String("taskId", taskID))
+			return
+		}
+		s.warn("tasks/update with cancel failed; cancelling the task", zap.String("taskId", taskID), zap.Error(err), zap.String("error", rpcErr.Raw))
+	}
+	s.cancelUpstream(op, taskID)
 }
 
 // deliverInput asks the client for one input request (unless its answer is
@@ -797,6 +930,9 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 		case t.Status == rewrite.StatusCancelled:
 			return taskCancelled(c, t.ID)
 		case t.Status == rewrite.StatusInputRequired:
+			if errObj, _ := s.unanswerable(c.op, t, "tools/call (the server runs it as task "+t.ID+")"); errObj != nil {
+				return rewrite.ErrorFrameRaw(c.id, errObj)
+			}
 			s.dispatchInput(ctx, t, "")
 		}
 		d := rewrite.PollInterval(t.PollInterval)

@@ -176,13 +176,16 @@ func TestTaskNotificationsCarryTheirOp(t *testing.T) {
 	}
 }
 
-// shortPolls sets the poll bound for one test; call it before starting the
-// session, so that the bound is restored after the session has stopped.
-func shortPolls(t *testing.T, d time.Duration) {
+// shortPolls is a session config whose polls are bounded by d.
+func shortPolls(d time.Duration) Config { return Config{PollTimeout: d} }
+
+// startWithTaskCfg is startWithTask with a config.
+func startWithTaskCfg(t *testing.T, id string, cfg Config) (*taskServer, *legacyClient) {
 	t.Helper()
-	old := pollTimeout
-	pollTimeout = d
-	t.Cleanup(func() { pollTimeout = old })
+	ts := newTaskServer(t, true)
+	c := startTasks(t, ts, cfg, elicitCaps)
+	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":`+jstr(id)+`},"task":{}}`)
+	return ts, c
 }
 
 // A tasks/get poll that hangs ends within the poll bound, not the idle
@@ -190,8 +193,7 @@ func shortPolls(t *testing.T, d time.Duration) {
 // ends. The bound is 50 ms here; each answer is awaited for at most `wait`.
 func TestTaskPollTimeout(t *testing.T) {
 	t.Run("tasks/result", func(t *testing.T) {
-		shortPolls(t, 50*time.Millisecond)
-		ts, c := startWithTask(t, "t-hang-res")
+		ts, c := startWithTaskCfg(t, "t-hang-res", shortPolls(50*time.Millisecond))
 		ts.script("t-hang-res", stepCompleted(taskOutput))
 		ts.fault("tasks/get", faultHang)
 		if res := c.call(`2`, "tasks/result", taskParams("t-hang-res")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
@@ -202,9 +204,8 @@ func TestTaskPollTimeout(t *testing.T) {
 		}
 	})
 	t.Run("followed", func(t *testing.T) {
-		shortPolls(t, 50*time.Millisecond)
 		ts := newTaskServer(t, true)
-		c := startTasks(t, ts, Config{}, elicitCaps)
+		c := startTasks(t, ts, shortPolls(50*time.Millisecond), elicitCaps)
 		ts.script("t-hang-follow", stepCompleted(taskOutput))
 		ts.fault("tasks/get", faultHang, faultHang)
 		if r := c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-hang-follow"}}`); gjson.Get(r, "result.structuredContent.answer").Int() != 42 {
@@ -215,8 +216,7 @@ func TestTaskPollTimeout(t *testing.T) {
 		}
 	})
 	t.Run("tasks/get", func(t *testing.T) {
-		shortPolls(t, 50*time.Millisecond)
-		ts, c := startWithTask(t, "t-hang-get")
+		ts, c := startWithTaskCfg(t, "t-hang-get", shortPolls(50*time.Millisecond))
 		ts.script("t-hang-get", stepCompleted(taskOutput))
 		ts.fault("tasks/get", faultHang)
 		if g := c.call(`2`, "tasks/get", taskParams("t-hang-get")); gjson.Get(g, "result.status").Str != "completed" {
@@ -234,8 +234,7 @@ func TestTaskPollTimeout(t *testing.T) {
 		}
 	})
 	t.Run("tasks/list", func(t *testing.T) {
-		shortPolls(t, 50*time.Millisecond)
-		ts, c := startWithTask(t, "t-hang-list")
+		ts, c := startWithTaskCfg(t, "t-hang-list", shortPolls(50*time.Millisecond))
 		ts.fault("tasks/get", faultHang)
 		tasks, _ := c.listTasks(`2`, `{}`)
 		if v, ok := findTask(tasks, "t-hang-list"); !ok || v.Get("status").Str != "working" {

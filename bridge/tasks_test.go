@@ -15,9 +15,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -1075,36 +1072,6 @@ func TestTaskInputRequired(t *testing.T) {
 	}
 	if n := ts.count("tasks/update", "t-input"); n != 2 {
 		t.Errorf("%d tasks/update upstream, want 2", n)
-	}
-}
-
-// 10. A client without the elicitation capability is not asked; the proxy
-// logs and leaves the task for the client to cancel.
-func TestTaskInputRequiredWithoutCapability(t *testing.T) {
-	ts := newTaskServer(t, true)
-	core, logs := observer.New(zapcore.DebugLevel)
-	c := startTasks(t, ts, Config{Logger: zap.New(core)}, `{}`)
-	c.call(`1`, "tools/call", `{"name":"task","arguments":{"id":"t-noelicit"},"task":{}}`)
-	ts.script("t-noelicit", stepInputRequired(`{"k1":`+elicitK1+`}`))
-	g := c.call(`2`, "tasks/get", taskParams("t-noelicit"))
-	if gjson.Get(g, "result.status").Str != "input_required" {
-		t.Errorf("tasks/get: %s", g)
-	}
-	deadline := time.Now().Add(wait)
-	for logs.FilterField(zap.String("taskId", "t-noelicit")).FilterMessageSnippet("not answered").Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no log about the input request the client cannot answer; logs: %v", logs.All())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	c.sync()
-	for _, f := range c.all {
-		if gjson.Get(f, "method").Str == "elicitation/create" {
-			t.Errorf("elicitation/create sent to a client without the capability: %s", f)
-		}
-	}
-	if n := ts.count("tasks/update", ""); n != 0 {
-		t.Errorf("%d tasks/update upstream, want none", n)
 	}
 }
 

@@ -550,23 +550,31 @@ func TestTasksResultInputRequired(t *testing.T) {
 }
 
 // TestTasksInputWithoutCapability: an input request of a kind the client
-// did not declare is not sent; the task waits and can be cancelled.
+// did not declare is not sent; the task is failed for the client at once
+// (never input_required), the server's elicitation is answered cancel, and
+// the task, being terminal, cannot be cancelled.
 func TestTasksInputWithoutCapability(t *testing.T) {
 	t.Parallel()
 	up := newDemoUpstream(t)
 	p := tkStart(t, up)
 	p.initialize() // capabilities {}: no elicitation
 	id := tkCreate(p, "needs_input", `{}`).Get("taskId").String()
-	tkPoll(p, id, "input_required")
+	view := tkPoll(p, id, "failed")
+	if msg := view.Get("statusMessage").String(); !strings.Contains(msg, "elicitation") {
+		t.Errorf("statusMessage %q does not name the undeclared elicitation capability", msg)
+	}
 	for range 2 {
-		if st := resultOf(t, tkGet(p, id)).Get("status").String(); st != "input_required" {
-			t.Fatalf("status %q, want input_required", st)
+		if st := resultOf(t, tkGet(p, id)).Get("status").String(); st != "failed" {
+			t.Fatalf("status %q, want failed (sticky)", st)
 		}
 	}
-	view := resultOf(t, p.call(tkID("cancel"), "tasks/cancel", tkTaskParams(id)))
-	if st := view.Get("status").String(); st != "cancelled" {
-		t.Errorf("tasks/cancel of a waiting task: status %q, want cancelled", st)
+	e := errorOf(t, p.call(tkID("cancel"), "tasks/cancel", tkTaskParams(id)))
+	if e.Get("code").Int() != -32602 || !strings.Contains(e.Get("message").String(), "failed") {
+		t.Errorf("tasks/cancel of the failed task: %s, want -32602 naming its terminal status", e.Raw)
 	}
+	up.waitRequest(t, "tasks/update answering the elicitation with cancel", func(ex *exchange) bool {
+		return ex.RPCMethod == "tasks/update" && strings.Contains(gjson.GetBytes(ex.Body, "params.inputResponses").Raw, `"cancel"`)
+	})
 	p.closeStdin()
 	if code := p.waitExit(cleanupExitTimeout); code != 0 {
 		t.Errorf("exit status %d", code)
@@ -575,9 +583,6 @@ func TestTasksInputWithoutCapability(t *testing.T) {
 		if gjson.GetBytes(l, "method").String() == "elicitation/create" {
 			t.Errorf("an elicitation/create reached a client that declared no elicitation capability: %s", l)
 		}
-	}
-	if len(up.requests("tasks/update")) != 0 {
-		t.Errorf("tasks/update sent for an input request the client was never asked")
 	}
 	if !strings.Contains(p.stderr.String(), "elicitation") {
 		t.Errorf("no warning about the undeclared elicitation capability on stderr:\n%s", p.stderr.String())

@@ -15,6 +15,7 @@ type Hint string
 const (
 	HintRequestTimeout        Hint = "request-timeout"
 	HintIdleTimeout           Hint = "idle-timeout"
+	HintPollTimeout           Hint = "poll-timeout"
 	HintResponseHeaderTimeout Hint = "response-header-timeout"
 	HintDrainTimeout          Hint = "drain-timeout"
 	HintAuthTimeout           Hint = "auth-timeout"
@@ -40,7 +41,7 @@ const (
 
 // Hints lists every Hint the proxy's messages may use.
 func Hints() []Hint {
-	return []Hint{HintRequestTimeout, HintIdleTimeout, HintResponseHeaderTimeout, HintDrainTimeout, HintAuthTimeout,
+	return []Hint{HintRequestTimeout, HintIdleTimeout, HintPollTimeout, HintResponseHeaderTimeout, HintDrainTimeout, HintAuthTimeout,
 		HintMaxMessageSize, HintMaxInFlight, HintMaxMRTRRounds, HintProtocol, HintTransport, HintIgnoreTool,
 		HintStateFile, HintNoState, HintAllowHTTP, HintHeader, HintResource, HintOAuthStore, HintOAuthCallbackPort,
 		HintStaticClientInfo, HintClientMetadataURL, HintAllowOrigin, HintMaxSessions, HintAuthTokenFile}

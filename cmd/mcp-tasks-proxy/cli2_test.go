@@ -152,7 +152,7 @@ func TestDurationsTakeBareSeconds(t *testing.T) {
 		}
 		got := map[string]time.Duration{"connect-timeout": c.connectTimeout, "discover-timeout": c.discoverTimeout,
 			"response-header-timeout": c.responseHeaderTimeout, "idle-timeout": c.idleTimeout, "request-timeout": c.requestTimeout,
-			"drain-timeout": c.drainTimeout, "auth-timeout": c.oauth.timeout}[name]
+			"drain-timeout": c.drainTimeout, "auth-timeout": c.oauth.timeout, "poll-timeout": c.pollTimeout}[name]
 		if got != 7*time.Second {
 			t.Errorf("--%s 7 = %v, want 7s", name, got)
 		}

@@ -91,6 +91,8 @@ type config struct {
 	maxSubscriptions int
 	// idleTimeout ends an upstream request that sends nothing this long.
 	idleTimeout time.Duration
+	// pollTimeout bounds one tasks/get or tasks/update of the proxy's own.
+	pollTimeout time.Duration
 	// requestTimeout is the hard maximum of one upstream request.
 	requestTimeout time.Duration
 	// cpuProfile receives a Go CPU profile of the whole run.
@@ -520,7 +522,7 @@ func (c *config) checkBounds() error {
 	if c.idleTimeout <= 0 || c.requestTimeout < 0 {
 		return usagef("--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none")
 	}
-	if c.connectTimeout <= 0 || c.discoverTimeout <= 0 {
+	if c.connectTimeout <= 0 || c.discoverTimeout <= 0 || c.pollTimeout <= 0 {
 		return usagef("timeouts must be positive durations such as 10s or 2m")
 	}
 	return nil

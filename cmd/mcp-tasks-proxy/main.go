@@ -320,6 +320,7 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 		StatePath:      statePath,
 		MaxRounds:      cfg.maxRounds,
 		IdleTimeout:    cfg.idleTimeout,
+		PollTimeout:    cfg.pollTimeout,
 		RequestTimeout: cfg.requestTimeout,
 		Protocol:       cfg.protocol,
 		DrainTimeout:   cfg.drainTimeout,
