@@ -168,12 +168,19 @@ func testNodes(t *testing.T) []testNode {
 // the launcher's path.
 func launcherTree(t *testing.T) string {
 	t.Helper()
-	host := hostTarget(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, err := os.Executable()
+	return launcherTreeWith(t, func(dst string) error { return os.Symlink(self, dst) })
+}
+
+// launcherTreeWith is launcherTree with the native binary's file made by
+// place.
+func launcherTreeWith(t *testing.T, place func(dst string) error) string {
+	t.Helper()
+	host := hostTarget(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +203,7 @@ func launcherTree(t *testing.T) string {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(self, filepath.Join(bin, "mcp-tasks-proxy")); err != nil {
+	if err := place(filepath.Join(bin, "mcp-tasks-proxy")); err != nil {
 		t.Fatal(err)
 	}
 	return filepath.Join(main, "bin", "mcp-tasks-proxy")
@@ -407,6 +414,45 @@ func TestLauncherEndsAsItsChild(t *testing.T) {
 			}
 			t.Logf("ended with %s", describe(ws))
 		})
+	}
+}
+
+// TestLauncherBinaryItCannotRun: a platform binary that cannot be run (not
+// executable, or no binary for this machine) ends the launcher with an
+// error that names it, never an abort: Node before 26 aborts the process
+// when process.execve fails, so the launcher must not try the exec then.
+func TestLauncherBinaryItCannotRun(t *testing.T) {
+	nodes := testNodes(t)
+	for _, c := range []struct {
+		name string
+		mode os.FileMode
+		want int // exit code, as a shell gives it
+	}{
+		{"not executable", 0o644, 126},
+		{"not a binary for this machine", 0o755, 126},
+	} {
+		launcher := launcherTreeWith(t, func(dst string) error {
+			return os.WriteFile(dst, []byte("not a binary for this machine\n"), c.mode)
+		})
+		for _, node := range nodes {
+			t.Run(node.version+"/"+c.name, func(t *testing.T) {
+				l := startLauncher(t, node, launcher)
+				_ = l.stdin.Close()
+				ws := l.wait(t)
+				<-l.lines // stdout closed: the launcher and all it started are gone
+				stderr := l.stderr.String()
+				if ws.Signaled() || ws.ExitStatus() != c.want {
+					t.Errorf("the launcher ended with %s, want exit code %d; stderr:\n%s", describe(ws), c.want, stderr)
+				}
+				if !strings.Contains(stderr, "mcp-tasks-proxy: cannot start ") {
+					t.Errorf("stderr does not say the binary cannot start:\n%s", stderr)
+				}
+				if strings.Contains(stderr, "execve") {
+					t.Errorf("stderr speaks of execve, which the launcher should not have tried:\n%s", stderr)
+				}
+				t.Logf("ended with %s; stderr: %q", describe(ws), stderr)
+			})
+		}
 	}
 }
 
