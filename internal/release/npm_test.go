@@ -50,9 +50,11 @@ const initializeLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 // scripts/npm/pack.js (a stand-in file for the other platforms' binaries,
 // which npm must never install here), and installs them as users do:
 // offline from the .tgz files, from a registry (a local one serving those
-// files) with npm install -g and with npx, and with install scripts off.
-// Each time the installed command must be the native binary itself, print
-// the version and answer an initialize in --demo mode.
+// files) with npm install -g and with npx, approved under npm 11's
+// allowScripts policy, and with install scripts off. Each time the
+// installed command must be the native binary itself (the Node launcher
+// with scripts off, whose binary must have the command's stdin and stdout),
+// print the version and answer an initialize in --demo mode.
 func TestNPMPackages(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the npm install test runs on Unix: on Windows npm's shims run the Node launcher by design")
@@ -148,6 +150,36 @@ func TestNPMPackages(t *testing.T) {
 				t.Errorf("npm downloaded %s, which is not for this machine", f)
 			}
 		}
+	})
+
+	// npm 11's allowScripts policy: what the README says to run to approve
+	// the postinstall step, at install and after an install that skipped it.
+	// (What a user who does not approve it gets is the Node launcher, as
+	// with --ignore-scripts below.)
+	t.Run("npm allowScripts", func(t *testing.T) {
+		dir := t.TempDir()
+		if out := run(t, dir, baseEnv(dir), npm, "config", "get", "strict-allow-scripts"); strings.TrimSpace(out) != "false" {
+			t.Skipf("this npm has no allowScripts policy (npm config get strict-allow-scripts: %q)", strings.TrimSpace(out))
+		}
+		reg := startRegistry(t, tgzs)
+		env := append(baseEnv(dir), "npm_config_registry="+reg.url+"/")
+
+		// Approved at install: --strict-allow-scripts makes npm fail
+		// where the approval did not cover the script. (npm 11.19's check
+		// for it looks at PREFIX/lib before it makes it: made here, as any
+		// used global prefix has it.)
+		prefix := filepath.Join(dir, "approved")
+		if err := os.MkdirAll(filepath.Join(prefix, "lib"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		run(t, dir, env, npm, "install", "-g", "--strict-allow-scripts", "--allow-scripts=mcp-tasks-proxy", "--prefix", prefix, "mcp-tasks-proxy")
+		checkNative(t, filepath.Join(prefix, "bin", "mcp-tasks-proxy"), native)
+
+		// Approved after an install that skipped the script.
+		prefix = filepath.Join(dir, "later")
+		run(t, dir, env, npm, "install", "-g", "--ignore-scripts", "--prefix", prefix, "mcp-tasks-proxy")
+		run(t, dir, env, npm, "rebuild", "-g", "--strict-allow-scripts", "--allow-scripts=mcp-tasks-proxy", "--prefix", prefix, "mcp-tasks-proxy")
+		checkNative(t, filepath.Join(prefix, "bin", "mcp-tasks-proxy"), native)
 	})
 
 	t.Run("install scripts off: the Node launcher", func(t *testing.T) {
@@ -400,6 +432,12 @@ func checkStdioHolder(t *testing.T, pid int, name, wantDescendant string) {
 		return
 	}
 	want := fileSum(t, wantDescendant)
+	// A launcher on a Node with process.execve becomes the binary: the
+	// started process itself then runs it, with the pipes we gave it.
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && fileSum(t, exe) == want {
+		t.Logf("the started process (pid %d) runs the native binary itself (the launcher exec'd it)", pid)
+		return
+	}
 	for _, d := range descendants(pid) {
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", d))
 		if err != nil || fileSum(t, exe) != want {
