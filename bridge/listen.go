@@ -59,10 +59,6 @@ import (
 // than a client watches at once and keeps that filter small.
 const DefaultMaxSubscriptions = 256
 
-// HintMaxSubscriptions names the setting of the subscription bound in the
-// error past it (the command layer's --max-subscriptions).
-const HintMaxSubscriptions rewrite.Hint = "max-subscriptions"
-
 // The reconnect delays of a dropped listen stream (nextListenDelay).
 const (
 	listenBackoffMin = 250 * time.Millisecond
@@ -388,7 +384,7 @@ func (s *listens) subscribe(ctx context.Context, c *call, uri string) []byte {
 			return s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError,
 				fmt.Appendf(nil, `{"subscriptions":%d,"maxSubscriptions":%d}`, n, limit),
 				"the proxy refused resources/subscribe of %s: this session already holds %d resource subscriptions, its maximum; unsubscribe from one first (resources/unsubscribe), or raise %v",
-				uri, limit, HintMaxSubscriptions))
+				uri, limit, rewrite.HintMaxSubscriptions))
 		}
 		if !s.reconciling {
 			if !s.bg.start(s.reconcile) {

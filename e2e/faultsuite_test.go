@@ -1205,20 +1205,23 @@ func (l *fsLoadServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // fsPeakRSS reads VmHWM (the peak resident set) of a process, in KiB.
-func fsPeakRSS(pid int) (int64, error) {
+func fsPeakRSS(pid int) (int64, error) { return fsProcKiB(pid, "VmHWM") }
+
+// fsProcKiB reads one of the kB lines of /proc/PID/status (VmHWM, VmPeak).
+func fsProcKiB(pid int, key string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
 			f := strings.Fields(v)
 			if len(f) == 2 && f[1] == "kB" {
 				return strconv.ParseInt(f[0], 10, 64)
 			}
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM line in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s line in /proc/%d/status", key, pid)
 }
 
 // TestFaultLoad (issue 5 item 6): one proxy with --max-in-flight 16 gets 200

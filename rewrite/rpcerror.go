@@ -37,6 +37,10 @@ const (
 	HintAllowOrigin           Hint = "allow-origin"
 	HintMaxSessions           Hint = "max-sessions"
 	HintAuthTokenFile         Hint = "auth-token-file"
+	HintMaxSubscriptions      Hint = "max-subscriptions"
+	HintReadTimeout           Hint = "read-timeout"
+	HintMaxBodyMemory         Hint = "max-body-memory"
+	HintEventLogBytes         Hint = "event-log-bytes"
 )
 
 // Hints lists every Hint the proxy's messages may use.
@@ -44,7 +48,8 @@ func Hints() []Hint {
 	return []Hint{HintRequestTimeout, HintIdleTimeout, HintPollTimeout, HintResponseHeaderTimeout, HintDrainTimeout, HintAuthTimeout,
 		HintMaxMessageSize, HintMaxInFlight, HintMaxMRTRRounds, HintProtocol, HintTransport, HintIgnoreTool,
 		HintStateFile, HintNoState, HintAllowHTTP, HintHeader, HintResource, HintOAuthStore, HintOAuthCallbackPort,
-		HintStaticClientInfo, HintClientMetadataURL, HintAllowOrigin, HintMaxSessions, HintAuthTokenFile}
+		HintStaticClientInfo, HintClientMetadataURL, HintAllowOrigin, HintMaxSessions, HintAuthTokenFile,
+		HintMaxSubscriptions, HintReadTimeout, HintMaxBodyMemory, HintEventLogBytes}
 }
 
 // HintText turns a hint into the words that name the setting for the user.

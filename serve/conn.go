@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
-
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // What a connection may hold of the process.
@@ -65,17 +63,6 @@ func DefaultBodyMemory(maxMessage int) int64 {
 	}
 	return BodyMemoryMessages * int64(maxMessage)
 }
-
-// The settings the messages of this file point at (rewrite.Hint renders a
-// flag's name once the command has started).
-const (
-	hintReadTimeout   rewrite.Hint = "read-timeout"
-	hintMaxBodyMemory rewrite.Hint = "max-body-memory"
-)
-
-// Hints are the settings serve's own messages point at, besides those of
-// rewrite.Hints: the command checks that each names one of its flags.
-func Hints() []rewrite.Hint { return []rewrite.Hint{hintReadTimeout, hintMaxBodyMemory} }
 
 // reqBody is the body of a request that declares one (Content-Length, or
 // chunked), while its handler runs: ServeHTTP puts it in place of the

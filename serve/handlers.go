@@ -136,11 +136,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	case errors.Is(err, errBodyMemory):
 		s.metrics.refused.WithLabelValues("busy").Inc()
 		w.Header().Set("Retry-After", retryAfter)
-		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("Service Unavailable: the request bodies in progress hold the proxy's %d bytes of body memory (%v); retry later", s.bodies.max, hintMaxBodyMemory))
+		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("Service Unavailable: the request bodies in progress hold the proxy's %d bytes of body memory (%v); retry later", s.bodies.max, rewrite.HintMaxBodyMemory))
 		return nil, false
 	case errors.As(err, &netErr) && netErr.Timeout():
 		s.metrics.refused.WithLabelValues("timeout").Inc()
-		httpError(w, http.StatusRequestTimeout, fmt.Sprintf("Request Timeout: the body did not arrive within %v of the headers (the proxy's %v)", s.cfg.ReadTimeout, hintReadTimeout))
+		httpError(w, http.StatusRequestTimeout, fmt.Sprintf("Request Timeout: the body did not arrive within %v of the headers (the proxy's %v)", s.cfg.ReadTimeout, rewrite.HintReadTimeout))
 		return nil, false
 	case err != nil:
 		httpError(w, http.StatusBadRequest, "Bad Request: reading the body failed: "+err.Error())

@@ -34,7 +34,7 @@ func newMetrics() *metrics {
 			[]string{"method", "outcome"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_tasks_proxy_http_refused_total",
-			Help: "HTTP requests refused before reaching a session, by reason (forbidden, unauthorized, full)."},
+			Help: "HTTP requests refused before reaching a session, by reason (forbidden, unauthorized, full, busy, timeout)."},
 			[]string{"reason"}),
 		upstream: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mcp_tasks_proxy_upstream_latency_seconds",

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // rawEvent is one SSE event as written: its fields, comments apart.
@@ -219,8 +220,8 @@ func TestGetStreamLost(t *testing.T) {
 	_, sc, closeGet := h.getRaw(sid, "1")
 	evs := rawEvents(sc, 2+len(kept))
 	closeGet()
-	if len(evs) != 2+len(kept) || len(evs[1].comments) != 1 || evs[1].hasData || !strings.Contains(evs[1].comments[0], "dropped") || !strings.Contains(evs[1].comments[0], string(hintEventLogBytes)) {
-		t.Fatalf("resume from a dropped id: %+v, want the priming event, then a comment naming the loss and %s", evs, hintEventLogBytes)
+	if len(evs) != 2+len(kept) || len(evs[1].comments) != 1 || evs[1].hasData || !strings.Contains(evs[1].comments[0], "dropped") || !strings.Contains(evs[1].comments[0], string(rewrite.HintEventLogBytes)) {
+		t.Fatalf("resume from a dropped id: %+v, want the priming event, then a comment naming the loss and %s", evs, rewrite.HintEventLogBytes)
 	}
 	for i, ev := range evs[2:] {
 		if ev.id != fmt.Sprint(kept[i].id) {

@@ -258,13 +258,10 @@ func lastEventID(v string) (cursor int64, resume, post bool) {
 	return int64(n), true, false
 }
 
-// hintEventLogBytes names the setting of the GET stream's event log bound.
-const hintEventLogBytes = rewrite.Hint("event-log-bytes")
-
 // writeLost tells a GET stream, in a comment, that events it was to get
 // were dropped from the session's event log for its bound: the replay
 // starts at the oldest event kept.
 func writeLost(w io.Writer, after int64, bound int) error {
-	_, err := fmt.Fprintf(w, ": events after id %d were dropped from this session's event log (it keeps the newest %d bytes, %v); the replay starts at the oldest event kept\n\n", after, bound, hintEventLogBytes)
+	_, err := fmt.Fprintf(w, ": events after id %d were dropped from this session's event log (it keeps the newest %d bytes, %v); the replay starts at the oldest event kept\n\n", after, bound, rewrite.HintEventLogBytes)
 	return err
 }

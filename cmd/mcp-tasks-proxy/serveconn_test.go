@@ -8,20 +8,6 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/serve"
 )
 
-// serve's own messages point at flags of serve (--read-timeout,
-// --max-body-memory).
-func TestServeHintsNameFlags(t *testing.T) {
-	names := map[string]bool{}
-	for _, f := range serveFlags {
-		names["--"+f.Name] = true
-	}
-	for _, h := range serve.Hints() {
-		if !names[flagHint(h)] {
-			t.Errorf("serve's hint %q is rendered as %s, which is not a flag of serve", h, flagHint(h))
-		}
-	}
-}
-
 // The connection bounds: their defaults, and their values as given;
 // --max-body-memory's default follows --max-message-size, and a value
 // below it (no message that large could be read) is a usage error.
