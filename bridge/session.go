@@ -62,10 +62,6 @@ type Config struct {
 	Logger *zap.Logger
 	// MaxInFlight bounds concurrently forwarded requests. Default 64.
 	MaxInFlight int
-	// Started, when set, is told how many requests are in flight (their
-	// own included) each time one takes its slot. It runs on the
-	// session's starter: it must be quick and must not block.
-	Started func(inFlight int)
 	// MaxQueued bounds the requests read but waiting for an in-flight
 	// slot; one more is refused at once. Default 16 per slot, at least
 	// 1024. Their bytes are bounded by MaxMessageBytes.
@@ -381,9 +377,6 @@ func (s *Session) start(ctx context.Context) {
 			<-s.sem
 			s.finish(j.c, nil, nil, false)
 			continue
-		}
-		if s.cfg.Started != nil {
-			s.cfg.Started(len(s.sem))
 		}
 		select {
 		case work <- j:

@@ -3,8 +3,14 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -236,7 +242,10 @@ func TestExitOnStdinEOF(t *testing.T) {
 
 // TestExitOnSIGTERM: SIGTERM (or SIGHUP, a terminal's hang-up) with a
 // request in flight ends the process with status 0 within 5 s, and cancels
-// the upstream request.
+// the upstream request. stdin stays open and in blocking mode, as a host
+// hands it over, so the proxy's reader is waiting in read(2) when the
+// signal comes: that read must not hold the exit, and the proxy must not
+// have changed the pipe's mode for whoever shares it.
 func TestExitOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -259,6 +268,9 @@ func TestExitOnSIGTERM(t *testing.T) {
 			if tc.queued {
 				p.request(`"queued"`, "tools/call", `{"name":"echo","arguments":{"text":"queued"}}`)
 			}
+			if nonblock, ok := stdinNonblocking(t, p.cmd.Process.Pid); ok && nonblock {
+				t.Error("the proxy put its stdin pipe in non-blocking mode, which outlives a SIGKILL for whoever shares the pipe")
+			}
 			if err := p.cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
@@ -268,4 +280,29 @@ func TestExitOnSIGTERM(t *testing.T) {
 			waitClosed(t, cw.ctxDone, "cancellation of the in-flight upstream request")
 		})
 	}
+}
+
+// stdinNonblocking reports whether the process's stdin has O_NONBLOCK set,
+// from /proc/PID/fdinfo/0 (its flags, in octal); ok is false where there is
+// no /proc.
+func stdinNonblocking(t *testing.T, pid int) (nonblock, ok bool) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/0", pid))
+	if errors.Is(err, fs.ErrNotExist) && runtime.GOOS != "linux" {
+		return false, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, found := strings.CutPrefix(line, "flags:"); found {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			if err != nil {
+				t.Fatalf("fdinfo flags %q: %v", v, err)
+			}
+			return flags&syscall.O_NONBLOCK != 0, true
+		}
+	}
+	t.Fatalf("no flags line in /proc/%d/fdinfo/0:\n%s", pid, b)
+	return false, false
 }

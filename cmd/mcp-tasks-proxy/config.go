@@ -707,8 +707,5 @@ Examples:
 
 const helpOutro = `stdout carries only JSON-RPC lines; logs go to stderr or --log-file. Started from
 a terminal, one greeting line goes to stderr. NO_COLOR turns colours off.
-Go code runs on one thread, which costs a stdio bridge the least CPU per call,
-and on every CPU while 32 or more calls are in flight; GOMAXPROCS=N in the
-environment fixes it at N.
 Exit status: 0 on a normal end (stdin closed, SIGINT, SIGTERM, SIGHUP); 2 on a usage error.
 `

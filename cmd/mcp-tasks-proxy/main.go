@@ -33,7 +33,6 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo/authserver"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/heapgoal"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/safefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -126,11 +125,6 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 		defer stopProfile()
 	}
 
-	procsBefore, procs := stdioProcs(getenv, logger)
-	defer runtime.GOMAXPROCS(procsBefore)
-	defer procs.close()
-	defer heapgoal.Start(getenv).Stop() // the start line says the GOGC it set (gogc)
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
@@ -139,16 +133,12 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	if code != 0 {
 		return code
 	}
-	if procs != nil {
-		sessCfg.Started = procs.started
-	}
 	sess := bridge.New(sessCfg)
-	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.Int("gogc", heapgoal.GOGC()),
-		zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
+	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()))
 	if isTTY(stdin) && !cfg.silent {
 		fmt.Fprintln(stderr, helloLine(cfg, client.URL()))
 	}
-	return serveStdio(ctx, sess, logger, stdin, stdout, stderr)
+	return serveStdio(ctx, sess, logger, stdin, stdout)
 }
 
 // startBridge starts what every session of the process shares: the demo
@@ -339,10 +329,11 @@ func flagHint(h rewrite.Hint) string { return "--" + string(h) }
 
 // serveStdio runs the session on stdin and stdout until stdin ends, or a signal
 // comes (then the session gets exitGrace to finish). It returns the exit
-// status.
-func serveStdio(ctx context.Context, sess *bridge.Session, logger *zap.Logger, stdin io.Reader, stdout, stderr io.Writer) int {
-	stdin, restoreStdin := pollableStdin(stdin, stdout, stderr)
-	defer restoreStdin()
+// status. stdin is read as the host handed it over, with blocking reads: a
+// read still waiting for the client ties up only its goroutine, which a
+// cancelled session does not wait for, and main's os.Exit ends the process
+// with that read in flight.
+func serveStdio(ctx context.Context, sess *bridge.Session, logger *zap.Logger, stdin io.Reader, stdout io.Writer) int {
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(ctx, stdin, stdout) }()
 	var err error

@@ -11,14 +11,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/heapgoal"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/serve"
 )
 
@@ -253,7 +251,6 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 		return code
 	}
 	defer closeLog()
-	defer heapgoal.Start(getenv).Stop() // the start line says the GOGC it set (gogc)
 	bcfg, client, closeBridge, code := startBridge(cfg, logger, nil, stderr)
 	defer closeBridge()
 	if code != 0 {
@@ -279,8 +276,7 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	// No ReadTimeout: srv bounds each body itself, so that a refusal does
 	// not wait for a body (serve/conn.go).
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: c.readTimeout, IdleTimeout: serve.ConnIdleTimeout, ErrorLog: zap.NewStdLog(logger)}
-	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()),
-		zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)), zap.Int("gogc", heapgoal.GOGC()))
+	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()))
 	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)
 	probed := make(chan struct{})
 	go func() { // after the line: its warning follows it
