@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -31,8 +30,6 @@ import (
 // messages are checked as users read them.
 func TestMain(m *testing.M) {
 	rewrite.SetHintText(flagHints)
-	// Every frame a session emits to a trace as clean is checked.
-	os.Setenv(trace.VerifyEnv, "1")
 	goleak.VerifyTestMain(m)
 }
 
@@ -836,7 +833,7 @@ func TestTraceLinksEveryHopOfARequest(t *testing.T) {
 	u := newUpstream(t)
 	var buf syncBuf
 	tw := trace.New(&buf, trace.Options{})
-	h := initialized(t, u, Config{Trace: tw})
+	h := initialized(t, u, Config{Observer: tw})
 	h.send(`{"jsonrpc":"2.0","id":"c1","method":"prompts/list","params":{"_meta":{"progressToken":"p"},"password":"hunter2"}}`)
 	h.next()
 	h.stop()
@@ -922,7 +919,7 @@ func TestLargeResultsRewrittenInPlace(t *testing.T) {
 			var tw *trace.Writer
 			if traced {
 				tw = trace.New(&buf, trace.Options{})
-				cfg.Trace = tw
+				cfg.Observer = tw
 			}
 			h := initialized(t, u, cfg)
 			ids := []string{`1`, `"a-client-id-much-longer-than-any-upstream-id-0123456789"`, `2`, `"x"`, `3`, `"é\"quoted\""`}

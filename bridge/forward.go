@@ -100,19 +100,18 @@ type tries struct {
 // result is what one upstream exchange of a client request came to.
 type result struct {
 	frame    []byte    // the client's answer (nil: none, or input below)
-	rewrites []string  // what the answer's rewrite changed, for the trace
+	rewrites []string  // what the answer's rewrite changed, for the Observer
 	code     int       // the code of the server's JSON-RPC error, if any
 	again    retryKind // whether a failure may be retried
 	input    []byte    // an InputRequiredResult: ask the client, then retry
 	after    func()    // runs once the answer is queued
-	clean    bool      // frame is clean for the trace (trace.Record.FrameClean)
 }
 
 // failed is a result of an answer made by the proxy.
 func failed(frame []byte, again retryKind) result { return result{frame: frame, again: again} }
 
 func (r result) outcome() outcome {
-	return outcome{frame: r.frame, rewrites: r.rewrites, after: r.after, clean: r.clean}
+	return outcome{frame: r.frame, rewrites: r.rewrites, after: r.after}
 }
 
 // modernAttempt is one attempt of a request to a modern server.
@@ -130,7 +129,7 @@ func (s *modern) stillModern(ctx context.Context, c *call) bool {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
 	prober := s.prober()
-	if v := prober.Probe(s.traced(pctx, rwOwn), *s.meta.Load()); v.Era == capabilities.Modern {
+	if v := prober.Probe(s.observed(pctx, "", rwOwn), *s.meta.Load()); v.Era == capabilities.Modern {
 		s.info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.id))
 		return true
 	}
@@ -223,7 +222,7 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 	}
 
 	params := s.paramHeaders(f)
-	if s.tracing() {
+	if s.cfg.Observer != nil {
 		rw := slices.Clip(rwForward) // shared: an append below copies it first
 		if c.task.Exists() {
 			rw = append(rw, "task.drop")
@@ -234,11 +233,7 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 		if t.rawHeaders {
 			rw = append(rw, "headers.raw")
 		}
-		x := &traceExchange{op: c.op, rewrites: rw, answers: true}
-		if c.clientClean && len(up.Extra) == 0 && s.metaClean(mb) {
-			x.cleanBody = body // the client's clean frame, its id and the clean block
-		}
-		actx = withExchange(actx, x)
+		actx = s.observed(actx, c.op, rw)
 	}
 	start := time.Now()
 	resp, err := s.client.Post(actx, body, params)
@@ -402,8 +397,7 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 		}
 		touch()
 		raw := rewrite.TrimFrame(msg)
-		clean := s.cleanAnswer(ctx, raw) // the trace's verdict on these bytes
-		m, perr := parseKnown(raw, clean)
+		m, perr := rewrite.Parse(raw)
 		if perr != nil {
 			if !resp.IsSSE() {
 				if resp.Status < 300 {
@@ -434,7 +428,7 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
 				errorData(s.client.URL(), resp.Status, "", "")), retryNone)
 		}
-		r := s.down(ctx, c, f.Method, &m, clean, resp.Status, resp.Room())
+		r := s.down(ctx, c, f.Method, &m, resp.Status, resp.Room())
 		if m.Error.Exists() {
 			r.code = int(m.Error.Get("code").Int())
 		}
@@ -445,13 +439,13 @@ func (s *modern) answer(ctx context.Context, c *call, f *rewrite.Frame, upID []b
 // down rewrites the upstream response for the client. room, when not nil, is
 // the buffer m was read into with spare bytes in front (a large JSON body):
 // a plain result is then rewritten in place, so that only one copy of it is
-// ever in memory. clean says the trace found m clean (see below).
-func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Frame, clean bool, status int, room []byte) result {
+// ever in memory.
+func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Frame, status int, room []byte) result {
 	tasks := s.tasksEnabled()
 	augmented := protocol.MayBecomeTask(method) && c.task.Exists() && tasks
 	if augmented || method == "tools/list" {
-		// m is read after the rewrite. (A trace is no reason: Emit copied
-		// the frame before this.)
+		// m is read after the rewrite. (An Observer is no reason: it
+		// keeps nothing of the frame past its call.)
 		room = nil
 	}
 	d, err := rewrite.ResponseDown(m, rewrite.Down{ID: c.id, Method: method, HTTPStatus: status, TaskSupport: tasks, Room: room})
@@ -468,11 +462,7 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 		case augmented && !d.IsError:
 			return s.tasks.taskCreated(c, m)
 		}
-		// The server's clean message, with the id of the client's clean
-		// request restored and the rewrite's edits, is clean; a tools/list
-		// page, whose tools are edited further, is left to the trace.
-		clean = clean && method != "tools/list" && c.clientClean && s.editsClean
-		return result{frame: d.Frame, rewrites: d.Rewrites, clean: clean}
+		return result{frame: d.Frame, rewrites: d.Rewrites}
 	case protocol.ResultTask:
 		if !protocol.MayBecomeTask(method) {
 			break // only tools/call may become a task (tasks.md §13.8)

@@ -46,7 +46,7 @@ func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) o
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
 	defer cancel()
 	prober := s.prober()
-	v := prober.Probe(s.traced(pctx, rwOwn), meta)
+	v := prober.Probe(s.observed(pctx, "", rwOwn), meta)
 	if ctx.Err() != nil {
 		return outcome{} // the session is ending
 	}
@@ -128,8 +128,8 @@ func isEndpointError(err error) bool {
 	return errors.As(err, &ee)
 }
 
-// verdict logs the upstream era once per initialize, at info, and records
-// it in the trace.
+// verdict logs the upstream era once per initialize, at info, and tells
+// the Observer.
 func (s *handshake) verdict(op, era, reason string) {
 	mode := "bridge to 2026-07-28"
 	switch era {
@@ -139,7 +139,7 @@ func (s *handshake) verdict(op, era, reason string) {
 		mode = "passthrough over the HTTP+SSE transport (2024-11-05)"
 	}
 	s.info("upstream era detected", zap.String("era", era), zap.String("mode", mode), zap.String("url", s.client.URL()), zap.String("reason", reason))
-	s.traceEvent(op, "era: "+era+" ("+reason+"); mode: "+mode)
+	s.note(op, "era: "+era+" ("+reason+"); mode: "+mode)
 }
 
 // logLevels are the levels of both eras (eras.md §10).

@@ -271,7 +271,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 		return false, 0, err
 	}
 	op := l.op
-	pctx := s.traced(ctx, rwOwn)
+	pctx := s.observed(ctx, "", rwOwn)
 	if !first || l.failed == nil {
 		// No request of the client's waits for this stream: it may not
 		// start a sign-in (a tab per reconnect); a refreshed token it uses.

@@ -18,7 +18,7 @@ func TestTraceOpOnEveryRecordOfARequest(t *testing.T) {
 	u := newUpstream(t)
 	var buf syncBuf
 	tw := trace.New(&buf, trace.Options{})
-	h := initialized(t, u, Config{Trace: tw})
+	h := initialized(t, u, Config{Observer: tw})
 	arrived := make(chan struct{}, 1)
 	u.setHandler(func(w http.ResponseWriter, r *http.Request, body string) {
 		id := gjson.Get(body, "id").Raw

@@ -264,7 +264,7 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, st rout
 	actx, dl := s.deadlines(ctx, c)
 	defer dl.stop()
 	start := time.Now()
-	resp, err := p.sess.Post(s.tracedAs(actx, c.op, rwPass), st, body)
+	resp, err := p.sess.Post(s.observed(actx, c.op, rwPass), st, body)
 	if err != nil {
 		frame, again := s.sendFailed(ctx, actx, c, c.method, err)
 		return passResult{frame: frame, again: again, err: err}
@@ -306,7 +306,7 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, st rout
 			return res
 		}
 		gst := p.sess.Stamp()
-		resp, err = p.sess.Stream(s.tracedAs(actx, c.op, rwResume), gst, last)
+		resp, err = p.sess.Stream(s.observed(actx, c.op, rwResume), gst, last)
 		if err != nil {
 			frame, _ := s.sendFailed(ctx, actx, c, c.method, err)
 			res.frame = frame
@@ -519,7 +519,7 @@ func (t *streamable) fire(ctx context.Context, op string, body []byte, st routin
 	s := p.s
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
 	defer cancel()
-	resp, err := p.sess.Post(s.tracedAs(pctx, op, rwPass), st, body)
+	resp, err := p.sess.Post(s.observed(pctx, op, rwPass), st, body)
 	if err != nil {
 		return 0, err
 	}
@@ -578,7 +578,7 @@ func (t *streamable) get(ctx context.Context) {
 	for ctx.Err() == nil {
 		st := p.sess.Stamp()
 		// No sign-in for a stream the client did not ask for.
-		resp, err := p.sess.Stream(routing.Unattended(s.tracedAs(ctx, op, nil)), st, last)
+		resp, err := p.sess.Stream(routing.Unattended(s.observed(ctx, op, nil)), st, last)
 		var delay time.Duration
 		switch {
 		case err != nil:
@@ -711,11 +711,11 @@ func (p *passthrough) end() { p.car.end() }
 // clients end sessions) is fine.
 func (t *streamable) end() {
 	s := t.p.s
-	// The session's context has ended: keep its values (the trace), not
+	// The session's context has ended: keep its values (the Observer), not
 	// its end. The records' op names the cause: the client's session ended.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), deleteTimeout)
 	defer cancel()
-	status, err := t.p.sess.End(s.tracedAs(ctx, "session-end", nil))
+	status, err := t.p.sess.End(s.observed(ctx, "session-end", nil))
 	switch {
 	case err != nil:
 		s.debug("ending the upstream MCP session failed", zap.Error(err))

@@ -12,7 +12,7 @@ import (
 )
 
 // env is what every part of a session shares, whatever the era: its
-// settings, logs and trace, the upstream HTTP client, the way to the client
+// settings, logs and Observer, the upstream HTTP client, the way to the client
 // (emit, and the requests the proxy asks it), id minting and the session's
 // background goroutines. The core and both upstream modes hold the same
 // env; nothing in it depends on the era.

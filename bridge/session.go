@@ -20,7 +20,7 @@
 // HTTP request: each message goes to the session's upstream, and each
 // request comes back as a typed outcome (its answer, the rewrites applied,
 // what runs after it, and for an initialize the upstream every later
-// message takes). What every part shares (settings, logs, the trace, the
+// message takes). What every part shares (settings, logs, the Observer, the
 // upstream client, the way to the client and the proxy's own requests to
 // it) is one env.
 //
@@ -51,7 +51,6 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 // Config configures a Session. Zero values take the documented defaults.
@@ -82,8 +81,10 @@ type Config struct {
 	// a session holds; one more resources/subscribe is refused with an
 	// error naming the bound. Default DefaultMaxSubscriptions.
 	MaxSubscriptions int
-	// Trace receives the frame trace (--trace); nil for none.
-	Trace *trace.Writer
+	// Observer is told of every frame and exchange of the session at its
+	// hops (see Observer): the frame trace (--trace, a *trace.Writer) is
+	// one. nil for none.
+	Observer Observer
 	// Redact names the JSON keys whose values logs never show. Default
 	// rewrite.SensitiveKey; NoRedact turns it off (--no-redact).
 	Redact   func(key string) bool
@@ -123,7 +124,7 @@ type Config struct {
 	// server answered with (passed through). It runs on a worker: keep it
 	// short.
 	OnInitialized func(era string)
-	// SessionID names the session in the trace, when a process serves
+	// SessionID names the session to the Observer, when a process serves
 	// several (give Logger the same name as a field).
 	SessionID string
 	// UpstreamIDs, when set, mints the upstream request ids, shared by the
@@ -200,7 +201,7 @@ type call struct {
 	f         rewrite.Frame // the request
 	id        []byte        // the client's raw id
 	method    string
-	op        string    // the trace's op id
+	op        string    // the op id the Observer is told
 	stream    any       // the In.Stream it came from
 	start     time.Time // when the request was read
 	ctx       context.Context
@@ -216,9 +217,6 @@ type call struct {
 	// barrier, when set, is closed once the client messages read before
 	// this request have been POSTed (passthrough keeps the client's order).
 	barrier <-chan struct{}
-	// clientClean says the trace found the request's frame clean
-	// (trace.Record.FrameClean): its upstream copy is then made clean.
-	clientClean bool
 	// lastProgress is the last progress value sent to the client.
 	lastProgress float64
 	progressSeen bool
@@ -312,9 +310,9 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if s.tracing() {
-		// Every HTTP exchange of the session is traced by the client.
-		ctx = routing.WithObserver(ctx, tracer{s.env})
+	if s.cfg.Observer != nil {
+		// Every HTTP exchange of the session is reported by the client.
+		ctx = routing.WithObserver(ctx, upstreamHops{s.env})
 	}
 	s.ctx = ctx
 	s.upstream().open()
@@ -375,7 +373,7 @@ func (s *Session) start(ctx context.Context) {
 		}
 		if j.c.ctx.Err() != nil { // cancelled while queued
 			<-s.sem
-			s.finish(j.c, nil, nil, false)
+			s.finish(j.c, nil, nil)
 			continue
 		}
 		select {
@@ -440,7 +438,7 @@ func (s *Session) run(j job) {
 			s.cfg.OnInitialized(out.era)
 		}
 	}
-	s.finish(j.c, out.frame, out.rewrites, out.clean)
+	s.finish(j.c, out.frame, out.rewrites)
 	if out.after != nil && out.frame != nil && !j.c.cancelled.Load() {
 		out.after()
 	}
@@ -473,10 +471,7 @@ func (s *Session) read(ctx context.Context, conn Conn) error {
 
 // dispatch handles one message. It returns false when the session is over.
 func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
-	// While tracing, the trace's check of the line validates it for the
-	// parse too, and a clean line goes into the trace as it is.
-	valid, clean := s.cfg.Trace.Check(line)
-	f, err := parseKnown(line, valid)
+	f, err := rewrite.Parse(line)
 	if ce := s.log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
 		ce.Write(zap.ByteString("frame", s.logFrame(line)), zap.String("method", f.Method))
 	}
@@ -493,11 +488,9 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	case f.Method == "notifications/cancelled":
 		op = s.inflightOp(f.Params.Get("requestId").Raw)
 	}
-	var parsed *rewrite.Frame
-	if err == nil {
-		parsed = &f
+	if o := s.cfg.Observer; o != nil {
+		o.FromClient(s.cfg.SessionID, op, line)
 	}
-	clean = s.traceFrame(trace.ClientToProxy, op, line, parsed, !errors.Is(err, rewrite.ErrParse), clean, nil)
 	if err != nil {
 		var id []byte
 		if f.Kind == rewrite.KindRequest || f.ID.Exists() {
@@ -527,7 +520,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 		return true
 	}
 	// A request: the call holds it from here on.
-	c := &call{f: f, id: []byte(f.ID.Raw), method: f.Method, op: op, stream: stream, clientClean: clean}
+	c := &call{f: f, id: []byte(f.ID.Raw), method: f.Method, op: op, stream: stream}
 	if up.local(&c.f, op, stream) {
 		return true
 	}
@@ -632,7 +625,7 @@ func (s *Session) register(ctx context.Context, c *call) bool {
 
 // finish delivers a request's one answer, unless the client cancelled it or
 // the session is ending.
-func (s *Session) finish(c *call, frame []byte, rewrites []string, clean bool) {
+func (s *Session) finish(c *call, frame []byte, rewrites []string) {
 	defer func() {
 		// Only once the answer is queued may the drain end the session:
 		// told before, Run could stop the writer and drop it. Outside a
@@ -664,7 +657,7 @@ func (s *Session) finish(c *call, frame []byte, rewrites []string, clean bool) {
 		}
 		return
 	}
-	s.emit(outFrame{Out: Out{Frame: frame, Op: c.op, Stream: c.stream, Final: true}, rewrites: rewrites, clean: clean})
+	s.emit(outFrame{Out: Out{Frame: frame, Op: c.op, Stream: c.stream, Final: true}, rewrites: rewrites})
 }
 
 // awaitInit waits for the initialize requests read before this request to
@@ -724,12 +717,12 @@ func (s *Session) cancelled(f *rewrite.Frame) func() {
 func (s *Session) cancelCall(c *call) {
 	c.cancel()
 	if s.queue.remove(c) {
-		s.finish(c, nil, nil, false) // no answer: the client cancelled it
+		s.finish(c, nil, nil) // no answer: the client cancelled it
 	}
 }
 
 // sendOp queues a frame sent while the request with this op runs (or for
-// no request, op ""): the trace records its op and rewrites, and a front
+// no request, op ""): the Observer is told its op and rewrites, and a front
 // with streams gets it on that request's stream while it is in flight.
 func (s *env) sendOp(frame []byte, op string, rewrites []string) {
 	s.emit(outFrame{Out: Out{Frame: frame, Op: op, Stream: s.streams.of(op)}, rewrites: rewrites})
@@ -772,7 +765,9 @@ func (s *Session) write(conn Conn) error {
 			continue // keep draining so senders never block
 		}
 		if of.Frame != nil {
-			s.traceFrame(trace.ProxyToClient, of.Op, of.Frame, nil, true, of.clean, of.rewrites)
+			if o := s.cfg.Observer; o != nil {
+				o.ToClient(s.cfg.SessionID, of.Op, of.Frame, of.rewrites)
+			}
 			if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
 				ce.Write(zap.ByteString("frame", s.logFrame(of.Frame)))
 			}

@@ -107,7 +107,7 @@ func (t *sseCarrier) name() string { return "http+sse" }
 // sign-in.
 func (t *sseCarrier) open(ctx context.Context, reconnect bool) error {
 	s := t.s
-	sctx, cancel := context.WithCancel(s.tracedAs(s.ctx, sseStreamOp, rwSSEStream))
+	sctx, cancel := context.WithCancel(s.observed(s.ctx, sseStreamOp, rwSSEStream))
 	if reconnect {
 		sctx = routing.Unattended(sctx)
 	}
@@ -321,7 +321,7 @@ func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ routi
 	}
 	defer t.forget(key, w)
 	start := time.Now()
-	resp, err := s.client.SendTo(s.tracedAs(actx, c.op, rwPassSSE), endpoint, body)
+	resp, err := s.client.SendTo(s.observed(actx, c.op, rwPassSSE), endpoint, body)
 	if err != nil {
 		frame, again := s.sendFailed(ctx, actx, c, c.method, err)
 		return passResult{frame: frame, again: again, err: err}
@@ -379,7 +379,7 @@ func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ routing
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
 	defer cancel()
-	resp, err := s.client.SendTo(s.tracedAs(pctx, op, rwPassSSE), endpoint, body)
+	resp, err := s.client.SendTo(s.observed(pctx, op, rwPassSSE), endpoint, body)
 	if err != nil {
 		return 0, err
 	}

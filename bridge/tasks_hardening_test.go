@@ -110,7 +110,7 @@ func TestTaskNotificationsCarryTheirOp(t *testing.T) {
 	ts := newTaskServer(t, true)
 	var buf syncBuf
 	tw := trace.New(&buf, trace.Options{})
-	c := startTasks(t, ts, Config{Trace: tw}, elicitCaps)
+	c := startTasks(t, ts, Config{Observer: tw}, elicitCaps)
 
 	ts.script("t-op-follow", stepWorking("step 1"), stepCompleted(taskOutput))
 	c.call(`"follow"`, "tools/call", `{"name":"task","arguments":{"id":"t-op-follow"},"_meta":{"progressToken":"tok"}}`)

@@ -138,7 +138,7 @@ func (s *modern) internalCall(ctx context.Context, method string, params []byte)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
 	defer cancel()
-	resp, err := s.client.Post(s.traced(ctx, rwOwn), body, nil)
+	resp, err := s.client.Post(s.observed(ctx, "", rwOwn), body, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 // An upstream is how a session reaches its server. There are two: modern
@@ -57,7 +56,7 @@ type outcome struct {
 	// frame is the client's answer; nil when there is none (the client
 	// cancelled, or the session is ending).
 	frame []byte
-	// rewrites names what the answer's rewrite changed, for the trace.
+	// rewrites names what the answer's rewrite changed, for the Observer.
 	rewrites []string
 	// after runs once the answer is queued (the input requests that must
 	// follow a tasks/get answer).
@@ -66,8 +65,6 @@ type outcome struct {
 	// takes; era is the protocol an initialize found.
 	next upstream
 	era  string
-	// clean says frame is clean for the trace (trace.Record.FrameClean).
-	clean bool
 }
 
 // frameOnly is an outcome of a frame alone.
@@ -90,10 +87,6 @@ type modern struct {
 	metaMu sync.Mutex
 	level  string // logging/setLevel
 	meta   atomic.Pointer[rewrite.MetaBlock]
-	// metaVerdict is the trace's verdict on a _meta block (metaClean);
-	// editsClean, on the keys the rewrites insert (rewrite.EditKeys).
-	metaVerdict atomic.Pointer[blockVerdict]
-	editsClean  bool
 
 	// mu guards the tool annotations: the x-mcp-header params by tool,
 	// whether they reflect a tools/list, and the lazy fetches made.
@@ -117,7 +110,7 @@ type modernState struct {
 }
 
 func newModern(e *env) *modern {
-	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}, editsClean: partClean(e.cfg.Trace, rewrite.EditKeys)}
+	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}}
 	m.hs = &handshake{modern: m}
 	m.tasks = &taskBridge{modern: m, reg: ownedBy(newMemRegistry(), e.cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}}
 	m.listen = newListens(m)
@@ -215,33 +208,4 @@ func (s *modern) close() {}
 type handshake struct {
 	*modern
 	initMu sync.Mutex // one initialize at a time
-}
-
-// partClean reports whether the trace w finds part, which edits insert into
-// frames, clean (trace.Record.FrameClean).
-func partClean(w *trace.Writer, part []byte) bool {
-	_, ok := w.Check(part)
-	return ok
-}
-
-// blockVerdict is whether the trace found a _meta block clean.
-type blockVerdict struct {
-	block *rewrite.MetaBlock
-	clean bool
-}
-
-// metaClean reports whether the trace finds the _meta block mb, and the
-// keys the rewrites insert, clean, as trace.Record.FrameClean describes:
-// asked once per block, which carries the client's own capabilities and
-// clientInfo.
-func (s *modern) metaClean(mb *rewrite.MetaBlock) bool {
-	if !s.editsClean {
-		return false
-	}
-	if v := s.metaVerdict.Load(); v != nil && v.block == mb {
-		return v.clean
-	}
-	clean := partClean(s.cfg.Trace, mb.Object())
-	s.metaVerdict.Store(&blockVerdict{block: mb, clean: clean})
-	return clean
 }

@@ -1,19 +1,20 @@
 // Package trace owns the JSONL trace format, the bounded non-blocking writer,
 // redaction of trace records, and rendering traces (trace view, trace stats).
 //
-// A trace holds one Record per frame per hop, one JSON object per line.
-// Tracing never blocks or changes the data path: Emit redacts and encodes
-// the record's line on the caller's goroutine, appends it to a bounded
-// buffer and returns, keeping nothing of the caller's; a record that does
-// not fit is dropped and counted, and Close reports the count. The writer
-// goroutine writes the buffer out in batches: every Options.FlushInterval
-// (100 ms by default), whenever 64 KiB is buffered, and on Close. Until then
-// a line is only in memory.
+// A trace holds one Record per frame per hop, one JSON object per line. A
+// *Writer is a bridge session's Observer (FromClient, ToClient, ToServer,
+// FromServer, Note): the session calls it at its hops and knows nothing of
+// records. Tracing never blocks or changes the data path: the Writer
+// validates, redacts and encodes the record's line on the caller's
+// goroutine, appends it to a bounded buffer and returns, keeping nothing of
+// the caller's; a record that does not fit is dropped and counted, and
+// Close reports the count. The writer goroutine writes the buffer out in
+// batches: every Options.FlushInterval (100 ms by default), whenever 64 KiB
+// is buffered, and on Close. Until then a line is only in memory.
 package trace
 
 import (
 	"encoding/json"
-	"net/http"
 	"time"
 )
 
@@ -46,10 +47,6 @@ type HTTP struct {
 	// Header holds one value per header name; the writer redacts the values
 	// of credential headers.
 	Header map[string]string `json:"header,omitempty"`
-	// Request, when Header is nil, is written as Header: the first value of
-	// each name, redacted alike. An HTTP client's request headers can so be
-	// passed as they are; Emit reads them before it returns.
-	Request http.Header `json:"-"`
 }
 
 // Record is one line of a trace: one frame on one hop.
@@ -68,9 +65,6 @@ type Record struct {
 	Method string `json:"method,omitempty"`
 	// ID is the JSON-RPC id on this hop, raw.
 	ID json.RawMessage `json:"id,omitempty"`
-	// MethodIDFromFrame asks the writer to fill Method and ID from Frame,
-	// off the caller's path (before the frame is redacted or cut).
-	MethodIDFromFrame bool `json:"-"`
 	// Rewrites names the rewrites applied on this hop, e.g. "meta.inject",
 	// "task.nest", "resultType.strip", "ttl.rename".
 	Rewrites []string `json:"rewrites,omitempty"`
@@ -80,17 +74,6 @@ type Record struct {
 	// frame that is not valid JSON is stored as a JSON string (or withheld
 	// when redacting, since its secrets cannot be found).
 	Frame json.RawMessage `json:"frame,omitempty"`
-	// FrameValid says the frame is known to be one valid JSON value: its
-	// emitter parsed it or built it. The writer then redacts it without
-	// checking it again. Leave it false for bytes as they arrived.
-	FrameValid bool `json:"-"`
-	// FrameClean says more: the frame is valid, has no whitespace outside
-	// its strings and no key the writer redacts, so it is copied in as it
-	// is. Only a frame Check reported clean, or one made by edits from
-	// frames Emit or Check reported clean that inserted only parts Check
-	// reported clean (and compact constants), may say so; the writer does
-	// not look (but see VerifyEnv).
-	FrameClean bool `json:"-"`
 	// Truncated reports that the frame was cut to Options.FrameCap.
 	Truncated bool `json:"truncated,omitempty"`
 	// LatencyMs is the latency of this hop in milliseconds, when known.

@@ -3,13 +3,13 @@ package trace
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -111,33 +111,51 @@ var secrets = []string{"pw-userinfo", "q-secret", "auth-secret", "cookie-secret"
 	"token-header-secret", "pw-nested", "apikey-secret", "extra-secret", "pw-error", "err-secret"}
 
 func TestRedaction(t *testing.T) {
-	t.Run("Header", func(t *testing.T) { testRedaction(t, secretRecord()) })
-	// The same headers as an HTTP client holds them: the first value of
-	// each name is written, redacted alike.
-	t.Run("Request", func(t *testing.T) {
+	t.Run("Header", func(t *testing.T) {
+		testRedaction(t, func(w *Writer) { w.Emit(secretRecord()) })
+	})
+	// A request as the session's Observer sees it leave, with the headers
+	// as an HTTP client holds them: the first value of each name is
+	// written, redacted alike.
+	t.Run("ToServer", func(t *testing.T) {
 		r := secretRecord()
 		req := http.Header{}
 		for k, v := range r.HTTP.Header {
 			req[k] = []string{v, "second-" + v}
 		}
 		req["X-Empty"] = nil
-		r.HTTP.Header, r.HTTP.Request = nil, req
-		out := testRedaction(t, r)
+		out := testRedaction(t, func(w *Writer) {
+			w.ToServer("", "op-1", nil, r.HTTP.Method, r.HTTP.URL, req, r.Frame)
+			w.FromServer("", "op-1", 0, nil, time.Millisecond, errors.New(r.Error))
+		})
 		if bytes.Contains(out, []byte("second-")) || bytes.Contains(out, []byte("X-Empty")) {
 			t.Errorf("more than the first value of each name:\n%s", out)
+		}
+		if recs := lines(t, out); recs[0].Method != "tools/call" || string(recs[0].ID) != "1" || recs[1].LatencyMs != 1 {
+			t.Errorf("records lost what was not secret: %+v", recs)
 		}
 	})
 }
 
-func testRedaction(t *testing.T, rec Record) []byte {
+// testRedaction runs emit on a writer with a secret header and key of the
+// user's, and checks what it wrote: the first record's frame, URL and
+// headers, and the last record's error.
+func testRedaction(t *testing.T, emit func(w *Writer)) []byte {
 	t.Helper()
-	out := write(t, Options{SecretHeaders: []string{"x-tenant-key"}, RedactKeys: []string{"SESSIONREF"}}, rec)
+	var buf bytes.Buffer
+	w := New(&buf, Options{SecretHeaders: []string{"x-tenant-key"}, RedactKeys: []string{"SESSIONREF"}})
+	emit(w)
+	if dropped, err := w.Close(); dropped != 0 || err != nil {
+		t.Fatalf("Close = %d, %v", dropped, err)
+	}
+	out := buf.Bytes()
 	for _, s := range secrets {
 		if bytes.Contains(out, []byte(s)) {
 			t.Errorf("secret %q leaked:\n%s", s, out)
 		}
 	}
-	r := lines(t, out)[0]
+	recs := lines(t, out)
+	r := recs[0]
 	for _, h := range []string{"Authorization", "cookie", "X-Tenant-Key", "X-Auth-Token"} {
 		if r.HTTP.Header[h] != "[REDACTED]" {
 			t.Errorf("header %s = %q", h, r.HTTP.Header[h])
@@ -151,8 +169,8 @@ func testRedaction(t *testing.T, rec Record) []byte {
 			t.Errorf("frame lacks %s: %s", want, r.Frame)
 		}
 	}
-	if !strings.Contains(r.HTTP.URL, "example.com/mcp") || !strings.Contains(r.Error, "connection refused") {
-		t.Errorf("URL %q / error %q lost more than secrets", r.HTTP.URL, r.Error)
+	if last := recs[len(recs)-1]; !strings.Contains(r.HTTP.URL, "example.com/mcp") || !strings.Contains(last.Error, "connection refused") {
+		t.Errorf("URL %q / error %q lost more than secrets", r.HTTP.URL, last.Error)
 	}
 	return out
 }
@@ -235,7 +253,7 @@ func TestEmitLeavesCallerAlone(t *testing.T) {
 	url := "https://user:url-secret@example.test/mcp"
 	hdr := map[string]string{"Authorization": "Bearer header-secret", "Accept": "application/json"}
 	h := &HTTP{Method: "POST", URL: url, Header: hdr}
-	w.Emit(Record{Dir: ProxyToServer, Frame: frame, FrameValid: true, MethodIDFromFrame: true, HTTP: h})
+	w.Emit(Record{Dir: ProxyToServer, Frame: frame, HTTP: h})
 	if string(frame) != orig || h.URL != url || hdr["Authorization"] != "Bearer header-secret" || len(hdr) != 2 {
 		t.Errorf("Emit changed the caller's record: frame %s, url %s, headers %v", frame, h.URL, hdr)
 	}
@@ -247,7 +265,7 @@ func TestEmitLeavesCallerAlone(t *testing.T) {
 			t.Errorf("the line holds %q:\n%s", secret, buf.Bytes())
 		}
 	}
-	if r := lines(t, buf.Bytes())[0]; r.Method != "tools/call" || string(r.ID) != "1" || r.HTTP.Header["Accept"] != "application/json" {
+	if r := lines(t, buf.Bytes())[0]; !bytes.Contains(r.Frame, []byte(`"method":"tools/call"`)) || r.HTTP.Header["Accept"] != "application/json" {
 		t.Errorf("line lost what was not secret: %+v", r)
 	}
 }
@@ -295,22 +313,28 @@ func TestFrameCap(t *testing.T) {
 	}
 }
 
-// TestMethodIDFromFrame: the writer reads method and id from the frame when
-// asked, from the whole frame even when the record keeps only its head, and
-// leaves them alone when not asked.
-func TestMethodIDFromFrame(t *testing.T) {
+// TestObserverReadsMethodAndID: the Observer's methods read each record's
+// method and id from its frame, from the whole frame even when the record
+// keeps only its head; Emit writes a record's as they are given.
+func TestObserverReadsMethodAndID(t *testing.T) {
 	long := `{"jsonrpc":"2.0","params":{"text":"` + strings.Repeat("x", 200) + `"},"method":"tools/call","id":"late-id"}`
-	out := write(t, Options{FrameCap: 64},
-		Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"jsonrpc":"2.0","id":7,"method":"ping"}`), MethodIDFromFrame: true},
-		Record{Dir: ServerToProxy, Frame: json.RawMessage(`{"jsonrpc":"2.0","id":"a","result":{}}`), MethodIDFromFrame: true},
-		Record{Dir: ClientToProxy, Frame: json.RawMessage(long), MethodIDFromFrame: true},
-		Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"jsonrpc":"2.0","id":9,"method":"x"}`)},
-	)
-	recs := lines(t, out)
+	var buf bytes.Buffer
+	w := New(&buf, Options{FrameCap: 64})
+	w.FromClient("s", "op-1", []byte(`{"jsonrpc":"2.0","id":7,"method":"ping"}`))
+	w.FromServer("s", "op-1", 200, []byte(`{"jsonrpc":"2.0","id":"a","result":{}}`), time.Millisecond, nil)
+	w.ToClient("s", "op-2", []byte(long), []string{"id.remap"})
+	w.Emit(Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"jsonrpc":"2.0","id":9,"method":"x"}`)})
+	if dropped, err := w.Close(); dropped != 0 || err != nil {
+		t.Fatalf("Close = %d, %v", dropped, err)
+	}
+	recs := lines(t, buf.Bytes())
 	for i, want := range []struct{ method, id string }{{"ping", "7"}, {"", `"a"`}, {"tools/call", `"late-id"`}, {"", ""}} {
 		if recs[i].Method != want.method || string(recs[i].ID) != want.id {
 			t.Errorf("record %d: method %q id %s, want %q %s", i, recs[i].Method, recs[i].ID, want.method, want.id)
 		}
+	}
+	if recs[0].Session != "s" || recs[0].Op != "op-1" || recs[2].Rewrites[0] != "id.remap" || recs[1].HTTP.Status != 200 {
+		t.Errorf("the hops' records lost their session, op, rewrites or status: %+v", recs)
 	}
 	if !recs[2].Truncated {
 		t.Error("the long frame was not cut, so the test does not reach the caller's side")
@@ -667,9 +691,8 @@ func readN(t *testing.T, pr *io.PipeReader, n int) []byte {
 // lineSize is the length of r's line, as the default rule leaves it.
 func lineSize(t *testing.T, r Record) int {
 	t.Helper()
-	(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).prepare(&r)
-	var e encoder
-	line, err := e.encode(&r)
+	(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).redact(&r)
+	line, err := newLineEncoder().encode(&r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,26 +712,19 @@ func TestWriteErrorCountsDrops(t *testing.T) {
 	}
 }
 
+// TestNilWriter: a nil Writer discards what it is given, as Emit and as an
+// Observer.
 func TestNilWriter(t *testing.T) {
 	var w *Writer
 	w.Emit(Record{Dir: ClientToProxy})
-	if w.Enabled() {
-		t.Error("nil Writer is enabled")
+	w.FromClient("", "op-1", []byte(`{"id":1}`))
+	w.ToClient("", "op-1", []byte(`{"id":1}`), nil)
+	w.ToServer("", "op-1", nil, "POST", "http://h/mcp", nil, []byte(`{"id":1}`))
+	w.FromServer("", "op-1", 200, nil, 0, nil)
+	w.Note("", "", "note")
+	if d, err := w.Close(); d != 0 || err != nil || w.Dropped() != 0 {
+		t.Errorf("Close = %d, %v; Dropped %d", d, err, w.Dropped())
 	}
-	if d, err := w.Close(); d != 0 || err != nil {
-		t.Errorf("Close = %d, %v", d, err)
-	}
-	if !New(io.Discard, Options{}).closeForTest(t).Enabled() {
-		t.Error("Writer not enabled")
-	}
-}
-
-func (w *Writer) closeForTest(t *testing.T) *Writer {
-	t.Helper()
-	if _, err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return w
 }
 
 func TestCloseIdempotentAndEmitAfterClose(t *testing.T) {
@@ -1012,10 +1028,9 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// TestRedactionRemembered: the writer goroutine remembers the last URL's
-// redaction and which header names are secret; records in turn with
-// different URLs and headers are redacted each as on its own.
-func TestRedactionRemembered(t *testing.T) {
+// TestRedactionPerRecord: records in turn with different URLs and headers
+// are redacted each as on its own.
+func TestRedactionPerRecord(t *testing.T) {
 	urls := []string{"https://a:pw1@h/mcp?k=s1", "https://h/mcp", "https://a:pw1@h/mcp?k=s1", "https://b:pw2@h2/x?t=s2&u=s3"}
 	var recs []Record
 	for i, u := range urls {
@@ -1040,73 +1055,6 @@ func TestRedactionRemembered(t *testing.T) {
 	}
 }
 
-// TestFrameValidSameRecord: a frame its emitter marks FrameValid is written
-// exactly as the same frame unmarked (redacted, capped, compacted, method
-// and id read), only without the writer's own check. FrameValid is a
-// promise the writer does not check; a broken one costs at most that
-// record's line, never the writer or the records after it.
-func TestFrameValidSameRecord(t *testing.T) {
-	frames := []string{
-		string(secretRecord().Frame),
-		` {"jsonrpc" : "2.0", "id":7, "method":"tools/call", "params":{"name":"echo","arguments":{"text":"a b"}}} `,
-		`{"jsonrpc":"2.0","id":"x","result":{"content":[{"type":"text","text":"` + strings.Repeat("é", 100) + `"}]}}`,
-		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","access_token":"gone"}}`,
-	}
-	for _, o := range []Options{{}, {FrameCap: 64}, {NoRedact: true}, {RedactKeys: []string{"text"}}} {
-		for _, f := range frames {
-			rec := func(valid bool) Record {
-				return Record{Time: time.Unix(1, 0), Dir: ProxyToClient, Frame: json.RawMessage(f), FrameValid: valid, MethodIDFromFrame: true}
-			}
-			checked, trusted := write(t, o, rec(false)), write(t, o, rec(true))
-			if string(checked) != string(trusted) {
-				t.Errorf("options %+v, frame %.40s:\nunmarked %s\nmarked   %s", o, f, checked, trusted)
-			}
-		}
-	}
-	for _, bad := range []string{`{"a":"unterminated`, `{"token":"x"`, `{"a":1}}`, `"\`, `{"k\":1}`} {
-		out := write(t, Options{FrameCap: 8}, Record{Dir: ProxyToClient, Frame: json.RawMessage(bad), FrameValid: true},
-			Record{Dir: ProxyToClient, Frame: json.RawMessage(bad), FrameValid: true, Truncated: true},
-			Record{Dir: ProxyToClient, Op: "after", Frame: json.RawMessage(`{"id":1}`)})
-		ls := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-		if len(ls) != 3 || !strings.Contains(ls[2], `"op":"after"`) {
-			t.Errorf("after a frame wrongly marked valid (%s), the writer wrote:\n%s", bad, out)
-		}
-	}
-}
-
-// TestKeyVerdictsRemembered: the writer's table of key verdicts gives the
-// rule's own verdict for every key, through collisions and evictions: many
-// keys of the same length, first, middle and last bytes, asked in turn and
-// again, against a rule that redacts every third of them.
-func TestKeyVerdictsRemembered(t *testing.T) {
-	var keys []string
-	for i := range 2000 {
-		// Short keys of 1 to 6 bytes, and long ones alike in length and in
-		// their first and last eight bytes but not in between.
-		keys = append(keys, fmt.Sprintf("k%04dk", i), fmt.Sprintf("io.modelcontextprotocol/%dInfo", i),
-			strconv.Itoa(i), fmt.Sprintf("prefix00%04dsuffix00", i))
-		// Alike in all but length: the first and last eight bytes of
-		// both are the shorter key.
-		k8 := fmt.Sprintf("x%06dx", i)
-		keys = append(keys, k8, k8+k8)
-	}
-	rule := func(k string) bool {
-		return len(k)%3 == 0 || len(k) == 16 || strings.HasSuffix(k, "7k") || strings.Contains(k, "3suffix") || strings.HasSuffix(k, "1")
-	}
-	w := &Writer{sensitive: rule}
-	var c redactCache
-	for round := range 3 {
-		for i, k := range keys {
-			if i%(round+1) != 0 {
-				continue // each round a different mix, so that slots are reused
-			}
-			if got := c.keyRule(w)(k); got != rule(k) {
-				t.Fatalf("round %d, key %q: remembered %v, the rule says %v", round, k, got, rule(k))
-			}
-		}
-	}
-}
-
 // TestUnencodableDropped: a record encoding/json could not encode either
 // (a latency that is not a number, a year past 9999) is dropped and
 // counted, and the records around it are written.
@@ -1123,77 +1071,5 @@ func TestUnencodableDropped(t *testing.T) {
 	}
 	if recs := lines(t, buf.Bytes()); len(recs) != 2 || recs[0].Dir != ClientToProxy || recs[1].Dir != ProxyToClient {
 		t.Errorf("wrote %+v, want the two encodable records", recs)
-	}
-}
-
-// TestEchoCallRecordsAllocateNothing pins the README's claim: once an
-// encoder has seen a session's records, the trace's work for an echo
-// call's four records allocates nothing, whether every frame is scanned
-// or the records are as the bridge emits them (the client's line checked,
-// the frames made from clean ones marked FrameClean).
-func TestEchoCallRecordsAllocateNothing(t *testing.T) {
-	for _, clean := range []bool{false, true} {
-		w := bareWriter()
-		recs := markClean(echoCall(), clean)
-		var e encoder
-		ts := time.Now()
-		n := testing.AllocsPerRun(50, func() {
-			if err := traceCall(w, &e, recs, ts); err != nil {
-				t.Fatal(err)
-			}
-		})
-		if n != 0 {
-			t.Errorf("an echo call's records (%s) made %v allocations, want 0", cleanName(clean), n)
-		}
-	}
-}
-
-// TestEmitHTTPAsEmit: EmitHTTP writes the very line Emit writes for the
-// record with h as its HTTP member, redacted alike, and leaves the caller's
-// header as it was; and the HTTP it is given costs the caller no
-// allocation, where a Record's HTTP pointer does (everything a Record
-// points to escapes: see EmitHTTP).
-func TestEmitHTTPAsEmit(t *testing.T) {
-	ts := time.Date(2026, 7, 28, 10, 0, 0, 400000, time.UTC)
-	header := http.Header{"Authorization": {"Bearer s3cret"}, "Mcp-Method": {"tools/call"}, "Accept": {"application/json, text/event-stream"}}
-	rec := Record{Time: ts, Dir: ProxyToServer, Op: "op-1", Rewrites: []string{"id.remap", "meta.inject"},
-		Frame: json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"token":"x"}}}`), FrameValid: true, MethodIDFromFrame: true}
-	for _, h := range []HTTP{
-		{Method: "POST", URL: "https://user:pw@mcp.example.com/mcp?token=abc", Request: header},
-		{Status: 200},
-		{Status: 401, Header: map[string]string{"WWW-Authenticate": "Bearer realm=x"}},
-	} {
-		var a, b bytes.Buffer
-		wa, wb := New(&a, Options{}), New(&b, Options{})
-		withPtr := rec
-		withPtr.HTTP = &h
-		wa.Emit(withPtr)
-		wb.EmitHTTP(rec, h)
-		wa.Close()
-		wb.Close()
-		if a.String() != b.String() || a.Len() == 0 {
-			t.Errorf("EmitHTTP wrote\n%s\nEmit wrote\n%s", b.String(), a.String())
-		}
-		if strings.Contains(b.String(), "s3cret") || strings.Contains(b.String(), ":pw@") || strings.Contains(b.String(), "token=abc") {
-			t.Errorf("a secret reached the trace: %s", b.String())
-		}
-	}
-	if got := header.Get("Authorization"); got != "Bearer s3cret" {
-		t.Errorf("the caller's header was changed: Authorization %q", got)
-	}
-
-	// A private encoder: the race detector's sync.Pool drops encoders at
-	// random, and a new one allocates its memos.
-	w := New(io.Discard, Options{})
-	defer w.Close()
-	var e encoder
-	clean := rec
-	clean.Frame = json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e"}}`)
-	n := testing.AllocsPerRun(100, func() {
-		h := HTTP{Method: "POST", URL: "http://127.0.0.1/mcp", Request: header} // as EmitHTTP's own copy
-		w.emitWith(&e, clean, &h)
-	})
-	if n != 0 {
-		t.Errorf("a record with an HTTP member made %v allocations, want 0", n)
 	}
 }

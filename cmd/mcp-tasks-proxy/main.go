@@ -279,22 +279,22 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 			logger.Warn("no user cache directory for the task state file; tasks are remembered only while this process runs (pass --state-file)", zap.Error(err))
 		}
 	}
-	var tw *trace.Writer
+	var observer bridge.Observer // the trace, with --trace; nil (not a nil *trace.Writer) without
 	closeTW := func() {}
 	if cfg.trace != "" {
-		var err error
-		tw, err = trace.Open(cfg.trace, trace.Options{SecretHeaders: cfg.secretHeaders, RedactKeys: cfg.redactKeys, NoRedact: cfg.noRedact})
+		tw, err := trace.Open(cfg.trace, trace.Options{SecretHeaders: cfg.secretHeaders, RedactKeys: cfg.redactKeys, NoRedact: cfg.noRedact})
 		if err != nil {
 			fmt.Fprintf(stderr, "mcp-tasks-proxy: --trace: %v\n", err)
 			return bridge.Config{}, nil, 2
 		}
+		observer = tw
 		closeTW = func() { closeTrace(tw, logger) }
 	}
 	if cfg.noRedact {
 		loud(stderr, logger, cfg, "--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
 	}
 	return bridge.Config{
-		Trace:           tw,
+		Observer:        observer,
 		Redact:          rewrite.SensitiveKeys(cfg.redactKeys),
 		Hints:           flagHint,
 		NoRedact:        cfg.noRedact,
