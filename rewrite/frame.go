@@ -111,13 +111,11 @@ func Parse(raw []byte) (Frame, error) {
 	if len(raw) == 0 || !validJSON(raw) {
 		return Frame{Raw: raw}, ErrParse
 	}
-	return ParseValid(raw)
+	return parseValid(raw)
 }
 
-// ParseValid is Parse for raw already found valid JSON by this package's
-// validator (ValidKeys, or a trace writer's Check, which uses it): it
-// skips the validation. Given bytes not known valid it is wrong; use Parse.
-func ParseValid(raw []byte) (Frame, error) {
+// parseValid is Parse for raw found valid JSON.
+func parseValid(raw []byte) (Frame, error) {
 	f := Frame{Raw: raw}
 	if len(raw) == 0 {
 		return f, ErrParse
@@ -222,7 +220,7 @@ func ParseValid(raw []byte) (Frame, error) {
 	return f, nil
 }
 
-// duplicateFrame is ParseValid's answer for a message with a duplicated
+// duplicateFrame is parseValid's answer for a message with a duplicated
 // top-level member: the error, with what can be read without doubt. The
 // id is kept only when it is unambiguous (the answer's id is null
 // otherwise, as JSON-RPC asks for an id that cannot be read); a message

@@ -29,21 +29,6 @@ func BenchmarkParseRequest1KB(b *testing.B)   { benchParse(b, toolsCall(1<<10)) 
 func BenchmarkParseRequest100KB(b *testing.B) { benchParse(b, toolsCall(100<<10)) }
 func BenchmarkParseResult1MiB(b *testing.B)   { benchParse(b, callResult(1<<20)) }
 
-// BenchmarkParseValidCall is the reading of a typical client tools/call
-// (200 bytes, with a progressToken) once validated: the top-level
-// members, and the members of params and params._meta for the refusal of
-// duplicated keys (DuplicateKeyError).
-func BenchmarkParseValidCall(b *testing.B) {
-	frame := toolsCall(200)
-	b.SetBytes(int64(len(frame)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := rewrite.ParseValid(frame); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkResponseDown16MiB is the result path at the largest size the
 // bench tool sends.
 func BenchmarkResponseDown16MiB(b *testing.B) { benchResponseDown(b, 16<<20) }

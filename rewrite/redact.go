@@ -228,7 +228,7 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 		}
 		i += q
 		end, escaped, closed := stringEnd(s, i)
-		j, match, ok := keyMatch(s, i, end, escaped, closed, sensitive, nil)
+		j, match, ok := keyMatch(s, i, end, escaped, closed, sensitive)
 		if !ok {
 			return nil, false
 		}
@@ -246,10 +246,9 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 
 // keyMatch looks at the string s[i:end], as stringEnd found it: ok is false
 // when it is not closed (the frame is not JSON after all); match, that it
-// is an object key (a colon follows it, at j) that the rule matches: memo's
-// when not nil, else sensitive. A key without an escape is tested as it
-// lies in s.
-func keyMatch(s string, i, end int, escaped, closed bool, sensitive func(key string) bool, memo *KeyMemo) (j int, match, ok bool) {
+// is an object key (a colon follows it, at j) that sensitive matches. A key
+// without an escape is tested as it lies in s.
+func keyMatch(s string, i, end int, escaped, closed bool, sensitive func(key string) bool) (j int, match, ok bool) {
 	if !closed {
 		return end, false, false
 	}
@@ -260,53 +259,8 @@ func keyMatch(s string, i, end int, escaped, closed bool, sensitive func(key str
 	if j >= len(s) || s[j] != ':' {
 		return j, false, true
 	}
-	switch {
-	case escaped:
-		key := stringValue(s[i:end])
-		if memo != nil {
-			return j, memo.Sensitive(key), true
-		}
-		return j, sensitive(key), true
-	case memo != nil:
-		return j, memo.at(s, i, end), true
+	if escaped {
+		return j, sensitive(stringValue(s[i:end])), true
 	}
 	return j, sensitive(s[i+1 : end-1]), true
-}
-
-// AppendCompact appends the valid JSON frame to dst without the whitespace
-// outside its strings, as json.Compact does; what lies between two runs of
-// whitespace is copied in one piece, so a frame without any is one copy.
-// With a KeyMemo, it also tests each object key by its rule, as Redact
-// does, and stops at the first that matches, or at a string that is not
-// terminated: dirty, and dst is to be discarded (the frame has a value to
-// redact, or is not JSON). A frame that passes is what Redact would return,
-// compacted.
-func AppendCompact(dst, frame []byte, keys *KeyMemo) (out []byte, dirty bool) {
-	s := view(frame)
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c > ' ' && c != '"' {
-			i++
-			continue
-		}
-		if c != '"' {
-			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-				dst = append(dst, frame[start:i]...)
-				i = skipSpace(s, i)
-				start = i
-			} else {
-				i++
-			}
-			continue
-		}
-		end, escaped, closed := stringEnd(s, i)
-		if keys != nil {
-			if _, match, ok := keyMatch(s, i, end, escaped, closed, nil, keys); match || !ok {
-				return dst, true // a value to redact, or not JSON after all
-			}
-		}
-		i = end
-	}
-	return append(dst, frame[start:]...), false
 }

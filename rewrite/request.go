@@ -13,20 +13,6 @@ type MetaBlock struct {
 	keys []string // the member names, to drop the client's copies
 }
 
-// Object is the block as a JSON object, a copy: what the trace checks
-// once before it trusts the requests the block goes into (see EditKeys).
-func (m MetaBlock) Object() []byte {
-	return append(append(append(make([]byte, 0, len(m.raw)+2), '{'), m.raw...), '}')
-}
-
-// EditKeys is a JSON object that holds every key RequestUp and
-// ResponseDown may insert into the frame they edit, besides the MetaBlock's
-// own. Their edits insert no whitespace outside strings, so the frame they
-// make from a compact frame whose keys a trace keeps as they are is such a
-// frame too, when this object and the block are (the trace's FrameClean).
-// FuzzEditsInsertOnlyEditKeys holds the edits to it.
-var EditKeys = []byte(`{"params":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":""}}},"error":{"data":{"httpStatus":0}}}`)
-
 // NewMetaBlock builds a block from key / raw JSON value pairs, in order.
 // Values must be valid JSON.
 func NewMetaBlock(pairs ...MetaPair) MetaBlock {

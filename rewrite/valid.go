@@ -9,66 +9,22 @@ import (
 // whitespace, as gjson.Valid does (see validJSON).
 func Valid(data []byte) bool { return validJSON(data) }
 
-// ValidKeys is Valid that also tests, on the way, each object key at any
-// depth by keys' rule (stopping the tests at the first that matches:
-// dirty), and notices whitespace outside the value's strings (spaced). One
-// pass, where Valid and then AppendCompact would take two: a frame that is
-// valid, clean and not spaced is what AppendCompact and Redact would
-// return, as it is.
-func ValidKeys(data []byte, keys *KeyMemo) (valid, dirty, spaced bool) {
-	kc := keyCheck{keys: keys}
-	valid = kc.valid(data)
-	return valid, kc.match, kc.spaced
-}
-
-// keyCheck is what validation finds out besides validity, for ValidKeys;
-// validation for Valid runs with a nil *keyCheck.
-type keyCheck struct {
-	keys   *KeyMemo
-	match  bool // a key matched
-	spaced bool // whitespace lies outside strings
-}
-
-// ws skips whitespace from data[i], noting it.
-func (kc *keyCheck) ws(data []byte, i int) int {
-	j := skipWS(data, i)
-	if j != i && kc != nil {
-		kc.spaced = true
-	}
-	return j
-}
-
-// key tests the object key data[i:end] (a valid string literal, quotes
-// included; escaped when it holds a backslash).
-func (kc *keyCheck) key(data []byte, i, end int, escaped bool) {
-	if kc == nil || kc.match || kc.keys == nil {
-		return
-	}
-	if escaped {
-		kc.match = kc.keys.Sensitive(stringValue(view(data[i:end])))
-	} else {
-		kc.match = kc.keys.at(view(data), i, end)
-	}
-}
-
 // validJSON reports whether data is one JSON value with optional surrounding
 // whitespace. It accepts exactly what gjson.Valid accepts (RFC 8259
 // grammar; bytes of 0x80 and above are not checked as UTF-8), so every
 // later gjson read of an accepted frame sees what this check saw; a fuzz
 // target holds the two to the same answers. It is faster because strings,
 // which are most of a frame's bytes, are scanned eight bytes at a time.
-func validJSON(data []byte) bool { return (*keyCheck)(nil).valid(data) }
-
-func (kc *keyCheck) valid(data []byte) bool {
-	i := kc.ws(data, 0)
+func validJSON(data []byte) bool {
+	i := skipWS(data, 0)
 	if i == len(data) {
 		return false
 	}
-	i, ok := kc.value(data, i)
+	i, ok := validValue(data, i)
 	if !ok {
 		return false
 	}
-	return kc.ws(data, i) == len(data)
+	return skipWS(data, i) == len(data)
 }
 
 func skipWS(data []byte, i int) int {
@@ -85,15 +41,14 @@ func skipWS(data []byte, i int) int {
 
 // value checks the value starting at data[i] (i < len(data), not
 // whitespace) and returns the offset just past it.
-func (kc *keyCheck) value(data []byte, i int) (int, bool) {
+func validValue(data []byte, i int) (int, bool) {
 	switch c := data[i]; c {
 	case '{':
-		return kc.object(data, i+1)
+		return validObject(data, i+1)
 	case '[':
-		return kc.array(data, i+1)
+		return validArray(data, i+1)
 	case '"':
-		j, ok, _ := validString(data, i+1)
-		return j, ok
+		return validString(data, i+1)
 	case 't':
 		return validLiteral(data, i+1, "rue")
 	case 'f':
@@ -108,8 +63,8 @@ func (kc *keyCheck) value(data []byte, i int) (int, bool) {
 	}
 }
 
-func (kc *keyCheck) object(data []byte, i int) (int, bool) {
-	i = kc.ws(data, i)
+func validObject(data []byte, i int) (int, bool) {
+	i = skipWS(data, i)
 	if i == len(data) {
 		return i, false
 	}
@@ -120,24 +75,22 @@ func (kc *keyCheck) object(data []byte, i int) (int, bool) {
 		if data[i] != '"' {
 			return i, false
 		}
-		start := i
-		var ok, escaped bool
-		if i, ok, escaped = validString(data, i+1); !ok {
+		var ok bool
+		if i, ok = validString(data, i+1); !ok {
 			return i, false
 		}
-		kc.key(data, start, i, escaped)
-		i = kc.ws(data, i)
+		i = skipWS(data, i)
 		if i == len(data) || data[i] != ':' {
 			return i, false
 		}
-		i = kc.ws(data, i+1)
+		i = skipWS(data, i+1)
 		if i == len(data) {
 			return i, false
 		}
-		if i, ok = kc.value(data, i); !ok {
+		if i, ok = validValue(data, i); !ok {
 			return i, false
 		}
-		i = kc.ws(data, i)
+		i = skipWS(data, i)
 		if i == len(data) {
 			return i, false
 		}
@@ -145,7 +98,7 @@ func (kc *keyCheck) object(data []byte, i int) (int, bool) {
 		case '}':
 			return i + 1, true
 		case ',':
-			i = kc.ws(data, i+1)
+			i = skipWS(data, i+1)
 			if i == len(data) {
 				return i, false
 			}
@@ -155,8 +108,8 @@ func (kc *keyCheck) object(data []byte, i int) (int, bool) {
 	}
 }
 
-func (kc *keyCheck) array(data []byte, i int) (int, bool) {
-	i = kc.ws(data, i)
+func validArray(data []byte, i int) (int, bool) {
+	i = skipWS(data, i)
 	if i == len(data) {
 		return i, false
 	}
@@ -165,10 +118,10 @@ func (kc *keyCheck) array(data []byte, i int) (int, bool) {
 	}
 	for {
 		var ok bool
-		if i, ok = kc.value(data, i); !ok {
+		if i, ok = validValue(data, i); !ok {
 			return i, false
 		}
-		i = kc.ws(data, i)
+		i = skipWS(data, i)
 		if i == len(data) {
 			return i, false
 		}
@@ -176,7 +129,7 @@ func (kc *keyCheck) array(data []byte, i int) (int, bool) {
 		case ']':
 			return i + 1, true
 		case ',':
-			i = kc.ws(data, i+1)
+			i = skipWS(data, i+1)
 			if i == len(data) {
 				return i, false
 			}
@@ -205,9 +158,8 @@ func specialMask(w uint64) uint64 {
 // firstMarked is the index of the lowest byte marked in m (m != 0).
 func firstMarked(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
 
-// validString checks a string whose opening quote is at data[i-1], and
-// reports whether it holds an escape.
-func validString(data []byte, i int) (end int, ok, escaped bool) {
+// validString checks a string whose opening quote is at data[i-1].
+func validString(data []byte, i int) (end int, ok bool) {
 	for {
 		// Eight bytes at a time, to the first that needs a look.
 		for i+8 <= len(data) {
@@ -218,30 +170,29 @@ func validString(data []byte, i int) (end int, ok, escaped bool) {
 			i += 8
 		}
 		if i >= len(data) {
-			return i, false, escaped
+			return i, false
 		}
 		switch c := data[i]; {
 		case c == '"':
-			return i + 1, true, escaped
+			return i + 1, true
 		case c == '\\':
-			escaped = true
 			i++
 			if i == len(data) {
-				return i, false, escaped
+				return i, false
 			}
 			switch data[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i++
 			case 'u':
 				if i+4 >= len(data) || !isHex(data[i+1]) || !isHex(data[i+2]) || !isHex(data[i+3]) || !isHex(data[i+4]) {
-					return i, false, escaped
+					return i, false
 				}
 				i += 5
 			default:
-				return i, false, escaped
+				return i, false
 			}
 		case c < ' ':
-			return i, false, escaped
+			return i, false
 		default:
 			i++
 		}
