@@ -127,65 +127,10 @@ func parseValid(raw []byte) (Frame, error) {
 	default:
 		return f, ErrNotObject
 	}
-	var jsonrpc gjson.Result
-	var method gjson.Result
-	hasID := false
-	var buf [8]member
-	// A member named twice (or also in another case) is refused below (see
-	// DuplicateKeyError); until then the first one counts, as gjson (and
-	// so every later read of the frame) sees it.
-	var seen uint8
-	var dup *DuplicateKeyError
-	first := func(bit uint8) bool {
-		if seen&bit != 0 {
-			if dup == nil {
-				name := topNames[bits.TrailingZeros8(bit)]
-				dup = &DuplicateKeyError{Name: name, Key: name}
-			}
-			return false
-		}
-		seen |= bit
-		return true
-	}
-	idVariant := false
-	ms, paramsDup := frameMembers(view(raw), buf[:0])
-	for _, m := range ms {
-		switch m.key.Str {
-		case "jsonrpc":
-			if first(1) {
-				jsonrpc = m.value
-			}
-		case "id":
-			if first(2) {
-				f.ID, hasID = m.value, true
-			}
-		case "method":
-			if first(4) {
-				method = m.value
-			}
-		case "params":
-			if first(8) {
-				f.Params = m.value
-			}
-		case "result":
-			if first(16) {
-				f.Result = m.value
-			}
-		case "error":
-			if first(32) {
-				f.Error = m.value
-			}
-		default:
-			if n := topVariant(m.key.Str); n >= 0 {
-				idVariant = idVariant || n == 1
-				if dup == nil {
-					dup = &DuplicateKeyError{Name: topNames[n], Key: m.key.Str}
-				}
-			}
-		}
-	}
-	if dup != nil {
-		return duplicateFrame(f, dup, method, hasID, idVariant)
+	t := readTop(raw, &f)
+	method, hasID := t.method, t.hasID
+	if t.dup != nil {
+		return duplicateFrame(f, t.dup, method, hasID, t.idVariant)
 	}
 	if hasID && f.ID.Type != gjson.String && f.ID.Type != gjson.Number {
 		if f.ID.Type != gjson.Null || method.Exists() {
@@ -193,7 +138,7 @@ func parseValid(raw []byte) (Frame, error) {
 			return f, ErrID
 		}
 	}
-	if jsonrpc.Type != gjson.String || jsonrpc.Str != "2.0" {
+	if t.jsonrpc.Type != gjson.String || t.jsonrpc.Str != "2.0" {
 		return f, ErrVersion
 	}
 	switch {
@@ -214,10 +159,79 @@ func parseValid(raw []byte) (Frame, error) {
 	default:
 		return f, ErrShape
 	}
-	if paramsDup != nil {
-		return f, paramsDup
+	if t.paramsDup != nil {
+		return f, t.paramsDup
 	}
 	return f, nil
+}
+
+// top is what parseValid reads of a message's own members besides those
+// it keeps in the Frame.
+type top struct {
+	jsonrpc, method gjson.Result
+	hasID           bool
+	idVariant       bool // a member spells "id" in another case
+	dup             *DuplicateKeyError
+	paramsDup       *DuplicateKeyError
+}
+
+// readTop reads the top-level members of raw, a valid JSON object, into f
+// (id, params, result, error) and t.
+func readTop(raw []byte, f *Frame) (t top) {
+	var buf [8]member
+	// A member named twice (or also in another case) is refused (t.dup,
+	// see DuplicateKeyError); until then the first one counts, as gjson
+	// (and so every later read of the frame) sees it.
+	var seen uint8
+	first := func(bit uint8) bool {
+		if seen&bit != 0 {
+			if t.dup == nil {
+				name := topNames[bits.TrailingZeros8(bit)]
+				t.dup = &DuplicateKeyError{Name: name, Key: name}
+			}
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	var ms []member
+	ms, t.paramsDup = frameMembers(view(raw), buf[:0])
+	for _, m := range ms {
+		switch m.key.Str {
+		case "jsonrpc":
+			if first(1) {
+				t.jsonrpc = m.value
+			}
+		case "id":
+			if first(2) {
+				f.ID, t.hasID = m.value, true
+			}
+		case "method":
+			if first(4) {
+				t.method = m.value
+			}
+		case "params":
+			if first(8) {
+				f.Params = m.value
+			}
+		case "result":
+			if first(16) {
+				f.Result = m.value
+			}
+		case "error":
+			if first(32) {
+				f.Error = m.value
+			}
+		default:
+			if n := topVariant(m.key.Str); n >= 0 {
+				t.idVariant = t.idVariant || n == 1
+				if t.dup == nil {
+					t.dup = &DuplicateKeyError{Name: topNames[n], Key: m.key.Str}
+				}
+			}
+		}
+	}
+	return t
 }
 
 // duplicateFrame is parseValid's answer for a message with a duplicated
