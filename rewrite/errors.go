@@ -112,8 +112,8 @@ func load32(s string, i int) uint32 {
 
 // AppendString appends s as a JSON string, as encoding/json writes it with
 // HTML escaping off: <, > and & stay as they are, invalid UTF-8 bytes
-// become U+FFFD, and U+2028 and U+2029 are escaped. The trace holds it to
-// encoding/json byte for byte (trace.FuzzEncoder).
+// become U+FFFD, and U+2028 and U+2029 are escaped
+// (TestAppendStringMatchesEncodingJSON).
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
