@@ -113,6 +113,9 @@ func (s *handshake) sseFirst(ctx context.Context, c *call, f *rewrite.Frame) (ou
 	case only || isEndpointError(err) || capabilities.IsAuthError(err):
 		s.warn("no HTTP+SSE stream", zap.String("url", url), zap.Error(err))
 		data := errorData(url, 0, "transport", "sse")
+		if isEndpointError(err) {
+			data = errorData(url, 0, "cause", "endpoint origin")
+		}
 		e := rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; the next initialize will try again", err)
 		if only && !isEndpointError(err) {
 			e = rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; %s sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use %[2]s http-first", err, rewrite.HintTransport)

@@ -91,33 +91,35 @@ var errExpired = errors.New("the server ended the MCP session (HTTP 404 for its 
 // Streamable HTTP. When the server refuses the POST the way a 2024-11-05
 // HTTP+SSE server does (400, 404 or 405 without a JSON-RPC message), it
 // tries the old transport, as mcp-remote does, unless --transport
-// http-only (or sse-first, which has tried it already) rules it out.
+// http-only (or sse-first, which has tried it already) rules it out. The
+// error of a refused POST says so in its data (cause "not streamable
+// http"), and, when the old transport failed too, why.
 func (s *handshake) passInit(ctx context.Context, c *call, f *rewrite.Frame) outcome {
 	out, refused := s.passStart(ctx, c, f, func(p *passthrough) carrier { return &streamable{p: p} })
 	if !refused {
 		return out
 	}
-	frame := out.frame
+	msg := gjson.GetBytes(out.frame, "error.message").String()
+	data, _ := sjson.SetBytes([]byte(gjson.GetBytes(out.frame, "error.data").Raw), "cause", "not streamable http")
 	switch s.cfg.Transport {
 	case TransportHTTPOnly:
-		return frameOnly(s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, []byte(gjson.GetBytes(frame, "error.data").Raw),
-			"%s; if it is an old HTTP+SSE server (MCP 2024-11-05), drop %s http-only (or use %[2]s sse-only)", gjson.GetBytes(frame, "error.message").String(), rewrite.HintTransport)))
+		return frameOnly(s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, data,
+			"%s; if it is an old HTTP+SSE server (MCP 2024-11-05), drop %s http-only (or use %[2]s sse-only)", msg, rewrite.HintTransport)))
 	case TransportSSEFirst:
-		return out
+		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, data))
 	}
-	s.info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(frame, "error.data.httpStatus").Int())))
+	s.info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(data, "httpStatus").Int())))
 	sout, err := s.sseInit(ctx, c, f)
-	if err != nil {
-		if ctx.Err() != nil {
-			return outcome{}
-		}
-		s.warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
-		if isEndpointError(err) {
-			return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "cannot initialize: "+err.Error(), errorData(s.client.URL(), 0, "cause", "endpoint origin")))
-		}
-		return out
+	switch {
+	case err == nil:
+		return sout
+	case ctx.Err() != nil:
+		return outcome{}
+	case isEndpointError(err):
+		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "cannot initialize: "+err.Error(), errorData(s.client.URL(), 0, "cause", "endpoint origin")))
 	}
-	return sout
+	s.warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
+	return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("%s, and %v", msg, err), data))
 }
 
 // passStart forwards the client's initialize over the carrier mk makes

@@ -29,6 +29,7 @@ const (
 	HintNoState               Hint = "no-state"
 	HintAllowHTTP             Hint = "allow-http"
 	HintHeader                Hint = "header"
+	HintHeaderFile            Hint = "header-file"
 	HintResource              Hint = "resource"
 	HintOAuthStore            Hint = "oauth-store"
 	HintOAuthCallbackPort     Hint = "oauth-callback-port"
@@ -47,7 +48,7 @@ const (
 func Hints() []Hint {
 	return []Hint{HintRequestTimeout, HintIdleTimeout, HintPollTimeout, HintResponseHeaderTimeout, HintDrainTimeout, HintAuthTimeout,
 		HintMaxMessageSize, HintMaxInFlight, HintMaxMRTRRounds, HintProtocol, HintTransport, HintIgnoreTool,
-		HintStateFile, HintNoState, HintAllowHTTP, HintHeader, HintResource, HintOAuthStore, HintOAuthCallbackPort,
+		HintStateFile, HintNoState, HintAllowHTTP, HintHeader, HintHeaderFile, HintResource, HintOAuthStore, HintOAuthCallbackPort,
 		HintStaticClientInfo, HintClientMetadataURL, HintAllowOrigin, HintMaxSessions, HintAuthTokenFile,
 		HintMaxSubscriptions, HintReadTimeout, HintMaxBodyMemory, HintEventLogBytes}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/check"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 )
 
@@ -25,10 +26,10 @@ func runCheck(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func checkJSON(t *testing.T, args ...string) (int, checkReport) {
+func checkJSON(t *testing.T, args ...string) (int, check.Report) {
 	t.Helper()
 	code, out, errs := runCheck(t, append([]string{"--json"}, args...)...)
-	var r checkReport
+	var r check.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("check --json printed no JSON (%v):\n%s\nstderr: %s", err, out, errs)
 	}
@@ -145,8 +146,8 @@ func TestCheckGoSDKRefusesBase64(t *testing.T) {
 func TestCheckProtected(t *testing.T) {
 	u, as := startOAuthDemo(t)
 	code, r := checkJSON(t, u)
-	if code != checkSignIn || r.Usable {
-		t.Fatalf("exit %d usable %v reason %q; want %d", code, r.Usable, r.Reason, checkSignIn)
+	if code != check.ExitSignIn || r.Usable {
+		t.Fatalf("exit %d usable %v reason %q; want %d", code, r.Usable, r.Reason, check.ExitSignIn)
 	}
 	a := r.Auth
 	if a == nil || !a.Required || a.SignedIn || a.AuthorizationServer != as.Issuer() || len(a.Scopes) == 0 || a.ResourceMetadata == "" {
@@ -168,7 +169,7 @@ func TestCheckDeadURL(t *testing.T) {
 	u := ts.URL + "/mcp"
 	ts.Close()
 	code, r := checkJSON(t, u)
-	if code != checkUnusable || r.Usable || !strings.Contains(r.Reason, "cannot connect") {
+	if code != check.ExitUnusable || r.Usable || !strings.Contains(r.Reason, "cannot connect") {
 		t.Fatalf("exit %d reason %q", code, r.Reason)
 	}
 	code, out, _ := runCheck(t, u)
@@ -184,7 +185,7 @@ func TestCheckHTMLPage(t *testing.T) {
 	}))
 	defer ts.Close()
 	code, r := checkJSON(t, ts.URL)
-	if code != checkUnusable || r.Usable || !strings.Contains(r.Reason, "does not look like an MCP endpoint") {
+	if code != check.ExitUnusable || r.Usable || !strings.Contains(r.Reason, "does not look like an MCP endpoint") {
 		t.Fatalf("exit %d reason %q", code, r.Reason)
 	}
 }
@@ -195,7 +196,7 @@ func TestCheckPostRefused(t *testing.T) {
 	}))
 	defer ts.Close()
 	code, r := checkJSON(t, ts.URL)
-	if code != checkUnusable || r.Transport != "not-streamable-http" || !strings.Contains(r.Reason, "refused POST with HTTP 405, and ") || !strings.Contains(r.Reason, "did not open an HTTP+SSE (2024-11-05) event stream") {
+	if code != check.ExitUnusable || r.Transport != "not-streamable-http" || !strings.Contains(r.Reason, "answered initialize with HTTP 405 (text/plain): the server rejected the request, and ") || !strings.Contains(r.Reason, "did not open an HTTP+SSE (2024-11-05) event stream") {
 		t.Fatalf("exit %d transport %q reason %q", code, r.Transport, r.Reason)
 	}
 }
@@ -219,7 +220,7 @@ func TestCheckHTTPSSE(t *testing.T) {
 	u := startCheckSSE(t)
 	for _, mode := range [][]string{nil, {"--transport", "sse-first"}, {"--transport", "sse-only"}} {
 		code, r := checkJSON(t, append(mode, u)...)
-		if code != checkUsable || !r.Usable || r.Reason != "" {
+		if code != check.ExitUsable || !r.Usable || r.Reason != "" {
 			t.Fatalf("%v: exit %d usable %v reason %q", mode, code, r.Usable, r.Reason)
 		}
 		if r.Transport != "http+sse" || r.Era != "2025-11-25" || r.Base64Names != "" {
@@ -233,7 +234,7 @@ func TestCheckHTTPSSE(t *testing.T) {
 		}
 	}
 	code, out, _ := runCheck(t, u)
-	if code != checkUsable {
+	if code != check.ExitUsable {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	for _, want := range []string{"usable", "HTTP+SSE (MCP 2024-11-05 transport): passed through", "2025-11-25", "go-sdk-sse", "round trip:"} {
@@ -248,11 +249,11 @@ func TestCheckHTTPSSE(t *testing.T) {
 	// --transport http-only: check does not try the old transport, and says
 	// how to let it.
 	code, r := checkJSON(t, "--transport", "http-only", u)
-	if code != checkUnusable || r.Usable || r.Transport != "not-streamable-http" || !strings.Contains(r.Reason, "--transport http-only") || !strings.Contains(r.Next, "--transport") {
+	if code != check.ExitUnusable || r.Usable || r.Transport != "not-streamable-http" || !strings.Contains(r.Reason, "--transport http-only") || !strings.Contains(r.Next, "--transport") {
 		t.Fatalf("http-only: exit %d usable %v transport %q reason %q next %q", code, r.Usable, r.Transport, r.Reason, r.Next)
 	}
 	code, out, _ = runCheck(t, "--transport", "http-only", u)
-	if code != checkUnusable || !strings.Contains(out, "not usable") || !strings.Contains(out, "--transport") {
+	if code != check.ExitUnusable || !strings.Contains(out, "not usable") || !strings.Contains(out, "--transport") {
 		t.Errorf("http-only: exit %d:\n%s", code, out)
 	}
 }
@@ -261,11 +262,11 @@ func TestCheckHTTPSSE(t *testing.T) {
 func TestCheckSSEFirstFallsBack(t *testing.T) {
 	u := startCheckDemo(t)
 	code, r := checkJSON(t, "--transport", "sse-first", u)
-	if code != checkUsable || r.Transport != "streamable-http" {
+	if code != check.ExitUsable || r.Transport != "streamable-http" {
 		t.Fatalf("sse-first: exit %d transport %q reason %q", code, r.Transport, r.Reason)
 	}
 	code, r = checkJSON(t, "--transport", "sse-only", u)
-	if code != checkUnusable || r.Usable || !strings.Contains(r.Reason, "--transport sse-only") || !strings.Contains(r.Next, "--transport") {
+	if code != check.ExitUnusable || r.Usable || !strings.Contains(r.Reason, "--transport sse-only") || !strings.Contains(r.Next, "--transport") {
 		t.Fatalf("sse-only: exit %d usable %v reason %q next %q", code, r.Usable, r.Reason, r.Next)
 	}
 }

@@ -128,7 +128,7 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
-	sessCfg, client, closeBridge, code := startBridge(cfg, logger, stdin, stderr)
+	sessCfg, client, closeBridge, code := startBridge(cfg, logger, stdin, stderr, nil)
 	defer closeBridge()
 	if code != 0 {
 		return code
@@ -143,8 +143,9 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 
 // startBridge starts what every session of the process shares: the demo
 // server (--demo), the upstream client, and the sessions' configuration
-// (trace included). done releases them, in reverse order.
-func startBridge(cfg *config, logger *zap.Logger, stdin io.Reader, stderr io.Writer) (bcfg bridge.Config, client *routing.Client, done func(), code int) {
+// (trace included). auth, when set, makes the upstream client's Auth of
+// the OAuth client (see newUpstream). done releases them, in reverse order.
+func startBridge(cfg *config, logger *zap.Logger, stdin io.Reader, stderr io.Writer, auth func(*oauth.Client) routing.Auth) (bcfg bridge.Config, client *routing.Client, done func(), code int) {
 	var undo []func()
 	done = func() {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -160,7 +161,7 @@ func startBridge(cfg *config, logger *zap.Logger, stdin io.Reader, stderr io.Wri
 		undo = append(undo, stopDemo)
 		url = demoURL
 	}
-	client, closeClient, code := newUpstream(cfg, url, logger, stderr)
+	client, closeClient, code := newUpstream(cfg, url, logger, stderr, auth)
 	if code != 0 {
 		return bcfg, nil, done, code
 	}
@@ -222,9 +223,11 @@ func startDemoServer(cfg *config, logger *zap.Logger, stderr io.Writer) (string,
 
 // newUpstream builds the upstream HTTP client for url: TLS (--ca-file,
 // --insecure, warned about loudly), credentials over plain http (warned
-// about loudly), OAuth, and the client's bounds. The returned func closes
-// its idle connections, then the OAuth client.
-func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer) (*routing.Client, func(), int) {
+// about loudly), OAuth, and the client's bounds. wrap, when set, makes the
+// client's Auth of the OAuth client (nil when OAuth is off or unavailable):
+// check's uses a stored sign-in only. The returned func closes its idle
+// connections, then the OAuth client.
+func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, wrap func(*oauth.Client) routing.Auth) (*routing.Client, func(), int) {
 	var caPEM []byte
 	if cfg.caFile != "" {
 		var err error
@@ -244,7 +247,10 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer) 
 		return nil, nil, code
 	}
 	var routingAuth routing.Auth
-	if auth != nil {
+	switch {
+	case wrap != nil:
+		routingAuth = wrap(auth)
+	case auth != nil:
 		routingAuth = auth
 	}
 	client, err := routing.New(routing.Config{

@@ -251,7 +251,7 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 		return code
 	}
 	defer closeLog()
-	bcfg, client, closeBridge, code := startBridge(cfg, logger, nil, stderr)
+	bcfg, client, closeBridge, code := startBridge(cfg, logger, nil, stderr, nil)
 	defer closeBridge()
 	if code != 0 {
 		return code

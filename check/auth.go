@@ -1,0 +1,142 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+)
+
+// Auth is the upstream client's routing.Auth during a check. It uses a
+// stored sign-in, and may refresh it, but never starts one (a check opens
+// no browser); and it keeps the challenge of the server's last refusal,
+// which the report's sign-in diagnosis reads.
+type Auth struct {
+	oauth *oauth.Client // nil: OAuth is off or unavailable
+
+	mu        sync.Mutex
+	challenge http.Header
+}
+
+// NewAuth is the check's Auth over the server's OAuth client (nil when
+// OAuth is off or unavailable).
+func NewAuth(o *oauth.Client) *Auth { return &Auth{oauth: o} }
+
+// Authorization is the stored sign-in's, if any.
+func (a *Auth) Authorization(ctx context.Context) (string, error) {
+	if a.oauth == nil {
+		return "", nil
+	}
+	return a.oauth.Authorization(ctx)
+}
+
+// Retry keeps the refusal's challenge, and lets the OAuth client refresh a
+// token that was sent, unattended.
+func (a *Auth) Retry(ctx context.Context, status int, h http.Header, sent string) (bool, error) {
+	a.mu.Lock()
+	a.challenge = h.Clone()
+	a.mu.Unlock()
+	if a.oauth == nil || sent == "" {
+		return false, nil
+	}
+	return a.oauth.Retry(routing.Unattended(ctx), status, h, sent)
+}
+
+func (a *Auth) lastChallenge() http.Header {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.challenge
+}
+
+// signedIn reports whether a token for the server is in the store.
+func (a *Auth) signedIn() bool {
+	if a == nil || a.oauth == nil {
+		return false
+	}
+	st, err := a.oauth.Status()
+	return err == nil && st.SignedIn
+}
+
+// AuthReport is the sign-in a server wants.
+type AuthReport struct {
+	// Required: the server answered 401 (or 403) without a usable token.
+	Required bool `json:"required"`
+	// SignedIn: a token for the server is in the store.
+	SignedIn            bool     `json:"signedIn"`
+	Challenge           string   `json:"challenge,omitempty"`
+	ResourceMetadata    string   `json:"resourceMetadata,omitempty"`
+	Resource            string   `json:"resource,omitempty"`
+	AuthorizationServer string   `json:"authorizationServer,omitempty"`
+	Scopes              []string `json:"scopes,omitempty"`
+	DynamicRegistration bool     `json:"dynamicRegistration,omitempty"`
+	StaticToken         bool     `json:"staticToken,omitempty"`
+	DiscoveryError      string   `json:"discoveryError,omitempty"`
+}
+
+// signIn fills in what sign-in the server wants, after it refused the
+// session with status (401 or 403): the challenge, and what the sign-in
+// would find (the resource metadata and the authorization server), with
+// the reason and the next step.
+func (c *checker) signIn(ctx context.Context, status int) {
+	r := c.rep
+	a := &AuthReport{Required: true, SignedIn: c.cfg.Auth.signedIn()}
+	r.Auth = a
+	h := c.cfg.Auth.lastChallenge()
+	if h != nil {
+		a.Challenge = strings.Join(h.Values("WWW-Authenticate"), ", ")
+		if chs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate")); err == nil {
+			for _, ch := range chs {
+				if ch.Scheme == "bearer" {
+					a.ResourceMetadata = ch.Params["resource_metadata"]
+					a.Scopes = strings.Fields(ch.Params["scope"])
+				}
+			}
+		}
+	}
+	switch o := c.cfg.Auth.oauth; {
+	case c.cfg.StaticToken:
+		a.StaticToken = true
+		r.Reason = fmt.Sprintf("the server refused the Authorization header given with %v (HTTP %d): check the token", rewrite.HintHeader, status)
+		r.Next = fmt.Sprintf("check the token passed with %v or %v", rewrite.HintHeader, rewrite.HintHeaderFile)
+		return
+	case o == nil:
+		r.Reason = fmt.Sprintf("the server wants a sign-in (HTTP %d), and the OAuth client is unavailable (the warning above says why)", status)
+		return
+	}
+	d, err := c.cfg.Auth.oauth.Discover(ctx, h)
+	switch {
+	case err == nil:
+		a.Resource, a.AuthorizationServer = d.Resource, d.Issuer
+		if len(a.Scopes) == 0 {
+			a.Scopes = d.Scopes
+		}
+		a.DynamicRegistration = d.RegistrationEndpoint != ""
+	case oauth.IsNotOAuth(err):
+		a.StaticToken = true
+		a.DiscoveryError = err.Error()
+		r.Reason = fmt.Sprintf("the server wants a token (HTTP %d) but publishes no OAuth metadata", status)
+		r.Next = fmt.Sprintf("pass its token with %v 'Authorization: Bearer ${TOKEN}'", rewrite.HintHeader)
+		return
+	default:
+		a.DiscoveryError = err.Error()
+	}
+	login := "mcp-tasks-proxy auth login " + r.URL
+	switch {
+	case status == http.StatusForbidden:
+		r.Reason, r.Next = "the server refused the stored sign-in (HTTP 403): "+capabilities.ForbiddenHint(r.URL, h), login
+	case a.SignedIn:
+		r.Reason, r.Next = "the server refused the stored sign-in (HTTP 401), and it could not be refreshed", login
+	case a.AuthorizationServer != "":
+		r.Reason, r.Next = "the server wants an OAuth sign-in (HTTP 401)", login
+	default:
+		r.Reason = fmt.Sprintf("the server wants a sign-in (HTTP %d), but its authorization server could not be found: %s", status, a.DiscoveryError)
+	}
+}
