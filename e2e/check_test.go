@@ -3,10 +3,14 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 )
@@ -44,6 +48,71 @@ func TestCheckCommand(t *testing.T) {
 	var ee *exec.ExitError
 	if !errorAs(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "not usable: cannot connect") {
 		t.Fatalf("dead URL: %v\n%s", err, out)
+	}
+}
+
+// checkReport is the part of check --json the tests read.
+type checkReport struct {
+	Usable    bool   `json:"usable"`
+	Reason    string `json:"reason"`
+	Era       string `json:"era"`
+	Transport string `json:"transport"`
+	Tools     *struct {
+		Count int `json:"count"`
+	} `json:"tools"`
+	Auth *struct {
+		Required            bool   `json:"required"`
+		AuthorizationServer string `json:"authorizationServer"`
+	} `json:"auth"`
+	Next string `json:"next"`
+}
+
+// runCheckJSON runs the binary's check --json and returns its exit status
+// and report.
+func runCheckJSON(t *testing.T, ctx context.Context, args ...string) (int, checkReport) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, binPath, append([]string{"check", "--json", "--timeout", "30"}, args...)...)
+	cmd.Env = proxyEnv()
+	out, err := cmd.Output()
+	code := 0
+	var ee *exec.ExitError
+	if errorAs(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("check %v: %v", args, err)
+	}
+	var r checkReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("check %v: no JSON (%v):\n%s", args, err, out)
+	}
+	return code, r
+}
+
+// The built binary checks a 2025 server (passed through), an old HTTP+SSE
+// server, and a server that wants an OAuth sign-in (exit 3, the way to
+// sign in named).
+func TestCheckCommandEras(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, r := runCheckJSON(t, ctx, "--demo-legacy")
+	if code != 0 || !r.Usable || r.Era != "2025-11-25" || r.Transport != "streamable-http" || r.Tools == nil || r.Tools.Count == 0 {
+		t.Errorf("legacy demo: exit %d report %+v", code, r)
+	}
+
+	srv := mcp.NewServer(&mcp.Implementation{Name: "go-sdk-sse", Version: "1.8.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "echoes"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	ts := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	code, r = runCheckJSON(t, ctx, ts.URL)
+	if code != 0 || !r.Usable || r.Transport != "http+sse" || r.Era != "2025-11-25" || r.Tools == nil || r.Tools.Count != 1 {
+		t.Errorf("HTTP+SSE server: exit %d report %+v", code, r)
+	}
+
+	code, r = runCheckJSON(t, ctx, "--demo", "--demo-oauth")
+	if code != 3 || r.Usable || r.Auth == nil || !r.Auth.Required || r.Auth.AuthorizationServer == "" || !strings.HasPrefix(r.Next, "mcp-tasks-proxy auth login http://") {
+		t.Errorf("OAuth demo: exit %d report %+v", code, r)
 	}
 }
 

@@ -42,12 +42,14 @@ Examples:
 `
 
 const checkHelpOutro = `
-The proxy's flags that shape requests apply as they would in a host's entry:
---header, --header-file, --ca-file, --insecure, --allow-http, --connect-timeout,
---oauth-store (a stored sign-in is used; check never opens a browser), --protocol,
---transport (http-first, the default, tries the old HTTP+SSE transport when the
-server refuses the POST; http-only never tries it; sse-first and sse-only try it
-first).
+check runs the session the proxy would run, in process, and drives it as a
+client would: the proxy's flags apply as they would in a host's entry.
+Among them: --header, --header-file, --ca-file, --insecure, --allow-http,
+--connect-timeout, --oauth-store (a stored sign-in is used; check never opens
+a browser), --protocol, --transport (http-first, the default, tries the old
+HTTP+SSE transport when the server refuses the POST; http-only never tries
+it; sse-first and sse-only try it first), --ignore-tool (the tools it hides
+are listed) and --trace (the check's frames).
 
 Exit status: 0 when the proxy can use the server; 1 when it cannot (the reason
 is printed); 2 on a usage error; 3 when the server wants a sign-in first (run

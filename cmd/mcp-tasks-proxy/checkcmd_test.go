@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -287,5 +289,55 @@ func TestCheckUsage(t *testing.T) {
 	}
 	if useColor(&bytes.Buffer{}, func(string) string { return "" }) {
 		t.Error("colour on a buffer")
+	}
+}
+
+// A stored sign-in is used (check runs unattended, and opens no browser):
+// the protected server is usable, and the report says how.
+func TestCheckSignedIn(t *testing.T) {
+	u, _ := startOAuthDemo(t)
+	store := filepath.Join(t.TempDir(), "store")
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	stderr := &pasteBrowser{t: t, stdin: inW, done: make(chan struct{})}
+	login := make(chan int, 1)
+	go func() {
+		login <- run([]string{"auth", "login", "--no-browser", "--oauth-store", store, "--auth-timeout", "15", u}, inR, io.Discard, stderr, env())
+	}()
+	select {
+	case code := <-login:
+		if code != 0 {
+			t.Fatalf("auth login: exit %d\n%s", code, stderr.String())
+		}
+	case <-time.After(waitBound + 5*time.Second):
+		t.Fatalf("auth login did not return\n%s", stderr.String())
+	}
+	<-stderr.done
+	code, r := checkJSON(t, "--oauth-store", store, u)
+	if code != check.ExitUsable || !r.Usable || r.Auth == nil || !r.Auth.SignedIn || r.Auth.Required {
+		t.Fatalf("exit %d usable %v reason %q auth %+v; want usable with the stored sign-in", code, r.Usable, r.Reason, r.Auth)
+	}
+	if _, out, _ := runCheck(t, "--oauth-store", store, u); !strings.Contains(out, "signed in (a stored OAuth token was used)") {
+		t.Errorf("human output lacks the sign-in used:\n%s", out)
+	}
+}
+
+// --ignore-tool hides tools from the session, as it would from a host's:
+// check counts them and names them with the setting that hides them.
+func TestCheckIgnoreTool(t *testing.T) {
+	u := startCheckDemo(t)
+	_, all := checkJSON(t, u)
+	code, r := checkJSON(t, "--ignore-tool", "echo", u)
+	if code != check.ExitUsable || r.Tools == nil || all.Tools == nil || r.Tools.Count != all.Tools.Count {
+		t.Fatalf("exit %d tools %+v, want the %+v the server lists", code, r.Tools, all.Tools)
+	}
+	reason := ""
+	for _, h := range r.Filtered {
+		if h.Name == "echo" {
+			reason = h.Reason
+		}
+	}
+	if len(r.Filtered) != len(all.Filtered)+1 || !strings.Contains(reason, "--ignore-tool") {
+		t.Errorf("filtered %+v, want echo, hidden by --ignore-tool, besides %+v", r.Filtered, all.Filtered)
 	}
 }
