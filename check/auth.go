@@ -50,6 +50,7 @@ func (a *Auth) Retry(ctx context.Context, status int, h http.Header, sent string
 	return a.oauth.Retry(routing.Unattended(ctx), status, h, sent)
 }
 
+// lastChallenge is the headers of the last refusal (nil: none).
 func (a *Auth) lastChallenge() http.Header {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -82,46 +83,38 @@ type AuthReport struct {
 }
 
 // signIn fills in what sign-in the server wants, after it refused the
-// session with status (401 or 403): the challenge, and what the sign-in
-// would find (the resource metadata and the authorization server), with
-// the reason and the next step.
+// session with status (401 or 403): the challenge of the refusal, what a
+// sign-in would find (oauth's Discover), the reason and the next step.
 func (c *checker) signIn(ctx context.Context, status int) {
-	r := c.rep
-	a := &AuthReport{Required: true, SignedIn: c.cfg.Auth.signedIn()}
+	r, h := c.rep, c.cfg.Auth.lastChallenge()
+	a := &AuthReport{Required: true, SignedIn: c.cfg.Auth.signedIn(), Challenge: strings.Join(h.Values("WWW-Authenticate"), ", ")}
 	r.Auth = a
-	h := c.cfg.Auth.lastChallenge()
-	if h != nil {
-		a.Challenge = strings.Join(h.Values("WWW-Authenticate"), ", ")
-		if chs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate")); err == nil {
-			for _, ch := range chs {
-				if ch.Scheme == "bearer" {
-					a.ResourceMetadata = ch.Params["resource_metadata"]
-					a.Scopes = strings.Fields(ch.Params["scope"])
-				}
+	if chs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate")); err == nil {
+		for _, ch := range chs {
+			if ch.Scheme == "bearer" {
+				a.ResourceMetadata, a.Scopes = ch.Params["resource_metadata"], strings.Fields(ch.Params["scope"])
 			}
 		}
 	}
-	switch o := c.cfg.Auth.oauth; {
-	case c.cfg.StaticToken:
+	if c.cfg.StaticToken {
 		a.StaticToken = true
 		r.Reason = fmt.Sprintf("the server refused the Authorization header given with %v (HTTP %d): check the token", rewrite.HintHeader, status)
 		r.Next = fmt.Sprintf("check the token passed with %v or %v", rewrite.HintHeader, rewrite.HintHeaderFile)
 		return
-	case o == nil:
+	}
+	if c.cfg.Auth.oauth == nil {
 		r.Reason = fmt.Sprintf("the server wants a sign-in (HTTP %d), and the OAuth client is unavailable (the warning above says why)", status)
 		return
 	}
 	d, err := c.cfg.Auth.oauth.Discover(ctx, h)
 	switch {
 	case err == nil:
-		a.Resource, a.AuthorizationServer = d.Resource, d.Issuer
+		a.Resource, a.AuthorizationServer, a.DynamicRegistration = d.Resource, d.Issuer, d.RegistrationEndpoint != ""
 		if len(a.Scopes) == 0 {
 			a.Scopes = d.Scopes
 		}
-		a.DynamicRegistration = d.RegistrationEndpoint != ""
 	case oauth.IsNotOAuth(err):
-		a.StaticToken = true
-		a.DiscoveryError = err.Error()
+		a.StaticToken, a.DiscoveryError = true, err.Error()
 		r.Reason = fmt.Sprintf("the server wants a token (HTTP %d) but publishes no OAuth metadata", status)
 		r.Next = fmt.Sprintf("pass its token with %v 'Authorization: Bearer ${TOKEN}'", rewrite.HintHeader)
 		return

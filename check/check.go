@@ -1,16 +1,12 @@
 // Package check looks at an MCP server as the proxy would use it, for
-// `mcp-tasks-proxy check`. It runs a real bridge session in process, over
-// an in-memory connection (as serve runs one over HTTP), sends what a
-// 2025-11-25 client sends at the start of a session (initialize,
-// notifications/initialized, tools/list, prompts/list, resources/list and,
-// for a 2026-07-28 server, a prompts/get whose name needs the Base64 form
-// of Mcp-Name), and reports from the answers: the era and transport the
-// session chose (bridge.Session.Reached), what the server said of itself
-// (its answers as they came over HTTP, seen by a routing.Observer), the
-// counts, the tools the proxy hides, and what sign-in the server wants.
-//
-// It never opens a browser: the session runs unattended, and its Auth uses
-// a stored sign-in only.
+// `mcp-tasks-proxy check`. It runs the proxy's bridge session in process,
+// over an in-memory Conn (as serve runs one over HTTP), sends what a
+// 2025-11-25 client sends (initialize, notifications/initialized, the
+// lists and, to a 2026-07-28 server, a prompts/get whose name needs the
+// Base64 form of Mcp-Name), and reports from the answers: the era and
+// transport the session chose (bridge.Session.Reached), what the server
+// said over HTTP (a routing.Observer sees it), and the sign-in it wants.
+// It never opens a browser: the session runs unattended.
 package check
 
 import (
@@ -31,32 +27,27 @@ import (
 
 // Config is what a check runs.
 type Config struct {
-	// Bridge is the session's configuration, as the proxy would run it
-	// against the server; its Client's Auth is Auth. The check keeps tasks
-	// in memory and reports the era itself (StatePath and OnInitialized
-	// are not used).
+	// Bridge is the session's configuration, as the proxy would run it;
+	// its Client's Auth is Auth. Tasks stay in memory (StatePath is not
+	// used), and the report says the era (OnInitialized is not called).
 	Bridge bridge.Config
-	// Auth is the Client's Auth (NewAuth).
-	Auth *Auth
+	Auth   *Auth
 	// StaticToken: OAuth is off, since an Authorization header was given.
 	StaticToken bool
-	// Version is the proxy's version, in the initialize's clientInfo.
-	Version string
-	// TimeoutText names the check's time bound for the reason when it
-	// runs out ("--timeout").
-	TimeoutText string
+	// Version goes in the initialize's clientInfo; TimeoutText names the
+	// check's time bound ("--timeout") when it runs out.
+	Version, TimeoutText string
 }
 
-// endBound bounds the end of the session once the report is made: the
-// passthrough's DELETE of its upstream session has a bound of its own
-// within it.
+// endBound bounds the session's end once the report is made (the DELETE
+// of a 2025 session has a shorter bound of its own).
 const endBound = 3 * time.Second
 
-// Run checks the server and returns the report. ctx bounds the check.
+// Run checks the server within ctx and returns the report.
 func Run(ctx context.Context, cfg Config) *Report {
-	c := &checker{cfg: cfg, rep: &Report{URL: cfg.Bridge.Client.URL(), Era: "unknown"}, wire: newWire(), listed: map[string]bool{}}
+	c := &checker{cfg: cfg, rep: &Report{URL: cfg.Bridge.Client.URL(), Era: "unknown"}, wire: &wire{methods: map[string]string{}}, shown: map[string]bool{}}
 	bcfg := cfg.Bridge
-	bcfg.StatePath, bcfg.OnInitialized = "", nil // a check leaves no file, and says the era itself
+	bcfg.StatePath, bcfg.OnInitialized = "", nil
 	sess := bridge.New(bcfg)
 	cl := start(routing.Unattended(routing.WithObserver(ctx, c.wire)), sess)
 	defer cl.end(endBound)
@@ -66,39 +57,34 @@ func Run(ctx context.Context, cfg Config) *Report {
 
 // checker is one check.
 type checker struct {
-	cfg    Config
-	rep    *Report
-	wire   *wire
-	listed map[string]bool // the tools the client was shown
+	cfg   Config
+	rep   *Report
+	wire  *wire
+	shown map[string]bool // the tools the session listed to the client
 }
 
-// run drives the session: the handshake, then the lists.
 func (c *checker) run(ctx context.Context, cl *client, sess *bridge.Session) {
 	r := c.rep
-	params := fmt.Appendf(nil, `{"protocolVersion":%q,"capabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{}},"clientInfo":{"name":"mcp-tasks-proxy-check","version":%q}}`,
-		protocol.LegacyVersion, c.cfg.Version)
-	init, err := cl.call(ctx, "initialize", params)
+	init, err := cl.call(ctx, "initialize", fmt.Appendf(nil, `{"protocolVersion":%q,"capabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{}},"clientInfo":{"name":"mcp-tasks-proxy-check","version":%q}}`,
+		protocol.LegacyVersion, c.cfg.Version))
 	w := c.wire.snapshot()
 	r.HTTPStatus, r.RoundTripMs = w.status, float64(w.rtt.Microseconds())/1000
-	if err != nil {
-		r.Reason = c.describeErr(err)
+	if err == nil && init.Get("error").Exists() {
+		c.failed(ctx, init.Get("error"), w)
 		return
 	}
-	if e := init.Get("error"); e.Exists() {
-		c.failed(ctx, e, w)
+	if err == nil {
+		err = cl.send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	}
+	if err != nil {
+		r.Reason = c.describeErr(err)
 		return
 	}
 	r.Era, r.Transport = sess.Reached()
 	result := init.Get("result")
 	c.identity(result, w.discover)
-	if err := cl.send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
-		r.Reason = c.describeErr(err)
-		return
-	}
 	caps := result.Get("capabilities")
-	r.Tools = c.list(ctx, cl, caps, "tools")
-	r.Prompts = c.list(ctx, cl, caps, "prompts")
-	r.Resources = c.list(ctx, cl, caps, "resources")
+	r.Tools, r.Prompts, r.Resources = c.list(ctx, cl, caps, "tools"), c.list(ctx, cl, caps, "prompts"), c.list(ctx, cl, caps, "resources")
 	c.hidden(c.wire.snapshot().toolPages)
 	if r.Era == protocol.ModernVersion {
 		c.base64(ctx, cl)
@@ -109,9 +95,9 @@ func (c *checker) run(ctx context.Context, cl *client, sess *bridge.Session) {
 	r.Usable = true
 }
 
-// identity records what the server says of itself: its info and, for a
-// 2026-07-28 server, its versions, capabilities and extensions as its
-// DiscoverResult gives them; for a 2025 one, its InitializeResult's.
+// identity records what the server says of itself: its info, and its
+// versions, capabilities and extensions as its DiscoverResult gives them
+// (2026-07-28) or its InitializeResult (2025).
 func (c *checker) identity(result, discover gjson.Result) {
 	r := c.rep
 	if info := result.Get("serverInfo"); info.IsObject() {
@@ -145,11 +131,11 @@ func (c *checker) list(ctx context.Context, cl *client, caps gjson.Result, kind 
 		return nil
 	}
 	lc := &ListCount{}
-	cursor := ""
-	for page := 0; page < maxPages; page++ {
+	cursor := "" // the JSON string of the last page's nextCursor
+	for page := range maxPages {
 		params := []byte(`{}`)
 		if page > 0 {
-			params = append(rewrite.AppendString([]byte(`{"cursor":`), cursor), '}')
+			params = []byte(`{"cursor":` + cursor + `}`)
 		}
 		ans, err := cl.call(ctx, kind+"/list", params)
 		if err != nil {
@@ -160,58 +146,47 @@ func (c *checker) list(ctx context.Context, cl *client, caps gjson.Result, kind 
 			lc.Error = fmt.Sprintf("error %d: %s", e.Get("code").Int(), e.Get("message").String())
 			return lc
 		}
-		items := ans.Get("result." + kind).Array()
-		lc.Count += len(items)
-		if kind == "tools" {
-			for _, t := range items {
-				c.listed[t.Get("name").String()] = true
-			}
+		for _, item := range ans.Get("result." + kind).Array() {
+			lc.Count++
+			c.shown[kind+"/"+item.Get("name").String()] = true
 		}
 		next := ans.Get("result.nextCursor")
-		if next.Type != gjson.String || (page > 0 && next.Str == cursor) {
+		if next.Type != gjson.String || next.Raw == cursor {
 			break
 		}
-		cursor = next.Str
+		cursor = next.Raw
 	}
 	return lc
 }
 
-// hidden records the tools the server listed that the client was not
-// shown, and why: an annotation the proxy refuses (2026-07-28), or a
-// pattern of the ignore-tool setting. They count in the tools.
+// hidden records the tools the server listed that the session did not
+// show its client, and why: an annotation the proxy refuses, or the
+// ignore-tool setting. The tools' count includes them.
 func (c *checker) hidden(pages [][]byte) {
 	r := c.rep
-	if r.Tools == nil {
-		return
-	}
-	seen := map[string]bool{}
 	for _, page := range pages {
 		m, err := rewrite.Parse(page)
-		if err != nil {
-			continue
+		if err != nil || r.Tools == nil {
+			return
 		}
 		why := map[string]string{}
-		if r.Era == protocol.ModernVersion {
-			if d, err := rewrite.ResponseDown(&m, rewrite.Down{ID: []byte("0"), Method: "tools/list"}); err == nil {
-				for _, rj := range d.Rejected {
-					why[rj.Tool] = rj.Reason
-				}
+		if d, err := rewrite.ResponseDown(&m, rewrite.Down{ID: []byte("0"), Method: "tools/list"}); err == nil && r.Era == protocol.ModernVersion {
+			for _, rj := range d.Rejected {
+				why[rj.Tool] = rj.Reason
 			}
 		}
 		for _, t := range m.Result.Get("tools").Array() {
-			name := t.Get("name").String()
-			if c.listed[name] || seen[name] {
-				continue
+			if name := t.Get("name").String(); !c.shown["tools/"+name] {
+				c.shown["tools/"+name] = true // once
+				reason, ok := why[name]
+				if !ok {
+					reason = "its name matches " + rewrite.HintIgnoreTool.String()
+				}
+				r.Filtered = append(r.Filtered, HiddenTool{Name: name, Reason: reason})
+				r.Tools.Count++
 			}
-			seen[name] = true
-			reason := why[name]
-			if reason == "" {
-				reason = "its name matches " + rewrite.HintIgnoreTool.String()
-			}
-			r.Filtered = append(r.Filtered, HiddenTool{Name: name, Reason: reason})
 		}
 	}
-	r.Tools.Count += len(r.Filtered)
 }
 
 // base64Probe is a prompt name no server has, which needs the Base64 form.
@@ -222,12 +197,9 @@ const base64Probe = "mcp-tasks-proxy-check-ü"
 // it does not decode it (the session then resends the raw name); any other
 // answer (usually "no such prompt") means it does.
 func (c *checker) base64(ctx context.Context, cl *client) {
-	params := append(rewrite.AppendString([]byte(`{"name":`), base64Probe), '}')
-	_, _ = cl.call(ctx, "prompts/get", params)
-	switch c.wire.snapshot().probe {
-	case "refused", "accepted":
-		c.rep.Base64Names = c.wire.snapshot().probe
-	default:
+	_, _ = cl.call(ctx, "prompts/get", []byte(`{"name":"`+base64Probe+`"}`))
+	c.rep.Base64Names = c.wire.snapshot().probe
+	if c.rep.Base64Names != "accepted" && c.rep.Base64Names != "refused" {
 		c.rep.Base64Names = "unknown"
 	}
 }
@@ -241,18 +213,16 @@ func (c *checker) describeErr(err error) string {
 }
 
 // failed records why the session's initialize failed: the sign-in the
-// server wants, when it refused one; else the session's own words, with the
-// transport its error's data names and what to try next.
+// server wants, when it refused one; else the session's own words, the
+// transport its error's data names, and what to try next.
 func (c *checker) failed(ctx context.Context, e gjson.Result, w seen) {
-	r := c.rep
+	r, b := c.rep, c.cfg.Bridge
 	if w.refused != 0 {
 		r.HTTPStatus = w.refused
 		c.signIn(ctx, w.refused)
 		return
 	}
-	msg := strings.TrimPrefix(e.Get("message").String(), "cannot initialize: ")
-	r.Reason = strings.TrimSuffix(msg, "; the next initialize will try again")
-	b := c.cfg.Bridge
+	r.Reason = strings.TrimSuffix(strings.TrimPrefix(e.Get("message").String(), "cannot initialize: "), "; the next initialize will try again")
 	switch e.Get("data.cause").String() {
 	case "not streamable http":
 		r.Transport = "not-streamable-http"

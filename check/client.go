@@ -6,55 +6,51 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// client is the check's side of a bridge session run in process: it writes
-// what a 2025-11-25 client would, over an in-memory bridge.Conn, and reads
-// the session's answers. Requests go one at a time.
+// client is the check's side of a bridge session run in process: it is
+// the session's Conn, and writes what a 2025-11-25 client would, one
+// request at a time.
 type client struct {
-	sess   *bridge.Session
-	in     chan []byte   // to the session's reader
-	out    chan []byte   // from the session's writer
-	inEnd  chan struct{} // closed: the check sends no more
-	gone   chan struct{} // closed: the check reads no more
-	served chan error    // Serve's result
-	endMu  sync.Once
-	ids    int
+	in    chan []byte   // to the session's reader
+	out   chan []byte   // from the session's writer
+	inEnd chan struct{} // closed: the check sends no more
+	done  chan struct{} // closed: the session has ended
+	ids   int
 }
 
-// start runs the session over a new client's Conn until end.
+var errEnded = errors.New("the session ended before it answered")
+
+// clientResults are the check's answers to the server's requests it takes.
+var clientResults = map[string]string{"ping": `{}`, "roots/list": `{"roots":[]}`}
+
+// start serves sess over a new client until end.
 func start(ctx context.Context, sess *bridge.Session) *client {
-	c := &client{sess: sess, in: make(chan []byte), out: make(chan []byte), inEnd: make(chan struct{}), gone: make(chan struct{}), served: make(chan error, 1)}
-	go func() { c.served <- sess.Serve(ctx, pipe{c}) }()
+	c := &client{in: make(chan []byte), out: make(chan []byte), inEnd: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		_ = sess.Serve(ctx, c)
+	}()
 	return c
 }
 
-// end ends the session's input and waits up to bound for the session to
-// answer what it has read, end its upstream session and return.
+// end ends the session's input and waits, up to bound, for the session to
+// end (it ends its upstream session too).
 func (c *client) end(bound time.Duration) {
-	c.endMu.Do(func() {
-		close(c.inEnd)
-		t := time.NewTimer(bound)
-		defer t.Stop()
-	wait:
-		for {
-			select {
-			case <-c.out: // a frame nobody waits for any more
-			case <-c.served:
-				break wait
-			case <-t.C:
-				break wait
-			}
-		}
-		close(c.gone)
-	})
+	close(c.inEnd)
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+	}
 }
 
 // send hands one message to the session.
@@ -64,22 +60,19 @@ func (c *client) send(ctx context.Context, msg []byte) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case err := <-c.served:
-		c.served <- err
+	case <-c.done:
 		return errEnded
 	}
 }
 
-var errEnded = errors.New("the session ended before it answered")
-
-// call sends a request and returns the session's answer: the whole frame.
-// Requests from the server on the way are answered as a client without
-// those features would answer them; notifications are skipped.
+// call sends a request and returns the session's answer, the whole frame.
+// The server's requests on the way are answered as a client with none of
+// their features answers them (ping and roots/list as a client does);
+// notifications are skipped.
 func (c *client) call(ctx context.Context, method string, params []byte) (gjson.Result, error) {
 	c.ids++
-	id := strconv.AppendQuote(nil, "check-"+strconv.Itoa(c.ids))
-	msg := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, params)
-	if err := c.send(ctx, msg); err != nil {
+	id := strconv.Quote("check-" + strconv.Itoa(c.ids))
+	if err := c.send(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, params)); err != nil {
 		return gjson.Result{}, err
 	}
 	for {
@@ -88,57 +81,44 @@ func (c *client) call(ctx context.Context, method string, params []byte) (gjson.
 		case frame = <-c.out:
 		case <-ctx.Done():
 			return gjson.Result{}, ctx.Err()
-		case err := <-c.served:
-			c.served <- err
+		case <-c.done:
 			return gjson.Result{}, errEnded
 		}
 		m, err := rewrite.Parse(frame)
 		switch {
 		case err != nil:
-		case m.Kind == rewrite.KindResponse && m.ID.Raw == string(id):
+		case m.Kind == rewrite.KindResponse && m.ID.Raw == id:
 			return gjson.ParseBytes(frame), nil
 		case m.Kind == rewrite.KindRequest:
-			if err := c.send(ctx, serverAnswer(&m)); err != nil {
+			answer := rewrite.ErrorFrame([]byte(m.ID.Raw), protocol.CodeMethodNotFound, "mcp-tasks-proxy check does not answer "+m.Method, nil)
+			if res, ok := clientResults[m.Method]; ok {
+				answer = rewrite.ResultFrame([]byte(m.ID.Raw), []byte(res))
+			}
+			if err := c.send(ctx, answer); err != nil {
 				return gjson.Result{}, err
 			}
 		}
 	}
 }
 
-// serverAnswer answers a request of the server: ping and roots/list as a
-// client does, anything else as a method this client does not offer.
-func serverAnswer(m *rewrite.Frame) []byte {
-	id := []byte(m.ID.Raw)
-	switch m.Method {
-	case "ping":
-		return rewrite.ResultFrame(id, []byte(`{}`))
-	case "roots/list":
-		return rewrite.ResultFrame(id, []byte(`{"roots":[]}`))
-	}
-	return rewrite.ErrorFrame(id, -32601, "mcp-tasks-proxy check does not answer "+m.Method, nil)
-}
-
-// pipe is the session's Conn: the client's messages in, its frames out.
-type pipe struct{ c *client }
-
-func (p pipe) Read() (bridge.In, error) {
+// Read, Write and Flush make the client the session's bridge.Conn.
+func (c *client) Read() (bridge.In, error) {
 	select {
-	case msg := <-p.c.in:
+	case msg := <-c.in:
 		return bridge.In{Frame: msg}, nil
-	case <-p.c.inEnd:
+	case <-c.inEnd:
 		return bridge.In{}, io.EOF
 	}
 }
 
-func (p pipe) Write(o bridge.Out) error {
-	if o.Frame == nil {
-		return nil
-	}
-	select {
-	case p.c.out <- o.Frame:
-	case <-p.c.gone:
+func (c *client) Write(o bridge.Out) error {
+	if o.Frame != nil {
+		select {
+		case c.out <- o.Frame:
+		case <-c.inEnd: // nobody reads any more
+		}
 	}
 	return nil
 }
 
-func (p pipe) Flush() error { return nil }
+func (c *client) Flush() error { return nil }

@@ -86,8 +86,8 @@ func (r *Report) ExitCode() int {
 	return ExitUnusable
 }
 
-// Write prints the report for people: one aligned line per
-// fact, the verdict first.
+// Write prints the report for people: one aligned line per fact, the
+// verdict first.
 func (r *Report) Write(w io.Writer, color bool) {
 	var lines reportLines
 	lines.identity(r, color)
@@ -96,9 +96,7 @@ func (r *Report) Write(w io.Writer, color bool) {
 	if r.RoundTripMs > 0 {
 		lines.add("round trip", fmt.Sprintf("%.1f ms", r.RoundTripMs))
 	}
-	if r.Next != "" {
-		lines.add("next", r.Next)
-	}
+	lines.add("next", r.Next)
 	width := 0
 	for _, l := range lines {
 		width = max(width, len(l[0]))
@@ -108,24 +106,36 @@ func (r *Report) Write(w io.Writer, color bool) {
 	}
 }
 
-// reportLines are the lines of a check report: a name and a value each.
+// reportLines are the lines of a report: a name and a value each.
 type reportLines [][2]string
 
-func (l *reportLines) add(k, v string) { *l = append(*l, [2]string{k, v}) }
+// add adds a line; an empty value adds none.
+func (l *reportLines) add(k, v string) {
+	if v != "" {
+		*l = append(*l, [2]string{k, v})
+	}
+}
+
+var (
+	transportText = map[string]string{"streamable-http": "Streamable HTTP", "http+sse": "HTTP+SSE (MCP 2024-11-05 transport): passed through",
+		"not-streamable-http": "not Streamable HTTP (the POST was refused)"}
+	base64Text = map[string]string{"accepted": "accepted", "refused": "refused (-32020): the proxy resends such requests with raw UTF-8 names",
+		"unknown": "unknown (the probe got no answer)"}
+)
 
 // identity adds what the server is: the URL, the verdict (in colour on a
 // terminal), the era, the transport, the versions, the server's info,
 // capabilities and extensions, and tasks.
 func (l *reportLines) identity(r *Report, color bool) {
-	paint := func(code, s string) string {
-		if !color {
-			return s
-		}
-		return "\x1b[" + code + "m" + s + "\x1b[0m"
-	}
-	verdict := paint("32", "usable")
+	verdict, paint := "usable", "32"
 	if !r.Usable {
-		verdict = paint("31", "not usable") + ": " + r.Reason
+		verdict, paint = "not usable", "31"
+	}
+	if color {
+		verdict = "\x1b[" + paint + "m" + verdict + "\x1b[0m"
+	}
+	if !r.Usable {
+		verdict += ": " + r.Reason
 	}
 	l.add("server", r.URL)
 	l.add("verdict", verdict)
@@ -137,28 +147,18 @@ func (l *reportLines) identity(r *Report, color bool) {
 	case r.Transport == "not-streamable-http":
 		l.add("era", "unknown")
 	}
-	switch r.Transport {
-	case "streamable-http":
-		l.add("transport", "Streamable HTTP")
-	case "http+sse":
-		l.add("transport", "HTTP+SSE (MCP 2024-11-05 transport): passed through")
-	case "not-streamable-http":
-		l.add("transport", "not Streamable HTTP (the POST was refused)")
-	}
-	if len(r.Versions) > 0 {
-		l.add("versions", strings.Join(r.Versions, ", "))
-	}
-	if len(r.ServerInfo) > 0 {
-		info := gjson.ParseBytes(r.ServerInfo)
+	l.add("transport", transportText[r.Transport])
+	l.add("versions", strings.Join(r.Versions, ", "))
+	if info := gjson.ParseBytes(r.ServerInfo); info.IsObject() {
 		s := info.Get("name").String() + " " + info.Get("version").String()
 		if t := info.Get("title").String(); t != "" {
 			s += " (" + t + ")"
 		}
 		l.add("server info", strings.TrimSpace(s))
 	}
-	if len(r.Capabilities) > 0 {
+	if caps := gjson.ParseBytes(r.Capabilities); caps.IsObject() {
 		var names []string
-		gjson.ParseBytes(r.Capabilities).ForEach(func(k, _ gjson.Result) bool {
+		caps.ForEach(func(k, _ gjson.Result) bool {
 			if k.Str != "extensions" {
 				names = append(names, k.Str)
 			}
@@ -200,46 +200,34 @@ func (l *reportLines) contents(r *Report) {
 	for _, t := range r.Filtered {
 		l.add("hidden tool", t.Name+": "+t.Reason)
 	}
-	switch r.Base64Names {
-	case "accepted":
-		l.add("Base64 names", "accepted")
-	case "refused":
-		l.add("Base64 names", "refused (-32020): the proxy resends such requests with raw UTF-8 names")
-	case "unknown":
-		l.add("Base64 names", "unknown (the probe got no answer)")
-	}
+	l.add("Base64 names", base64Text[r.Base64Names])
 }
 
 // auth adds the sign-in the server wants, if any.
 func (l *reportLines) auth(r *Report) {
-	if a := r.Auth; a != nil {
-		switch {
-		case !a.Required && a.SignedIn:
-			l.add("auth", "signed in (a stored OAuth token was used)")
-		case a.StaticToken:
-			l.add("auth", "a static token (no OAuth metadata)")
-		default:
-			l.add("auth", "OAuth required")
+	a := r.Auth
+	if a == nil {
+		if r.Usable {
+			l.add("auth", "none needed")
 		}
-		if a.ResourceMetadata != "" {
-			l.add("resource metadata", a.ResourceMetadata)
-		}
-		if a.Resource != "" {
-			l.add("resource", a.Resource)
-		}
-		if a.AuthorizationServer != "" {
-			s := a.AuthorizationServer
-			if a.DynamicRegistration {
-				s += " (dynamic client registration)"
-			}
-			l.add("auth server", s)
-		}
-		if len(a.Scopes) > 0 {
-			l.add("scopes", strings.Join(a.Scopes, " "))
-		}
-	} else if r.Usable {
-		l.add("auth", "none needed")
+		return
 	}
+	switch {
+	case !a.Required && a.SignedIn:
+		l.add("auth", "signed in (a stored OAuth token was used)")
+	case a.StaticToken:
+		l.add("auth", "a static token (no OAuth metadata)")
+	default:
+		l.add("auth", "OAuth required")
+	}
+	l.add("resource metadata", a.ResourceMetadata)
+	l.add("resource", a.Resource)
+	as := a.AuthorizationServer
+	if as != "" && a.DynamicRegistration {
+		as += " (dynamic client registration)"
+	}
+	l.add("auth server", as)
+	l.add("scopes", strings.Join(a.Scopes, " "))
 }
 
 func orNone(s string) string {

@@ -16,11 +16,9 @@ type Discovery struct {
 	Resource string
 	// Scopes are the resource metadata's scopes_supported.
 	Scopes []string
-	// Issuer is the authorization server the sign-in would use.
-	Issuer string
-	// AuthorizationEndpoint and TokenEndpoint are its endpoints;
+	// Issuer is the authorization server the sign-in would use;
 	// RegistrationEndpoint is "" when it offers no dynamic registration.
-	AuthorizationEndpoint, TokenEndpoint, RegistrationEndpoint string
+	Issuer, RegistrationEndpoint string
 }
 
 // Discover finds the protected resource metadata and the authorization
@@ -29,21 +27,15 @@ type Discovery struct {
 // no token and stores nothing. The error says what was missing;
 // IsNotOAuth tells a server that publishes no OAuth metadata at all.
 func (c *Client) Discover(ctx context.Context, h http.Header) (*Discovery, error) {
-	var ch challenge
-	if h != nil {
-		ch = parseChallenge(h)
-	}
-	d, err := c.disc.discover(ctx, ch)
+	d, err := c.disc.discover(ctx, parseChallenge(h))
 	if err != nil {
 		return nil, err
 	}
 	return &Discovery{
-		Resource:              d.resource,
-		Scopes:                slices.Clone(d.scopes),
-		Issuer:                d.as.Issuer,
-		AuthorizationEndpoint: d.as.AuthorizationEndpoint,
-		TokenEndpoint:         d.as.TokenEndpoint,
-		RegistrationEndpoint:  d.as.RegistrationEndpoint,
+		Resource:             d.resource,
+		Scopes:               slices.Clone(d.scopes),
+		Issuer:               d.as.Issuer,
+		RegistrationEndpoint: d.as.RegistrationEndpoint,
 	}, nil
 }
 

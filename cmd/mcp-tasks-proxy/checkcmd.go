@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,14 +42,10 @@ Examples:
 `
 
 const checkHelpOutro = `
-check runs the session the proxy would run, in process, and drives it as a
-client would: the proxy's flags apply as they would in a host's entry.
-Among them: --header, --header-file, --ca-file, --insecure, --allow-http,
---connect-timeout, --oauth-store (a stored sign-in is used; check never opens
-a browser), --protocol, --transport (http-first, the default, tries the old
-HTTP+SSE transport when the server refuses the POST; http-only never tries
-it; sse-first and sse-only try it first), --ignore-tool (the tools it hides
-are listed) and --trace (the check's frames).
+check runs the proxy's own session, in process, and drives it as a client
+would, so the proxy's flags apply as in a host's entry: --header,
+--oauth-store (a stored sign-in is used; check never opens a browser),
+--protocol, --transport, --ignore-tool, --trace and the rest.
 
 Exit status: 0 when the proxy can use the server; 1 when it cannot (the reason
 is printed); 2 on a usage error; 3 when the server wants a sign-in first (run
@@ -67,61 +63,39 @@ type checkFlags struct {
 // is never mistaken for one of them.
 func splitCheckArgs(args []string) (checkFlags, []string, error) {
 	var f checkFlags
-	newTableFlagSet("mcp-tasks-proxy check", checkFlagTable, &f) // the defaults
-	proxyFS := newFlagSet(&config{})
+	own, proxyFS := newTableFlagSet("mcp-tasks-proxy check", checkFlagTable, &f), newFlagSet(&config{})
 	var rest []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			rest = append(rest, args[i:]...)
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			rest = append(rest, a)
-			continue
+			return f, append(rest, args[i:]...), nil
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch name {
-		case "json":
-			f.json = true
-			if hasValue {
-				b, err := parseBoolFlag(name, value)
-				if err != nil {
-					return f, nil, err
-				}
-				f.json = b
+		fl := own.Lookup(name)
+		switch {
+		case !strings.HasPrefix(a, "-") || a == "-":
+		case fl != nil && !hasValue && !isBool(fl):
+			if i++; i >= len(args) {
+				return f, nil, usagef("flag --%s needs a value", name)
 			}
-			continue
-		case "h", "help":
-			f.help = true
-			continue
-		case "timeout":
+			value, hasValue = args[i], true
+			fallthrough
+		case fl != nil:
 			if !hasValue {
-				if i+1 >= len(args) {
-					return f, nil, usagef("flag --timeout needs a value: seconds (30) or a duration (30s)")
+				value = "true"
+			}
+			if err := fl.Value.Set(value); err != nil {
+				if isBool(fl) {
+					err = errors.New("use true or false")
 				}
-				i++
-				value = args[i]
+				return f, nil, usagef("--%s %q: %v", name, value, err)
 			}
-			d, err := time.ParseDuration(value)
-			if n, nerr := strconv.Atoi(value); nerr == nil {
-				d, err = time.Duration(n)*time.Second, nil
-			}
-			if err != nil || d <= 0 {
-				return f, nil, usagef("--timeout %q: give seconds (30) or a duration (30s, 2m)", value)
-			}
-			f.timeout = d
 			continue
+		case !hasValue && proxyFS.Lookup(name) != nil && !isBool(proxyFS.Lookup(name)) && i+1 < len(args):
+			rest, i = append(rest, a), i+1 // its value, whatever it looks like
+			a = args[i]
 		}
 		rest = append(rest, a)
-		if fl := proxyFS.Lookup(name); fl != nil && !hasValue {
-			if bf, ok := fl.Value.(interface{ IsBoolFlag() bool }); !ok || !bf.IsBoolFlag() {
-				if i+1 < len(args) {
-					i++
-					rest = append(rest, args[i])
-				}
-			}
-		}
 	}
 	return f, rest, nil
 }
@@ -142,10 +116,6 @@ func checkCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: check: %v\n", err)
 		return 2
-	}
-	if cfg.help {
-		fmt.Fprint(stdout, checkHelpText)
-		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
