@@ -195,17 +195,8 @@ func prevKept(dropped []bool, i int) int {
 
 // objectIsEmpty reports whether a raw JSON object has no members.
 func objectIsEmpty(raw string) bool {
-	for i := 1; i < len(raw); i++ {
-		switch raw[i] {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '}':
-			return true
-		default:
-			return false
-		}
-	}
-	return true
+	i := skipSpace(raw, 1)
+	return i >= len(raw) || raw[i] == '}'
 }
 
 // lastBrace returns the offset of the closing '}' of the object that starts
