@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -19,7 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
@@ -144,7 +143,7 @@ func trim(recs map[string]record) {
 // concurrent proxies never lose each other's tasks and a crash never leaves
 // a torn file.
 type fileRegistry struct {
-	path     string
+	file     statefile.File
 	upstream string     // recorded in the file, for people who look
 	mu       sync.Mutex // serializes this process's operations
 }
@@ -189,7 +188,7 @@ type stateRegistry struct {
 func openStateRegistry(path, upstream string, log *zap.Logger) registry {
 	r := &stateRegistry{path: path, log: log}
 	f, err := openFileRegistry(path, upstream)
-	var invalid *invalidStateError
+	var invalid invalidStateError
 	switch {
 	case errors.As(err, &invalid):
 		log.Error("the task state file cannot be used; tasks are remembered only while this process runs (fix the path, or set "+stateHints()+")",
@@ -210,14 +209,14 @@ func (r *stateRegistry) fallBack(err error) *memRegistry {
 		return r.mem
 	}
 	r.file, r.mem = nil, newMemRegistry()
-	var newer *newerStateError
+	var newer *statefile.NewerError
 	if errors.As(err, &newer) {
 		r.log.Warn("the task state file was written by a newer mcp-tasks-proxy; it is left untouched, and tasks are remembered only while this process runs (upgrade, or set "+stateHints()+")",
 			zap.String("path", r.path), zap.Error(err))
 		return r.mem
 	}
 	// Best effort, without the lock: whatever can still be read.
-	if st, rerr := readState(r.path); rerr == nil {
+	if st, rerr := readState(stateFileAt(r.path)); rerr == nil {
 		for _, rec := range st.Tasks {
 			r.mem.recs[rec.ID] = rec
 		}
@@ -268,20 +267,10 @@ func (r *stateRegistry) list() ([]record, error) {
 }
 
 // invalidStateError is a state file that is not valid JSON.
-type invalidStateError struct {
-	path string
-	err  error
-}
+type invalidStateError struct{ *statefile.InvalidError }
 
-func (e *invalidStateError) Error() string {
-	return fmt.Sprintf("the state file %s is not valid (%v); move it away or set %v", e.path, e.err, rewrite.HintStateFile)
-}
-
-// newerStateError is a state file of a newer format version.
-type newerStateError struct{ version int }
-
-func (e *newerStateError) Error() string {
-	return fmt.Sprintf("the state file has format version %d; this proxy knows version %d", e.version, stateVersion)
+func (e invalidStateError) Error() string {
+	return fmt.Sprintf("the state file %s is not valid (%v); move it away or set %v", e.Path, e.Err, rewrite.HintStateFile)
 }
 
 // openFileRegistry prepares the state file's directory and checks that the
@@ -291,10 +280,16 @@ func openFileRegistry(path, upstream string) (*fileRegistry, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	if _, err := readState(path); err != nil {
+	f := stateFileAt(path)
+	if _, err := readState(f); err != nil {
 		return nil, err
 	}
-	return &fileRegistry{path: path, upstream: upstream}, nil
+	return &fileRegistry{file: f, upstream: upstream}, nil
+}
+
+// stateFileAt is the state file at path; its lock is path.lock.
+func stateFileAt(path string) statefile.File {
+	return statefile.File{Path: path, LockPath: path + ".lock", Version: stateVersion}
 }
 
 // stateLockTimeout bounds the wait for the state file's lock, which
@@ -305,7 +300,7 @@ var stateLockTimeout = 10 * time.Second
 func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, err := os.Stat(r.path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(r.file.Path); errors.Is(err, fs.ErrNotExist) {
 		// Nothing stored yet: no lock and no file unless fn writes (then
 		// it runs again below, on the state read under the lock).
 		if !fn(&stateFile{Version: stateVersion}) {
@@ -314,12 +309,12 @@ func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stateLockTimeout)
 	defer cancel()
-	unlock, err := filelock.LockContext(ctx, r.path+".lock")
+	unlock, err := r.file.Lock(ctx)
 	if err != nil {
-		return fmt.Errorf("locking the state file (%s.lock): %w", r.path, err)
+		return fmt.Errorf("locking the state file (%s): %w", r.file.LockPath, err)
 	}
 	defer unlock()
-	st, err := readState(r.path)
+	st, err := readState(r.file)
 	if err != nil {
 		return err
 	}
@@ -327,61 +322,17 @@ func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 		return nil
 	}
 	st.Version, st.Upstream = stateVersion, r.upstream
-	return writeState(r.path, st)
+	return r.file.Write(st)
 }
 
-func readState(path string) (stateFile, error) {
+// readState reads the state file; a missing one is empty.
+func readState(f statefile.File) (stateFile, error) {
 	st := stateFile{Version: stateVersion}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
+	_, err := f.Read(&st)
+	if inv := (*statefile.InvalidError)(nil); errors.As(err, &inv) {
+		return st, invalidStateError{inv}
 	}
-	if err != nil {
-		return st, fmt.Errorf("reading the state file: %w", err)
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return st, nil
-	}
-	// The version first: a newer format may not decode as this one.
-	var v struct {
-		Version int `json:"version"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return st, &invalidStateError{path: path, err: err}
-	}
-	if v.Version > stateVersion {
-		return st, &newerStateError{version: v.Version}
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, &invalidStateError{path: path, err: err}
-	}
-	return st, nil
-}
-
-func writeState(path string, st stateFile) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep the servers' bytes as they were
-	if err := enc.Encode(st); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tasks-*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing the state file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the state file: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return st, err
 }
 
 func (r *fileRegistry) get(id string) (rec record, ok bool, err error) {
