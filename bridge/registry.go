@@ -128,6 +128,15 @@ func sorted(recs map[string]record) []record {
 	return out
 }
 
+// byID indexes records by id; of two with one id, the later is kept.
+func byID(list []record) map[string]record {
+	recs := make(map[string]record, len(list)+1)
+	for _, r := range list {
+		recs[r.ID] = r
+	}
+	return recs
+}
+
 func trim(recs map[string]record) {
 	if len(recs) <= maxRecords {
 		return
@@ -144,8 +153,7 @@ func trim(recs map[string]record) {
 // a torn file.
 type fileRegistry struct {
 	file     statefile.File
-	upstream string     // recorded in the file, for people who look
-	mu       sync.Mutex // serializes this process's operations
+	upstream string // recorded in the file, for people who look
 }
 
 // stateFile is the on-disk format.
@@ -188,10 +196,10 @@ type stateRegistry struct {
 func openStateRegistry(path, upstream string, log *zap.Logger) registry {
 	r := &stateRegistry{path: path, log: log}
 	f, err := openFileRegistry(path, upstream)
-	var invalid invalidStateError
+	var invalid *statefile.InvalidError
 	switch {
 	case errors.As(err, &invalid):
-		log.Error("the task state file cannot be used; tasks are remembered only while this process runs (fix the path, or set "+stateHints()+")",
+		log.Error("the task state file is not valid JSON; tasks are remembered only while this process runs (move it away, or set "+stateHints()+")",
 			zap.String("path", path), zap.Error(err))
 		return newMemRegistry()
 	case err != nil:
@@ -217,9 +225,7 @@ func (r *stateRegistry) fallBack(err error) *memRegistry {
 	}
 	// Best effort, without the lock: whatever can still be read.
 	if st, rerr := readState(stateFileAt(r.path)); rerr == nil {
-		for _, rec := range st.Tasks {
-			r.mem.recs[rec.ID] = rec
-		}
+		r.mem.recs = byID(st.Tasks)
 		trim(r.mem.recs)
 	}
 	r.log.Warn("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or its permissions, or set "+stateHints()+")",
@@ -266,13 +272,6 @@ func (r *stateRegistry) list() ([]record, error) {
 	return r.mem.list()
 }
 
-// invalidStateError is a state file that is not valid JSON.
-type invalidStateError struct{ *statefile.InvalidError }
-
-func (e invalidStateError) Error() string {
-	return fmt.Sprintf("the state file %s is not valid (%v); move it away or set %v", e.Path, e.Err, rewrite.HintStateFile)
-}
-
 // openFileRegistry prepares the state file's directory and checks that the
 // file, if present, is readable and of a known version. Nothing is written
 // until a task is.
@@ -297,9 +296,9 @@ func stateFileAt(path string) statefile.File {
 // longer is stuck, and the session goes on in memory (every wait ends).
 var stateLockTimeout = 10 * time.Second
 
+// locked runs fn on the state read under the lock, and writes what fn
+// changed; the stateRegistry's mutex serializes this process's calls.
 func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if _, err := os.Stat(r.file.Path); errors.Is(err, fs.ErrNotExist) {
 		// Nothing stored yet: no lock and no file unless fn writes (then
 		// it runs again below, on the state read under the lock).
@@ -325,13 +324,10 @@ func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 	return r.file.Write(st)
 }
 
-// readState reads the state file; a missing one is empty.
+// readState reads the state file f; a missing one is empty.
 func readState(f statefile.File) (stateFile, error) {
 	st := stateFile{Version: stateVersion}
 	_, err := f.Read(&st)
-	if inv := (*statefile.InvalidError)(nil); errors.As(err, &inv) {
-		return st, invalidStateError{inv}
-	}
 	return st, err
 }
 
@@ -349,10 +345,7 @@ func (r *fileRegistry) get(id string) (rec record, ok bool, err error) {
 
 func (r *fileRegistry) update(id string, fn func(*record) bool) error {
 	return r.locked(func(st *stateFile) bool {
-		recs := make(map[string]record, len(st.Tasks)+1)
-		for _, x := range st.Tasks {
-			recs[x.ID] = x
-		}
+		recs := byID(st.Tasks)
 		rec, ok := recs[id]
 		if !ok {
 			rec = record{ID: id}
@@ -374,11 +367,7 @@ func (r *fileRegistry) update(id string, fn func(*record) bool) error {
 
 func (r *fileRegistry) list() (out []record, err error) {
 	err = r.locked(func(st *stateFile) bool {
-		recs := make(map[string]record, len(st.Tasks))
-		for _, x := range st.Tasks {
-			recs[x.ID] = x
-		}
-		out = sorted(recs)
+		out = sorted(byID(st.Tasks))
 		return false
 	})
 	return out, err

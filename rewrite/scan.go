@@ -205,9 +205,6 @@ func bytesOf(f []byte, s span) []byte {
 // scanMethodID is MethodID's fast scan; ok is false for what it does not
 // read.
 func scanMethodID(s string) (method, id span, ok bool) {
-	if method, id, ok = scanCanonical(s); ok {
-		return method, id, true
-	}
 	answer := false
 	done := func() bool { return id.end != 0 && (method.end != 0 || answer) }
 	var bad bool
@@ -235,39 +232,6 @@ func scanMethodID(s string) (method, id span, ok bool) {
 		return span{}, span{}, false
 	}
 	return method, id, true
-}
-
-// canonicalHead is how the frames of most JSON-RPC libraries, and all of
-// the bridge's, begin.
-const canonicalHead = `{"jsonrpc":"2.0","id":`
-
-// scanCanonical is scanMethodID for a frame that begins with canonicalHead
-// and follows its id with "method" or with "result" or "error", as such
-// frames do: the id and the method are read where they must be, without a
-// walk. ok is false for any other frame.
-func scanCanonical(s string) (method, id span, ok bool) {
-	const v = len(canonicalHead)
-	// The head, then room for an id and the key after it.
-	if len(s) < v+9 || s[:v] != canonicalHead {
-		return span{}, span{}, false
-	}
-	vend, valid := valueEnd(s, v)
-	// After the id: a comma and the next member's key and colon, 9 bytes
-	// for the shortest ("error":), and a byte of its value.
-	if !valid || vend+10 >= len(s) || s[vend] != ',' {
-		return span{}, span{}, false
-	}
-	id = span{v, vend}
-	switch key := s[vend+1 : vend+10]; {
-	case key == `"method":` && s[vend+10] == '"':
-		m := vend + 10
-		if mend, ok := valueEnd(s, m); ok {
-			return span{m, mend}, id, true
-		}
-	case key == `"result":`, key[:8] == `"error":`:
-		return span{}, id, true
-	}
-	return span{}, span{}, false
 }
 
 // topMembers calls visit with the key and the offset of the value of each

@@ -60,8 +60,6 @@ type InvalidError struct {
 
 func (e *InvalidError) Error() string { return fmt.Sprintf("%s is not valid (%v)", e.Path, e.Err) }
 
-func (e *InvalidError) Unwrap() error { return e.Err }
-
 // Lock takes the document's lock, waiting at most until ctx ends, and
 // returns the function that releases it.
 func (f *File) Lock(ctx context.Context) (unlock func(), err error) {
@@ -102,9 +100,6 @@ func (f *File) readAll() ([]byte, error) {
 		return nil, nil
 	}
 	if err != nil {
-		if cerr := safefile.Check(f.Path); cerr != nil {
-			return nil, cerr // a link planted since the check
-		}
 		return nil, fmt.Errorf("cannot read %s: %w", f.Path, err)
 	}
 	defer file.Close()
