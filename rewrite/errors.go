@@ -67,8 +67,8 @@ var plain = func() (t [256]bool) {
 
 // AppendString appends s as a JSON string, as encoding/json writes it with
 // HTML escaping off: <, > and & stay as they are, invalid UTF-8 bytes
-// become U+FFFD, and U+2028 and U+2029 are escaped. The trace holds it to
-// encoding/json byte for byte (trace.FuzzEncoder).
+// become U+FFFD, and U+2028 and U+2029 are escaped (FuzzAppendString holds
+// it to encoding/json byte for byte).
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
