@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
@@ -429,7 +429,7 @@ func TestTaskStateFileUnwritable(t *testing.T) {
 					t.Fatal(err)
 				}
 			case "lock held by a stuck process":
-				unlock, err := filelock.Lock(path + ".lock")
+				unlock, err := (&statefile.File{LockPath: path + ".lock"}).Lock(t.Context())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -83,7 +83,7 @@ type store struct {
 
 // tokenStore is the server's part of the store as this process knows it:
 // the record last read or written (published: requests take their bearer
-// from it), its file, and the cross-process lock (internal/filelock) that
+// from it), its file, and the cross-process lock (internal/statefile) that
 // a sign-in, a refresh and a logout hold, and an ordinary request never
 // takes. Whoever takes the lock reads the file again under it.
 type tokenStore struct {
@@ -290,7 +290,7 @@ func syntaxOnly(err error) error {
 // record or the new one, never a part.
 func (s *store) save(r *record) error { return s.doc.Write(r) }
 
-// remove deletes the server's record (not its lock file: see filelock).
+// remove deletes the server's record (not its lock file: see statefile).
 func (s *store) remove() error {
 	err := os.Remove(s.doc.Path)
 	if errors.Is(err, fs.ErrNotExist) {

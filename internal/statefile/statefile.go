@@ -1,7 +1,14 @@
 // Package statefile is the state that several mcp-tasks-proxy processes of
 // one user share (the task registry, each OAuth server's tokens): one JSON
 // document with a format version, read whole and replaced whole under an
-// exclusive lock on a sibling lock file (internal/filelock).
+// exclusive lock on a sibling lock file.
+//
+// The lock is advisory (flock(2) on Unix, LockFileEx on Windows, through
+// github.com/gofrs/flock) and belongs to an open file, not to a process:
+// two locks taken on one path in one process exclude each other, as they
+// would in two processes. The lock file is never the document, which a
+// write replaces (the lock would stay with the old inode), and is never
+// deleted, which would let two holders lock two different inodes.
 //
 // The document is never read or written through a symbolic link: a link at
 // its path is refused on reading, and a write renames a new file of mode
@@ -19,8 +26,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"time"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
+	"github.com/gofrs/flock"
+
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/safefile"
 )
 
@@ -28,8 +38,7 @@ import (
 type File struct {
 	// Path is the document.
 	Path string
-	// LockPath is its lock file: never Path itself, which every write
-	// replaces (the lock would stay with the old file), and never deleted.
+	// LockPath is its lock file (never Path itself).
 	LockPath string
 	// Version is the newest format version this program reads and writes.
 	Version int
@@ -60,10 +69,37 @@ type InvalidError struct {
 
 func (e *InvalidError) Error() string { return fmt.Sprintf("%s is not valid (%v)", e.Path, e.Err) }
 
-// Lock takes the document's lock, waiting at most until ctx ends, and
-// returns the function that releases it.
+// retryDelay is how often Lock tries again while the lock is held
+// elsewhere: flock(2) has no wait with a deadline, so a bounded wait polls.
+const retryDelay = 20 * time.Millisecond
+
+// Lock takes the document's lock, waiting at most until ctx ends (then it
+// returns ctx's error, wrapped, and holds nothing), and returns the
+// function that releases it; calling that more than once is harmless. The
+// lock file is created with mode 0600 if missing, and never opened
+// through a symbolic link (O_NOFOLLOW where the system has it, and an
+// Lstat check everywhere), which would create or open the link's target.
 func (f *File) Lock(ctx context.Context) (unlock func(), err error) {
-	return filelock.LockContext(ctx, f.LockPath)
+	if err := safefile.Check(f.LockPath); err != nil {
+		return nil, fmt.Errorf("cannot lock %s: %w", f.LockPath, err)
+	}
+	// flock's own open flags otherwise: read-only, but read-write where an
+	// exclusive lock needs it.
+	flag := os.O_CREATE | os.O_RDONLY | safefile.NoFollow
+	switch runtime.GOOS {
+	case "aix", "solaris", "illumos":
+		flag = os.O_CREATE | os.O_RDWR | safefile.NoFollow
+	}
+	l := flock.New(f.LockPath, flock.SetFlag(flag), flock.SetPermissions(0o600))
+	ok, err := l.TryLockContext(ctx, retryDelay)
+	if err == nil && !ok {
+		err = ctx.Err()
+	}
+	if err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("cannot lock %s: %w", f.LockPath, err)
+	}
+	return func() { _ = l.Unlock() }, nil // Unlock closes the file; a second call is a no-op
 }
 
 // Read decodes the document into v after reading its "version" member: a

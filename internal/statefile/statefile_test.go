@@ -125,7 +125,9 @@ func TestRead(t *testing.T) {
 }
 
 // A symbolic link at the document's path is not read through, and a
-// write replaces the link, leaving its target as it was.
+// write replaces the link, leaving its target as it was. A link at the
+// lock file's path is refused by name, and its missing target is not
+// created.
 func TestNotThroughLink(t *testing.T) {
 	f := newFile(t)
 	target := filepath.Join(t.TempDir(), "target.json")
@@ -147,33 +149,63 @@ func TestNotThroughLink(t *testing.T) {
 	if fi, err := os.Lstat(f.Path); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("the path after a write: %v, %v; want a regular file", fi, err)
 	}
+
+	missing := filepath.Join(t.TempDir(), "missing")
+	if err := os.Symlink(missing, f.LockPath); err != nil {
+		t.Fatal(err)
+	}
+	if unlock, err := f.Lock(t.Context()); err == nil {
+		unlock()
+		t.Errorf("Lock followed the link")
+	} else if !errors.Is(err, safefile.ErrSymlink) || !strings.Contains(err.Error(), f.LockPath) {
+		t.Errorf("Lock on a link: %v; want the symbolic link refused, by name", err)
+	}
+	if _, err := os.Lstat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the lock link's target was created (%v)", err)
+	}
 }
 
-// The lock excludes a second holder, which waits no longer than its
-// context, and is free again once released.
+// The lock excludes a second holder in the same process (it belongs to an
+// open file): one whose context is done gets its error at once, one that
+// waits gets the lock once it is released. The lock file is 0600, the
+// document is not created, and a lock in a missing directory fails.
 func TestLock(t *testing.T) {
 	f := newFile(t)
 	unlock, err := f.Lock(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	if u, err := f.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	if u, err := f.Lock(done); !errors.Is(err, context.Canceled) {
 		if u != nil {
 			u()
 		}
-		t.Fatalf("a second Lock while held = %v, want the context's deadline", err)
+		t.Fatalf("a second Lock while held = %v, want the context's error", err)
 	}
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		u, err := f.Lock(ctx)
+		if err == nil {
+			u()
+		}
+		got <- err
+	}()
 	unlock()
-	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	u, err := f.Lock(ctx)
-	if err != nil {
-		t.Fatalf("Lock once released: %v", err)
+	unlock() // harmless
+	if err := <-got; err != nil {
+		t.Fatalf("a waiting Lock once released: %v", err)
 	}
-	u()
+	if fi, err := os.Stat(f.LockPath); err != nil || runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Errorf("the lock file: %v, %v; want mode 0600", fi, err)
+	}
 	if _, err := os.Stat(f.Path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("locking created the document: %v", err)
+	}
+	f.LockPath = filepath.Join(t.TempDir(), "no", "x.lock")
+	if _, err := f.Lock(t.Context()); err == nil {
+		t.Error("Lock in a missing directory succeeded")
 	}
 }
