@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -19,7 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
@@ -129,6 +128,15 @@ func sorted(recs map[string]record) []record {
 	return out
 }
 
+// byID indexes records by id; of two with one id, the later is kept.
+func byID(list []record) map[string]record {
+	recs := make(map[string]record, len(list)+1)
+	for _, r := range list {
+		recs[r.ID] = r
+	}
+	return recs
+}
+
 func trim(recs map[string]record) {
 	if len(recs) <= maxRecords {
 		return
@@ -144,9 +152,8 @@ func trim(recs map[string]record) {
 // concurrent proxies never lose each other's tasks and a crash never leaves
 // a torn file.
 type fileRegistry struct {
-	path     string
-	upstream string     // recorded in the file, for people who look
-	mu       sync.Mutex // serializes this process's operations
+	file     statefile.File
+	upstream string // recorded in the file, for people who look
 }
 
 // stateFile is the on-disk format.
@@ -189,10 +196,10 @@ type stateRegistry struct {
 func openStateRegistry(path, upstream string, log *zap.Logger) registry {
 	r := &stateRegistry{path: path, log: log}
 	f, err := openFileRegistry(path, upstream)
-	var invalid *invalidStateError
+	var invalid *statefile.InvalidError
 	switch {
 	case errors.As(err, &invalid):
-		log.Error("the task state file cannot be used; tasks are remembered only while this process runs (fix the path, or set "+stateHints()+")",
+		log.Error("the task state file is not valid JSON; tasks are remembered only while this process runs (move it away, or set "+stateHints()+")",
 			zap.String("path", path), zap.Error(err))
 		return newMemRegistry()
 	case err != nil:
@@ -210,17 +217,15 @@ func (r *stateRegistry) fallBack(err error) *memRegistry {
 		return r.mem
 	}
 	r.file, r.mem = nil, newMemRegistry()
-	var newer *newerStateError
+	var newer *statefile.NewerError
 	if errors.As(err, &newer) {
 		r.log.Warn("the task state file was written by a newer mcp-tasks-proxy; it is left untouched, and tasks are remembered only while this process runs (upgrade, or set "+stateHints()+")",
 			zap.String("path", r.path), zap.Error(err))
 		return r.mem
 	}
 	// Best effort, without the lock: whatever can still be read.
-	if st, rerr := readState(r.path); rerr == nil {
-		for _, rec := range st.Tasks {
-			r.mem.recs[rec.ID] = rec
-		}
+	if st, rerr := readState(stateFileAt(r.path)); rerr == nil {
+		r.mem.recs = byID(st.Tasks)
 		trim(r.mem.recs)
 	}
 	r.log.Warn("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or its permissions, or set "+stateHints()+")",
@@ -267,23 +272,6 @@ func (r *stateRegistry) list() ([]record, error) {
 	return r.mem.list()
 }
 
-// invalidStateError is a state file that is not valid JSON.
-type invalidStateError struct {
-	path string
-	err  error
-}
-
-func (e *invalidStateError) Error() string {
-	return fmt.Sprintf("the state file %s is not valid (%v); move it away or set %v", e.path, e.err, rewrite.HintStateFile)
-}
-
-// newerStateError is a state file of a newer format version.
-type newerStateError struct{ version int }
-
-func (e *newerStateError) Error() string {
-	return fmt.Sprintf("the state file has format version %d; this proxy knows version %d", e.version, stateVersion)
-}
-
 // openFileRegistry prepares the state file's directory and checks that the
 // file, if present, is readable and of a known version. Nothing is written
 // until a task is.
@@ -291,10 +279,16 @@ func openFileRegistry(path, upstream string) (*fileRegistry, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	if _, err := readState(path); err != nil {
+	f := stateFileAt(path)
+	if _, err := readState(f); err != nil {
 		return nil, err
 	}
-	return &fileRegistry{path: path, upstream: upstream}, nil
+	return &fileRegistry{file: f, upstream: upstream}, nil
+}
+
+// stateFileAt is the state file at path; its lock is path.lock.
+func stateFileAt(path string) statefile.File {
+	return statefile.File{Path: path, LockPath: path + ".lock", Version: stateVersion}
 }
 
 // stateLockTimeout bounds the wait for the state file's lock, which
@@ -302,10 +296,10 @@ func openFileRegistry(path, upstream string) (*fileRegistry, error) {
 // longer is stuck, and the session goes on in memory (every wait ends).
 var stateLockTimeout = 10 * time.Second
 
+// locked runs fn on the state read under the lock, and writes what fn
+// changed; the stateRegistry's mutex serializes this process's calls.
 func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, err := os.Stat(r.path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(r.file.Path); errors.Is(err, fs.ErrNotExist) {
 		// Nothing stored yet: no lock and no file unless fn writes (then
 		// it runs again below, on the state read under the lock).
 		if !fn(&stateFile{Version: stateVersion}) {
@@ -314,12 +308,12 @@ func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stateLockTimeout)
 	defer cancel()
-	unlock, err := filelock.LockContext(ctx, r.path+".lock")
+	unlock, err := r.file.Lock(ctx)
 	if err != nil {
-		return fmt.Errorf("locking the state file (%s.lock): %w", r.path, err)
+		return fmt.Errorf("locking the state file (%s): %w", r.file.LockPath, err)
 	}
 	defer unlock()
-	st, err := readState(r.path)
+	st, err := readState(r.file)
 	if err != nil {
 		return err
 	}
@@ -327,61 +321,14 @@ func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 		return nil
 	}
 	st.Version, st.Upstream = stateVersion, r.upstream
-	return writeState(r.path, st)
+	return r.file.Write(st)
 }
 
-func readState(path string) (stateFile, error) {
+// readState reads the state file f; a missing one is empty.
+func readState(f statefile.File) (stateFile, error) {
 	st := stateFile{Version: stateVersion}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("reading the state file: %w", err)
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return st, nil
-	}
-	// The version first: a newer format may not decode as this one.
-	var v struct {
-		Version int `json:"version"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return st, &invalidStateError{path: path, err: err}
-	}
-	if v.Version > stateVersion {
-		return st, &newerStateError{version: v.Version}
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, &invalidStateError{path: path, err: err}
-	}
-	return st, nil
-}
-
-func writeState(path string, st stateFile) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep the servers' bytes as they were
-	if err := enc.Encode(st); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tasks-*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing the state file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the state file: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	_, err := f.Read(&st)
+	return st, err
 }
 
 func (r *fileRegistry) get(id string) (rec record, ok bool, err error) {
@@ -398,10 +345,7 @@ func (r *fileRegistry) get(id string) (rec record, ok bool, err error) {
 
 func (r *fileRegistry) update(id string, fn func(*record) bool) error {
 	return r.locked(func(st *stateFile) bool {
-		recs := make(map[string]record, len(st.Tasks)+1)
-		for _, x := range st.Tasks {
-			recs[x.ID] = x
-		}
+		recs := byID(st.Tasks)
 		rec, ok := recs[id]
 		if !ok {
 			rec = record{ID: id}
@@ -423,11 +367,7 @@ func (r *fileRegistry) update(id string, fn func(*record) bool) error {
 
 func (r *fileRegistry) list() (out []record, err error) {
 	err = r.locked(func(st *stateFile) bool {
-		recs := make(map[string]record, len(st.Tasks))
-		for _, x := range st.Tasks {
-			recs[x.ID] = x
-		}
-		out = sorted(recs)
+		out = sorted(byID(st.Tasks))
 		return false
 	})
 	return out, err

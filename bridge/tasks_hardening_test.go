@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
@@ -429,7 +429,7 @@ func TestTaskStateFileUnwritable(t *testing.T) {
 					t.Fatal(err)
 				}
 			case "lock held by a stuck process":
-				unlock, err := filelock.Lock(path + ".lock")
+				unlock, err := (&statefile.File{LockPath: path + ".lock"}).Lock(t.Context())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -493,5 +493,28 @@ func TestTaskStateFileNewerVersion(t *testing.T) {
 	w := stateWarnings(t, logs)
 	if len(w) != 1 || !strings.Contains(w[0].Message, "newer") {
 		t.Errorf("warnings about the state file = %v, want one about the newer version", w)
+	}
+}
+
+// A state file that is not valid JSON is left as it is for the user to
+// fix, loudly (one error that names the way out), while the session keeps
+// its tasks in memory.
+func TestTaskStateFileInvalid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	broken := `{"version":1,"tasks":[{"id":"t-cut"`
+	if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTaskServer(t, true)
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := startTasks(t, ts, Config{StatePath: path, Logger: zap.New(core)}, elicitCaps)
+	useTasks(t, ts, c, "t-mem")
+	c.stop()
+	if b, err := os.ReadFile(path); err != nil || string(b) != broken {
+		t.Errorf("the invalid state file changed (%v): %s", err, b)
+	}
+	errs := logs.FilterLevelExact(zapcore.ErrorLevel).FilterMessageSnippet("state file").All()
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "not valid JSON") || !strings.Contains(errs[0].Message, "move it away") {
+		t.Errorf("errors about the state file = %v, want one saying it is not valid JSON and to move it away", errs)
 	}
 }

@@ -15,7 +15,7 @@
 // What it owns: discovery, client registration, PKCE, the loopback
 // callback, the browser, refresh and step-up, revocation, and the token
 // store: one file per server (mode 0600, atomic writes) in a directory of
-// mode 0700, with one lock file per server (internal/filelock, the
+// mode 0700, with one lock file per server (internal/statefile, the
 // proxy's one cross-process lock), taken for a sign-in, a refresh and a
 // logout, never for an ordinary request. A process that waited for the
 // lock reads the store again before doing anything, so two proxies on one

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/filelock"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
@@ -78,13 +78,12 @@ type token struct {
 
 // store is one server's file in the store directory, and its lock file.
 type store struct {
-	dir  string
-	name string // NAME
+	doc statefile.File
 }
 
 // tokenStore is the server's part of the store as this process knows it:
 // the record last read or written (published: requests take their bearer
-// from it), its file, and the cross-process lock (internal/filelock) that
+// from it), its file, and the cross-process lock (internal/statefile) that
 // a sign-in, a refresh and a logout hold, and an ordinary request never
 // takes. Whoever takes the lock reads the file again under it.
 type tokenStore struct {
@@ -131,7 +130,7 @@ func (s *tokenStore) load() (*record, error) { return s.file.load(s.server.Strin
 
 // lock takes the server's store lock, bounded by ctx.
 func (s *tokenStore) lock(ctx context.Context) (func(), error) {
-	unlock, err := filelock.LockContext(ctx, s.file.lockPath())
+	unlock, err := s.file.doc.Lock(ctx)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, s.fail("the sign-in was stopped", ctx.Err())
@@ -203,7 +202,10 @@ func openStore(dir, server string) (*store, error) {
 	if err := checkPrivate(dir, fi.Mode(), "700"); err != nil {
 		return nil, err
 	}
-	return &store{dir: dir, name: storeName(server)}, nil
+	name := filepath.Join(dir, storeName(server))
+	doc := statefile.File{Path: name + ".json", LockPath: name + ".lock", Version: storeVersion, Indent: "  "}
+	doc.Check = func(fi fs.FileInfo) error { return checkPrivate(doc.Path, fi.Mode(), "600") }
+	return &store{doc: doc}, nil
 }
 
 // checkPrivate refuses a store directory or file that group or others may
@@ -250,34 +252,21 @@ func storeName(server string) string {
 	return host + "-" + hex.EncodeToString(sum[:8])
 }
 
-func (s *store) path() string     { return filepath.Join(s.dir, s.name+".json") }
-func (s *store) lockPath() string { return filepath.Join(s.dir, s.name+".lock") }
+func (s *store) path() string { return s.doc.Path }
 
 // load reads the server's record; a missing file is an empty record.
 func (s *store) load(server string) (*record, error) {
-	p := s.path()
-	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &record{Version: storeVersion, Server: server}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the OAuth store file %s: %w", p, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the OAuth store file %s: %w", p, err)
-	}
-	if err := checkPrivate(p, fi.Mode(), "600"); err != nil {
-		return nil, err
-	}
 	var r record
-	dec := json.NewDecoder(f)
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("the OAuth store file %s is not valid JSON (%v); delete it to sign in again", p, syntaxOnly(err))
-	}
-	if r.Version > storeVersion {
-		return nil, fmt.Errorf("the OAuth store file %s has version %d, newer than this mcp-tasks-proxy knows (%d); upgrade, or delete it", p, r.Version, storeVersion)
+	_, err := s.doc.Read(&r)
+	var invalid *statefile.InvalidError
+	var newer *statefile.NewerError
+	switch {
+	case errors.As(err, &invalid):
+		return nil, fmt.Errorf("the OAuth store file %s is not valid JSON (%v); delete it to sign in again", s.path(), syntaxOnly(invalid.Err))
+	case errors.As(err, &newer):
+		return nil, fmt.Errorf("the OAuth store file %s has version %d, newer than this mcp-tasks-proxy knows (%d); upgrade, or delete it", s.path(), newer.Version, storeVersion)
+	case err != nil:
+		return nil, err
 	}
 	r.Version = storeVersion
 	r.Server = server
@@ -297,39 +286,13 @@ func syntaxOnly(err error) error {
 	return errors.New("cannot decode")
 }
 
-// save writes r atomically: a temporary file of mode 0600 in the same
-// directory, synced, then renamed over the old one. A reader sees the old
+// save writes r atomically (statefile.File.Write): a reader sees the old
 // record or the new one, never a part.
-func (s *store) save(r *record) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(s.dir, s.name+".*.tmp") // mode 0600
-	if err != nil {
-		return fmt.Errorf("cannot write the OAuth store in %s: %w", s.dir, err)
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name, s.path())
-	}
-	if err != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("cannot write the OAuth store file %s: %w", s.path(), err)
-	}
-	return nil
-}
+func (s *store) save(r *record) error { return s.doc.Write(r) }
 
-// remove deletes the server's record (not its lock file: see filelock).
+// remove deletes the server's record (not its lock file: see statefile).
 func (s *store) remove() error {
-	err := os.Remove(s.path())
+	err := os.Remove(s.doc.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -56,72 +56,29 @@ func ResultFrame(id []byte, result []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// load64 is the eight bytes of s from i, little-endian (one load).
-func load64(s string, i int) uint64 {
-	b := s[i : i+8] // one bounds check for the eight
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
-
-// plainPrefix is the length of the longest prefix of s that is plain
-// ASCII (no quote, backslash or control byte), which a JSON string holds
-// as it is: eight bytes at a time, and the last few in one load too when
-// s has eight bytes or more; four to seven bytes in one word, unless one is
-// not plain.
-func plainPrefix(s string) int {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := load64(s, i)
-		if m := specialMask(w) | w&msb; m != 0 {
-			return i + firstMarked(m)
-		}
+// plain marks the bytes a JSON string holds as they are: ASCII but for
+// the quote, the backslash and the control bytes.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
 	}
-	if i == len(s) {
-		return i
-	}
-	if len(s) >= 8 {
-		// The last eight bytes, of which the first 8-(len(s)-i) are
-		// checked plain: a plain byte marks none, nor lends a borrow to
-		// the next (see specialMask).
-		w := load64(s, len(s)-8)
-		m := (specialMask(w) | w&msb) >> (8 * (8 - (len(s) - i)))
-		if m == 0 {
-			return len(s)
-		}
-		return i + firstMarked(m)
-	}
-	if len(s) >= 4 {
-		// Four to seven bytes (an op id, a method, "POST"), most often all
-		// plain: the first four and the last four in one word.
-		w := uint64(load32(s, 0)) | uint64(load32(s, len(s)-4))<<32
-		if specialMask(w)|w&msb == 0 {
-			return len(s)
-		}
-	}
-	for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' && s[i] < utf8.RuneSelf {
-		i++
-	}
-	return i
-}
-
-// load32 is the four bytes of s from i, little-endian (one load).
-func load32(s string, i int) uint32 {
-	b := s[i : i+4]
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
+	return t
+}()
 
 // AppendString appends s as a JSON string, as encoding/json writes it with
 // HTML escaping off: <, > and & stay as they are, invalid UTF-8 bytes
-// become U+FFFD, and U+2028 and U+2029 are escaped
-// (TestAppendStringMatchesEncodingJSON).
+// become U+FFFD, and U+2028 and U+2029 are escaped (FuzzAppendString holds
+// it to encoding/json byte for byte).
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
-	// From one byte that is not plain ASCII (a quote, a backslash, a
-	// control byte or part of a multi-byte rune) to the next; a plain
-	// string is copied at once.
-	for i := plainPrefix(s); i < len(s); i += plainPrefix(s[i:]) {
-		if c := s[i]; c < utf8.RuneSelf {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if plain[c] {
+			i++ // copied with its run
+			continue
+		}
+		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -6,11 +6,12 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// A small scanner over JSON that validJSON (gjson.Valid's grammar) has
-// already accepted. It lists an object's members (or an array's elements)
-// with their byte offsets without a callback, so the caller's member buffer
-// can live on the stack, and it skips strings with IndexByte, so a large
-// result costs one fast pass.
+// The JSON byte primitives of the bridge, in one place: a small scanner
+// over JSON that validJSON (gjson.Valid's grammar) has already accepted.
+// It lists an object's members (or an array's elements) with their byte
+// offsets without a callback, so the caller's member buffer can live on
+// the stack, and it skips strings with IndexByte, so a large result costs
+// one fast pass.
 
 // members lists the members of the object obj in order, appending to buf.
 // obj.Index must be the offset of obj in the document.
@@ -94,6 +95,8 @@ func stringValue(raw string) string {
 	return gjson.Parse(raw).Str
 }
 
+// skipSpace returns the offset of the first byte from s[i] that is not
+// JSON whitespace.
 func skipSpace(s string, i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 		i++
@@ -110,30 +113,24 @@ func skipString(s string, i int) int {
 
 // stringEnd returns the offset just past the string literal at s[i], or
 // len(s) and closed false when it is not terminated, and whether it holds a
-// backslash. It reads eight bytes at a time to the next quote or backslash.
+// backslash. Each byte is read at most twice: once in the search for the
+// next quote, once in the search for a backslash before it.
 func stringEnd(s string, i int) (end int, escaped, closed bool) {
-	j := i + 1
+	j, q := i+1, i // q: the next quote at or after j, once j <= q
 	for {
-		for j+8 <= len(s) {
-			w := load64(s, j)
-			q, b := w^(lsb*'"'), w^(lsb*'\\')
-			if m := ((q-lsb)&^q | (b-lsb)&^b) & msb; m != 0 {
-				j += firstMarked(m)
-				break
+		if q < j {
+			k := strings.IndexByte(s[j:], '"')
+			if k < 0 {
+				return len(s), escaped || strings.IndexByte(s[j:], '\\') >= 0, false
 			}
-			j += 8
+			q = j + k
 		}
-		for j < len(s) && s[j] != '"' && s[j] != '\\' {
-			j++
-		}
-		switch {
-		case j >= len(s):
-			return len(s), escaped, false
-		case s[j] == '"':
-			return j + 1, escaped, true
+		b := strings.IndexByte(s[j:q], '\\')
+		if b < 0 {
+			return q + 1, escaped, true
 		}
 		escaped = true
-		j += 2 // the backslash and the byte it escapes
+		j += b + 2 // the backslash and the byte it escapes
 	}
 }
 
@@ -200,9 +197,6 @@ func bytesOf(f []byte, s span) []byte {
 // scanMethodID is MethodID's fast scan; ok is false for what it does not
 // read.
 func scanMethodID(s string) (method, id span, ok bool) {
-	if method, id, ok = scanCanonical(s); ok {
-		return method, id, true
-	}
 	answer := false
 	done := func() bool { return id.end != 0 && (method.end != 0 || answer) }
 	var bad bool
@@ -231,51 +225,6 @@ func scanMethodID(s string) (method, id span, ok bool) {
 	}
 	return method, id, true
 }
-
-// canonicalHead is how the frames of most JSON-RPC libraries, and all of
-// the bridge's, begin.
-const canonicalHead = `{"jsonrpc":"2.0","id":`
-
-// scanCanonical is scanMethodID for a frame that begins with canonicalHead
-// and follows its id with "method" or with "result" or "error", as such
-// frames do: the id and the method are read where they must be, without a
-// walk. ok is false for any other frame. The fixed parts are compared a
-// word at a time: the trace reads three frames a call here, and the
-// prefix comparisons through memequal were a third of the scan.
-func scanCanonical(s string) (method, id span, ok bool) {
-	const v = len(canonicalHead)
-	// The head, then room for an id and the key after it.
-	if len(s) < v+9 || load64(s, 0) != headWords[0] || load64(s, 8) != headWords[1] || load64(s, v-8) != headWords[2] {
-		return span{}, span{}, false
-	}
-	vend, valid := valueEnd(s, v)
-	// After the id: a comma and the next member's key and colon, 9 bytes
-	// for the shortest ("error":), and a byte of its value.
-	if !valid || vend+10 >= len(s) || s[vend] != ',' {
-		return span{}, span{}, false
-	}
-	id = span{v, vend}
-	switch key := load64(s, vend+1); {
-	case key == methodKey && s[vend+9] == ':' && s[vend+10] == '"':
-		m := vend + 10
-		if mend, ok := valueEnd(s, m); ok {
-			return span{m, mend}, id, true
-		}
-	case key == resultKey && s[vend+9] == ':', key == errorKey:
-		return span{}, id, true
-	}
-	return span{}, span{}, false
-}
-
-// The words scanCanonical compares: canonicalHead as three (the last two
-// overlap), and the keys that may follow the id, as they lie in the frame
-// ("error" with its colon).
-var (
-	headWords = [3]uint64{load64(canonicalHead, 0), load64(canonicalHead, 8), load64(canonicalHead, len(canonicalHead)-8)}
-	methodKey = load64(`"method"`, 0)
-	resultKey = load64(`"result"`, 0)
-	errorKey  = load64(`"error":`, 0)
-)
 
 // topMembers calls visit with the key and the offset of the value of each
 // member of the object s, in order, until visit returns false. It reports

@@ -8,19 +8,28 @@ import (
 
 // FuzzApplyInPlace holds applyInPlace to apply for any edit list: the same
 // output whenever it works in place, and buf untouched when it declines.
+// A replacement may be a slice of the frame itself (an op byte of 0x80 and
+// more), which the writing must not overwrite before it is read.
 func FuzzApplyInPlace(f *testing.F) {
 	f.Add([]byte(`{"id":1,"result":{"a":1,"resultType":"complete"}}`), uint8(4), []byte{6, 7, 5, 17, 40, 0})
 	f.Add([]byte(`0123456789`), uint8(0), []byte{0, 0, 3, 2, 5, 0, 4, 9, 0})
-	f.Fuzz(func(t *testing.T, src []byte, room uint8, ops []byte) {
+	f.Add([]byte(`0123456789`), uint8(6), []byte{0, 0, 3, 4, 3, 0x80})
+	f.Fuzz(func(t *testing.T, in []byte, room uint8, ops []byte) {
+		buf := make([]byte, int(room)+len(in))
+		copy(buf[room:], in)
+		src := buf[room:]
 		var e edits
 		for i := 0; i+2 < len(ops) && len(src) > 0; i += 3 {
 			start := int(ops[i]) % (len(src) + 1)
 			end := min(start+int(ops[i+1])%8, len(src))
-			e = append(e, edit{start: start, end: end, repl: bytes.Repeat([]byte{'#'}, int(ops[i+2])%6)})
+			repl := bytes.Repeat([]byte{'#'}, int(ops[i+2])%6)
+			if ops[i+2] >= 0x80 {
+				from := int(ops[i+2]&0x7f) % len(src)
+				repl = src[from : from+min(len(src)-from, int(ops[i+1])%6)]
+			}
+			e = append(e, edit{start: start, end: end, repl: repl})
 		}
 		want := slices.Clone(edits(slices.Clone(e)).apply(src))
-		buf := make([]byte, int(room)+len(src))
-		copy(buf[room:], src)
 		before := slices.Clone(buf)
 		got := e.applyInPlace(buf, buf[room:])
 		if got == nil {

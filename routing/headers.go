@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -43,18 +42,17 @@ func DeriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader) {
 // sentinel. It reports whether raw changes any value (rawDiffers); with h
 // nil it writes nothing and only reports that.
 func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, raw bool) (rawDiffers bool) {
-	doc := unsafe.String(unsafe.SliceData(body), len(body))
-	method := gjson.Get(doc, "method").String()
+	method := gjson.GetBytes(body, "method").String()
 	// The version is read from _meta without an escaped path, which gjson
 	// would allocate to parse; only a body whose first _meta lacks it
 	// (duplicate keys) takes the path, so that the answer is the path's.
-	version := memberOf(gjson.Get(doc, "params._meta"), protocol.MetaProtocolVersion)
+	version := memberOf(gjson.GetBytes(body, "params._meta"), protocol.MetaProtocolVersion)
 	if !version.Exists() {
-		version = gjson.Get(doc, pathProtocolVersion)
+		version = gjson.GetBytes(body, pathProtocolVersion)
 	}
 	var name gjson.Result
 	if p := protocol.NamePath(method); p != "" {
-		name = gjson.Get(doc, p)
+		name = gjson.GetBytes(body, p)
 	}
 	e := encoder{raw: raw, write: h != nil}
 	if version.Type == gjson.String {
@@ -71,7 +69,7 @@ func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, ra
 		}
 	}
 	for _, p := range params {
-		v := gjson.Get(doc, p.Path)
+		v := gjson.GetBytes(body, p.Path)
 		var s string
 		switch v.Type {
 		case gjson.String:
