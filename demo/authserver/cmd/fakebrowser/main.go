@@ -59,6 +59,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "fakebrowser: unknown mode %q\n", *mode)
 		os.Exit(2)
 	}
+	// The log is opened before anything else, so that its entry exists
+	// from the start: a run that ends after its test has cleaned up writes
+	// to the open file, never a new one into a directory being removed.
+	var log *os.File
+	if *logFile != "" {
+		if f, err := os.OpenFile(*logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			log = f
+			defer f.Close()
+		}
+	}
 	if *delay != "" {
 		d, err := time.ParseDuration(*delay)
 		if err != nil {
@@ -70,14 +80,12 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cb, err := authserver.Browse(ctx, target, o)
-	if *logFile != "" {
-		if f, ferr := os.OpenFile(*logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); ferr == nil {
-			fmt.Fprintf(f, "%s\t%s\n", target, cb)
-			f.Close()
-		}
+	if log != nil {
+		fmt.Fprintf(log, "%s\t%s\n", target, cb)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fakebrowser:", err)
+		log.Close() // os.Exit skips the deferred Close
 		os.Exit(1)
 	}
 	if o.NoCallback {
