@@ -484,15 +484,11 @@ func (r *Response) next() ([]byte, error) {
 		return nil, io.EOF
 	}
 	r.done = true
-	if r.size >= largeLine {
-		collectGarbage() // as for a long SSE line: the last large body is garbage by now
-	}
 	buf, off, err := readBody(r.body, r.max, r.size)
 	if err != nil {
 		return nil, err
 	}
 	body := buf[off:]
-	countLarge(len(body))
 	if off > 0 {
 		r.room = buf
 	}
@@ -558,59 +554,27 @@ const (
 
 // readBody reads all of r, failing with ErrTooLarge past max bytes. It
 // returns the buffer and the offset of the body in it: BodyRoom for a body
-// of RoomMin bytes or more, 0 for a smaller one. A known size is allocated
-// up front, so the body is read once; an unknown size grows by half each
-// time up to RoomMin, and is gathered from there (readLong).
+// of RoomMin bytes or more, 0 for a smaller one. A body of known size is
+// read into one buffer of that size; one of unknown size is read in chunks
+// and joined once (chunks).
 func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error) {
 	if size > int64(max) {
 		return nil, 0, tooLarge(max)
 	}
-	want := 512
+	c := chunks{first: 512}
 	if size >= 0 {
-		want = int(size) + 1 // one spare byte to read the EOF into
-	}
-	if size >= RoomMin {
-		off = BodyRoom
-	}
-	buf = make([]byte, off, off+want)
-	for {
-		if len(buf) == cap(buf) {
-			n := len(buf) - off
-			grown := n + n/2
-			if n < 1024 {
-				grown = n + 512
-			}
-			if grown >= RoomMin {
-				// Only a body of unknown length grows, and from here on it
-				// is most likely a large result.
-				return readLong(r, max, buf[off:])
-			}
-			buf = append(make([]byte, 0, grown), buf...)
-		}
-		m, rerr := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if len(buf)-off > max {
-			return nil, 0, tooLarge(max)
-		}
-		switch {
-		case rerr == io.EOF:
-			return buf, off, nil
-		case rerr != nil:
-			return nil, 0, rerr
+		c.first = int(size) + 1 // one spare byte to read the EOF into
+		if size >= RoomMin {
+			c.room = BodyRoom
 		}
 	}
-}
-
-// readLong reads the rest of a body of unknown length that outgrew RoomMin
-// (head is what was read of it) as a long SSE line is read (gather).
-func readLong(r io.Reader, max int, head []byte) ([]byte, int, error) {
-	var g gather
-	g.begin(head)
-	if err := g.readFrom(r, max); err != nil {
-		g.reset()
+	if err := c.readFrom(r, max); err != nil {
 		return nil, 0, err
 	}
-	return g.finish(), BodyRoom, nil
+	if c.n >= RoomMin {
+		off = BodyRoom
+	}
+	return c.join(off), off, nil
 }
 
 // Redact hides URL userinfo and query values, for messages and logs.

@@ -1,0 +1,183 @@
+package routing
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The one reader for messages of unknown length: a stdin line (NDJSON), an
+// SSE line longer than the stream's read buffer, a JSON body without a
+// Content-Length. Such a message is read once, into heap chunks, and joined
+// once at the end into a buffer of its own size, with room in front when
+// the caller asks for it. The limit is checked as the bytes arrive, so
+// memory grows with what arrives and stops at the limit, never with what a
+// peer declares beyond it. A reader shares nothing with another: no
+// package state, no pool.
+
+// Chunk sizes: each new chunk is as large as what was read before it, from
+// minChunk up to maxChunk, so a message takes a few dozen allocations, and
+// the last chunk leaves at most maxChunk unused.
+const (
+	minChunk = 32 << 10
+	maxChunk = 1 << 20
+)
+
+// chunks holds one message as it arrives.
+type chunks struct {
+	bufs  [][]byte // the first one starts with room spare bytes
+	n     int      // bytes of message
+	room  int      // spare bytes in front of the first chunk
+	first int      // the first chunk's size, when the caller knows better than minChunk
+}
+
+// spare returns the free space at the end of the last chunk, after
+// starting a new chunk if that one is full.
+func (c *chunks) spare() []byte {
+	if k := len(c.bufs); k > 0 {
+		if b := c.bufs[k-1]; len(b) < cap(b) {
+			return b[len(b):cap(b)]
+		}
+	}
+	size, room := min(max(c.n, minChunk), maxChunk), 0
+	if len(c.bufs) == 0 {
+		room = c.room
+		if c.first > 0 {
+			size = c.first
+		}
+	}
+	b := make([]byte, room, room+size)
+	c.bufs = append(c.bufs, b)
+	return b[room:cap(b)]
+}
+
+// grow records that the first n bytes of the last spare are filled.
+func (c *chunks) grow(n int) {
+	k := len(c.bufs) - 1
+	c.bufs[k] = c.bufs[k][:len(c.bufs[k])+n]
+	c.n += n
+}
+
+// add copies p in.
+func (c *chunks) add(p []byte) {
+	for len(p) > 0 {
+		m := copy(c.spare(), p)
+		c.grow(m)
+		p = p[m:]
+	}
+}
+
+// readFrom reads r to its end. More than max bytes is ErrTooLarge.
+func (c *chunks) readFrom(r io.Reader, max int) error {
+	for {
+		m, err := r.Read(c.spare())
+		c.grow(m)
+		if c.n > max {
+			return tooLarge(max)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// join returns room spare bytes and then the message: the first chunk
+// itself when it holds the whole message after that room, else one new
+// buffer of exactly that length (bytes.Join allocates it once, without
+// zeroing what it then fills).
+func (c *chunks) join(room int) []byte {
+	if len(c.bufs) == 1 && room == c.room {
+		return c.bufs[0]
+	}
+	parts := append([][]byte{make([]byte, room), c.bufs[0][c.room:]}, c.bufs[1:]...)
+	return bytes.Join(parts, nil)
+}
+
+// ErrTooLarge is returned when one message exceeds the configured limit.
+var ErrTooLarge = errors.New("upstream message exceeds the size limit")
+
+// tooLarge is the error for a message over max bytes.
+func tooLarge(max int) error { return fmt.Errorf("%w (%d bytes)", ErrTooLarge, max) }
+
+// LineReader reads lines of any length up to a limit: the proxy's stdin
+// (one JSON-RPC message a line) and the lines of an SSE stream.
+type LineReader struct {
+	r    *bufio.Reader
+	max  int  // the longest line, without its "\n"; 0: no limit
+	room int  // spare bytes in front of a line longer than the read buffer
+	skip bool // the rest of a line over max is still unread
+}
+
+// NewLineReader reads r through a buffer of size bytes. A line over max
+// bytes (0: no limit) is ErrTooLarge; a line longer than the buffer comes in
+// a buffer of its own with room spare bytes in front of it.
+func NewLineReader(r io.Reader, size, max, room int) *LineReader {
+	return &LineReader{r: bufio.NewReaderSize(r, size), max: max, room: room}
+}
+
+// Next returns the next line without its "\n" (a "\r" before it stays). A
+// line that fits in the read buffer is returned in place, valid until the
+// next call, and own is nil. A longer one is gathered (chunks) and returned
+// in own, a buffer of its own: room spare bytes, then the line, which ends
+// own but for the "\n". At the end of the input it returns the last line
+// if it has no "\n", then io.EOF. A line over the limit is ErrTooLarge, and
+// the next call starts after it.
+func (l *LineReader) Next() (line, own []byte, err error) {
+	for l.skip {
+		_, err = l.r.ReadSlice('\n')
+		l.skip = err == bufio.ErrBufferFull
+		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			return nil, nil, err
+		}
+	}
+	chunk, err := l.r.ReadSlice('\n')
+	switch {
+	case err == bufio.ErrBufferFull:
+		return l.long(chunk)
+	case err == nil:
+		line = chunk[:len(chunk)-1]
+	case err == io.EOF && len(chunk) > 0:
+		line = chunk
+	default:
+		return nil, nil, err
+	}
+	if l.max > 0 && len(line) > l.max {
+		return nil, nil, tooLarge(l.max)
+	}
+	return line, nil, nil
+}
+
+// long gathers a line longer than the read buffer; chunk is its start.
+func (l *LineReader) long(chunk []byte) (line, own []byte, err error) {
+	c := chunks{room: l.room}
+	err = bufio.ErrBufferFull
+	for {
+		n := c.n + len(chunk)
+		if err == nil {
+			n-- // the "\n"
+		}
+		if l.max > 0 && n > l.max {
+			l.skip = err == bufio.ErrBufferFull
+			return nil, nil, tooLarge(l.max)
+		}
+		c.add(chunk)
+		if err != bufio.ErrBufferFull {
+			break
+		}
+		chunk, err = l.r.ReadSlice('\n')
+	}
+	if err != nil && err != io.EOF {
+		return nil, nil, err
+	}
+	own = c.join(l.room)
+	line = own[l.room:]
+	if err == nil {
+		line = line[:len(line)-1]
+	}
+	return line, own, nil
+}
