@@ -8,7 +8,9 @@
 // into, the 2025 session transport (LegacySession: session id, GET stream,
 // Last-Event-ID resumption, DELETE) and the 2024-11-05 HTTP+SSE transport
 // (OpenLegacy, SendTo), and an Observer hook that sees every exchange (the
-// trace). Every request goes through one door, Client.do.
+// trace). Every request goes through one door, Client.do. It also owns the
+// one bounded reader for messages of unknown length (reader.go), which the
+// bridge reads its stdin with too.
 //
 // It must never change JSON-RPC semantics: it reads an id only to find the
 // answer to a request (Response.Answer), never rewrites a body, and decides
