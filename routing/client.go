@@ -563,7 +563,7 @@ func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error)
 	if size > int64(max) {
 		return nil, 0, tooLarge(max)
 	}
-	c := chunks{first: 512}
+	var c chunks
 	if size >= 0 {
 		c.first = int(size) + 1 // one spare byte to read the EOF into
 		if size >= RoomMin {

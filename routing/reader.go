@@ -17,11 +17,12 @@ import (
 // peer declares beyond it. A reader shares nothing with another: no
 // package state, no pool.
 
-// Chunk sizes: each new chunk is as large as what was read before it, from
-// minChunk up to maxChunk, so a message takes a few dozen allocations, and
-// the last chunk leaves at most maxChunk unused.
+// Chunk sizes: each new chunk is as large as what was read before it (or
+// as the piece about to be copied in), from minChunk up to maxChunk, so a
+// message takes a few dozen allocations, and the last chunk leaves at most
+// maxChunk unused.
 const (
-	minChunk = 32 << 10
+	minChunk = 512
 	maxChunk = 1 << 20
 )
 
@@ -30,18 +31,19 @@ type chunks struct {
 	bufs  [][]byte // the first one starts with room spare bytes
 	n     int      // bytes of message
 	room  int      // spare bytes in front of the first chunk
-	first int      // the first chunk's size, when the caller knows better than minChunk
+	first int      // the first chunk's size, when the caller knows the message's
 }
 
 // spare returns the free space at the end of the last chunk, after
-// starting a new chunk if that one is full.
-func (c *chunks) spare() []byte {
+// starting a new chunk if that one is full; want is how many bytes are
+// about to come, when that is known.
+func (c *chunks) spare(want int) []byte {
 	if k := len(c.bufs); k > 0 {
 		if b := c.bufs[k-1]; len(b) < cap(b) {
 			return b[len(b):cap(b)]
 		}
 	}
-	size, room := min(max(c.n, minChunk), maxChunk), 0
+	size, room := min(max(c.n, want, minChunk), maxChunk), 0
 	if len(c.bufs) == 0 {
 		room = c.room
 		if c.first > 0 {
@@ -63,7 +65,7 @@ func (c *chunks) grow(n int) {
 // add copies p in.
 func (c *chunks) add(p []byte) {
 	for len(p) > 0 {
-		m := copy(c.spare(), p)
+		m := copy(c.spare(len(p)), p)
 		c.grow(m)
 		p = p[m:]
 	}
@@ -72,7 +74,7 @@ func (c *chunks) add(p []byte) {
 // readFrom reads r to its end. More than max bytes is ErrTooLarge.
 func (c *chunks) readFrom(r io.Reader, max int) error {
 	for {
-		m, err := r.Read(c.spare())
+		m, err := r.Read(c.spare(0))
 		c.grow(m)
 		if c.n > max {
 			return tooLarge(max)

@@ -146,8 +146,9 @@ func TestReadBody(t *testing.T) {
 
 // FuzzLineReader: the line reader returns exactly the input's lines, each
 // without its "\n", or reports a line over the limit and goes on after it;
-// a long line ends its own buffer after the room. It never panics. Both a
-// tiny buffer (every line long) and stdin's are tried.
+// a long line ends its own buffer after the room. It never panics. Both
+// stdin's buffer and one a thirty-second of the input (most lines long,
+// each in a bounded number of pieces) are tried.
 func FuzzLineReader(f *testing.F) {
 	f.Add([]byte("{\"a\":1}\r\n\n{}"), 8)
 	f.Add(bytes.Repeat([]byte("y"), 70000), 100000)
@@ -163,7 +164,7 @@ func FuzzLineReader(f *testing.F) {
 		if len(want) > 0 && len(want[len(want)-1]) == 0 {
 			want = want[:len(want)-1]
 		}
-		for _, size := range []int{16, 64 << 10} {
+		for _, size := range []int{16 + len(in)/32, 64 << 10} {
 			lr := NewLineReader(bytes.NewReader(in), size, max, 7)
 			i := 0
 			for ; i < len(want); i++ {
