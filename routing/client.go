@@ -55,6 +55,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -104,8 +105,9 @@ type Client struct {
 	shown  string // url, redacted (URL)
 	header http.Header
 	max    int
-	ua     []string // the User-Agent value, shared by every request
-	auth   Auth     // nil: no hook, no cost
+	ua     []string     // the User-Agent value, shared by every request
+	auth   Auth         // nil: no hook, no cost
+	last   atomic.Int64 // the size of the last large message of unknown length (chunks.last)
 }
 
 // New validates cfg and builds the client with one shared keep-alive pool.
@@ -339,7 +341,7 @@ func (c *Client) send(ctx context.Context, target, method string, body []byte, s
 		}
 		return nil, err
 	}
-	r := newResponse(resp, c.max)
+	r := newResponse(resp, c.max, &c.last)
 	r.watch = w
 	return r, nil
 }
@@ -419,14 +421,15 @@ type Response struct {
 	max   int
 	size  int64 // Content-Length, -1 when unknown
 	done  bool
-	room  []byte // the JSON body's whole buffer, when it has room in front
-	watch watch  // the exchange's Observer, if any
+	room  []byte        // the JSON body's whole buffer, when it has room in front
+	last  *atomic.Int64 // the Client's last large message (chunks.last)
+	watch watch         // the exchange's Observer, if any
 	// final is the URL that gave the answer, after same-origin redirects:
 	// a relative 2024-11-05 endpoint is resolved against it.
 	final *url.URL
 }
 
-func newResponse(resp *http.Response, max int) *Response {
+func newResponse(resp *http.Response, max int, last *atomic.Int64) *Response {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	r := &Response{
 		Status:      resp.StatusCode,
@@ -435,12 +438,13 @@ func newResponse(resp *http.Response, max int) *Response {
 		body:        resp.Body,
 		max:         max,
 		size:        resp.ContentLength,
+		last:        last,
 	}
 	if resp.Request != nil {
 		r.final = resp.Request.URL
 	}
 	if r.ContentType == "text/event-stream" {
-		r.sse = NewSSEReader(resp.Body, max)
+		r.sse = newSSEReaderSize(resp.Body, max, 32<<10, last)
 	}
 	return r
 }
@@ -486,7 +490,7 @@ func (r *Response) next() ([]byte, error) {
 		return nil, io.EOF
 	}
 	r.done = true
-	buf, off, err := readBody(r.body, r.max, r.size)
+	buf, off, err := readBody(r.body, r.max, r.size, r.last)
 	if err != nil {
 		return nil, err
 	}
@@ -534,8 +538,8 @@ func (r *Response) Close() error {
 
 // Room returns the whole buffer of the message Next last returned when it
 // has BodyRoom spare bytes in front of it, else nil: a JSON body of RoomMin
-// bytes or more, or an event whose data was one line longer than the
-// stream's read buffer. The message sits at the end of it, so a rewrite that
+// bytes or more or of unknown length, or an event whose data was one line
+// longer than the stream's read buffer. The message sits at the end of it, so a rewrite that
 // grows the message by at most BodyRoom bytes can be done in place rather
 // than in a second copy (rewrite.Down.Room). The buffer is the caller's from
 // then on: a stream no longer reuses it.
@@ -547,36 +551,34 @@ func (r *Response) Room() []byte {
 }
 
 const (
-	// RoomMin is the body size from which a JSON body is read with room in
-	// front of it; a smaller body is cheaper to copy than to make room for.
+	// RoomMin is the body size from which a JSON body of known length is
+	// read with room in front of it; a smaller body is cheaper to copy than
+	// to make room for.
 	RoomMin = 32 << 10
 	// BodyRoom is that room.
 	BodyRoom = 4 << 10
 )
 
 // readBody reads all of r, failing with ErrTooLarge past max bytes. It
-// returns the buffer and the offset of the body in it: BodyRoom for a body
-// of RoomMin bytes or more, 0 for a smaller one. A body of known size is
-// read into one buffer of that size; one of unknown size is read in chunks
-// and joined once (chunks).
-func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error) {
+// returns the buffer and the offset of the body in it: 0 for a body of
+// known length under RoomMin bytes, else BodyRoom. A body of known length
+// is read into one buffer of its size; one of unknown length by chunks,
+// after the last large one's size (last, when not nil).
+func readBody(r io.Reader, max int, size int64, last *atomic.Int64) (buf []byte, off int, err error) {
 	if size > int64(max) {
 		return nil, 0, tooLarge(max)
 	}
-	var c chunks
+	c := chunks{room: BodyRoom, last: last}
 	if size >= 0 {
 		c.first = int(size) + 1 // one spare byte to read the EOF into
-		if size >= RoomMin {
-			c.room = BodyRoom
+		if size < RoomMin {
+			c.room = 0
 		}
 	}
 	if err := c.readFrom(r, max); err != nil {
 		return nil, 0, err
 	}
-	if c.n >= RoomMin {
-		off = BodyRoom
-	}
-	return c.join(off), off, nil
+	return c.join(), c.room, nil
 }
 
 // Redact hides URL userinfo and query values, for messages and logs.

@@ -2,10 +2,10 @@ package routing
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 )
 
 // The one reader for messages of unknown length: a stdin line (NDJSON), an
@@ -14,8 +14,17 @@ import (
 // once at the end into a buffer of its own size, with room in front when
 // the caller asks for it. The limit is checked as the bytes arrive, so
 // memory grows with what arrives and stops at the limit, never with what a
-// peer declares beyond it. A reader shares nothing with another: no
-// package state, no pool.
+// peer declares beyond it.
+//
+// Joined, a message is held twice for a moment; a collection that starts
+// then finds both copies live, and sets a heap goal that lets two more
+// pile up before the next one. So a message that reaches maxChunk goes on
+// in one buffer of the size of the last large message its owner read (a
+// Client, or the LineReader itself), and a sixty-fourth more: results of
+// one server tend to come in one size (give or take an id or a count), and
+// such a message is then held once, with nothing to join. A message that
+// outgrows that buffer goes on in chunks and is joined. The owner keeps
+// only that size: there is no package state and no pool.
 
 // Chunk sizes: each new chunk is as large as what was read before it (or
 // as the piece about to be copied in), from minChunk up to maxChunk, so a
@@ -28,10 +37,12 @@ const (
 
 // chunks holds one message as it arrives.
 type chunks struct {
-	bufs  [][]byte // the first one starts with room spare bytes
-	n     int      // bytes of message
-	room  int      // spare bytes in front of the first chunk
-	first int      // the first chunk's size, when the caller knows the message's
+	bufs   [][]byte      // the first one starts with room spare bytes
+	n      int           // bytes of message
+	room   int           // spare bytes in front of the first chunk
+	first  int           // the first chunk's size, when the caller knows the message's
+	last   *atomic.Int64 // the size of the owner's last large message; nil: none kept
+	hinted bool          // last was looked at
 }
 
 // spare returns the free space at the end of the last chunk, after
@@ -41,6 +52,12 @@ func (c *chunks) spare(want int) []byte {
 	if k := len(c.bufs); k > 0 {
 		if b := c.bufs[k-1]; len(b) < cap(b) {
 			return b[len(b):cap(b)]
+		}
+	}
+	if c.last != nil && !c.hinted && c.n >= maxChunk {
+		c.hinted = true
+		if last := int(c.last.Load()); last > c.n {
+			return c.regather(last)
 		}
 	}
 	size, room := min(max(c.n, want, minChunk), maxChunk), 0
@@ -53,6 +70,26 @@ func (c *chunks) spare(want int) []byte {
 	b := make([]byte, room, room+size)
 	c.bufs = append(c.bufs, b)
 	return b[room:cap(b)]
+}
+
+// regather moves the message so far into one chunk for a message of about
+// last bytes, and returns its free space.
+func (c *chunks) regather(last int) []byte {
+	b := c.copyOut(c.room + last + last/64)
+	clear(c.bufs) // the old chunks are garbage now
+	c.bufs = append(c.bufs[:0], b)
+	return b[len(b):cap(b)]
+}
+
+// copyOut copies the message into one new buffer of the given capacity,
+// after the room.
+func (c *chunks) copyOut(capacity int) []byte {
+	b := make([]byte, c.room, capacity)
+	b = append(b, c.bufs[0][c.room:]...)
+	for _, p := range c.bufs[1:] {
+		b = append(b, p...)
+	}
+	return b
 }
 
 // grow records that the first n bytes of the last spare are filled.
@@ -88,16 +125,16 @@ func (c *chunks) readFrom(r io.Reader, max int) error {
 	}
 }
 
-// join returns room spare bytes and then the message: the first chunk
-// itself when it holds the whole message after that room, else one new
-// buffer of exactly that length (bytes.Join allocates it once, without
-// zeroing what it then fills).
-func (c *chunks) join(room int) []byte {
-	if len(c.bufs) == 1 && room == c.room {
+// join returns the room and then the message: the first chunk itself when
+// it holds the whole message, else one new buffer of exactly that length.
+func (c *chunks) join() []byte {
+	if c.last != nil && c.n >= maxChunk {
+		c.last.Store(int64(c.n))
+	}
+	if len(c.bufs) == 1 {
 		return c.bufs[0]
 	}
-	parts := append([][]byte{make([]byte, room), c.bufs[0][c.room:]}, c.bufs[1:]...)
-	return bytes.Join(parts, nil)
+	return c.copyOut(c.room + c.n)
 }
 
 // ErrTooLarge is returned when one message exceeds the configured limit.
@@ -110,16 +147,17 @@ func tooLarge(max int) error { return fmt.Errorf("%w (%d bytes)", ErrTooLarge, m
 // (one JSON-RPC message a line) and the lines of an SSE stream.
 type LineReader struct {
 	r    *bufio.Reader
-	max  int  // the longest line, without its "\n"; 0: no limit
-	room int  // spare bytes in front of a line longer than the read buffer
-	skip bool // the rest of a line over max is still unread
+	max  int           // the longest line, without its "\n"; 0: no limit
+	room int           // spare bytes in front of a line longer than the read buffer
+	skip bool          // the rest of a line over max is still unread
+	last *atomic.Int64 // the size of the last large line (chunks.last)
 }
 
 // NewLineReader reads r through a buffer of size bytes. A line over max
 // bytes (0: no limit) is ErrTooLarge; a line longer than the buffer comes in
 // a buffer of its own with room spare bytes in front of it.
 func NewLineReader(r io.Reader, size, max, room int) *LineReader {
-	return &LineReader{r: bufio.NewReaderSize(r, size), max: max, room: room}
+	return &LineReader{r: bufio.NewReaderSize(r, size), max: max, room: room, last: new(atomic.Int64)}
 }
 
 // Next returns the next line without its "\n" (a "\r" before it stays). A
@@ -156,7 +194,7 @@ func (l *LineReader) Next() (line, own []byte, err error) {
 
 // long gathers a line longer than the read buffer; chunk is its start.
 func (l *LineReader) long(chunk []byte) (line, own []byte, err error) {
-	c := chunks{room: l.room}
+	c := chunks{room: l.room, last: l.last}
 	err = bufio.ErrBufferFull
 	for {
 		n := c.n + len(chunk)
@@ -176,7 +214,7 @@ func (l *LineReader) long(chunk []byte) (line, own []byte, err error) {
 	if err != nil && err != io.EOF {
 		return nil, nil, err
 	}
-	own = c.join(l.room)
+	own = c.join()
 	line = own[l.room:]
 	if err == nil {
 		line = line[:len(line)-1]

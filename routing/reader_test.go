@@ -93,38 +93,45 @@ func TestLineReaderReadError(t *testing.T) {
 }
 
 // TestLongLineOwnBuffer: a line longer than the buffer comes after room
-// spare bytes, in a buffer of exactly room, line and "\n": a small line
-// after a large one gets a buffer of its own size, not the large one's.
+// spare bytes, in a buffer of its own that it ends. The first large one is
+// joined into a buffer of exactly room, line and "\n"; one of about its
+// size after it is read into one buffer of that size and a sixty-fourth
+// more, with nothing to join; a small one gets a buffer of its own size,
+// not the large one's; one larger than that buffer is joined again.
 func TestLongLineOwnBuffer(t *testing.T) {
 	t.Parallel()
-	large, small := pattern(3<<20+17), pattern(40<<10)
-	in := bytes.Join([][]byte{large, small, nil}, []byte("\n"))
+	first := pattern(2<<20 + 17)
+	lines := [][]byte{first, pattern(2<<20 + 900), pattern(40 << 10), pattern(3 << 20)}
+	caps := []int{BodyRoom + len(first) + 1, BodyRoom + len(first) + 1 + (len(first)+1)/64, BodyRoom + 40<<10 + 1, BodyRoom + 3<<20 + 1}
+	in := append(bytes.Join(lines, []byte("\n")), '\n')
 	lr := NewLineReader(bytes.NewReader(in), 32<<10, 0, BodyRoom)
-	for _, want := range [][]byte{large, small} {
+	for i, want := range lines {
 		got, own, err := lr.Next()
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("%d bytes: got %d, %v", len(want), len(got), err)
 		}
-		if len(own) != BodyRoom+len(want)+1 || cap(own) != len(own) || &own[BodyRoom] != &got[0] {
-			t.Errorf("%d bytes: own buffer len %d cap %d, the line at its end %v", len(want), len(own), cap(own), &own[BodyRoom] == &got[0])
+		if len(own) != BodyRoom+len(want)+1 || cap(own) != caps[i] || &own[BodyRoom] != &got[0] {
+			t.Errorf("line %d (%d bytes): own buffer len %d cap %d (want %d), the line after the room %v", i, len(want), len(own), cap(own), caps[i], &own[BodyRoom] == &got[0])
 		}
 	}
 }
 
 // TestReadBody: a body of known length is read into one buffer of its size;
-// one of unknown length in chunks joined once. A small body comes without
-// room, one of RoomMin bytes or more with BodyRoom in front. Past the limit
+// one of unknown length in chunks joined once (the last large size is
+// TestChunkedJSONBody's). A small body of known length comes without room;
+// one of RoomMin bytes or more, or of unknown length, with BodyRoom in
+// front. Past the limit
 // is ErrTooLarge, and a read error is returned as it is.
 func TestReadBody(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{0, 10, 511, 512, 1000, RoomMin - 1, RoomMin, 3<<20 + 1} {
 		msg := pattern(n)
 		for _, size := range []int64{-1, int64(n)} {
-			buf, off, err := readBody(iotest.HalfReader(bytes.NewReader(msg)), 1<<30, size)
+			buf, off, err := readBody(iotest.HalfReader(bytes.NewReader(msg)), 1<<30, size, nil)
 			if err != nil || !bytes.Equal(buf[off:], msg) {
 				t.Fatalf("%d bytes (length %d): %d read, %v", n, size, len(buf)-off, err)
 			}
-			if n < RoomMin && off != 0 || n >= RoomMin && off != BodyRoom {
+			if n < RoomMin && size >= 0 && off != 0 || (n >= RoomMin || size < 0) && off != BodyRoom {
 				t.Errorf("%d bytes (length %d): offset %d", n, size, off)
 			}
 			if size >= 0 && cap(buf) != off+n+1 {
@@ -132,14 +139,14 @@ func TestReadBody(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := readBody(bytes.NewReader(pattern(3<<20)), 1<<20, -1); !errors.Is(err, ErrTooLarge) {
+	if _, _, err := readBody(bytes.NewReader(pattern(3<<20)), 1<<20, -1, nil); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("a body over the limit: %v, want ErrTooLarge", err)
 	}
-	if _, _, err := readBody(bytes.NewReader(nil), 1<<20, 2<<20); !errors.Is(err, ErrTooLarge) {
+	if _, _, err := readBody(bytes.NewReader(nil), 1<<20, 2<<20, nil); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("a declared length over the limit: %v, want ErrTooLarge", err)
 	}
 	boom := errors.New("connection reset")
-	if _, _, err := readBody(io.MultiReader(bytes.NewReader(pattern(1<<20)), iotest.ErrReader(boom)), 1<<30, -1); err != boom {
+	if _, _, err := readBody(io.MultiReader(bytes.NewReader(pattern(1<<20)), iotest.ErrReader(boom)), 1<<30, -1, nil); err != boom {
 		t.Errorf("a read error: %v, want %v", err, boom)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,16 +41,21 @@ func (s *SSEReader) Event() string { return s.event }
 
 // NewSSEReader reads events from r; max bounds one event's data (0 means
 // unlimited).
-func NewSSEReader(r io.Reader, max int) *SSEReader { return newSSEReaderSize(r, max, 32<<10) }
+func NewSSEReader(r io.Reader, max int) *SSEReader { return newSSEReaderSize(r, max, 32<<10, nil) }
 
-// newSSEReaderSize is NewSSEReader with a given read buffer; tests make it
-// tiny so that every line takes the long-line path.
-func newSSEReaderSize(r io.Reader, max, size int) *SSEReader {
+// newSSEReaderSize is NewSSEReader with a given read buffer (tests make it
+// tiny so that every line takes the long-line path) and, unless nil, the
+// size of the last large message of the reader's owner (chunks.last).
+func newSSEReaderSize(r io.Reader, max, size int, last *atomic.Int64) *SSEReader {
 	lineMax := 0
 	if max > 0 {
 		lineMax = max + len("data: \r") // the data limit is checked on the value (field)
 	}
-	return &SSEReader{lines: NewLineReader(r, size, lineMax, BodyRoom), max: max}
+	lines := NewLineReader(r, size, lineMax, BodyRoom)
+	if last != nil {
+		lines.last = last
+	}
+	return &SSEReader{lines: lines, max: max}
 }
 
 // Next returns the data of the next event that has any. The slice is valid
