@@ -18,7 +18,7 @@ import (
 //
 // Joined, a message is held twice for a moment; a collection that starts
 // then finds both copies live, and sets a heap goal that lets two more
-// pile up before the next one. So a message that reaches maxChunk goes on
+// pile up before the next one. So a message that reaches largeMin goes on
 // in one buffer of the size of the last large message its owner read (a
 // Client, or the LineReader itself), and a sixty-fourth more: results of
 // one server tend to come in one size (give or take an id or a count), and
@@ -26,13 +26,15 @@ import (
 // outgrows that buffer goes on in chunks and is joined. The owner keeps
 // only that size: there is no package state and no pool.
 
-// Chunk sizes: each new chunk is as large as what was read before it (or
-// as the piece about to be copied in), from minChunk up to maxChunk, so a
-// message takes a few dozen allocations, and the last chunk leaves at most
-// maxChunk unused.
+// Each new chunk is as large as the message so far (at least minChunk, or
+// the piece about to be copied in): a message takes one allocation each
+// time it doubles, and the heap grows in steps as large as what was read, so
+// that a collection tends to start while a message is read rather than
+// when it is joined and held twice (chunks of one size left that to the
+// join far more often).
 const (
 	minChunk = 512
-	maxChunk = 1 << 20
+	largeMin = 1 << 20 // a message from this size on takes the last large one's size
 )
 
 // chunks holds one message as it arrives.
@@ -54,13 +56,13 @@ func (c *chunks) spare(want int) []byte {
 			return b[len(b):cap(b)]
 		}
 	}
-	if c.last != nil && !c.hinted && c.n >= maxChunk {
+	if c.last != nil && !c.hinted && c.n >= largeMin {
 		c.hinted = true
 		if last := int(c.last.Load()); last > c.n {
 			return c.regather(last)
 		}
 	}
-	size, room := min(max(c.n, want, minChunk), maxChunk), 0
+	size, room := max(c.n, want, minChunk), 0
 	if len(c.bufs) == 0 {
 		room = c.room
 		if c.first > 0 {
@@ -128,7 +130,7 @@ func (c *chunks) readFrom(r io.Reader, max int) error {
 // join returns the room and then the message: the first chunk itself when
 // it holds the whole message, else one new buffer of exactly that length.
 func (c *chunks) join() []byte {
-	if c.last != nil && c.n >= maxChunk {
+	if c.last != nil && c.n >= largeMin {
 		c.last.Store(int64(c.n))
 	}
 	if len(c.bufs) == 1 {

@@ -16,7 +16,7 @@ import (
 // line with its CRLF (or the first chunk, for a line shorter than that).
 func TestSSELongLineExact(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{100, 40 << 10, maxChunk + 1, 3*maxChunk + 17} {
+	for _, n := range []int{100, 40 << 10, largeMin + 1, 3*largeMin + 17} {
 		data := strings.Repeat("x", n)
 		r := newSSEReaderSize(strings.NewReader("data: "+data+"\r\n\n"), 0, 16, nil)
 		got, err := r.Next()
