@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // A Conn is the client side of a session: the messages the legacy client
@@ -91,23 +93,31 @@ func asTooLarge(err error) *TooLargeError {
 // Stdio is the NDJSON Conn: one message per line in, one frame per line
 // out.
 type Stdio struct {
-	lines *lineReader
+	lines *routing.LineReader
+	max   int
 	out   *flusher
 }
 
 // NewStdio reads lines of at most maxBytes from in and writes frames to out.
 func NewStdio(in io.Reader, out io.Writer, maxBytes int) *Stdio {
-	return &Stdio{lines: newLineReader(in, maxBytes), out: newFlusher(out)}
+	return &Stdio{lines: routing.NewLineReader(in, 64<<10, maxBytes, 0), max: maxBytes, out: newFlusher(out)}
 }
 
-// Read returns the next line.
+// Read returns the next line, in a slice of its own: the frame outlives
+// the next read.
 func (c *Stdio) Read() (In, error) {
-	line, err := c.lines.next()
-	if errors.Is(err, errLineTooLong) {
-		return In{}, &TooLargeError{Limit: c.lines.max}
+	line, own, err := c.lines.Next()
+	if errors.Is(err, routing.ErrTooLarge) {
+		return In{}, &TooLargeError{Limit: c.max}
+	}
+	if own == nil {
+		line = clone(line)
 	}
 	return In{Frame: line}, err
 }
+
+// clone is a copy of b that the caller keeps; nil when b is empty.
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
 // Write writes one frame as a line; the end of a request without an answer
 // writes nothing.

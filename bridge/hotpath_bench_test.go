@@ -35,13 +35,13 @@ func (l *loopReader) Read(p []byte) (int, error) {
 
 func benchLines(b *testing.B, size int) {
 	line := append(bytes.Repeat([]byte("x"), size-1), '\n')
-	r := newLineReader(&loopReader{block: line}, 128<<20)
+	r := NewStdio(&loopReader{block: line}, io.Discard, 128<<20)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	for b.Loop() {
-		got, err := r.next()
-		if err != nil || len(got) != size-1 {
-			b.Fatalf("%d bytes, %v", len(got), err)
+		got, err := r.Read()
+		if err != nil || len(got.Frame) != size-1 {
+			b.Fatalf("%d bytes, %v", len(got.Frame), err)
 		}
 	}
 }

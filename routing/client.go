@@ -8,7 +8,9 @@
 // into, the 2025 session transport (LegacySession: session id, GET stream,
 // Last-Event-ID resumption, DELETE) and the 2024-11-05 HTTP+SSE transport
 // (OpenLegacy, SendTo), and an Observer hook that sees every exchange (the
-// trace). Every request goes through one door, Client.do.
+// trace). Every request goes through one door, Client.do. It also owns the
+// one bounded reader for messages of unknown length (reader.go), which the
+// bridge reads its stdin with too.
 //
 // It must never change JSON-RPC semantics: it reads an id only to find the
 // answer to a request (Response.Answer), never rewrites a body, and decides
@@ -53,6 +55,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -102,8 +105,9 @@ type Client struct {
 	shown  string // url, redacted (URL)
 	header http.Header
 	max    int
-	ua     []string // the User-Agent value, shared by every request
-	auth   Auth     // nil: no hook, no cost
+	ua     []string     // the User-Agent value, shared by every request
+	auth   Auth         // nil: no hook, no cost
+	last   atomic.Int64 // the size of the last large message of unknown length (chunks.last)
 }
 
 // New validates cfg and builds the client with one shared keep-alive pool.
@@ -337,7 +341,7 @@ func (c *Client) send(ctx context.Context, target, method string, body []byte, s
 		}
 		return nil, err
 	}
-	r := newResponse(resp, c.max)
+	r := newResponse(resp, c.max, &c.last)
 	r.watch = w
 	return r, nil
 }
@@ -417,14 +421,15 @@ type Response struct {
 	max   int
 	size  int64 // Content-Length, -1 when unknown
 	done  bool
-	room  []byte // the JSON body's whole buffer, when it has room in front
-	watch watch  // the exchange's Observer, if any
+	room  []byte        // the JSON body's whole buffer, when it has room in front
+	last  *atomic.Int64 // the Client's last large message (chunks.last)
+	watch watch         // the exchange's Observer, if any
 	// final is the URL that gave the answer, after same-origin redirects:
 	// a relative 2024-11-05 endpoint is resolved against it.
 	final *url.URL
 }
 
-func newResponse(resp *http.Response, max int) *Response {
+func newResponse(resp *http.Response, max int, last *atomic.Int64) *Response {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	r := &Response{
 		Status:      resp.StatusCode,
@@ -433,12 +438,13 @@ func newResponse(resp *http.Response, max int) *Response {
 		body:        resp.Body,
 		max:         max,
 		size:        resp.ContentLength,
+		last:        last,
 	}
 	if resp.Request != nil {
 		r.final = resp.Request.URL
 	}
 	if r.ContentType == "text/event-stream" {
-		r.sse = NewSSEReader(resp.Body, max)
+		r.sse = newSSEReaderSize(resp.Body, max, 32<<10, last)
 	}
 	return r
 }
@@ -484,15 +490,11 @@ func (r *Response) next() ([]byte, error) {
 		return nil, io.EOF
 	}
 	r.done = true
-	if r.size >= largeLine {
-		collectGarbage() // as for a long SSE line: the last large body is garbage by now
-	}
-	buf, off, err := readBody(r.body, r.max, r.size)
+	buf, off, err := readBody(r.body, r.max, r.size, r.last)
 	if err != nil {
 		return nil, err
 	}
 	body := buf[off:]
-	countLarge(len(body))
 	if off > 0 {
 		r.room = buf
 	}
@@ -536,8 +538,8 @@ func (r *Response) Close() error {
 
 // Room returns the whole buffer of the message Next last returned when it
 // has BodyRoom spare bytes in front of it, else nil: a JSON body of RoomMin
-// bytes or more, or an event whose data was one line longer than the
-// stream's read buffer. The message sits at the end of it, so a rewrite that
+// bytes or more or of unknown length, or an event whose data was one line
+// longer than the stream's read buffer. The message sits at the end of it, so a rewrite that
 // grows the message by at most BodyRoom bytes can be done in place rather
 // than in a second copy (rewrite.Down.Room). The buffer is the caller's from
 // then on: a stream no longer reuses it.
@@ -549,68 +551,34 @@ func (r *Response) Room() []byte {
 }
 
 const (
-	// RoomMin is the body size from which a JSON body is read with room in
-	// front of it; a smaller body is cheaper to copy than to make room for.
+	// RoomMin is the body size from which a JSON body of known length is
+	// read with room in front of it; a smaller body is cheaper to copy than
+	// to make room for.
 	RoomMin = 32 << 10
 	// BodyRoom is that room.
 	BodyRoom = 4 << 10
 )
 
 // readBody reads all of r, failing with ErrTooLarge past max bytes. It
-// returns the buffer and the offset of the body in it: BodyRoom for a body
-// of RoomMin bytes or more, 0 for a smaller one. A known size is allocated
-// up front, so the body is read once; an unknown size grows by half each
-// time up to RoomMin, and is gathered from there (readLong).
-func readBody(r io.Reader, max int, size int64) (buf []byte, off int, err error) {
+// returns the buffer and the offset of the body in it: 0 for a body of
+// known length under RoomMin bytes, else BodyRoom. A body of known length
+// is read into one buffer of its size; one of unknown length by chunks,
+// after the last large one's size (last, when not nil).
+func readBody(r io.Reader, max int, size int64, last *atomic.Int64) (buf []byte, off int, err error) {
 	if size > int64(max) {
 		return nil, 0, tooLarge(max)
 	}
-	want := 512
+	c := chunks{room: BodyRoom, last: last}
 	if size >= 0 {
-		want = int(size) + 1 // one spare byte to read the EOF into
-	}
-	if size >= RoomMin {
-		off = BodyRoom
-	}
-	buf = make([]byte, off, off+want)
-	for {
-		if len(buf) == cap(buf) {
-			n := len(buf) - off
-			grown := n + n/2
-			if n < 1024 {
-				grown = n + 512
-			}
-			if grown >= RoomMin {
-				// Only a body of unknown length grows, and from here on it
-				// is most likely a large result.
-				return readLong(r, max, buf[off:])
-			}
-			buf = append(make([]byte, 0, grown), buf...)
-		}
-		m, rerr := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if len(buf)-off > max {
-			return nil, 0, tooLarge(max)
-		}
-		switch {
-		case rerr == io.EOF:
-			return buf, off, nil
-		case rerr != nil:
-			return nil, 0, rerr
+		c.first = int(size) + 1 // one spare byte to read the EOF into
+		if size < RoomMin {
+			c.room = 0
 		}
 	}
-}
-
-// readLong reads the rest of a body of unknown length that outgrew RoomMin
-// (head is what was read of it) as a long SSE line is read (gather).
-func readLong(r io.Reader, max int, head []byte) ([]byte, int, error) {
-	var g gather
-	g.begin(head)
-	if err := g.readFrom(r, max); err != nil {
-		g.reset()
+	if err := c.readFrom(r, max); err != nil {
 		return nil, 0, err
 	}
-	return g.finish(), BodyRoom, nil
+	return c.join(), c.room, nil
 }
 
 // Redact hides URL userinfo and query values, for messages and logs.

@@ -428,7 +428,7 @@ func FuzzSSELongLines(f *testing.F) {
 			max = -max
 		}
 		short := NewSSEReader(bytes.NewReader(in), max)
-		long := newSSEReaderSize(bytes.NewReader(in), max, 16)
+		long := newSSEReaderSize(bytes.NewReader(in), max, 16, nil)
 		type taken struct{ ev, was []byte }
 		var kept []taken
 		for range len(in) + 2 {
