@@ -11,7 +11,7 @@
 //
 //	conn ─▶ reader ─┬─ local answers (cancels, bad input, the client's answers,
 //	                │  and what the upstream answers at once: ping, setLevel)
-//	                └─ pending ─▶ starter ─▶ workers ─▶ upstream.request ─▶ outcome
+//	                └─ pending ─▶ workers ─▶ upstream.request ─▶ outcome
 //	conn ◀─ writer (the only goroutine that writes to the Conn) ◀─ answers
 //
 // The core (Session) owns the reader, the bounded queue and workers, the
@@ -174,10 +174,8 @@ const (
 type Session struct {
 	*env
 
-	queue   *pending      // requests read but not started yet (bounded)
-	sem     chan struct{} // in-flight bound
+	queue   *pending      // the in-flight slots, and the requests waiting for one
 	stopped chan struct{} // closed when every answer has been queued
-	wg      sync.WaitGroup
 
 	// up is where requests go: the modern bridge until an initialize finds
 	// a 2025 server, then the passthrough that initialize started.
@@ -228,9 +226,6 @@ func (c *call) requestedTTL(seconds bool) (int64, bool) {
 	return rewrite.TTLMillis(c.task.Get("ttl"), seconds)
 }
 
-// job is a request waiting for a slot.
-type job struct{ c *call }
-
 // New prepares a session.
 func New(cfg Config) *Session {
 	if cfg.MaxInFlight <= 0 {
@@ -276,8 +271,7 @@ func New(cfg Config) *Session {
 	e := &env{cfg: cfg, log: cfg.Logger, client: cfg.Client, out: make(chan outFrame, 256), asks: asks{m: map[string]*pendingAsk{}}, upID: cfg.UpstreamIDs}
 	s := &Session{
 		env:      e,
-		queue:    newPending(cfg.MaxQueued, cfg.MaxMessageBytes),
-		sem:      make(chan struct{}, cfg.MaxInFlight),
+		queue:    newPending(cfg.MaxInFlight, cfg.MaxQueued, cfg.MaxMessageBytes),
 		stopped:  make(chan struct{}),
 		inflight: make(map[string]*call),
 	}
@@ -297,16 +291,16 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 // in-flight work, waits for it, flushes conn and returns. It returns nil on
 // a normal end (end of input or cancellation).
 //
-// Three goroutines cooperate: the reader reads conn, answers what is local
-// (ping, logging/setLevel, cancellations, the client's answers to the
-// proxy's own requests) at once and queues requests; the starter takes
-// queued requests as in-flight slots free up and hands each to a worker
-// goroutine; the writer is the only one that writes to conn. The reader
-// never waits on the queue: whatever is queued, a cancel, a ping, an answer
-// or the end of input that arrives behind saturating requests is read and
-// handled at once. The queue is bounded (MaxQueued requests, and
-// MaxMessageBytes of frames); a request over that bound is refused with an
-// error instead of being held.
+// The reader reads conn, answers what is local (ping, logging/setLevel,
+// cancellations, the client's answers to the proxy's own requests) at once,
+// and starts each request on a worker goroutine while an in-flight slot is
+// free, or queues it (see pending); a worker whose request is done runs the
+// oldest queued one. The writer is the only goroutine that writes to conn.
+// The reader never waits on the queue: whatever is queued, a cancel, a
+// ping, an answer or the end of input that arrives behind saturating
+// requests is read and handled at once. The queue is bounded (MaxQueued
+// requests, and MaxMessageBytes of frames); a request over that bound is
+// refused with an error instead of being held.
 func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -318,9 +312,6 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	s.upstream().open()
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- s.write(conn) }()
-	starterDone := make(chan struct{})
-	go func() { defer close(starterDone); s.start(ctx) }()
-
 	readerDone := make(chan error, 1)
 	go func() { readerDone <- s.read(ctx, conn) }()
 
@@ -334,8 +325,7 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	}
 	// Stop everything in flight; answers that race the cancel are dropped.
 	cancel()
-	<-starterDone
-	s.wg.Wait()
+	s.queue.close()
 	s.bg.close()
 	s.upstream().close()
 	close(s.stopped)
@@ -346,75 +336,48 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	return err
 }
 
-// start runs queued requests as in-flight slots free up. Requests run on
-// worker goroutines that stay for the next request (at most MaxInFlight of
-// them): a fresh goroutine per request would grow a new stack every time,
-// and on the echo path that stack growth was an eighth of the proxy's CPU.
-func (s *Session) start(ctx context.Context) {
-	work := make(chan job) // to an idle worker
-	workers := 0
-	for {
-		// A slot first, then the oldest request: one taken before its slot
-		// would be held outside the queue's bounds.
-		select {
-		case s.sem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		j, ok := s.queue.pop()
-		for !ok {
-			select {
-			case <-s.queue.wake:
-				j, ok = s.queue.pop()
-			case <-ctx.Done():
-				<-s.sem
-				return
-			}
-		}
-		if j.c.ctx.Err() != nil { // cancelled while queued
-			<-s.sem
-			s.finish(j.c, nil, nil)
-			continue
-		}
-		select {
-		case work <- j:
-			continue
-		default:
-		}
-		if workers < s.cfg.MaxInFlight {
-			workers++
-			s.wg.Add(1)
-			go s.worker(ctx, j, work)
-			continue
-		}
-		// Every worker exists and this job holds a slot, so one of them is
-		// between requests and about to take it.
-		select {
-		case work <- j:
-		case <-ctx.Done():
-			<-s.sem
-			return
-		}
+// begin runs c, which holds an in-flight slot, on a worker.
+func (s *Session) begin(c *call) {
+	select {
+	case s.queue.idle <- c:
+		return
+	default:
+	}
+	if s.queue.spawn() {
+		go s.work(c)
+		return
+	}
+	// Every slot has its worker and c holds one of the slots, so a worker
+	// is between requests, about to take it.
+	select {
+	case s.queue.idle <- c:
+	case <-s.ctx.Done():
 	}
 }
 
-// worker runs j, then each job handed to it, until the session ends.
-func (s *Session) worker(ctx context.Context, j job, work <-chan job) {
-	defer s.wg.Done()
+// work runs c, then the requests that queued meanwhile, then each request
+// handed to it, until the session ends.
+func (s *Session) work(c *call) {
+	defer s.queue.workers.Done()
 	for {
-		s.run(j)
-		<-s.sem
+		for ; c != nil; c = s.queue.next() {
+			if c.ctx.Err() != nil { // cancelled while queued
+				s.finish(c, nil, nil)
+				continue
+			}
+			s.run(c)
+		}
 		select {
-		case j = <-work:
-		case <-ctx.Done():
+		case c = <-s.queue.idle:
+		case <-s.ctx.Done():
 			return
 		}
 	}
 }
 
 // run runs one request on its upstream and delivers its answer.
-func (s *Session) run(j job) {
-	c, f := j.c, &j.c.f
+func (s *Session) run(c *call) {
+	f := &c.f
 	defer c.cancel()
 	var out outcome
 	switch {
@@ -438,8 +401,8 @@ func (s *Session) run(j job) {
 			s.cfg.OnInitialized(out.era)
 		}
 	}
-	s.finish(j.c, out.frame, out.rewrites)
-	if out.after != nil && out.frame != nil && !j.c.cancelled.Load() {
+	s.finish(c, out.frame, out.rewrites)
+	if out.after != nil && out.frame != nil && !c.cancelled.Load() {
 		out.after()
 	}
 }
@@ -527,8 +490,8 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	return s.enqueue(ctx, c, up.barrier())
 }
 
-// enqueue registers a request and queues it for an in-flight slot. It
-// returns false when the session is over.
+// enqueue registers a request and starts it, or queues it for an in-flight
+// slot. It returns false when the session is over.
 func (s *Session) enqueue(ctx context.Context, c *call, barrier <-chan struct{}) bool {
 	if !s.register(ctx, c) {
 		s.reply(rewrite.ErrorFrame(c.id, protocol.CodeInvalidRequest,
@@ -540,7 +503,10 @@ func (s *Session) enqueue(ctx context.Context, c *call, barrier <-chan struct{})
 		c.cancel()
 		return false
 	}
-	if ok, n, size := s.queue.push(job{c: c}); !ok {
+	switch start, ok, n, size := s.queue.admit(c); {
+	case start:
+		s.begin(c)
+	case !ok:
 		s.refuseQueued(c, n, size)
 	}
 	return true
@@ -568,7 +534,7 @@ func (s *Session) refuseQueued(c *call, n, size int) {
 	c.cancel()
 	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n), zap.Int("waitingBytes", size))
 	raise := "raise " + s.hint(rewrite.HintMaxInFlight)
-	if n < s.queue.maxJobs { // the bytes bound, not the count
+	if n < s.queue.maxCalls { // the bytes bound, not the count
 		raise = fmt.Sprintf("raise %s, which also bounds the bytes of the waiting requests (%d)", s.hint(rewrite.HintMaxMessageSize), s.cfg.MaxMessageBytes)
 	}
 	frame := rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
