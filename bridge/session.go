@@ -336,25 +336,6 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	return err
 }
 
-// begin runs c, which holds an in-flight slot, on a worker.
-func (s *Session) begin(c *call) {
-	select {
-	case s.queue.idle <- c:
-		return
-	default:
-	}
-	if s.queue.spawn() {
-		go s.work(c)
-		return
-	}
-	// Every slot has its worker and c holds one of the slots, so a worker
-	// is between requests, about to take it.
-	select {
-	case s.queue.idle <- c:
-	case <-s.ctx.Done():
-	}
-}
-
 // work runs c, then the requests that queued meanwhile, then each request
 // handed to it, until the session ends.
 func (s *Session) work(c *call) {
@@ -503,10 +484,15 @@ func (s *Session) enqueue(ctx context.Context, c *call, barrier <-chan struct{})
 		c.cancel()
 		return false
 	}
-	switch start, ok, n, size := s.queue.admit(c); {
-	case start:
-		s.begin(c)
-	case !ok:
+	switch a, n, size := s.queue.admit(c); a {
+	case admitSpawn:
+		go s.work(c)
+	case admitHandOff: // to a worker between requests, about to take it
+		select {
+		case s.queue.idle <- c:
+		case <-ctx.Done():
+		}
+	case admitRefused:
 		s.refuseQueued(c, n, size)
 	}
 	return true
