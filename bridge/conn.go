@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"syscall"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -96,11 +99,55 @@ type Stdio struct {
 	lines *routing.LineReader
 	max   int
 	out   *flusher
+	own   *os.File // the pipe's description of our own, if opened
 }
 
 // NewStdio reads lines of at most maxBytes from in and writes frames to out.
+// A pipe is read through a description of its own (see ownPipe), which
+// Close releases.
 func NewStdio(in io.Reader, out io.Writer, maxBytes int) *Stdio {
-	return &Stdio{lines: routing.NewLineReader(in, 64<<10, maxBytes, 0), max: maxBytes, out: newFlusher(out)}
+	c := &Stdio{max: maxBytes, out: newFlusher(out)}
+	if c.own = ownPipe(in); c.own != nil {
+		in = c.own
+	}
+	c.lines = routing.NewLineReader(in, 64<<10, maxBytes, 0)
+	return c
+}
+
+// ownPipe opens a pipe anew (Linux), non-blocking: its reads then park a
+// goroutine in the runtime's poller, where a blocking read(2) holds a
+// thread that must hand every line over to another, a wake-up on every
+// call's path. The description the host handed over, which it may share
+// with other processes, keeps its mode; ours ends with the process. It
+// returns nil for anything else, or where the pipe cannot be opened so.
+func ownPipe(in io.Reader) *os.File {
+	f, ok := in.(*os.File)
+	if !ok {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return nil
+	}
+	rc, err := f.SyscallConn() // not f.Fd(), which would change the mode
+	if err != nil {
+		return nil
+	}
+	var fd uintptr
+	_ = rc.Control(func(d uintptr) { fd = d })
+	own, err := os.OpenFile("/proc/self/fd/"+strconv.FormatUint(uint64(fd), 10), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	return own
+}
+
+// Close releases what NewStdio opened; a Read still waiting ends.
+func (c *Stdio) Close() error {
+	if c.own == nil {
+		return nil
+	}
+	return c.own.Close()
 }
 
 // Read returns the next line, in a slice of its own: the frame outlives

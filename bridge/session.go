@@ -282,7 +282,9 @@ func New(cfg Config) *Session {
 // Run serves the session over stdio: NDJSON lines from in, frames to out.
 // It is Serve with a Stdio Conn.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return s.Serve(ctx, NewStdio(in, out, s.cfg.MaxMessageBytes))
+	conn := NewStdio(in, out, s.cfg.MaxMessageBytes)
+	defer conn.Close()
+	return s.Serve(ctx, conn)
 }
 
 // Serve serves the session over conn until its input ends or ctx is
