@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"syscall"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -106,20 +105,17 @@ type Stdio struct {
 // A pipe is read through a description of its own (see ownPipe), which
 // Close releases.
 func NewStdio(in io.Reader, out io.Writer, maxBytes int) *Stdio {
-	c := &Stdio{max: maxBytes, out: newFlusher(out)}
-	if c.own = ownPipe(in); c.own != nil {
-		in = c.own
+	own := ownPipe(in)
+	if own != nil {
+		in = own
 	}
-	c.lines = routing.NewLineReader(in, 64<<10, maxBytes, 0)
-	return c
+	return &Stdio{lines: routing.NewLineReader(in, 64<<10, maxBytes, 0), max: maxBytes, out: newFlusher(out), own: own}
 }
 
-// ownPipe opens a pipe anew (Linux), non-blocking: its reads then park a
-// goroutine in the runtime's poller, where a blocking read(2) holds a
-// thread that must hand every line over to another, a wake-up on every
-// call's path. The description the host handed over, which it may share
-// with other processes, keeps its mode; ours ends with the process. It
-// returns nil for anything else, or where the pipe cannot be opened so.
+// ownPipe opens a pipe anew (Linux), non-blocking, so that its reads park
+// in the runtime's poller: a blocking read(2) holds a thread that hands
+// every line over to another, a wake-up on every call's path. The host's
+// description, which it may share, keeps its mode. nil for anything else.
 func ownPipe(in io.Reader) *os.File {
 	f, ok := in.(*os.File)
 	if !ok {
@@ -135,7 +131,7 @@ func ownPipe(in io.Reader) *os.File {
 	}
 	var fd uintptr
 	_ = rc.Control(func(d uintptr) { fd = d })
-	own, err := os.OpenFile("/proc/self/fd/"+strconv.FormatUint(uint64(fd), 10), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	own, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}

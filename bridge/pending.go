@@ -1,27 +1,25 @@
 package bridge
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // pending admits the client's requests to the in-flight slots. One that
-// finds a slot free goes straight from the reader to a worker; one that
-// finds none waits in a FIFO, and a worker whose request is done takes the
-// oldest waiting one before it gives its slot back. Both happen under one
-// lock, so no request waits while a slot is free. Workers (at most one per
-// slot) stay for the next request: a fresh goroutine per request would grow
-// its stack anew each time.
-//
-// The reader never waits for room, so the client's answers, cancels, pings
-// and end of input are never stuck behind requests. What waits is bounded,
-// in count and in bytes; a request over either bound is refused with an
-// error at once rather than held.
+// finds a slot free goes straight from the reader to a worker (at most one
+// per slot, kept for the next request: a fresh goroutine would grow its
+// stack anew each time); one that finds none waits in a FIFO, and a worker
+// whose request is done takes the oldest waiting one before it gives its
+// slot back, under the same lock, so no request waits while a slot is free.
+// The reader never waits for room: what waits is bounded, in count and in
+// bytes, and a request over either bound is refused at once.
 type pending struct {
 	mu      sync.Mutex
-	calls   []*call // calls[head:] are waiting, oldest first
-	head    int
-	bytes   int  // the frame bytes of the waiting calls
-	running int  // calls holding a slot
-	nworker int  // workers started; those beyond running are between requests
-	closed  bool // the session ended: nothing starts any more
+	calls   []*call // waiting, oldest first
+	bytes   int     // the frame bytes of the waiting calls
+	running int     // calls holding a slot
+	nworker int     // workers started; those beyond running are between requests
+	closed  bool    // the session ended: nothing starts any more
 	idle    chan *call
 	workers sync.WaitGroup
 
@@ -49,7 +47,7 @@ func (p *pending) admit(c *call) (a admission, waiting, bytes int) {
 	n := len(c.f.Raw)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	waiting = len(p.calls) - p.head
+	waiting = len(p.calls)
 	switch {
 	case p.closed:
 		return admitQueued, 0, 0
@@ -63,12 +61,6 @@ func (p *pending) admit(c *call) (a admission, waiting, bytes int) {
 	case waiting > 0 && (waiting >= p.maxCalls || p.bytes+n > p.maxBytes):
 		return admitRefused, waiting, p.bytes
 	}
-	if p.head > 0 && len(p.calls) == cap(p.calls) {
-		// Reuse the room the consumed calls left at the front.
-		k := copy(p.calls, p.calls[p.head:])
-		clear(p.calls[k:])
-		p.calls, p.head = p.calls[:k], 0
-	}
 	p.calls = append(p.calls, c)
 	p.bytes += n
 	return admitQueued, 0, 0
@@ -80,17 +72,14 @@ func (p *pending) admit(c *call) (a admission, waiting, bytes int) {
 func (p *pending) next() *call {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.head == len(p.calls) {
+	if p.closed || len(p.calls) == 0 {
 		p.running--
 		return nil
 	}
-	c := p.calls[p.head]
-	p.calls[p.head] = nil
-	p.head++
+	c := p.calls[0]
+	p.calls[0] = nil
+	p.calls = p.calls[1:]
 	p.bytes -= len(c.f.Raw)
-	if p.head == len(p.calls) {
-		p.calls, p.head = p.calls[:0], 0
-	}
 	return c
 }
 
@@ -100,20 +89,13 @@ func (p *pending) next() *call {
 func (p *pending) remove(c *call) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i := p.head; i < len(p.calls); i++ {
-		if p.calls[i] != c {
-			continue
-		}
-		p.bytes -= len(c.f.Raw)
-		n := copy(p.calls[i:], p.calls[i+1:])
-		p.calls[i+n] = nil
-		p.calls = p.calls[:i+n]
-		if p.head == len(p.calls) {
-			p.calls, p.head = p.calls[:0], 0
-		}
-		return true
+	i := slices.Index(p.calls, c)
+	if i < 0 {
+		return false
 	}
-	return false
+	p.bytes -= len(c.f.Raw)
+	p.calls = slices.Delete(p.calls, i, i+1)
+	return true
 }
 
 // close stops admitting and starting requests, and waits for the workers,

@@ -295,14 +295,10 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 //
 // The reader reads conn, answers what is local (ping, logging/setLevel,
 // cancellations, the client's answers to the proxy's own requests) at once,
-// and starts each request on a worker goroutine while an in-flight slot is
-// free, or queues it (see pending); a worker whose request is done runs the
-// oldest queued one. The writer is the only goroutine that writes to conn.
-// The reader never waits on the queue: whatever is queued, a cancel, a
-// ping, an answer or the end of input that arrives behind saturating
-// requests is read and handled at once. The queue is bounded (MaxQueued
-// requests, and MaxMessageBytes of frames); a request over that bound is
-// refused with an error instead of being held.
+// and hands each request to a worker, or to the bounded queue when every
+// in-flight slot is taken (see pending): a cancel, a ping, an answer or the
+// end of input behind saturating requests is read at once. The writer is
+// the only goroutine that writes to conn.
 func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -425,6 +421,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	// answer, the client's answers to what the proxy asked for it, and
 	// the client's cancel of it.
 	var op string
+	var named *call // the request a cancel names
 	switch {
 	case f.Kind == rewrite.KindRequest:
 		op = s.nextOp()
@@ -432,7 +429,9 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	case f.Kind == rewrite.KindResponse:
 		op = s.askOp(f.ID.Raw) // an answer belongs to the op that asked
 	case f.Method == "notifications/cancelled":
-		op = s.inflightOp(f.Params.Get("requestId").Raw)
+		if named = s.inflightCall(f.Params.Get("requestId").Raw); named != nil {
+			op = named.op
+		}
 	}
 	if o := s.cfg.Observer; o != nil {
 		o.FromClient(s.cfg.SessionID, op, line)
@@ -454,7 +453,7 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 		n := f // its own copy, so that f stays on the stack on the request path
 		var cancel func()
 		if n.Method == "notifications/cancelled" {
-			cancel = s.cancelled(&n)
+			cancel = s.cancelled(named, n.Params.Get("requestId").Raw)
 		}
 		up.notified(&n, op, cancel)
 		return true
@@ -511,14 +510,6 @@ const (
 // never waits for room, so that the client's answers, cancels and pings
 // behind it are still read. n requests of size bytes were waiting.
 func (s *Session) refuseQueued(c *call, n, size int) {
-	if c.method == "initialize" {
-		defer s.initFinished()
-	}
-	s.mu.Lock()
-	delete(s.inflight, string(c.id))
-	s.drainedLocked()
-	s.mu.Unlock()
-	s.streams.drop(c.op)
 	c.cancel()
 	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n), zap.Int("waitingBytes", size))
 	raise := "raise " + s.hint(rewrite.HintMaxInFlight)
@@ -528,8 +519,7 @@ func (s *Session) refuseQueued(c *call, n, size int) {
 	frame := rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
 		fmt.Sprintf("the proxy refused %s: %d requests (%d bytes) are already waiting for one of the %d in-flight slots; wait for answers before sending more (or %s)", c.method, n, size, s.cfg.MaxInFlight, raise),
 		fmt.Appendf(nil, `{"waiting":%d,"waitingBytes":%d,"maxInFlight":%d}`, n, size, s.cfg.MaxInFlight))
-	s.logRequest(c.op, c.method, c.id, c.start, frame, false)
-	s.reply(frame, c.op, c.stream, nil)
+	s.finish(c, frame, nil)
 }
 
 func invalidMessage(err error) string {
@@ -542,14 +532,11 @@ func invalidMessage(err error) string {
 	return "Invalid Request: " + err.Error()
 }
 
-// inflightOp is the op of the request in flight under the client's raw id.
-func (s *Session) inflightOp(id string) string {
+// inflightCall is the request in flight under the client's raw id, or nil.
+func (s *Session) inflightCall(id string) *call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.inflight[id]; c != nil {
-		return c.op
-	}
-	return ""
+	return s.inflight[id]
 }
 
 // register records a request as in flight under the client's id, from the
@@ -647,20 +634,16 @@ func (s *Session) initFinished() {
 	s.mu.Unlock()
 }
 
-// cancelled marks the request a notifications/cancelled names as cancelled
-// and returns what ends it, or nil when no such request is in flight (an
-// initialize is never cancelled).
-func (s *Session) cancelled(f *rewrite.Frame) func() {
-	id := f.Params.Get("requestId")
-	s.mu.Lock()
-	c := s.inflight[id.Raw]
-	s.mu.Unlock()
+// cancelled marks c, the request a notifications/cancelled names by id, as
+// cancelled and returns what ends it, or nil when no such request is in
+// flight (c nil; an initialize is never cancelled).
+func (s *Session) cancelled(c *call, id string) func() {
 	if c == nil || c.method == "initialize" {
-		s.debug("cancel for an unknown or finished request ignored", zap.String("requestId", id.Raw))
+		s.debug("cancel for an unknown or finished request ignored", zap.String("requestId", id))
 		return nil
 	}
 	c.cancelled.Store(true)
-	s.info("request cancelled by the client", zap.String("id", id.Raw), zap.String("method", c.method))
+	s.info("request cancelled by the client", zap.String("id", id), zap.String("method", c.method))
 	return func() { s.cancelCall(c) }
 }
 
