@@ -1,0 +1,57 @@
+package bridge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// TestPendingAdmission: a request that finds a slot free starts, on a new
+// worker while fewer workers than running requests exist and otherwise on
+// one between requests; the rest wait in order, within the count and byte
+// bounds, and a worker that is done takes the oldest waiting one before it
+// gives its slot back.
+func TestPendingAdmission(t *testing.T) {
+	p := newPending(2, 2, 100)
+	mk := func(size int) *call { return &call{f: rewrite.Frame{Raw: []byte(strings.Repeat("x", size))}} }
+	c1, c2, c3, c4, c5, c6, c7 := mk(10), mk(10), mk(90), mk(20), mk(5), mk(10), mk(10)
+	admit := func(c *call, want admission) {
+		t.Helper()
+		if got, _, _ := p.admit(c); got != want {
+			t.Fatalf("admit = %d, want %d", got, want)
+		}
+	}
+	admit(c1, admitSpawn)
+	admit(c2, admitSpawn)
+	admit(c3, admitQueued) // over nothing: the first waiting one is always taken
+	if got, n, size := p.admit(c4); got != admitRefused || n != 1 || size != 90 {
+		t.Fatalf("over the byte bound: admit = %d (%d waiting, %d bytes), want refused (1, 90)", got, n, size)
+	}
+	admit(c5, admitQueued)
+	if got, n, _ := p.admit(c6); got != admitRefused || n != 2 {
+		t.Fatalf("over the count bound: admit = %d (%d waiting), want refused (2)", got, n)
+	}
+	if !p.remove(c3) || p.remove(c3) {
+		t.Fatal("a waiting call is removed once")
+	}
+	admit(c6, admitQueued)
+	for _, want := range []*call{c5, c6, nil, nil} {
+		if got := p.next(); got != want {
+			t.Fatalf("next = %p, want %p", got, want)
+		}
+	}
+	if p.running != 0 || p.bytes != 0 {
+		t.Fatalf("running %d, %d bytes waiting; want 0, 0", p.running, p.bytes)
+	}
+	// Both workers are between requests now: new requests go to them, and
+	// no third worker starts for two slots.
+	admit(c7, admitHandOff)
+	admit(mk(1), admitHandOff)
+	p.workers.Add(-2) // the two workers counted at spawn
+	p.close()
+	admit(mk(1), admitQueued) // after close nothing starts
+	if p.next() != nil {
+		t.Fatal("a call started after close")
+	}
+}
