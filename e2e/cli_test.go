@@ -243,9 +243,10 @@ func TestExitOnStdinEOF(t *testing.T) {
 // TestExitOnSIGTERM: SIGTERM (or SIGHUP, a terminal's hang-up) with a
 // request in flight ends the process with status 0 within 5 s, and cancels
 // the upstream request. stdin stays open and in blocking mode, as a host
-// hands it over, so the proxy's reader is waiting in read(2) when the
-// signal comes: that read must not hold the exit, and the proxy must not
-// have changed the pipe's mode for whoever shares it.
+// hands it over, so the proxy's reader is waiting for input when the
+// signal comes (in Go's poller on its own copy of the pipe on Linux, in
+// read(2) elsewhere): that wait must not hold the exit, and the proxy must
+// not have changed the pipe's mode for whoever shares it.
 func TestExitOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
