@@ -13,7 +13,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// Requests from the proxy to the legacy client (eras.md §5.4): the 2025
+// Requests from the proxy to the legacy client: the 2025
 // face of 2026 input requests. Their ids live in the proxy's own space
 // ("mtp-N"), apart from the client's ids.
 
@@ -100,10 +100,10 @@ func (s *env) clientAnswered(f *rewrite.Frame) bool {
 
 // clientCan reports whether the client declared the capability an input
 // request needs, and names the missing one when not (2026 servers MUST NOT
-// ask for what the request's clientCapabilities do not declare: eras.md
-// §8.1). The names are the 2025 capability paths: "elicitation" (nothing
-// of it declared), "elicitation.form" (an elicitation object that names
-// only other modes; a bare {} means form, as 2025 reads it),
+// ask for what the request's clientCapabilities do not declare: MRTR,
+// multi round-trip requests). The names are the 2025 capability paths:
+// "elicitation" (nothing of it declared), "elicitation.form" (an elicitation
+// object that names only other modes; a bare {} means form, as 2025 reads it),
 // "elicitation.url", "sampling", "sampling.tools" (a request that offers
 // tools), "roots".
 func (s *modern) clientCan(method string, params gjson.Result) (bool, string) {
@@ -214,7 +214,7 @@ func (e *missingCapabilityError) Error() string {
 // rpcError is the JSON-RPC error for e: code -32021
 // (MissingRequiredClientCapability), the code a 2026 server gives when it
 // checks the capability itself and the one a 2025 client then sees passed
-// through (eras.md §14.3), so that both cases read the same. what is the
+// through, so that both cases read the same. what is the
 // work that cannot finish ("tools/call", "task T"). data holds
 // requiredCapabilities (a ClientCapabilities object), missingCapability
 // (the path), the input's method, and taskId when there is a task.
@@ -272,7 +272,7 @@ func (s *modern) inputAnswer(ctx context.Context, in inputRequest, p *pendingAsk
 	res, err := p.wait(ctx)
 	if err != nil {
 		if _, ok := err.(*clientError); ok && in.method == "elicitation/create" {
-			// POLICY (eras.md §8.3, tasks.md §13.3): an elicitation the
+			// Policy (docs/policies.md, Client input): an elicitation the
 			// client failed becomes a cancel, so the server can move on.
 			s.warn("the client answered an elicitation with an error; sending cancel", zap.Error(err))
 			return []byte(`{"action":"cancel"}`), nil

@@ -19,9 +19,9 @@ const drainSendGrace = time.Second
 // drain runs at the end of input: the requests already read, in flight or
 // still waiting for a slot, keep running and are answered as usual, for at
 // most DrainTimeout. Whatever is still unanswered then gets one error
-// answer naming the bound (invariant 2), and Run cancels it. A request the
-// client cancelled gets nothing, as always. A signal (ctx) ends the drain
-// at once.
+// answer naming the bound (every request id gets exactly one answer), and Run
+// cancels it. A request the client cancelled gets nothing, as always. A signal
+// (ctx) ends the drain at once.
 func (s *Session) drain(ctx context.Context) {
 	if s.cfg.DrainTimeout <= 0 {
 		return

@@ -22,8 +22,8 @@ import (
 // the client, or nil when the client cancelled it or the session is ending.
 //
 // Between attempts come MRTR rounds (the server asked for client input),
-// and one recovery from either of two upstream errors, as eras.md §14.3
-// says: a -32020 (header mismatch) on tools/call refreshes the x-mcp-header
+// and one recovery from either of two upstream errors (docs/reliability.md,
+// Retries): a -32020 (header mismatch) on tools/call refreshes the x-mcp-header
 // annotations from tools/list and retries; a -32022 (unsupported version)
 // probes the server again and retries if it is still modern. Before those,
 // a -32020 to a request whose headers carried a value in the Base64 form is
@@ -47,7 +47,7 @@ func (s *modern) forward(ctx context.Context, c *call, f *rewrite.Frame) outcome
 		switch {
 		case r.input != nil:
 			// The server needs input from the client: ask it, then retry
-			// with the answers (MRTR, eras.md §8.3).
+			// with the answers (MRTR, multi round-trip requests).
 			if round >= s.cfg.MaxRounds {
 				return frameOnly(s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, errorData(s.client.URL(), 0, "", ""),
 					"the server asked for client input %d times for %s without finishing; giving up (raise %s)", round, f.Method, rewrite.HintMaxMRTRRounds)))
@@ -180,7 +180,7 @@ func (s *env) attempt(ctx context.Context, c *call, method string, exchange func
 	}
 }
 
-// The retry policy (DESIGN.md invariant 6): a request that could not be
+// The retry policy (docs/reliability.md, Retries): a request that could not be
 // sent (a dial error) is retried whatever its method; once bytes have left,
 // only methods that are safe to repeat are, each time with a new upstream
 // id, as 2026 requires after a broken stream. A tools/call is never
@@ -465,7 +465,7 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 		return result{frame: d.Frame, rewrites: d.Rewrites}
 	case protocol.ResultTask:
 		if !protocol.MayBecomeTask(method) {
-			break // only tools/call may become a task (tasks.md §13.8)
+			break // only tools/call may become a task (2026 tasks extension)
 		}
 		if augmented {
 			return s.tasks.taskCreated(c, m)
@@ -555,8 +555,8 @@ func (s *modern) mrtrAsk(wctx context.Context, c *call, f *rewrite.Frame, ir []b
 }
 
 // inputFailed is the answer when the client failed a sampling or roots
-// request (eras.md §8.3 POLICY): a tool reports it as a tool error the model
-// can read; other methods get -32603.
+// request (docs/policies.md, Client input): a tool reports it as a tool error
+// the model can read; other methods get -32603.
 func (s *modern) inputFailed(c *call, method string, in inputRequest, err error) []byte {
 	msg := fmt.Sprintf("the client could not answer %s, which the server needs to finish %s: %v", in.method, method, err)
 	if method == "tools/call" {

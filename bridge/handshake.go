@@ -15,7 +15,7 @@ import (
 )
 
 // initialize answers the legacy handshake locally from a server/discover
-// probe (eras.md §3.1). A failed probe is not cached: the next initialize
+// probe. A failed probe is not cached: the next initialize
 // probes again, and the process keeps serving.
 func (s *handshake) initialize(ctx context.Context, c *call, f *rewrite.Frame) outcome {
 	id := []byte(f.ID.Raw)
@@ -145,11 +145,12 @@ func (s *handshake) verdict(op, era, reason string) {
 	s.note(op, "era: "+era+" ("+reason+"); mode: "+mode)
 }
 
-// logLevels are the levels of both eras (eras.md §10).
+// logLevels are the log levels, the same in both eras.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // setLevel answers logging/setLevel locally and remembers the level; it rides
-// every later upstream request as _meta logLevel (eras.md §10).
+// every later upstream request as _meta logLevel, since 2026 has no
+// logging/setLevel.
 func (s *modern) setLevel(f *rewrite.Frame, id []byte) []byte {
 	lv := f.Params.Get("level")
 	valid := false

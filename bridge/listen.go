@@ -19,7 +19,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// Subscriptions (eras.md §9): the legacy client's unsolicited list_changed
+// Subscriptions: the legacy client's unsolicited list_changed
 // and resources/subscribe map onto 2026 subscriptions/listen streams.
 //
 //   - After notifications/initialized, one stream asks for the list changes
@@ -27,7 +27,7 @@ import (
 //     the server declares none.
 //   - All of the session's resource subscriptions share one more stream,
 //     whose filter lists every subscribed URI (resourceSubscriptions is a
-//     set, and eras.md §9.2 allows one aggregated stream). When the set
+//     set, and one stream may carry them all). When the set
 //     changes, one goroutine (reconcile) opens a stream for the new set
 //     and, once the server acknowledges it, closes the old one: make before
 //     break. A subscribe is answered once an acknowledgement lists its URI;
@@ -44,7 +44,7 @@ import (
 //     lost is only what the server wrote on the old stream before
 //     acknowledging the new one and the proxy had not read yet: the
 //     window of one network delivery, less than the reconnect after a drop
-//     that eras.md §9.1 allows loses.
+//     that 2026 subscriptions/listen allows loses.
 //   - Acknowledgements and listen results are consumed; notifications are
 //     forwarded with the subscriptionId removed.
 //   - A stream that drops is reopened with bounded backoff, which starts

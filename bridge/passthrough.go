@@ -20,15 +20,15 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// Passthrough mode (eras.md §2.5): when the upstream speaks 2025, like the
-// client, the proxy is a faithful 2025 Streamable HTTP client and changes no
-// frame. It forwards the client's own initialize, keeps the Mcp-Session-Id
-// and the negotiated MCP-Protocol-Version on every later request, POSTs
-// every message (requests, notifications and the client's answers to server
-// requests), delivers server messages from POST streams and from the GET
-// stream, resumes dropped streams with Last-Event-ID, re-initializes an
-// expired session by replaying the client's handshake, and ends the session
-// with DELETE on exit.
+// Passthrough mode (docs/protocol.md, Two modes): when the upstream speaks
+// 2025, like the client, the proxy is a faithful 2025 Streamable HTTP client
+// and changes no frame. It forwards the client's own initialize, keeps the
+// Mcp-Session-Id and the negotiated MCP-Protocol-Version on every later
+// request, POSTs every message (requests, notifications and the client's
+// answers to server requests), delivers server messages from POST streams and
+// from the GET stream, resumes dropped streams with Last-Event-ID,
+// re-initializes an expired session by replaying the client's handshake, and
+// ends the session with DELETE on exit.
 //
 //	client request ──▶ queue ──▶ POST ──▶ JSON or SSE ──▶ messages to the client
 //	client notification / answer ──▶ poster (in order) ──▶ POST (202)

@@ -23,7 +23,8 @@ import (
 )
 
 // The task registry: the tasks this client created through the proxy, for
-// tasks/list, sticky cancels and cached outcomes (tasks.md §13.5). It is a
+// tasks/list (which the 2026 extension does not have), sticky cancels and
+// cached outcomes. It is a
 // state file, so tasks outlive a client or proxy restart, shared safely by
 // concurrent proxies through a file lock; with --no-state it lives in memory.
 // A state file that cannot be used (a directory that cannot be created, a

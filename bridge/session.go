@@ -739,7 +739,8 @@ func (s *env) logRequest(op, method string, id []byte, start time.Time, frame []
 		zap.String("outcome", outcome), zap.Duration("latency", time.Since(start)), zap.Int("bytesOut", len(frame)))
 }
 
-// nextUpstreamID mints a proxy-owned upstream id (eras.md §18).
+// nextUpstreamID mints a proxy-owned upstream id: MRTR retries, polls and
+// listens need ids of their own.
 func (s *env) nextUpstreamID() []byte {
 	return strconv.AppendInt(nil, s.upID.Add(1), 10)
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// Tasks across eras (tasks.md §13): the legacy client's 2025 core tasks on
-// top of the server's 2026 tasks extension.
+// Tasks across eras (docs/protocol.md, Tasks): the legacy client's 2025 core
+// tasks on top of the server's 2026 tasks extension.
 //
 //	tools/call + task  ─▶ tools/call (task dropped) ─▶ task: nested CreateTaskResult, registered
 //	                                                 └▶ result: a synthetic local task
@@ -48,7 +48,7 @@ type taskBridge struct {
 // (record.Synthetic), not by the id: a server's task id may start the same
 // way. Only an id the registry does not know is judged by its shape
 // (mintedID), so that a proxy-made id that expired or was trimmed is
-// answered locally and never sent upstream (tasks.md §13.8).
+// answered locally and never sent upstream.
 const syntheticPrefix = "mcp-tasks-proxy-"
 
 // mintedID reports whether id has the shape of the ids the proxy mints.
@@ -92,8 +92,8 @@ const maxPollFailures = 5
 const taskListPage = 50
 
 // DefaultPollTimeout is Config.PollTimeout's default: the bound of one
-// tasks/get poll or tasks/update (DESIGN.md invariant 12: a poll ends
-// within its own bound). A healthy server answers these reads in
+// tasks/get poll or tasks/update (docs/reliability.md, Every wait ends: a
+// poll ends within its own bound). A healthy server answers these reads in
 // milliseconds, so one that hangs is given up after this long and the
 // request is made again (both are safe to repeat), instead of holding the
 // request that waits on the task; 10 s is five default poll intervals,
@@ -196,10 +196,10 @@ func transient(method string, err error) bool {
 }
 
 // retriedTaskCall makes a tasks/get or tasks/update of the proxy's own under
-// the retry rules of forward.go (DESIGN.md invariant 6) for a method that is
-// safe to repeat: each attempt bounded by Config.PollTimeout, and a transient
-// failure (see transient) made again: up to maxDialRetries times when the
-// connection could not be made, maxBrokenRetries times otherwise, after
+// the retry rules of forward.go (docs/reliability.md, Retries) for a method
+// that is safe to repeat: each attempt bounded by Config.PollTimeout, and a
+// transient failure (see transient) made again: up to maxDialRetries times when
+// the connection could not be made, maxBrokenRetries times otherwise, after
 // retryBackoff, doubling. The server's JSON-RPC error is its answer: never
 // retried.
 func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
@@ -341,7 +341,7 @@ func unanswerableView(errObj []byte, at string) rewrite.ViewOverride {
 	return rewrite.ViewOverride{Status: rewrite.StatusFailed, StatusMessage: gjson.GetBytes(errObj, "message").String(), LastUpdatedAt: at}
 }
 
-// taskGet answers tasks/get (tasks.md §13.3).
+// taskGet answers tasks/get with the 2025 Task view of the server's task.
 func (s *taskBridge) taskGet(ctx context.Context, c *call, id string) outcome {
 	if rec, found, local := s.localTask(id); local {
 		if !found {
@@ -401,7 +401,7 @@ func (s *taskBridge) recordView(rec record) []byte {
 }
 
 // taskResult answers tasks/result: from the cached outcome, or by polling
-// tasks/get until the task is terminal (tasks.md §13.4). tasks/result is
+// tasks/get until the task is terminal. tasks/result is
 // never sent upstream. A client cancel stops the wait, not the task.
 func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte {
 	if rec, found, local := s.localTask(id); found {
@@ -520,7 +520,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// taskCancel answers tasks/cancel (tasks.md §13.6).
+// taskCancel answers tasks/cancel, sending it upstream for a server task.
 func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte {
 	rec, ok, local := s.localTask(id)
 	if !ok && local {
@@ -577,7 +577,8 @@ func alreadyTerminal(c *call, status string) []byte {
 }
 
 // taskList answers tasks/list from the registry, newest first, refreshing
-// the page's running tasks with tasks/get (tasks.md §13.5). Only a -32602
+// the page's running tasks with tasks/get (the 2026 extension has no
+// tasks/list). Only a -32602
 // from the server prunes an entry; any other failure keeps it, with its
 // last known state.
 func (s *taskBridge) taskList(ctx context.Context, c *call, f *rewrite.Frame) []byte {
@@ -735,8 +736,8 @@ func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedT
 // unanswerable handles a poll that shows task t input_required. When an
 // input request asks for what the client declared it cannot give
 // (elicitation without elicitation or its mode, sampling without
-// sampling, roots without roots; eras.md §8.1 forbids the server to ask),
-// nobody waits for an answer that cannot come (DESIGN.md invariant 18):
+// sampling, roots without roots; 2026 forbids the server to ask), nobody
+// waits for an answer that cannot come (docs/policies.md, Client input):
 //
 //   - the server is answered at once, once per task, in the background
 //     (answerUnaskable);
@@ -796,13 +797,12 @@ var cancelAnswer = []byte(`{"action":"cancel"}`)
 // reqs will not be answered as asked. When every one is an elicitation the
 // client cannot show, each is answered {"action":"cancel"} with one
 // tasks/update: the answer the proxy gives for any elicitation the client
-// cannot answer (eras.md §8.3, tasks.md §13.3), which servers must handle;
+// cannot answer (docs/policies.md, Client input), which servers must handle;
 // the task goes on, to the outcome the server chooses. Otherwise (sampling
 // or roots, for which no result means "cannot", or keys the client would
 // be asked in vain since the task is given up) the task is abandoned with
-// tasks/cancel (eras.md §8.3: abandon rather than send an unsupported
-// request). A tasks/update the server does not take falls back to
-// tasks/cancel.
+// tasks/cancel (abandon rather than send an unsupported request). A
+// tasks/update the server does not take falls back to tasks/cancel.
 func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, reqs []inputRequest) {
 	answers := make([]rewrite.InputAnswer, 0, len(reqs))
 	for _, in := range reqs {
@@ -831,7 +831,7 @@ func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, req
 // held) and sends the answer with tasks/update, under the retry rules of
 // retriedTaskCall: tasks/update is idempotent per input key, since keys are
 // unique for a task's life. The wait for the client's answer ends after
-// --request-timeout (DESIGN.md invariant 12).
+// --request-timeout: every wait ends.
 func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRequest, relatedTask string, k *inputKey, answer []byte) {
 	settle := func(held []byte, done bool) {
 		s.mu.Lock()
@@ -879,7 +879,7 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 	}
 }
 
-// taskCreated handles a task-augmented tools/call (tasks.md §13.1): a task
+// taskCreated handles a task-augmented tools/call: a task
 // from the server becomes the nested 2025 CreateTaskResult; a synchronous
 // result becomes a synthetic local task holding it.
 func (s *taskBridge) taskCreated(c *call, m *rewrite.Frame) result {
@@ -902,7 +902,8 @@ func (s *taskBridge) taskCreated(c *call, m *rewrite.Frame) result {
 }
 
 // follow drives a task the server made of a plain tools/call until it ends,
-// and answers the call with its outcome (tasks.md §13.2). With a
+// and answers the call with its outcome, as a 2025 client that asked for no
+// task expects. With a
 // progressToken, every poll sends progress with the task's status message.
 // A client cancel sends tasks/cancel upstream and nothing to the client.
 func (s *taskBridge) follow(ctx context.Context, c *call, t rewrite.Task) result {

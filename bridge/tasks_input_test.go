@@ -10,7 +10,7 @@ import (
 
 // Input a task asks for that the client declared it cannot give
 // (elicitation without elicitation or its mode, sampling without sampling,
-// roots without roots) is never waited on (DESIGN.md invariant 18): the
+// roots without roots) is never waited on (docs/policies.md, Client input): the
 // waiting call ends at once with one -32021 naming the input and the
 // capability, the client sees the task failed from then on, and the server
 // is told: an elicitation is answered {"action":"cancel"} with tasks/update,

@@ -26,9 +26,9 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
-// Tests of tasks across eras (tasks.md §13): a legacy client that speaks
-// 2025 core tasks, the proxy, and taskServer, a scriptable 2026 server with
-// the io.modelcontextprotocol/tasks extension.
+// Tests of tasks across eras (docs/protocol.md, Tasks): a legacy client that
+// speaks 2025 core tasks, the proxy, and taskServer, a scriptable 2026 server
+// with the io.modelcontextprotocol/tasks extension.
 
 const (
 	tsCreated = "2026-08-01T10:00:00Z"
@@ -1264,7 +1264,7 @@ func TestCreateTaskResultMeta(t *testing.T) {
 }
 
 // 2/6. A synthetic task holding an isError result follows --task-iserror
-// like a real one (tasks.md §13.1 step 4 defers to the §13.3 POLICY).
+// like a real one: a synchronous result is shown like a task's.
 func TestSyntheticTaskIsError(t *testing.T) {
 	for _, failed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("IsErrorFailed=%v", failed), func(t *testing.T) {
@@ -1295,9 +1295,9 @@ func TestSyntheticTaskIsError(t *testing.T) {
 	}
 }
 
-// A server may seed a task in a terminal status (tasks.md §5.2: "typically
-// but not necessarily working"); a CreateTaskResult never carries the
-// payload, so the proxy must fetch it with tasks/get.
+// A server may seed a task in a terminal status (the 2026 tasks extension,
+// task creation: "typically but not necessarily working"); a CreateTaskResult
+// never carries the payload, so the proxy must fetch it with tasks/get.
 func TestTerminalSeedTask(t *testing.T) {
 	t.Run("followed", func(t *testing.T) {
 		ts := newTaskServer(t, true)

@@ -14,8 +14,8 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// The x-mcp-header bookkeeping (eras.md §15.4): the annotations of every
-// listed tool are kept, so that tools/call can mirror the annotated
+// The x-mcp-header bookkeeping (2026-07-28 Streamable HTTP): the annotations of
+// every listed tool are kept, so that tools/call can mirror the annotated
 // arguments into Mcp-Param-* headers.
 
 // maxToolPages bounds a proxy-made tools/list walk.
@@ -110,7 +110,7 @@ func (s *modern) fetchTools(ctx context.Context) error {
 			params[t.Tool] = t.Params
 		}
 		next := m.Result.Get("nextCursor")
-		// An empty string is a valid cursor (eras.md §17); a repeated one
+		// An empty string is a valid cursor in 2026; a repeated one
 		// would loop.
 		if next.Type != gjson.String || (cursor != nil && next.Str == *cursor) {
 			break

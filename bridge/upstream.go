@@ -171,13 +171,15 @@ func (s *modern) request(ctx context.Context, c *call, f *rewrite.Frame) outcome
 }
 
 // notified: no client notification is forwarded to a 2026-07-28 server
-// (eras.md §5.2). notifications/initialized opens the list-change stream.
+// (2026 has none of them). notifications/initialized opens the list-change
+// stream.
 func (s *modern) notified(f *rewrite.Frame, _ string, cancel func()) {
 	switch f.Method {
 	case "notifications/initialized":
 		s.debug("client initialized")
 		// The 2025 client signals readiness here: the list-change stream
-		// starts now (eras.md §3.1 POLICY), once.
+		// starts now, once: a 2025 server sends nothing but pings and
+		// logs before it.
 		s.listen.mu.Lock()
 		start := s.ready() && !s.listen.listening
 		s.listen.listening = s.listen.listening || start

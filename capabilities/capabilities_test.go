@@ -65,7 +65,7 @@ func memberNames(b []byte) []string {
 const tasksOnly = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 
 // ---------------------------------------------------------------------------
-// ClientCapabilities (eras.md §3.3)
+// ClientCapabilities: 2025 initialize capabilities to 2026 per-request ones
 
 func TestClientCapabilities(t *testing.T) {
 	tests := []struct {
@@ -115,7 +115,8 @@ func TestClientCapabilities(t *testing.T) {
 	}
 }
 
-// Copied members keep their bytes (invariant 3) and their order, and keys
+// Copied members keep their bytes (bytes the rewrite does not own are
+// preserved) and their order, and keys
 // with dots are not turned into nested objects.
 func TestClientCapabilitiesPreservesBytes(t *testing.T) {
 	in := `{"sampling":{"tools":{} ,"context":{"z":1,"a":2}},"x.y/z":{"n":1.50},"roots":{"listChanged":true}}`
@@ -146,7 +147,7 @@ func TestClientCapabilitiesValidate2026(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// ServerCapabilities (eras.md §3.2)
+// ServerCapabilities: 2026 server/discover capabilities to 2025 ones
 
 func TestServerCapabilities(t *testing.T) {
 	const ext = `"extensions":{"io.modelcontextprotocol/tasks":{}}`
@@ -206,7 +207,7 @@ func TestLegacyTasksCapabilityShape(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// InitializeResult (eras.md §3.1)
+// InitializeResult: the 2025 initialize answered from server/discover
 
 func TestNegotiateLegacy(t *testing.T) {
 	for in, want := range map[string]string{
@@ -333,7 +334,7 @@ func TestInitializeResultPreservesBytes(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Meta (eras.md §4.2)
+// Meta: the request _meta of 2026-07-28
 
 func TestMeta(t *testing.T) {
 	caps := []byte(`{"roots":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
@@ -385,7 +386,7 @@ func TestEraAndStatusText(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Probe (eras.md §2.4)
+// Probe: detecting the upstream's era with server/discover
 
 // post is one POST the fake upstream received.
 type post struct {
@@ -715,7 +716,7 @@ func TestProbeNoCommonVersionReason(t *testing.T) {
 	}
 }
 
-// The probe request itself (eras.md §2.4): one POST with the modern headers
+// The probe request itself: one POST with the modern headers
 // and a server/discover body that is a valid 2026 request.
 func TestProbeRequest(t *testing.T) {
 	up := newUpstream(t, jsonAnswer(200, resultFrame("ID", discoverWith(`["2026-07-28"]`))))
@@ -770,7 +771,8 @@ func TestProbeRequest(t *testing.T) {
 	if err := schematest.Load(t).ValidateUpstream(p.body); err != nil {
 		t.Errorf("probe body: %v", err)
 	}
-	// The body and the routing headers agree (invariant 5).
+	// The body and the routing headers agree: headers are derived from the
+	// body.
 	if h := routing.Headers(p.body, nil); h.Get("Mcp-Method") != p.header.Get("Mcp-Method") ||
 		h.Get("MCP-Protocol-Version") != p.header.Get("MCP-Protocol-Version") {
 		t.Errorf("headers %v disagree with the derived %v", p.header, h)

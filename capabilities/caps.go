@@ -1,8 +1,8 @@
 // Package capabilities owns what the two eras say about each other at the
-// start of a session: era detection by a server/discover probe (eras.md
-// §2.4), the legacy InitializeResult synthesized from the DiscoverResult
-// (§3.1), the capability mappings in both directions (§3.2, §3.3), and the
-// _meta block the proxy injects on every upstream request (§4.2).
+// start of a session: era detection by a server/discover probe, the legacy
+// InitializeResult synthesized from the 2026-07-28 DiscoverResult, the
+// capability mappings in both directions, and the _meta block the proxy
+// injects on every upstream request.
 //
 // The mappings are pure functions over raw JSON. The probe is the only code
 // here that does I/O, and it does it through routing. It must never hold a
@@ -33,11 +33,11 @@ func NegotiateLegacy(requested string) string {
 }
 
 // LegacyTasksCapability is the 2025 server capability that stands for the
-// tasks extension (tasks.md §4).
+// 2026-07-28 tasks extension: list, cancel and task-augmented tools/call.
 const LegacyTasksCapability = `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`
 
 // ClientCapabilities maps a legacy initialize params.capabilities object to
-// the 2026 per-request clientCapabilities (eras.md §3.3): roots loses
+// the 2026 per-request clientCapabilities (_meta): roots loses
 // listChanged, client-hosted tasks are dropped, and the tasks extension is
 // declared. Unknown members are copied.
 func ClientCapabilities(legacy []byte) []byte {
@@ -65,9 +65,10 @@ func ClientCapabilities(legacy []byte) []byte {
 }
 
 // ServerCapabilities maps a 2026 ServerCapabilities object to the 2025 shape
-// (eras.md §3.2). The extensions member is dropped, since 2025 has none; when
-// tasks is true and the server declares the tasks extension, the legacy tasks
-// capability takes its place. It reports whether the extension was declared.
+// (server/discover). The extensions member is dropped, since 2025 has none;
+// when tasks is true and the server declares the tasks extension, the legacy
+// tasks capability takes its place. It reports whether the extension was
+// declared.
 func ServerCapabilities(modern []byte, tasks bool) (legacy []byte, hasTasks bool) {
 	out := []byte(`{}`)
 	caps := gjson.ParseBytes(modern)
@@ -107,9 +108,9 @@ type InitializeOptions struct {
 }
 
 // InitializeResult synthesizes the legacy InitializeResult from a 2026
-// DiscoverResult (eras.md §3.1). serverInfo comes from _meta, then from a
-// pre-final top-level serverInfo, and is otherwise synthesized from the
-// upstream host with version "unknown".
+// DiscoverResult (initialize is answered locally). serverInfo comes from _meta,
+// then from a pre-final top-level serverInfo, and is otherwise synthesized from
+// the upstream host with version "unknown".
 func InitializeResult(discover []byte, o InitializeOptions) []byte {
 	d := gjson.ParseBytes(discover)
 	caps, _ := ServerCapabilities([]byte(d.Get("capabilities").Raw), o.Tasks)
@@ -151,9 +152,9 @@ func validImplementation(v gjson.Result) bool {
 	return v.IsObject() && v.Get("name").Type == gjson.String && v.Get("version").Type == gjson.String
 }
 
-// Meta builds the proxy-owned _meta block for upstream requests (eras.md
-// §4.2): the protocol version, the mapped client capabilities, the client's
-// clientInfo when it sent one, and the log level when one was set.
+// Meta builds the proxy-owned _meta block that 2026-07-28 requires on every
+// upstream request: the protocol version, the mapped client capabilities, the
+// client's clientInfo when it sent one, and the log level when one was set.
 func Meta(clientCaps, clientInfo []byte, logLevel string) rewrite.MetaBlock {
 	pairs := []rewrite.MetaPair{
 		{Key: protocol.MetaProtocolVersion, Value: []byte(`"` + protocol.ModernVersion + `"`)},

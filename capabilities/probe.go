@@ -71,8 +71,8 @@ type Prober struct {
 }
 
 // Probe POSTs server/discover with the given _meta block and classifies the
-// answer per eras.md §2.4. A -32022 that names 2026-07-28 as supported is
-// retried once.
+// answer: modern, legacy (passthrough), or a failure. A -32022 that names
+// 2026-07-28 as supported is retried once.
 func (p *Prober) Probe(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 	v := p.retrying(ctx, meta)
 	if v.Era == Modern && v.Discover == nil && v.Err == nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Change notifications (2026-07-28 §9, subscriptions/listen).
+// Change notifications (2026-07-28 subscriptions/listen).
 //
 // The go-sdk v1.8.0 serves subscriptions/listen itself, statelessly: the
 // response is a long-lived SSE stream that starts with

@@ -255,8 +255,8 @@ func textResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
-// Client capabilities an MRTR tool may need (2026 §8.1: no input request
-// for an undeclared capability).
+// Client capabilities an MRTR tool may need (a 2026 server makes no input
+// request for an undeclared capability).
 const (
 	capElicitForm = "elicitation.form"
 	capElicitURL  = "elicitation.url"

@@ -15,8 +15,8 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// x-mcp-header (2026-07-28 §15.4): tool arguments mirrored in Mcp-Param-*
-// headers.
+// x-mcp-header (2026-07-28 Streamable HTTP): tool arguments mirrored in
+// Mcp-Param-* headers.
 //
 // The weather tool annotates its arguments "city" (Mcp-Param-City) and
 // "days" (Mcp-Param-Days). The HTTP handler checks those headers before the
@@ -140,7 +140,7 @@ func checkParamHeaders(h http.Header, body []byte, bindings []paramBinding) erro
 	return nil
 }
 
-// decodeParamValue decodes an Mcp-Name / Mcp-Param-* value (§15.3): a
+// decodeParamValue decodes an Mcp-Name / Mcp-Param-* value: a
 // =?base64?...?= sentinel holds padded standard Base64 of UTF-8 text; a
 // plain value must be visible ASCII or space, without leading or trailing
 // whitespace.

@@ -173,8 +173,8 @@ func TestQuietSession(t *testing.T) {
 }
 
 // TestExitOnStdinEOF: closing stdin ends the process with status 0 within
-// 5 s (invariant 9), idle or with a long request in flight, whose upstream
-// request is then cancelled.
+// 5 s (docs/reliability.md: clean exit), idle or with a long request in flight,
+// whose upstream request is then cancelled.
 func TestExitOnStdinEOF(t *testing.T) {
 	t.Parallel()
 	t.Run("idle", func(t *testing.T) {

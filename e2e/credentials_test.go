@@ -11,7 +11,8 @@ import (
 // request to another origin (another port) gets no credential through the
 // proxy: the other origin sees no request at all, and the client's
 // initialize is answered with an error that names the target, without its
-// secrets, and the fix. Invariant 13, both eras: --protocol auto probes
+// secrets, and the fix. No credentials over plain http to another
+// machine, in both eras: --protocol auto probes
 // with a 2026 POST, --protocol legacy forwards the client's own initialize.
 func TestRedirectToAnotherOriginEndToEnd(t *testing.T) {
 	t.Parallel()

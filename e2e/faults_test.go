@@ -408,8 +408,7 @@ func TestCancel(t *testing.T) {
 
 // TestCancelWhileSaturated: with --max-in-flight reached, the client can
 // still cancel an in-flight request (to make room) and ping: a cancellation
-// must be seen before the queue (DESIGN invariant 8; eras.md §11: ping is
-// answered immediately).
+// must be seen before the queue, and a ping is answered at once.
 func TestCancelWhileSaturated(t *testing.T) {
 	t.Parallel()
 	cw := newCancelWatch()
@@ -440,7 +439,7 @@ func TestCancelWhileSaturated(t *testing.T) {
 // pretty-printed body, SSE data split over several data: lines joined with
 // "\n") is legal, since a newline outside a string is JSON whitespace; the
 // proxy must still write each message to stdout as exactly one line
-// (invariant 1).
+// (stdout carries only complete JSON-RPC lines).
 func TestFramingNewlines(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

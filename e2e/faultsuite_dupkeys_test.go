@@ -14,7 +14,8 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 )
 
-// Duplicate keys (DESIGN.md invariant 15): the proxy reads the first of
+// Duplicate keys (a member the proxy acts on must never be read one way by
+// the proxy and another by the server): the proxy reads the first of
 // two members of one name, most servers the last. A tools/call whose
 // params name a tool twice ("slow", then "echo", hidden by --ignore-tool
 // echo) would reach the hidden tool, and a request with two ids would put

@@ -20,10 +20,10 @@ import (
 )
 
 // The fault suite's cases for what a connection may hold of `serve`
-// (invariant 16): every stalled connection is answered or closed within a
-// bound, before and after authentication; a refused request does not wait
-// for its body; memory grows with the bytes that arrive, not with a
-// declared Content-Length; and the bodies in progress, across every
+// (nothing unbounded on a connection): every stalled connection is answered or
+// closed within a bound, before and after authentication; a refused request
+// does not wait for its body; memory grows with the bytes that arrive, not with
+// a declared Content-Length; and the bodies in progress, across every
 // connection, are bounded (--max-body-memory).
 //
 // The bounds are set small with --read-timeout; each wait is a generous

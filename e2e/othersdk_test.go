@@ -444,9 +444,9 @@ func osdkSDKClient(t *testing.T, k osdkKind) {
 
 // TestGoSDKServerNonASCIIPromptName: prompts/get of the go-sdk server's
 // prompt grüße works through the proxy. The proxy must send the name in
-// Mcp-Name as the spec's Base64 sentinel (eras.md §15.3; the recorder checks
-// it), and the go-sdk v1.8.0 server compares that header with the body
-// without decoding it (streamable_headers.go validateMcpHeaders) and
+// Mcp-Name as the spec's Base64 sentinel (2026-07-28 Streamable HTTP; the
+// recorder checks it), and the go-sdk v1.8.0 server compares that header with
+// the body without decoding it (streamable_headers.go validateMcpHeaders) and
 // answers -32020 header mismatch; the proxy then retries once with the raw
 // UTF-8 name.
 func TestGoSDKServerNonASCIIPromptName(t *testing.T) {
@@ -493,9 +493,9 @@ func osdkNonASCIIPrompt(t *testing.T, k osdkKind) {
 }
 
 // osdkTaskSupport lists the client's tools/list and initialize capabilities
-// against srv and checks tasks.md §4: with the tasks extension declared in
-// discover, capabilities.tasks is advertised and every tool has
-// execution.taskSupport "optional"; without it, neither.
+// against srv and checks the taskSupport policy (docs/protocol.md, Tasks): with
+// the tasks extension declared in discover, capabilities.tasks is advertised
+// and every tool has execution.taskSupport "optional"; without it, neither.
 func osdkTaskSupport(t *testing.T, up *upstream, wantTasks bool) {
 	t.Helper()
 	p := startProxy(t, []string{up.URL})
@@ -533,8 +533,8 @@ func TestGoSDKServerNoTaskSupport(t *testing.T) {
 // TestMCPGoServerNoTaskSupportLeak: the mcp-go server declares no tasks
 // extension but puts execution.taskSupport ("optional" on upper,
 // "forbidden" on count) on its tools, a field 2026-07-28 does not have.
-// The client must see no taskSupport on any tool (tasks.md §4): the proxy
-// removes the server's taskSupport.
+// The client must see no taskSupport on any tool (docs/protocol.md, Tasks): the
+// proxy removes the server's taskSupport.
 func TestMCPGoServerNoTaskSupportLeak(t *testing.T) {
 	t.Parallel()
 	osdkTaskSupport(t, newMCPGoServer(t, false).upstream, false)

@@ -24,9 +24,9 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 )
 
-// Passthrough mode (eras.md §2.5): a 2025 upstream server, the legacy demo
-// (go-sdk in stateful 2025 mode), behind a recorder that checks both
-// directions against the 2025-11-25 schema.
+// Passthrough mode (docs/protocol.md, Two modes): a 2025 upstream server, the
+// legacy demo (go-sdk in stateful 2025 mode), behind a recorder that checks
+// both directions against the 2025-11-25 schema.
 
 // legacyVersion is the version every client in these tests asks for, and so
 // the version each passthrough session negotiates.
@@ -145,7 +145,8 @@ func (u *legacyUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.notifyLocked()
 }
 
-// checkLocked checks the HTTP side of one request (eras.md §2.5) and
+// checkLocked checks the HTTP side of one request (2025-11-25 Streamable
+// HTTP) and
 // validates a POSTed body; u.mu is held.
 func (u *legacyUpstream) checkLocked(r *http.Request, ex *legacyExchange) []string {
 	var probs []string
@@ -1205,7 +1206,7 @@ func (h *strictInit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the client's messages in the client's order. A client that sends
 // notifications/initialized and then a request expects the server to have
 // the notification first; a 2025 server may refuse requests before it
-// (eras.md §2.5: the proxy behaves as a 2025-11-25 client; the 2025
+// (in passthrough the proxy behaves as a 2025-11-25 client; the 2025
 // lifecycle has the client send initialized before normal operations).
 // Notifications are POSTed by the poster goroutine and requests by their
 // own, so each request waits on a barrier for the client messages read

@@ -216,10 +216,10 @@ func TestRawBadInput(t *testing.T) {
 }
 
 // TestRawLargeMessage: a 20 MiB tools/call line goes up and its 20 MiB
-// answer comes back identically (invariant 3 at scale; no 64 KiB line limit
-// anywhere). It runs against a plain hand-written echo server, which checks
-// the proxy alone, and against the demo server, which is what `--demo` users
-// get.
+// answer comes back identically (bytes preserved, at scale; no 64 KiB line
+// limit anywhere). It runs against a plain hand-written echo server, which
+// checks the proxy alone, and against the demo server, which is what `--demo`
+// users get.
 func TestRawLargeMessage(t *testing.T) {
 	t.Parallel()
 	unit := "héllo 世界 0123456789 abcdefghijklmnopqrstuvwxyz "

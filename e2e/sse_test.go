@@ -223,7 +223,7 @@ func TestSSEPassthrough(t *testing.T) {
 	}
 }
 
-// exitWait bounds the exit on stdin EOF (Invariant 9).
+// exitWait bounds the exit on stdin EOF: the process is gone within 5 s.
 const exitWait = 5 * time.Second
 
 // TestSSETransportFlag: --transport values against both kinds of server.

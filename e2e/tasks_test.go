@@ -23,8 +23,8 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/demo"
 )
 
-// Tasks across eras (issue 3; tasks.md §13): a raw 2025-11-25 client that
-// uses core tasks (params.task, tasks/get|result|list|cancel) against the
+// Tasks across eras (issue 3; docs/protocol.md, Tasks): a raw 2025-11-25 client
+// that uses core tasks (params.task, tasks/get|result|list|cancel) against the
 // demo server's 2026 tasks extension. The go-sdk client cannot send
 // params.task, so every test here drives the raw NDJSON harness. Each proxy
 // gets its own --state-file in t.TempDir() unless the test is about the
@@ -590,7 +590,7 @@ func TestTasksInputWithoutCapability(t *testing.T) {
 }
 
 // TestTasksResultWaitCancelled: cancelling a waiting tasks/result stops the
-// wait, not the task (tasks.md §13.4).
+// wait, not the task: only tasks/cancel cancels a task.
 func TestTasksResultWaitCancelled(t *testing.T) {
 	t.Parallel()
 	up := newDemoUpstream(t)

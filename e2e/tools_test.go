@@ -27,8 +27,9 @@ func TestDemoToolsList(t *testing.T) {
 }
 
 // TestToolSchemaDeltas: tool shapes legal in 2026-07-28 but not in
-// 2025-11-25 reach the legacy client in a 2025-valid form (eras.md §17,
-// §15.4); the stdout validator checks each frame against the 2025 schema.
+// 2025-11-25 reach the legacy client in a 2025-valid form (output schemas,
+// structuredContent, x-mcp-header); the stdout validator checks each frame
+// against the 2025 schema.
 func TestToolSchemaDeltas(t *testing.T) {
 	t.Parallel()
 	list := func(tools string) map[string]string {

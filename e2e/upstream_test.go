@@ -263,7 +263,8 @@ func (w *recordingWriter) Flush() {
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // checkUpstreamHeaders compares the MCP headers of a POST with its body
-// (eras.md §15.1 to §15.3).
+// (the 2026-07-28 Streamable HTTP transport: POST, standard headers, value
+// encoding).
 func checkUpstreamHeaders(h http.Header, body []byte, rawRetry bool) []string {
 	var probs []string
 	bad := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
@@ -342,7 +343,8 @@ func checkUpstreamHeaders(h http.Header, body []byte, rawRetry bool) []string {
 	return probs
 }
 
-// decodeHeaderValue reverses the =?base64?…?= sentinel of eras.md §15.3
+// decodeHeaderValue reverses the =?base64?…?= sentinel of 2026-07-28
+// Streamable HTTP header values
 // (standard, padded Base64 of UTF-8); other values are returned as they are.
 func decodeHeaderValue(v string) (string, error) {
 	const pre, suf = "=?base64?", "?="

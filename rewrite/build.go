@@ -72,10 +72,10 @@ type InputAnswer struct {
 }
 
 // RetryParams are the params members an MRTR retry adds to the original
-// request (eras.md §8.3), `"inputResponses":{...},"requestState":...`
-// without braces or a leading comma, for Up.Extra: inputResponses when
-// there are answers, and requestState, echoed byte for byte, when state is
-// not empty.
+// request (MRTR, multi round-trip requests),
+// `"inputResponses":{...},"requestState":...` without braces or a leading
+// comma, for Up.Extra: inputResponses when there are answers, and requestState,
+// echoed byte for byte, when state is not empty.
 func RetryParams(answers []InputAnswer, state []byte) []byte {
 	n := len(state) + 32
 	for _, a := range answers {
@@ -105,7 +105,7 @@ func RetryParams(answers []InputAnswer, state []byte) []byte {
 }
 
 // SyntheticTask is the task the proxy makes of a task-augmented tools/call
-// that the server answered at once (tasks.md §13.2): completed, created and
+// that the server answered at once (without a task): completed, created and
 // updated at, with ttlMs when ttl is true, null otherwise. The shape is the
 // extension's Task, which ReadTask reads.
 func SyntheticTask(taskID, at string, ttlMs int64, ttl bool) []byte {

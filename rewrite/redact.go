@@ -156,7 +156,7 @@ func Redact(frame []byte, sensitive func(key string) bool) []byte {
 
 // RedactValid is Redact for a frame its caller owns and knows to be one
 // valid JSON value, because it parsed or built it: it skips Redact's own
-// check, about half of its work, and returns frame itself (trimmed) when
+// check, a scan of every byte, and returns frame itself (trimmed) when
 // there is nothing to redact. A frame that is not valid after all is still
 // never read out of bounds, but it may be withheld.
 func RedactValid(frame []byte, sensitive func(key string) bool) []byte {

@@ -170,7 +170,7 @@ func countDropped(ms []member, drop []string) int {
 
 // UpFor is the Up of the legacy request f, sent under the upstream id with
 // the session's _meta block: a task-augmented request loses params.task
-// (2026 has no request-side task flag, tasks.md §13.1), and an MRTR retry
+// (the 2026 tasks extension has no request-side task flag), and an MRTR retry
 // (retry, from RetryParams, not empty) replaces the request's own
 // inputResponses and requestState with its members.
 func UpFor(f *Frame, id []byte, meta MetaBlock, retry []byte) Up {

@@ -20,7 +20,7 @@ type Down struct {
 	// on an error response.
 	HTTPStatus int
 	// TaskSupport marks every tool of a tools/list result with
-	// execution.taskSupport "optional" (tasks.md §4).
+	// execution.taskSupport "optional" (docs/protocol.md, Tasks).
 	TaskSupport bool
 	// RelatedTask, when set, adds _meta["io.modelcontextprotocol/related-task"]
 	// = {"taskId": RelatedTask} to the result (a tasks/result payload).
@@ -124,7 +124,8 @@ func (a rule) list() bool { return protocol.Answer(a) == protocol.AnswerToolsLis
 // keepMember is the rule of a plain result: nothing more goes.
 func keepMember(*member) (bool, string) { return false, "" }
 
-// dropCacheFields is the rule of a cacheable result (eras.md §7): ttlMs and
+// dropCacheFields is the rule of a cacheable result (2026-07-28 caching,
+// unknown to 2025): ttlMs and
 // cacheScope go. Only these results lose them: a task's ttlMs is unrelated.
 func dropCacheFields(m *member) (bool, string) {
 	switch m.key.Str {
@@ -135,8 +136,8 @@ func dropCacheFields(m *member) (bool, string) {
 }
 
 // dropNonObjectStructured is the rule of a tools/call result: 2026 allows
-// any JSON value as structuredContent, 2025 requires an object (eras.md
-// §17, POLICY: drop a non-object).
+// any JSON value as structuredContent, 2025 requires an object, so a
+// non-object is dropped.
 func dropNonObjectStructured(m *member) (bool, string) {
 	if m.key.Str == "structuredContent" && !m.value.IsObject() {
 		return true, "structuredContent.drop"
@@ -231,8 +232,8 @@ func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) 
 	}
 }
 
-// toolsListDown is the tools/list part of AnswerToolsList (tasks.md §4,
-// eras.md §15.4, §17).
+// toolsListDown is the tools/list part of AnswerToolsList: taskSupport,
+// x-mcp-header annotations and output schemas made 2025's.
 func toolsListDown(e *edits, tools *member, taskSupport bool, out *Downed) {
 	if tools == nil || !tools.value.IsArray() {
 		return

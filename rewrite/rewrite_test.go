@@ -353,7 +353,8 @@ func TestToolsListTaskSupportOnEmptyTool(t *testing.T) {
 	}
 }
 
-// execution.taskSupport reaches the legacy client only as tasks.md §4 says:
+// execution.taskSupport reaches the legacy client only as the proxy's policy
+// says (docs/protocol.md, Tasks):
 // "optional" on every tool when the server declared the tasks extension,
 // on none otherwise, whatever the server put there (mcp-go v1.2.1 sends
 // "optional" without declaring the extension). An execution object left

@@ -11,7 +11,8 @@ import (
 )
 
 // Task shapes: a modern (2026 tasks extension) task object read and turned
-// into the 2025 Task view (tasks.md §6, §13, and the normalization of §14).
+// into the 2025 Task view, normalized: stray and draft fields dropped, units
+// and bounds made 2025's.
 
 // Task statuses, the same five in both eras.
 const (
@@ -27,7 +28,7 @@ type TaskOptions struct {
 	// IsErrorFailed shows a completed task whose result has isError:true as
 	// failed (--task-iserror failed). The default keeps it completed, so
 	// that clients that read the result only on completed see the tool's
-	// error text (tasks.md §13.3).
+	// error text.
 	IsErrorFailed bool
 	// TTLSeconds expresses the legacy ttl in seconds (--legacy-ttl-unit s),
 	// for clients built on the early draft where ttl was in seconds.
@@ -117,7 +118,7 @@ type ViewOverride struct {
 
 // View returns the 2025 Task object for t: only the 2025 Task fields (an
 // allowlist), ttlMs renamed to ttl and pollIntervalMs to pollInterval, in
-// milliseconds (tasks.md §14), the poll interval held to 100 ms … 5 min.
+// milliseconds in both eras, the poll interval held to 100 ms … 5 min.
 func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	status, msg := t.Status, t.StatusMessage
 	switch {
@@ -243,7 +244,8 @@ func firstOf(obj gjson.Result, keys ...string) gjson.Result {
 	return gjson.Result{}
 }
 
-// Poll interval bounds (DESIGN.md invariant 7).
+// Poll interval bounds: a server's pollIntervalMs, whatever it is, is held
+// between these, so that polling neither spins nor stalls.
 const (
 	MinPollInterval     = 100 * time.Millisecond
 	MaxPollInterval     = 5 * time.Minute
@@ -318,7 +320,7 @@ func metaWithout(meta gjson.Result, drop ...string) []byte {
 // ResultFrameFor wraps a raw result object as a response to id and rewrites
 // it like any answer to method (ResponseDown): resultType and serverInfo go,
 // and with relatedTask the related-task _meta is added, as tasks/result
-// requires (tasks.md §13.4).
+// requires (2025 tasks, tasks/result).
 func ResultFrameFor(id []byte, method string, result gjson.Result, relatedTask string) ([]byte, error) {
 	frame := ResultFrame([]byte("0"), []byte(result.Raw))
 	f, err := Parse(frame)
@@ -355,8 +357,8 @@ func relatedTaskMember(taskID string) []byte {
 }
 
 // InputRequestParams prepares the params of an inputRequests entry for the
-// legacy client (tasks.md §13.3, eras.md §8): with relatedTask the
-// related-task _meta is added (2025 MUST for messages tied to a task the
+// legacy client (a task's input_required, or an MRTR round): with relatedTask
+// the related-task _meta is added (2025 MUST for messages tied to a task the
 // client knows), and with elicitationID a URL-mode elicitation gets the
 // elicitationId that 2025 requires and 2026 dropped.
 func InputRequestParams(params gjson.Result, relatedTask, elicitationID string) []byte {
@@ -448,7 +450,7 @@ func countKept(ms []member, drop string) int {
 
 // ListenNotification prepares a notification from a subscriptions/listen
 // stream for the legacy client: the subscriptionId _meta is removed, and
-// _meta and params go too when nothing else is left in them (eras.md §9.2).
+// _meta and params go too when nothing else is left in them.
 func ListenNotification(f *Frame) []byte {
 	if !f.Params.IsObject() {
 		return f.Raw

@@ -11,7 +11,7 @@ import (
 
 // ToolHeaders are the valid x-mcp-header annotations of one tool: on
 // tools/call their argument values are mirrored into Mcp-Param-{Name}
-// headers (eras.md §15.4).
+// headers (x-mcp-header, 2026-07-28 Streamable HTTP).
 type ToolHeaders struct {
 	Tool   string
 	Params []protocol.ParamHeader
@@ -28,9 +28,9 @@ const taskSupportOptional = `"execution":{"taskSupport":"optional"}`
 // toolsList edits the tools array of a tools/list result: tools with invalid
 // x-mcp-header annotations are removed (a Streamable HTTP client MUST exclude
 // them), an outputSchema that is not type "object" is dropped (2025 requires
-// one), and execution.taskSupport is made what tasks.md §4 says the legacy
-// client sees: "optional" on every tool with taskSupport (the server
-// declared the tasks extension), on none without it.
+// one), and execution.taskSupport is made what the legacy client must see
+// (docs/protocol.md, Tasks): "optional" on every tool with taskSupport (the
+// server declared the tasks extension), on none without it.
 func toolsList(e *edits, tools gjson.Result, taskSupport bool) ([]ToolHeaders, []RejectedTool) {
 	elems := elements(tools, nil)
 	var headers []ToolHeaders
@@ -199,7 +199,8 @@ func objectProperties(e *edits, schema gjson.Result) {
 }
 
 // xMCPHeaders returns the valid x-mcp-header annotations of an inputSchema,
-// or the reason the tool must be rejected (eras.md §15.4).
+// or the reason the tool must be rejected (x-mcp-header, 2026-07-28
+// Streamable HTTP).
 func xMCPHeaders(schema gjson.Result) ([]protocol.ParamHeader, string) {
 	if !schema.IsObject() || !strings.Contains(schema.Raw, "x-mcp-header") {
 		return nil, ""

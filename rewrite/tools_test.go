@@ -92,7 +92,8 @@ func TestToolsListGolden(t *testing.T) {
 	}
 }
 
-// checkTaskSupport checks tasks.md §4 on a rewritten tools/list frame:
+// checkTaskSupport checks the taskSupport policy (docs/protocol.md, Tasks)
+// on a rewritten tools/list frame:
 // every tool object has execution.taskSupport "optional" (each one, if the
 // key is repeated) when ext is set, and none has a taskSupport otherwise;
 // an execution that is left is an object.
@@ -151,9 +152,9 @@ func executionOthers(tool gjson.Result) []string {
 	return out
 }
 
-// FuzzToolsListTaskSupport holds the tools/list rewrite to tasks.md §4 on
-// any page: valid JSON out, taskSupport as checkTaskSupport says, and the
-// other members of execution kept byte for byte.
+// FuzzToolsListTaskSupport holds the tools/list rewrite to the taskSupport
+// policy on any page: valid JSON out, taskSupport as checkTaskSupport says, and
+// the other members of execution kept byte for byte.
 func FuzzToolsListTaskSupport(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(toolsGoldenDir, "*.txtar"))
 	for _, file := range files {

@@ -13,7 +13,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
-// The standard headers of 2026-07-28 Streamable HTTP (eras.md §15.2).
+// The standard headers of the 2026-07-28 Streamable HTTP transport.
 const (
 	HeaderProtocolVersion = "MCP-Protocol-Version"
 	HeaderMethod          = "Mcp-Method"
@@ -37,10 +37,10 @@ func DeriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader) {
 }
 
 // deriveHeaders is the one function that derives the MCP headers from a
-// body (invariant 5). With raw, a value that is valid UTF-8 and otherwise
-// header-safe (rawSafe) is written as it is instead of in the Base64
-// sentinel. It reports whether raw changes any value (rawDiffers); with h
-// nil it writes nothing and only reports that.
+// body, so that headers and body cannot disagree. With raw, a value that is
+// valid UTF-8 and otherwise header-safe (rawSafe) is written as it is instead
+// of in the Base64 sentinel. It reports whether raw changes any value
+// (rawDiffers); with h nil it writes nothing and only reports that.
 func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, raw bool) (rawDiffers bool) {
 	method := gjson.GetBytes(body, "method").String()
 	// The version is read from _meta without an escaped path, which gjson
@@ -154,11 +154,11 @@ const (
 	sentinelSuffix = "?="
 )
 
-// EncodeValue makes s safe for an Mcp-Name or Mcp-Param-* header (eras.md
-// §15.3). A value made only of visible ASCII and inner spaces is sent as is;
-// anything else (non-ASCII, control characters including tab, CR and LF,
-// leading or trailing whitespace, a value that itself looks like the
-// sentinel, or the empty string) is sent as
+// EncodeValue makes s safe for an Mcp-Name or Mcp-Param-* header (the value
+// encoding of the 2026-07-28 Streamable HTTP transport). A value made only of
+// visible ASCII and inner spaces is sent as is; anything else (non-ASCII,
+// control characters including tab, CR and LF, leading or trailing whitespace,
+// a value that itself looks like the sentinel, or the empty string) is sent as
 // =?base64?{standard padded Base64 of the UTF-8}?=.
 func EncodeValue(s string) string {
 	if plainSafe(s) {

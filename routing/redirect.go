@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// The redirect policy (DESIGN.md invariant 13): credentials stay with their
-// origin. Go's default would re-send a POST on 307 and 308 to any host, keep
-// Authorization when only the port or the scheme changes, copy the user's
+// The redirect policy (docs/reliability.md, Security): credentials stay with
+// their origin. Go's default would re-send a POST on 307 and 308 to any host,
+// keep Authorization when only the port or the scheme changes, copy the user's
 // --header values everywhere, and turn a POST into a GET on 301, 302 and
 // 303. The proxy follows a redirect only when it stays on the origin of the
 // request (scheme, host and port) and keeps the request's method; 307 and

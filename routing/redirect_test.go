@@ -109,10 +109,10 @@ func wantRedirectRefused(t *testing.T, err error, reason RedirectReason, has ...
 	}
 }
 
-// Invariant 13: a redirect to another port is another origin. It is not
-// followed, whatever the status and the request path, and the other server
-// sees nothing: no request, so no Authorization and no --header value. Its
-// userinfo and query secrets stay out of the error.
+// Credentials stay with their origin: a redirect to another port is another
+// origin. It is not followed, whatever the status and the request path, and the
+// other server sees nothing: no request, so no Authorization and no --header
+// value. Its userinfo and query secrets stay out of the error.
 func TestRedirectToAnotherOriginNotFollowed(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the servers' cleanups
 	other := newRecorder(t)

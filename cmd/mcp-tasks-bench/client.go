@@ -268,7 +268,8 @@ func (t *tailBuffer) String() string {
 // ---- direct: a 2026-07-28 client POSTing to the upstream ----
 
 // directMeta is the request _meta a 2026 client sends on every request
-// (eras.md §4.2): the same block the proxy injects for this bench's client.
+// (protocol version and client capabilities): the same block the proxy injects
+// for this bench's client.
 const directMeta = `{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `",` +
 	`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"` + tasksExt + `":{}}},` +
 	`"io.modelcontextprotocol/clientInfo":{"name":"mcp-tasks-bench","version":"1"}}`

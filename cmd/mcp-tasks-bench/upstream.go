@@ -296,10 +296,11 @@ func (u *upstream) taskGet(w http.ResponseWriter, idRaw string, params gjson.Res
 		`","lastUpdatedAt":"` + now + `","ttlMs":60000,"result":` + tk.done + `,` + serverInfoMeta + `}`
 }
 
-// checkModern checks what a 2026-07-28 server must reject (eras.md §4.2,
-// §15.5): a missing or mismatched protocol version in _meta, a wrong
-// Mcp-Method, a missing or wrong Mcp-Name. It returns "" when all is well.
-// Names here are always plain ASCII, so no Base64 decoding is needed.
+// checkModern checks what a 2026-07-28 server must reject (the request _meta
+// and the Streamable HTTP header checks): a missing or mismatched protocol
+// version in _meta, a wrong Mcp-Method, a missing or wrong Mcp-Name. It returns
+// "" when all is well. Names here are always plain ASCII, so no Base64 decoding
+// is needed.
 func checkModern(h http.Header, method string, params gjson.Result) string {
 	meta := params.Get("_meta")
 	if meta.Get(`io\.modelcontextprotocol/protocolVersion`).String() != modernVersion {

@@ -124,7 +124,8 @@ func TestCheckLegacyDemo(t *testing.T) {
 	}
 }
 
-// A go-sdk v1.8.0 server rejects the Base64 form of Mcp-Name (DESIGN.md).
+// A go-sdk v1.8.0 server rejects the Base64 form of Mcp-Name (fixed upstream
+// after v1.8.0; docs/reliability.md, Retries).
 func TestCheckGoSDKRefusesBase64(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "go-sdk", Version: "1.8.0"}, nil)
 	srv.AddPrompt(&mcp.Prompt{Name: "hello"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {

@@ -128,8 +128,8 @@ type config struct {
 }
 
 // DefaultDrainTimeout is --drain-timeout's default: short enough that the
-// process still exits within 5 s of the end of input (DESIGN.md invariant
-// 9), long enough for a piped tools/call to be answered.
+// process still exits within 5 s of the end of input (docs/reliability.md,
+// clean exit), long enough for a piped tools/call to be answered.
 const DefaultDrainTimeout = 3 * time.Second
 
 // usageError is a command-line mistake: one line on stderr, exit status 2.
@@ -529,11 +529,11 @@ func (c *config) checkBounds() error {
 }
 
 // plainHTTPCredential describes the credential the proxy would send in
-// clear text to another host (invariant 13), or is "" when there is none:
-// the URL is https://, or http:// to loopback (localhost, 127.0.0.0/8,
-// ::1), or nothing secret goes with it. Credentials are an Authorization,
-// Proxy-Authorization or Cookie header, a header whose name looks secret
-// (token, api key, ...), a header whose value came from ${VAR} or
+// clear text to another host (docs/reliability.md, Security), or is "" when
+// there is none: the URL is https://, or http:// to loopback (localhost,
+// 127.0.0.0/8, ::1), or nothing secret goes with it. Credentials are an
+// Authorization, Proxy-Authorization or Cookie header, a header whose name
+// looks secret (token, api key, ...), a header whose value came from ${VAR} or
 // --header-file, URL userinfo, and a URL query parameter whose name looks
 // secret. The description names the header, never its value.
 func plainHTTPCredential(c *config) string {

@@ -394,9 +394,9 @@ func TestParseArgsHeaders(t *testing.T) {
 	}
 }
 
-// Invariant 10: URL userinfo and query secrets are redacted in everything
-// the proxy writes, usage errors included (hosts keep the stderr of their
-// stdio servers in log files).
+// Secrets never reach a log: URL userinfo and query secrets are redacted in
+// everything the proxy writes, usage errors included (hosts keep the stderr of
+// their stdio servers in log files).
 func TestUsageErrorsRedactURLSecrets(t *testing.T) {
 	const secretURL = "https://alice:hunter2@mcp.example.com/mcp?api_key=topsecret"
 	for _, args := range [][]string{
@@ -859,7 +859,7 @@ func TestHeaderErrorsNeverShowTheValue(t *testing.T) {
 	}
 }
 
-// Invariant 13: credentials never go over plain http to another host
+// Credentials never go over plain http to another host
 // unless --allow-http insists. Loopback is this machine: allowed.
 func TestPlainHTTPCredentials(t *testing.T) {
 	t.Setenv("MCPTP_TEST_TOKEN", "tok-123")

@@ -236,7 +236,7 @@ func oauthHTTPClient(caPEM []byte, insecure bool, connectTimeout time.Duration) 
 // userLines is where the OAuth client's lines for the person go (the
 // sign-in address and what to do): stderr always, since that is what hosts
 // show, even with --log-file; with --log-file they are logged too, so the
-// log tells the whole story. Never stdout (DESIGN.md invariant 1).
+// log tells the whole story. Never stdout, which carries only JSON-RPC.
 type userLines struct {
 	mu     sync.Mutex
 	stderr io.Writer

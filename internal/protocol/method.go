@@ -23,14 +23,14 @@ const (
 	// does not know.
 	AnswerPlain Answer = iota
 	// AnswerCacheable also drops the cache fields ttlMs and cacheScope
-	// (eras.md §7).
+	// (2026-07-28 caching).
 	AnswerCacheable
 	// AnswerToolsList is AnswerCacheable, plus the tools/list edits: tools
 	// with an invalid x-mcp-header annotation are removed, the output
-	// schemas adapted, and execution.taskSupport set (tasks.md §4).
+	// schemas adapted, and execution.taskSupport set (docs/protocol.md, Tasks).
 	AnswerToolsList
 	// AnswerToolCall also drops a structuredContent that is not an object
-	// (eras.md §17 POLICY).
+	// (2025 requires an object).
 	AnswerToolCall
 	// AnswerTaskView is AnswerPlain for ResponseDown; the caller then shows
 	// the task to the client in its 2025 shape (rewrite.TaskResult).
@@ -62,13 +62,12 @@ const (
 	// LocalAnswer: answered as soon as it is read, never queued (ping,
 	// logging/setLevel).
 	LocalAnswer
-	// LocalInitialize: answered from the server/discover probe (eras.md
-	// §3.1).
+	// LocalInitialize: answered from the server/discover probe.
 	LocalInitialize
 	// LocalTask: a 2025 tasks/* request, answered by the task code from
-	// its registry and the server's tasks extension (tasks.md §13).
+	// its registry and the server's tasks extension (docs/protocol.md, Tasks).
 	LocalTask
-	// LocalSubscription: mapped onto subscriptions/listen (eras.md §9).
+	// LocalSubscription: mapped onto 2026 subscriptions/listen.
 	LocalSubscription
 )
 
@@ -82,7 +81,7 @@ type Method struct {
 	// 2025 forms of the MRTR input requests).
 	ToClient bool
 	// NameParam is the params member that the Mcp-Name header mirrors
-	// (eras.md §15.2), "" when the method carries no Mcp-Name.
+	// (2026-07-28 Streamable HTTP), "" when the method carries no Mcp-Name.
 	NameParam string
 	// NamePath is NameParam's gjson path from the top of a request,
 	// "params." + NameParam.
@@ -92,17 +91,17 @@ type Method struct {
 	NameRequired bool
 	// Repeatable: the method is safe to send again after a dial error or
 	// a broken stream, with a new upstream id: repeating it cannot cause a
-	// second side effect. A tools/call never is (invariant 6).
+	// second side effect. A tools/call never is: it may have run.
 	Repeatable bool
 	// Answer is the rule that rewrites its complete result downward.
 	Answer Answer
 	// Local says whether the proxy answers it itself.
 	Local Local
 	// InputRequired: the server may answer it with input_required (MRTR,
-	// eras.md §8).
+	// multi round-trip requests).
 	InputRequired bool
-	// MayBecomeTask: the server may answer it with a task (tasks.md
-	// §13.8: only tools/call).
+	// MayBecomeTask: the server may answer it with a task (in the tasks
+	// extension, only tools/call).
 	MayBecomeTask bool
 }
 
@@ -141,7 +140,7 @@ var methods = [...]Method{
 	{Name: "subscriptions/listen", Eras: Modern},
 
 	// 2025 requests the proxy sends the client for the MRTR input
-	// requests (eras.md §5.4).
+	// requests, as a 2025 server would send them.
 	{Name: "elicitation/create", Eras: Legacy, ToClient: true},
 	{Name: "sampling/createMessage", Eras: Legacy, ToClient: true},
 	{Name: "roots/list", Eras: Legacy, ToClient: true, Repeatable: true},

@@ -18,15 +18,16 @@ const (
 	// LegacyVersion is the version the proxy answers a legacy client with
 	// when it asked for one the proxy does not support.
 	LegacyVersion = "2025-11-25"
-	// TasksExtension is the tasks extension's identifier (tasks.md §4).
+	// TasksExtension is the 2026-07-28 tasks extension's identifier.
 	TasksExtension = "io.modelcontextprotocol/tasks"
 )
 
 // LegacyVersions are the 2025-era versions a legacy client may ask for and
-// that the proxy answers with as they are (eras.md §3.1 POLICY).
+// that the proxy answers with as they are; any other gets 2025-11-25, as
+// the 2025 lifecycle allows.
 var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
-// The _meta keys of 2026-07-28 (eras.md §4.2, §4.3) and of the tasks
+// The request and result _meta keys of 2026-07-28 and of the tasks
 // extension.
 const (
 	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
@@ -46,22 +47,22 @@ const (
 	CodeInvalidParams  = -32602
 	CodeInternalError  = -32603
 
-	// 2026-07-28 transport errors (eras.md §14.1).
+	// 2026-07-28 Streamable HTTP errors.
 	CodeHeaderMismatch             = -32020
 	CodeMissingRequiredCapability  = -32021
 	CodeUnsupportedProtocolVersion = -32022
 )
 
-// Result types of 2026-07-28 (eras.md §6) and of the tasks extension.
+// Result types (resultType) of 2026-07-28 and of the tasks extension.
 const (
 	ResultComplete      = "complete"
 	ResultInputRequired = "input_required"
 	ResultTask          = "task"
 )
 
-// ParamHeader is one x-mcp-header annotation (eras.md §15.4): a tool
-// argument mirrored into an Mcp-Param-{Name} header. rewrite finds them in
-// a tools/list result; routing writes them; both use this one type.
+// ParamHeader is one x-mcp-header annotation (2026-07-28 Streamable HTTP):
+// a tool argument mirrored into an Mcp-Param-{Name} header. rewrite finds them
+// in a tools/list result; routing writes them; both use this one type.
 type ParamHeader struct {
 	// Name is the suffix after "Mcp-Param-".
 	Name string

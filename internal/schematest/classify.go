@@ -121,7 +121,8 @@ var (
 		"tasks/cancel":             {SchemaExtTasks, "CancelTaskResult"},
 	}
 
-	// inputRequiredMethods may answer resultType "input_required" (2026 §6).
+	// inputRequiredMethods may answer resultType "input_required" (MRTR,
+	// 2026-07-28).
 	inputRequiredMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
 
 	// taskMethods may answer resultType "task" (ext-tasks supported methods).

@@ -14,14 +14,15 @@ const (
 
 // cacheableLegacyMethods are the legacy methods whose modern counterparts
 // return cache fields (ttlMs, cacheScope) that the proxy must strip
-// (eras.md §7; initialize stands for server/discover).
+// (2026-07-28 caching; initialize stands for server/discover).
 var cacheableLegacyMethods = map[string]bool{
 	"initialize": true, "tools/list": true, "prompts/list": true,
 	"resources/list": true, "resources/templates/list": true, "resources/read": true,
 }
 
 // modernTaskFields are ext-tasks Task fields (or draft/stray ones) that never
-// appear in a 2025 Task view (tasks.md normalization; golden vector 17).
+// appear in a 2025 Task view (the proxy's task normalization; golden vector
+// 17).
 var modernTaskFields = []string{"ttlMs", "pollIntervalMs", "resultType", "inputRequests", "requestState", "result", "error"}
 
 // CheckLegacyClean reports modern (2026 / ext-tasks) fields leaking into a
@@ -30,18 +31,18 @@ var modernTaskFields = []string{"ttlMs", "pollIntervalMs", "resultType", "inputR
 // call both. requestMethod is as for ValidateClientBound.
 //
 // Checked:
-//   - any result: no "resultType" (eras.md §6);
+//   - any result: no "resultType" (2026 only);
 //   - results of initialize, tools/list, prompts/list, resources/list,
 //     resources/templates/list, resources/read: no "ttlMs" or "cacheScope"
-//     (eras.md §7);
-//   - any result: no _meta["io.modelcontextprotocol/serverInfo"] (eras.md §4.3,
-//     a POLICY of the digest);
+//     (2026 cache fields);
+//   - any result: no _meta["io.modelcontextprotocol/serverInfo"] (a 2026
+//     result _meta key the proxy drops);
 //   - any notification: no params._meta["io.modelcontextprotocol/subscriptionId"]
-//     (eras.md §4.4);
+//     (2026 notification _meta);
 //   - Task views (tasks/get and tasks/cancel results, result.task of a
 //     tools/call CreateTaskResult, notifications/tasks/status params): none of
 //     ttlMs, pollIntervalMs, resultType, inputRequests, requestState, result,
-//     error (tasks.md normalization).
+//     error (the proxy's task normalization).
 func CheckLegacyClean(frameBytes []byte, requestMethod string) error {
 	f, err := parseFrame(frameBytes)
 	if err != nil {
