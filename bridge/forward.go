@@ -36,7 +36,7 @@ func (s *modern) forward(ctx context.Context, c *call, f *rewrite.Frame) outcome
 		return frameOnly(notInitialized(c, f.Method))
 	}
 	if f.Method == "tools/call" {
-		if err := s.ensureTools(ctx); refused(err) {
+		if err := s.tools.ensure(ctx); refused(err) {
 			return frameOnly(s.transportError(c.id, f.Method, err))
 		}
 	}
@@ -71,7 +71,7 @@ func (s *modern) forward(ctx context.Context, c *call, f *rewrite.Frame) outcome
 		case r.code == protocol.CodeHeaderMismatch && f.Method == "tools/call":
 			recovered = true
 			s.info("header mismatch: refreshing tools/list and retrying once", zap.ByteString("id", c.id))
-			_ = s.fetchTools(ctx) // a failure leaves the annotations as they were
+			_ = s.tools.fetch(ctx) // a failure leaves the annotations as they were
 		case r.code == protocol.CodeUnsupportedProtocolVersion:
 			recovered = true
 			if !s.stillModern(ctx, c) {
@@ -221,7 +221,7 @@ func (s *modern) exchange(ctx context.Context, c *call, f *rewrite.Frame, t *tri
 		actx = routing.WithRawUTF8Headers(actx)
 	}
 
-	params := s.paramHeaders(f)
+	params := s.tools.headers(f)
 	if s.cfg.Observer != nil {
 		rw := slices.Clip(rwForward) // shared: an append below copies it first
 		if c.task.Exists() {
@@ -458,7 +458,7 @@ func (s *modern) down(ctx context.Context, c *call, method string, m *rewrite.Fr
 	case protocol.ResultComplete:
 		switch {
 		case method == "tools/list":
-			s.rememberTools(d)
+			s.tools.remember(d)
 		case augmented && !d.IsError:
 			return s.tasks.taskCreated(c, m)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -21,9 +22,29 @@ import (
 // maxToolPages bounds a proxy-made tools/list walk.
 const maxToolPages = 100
 
-// rememberTools keeps the annotations of a tools/list page the client asked
+// toolAnnotations are the x-mcp-header params of the server's tools, by
+// tool: learned from the client's own tools/list pages, or fetched lazily
+// when a tools/call comes first. Its dependencies are explicit: call makes
+// a request of the proxy's own, and the log functions are the session's.
+type toolAnnotations struct {
+	call     func(ctx context.Context, method string, params []byte) ([]byte, error)
+	warn     func(msg string, fields ...zap.Field)
+	debug    func(msg string, fields ...zap.Field)
+	logFrame func(b []byte) []byte
+
+	// mu guards the params by tool, whether they reflect a tools/list, and
+	// the lazy fetches made.
+	mu       sync.Mutex
+	params   map[string][]protocol.ParamHeader
+	listed   bool
+	fetched  int
+	fetchErr error
+	fetchMu  sync.Mutex // one lazy tools/list fetch at a time
+}
+
+// remember keeps the annotations of a tools/list page the client asked
 // for, and reports the tools removed from it.
-func (s *modern) rememberTools(d rewrite.Downed) {
+func (s *toolAnnotations) remember(d rewrite.Downed) {
 	for _, r := range d.Rejected {
 		s.warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
 	}
@@ -35,8 +56,8 @@ func (s *modern) rememberTools(d rewrite.Downed) {
 	}
 }
 
-// paramHeaders returns the Mcp-Param-* annotations for a tools/call.
-func (s *modern) paramHeaders(f *rewrite.Frame) []protocol.ParamHeader {
+// headers returns the Mcp-Param-* annotations for a tools/call.
+func (s *toolAnnotations) headers(f *rewrite.Frame) []protocol.ParamHeader {
 	if f.Method != "tools/call" {
 		return nil
 	}
@@ -46,11 +67,11 @@ func (s *modern) paramHeaders(f *rewrite.Frame) []protocol.ParamHeader {
 	return s.params[name]
 }
 
-// ensureTools lists the tools once, lazily, when a tools/call comes before
+// ensure lists the tools once, lazily, when a tools/call comes before
 // the client has listed them: the call may need Mcp-Param-* headers. It
 // returns the listing's error: one the proxy refused to send on (see
 // refused) ends the call too, which would only meet it again.
-func (s *modern) ensureTools(ctx context.Context) error {
+func (s *toolAnnotations) ensure(ctx context.Context) error {
 	s.mu.Lock()
 	listed, gen := s.listed, s.fetched
 	s.mu.Unlock()
@@ -70,7 +91,7 @@ func (s *modern) ensureTools(ctx context.Context) error {
 		// (a sign-in nobody finished is not started again at once).
 		return err
 	}
-	err = s.fetchTools(ctx)
+	err = s.fetch(ctx)
 	s.mu.Lock()
 	s.fetched++
 	s.fetchErr = err
@@ -78,11 +99,11 @@ func (s *modern) ensureTools(ctx context.Context) error {
 	return err
 }
 
-// fetchTools walks every tools/list page and replaces the annotations. A
+// fetch walks every tools/list page and replaces the annotations. A
 // server that refuses tools/list counts as listed (there is nothing to
 // learn); a transport failure does not, so a later call tries again. It
 // returns that failure.
-func (s *modern) fetchTools(ctx context.Context) error {
+func (s *toolAnnotations) fetch(ctx context.Context) error {
 	params := make(map[string][]protocol.ParamHeader)
 	var cursor *string
 	for range maxToolPages {
@@ -91,7 +112,7 @@ func (s *modern) fetchTools(ctx context.Context) error {
 			p = rewrite.AppendString([]byte(`{"cursor":`), *cursor)
 			p = append(p, '}')
 		}
-		msg, err := s.internalCall(ctx, "tools/list", p)
+		msg, err := s.call(ctx, "tools/list", p)
 		if err != nil {
 			s.warn("listing tools for x-mcp-header annotations failed", zap.Error(err))
 			return err

@@ -88,14 +88,7 @@ type modern struct {
 	level  string // logging/setLevel
 	meta   atomic.Pointer[rewrite.MetaBlock]
 
-	// mu guards the tool annotations: the x-mcp-header params by tool,
-	// whether they reflect a tools/list, and the lazy fetches made.
-	mu       sync.Mutex
-	params   map[string][]protocol.ParamHeader
-	listed   bool
-	fetched  int
-	fetchErr error
-	fetchMu  sync.Mutex // one lazy tools/list fetch at a time
+	tools *toolAnnotations
 
 	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
 }
@@ -110,7 +103,9 @@ type modernState struct {
 }
 
 func newModern(e *env) *modern {
-	m := &modern{env: e, params: map[string][]protocol.ParamHeader{}}
+	m := &modern{env: e}
+	m.tools = &toolAnnotations{call: m.internalCall, warn: e.warn, debug: e.debug, logFrame: e.logFrame,
+		params: map[string][]protocol.ParamHeader{}}
 	m.hs = &handshake{modern: m}
 	m.tasks = &taskBridge{modern: m, reg: ownedBy(newMemRegistry(), e.cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}}
 	m.listen = newListens(m)
