@@ -2,6 +2,7 @@ package rewrite_test
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
@@ -82,6 +83,13 @@ func FuzzRequestUp(f *testing.F) {
 			t.Fatalf("invalid JSON out of %s:\n%s", in, out)
 		}
 		got, err := rewrite.Parse(out)
+		// The proxy's own _meta keys are constants; a fuzzed one may spell
+		// a member the proxy reads in another case, which Parse refuses
+		// (some decoders ignore case). An exact duplicate is still a fault.
+		var dup *rewrite.DuplicateKeyError
+		if errors.As(err, &dup) && dup.Key == key && dup.Key != dup.Name {
+			return
+		}
 		if err != nil || got.Kind != rewrite.KindRequest {
 			t.Fatalf("output is not a request (%v): %s", err, out)
 		}
