@@ -1030,7 +1030,7 @@ func TestFaultSuiteTasks(t *testing.T) {
 	t.Run("tasks/get pollIntervalMs", func(t *testing.T) {
 		p := p.bind(t)
 		// The proxy's task normalization: copied in ms, omitted when negative
-		// or not a number, and held to the proxy's own bounds (100 ms … 5 min).
+		// or not a number, and held to the proxy's own bounds (rewrite.MinPollInterval … MaxPollInterval).
 		for label, want := range map[string]string{"zero": "100", "negative": "", "string": "", "huge": "300000"} {
 			id := "get-poll-" + label
 			res := resultOf(t, p.call(fsQuote(id), "tasks/get", tkTaskParams(id)))

@@ -12,11 +12,9 @@ import (
 // are offsets into b. The caller must not modify b while views are alive.
 //
 // This is the package's one use of unsafe, for a need users feel in the
-// memory of large results: with string(b) here every frame read is
-// copied first, and BenchmarkResponseDown16MiB allocates 32 MiB per
-// 16 MiB result instead of 16 (BenchmarkResponseDownInPlace16MiB 16 MiB
-// instead of none), and Parse of a small request allocates where it
-// allocates nothing.
+// memory of large results: with string(b) here every frame read would be
+// copied first, a large result held twice. The allocations it saves are in
+// BENCHMARKS.md ("The one use of unsafe").
 func view(b []byte) string {
 	if len(b) == 0 {
 		return ""

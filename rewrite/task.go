@@ -118,7 +118,8 @@ type ViewOverride struct {
 
 // View returns the 2025 Task object for t: only the 2025 Task fields (an
 // allowlist), ttlMs renamed to ttl and pollIntervalMs to pollInterval, in
-// milliseconds in both eras, the poll interval held to 100 ms … 5 min.
+// milliseconds in both eras, the poll interval held between MinPollInterval
+// and MaxPollInterval.
 func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	status, msg := t.Status, t.StatusMessage
 	switch {
@@ -252,7 +253,8 @@ const (
 	DefaultPollInterval = 2 * time.Second
 )
 
-// PollInterval clamps a server's suggested poll interval to 100 ms … 5 min.
+// PollInterval clamps a server's suggested poll interval to
+// MinPollInterval … MaxPollInterval.
 // A missing, null, negative or non-numeric value gives the 2 s default; 0
 // gives the 100 ms floor; 2^40 gives the 5 min ceiling.
 func PollInterval(v gjson.Result) time.Duration {

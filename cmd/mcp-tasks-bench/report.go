@@ -232,7 +232,8 @@ func (rp *reporter) verdicts(w io.Writer) {
 		}
 		// Tracing has no target (it costs what it costs when it is on, and
 		// nothing when it is off): its cost is reported at each level, on
-		// the scheduler's nanoseconds (not 10 ms ticks).
+		// the scheduler's own CPU accounting (schedstat), which is finer
+		// than /proc's utime and stime.
 		for _, x := range rp.xs("inflight") {
 			if q, lo, hi, ok := res.ratios(fmt.Sprintf("inflight-%04d-cpu", int(x)), t.name, t.traceOf); ok {
 				lines = append(lines, fmt.Sprintf("COST   tracing on, CPU per call at %d in flight (schedstat): %+.1f%% (rounds %+.1f%% to %+.1f%%)", int(x), 100*(q-1), 100*(lo-1), 100*(hi-1)))
