@@ -133,7 +133,7 @@ func TestDurationsTakeBareSeconds(t *testing.T) {
 	var durations []string
 	newFlagSet(&c).VisitAll(func(f *flag.Flag) {
 		switch f.Value.(type) {
-		case duration, seconds:
+		case duration:
 			durations = append(durations, f.Name)
 		}
 	})

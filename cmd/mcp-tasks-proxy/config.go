@@ -545,11 +545,7 @@ func plainHTTPCredential(c *config) string {
 		return "the user name and password in the URL"
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.header)) {
-		switch http.CanonicalHeaderKey(name) {
-		case "Authorization", "Proxy-Authorization", "Cookie":
-			return "the --header " + name
-		}
-		if rewrite.SensitiveKey(name) {
+		if secretHeader(name) {
 			return "the --header " + name
 		}
 	}

@@ -95,16 +95,6 @@ type configCmd struct {
 	notes []string
 }
 
-// proxyFlagDoc is the documentation row of the proxy's flag name.
-func proxyFlagDoc(name string) (flagDoc, bool) {
-	for _, s := range proxyFlags {
-		if s.Name == name || slices.Contains(s.Aliases, name) {
-			return s.flagDoc, true
-		}
-	}
-	return flagDoc{}, false
-}
-
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // parseConfigArgs reads `config HOST URL [flags]`. getwd makes relative
@@ -120,9 +110,19 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 			return c, nil
 		}
 	}
-	positional, err := c.readFlags(args, getwd)
+	fs := c.flagSet(getwd)
+	positional, err := parseInterspersed(fs, args)
 	if err != nil {
-		return nil, err
+		return nil, usagef("%s", flagProblem(err, fs, "mcp-tasks-proxy config --help"))
+	}
+	var notInEntry string
+	fs.Visit(func(f *flag.Flag) {
+		if a, ok := f.Value.(*entryArg); ok && a.doc.NotInEntry && notInEntry == "" {
+			notInEntry = f.Name
+		}
+	})
+	if notInEntry != "" {
+		return nil, usagef("--%s makes no sense in a host's entry", notInEntry)
 	}
 	if err := c.takeHostURL(positional); err != nil {
 		return nil, err
@@ -151,93 +151,59 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 	return c, nil
 }
 
-// readFlags reads config's own flags and the proxy's (checked, with their
-// paths made absolute, into proxyArgs), and returns the other arguments.
-func (c *configCmd) readFlags(args []string, getwd func() (string, error)) ([]string, error) {
+// flagSet is config's parser: its own flags, and the proxy's, each checked
+// by the proxy's parser and kept in order for the entry (entryArg).
+func (c *configCmd) flagSet(getwd func() (string, error)) *flag.FlagSet {
+	fs := newTableFlagSet("mcp-tasks-proxy config", configFlagTable, c)
 	proxyFS := newFlagSet(&config{})
-	var positional []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			positional = append(positional, a)
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		next := func() (string, error) {
-			if hasValue {
-				return value, nil
-			}
-			if i+1 >= len(args) {
-				return "", usagef("flag --%s needs a value", name)
-			}
-			i++
-			return args[i], nil
-		}
-		var err error
-		switch name {
-		case "name":
-			c.name, err = next()
-		case "file":
-			c.file, err = next()
-		case "npx", "write", "workspace":
-			b := true
-			if hasValue {
-				if b, err = parseBoolFlag(name, value); err != nil {
-					return nil, err
-				}
-			}
-			switch name {
-			case "npx":
-				c.npx = b
-			case "write":
-				c.write = b
+	for _, s := range proxyFlags {
+		for _, n := range s.names() {
+			switch f := proxyFS.Lookup(n); {
+			case fs.Lookup(n) != nil:
+			case n == "url":
+				fs.StringVar(&c.url, n, "", f.Usage)
 			default:
-				c.workspace = b
+				fs.Var(&entryArg{Value: f.Value, name: n, doc: s.flagDoc, c: c, getwd: getwd}, n, f.Usage)
 			}
-		case "url":
-			c.url, err = next()
-			if err == nil && len(positional) > 1 {
-				return nil, usagef("the URL is given twice; give it once")
-			}
-		default:
-			if err := c.proxyFlag(proxyFS, a, name, next, getwd); err != nil {
-				return nil, err
-			}
-		}
-		if err != nil {
-			return nil, err
 		}
 	}
-	return positional, nil
+	return fs
 }
 
-// proxyFlag takes the proxy flag a (named name) into proxyArgs, with its
-// value from next; a path is made absolute.
-func (c *configCmd) proxyFlag(proxyFS *flag.FlagSet, a, name string, next func() (string, error), getwd func() (string, error)) error {
-	f := proxyFS.Lookup(name)
-	if f == nil {
-		return usagef("unknown flag %s; run mcp-tasks-proxy config --help for the list", a)
-	}
-	doc, _ := proxyFlagDoc(name)
-	if doc.NotInEntry {
-		return usagef("--%s makes no sense in a host's entry", name)
-	}
-	if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-		c.proxyArgs = append(c.proxyArgs, a)
-		return nil
-	}
-	v, err := next()
-	if err != nil {
+// entryArg is a proxy flag given to config: its value is checked, and it
+// goes into the entry's arguments, a path made absolute.
+type entryArg struct {
+	flag.Value
+	name  string
+	doc   flagDoc
+	c     *configCmd
+	getwd func() (string, error)
+}
+
+func (a *entryArg) IsBoolFlag() bool {
+	b, ok := a.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+func (a *entryArg) Set(v string) error {
+	if err := a.Value.Set(v); err != nil {
 		return err
 	}
-	if doc.Path && v != "-" && v != "" && !filepath.IsAbs(v) {
-		wd, werr := getwd()
-		if werr != nil {
-			return fmt.Errorf("--%s %s: cannot make the path absolute: %v", name, v, werr)
+	switch {
+	case a.IsBoolFlag() && v == "true":
+		a.c.proxyArgs = append(a.c.proxyArgs, "--"+a.name)
+		return nil
+	case a.IsBoolFlag():
+		a.c.proxyArgs = append(a.c.proxyArgs, "--"+a.name+"="+v)
+		return nil
+	case a.doc.Path && v != "-" && v != "" && !filepath.IsAbs(v):
+		wd, err := a.getwd()
+		if err != nil {
+			return fmt.Errorf("cannot make the path absolute: %v", err)
 		}
 		v = filepath.Join(wd, v)
 	}
-	c.proxyArgs = append(c.proxyArgs, "--"+name, v)
+	a.c.proxyArgs = append(a.c.proxyArgs, "--"+a.name, v)
 	return nil
 }
 
@@ -288,16 +254,6 @@ func (c *configCmd) checkOptions(getwd func() (string, error)) error {
 		}
 	}
 	return nil
-}
-
-func parseBoolFlag(name, v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "1", "t", "true":
-		return true, nil
-	case "0", "f", "false":
-		return false, nil
-	}
-	return false, usagef("--%s=%s: use true or false", name, v)
 }
 
 // secureHeaders collects the ${VAR} names of the header values, and turns

@@ -7,16 +7,19 @@ import (
 	"time"
 )
 
-// duration is a duration flag that also takes bare seconds: 10, 2.5, 10s,
-// 2m, 1h30m. zeroOK lets 0 through (it means "none" for the flag).
+// duration is a duration flag that also takes bare seconds, as mcp-remote's
+// --auth-timeout does: 10, 2.5, 10s, 2m, 1h30m. zeroOK lets 0 through (it
+// means "none" for the flag); form, when set, is the message of a wrong value.
 type duration struct {
 	d      *time.Duration
 	zeroOK bool
+	form   error
 }
 
 var (
 	errDurationForm     = errors.New("use a positive number of seconds (10) or a duration with a unit (10s, 2m, 1h30m)")
 	errDurationZeroForm = errors.New("use seconds (10) or a duration with a unit (10s, 2m, 1h30m), or 0 for none")
+	errSecondsForm      = errors.New("use a positive number of seconds (120) or a duration (2m, 90s)")
 )
 
 func (v duration) String() string {
@@ -27,9 +30,13 @@ func (v duration) String() string {
 }
 
 func (v duration) Set(s string) error {
-	form := errDurationForm
-	if v.zeroOK {
+	form := v.form
+	switch {
+	case form != nil:
+	case v.zeroOK:
 		form = errDurationZeroForm
+	default:
+		form = errDurationForm
 	}
 	s = strings.TrimSpace(s)
 	var d time.Duration

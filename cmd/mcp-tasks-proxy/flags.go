@@ -202,7 +202,7 @@ var proxyFlags = []flagSpec[config]{
 		Doc:  "how long a sign-in may take: bare seconds (`30`, as mcp-remote) or a duration (`90s`, `5m`)"},
 		func(fs *flag.FlagSet, name string, c *config) {
 			c.oauth.timeout = oauth.DefaultAuthTimeout
-			fs.Var(seconds{&c.oauth.timeout}, name, "")
+			fs.Var(duration{d: &c.oauth.timeout, form: errSecondsForm}, name, "")
 		}},
 	{flagDoc{Name: "oauth-callback-port", Arg: "N", Group: groupOAuth, Default: "derived",
 		Help: "port the browser comes back to (default: derived from the URL, stable across runs; the next one when taken)",
@@ -314,18 +314,17 @@ func proxyFlag(name, help, doc string) flagSpec[authConfig] {
 	return shared(proxyFlags, name, func(a *authConfig) *config { return &a.config }, help, doc)
 }
 
-// checkFlagTable is check's own flags. check parses them by hand
-// (splitCheckArgs), since they mix with the proxy's; the table gives their
-// defaults, --help and README rows.
-var checkFlagTable = []flagSpec[checkFlags]{
+// checkFlagTable is check's own flags, the rows of its --help and README
+// table; checkFlagSet adds the proxy's.
+var checkFlagTable = []flagSpec[checkConfig]{
 	{flagDoc{Name: "json",
 		Help: "print one JSON object, for scripts"},
-		boolFlag(func(c *checkFlags) *bool { return &c.json })},
+		boolFlag(func(c *checkConfig) *bool { return &c.json })},
 	{flagDoc{Name: "timeout", Arg: "D",
 		Help: "bound for the whole check: seconds (30) or a duration (default 30s)",
 		Doc:  "bound for the whole check: seconds (`30`) or a duration"},
-		durationFlag(func(c *checkFlags) *time.Duration { return &c.timeout }, 30*time.Second, false)},
-	helpFlag[checkFlags](func(c *checkFlags) *bool { return &c.help }),
+		durationFlag(func(c *checkConfig) *time.Duration { return &c.timeout }, 30*time.Second, false)},
+	helpFlag[checkConfig](func(c *checkConfig) *bool { return &c.help }),
 }
 
 // configFlagTable is config's own flags. config parses them by hand

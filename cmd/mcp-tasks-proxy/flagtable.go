@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -210,69 +209,6 @@ func liftBind[T any](bind func(*flag.FlagSet, string, *config), field func(*T) *
 	return func(fs *flag.FlagSet, name string, c *T) { bind(fs, name, field(c)) }
 }
 
-// defaultText is a flag's default as the README shows it: its Default, or
-// the parser's own, in backticks, written as people write it (10m, not
-// 10m0s; 128MiB). Switches are off; action flags and empty values show
-// nothing.
-func defaultText(d flagDoc, fs *flag.FlagSet) string {
-	if d.Default != "" {
-		return d.Default
-	}
-	if d.Action || d.Name == "" {
-		return ""
-	}
-	f := fs.Lookup(d.Name)
-	if isBool(f) {
-		if f.DefValue == "false" {
-			return "off"
-		}
-		return "on"
-	}
-	v := parserDefault(f)
-	if v == "" {
-		return ""
-	}
-	return "`" + v + "`"
-}
-
-// parserDefault is the default of f as people write it.
-func parserDefault(f *flag.Flag) string {
-	switch v := f.Value.(type) {
-	case duration:
-		return shortDuration(*v.d)
-	case seconds:
-		return shortDuration(*v.d)
-	case byteSize:
-		return sizeText(*v.n)
-	}
-	return f.DefValue
-}
-
-// shortDuration writes 2h for 2h0m0s, 10m for 10m0s, 1h30m for 1h30m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// sizeText writes a byte count with the largest unit that divides it.
-func sizeText(n int) string {
-	for _, u := range []struct {
-		suffix string
-		size   int
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n > 0 && n%u.size == 0 {
-			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
-		}
-	}
-	return fmt.Sprint(n)
-}
-
 // Layout of the --help flag list: the text starts at helpColumn, and lines
 // stop at helpWidth.
 const (
@@ -337,42 +273,5 @@ func wrap(first, text, indent string) string {
 		empty = false
 	}
 	b.WriteString(line + "\n")
-	return b.String()
-}
-
-// markdownFlags renders a table's rows for the README: flag, default, what
-// it does. fs is the table's parser, for the defaults.
-func markdownFlags(rows []flagDoc, fs *flag.FlagSet) string {
-	var b strings.Builder
-	b.WriteString("| flag | default | what it does |\n|---|---|---|\n")
-	for _, d := range rows {
-		if d.Hidden {
-			continue
-		}
-		var names []string
-		if d.Name == "" {
-			names = []string{d.Arg}
-		} else {
-			for i, n := range d.names() {
-				w := dashes(n)
-				if i == 0 && d.Arg != "" {
-					w += " " + d.Arg
-				}
-				names = append(names, w)
-			}
-		}
-		for i, n := range names {
-			names[i] = "`" + strings.ReplaceAll(n, "|", `\|`) + "`"
-		}
-		doc := d.Doc
-		if doc == "" {
-			doc = d.Help
-		}
-		def := defaultText(d, fs)
-		if def != "" {
-			def += " "
-		}
-		fmt.Fprintf(&b, "| %s | %s| %s |\n", strings.Join(names, ", "), def, doc)
-	}
 	return b.String()
 }

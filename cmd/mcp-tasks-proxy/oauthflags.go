@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -149,36 +148,6 @@ func jsonProblem(err error) string {
 		return "a JSON " + te.Value + ", not an object"
 	}
 	return "invalid JSON"
-}
-
-// seconds is a duration flag that also takes bare seconds, as mcp-remote's
-// --auth-timeout does: 30, 90.5, 2m, 1m30s.
-type seconds struct{ d *time.Duration }
-
-var errSecondsForm = errors.New("use a positive number of seconds (120) or a duration (2m, 90s)")
-
-func (s seconds) String() string {
-	if s.d == nil {
-		return ""
-	}
-	return s.d.String()
-}
-
-func (s seconds) Set(v string) error {
-	v = strings.TrimSpace(v)
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		if f <= 0 || f > 1e9 {
-			return errSecondsForm
-		}
-		*s.d = time.Duration(f * float64(time.Second))
-		return nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return errSecondsForm
-	}
-	*s.d = d
-	return nil
 }
 
 // oauthConfig is the oauth.Config for serverURL under these flags.

@@ -45,16 +45,9 @@ func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	}
 	var opts helpOnly
 	fs := newTableFlagSet("mcp-tasks-proxy trace", helpOnlyFlags, &opts)
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return fail("%s", flagProblem(err, fs, "mcp-tasks-proxy trace --help"))
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return fail("%s", flagProblem(err, fs, "mcp-tasks-proxy trace --help"))
 	}
 	switch {
 	case opts.help:
@@ -81,7 +74,6 @@ func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 		defer f.Close()
 		in = f
 	}
-	var err error
 	if verb == "view" {
 		err = trace.View(stdout, in, colorOK(stdout, getenv))
 	} else {
