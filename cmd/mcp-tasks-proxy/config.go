@@ -24,107 +24,52 @@ import (
 // envURL names the environment variable that can carry the upstream URL.
 const envURL = "MCP_TASKS_PROXY_URL"
 
-// config is the parsed command line. The user docs of each flag are in its
+// config is the parsed command line. Each flag's documentation is in its
 // table (flags.go), which binds it to its field here.
 type config struct {
-	// url is the modern server's Streamable HTTP endpoint.
-	url string
-	// header holds extra HTTP headers sent on every upstream request.
-	header http.Header
-	// demo starts the embedded 2026-07-28 demo server and bridges to it.
-	demo bool
-	// demoLegacy starts the embedded 2025 demo server instead (passthrough).
-	demoLegacy bool
-	// protocol forces the upstream era: auto (default), modern or legacy.
-	protocol string
-	// transport is --transport (transportflag.go).
-	transport transportFlag
-	// logLevel is the minimum level written to the log (default warn).
-	logLevel string
-	// logFormat is console (for people) or json (for machines).
-	logFormat string
-	// logFile receives the log instead of stderr.
-	logFile string
-	// maxInFlight bounds concurrently forwarded requests; stdin is not read
-	// while the bound is reached.
-	maxInFlight int
-	// maxMessage bounds one message, on stdin and from the server.
-	maxMessage int
-	// connectTimeout bounds dialing and the TLS handshake.
-	connectTimeout time.Duration
-	// discoverTimeout bounds the server/discover probe at initialize.
-	discoverTimeout time.Duration
-	// taskIsError shows a completed task whose tool result has isError as
-	// completed (default) or failed.
-	taskIsError string
-	// legacyTTLUnit is the unit of the legacy ttl: ms (default) or s.
-	legacyTTLUnit string
-	// stateFile is the task registry's file; default under the user cache
-	// directory, keyed by the upstream URL.
-	stateFile string
-	// noState keeps the task registry in memory only.
-	noState bool
-	// trace is the JSONL frame trace file ("-" for stderr).
-	trace string
-	// redactKeys are more JSON keys to redact in logs and the trace.
-	redactKeys stringList
-	// noRedact turns redaction off (loudly).
-	noRedact bool
+	url                      string
+	header                   http.Header // what the --header flags (headers) and --header-file hold
+	headers                  headerList
+	headerFile               string
+	demo, demoLegacy         bool
+	demoOAuth                bool
+	protocol                 string
+	transport                transportFlag
+	logLevel, logFormat      string
+	logFile                  string
+	maxInFlight, maxMessage  int
+	maxRounds                int
+	maxSubscriptions         int
+	taskIsError              string
+	legacyTTLUnit            string
+	stateFile                string
+	noState                  bool
+	trace                    string
+	redactKeys, ignoreTools  stringList
+	noRedact                 bool
+	caFile                   string
+	insecure, allowHTTP      bool
+	connectTimeout           time.Duration
+	discoverTimeout          time.Duration
+	responseHeaderTimeout    time.Duration
+	idleTimeout, pollTimeout time.Duration
+	requestTimeout           time.Duration
+	drainTimeout             time.Duration
+	cpuProfile               string
+	oauth                    oauthFlags
+	debug, silent            bool
+	version, help            bool
 	// secretHeaders name the headers whose values came from ${VAR} or
 	// --header-file: never shown.
 	secretHeaders []string
-	// headerFile holds more headers, one 'Name: value' a line, so secrets
-	// stay out of the process list.
-	headerFile string
-	// caFile adds PEM certificates to the system roots.
-	caFile string
-	// insecure skips TLS certificate verification (loudly).
-	insecure bool
-	// allowHTTP lets credentials go over plain http:// to a host other than
-	// this machine (loudly); without it that is a usage error.
-	allowHTTP bool
-	// responseHeaderTimeout bounds the wait for response headers.
-	responseHeaderTimeout time.Duration
-	// maxRounds bounds MRTR rounds per request.
-	maxRounds int
-	// maxSubscriptions bounds a session's resource subscriptions.
-	maxSubscriptions int
-	// idleTimeout ends an upstream request that sends nothing this long.
-	idleTimeout time.Duration
-	// pollTimeout bounds one tasks/get or tasks/update of the proxy's own.
-	pollTimeout time.Duration
-	// requestTimeout is the hard maximum of one upstream request.
-	requestTimeout time.Duration
-	// cpuProfile receives a Go CPU profile of the whole run.
-	cpuProfile string
-	// oauth holds the OAuth flags (oauthflags.go).
-	oauth oauthFlags
 	// oauthOff: an Authorization header given with --header or
 	// --header-file turns OAuth off.
 	oauthOff bool
-	// demoOAuth puts the demo server behind an embedded authorization
-	// server (--demo --demo-oauth).
-	demoOAuth bool
-	// ignoreTools are glob patterns of tools hidden from the client
-	// (mcp-remote's --ignore-tool): * is any run of characters, case is
-	// ignored.
-	ignoreTools stringList
-	// drainTimeout is how long the requests already read may take once
-	// stdin ends; 0 cancels them at once.
-	drainTimeout time.Duration
-	// debug writes debug logs to a file (--log-file, or debugLogPath's
-	// default), named once on stderr (mcp-remote's --debug).
-	debug bool
-	// debugDefault is set when --debug chose the log file itself.
+	// debugDefault: --debug chose the log file itself.
 	debugDefault bool
-	// silent keeps stderr to errors (mcp-remote's --silent).
-	silent bool
 	// callbackPort is the callback port given after the URL, as
 	// mcp-remote takes it (0: none).
-	callbackPort  int
-	version, help bool
-	// headers collects the --header flags; header is what they hold.
-	headers headerList
+	callbackPort int
 }
 
 // DefaultDrainTimeout is --drain-timeout's default: short enough that the
@@ -434,33 +379,20 @@ func (c *config) takeURL(positional []string, getenv func(string) string) error 
 // checkChoices checks the flags that take one of a few values, and the
 // pairs that contradict each other.
 func (c *config) checkChoices() error {
-	switch c.protocol {
-	case bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy:
-	default:
-		return usagef("--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)", c.protocol)
-	}
-	switch c.logLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return usagef("--log-level %q: use debug, info, warn or error", c.logLevel)
-	}
-	switch c.logFormat {
-	case "console", "json":
-	default:
-		return usagef("--log-format %q: use console or json", c.logFormat)
-	}
-	if c.maxInFlight < 1 {
-		return usagef("--max-in-flight must be at least 1")
-	}
-	switch c.taskIsError {
-	case "completed", "failed":
-	default:
-		return usagef("--task-iserror %q: use completed or failed", c.taskIsError)
-	}
-	switch c.legacyTTLUnit {
-	case "ms", "s":
-	default:
-		return usagef("--legacy-ttl-unit %q: use ms or s", c.legacyTTLUnit)
+	for _, ch := range []struct {
+		value, problem string
+		allowed        []string
+	}{
+		{c.protocol, "--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)",
+			[]string{bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy}},
+		{c.logLevel, "--log-level %q: use debug, info, warn or error", []string{"debug", "info", "warn", "error"}},
+		{c.logFormat, "--log-format %q: use console or json", []string{"console", "json"}},
+		{c.taskIsError, "--task-iserror %q: use completed or failed", []string{"completed", "failed"}},
+		{c.legacyTTLUnit, "--legacy-ttl-unit %q: use ms or s", []string{"ms", "s"}},
+	} {
+		if !slices.Contains(ch.allowed, ch.value) {
+			return usagef(ch.problem, ch.value)
+		}
 	}
 	if c.noState && c.stateFile != "" {
 		return usagef("--no-state and --state-file contradict each other; pass one")
@@ -508,22 +440,22 @@ func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	return nil
 }
 
-// checkBounds checks the timeouts and the round bound.
+// checkBounds checks the numbers and the timeouts.
 func (c *config) checkBounds() error {
-	if c.responseHeaderTimeout <= 0 {
-		return usagef("--response-header-timeout must be a positive duration such as 10m")
-	}
-	if c.maxRounds < 1 {
-		return usagef("--max-mrtr-rounds must be at least 1")
-	}
-	if c.maxSubscriptions < 1 {
-		return usagef("--max-subscriptions must be at least 1")
-	}
-	if c.idleTimeout <= 0 || c.requestTimeout < 0 {
-		return usagef("--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none")
-	}
-	if c.connectTimeout <= 0 || c.discoverTimeout <= 0 || c.pollTimeout <= 0 {
-		return usagef("timeouts must be positive durations such as 10s or 2m")
+	for _, b := range []struct {
+		bad     bool
+		problem string
+	}{
+		{c.maxInFlight < 1, "--max-in-flight must be at least 1"},
+		{c.responseHeaderTimeout <= 0, "--response-header-timeout must be a positive duration such as 10m"},
+		{c.maxRounds < 1, "--max-mrtr-rounds must be at least 1"},
+		{c.maxSubscriptions < 1, "--max-subscriptions must be at least 1"},
+		{c.idleTimeout <= 0 || c.requestTimeout < 0, "--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none"},
+		{c.connectTimeout <= 0 || c.discoverTimeout <= 0 || c.pollTimeout <= 0, "timeouts must be positive durations such as 10s or 2m"},
+	} {
+		if b.bad {
+			return usageError{b.problem}
+		}
 	}
 	return nil
 }

@@ -23,33 +23,19 @@ import (
 )
 
 // oauthFlags are the OAuth flags, shared by the proxy and `auth` (their
-// table is in flags.go). Each field's documentation is oauth.Config's field
-// of the same name.
+// table is in flags.go); oauthConfig says which oauth.Config field each
+// sets. clientInfo and clientMetadata are given as JSON or @FILE, and their
+// ...JSON fields hold the JSON.
 type oauthFlags struct {
-	// store is --oauth-store: the token store directory.
-	store string
-	// callbackHost is --oauth-callback-host: 127.0.0.1, localhost or ::1.
-	callbackHost string
-	// callbackPort is --oauth-callback-port: 0 derives one from the URL.
-	callbackPort int
-	// browser is --oauth-browser: the command that opens the sign-in page.
-	browser string
-	// noBrowser is --oauth-no-browser: only print the sign-in URL.
-	noBrowser bool
-	// timeout is --auth-timeout: bare seconds or a Go duration.
-	timeout time.Duration
-	// clientInfo and clientMetadata are --static-oauth-client-info and
-	// --static-oauth-client-metadata as given (JSON or @FILE); clientInfoJSON
-	// and clientMetadataJSON what they hold.
-	clientInfo, clientMetadata         string
-	clientInfoJSON, clientMetadataJSON []byte
-	// metadataURL is --oauth-client-metadata-url.
-	metadataURL string
-	// resource is --resource.
-	resource string
-	// scope is --oauth-scope.
-	scope string
-	// given are the OAuth flags set on the command line.
+	store, browser, metadataURL, resource, scope string
+	callbackHost                                 string
+	callbackPort                                 int
+	noBrowser                                    bool
+	timeout                                      time.Duration
+	clientInfo, clientMetadata                   string
+	clientInfoJSON, clientMetadataJSON           []byte
+	// given are the OAuth flags set on the command line, named in the
+	// warning that an Authorization header turned them off.
 	given []string
 }
 
