@@ -26,42 +26,26 @@ import (
 
 // flagDoc is how one flag is documented and listed.
 type flagDoc struct {
-	// Name is the flag as typed, without dashes ("log-level"). Empty for a
-	// documentation row that is not a flag (Arg is then the whole usage:
-	// "URL PORT").
-	Name string
-	// Aliases are more names of the same flag ("h" for "help"), listed
-	// with it.
-	Aliases []string
-	// Arg is the placeholder of the value ("URL", "D"); empty for a switch.
-	Arg string
+	// Name is the flag as typed, without dashes; empty for a row that is
+	// not a flag (Arg is then the whole usage: "URL PORT").
+	Name    string
+	Aliases []string // more names of the flag ("h"), listed with it
+	Arg     string   // the value's placeholder ("D"); empty for a switch
 	// Default is the default as documented, when it is not the parser's
-	// own value: "user cache dir", "derived". Empty: the parser's default,
-	// as defaultText writes it.
+	// own ("user cache dir"); empty: the parser's, as the README writes it.
 	Default string
-	// Env is the environment variable read when the flag is not given.
-	Env string
-	// Help is the --help text: plain, one paragraph, wrapped when printed.
-	Help string
-	// Doc is the README text (markdown); empty means Help.
-	Doc string
-	// Group is the --help section the flag is listed in: a key of the
-	// command's flagGroups.
-	Group string
-	// Note is a line printed before the flag in --help (what D means).
-	Note string
+	Env     string // the environment variable read when the flag is not given
+	Help    string // the --help text: one paragraph, wrapped when printed
+	Doc     string // the README text (markdown); empty means Help
+	Group   string // the --help section: a key of the command's flagGroups
+	Note    string // a line printed before the flag in --help (what D means)
 	// Hidden flags are parsed but listed nowhere: not in --help, the
 	// README, completion or "did you mean".
 	Hidden bool
-	// Action flags print something and exit (--help, --version): no
-	// default is shown for them.
-	Action bool
-	// Path: the value names a file or a directory; `config` makes it
-	// absolute before putting it in a host's entry.
-	Path bool
-	// NotInEntry flags make no sense in a host's entry; `config` refuses
-	// them.
-	NotInEntry bool
+	Action bool // prints something and exits (--help): no default shown
+	// Path values name a file, which `config` makes absolute for a host's
+	// entry; NotInEntry flags make no sense there, and config refuses them.
+	Path, NotInEntry bool
 }
 
 // flagSpec is one row of a command's table: the documentation and the

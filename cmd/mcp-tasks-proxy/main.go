@@ -41,12 +41,10 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
-// version is set at link time (-ldflags "-X main.version=v1.2.3"); otherwise
-// it comes from the module's build information.
-var version = ""
-
-// commit is set at link time by releases (-X main.commit=…).
-var commit = ""
+// version and commit are set at link time by releases (-ldflags "-X
+// main.version=v1.2.3 -X main.commit=…"); otherwise they come from the
+// build information.
+var version, commit = "", ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
@@ -107,10 +105,8 @@ func runSubcommand(args []string, stdin io.Reader, stdout, stderr io.Writer, get
 	return 0, false
 }
 
-// runProxy runs the proxy under a parsed command line, step by step: the
-// log, the profile, the signals, the demo server, the upstream client, the
-// session, then serving stdin until it ends or a signal comes. Each step
-// that fails prints one line and gives the exit status.
+// runProxy runs the proxy under a parsed command line until stdin ends or a
+// signal comes. A step that fails prints one line and gives the exit status.
 func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	logger, closeLog, code := startLog(cfg, stderr, getenv)
 	if code != 0 {
@@ -177,9 +173,8 @@ func startBridge(cfg *config, logger *zap.Logger, stdin io.Reader, stderr io.Wri
 	return bcfg, client, done, 0
 }
 
-// startLog opens the log: stderr, or --log-file (--debug's default one
-// has its directory made first). With --debug, the log file is named on
-// stderr.
+// startLog opens the log (stderr, or --log-file); with --debug, it names
+// the log file on stderr.
 func startLog(cfg *config, stderr io.Writer, getenv func(string) string) (*zap.Logger, func(), int) {
 	if cfg.debugDefault {
 		if err := os.MkdirAll(filepath.Dir(cfg.logFile), 0o700); err != nil {
@@ -198,8 +193,7 @@ func startLog(cfg *config, stderr io.Writer, getenv func(string) string) (*zap.L
 	return logger, closeLog, 0
 }
 
-// startDemoServer starts the embedded demo server --demo, --demo-legacy or
-// --demo-oauth asks for, and returns its URL.
+// startDemoServer starts the demo server the --demo flags ask for.
 func startDemoServer(cfg *config, logger *zap.Logger, stderr io.Writer) (string, func(), int) {
 	start := demo.Start
 	switch {
@@ -224,12 +218,10 @@ func startDemoServer(cfg *config, logger *zap.Logger, stderr io.Writer) (string,
 	return url, stopDemo, 0
 }
 
-// newUpstream builds the upstream HTTP client for url: TLS (--ca-file,
-// --insecure, warned about loudly), credentials over plain http (warned
-// about loudly), OAuth, and the client's bounds. wrap, when set, makes the
+// newUpstream builds the upstream HTTP client for url, warning loudly of
+// --insecure and of credentials over plain http. wrap, when set, makes the
 // client's Auth of the OAuth client (nil when OAuth is off or unavailable):
-// check's uses a stored sign-in only. The returned func closes its idle
-// connections, then the OAuth client.
+// check's uses a stored sign-in only. The returned func closes the client.
 func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, wrap func(*oauth.Client) routing.Auth) (*routing.Client, func(), int) {
 	var caPEM []byte
 	if cfg.caFile != "" {
@@ -277,9 +269,8 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 	return client, func() { client.CloseIdle(); closeAuth() }, 0
 }
 
-// sessionConfig is the session's configuration under the command line:
-// the task state file, the trace (opened here; the returned func flushes
-// and closes it), redaction, the bounds and the policies.
+// sessionConfig is the sessions' configuration under the command line;
+// the returned func flushes and closes the trace.
 func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.Logger, stdin io.Reader, stderr io.Writer) (bridge.Config, func(), int) {
 	statePath := cfg.stateFile
 	if statePath == "" && !cfg.noState && !cfg.demo {
@@ -332,16 +323,15 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 }
 
 // flagHint names a setting an error message points at by its flag: the
-// rewrite.Hint is the flag's name (TestHintsNameFlags holds every hint to
-// a row of the flag table).
+// rewrite.Hint is the flag's name (TestHintsNameFlags holds each hint to a
+// row of the flag table).
 func flagHint(h rewrite.Hint) string { return "--" + string(h) }
 
-// serveStdio runs the session on stdin and stdout until stdin ends, or a signal
-// comes (then the session gets exitGrace to finish). It returns the exit
-// status. stdin is read as the host handed it over, with blocking reads: a
-// read still waiting for the client ties up only its goroutine, which a
-// cancelled session does not wait for, and main's os.Exit ends the process
-// with that read in flight.
+// serveStdio runs the session on stdin and stdout until stdin ends, or a
+// signal comes (then the session gets exitGrace to finish). stdin is read
+// as the host handed it over, with blocking reads: a read still waiting
+// ties up only its goroutine, which a cancelled session does not wait for,
+// and main's os.Exit ends the process with that read in flight.
 func serveStdio(ctx context.Context, sess *bridge.Session, logger *zap.Logger, stdin io.Reader, stdout io.Writer) int {
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(ctx, stdin, stdout) }()
@@ -366,10 +356,8 @@ func serveStdio(ctx context.Context, sess *bridge.Session, logger *zap.Logger, s
 
 // newAuth builds the OAuth client for the upstream, or nil when an
 // Authorization header turned OAuth off. It stays dormant until the server
-// answers 401: an unprotected server sees no change. Its lines for the
-// person (the sign-in address) go to stderr, and to the log with
-// --log-file. The returned func closes it (and removes the demo's
-// throwaway store); a non-zero int is the exit status of a failure.
+// answers 401: an unprotected server sees no change. The returned func
+// closes it; a non-zero int is the exit status of a failure.
 func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr io.Writer) (*oauth.Client, func(), int) {
 	if cfg.oauthOff {
 		if len(cfg.oauth.given) > 0 {
@@ -429,8 +417,7 @@ const (
 )
 
 // stdioGC applies the stdio bridge's GC setting where the environment
-// leaves it open, and returns the pace and limit in force, for the start
-// log line.
+// leaves it open, and returns the pace and limit in force.
 func stdioGC(getenv func(string) string) (gogc, memLimit string) {
 	gogc, memLimit = getenv("GOGC"), getenv("GOMEMLIMIT")
 	if gogc == "" {
@@ -506,10 +493,7 @@ func isTerminal(w io.Writer) bool {
 // newLogger builds the zap logger: stderr (or --log-file) only, never stdout.
 // color turns on coloured levels in console logs on stderr (see colorOK).
 func newLogger(cfg *config, stderr io.Writer, color bool) (*zap.Logger, func(), error) {
-	var level zapcore.Level
-	if err := level.Set(cfg.logLevel); err != nil {
-		return nil, nil, usagef("--log-level %q: use debug, info, warn or error", cfg.logLevel)
-	}
+	level, _ := zapcore.ParseLevel(cfg.logLevel) // checked by checkChoices
 	encCfg := zap.NewProductionEncoderConfig()
 	encCfg.TimeKey = "ts"
 	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
