@@ -88,7 +88,10 @@ type configCmd struct {
 	notes []string
 }
 
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var (
+	varRef     = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	notEnvChar = regexp.MustCompile(`[^A-Z0-9]`)
+)
 
 // parseConfigArgs reads `config HOST URL [flags]`. getwd makes relative
 // paths absolute.
@@ -123,9 +126,7 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 	if err := c.checkOptions(getwd); err != nil {
 		return nil, err
 	}
-	if err := c.secureHeaders(); err != nil {
-		return nil, err
-	}
+	c.secureHeaders()
 	// The proxy's own checks, with each ${VAR} standing in for a value the
 	// host will supply: this machine need not have it set.
 	check := slices.Clone(c.proxyArgs)
@@ -189,12 +190,11 @@ func (a *entryArg) Set(v string) error {
 	case a.IsBoolFlag():
 		a.c.proxyArgs = append(a.c.proxyArgs, "--"+a.name+"="+v)
 		return nil
-	case a.doc.Path && v != "-" && v != "" && !filepath.IsAbs(v):
-		wd, err := a.getwd()
-		if err != nil {
-			return fmt.Errorf("cannot make the path absolute: %v", err)
+	case a.doc.Path && v != "-" && v != "":
+		var err error
+		if v, err = absPath(v, a.getwd); err != nil {
+			return err
 		}
-		v = filepath.Join(wd, v)
 	}
 	a.c.proxyArgs = append(a.c.proxyArgs, "--"+a.name, v)
 	return nil
@@ -238,20 +238,29 @@ func (c *configCmd) checkOptions(getwd func() (string, error)) error {
 		if !c.write {
 			return usagef("--file is where --write writes; pass --write too")
 		}
-		if !filepath.IsAbs(c.file) {
-			wd, err := getwd()
-			if err != nil {
-				return err
-			}
-			c.file = filepath.Join(wd, c.file)
-		}
+		var err error
+		c.file, err = absPath(c.file, getwd)
+		return err
 	}
 	return nil
 }
 
+// absPath is p made absolute, as a host's entry needs: hosts start the
+// proxy in a directory of their own.
+func absPath(p string, getwd func() (string, error)) (string, error) {
+	if filepath.IsAbs(p) {
+		return p, nil
+	}
+	wd, err := getwd()
+	if err != nil {
+		return "", fmt.Errorf("cannot make the path %s absolute: %v", p, err)
+	}
+	return filepath.Join(wd, p), nil
+}
+
 // secureHeaders collects the ${VAR} names of the header values, and turns
 // a header whose literal value looks secret into a ${VAR} reference.
-func (c *configCmd) secureHeaders() error {
+func (c *configCmd) secureHeaders() {
 	for i := 0; i+1 < len(c.proxyArgs); i++ {
 		if c.proxyArgs[i] != "--header" {
 			continue
@@ -265,9 +274,7 @@ func (c *configCmd) secureHeaders() error {
 		}
 		if m := varRef.FindAllStringSubmatch(v, -1); m != nil {
 			for _, g := range m {
-				if !slices.Contains(c.vars, g[1]) {
-					c.vars = append(c.vars, g[1])
-				}
+				c.addVar(g[1])
 			}
 			continue
 		}
@@ -285,12 +292,15 @@ func (c *configCmd) secureHeaders() error {
 			ref = scheme + " " + ref
 		}
 		c.proxyArgs[i] = hname + ": " + ref
-		if !slices.Contains(c.vars, vn) {
-			c.vars = append(c.vars, vn)
-		}
+		c.addVar(vn)
 		c.notes = append(c.notes, fmt.Sprintf("the value of --header %s looks like a secret, and a configuration file is no place for it: the entry reads it from ${%s} instead (the value you gave is not printed nor written)", hname, vn))
 	}
-	return nil
+}
+
+func (c *configCmd) addVar(name string) {
+	if !slices.Contains(c.vars, name) {
+		c.vars = append(c.vars, name)
+	}
 }
 
 // secretHeader reports whether a header's value is a credential.
@@ -305,17 +315,7 @@ func secretHeader(name string) bool {
 // envName is the variable a literal secret header moves to:
 // EXAMPLE_TOKEN for Authorization, EXAMPLE_X_API_KEY for X-Api-Key.
 func envName(server, header string) string {
-	up := func(s string) string {
-		var b strings.Builder
-		for _, r := range strings.ToUpper(s) {
-			if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-				b.WriteRune(r)
-			} else {
-				b.WriteByte('_')
-			}
-		}
-		return strings.Trim(b.String(), "_")
-	}
+	up := func(s string) string { return strings.Trim(notEnvChar.ReplaceAllString(strings.ToUpper(s), "_"), "_") }
 	prefix := up(server)
 	if prefix == "" || prefix[0] >= '0' && prefix[0] <= '9' {
 		prefix = "MCP_" + prefix
