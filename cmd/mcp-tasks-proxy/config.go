@@ -34,7 +34,7 @@ type config struct {
 	demo, demoLegacy         bool
 	demoOAuth                bool
 	protocol                 string
-	transport                transportFlag
+	transport                string
 	logLevel, logFormat      string
 	logFile                  string
 	maxInFlight, maxMessage  int
@@ -134,8 +134,6 @@ func (e *headerError) where(where string) string {
 	}
 	return fmt.Sprintf("%s: %s", where, e.problem)
 }
-
-func (e *headerError) Error() string { return e.where("header") }
 
 // notShown ends the messages about a header whose text is not quoted.
 const notShown = "write it as 'Name: value' (its text is not shown, as it may hold a secret)"
@@ -385,6 +383,8 @@ func (c *config) checkChoices() error {
 	}{
 		{c.protocol, "--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)",
 			[]string{bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy}},
+		{c.transport, "--transport %q: use http-first (the default: Streamable HTTP, then the old HTTP+SSE transport when the server refuses the POST), http-only, sse-first or sse-only",
+			[]string{bridge.TransportHTTPFirst, bridge.TransportHTTPOnly, bridge.TransportSSEFirst, bridge.TransportSSEOnly}},
 		{c.logLevel, "--log-level %q: use debug, info, warn or error", []string{"debug", "info", "warn", "error"}},
 		{c.logFormat, "--log-format %q: use console or json", []string{"console", "json"}},
 		{c.taskIsError, "--task-iserror %q: use completed or failed", []string{"completed", "failed"}},

@@ -330,7 +330,7 @@ func TestParseHeader(t *testing.T) {
 		if tt.errHas != "" {
 			if err == nil {
 				t.Errorf("parseHeader(%q) = %q, %q; want an error mentioning %q", tt.in, name, value, tt.errHas)
-			} else if !strings.Contains(err.Error(), tt.errHas) {
+			} else if !strings.Contains(err.where("header"), tt.errHas) {
 				t.Errorf("parseHeader(%q) error %q does not mention %q", tt.in, err, tt.errHas)
 			}
 			continue

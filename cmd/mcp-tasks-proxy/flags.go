@@ -76,10 +76,7 @@ var proxyFlags = []flagSpec[config]{
 	{flagDoc{Name: "transport", Arg: "MODE",
 		Help: "http-first (default: Streamable HTTP, then the old HTTP+SSE transport of 2024-11-05 when the POST is refused), http-only, sse-first or sse-only (mcp-remote's values)",
 		Doc:  "which upstream transport to try (mcp-remote's values): `http-first` uses Streamable HTTP and falls back to the old HTTP+SSE transport (MCP 2024-11-05) when the server refuses the POST with 400, 404 or 405; `http-only` never tries HTTP+SSE; `sse-first` opens the HTTP+SSE event stream first and falls back to Streamable HTTP when the GET brings no `endpoint` event; `sse-only` never tries Streamable HTTP (see [Old HTTP+SSE servers](docs/protocol.md#old-httpsse-servers-mcp-2024-11-05))"},
-		func(fs *flag.FlagSet, name string, c *config) {
-			c.transport.value = bridge.TransportHTTPFirst
-			fs.Var(&c.transport, name, "")
-		}},
+		stringFlag(func(c *config) *string { return &c.transport }, bridge.TransportHTTPFirst)},
 	{flagDoc{Name: "demo", NotInEntry: true,
 		Help: "start the embedded 2026-07-28 demo server and bridge to it",
 		Doc:  "start the embedded 2026-07-28 demo server on a free loopback port and bridge to it"},

@@ -316,7 +316,7 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 		DrainTimeout:   cfg.drainTimeout,
 		IgnoreTools:    cfg.ignoreTools,
 		OnInitialized:  eraLine(isTTY(stdin) && !cfg.silent, stderr),
-		Transport:      cfg.transport.String(),
+		Transport:      cfg.transport,
 
 		MaxSubscriptions: cfg.maxSubscriptions,
 	}, closeTW, 0
