@@ -94,13 +94,8 @@ func checkServer(c *checkConfig, stdout, stderr io.Writer, getenv func(string) s
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	logger, closeLog, code := startLog(cfg, stderr, getenv) // the set-up's warnings (--insecure, OAuth unavailable)
-	if code != 0 {
-		return code
-	}
-	defer closeLog()
 	var auth *check.Auth
-	bcfg, _, done, code := startBridge(cfg, logger, nil, stderr, func(o *oauth.Client) routing.Auth {
+	bcfg, _, done, code := startBridge(cfg, nil, stderr, getenv, func(o *oauth.Client) routing.Auth {
 		auth = check.NewAuth(o)
 		return auth
 	})
@@ -108,7 +103,7 @@ func checkServer(c *checkConfig, stdout, stderr io.Writer, getenv func(string) s
 	if code != 0 {
 		return code
 	}
-	bcfg.Logger = zap.NewNop() // the report says what the session found
+	bcfg.Logger = zap.NewNop() // the log had the set-up's warnings; the report says what the session found
 	rep := check.Run(ctx, check.Config{Bridge: bcfg, Auth: auth, StaticToken: cfg.oauthOff, Version: versionString(), TimeoutText: "--timeout"})
 	if c.json {
 		b, _ := json.MarshalIndent(rep, "", "  ")

@@ -108,11 +108,14 @@ func runSubcommand(args []string, stdin io.Reader, stdout, stderr io.Writer, get
 // runProxy runs the proxy under a parsed command line until stdin ends or a
 // signal comes. A step that fails prints one line and gives the exit status.
 func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	logger, closeLog, code := startLog(cfg, stderr, getenv)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	sessCfg, client, closeBridge, code := startBridge(cfg, stdin, stderr, getenv, nil)
+	defer closeBridge()
 	if code != 0 {
 		return code
 	}
-	defer closeLog()
+	logger := sessCfg.Logger
 	if cfg.cpuProfile != "" {
 		stopProfile, err := startCPUProfile(cfg.cpuProfile)
 		if err != nil {
@@ -122,15 +125,6 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 		defer stopProfile()
 	}
 	gogc, memLimit := stdioGC(getenv)
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-
-	sessCfg, client, closeBridge, code := startBridge(cfg, logger, stdin, stderr, nil)
-	defer closeBridge()
-	if code != 0 {
-		return code
-	}
 	sess := bridge.New(sessCfg)
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()),
 		zap.String("gogc", gogc), zap.String("gomemlimit", memLimit))
@@ -140,17 +134,23 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	return serveStdio(ctx, sess, logger, stdin, stdout)
 }
 
-// startBridge starts what every session of the process shares: the demo
-// server (--demo), the upstream client, and the sessions' configuration
-// (trace included). auth, when set, makes the upstream client's Auth of
-// the OAuth client (see newUpstream). done releases them, in reverse order.
-func startBridge(cfg *config, logger *zap.Logger, stdin io.Reader, stderr io.Writer, auth func(*oauth.Client) routing.Auth) (bcfg bridge.Config, client *routing.Client, done func(), code int) {
+// startBridge starts what every session of the process shares: the log (the
+// sessions' Logger), the demo server (--demo), the upstream client, and the
+// sessions' configuration (trace included). auth, when set, makes the
+// upstream client's Auth of the OAuth client (see newUpstream). done
+// releases them, in reverse order.
+func startBridge(cfg *config, stdin io.Reader, stderr io.Writer, getenv func(string) string, auth func(*oauth.Client) routing.Auth) (bcfg bridge.Config, client *routing.Client, done func(), code int) {
 	var undo []func()
 	done = func() {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
 	}
+	logger, closeLog, code := startLog(cfg, stderr, getenv)
+	if code != 0 {
+		return bcfg, nil, done, code
+	}
+	undo = append(undo, closeLog)
 	url := cfg.url
 	if cfg.demo {
 		demoURL, stopDemo, code := startDemoServer(cfg, logger, stderr)
