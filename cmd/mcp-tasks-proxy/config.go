@@ -413,14 +413,18 @@ func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 		c.secretHeaders = append(c.secretHeaders, names...)
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
+		if isOAuthFlag(f.Name) {
+			c.oauth.given = append(c.oauth.given, "--"+f.Name)
+		}
+	})
 	if err := c.mcpRemoteFlags(set); err != nil {
 		return err
 	}
 	if err := c.oauth.check(); err != nil {
 		return err
 	}
-	c.oauth.given = givenOAuthFlags(fs)
 	if set["host"] {
 		c.oauth.given = append(c.oauth.given, "--host")
 	}

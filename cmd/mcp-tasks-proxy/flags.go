@@ -251,8 +251,7 @@ var proxyFlags = []flagSpec[config]{
 }
 
 // isOAuthFlag reports whether the proxy's flag name only matters when OAuth
-// is on: the flags of the OAuth group, but --host, which is named apart
-// (givenOAuthFlags' callers add it last).
+// is on: the flags of the OAuth group, but --host, which is named last.
 func isOAuthFlag(name string) bool {
 	for _, s := range proxyFlags {
 		if s.Name == name {

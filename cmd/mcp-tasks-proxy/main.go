@@ -384,9 +384,9 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
 		return nil, nil, 2
 	}
-	var out io.Writer = &userLines{stderr: stderr}
+	out := &userLines{stderr: stderr}
 	if cfg.logFile != "" {
-		out = &userLines{stderr: stderr, logger: logger}
+		out.logger = logger
 	}
 	a, err := oauth.New(o.oauthConfig(url, cfg.allowHTTP, hc, logger, out))
 	if err != nil {
@@ -536,28 +536,21 @@ func commitString() string {
 	if commit != "" {
 		return commit
 	}
+	rev, dirty := "unknown", ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev string
-		var dirty bool
 		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
+			switch {
+			case s.Key == "vcs.revision" && s.Value != "":
+				rev = s.Value[:min(len(s.Value), 12)]
+			case s.Key == "vcs.modified" && s.Value == "true":
+				dirty = "-dirty"
 			}
 		}
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if rev != "" && dirty {
-			rev += "-dirty"
-		}
-		if rev != "" {
-			return rev
-		}
 	}
-	return "unknown"
+	if rev == "unknown" {
+		return rev
+	}
+	return rev + dirty
 }
 
 func versionString() string {

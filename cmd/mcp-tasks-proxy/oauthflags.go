@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -90,17 +89,6 @@ func (o *oauthFlags) check() error {
 		}
 	}
 	return nil
-}
-
-// givenOAuthFlags reports the OAuth flags set on the command line, in order.
-func givenOAuthFlags(fs *flag.FlagSet) []string {
-	var out []string
-	fs.Visit(func(f *flag.Flag) {
-		if isOAuthFlag(f.Name) {
-			out = append(out, "--"+f.Name)
-		}
-	})
-	return out
 }
 
 // jsonFlag is a flag value that is JSON, or @FILE whose content is.

@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -172,13 +173,8 @@ func (r *rewriter) mint() []byte {
 // post prints one upstream request: headers, a blank line, the body.
 func (r *rewriter) post(body []byte) {
 	h := routing.Headers(body, nil)
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	fmt.Fprintln(r.out, "POST <upstream URL>")
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
 		fmt.Fprintf(r.out, "%s: %s\n", k, h.Get(k))
 	}
 	fmt.Fprintf(r.out, "\n%s\n", body)
