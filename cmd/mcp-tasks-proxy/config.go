@@ -269,8 +269,7 @@ func (b byteSize) Set(v string) error {
 	return nil
 }
 
-// newFlagSet is the proxy's parser, built from its table (flags.go),
-// writing into c.
+// newFlagSet is the proxy's parser, writing into c.
 func newFlagSet(c *config) *flag.FlagSet {
 	return newTableFlagSet("mcp-tasks-proxy", proxyFlags, c)
 }
@@ -315,7 +314,7 @@ func (c *config) parse(fs *flag.FlagSet, args []string, getenv func(string) stri
 }
 
 // parseInterspersed parses args with fs, flags before, between and after
-// the positional arguments, which it returns. Its error is fs.Parse's.
+// the positional arguments, which it returns.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
@@ -331,8 +330,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // takeURL sets the upstream URL from the arguments (with mcp-remote's
-// callback port after it), --url, the demo flags or the environment, and
-// checks it.
+// callback port after it), --url, the demo flags or the environment.
 func (c *config) takeURL(positional []string, getenv func(string) string) error {
 	switch n := len(positional); {
 	case n == 2 && isPort(positional[1]), n == 1 && c.url != "" && isPort(positional[0]):
@@ -400,10 +398,8 @@ func (c *config) checkChoices() error {
 	return nil
 }
 
-// checkOAuthAndCredentials reads --header-file, checks mcp-remote's flags
-// and the OAuth flags, notes which OAuth flags were given, turns OAuth off
-// for an Authorization header, and refuses credentials over plain http to
-// another host without --allow-http.
+// checkOAuthAndCredentials checks the headers, mcp-remote's flags and the
+// OAuth flags, and where the credentials may go.
 func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	if c.headerFile != "" {
 		names, err := readHeaderFile(c.headerFile, c.header)
@@ -465,13 +461,10 @@ func (c *config) checkBounds() error {
 }
 
 // plainHTTPCredential describes the credential the proxy would send in
-// clear text to another host (docs/reliability.md, Security), or is "" when
-// there is none: the URL is https://, or http:// to loopback (localhost,
-// 127.0.0.0/8, ::1), or nothing secret goes with it. Credentials are an
-// Authorization, Proxy-Authorization or Cookie header, a header whose name
-// looks secret (token, api key, ...), a header whose value came from ${VAR} or
-// --header-file, URL userinfo, and a URL query parameter whose name looks
-// secret. The description names the header, never its value.
+// clear text to another host (docs/reliability.md, Security), naming it,
+// never its value; "" when the URL is https:// or loopback, or nothing
+// secret goes with it. Credentials are secret-looking headers, values from
+// ${VAR} or --header-file, URL userinfo, and secret-looking query names.
 func plainHTTPCredential(c *config) string {
 	u, err := url.Parse(c.url)
 	if err != nil || !strings.EqualFold(u.Scheme, "http") || isLoopback(u.Hostname()) {
@@ -523,8 +516,8 @@ func isPort(s string) bool {
 	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == s
 }
 
-// mcpRemoteFlags checks mcp-remote's flags against ours: the callback port
-// after the URL, --debug and --silent. set holds the flags given.
+// mcpRemoteFlags checks mcp-remote's flags against ours; set holds the
+// flags given.
 func (c *config) mcpRemoteFlags(set map[string]bool) error {
 	if c.callbackPort != 0 {
 		if set["oauth-callback-port"] && c.oauth.callbackPort != c.callbackPort {
@@ -572,8 +565,7 @@ func debugLogPath() (string, error) {
 	return filepath.Join(dir, "mcp-tasks-proxy", "debug.log"), nil
 }
 
-// helpText is the proxy's --help: what it does, how to run it, examples,
-// then the flags, rendered from their table (flags.go).
+// helpText is the proxy's --help; its flags come from their table.
 var helpText = helpIntro + helpFlags(proxyFlagGroups, docs(proxyFlags)) + "\n" + helpOutro
 
 const helpIntro = `mcp-tasks-proxy bridges a legacy MCP client (protocol 2025-11-25, stdio) to a

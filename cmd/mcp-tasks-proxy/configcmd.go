@@ -20,8 +20,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// configHelpText is the command's --help; its flags come from their table
-// (flags.go).
+// configHelpText is the command's --help; its flags come from their table.
 var configHelpText = configHelpIntro + helpFlags(plainFlagGroups, docs(configFlagTable)) + configHelpOutro
 
 const configHelpIntro = `mcp-tasks-proxy config prints the entry that makes a host (an MCP client
@@ -225,8 +224,7 @@ func (c *configCmd) takeHostURL(positional []string) error {
 	return nil
 }
 
-// checkOptions checks config's own flags against the host, and makes
-// --file absolute.
+// checkOptions checks config's own flags against the host.
 func (c *configCmd) checkOptions(getwd func() (string, error)) error {
 	if c.workspace && !hostconfig.HasWorkspace(c.host) {
 		return usagef("--workspace is for cursor and vscode, which have a project file")
@@ -363,8 +361,7 @@ var executable = func() (string, error) {
 	return filepath.Abs(p)
 }
 
-// entry is the host's entry: this binary's path (or npx) and the proxy's
-// arguments.
+// entry launches this binary (or npx) with the proxy's arguments.
 func (c *configCmd) entry() (hostconfig.Entry, error) {
 	e := hostconfig.Entry{Host: c.host, Name: c.name, Command: "npx", Args: append(slices.Clone(c.proxyArgs), c.url), Vars: c.vars}
 	if c.npx {

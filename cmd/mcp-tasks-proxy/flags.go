@@ -261,9 +261,8 @@ func isOAuthFlag(name string) bool {
 	return false
 }
 
-// authConfig is the parsed command line of `auth`: the flags it shares
-// with the proxy (the URL, the OAuth flags, --ca-file, --insecure,
-// --allow-http, --help) and its own.
+// authConfig is the parsed command line of `auth`: some of the proxy's
+// flags, and its own.
 type authConfig struct {
 	config
 	verb  string
@@ -310,8 +309,7 @@ func proxyFlag(name, help, doc string) flagSpec[authConfig] {
 	return shared(proxyFlags, name, func(a *authConfig) *config { return &a.config }, help, doc)
 }
 
-// checkFlagTable is check's own flags, the rows of its --help and README
-// table; checkFlagSet adds the proxy's.
+// checkFlagTable is check's own flags; checkFlagSet adds the proxy's.
 var checkFlagTable = []flagSpec[checkConfig]{
 	{flagDoc{Name: "json",
 		Help: "print one JSON object, for scripts"},
@@ -323,9 +321,7 @@ var checkFlagTable = []flagSpec[checkConfig]{
 	helpFlag[checkConfig](func(c *checkConfig) *bool { return &c.help }),
 }
 
-// configFlagTable is config's own flags. config parses them by hand
-// (parseConfigArgs), since they mix with the proxy's; the table gives
-// their --help and README rows.
+// configFlagTable is config's own flags; its flagSet adds the proxy's.
 var configFlagTable = []flagSpec[configCmd]{
 	{flagDoc{Name: "name", Arg: "NAME", Default: "from the URL's host",
 		Help: "the server's name in the host (default: from the URL's host)",

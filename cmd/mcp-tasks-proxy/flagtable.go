@@ -49,8 +49,7 @@ type flagDoc struct {
 }
 
 // flagSpec is one row of a command's table: the documentation and the
-// parser's binding. T is the command's parsed command line (config for the
-// proxy, authConfig for auth).
+// parser's binding into T, the command's parsed command line.
 type flagSpec[T any] struct {
 	flagDoc
 	// bind defines the flag (under name, its Name or one of its Aliases)
@@ -68,8 +67,8 @@ type flagGroup struct {
 // hiddenUsage marks a hidden flag in a flag set, for "did you mean".
 const hiddenUsage = "\x00hidden"
 
-// newTableFlagSet builds the parser of a table, writing into c. Errors and
-// usage are the caller's to print (flagProblem).
+// newTableFlagSet builds the parser of a table, writing into c. Errors are
+// the caller's to print (flagProblem).
 func newTableFlagSet[T any](name string, table []flagSpec[T], c *T) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -123,8 +122,7 @@ func (d flagDoc) usage() string {
 	return s
 }
 
-// Shared flag constructors: each binds a field of the command's config,
-// chosen by p, with its default.
+// Flag constructors: each binds the field p chooses, with its default.
 
 func stringFlag[T any](p func(*T) *string, def string) func(*flag.FlagSet, string, *T) {
 	return func(fs *flag.FlagSet, name string, c *T) { fs.StringVar(p(c), name, def, "") }
@@ -193,8 +191,7 @@ func liftBind[T any](bind func(*flag.FlagSet, string, *config), field func(*T) *
 	return func(fs *flag.FlagSet, name string, c *T) { bind(fs, name, field(c)) }
 }
 
-// Layout of the --help flag list: the text starts at helpColumn, and lines
-// stop at helpWidth.
+// --help's flag texts start at helpColumn; its lines stop at helpWidth.
 const (
 	helpColumn = 28
 	helpWidth  = 92
@@ -227,8 +224,7 @@ func helpFlags(groups []flagGroup, rows []flagDoc) string {
 	return b.String()
 }
 
-// helpRow is one flag of --help: its usage, then its text from
-// helpColumn, wrapped.
+// helpRow is one flag of --help: its usage, then its text, wrapped.
 func helpRow(usage, text string) string {
 	first := "  " + usage
 	if len(first) <= helpColumn-2 {

@@ -38,8 +38,7 @@ type oauthFlags struct {
 	given []string
 }
 
-// check validates the OAuth flags and reads the @FILE values. Every error
-// is a usageError naming the flag.
+// check validates the OAuth flags and reads the @FILE values.
 func (o *oauthFlags) check() error {
 	switch strings.Trim(o.callbackHost, "[]") {
 	case "127.0.0.1", "localhost", "::1":

@@ -21,9 +21,8 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/serve"
 )
 
-// serveConfig is the parsed command line of `serve`: every proxy flag (the
-// upstream, its headers and sign-in, the trace, the logs, the bounds and
-// policies each session takes) and serve's own.
+// serveConfig is the parsed command line of `serve`: every proxy flag, for
+// the sessions, and serve's own.
 type serveConfig struct {
 	config
 	listen             string
@@ -105,8 +104,7 @@ var serveFlags = append(append([]flagSpec[serveConfig]{}, serveOwnFlags...),
 			"when a session ends (DELETE, idleness, SIGTERM), answer the requests it has read for at most D, then give those left an error naming the flag; `0` cancels them at once"},
 	})...)
 
-// reword gives rows of a shared table words of their own: name → help,
-// doc.
+// reword gives rows of a shared table words (help, doc) of their own.
 func reword[T any](rows []flagSpec[T], words map[string][2]string) []flagSpec[T] {
 	for i, r := range rows {
 		if w, ok := words[r.Name]; ok {
@@ -181,8 +179,7 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	return runServe(ctx, c, stderr, getenv)
 }
 
-// parseServeArgs reads serve's command line: the proxy's checks, then
-// serve's own.
+// parseServeArgs reads serve's command line.
 func parseServeArgs(args []string, getenv func(string) string) (*serveConfig, error) {
 	c := &serveConfig{}
 	if err := c.config.parse(serveFlagSet(c), args, getenv, "mcp-tasks-proxy serve --help"); err != nil {
