@@ -18,8 +18,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// authHelpText is auth's --help; its flags come from their table
-// (flags.go).
+// authHelpText is auth's --help; its flags come from their table.
 var authHelpText = authHelpIntro + helpFlags(authFlagGroups, docs(authFlags)) + "\n" + authHelpOutro
 
 const authHelpIntro = `mcp-tasks-proxy auth signs in to an OAuth-protected MCP server from a terminal,
@@ -56,8 +55,7 @@ stored); 1 when the sign-in, the revocation or the store failed (status: not
 signed in); 2 on a usage error.
 `
 
-// authFlagSet is auth's flag set (also read by completion), built from
-// its table (flags.go).
+// authFlagSet is auth's parser (also read by completion).
 func authFlagSet(c *authConfig) *flag.FlagSet {
 	return newTableFlagSet("mcp-tasks-proxy auth", authFlags, c)
 }

@@ -19,8 +19,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// checkHelpText is the command's --help; its flags come from their table
-// (flags.go).
+// checkHelpText is the command's --help; its flags come from their table.
 var checkHelpText = checkHelpIntro + helpFlags(plainFlagGroups, docs(checkFlagTable)) + checkHelpOutro
 
 const checkHelpIntro = `mcp-tasks-proxy check looks at an MCP server from the shell, without a client:
@@ -52,8 +51,7 @@ is printed); 2 on a usage error; 3 when the server wants a sign-in first (run
 mcp-tasks-proxy auth login URL).
 `
 
-// checkConfig is the parsed command line of check: the proxy's flags, and
-// check's own.
+// checkConfig is the parsed command line of check.
 type checkConfig struct {
 	config
 	json    bool

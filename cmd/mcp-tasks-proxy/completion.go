@@ -19,8 +19,7 @@ var verbs = map[string][]string{
 	"help":       subcommands,
 }
 
-// completionHelp is completion's --help; its flags come from their table
-// (flags.go).
+// completionHelp is completion's --help; its flags come from their table.
 var completionHelp = completionHelpIntro + helpFlags(plainFlagGroups, docs(helpOnlyFlags)) + completionHelpOutro
 
 const completionHelpIntro = `mcp-tasks-proxy completion prints a shell completion script for the
@@ -66,8 +65,7 @@ func completionCommand(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// flagWords lists a flag set's flags as typed (--name, -h), sorted; with
-// values, the flags that take a value are marked.
+// flagWord is a flag as typed (--name, -h), and whether it takes a value.
 type flagWord struct {
 	word     string
 	name     string
@@ -86,8 +84,7 @@ func flagWords(fs *flag.FlagSet) []flagWord {
 	return out
 }
 
-// commandFlags are the flag sets, built from the flag tables: "" for the
-// proxy, then the subcommands that have flags of their own.
+// commandFlags are the commands' flags: "" for the proxy's.
 func commandFlags() map[string][]flagWord {
 	rfs, _ := rewriteFlagSet()
 	help := flagWords(newTableFlagSet("help", helpOnlyFlags, &helpOnly{}))

@@ -7,8 +7,7 @@ import (
 	"strings"
 )
 
-// helpCommand runs `mcp-tasks-proxy help [COMMAND]`: the proxy's help, or
-// that command's.
+// helpCommand runs `mcp-tasks-proxy help [COMMAND]`.
 func helpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	switch {
 	case len(args) == 0:

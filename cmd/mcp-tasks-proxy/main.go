@@ -7,9 +7,8 @@
 // This package owns flags, the logger, signals and wiring; the session lives
 // in package bridge, serve mode's HTTP front in package serve. It is the
 // only package that names flags (rewrite.SetHintText installs their names
-// for the lower layers' messages). Each command's flags are one table (flags.go), from
-// which its parser, its --help flag list and its README table are built.
-// Run with --help for the flags.
+// for the lower layers' messages). Each command's flags are one table
+// (flags.go), from which its parser, --help and README table are built.
 package main
 
 import (
@@ -53,8 +52,8 @@ func main() {
 // exitGrace bounds the shutdown once stdin ends or a signal arrives.
 const exitGrace = 5 * time.Second
 
-// run is the whole command: a subcommand, or the proxy. It returns the
-// exit status.
+// run is the whole command: a subcommand, or the proxy; it returns the exit
+// status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	rewrite.SetHintText(flagHint) // lower layers' messages name settings by their flags
 	if code, ok := runSubcommand(args, stdin, stdout, stderr, getenv); ok {
@@ -491,7 +490,6 @@ func isTerminal(w io.Writer) bool {
 }
 
 // newLogger builds the zap logger: stderr (or --log-file) only, never stdout.
-// color turns on coloured levels in console logs on stderr (see colorOK).
 func newLogger(cfg *config, stderr io.Writer, color bool) (*zap.Logger, func(), error) {
 	level, _ := zapcore.ParseLevel(cfg.logLevel) // checked by checkChoices
 	encCfg := zap.NewProductionEncoderConfig()
@@ -523,8 +521,7 @@ func newLogger(cfg *config, stderr io.Writer, color bool) (*zap.Logger, func(), 
 	return logger, func() { _ = logger.Sync(); closeFn() }, nil
 }
 
-// versionLine is what --version prints: the version, the commit, the Go
-// version and the platform, on one line.
+// versionLine is what --version prints.
 func versionLine() string {
 	return fmt.Sprintf("mcp-tasks-proxy %s (commit %s, %s, %s/%s)", versionString(), commitString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

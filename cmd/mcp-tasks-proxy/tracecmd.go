@@ -8,8 +8,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
-// traceHelp is the command's --help; its flags come from their table
-// (flags.go).
+// traceHelp is the command's --help; its flags come from their table.
 var traceHelp = traceHelpIntro + helpFlags(plainFlagGroups, docs(helpOnlyFlags)) + traceHelpOutro
 
 const traceHelpIntro = `mcp-tasks-proxy trace reads a frame trace written with --trace FILE: every
