@@ -116,7 +116,7 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 	if c.json && c.verb != "status" {
 		return nil, usagef("auth %s: --json is for auth status", c.verb)
 	}
-	if c.paste && c.oauth.noBrowser {
+	if c.paste && c.oauth.NoBrowser {
 		return nil, usagef("auth login: --no-browser (paste the address back) and --oauth-no-browser (wait for the browser on the loopback callback) are two ways; pass one")
 	}
 	if err := c.oauth.check(); err != nil {

@@ -520,10 +520,10 @@ func isPort(s string) bool {
 // flags given.
 func (c *config) mcpRemoteFlags(set map[string]bool) error {
 	if c.callbackPort != 0 {
-		if set["oauth-callback-port"] && c.oauth.callbackPort != c.callbackPort {
-			return usagef("the callback port is given twice (%d after the URL, and --oauth-callback-port %d); give it once", c.callbackPort, c.oauth.callbackPort)
+		if set["oauth-callback-port"] && c.oauth.CallbackPort != c.callbackPort {
+			return usagef("the callback port is given twice (%d after the URL, and --oauth-callback-port %d); give it once", c.callbackPort, c.oauth.CallbackPort)
 		}
-		c.oauth.callbackPort = c.callbackPort
+		c.oauth.CallbackPort = c.callbackPort
 	}
 	if set["host"] && set["oauth-callback-host"] {
 		return usagef("--host is mcp-remote's name for --oauth-callback-host; give one")

@@ -366,7 +366,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 	}
 	cleanup := func() {}
 	o := cfg.oauth
-	if cfg.demoOAuth && o.store == "" {
+	if cfg.demoOAuth && o.StoreDir == "" {
 		// The demo's server moves port every run: keep its tokens out of
 		// the user's store.
 		dir, err := os.MkdirTemp("", "mcp-tasks-proxy-demo-oauth-")
@@ -374,7 +374,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 			fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot make a store for the demo sign-in: %v\n", err)
 			return nil, nil, 1
 		}
-		o.store = dir
+		o.StoreDir = dir
 		cleanup = func() { _ = os.RemoveAll(dir) }
 	}
 	hc, err := oauthHTTPClient(caPEM, cfg.insecure, cfg.connectTimeout)

@@ -22,17 +22,10 @@ import (
 )
 
 // oauthFlags are the OAuth flags, shared by the proxy and `auth` (their
-// table is in flags.go); oauthConfig says which oauth.Config field each
-// sets. clientInfo and clientMetadata are given as JSON or @FILE, and their
-// ...JSON fields hold the JSON.
+// table is in flags.go): most set a field of the client's oauth.Config.
 type oauthFlags struct {
-	store, browser, metadataURL, resource, scope string
-	callbackHost                                 string
-	callbackPort                                 int
-	noBrowser                                    bool
-	timeout                                      time.Duration
-	clientInfo, clientMetadata                   string
-	clientInfoJSON, clientMetadataJSON           []byte
+	oauth.Config
+	clientInfo, clientMetadata string // as given: JSON or @FILE
 	// given are the OAuth flags set on the command line, named in the
 	// warning that an Authorization header turned them off.
 	given []string
@@ -40,51 +33,51 @@ type oauthFlags struct {
 
 // check validates the OAuth flags and reads the @FILE values.
 func (o *oauthFlags) check() error {
-	switch strings.Trim(o.callbackHost, "[]") {
+	switch strings.Trim(o.CallbackHost, "[]") {
 	case "127.0.0.1", "localhost", "::1":
 	default:
-		return usagef("--oauth-callback-host %q: the browser must come back to this machine; use 127.0.0.1 (default), localhost or ::1", o.callbackHost)
+		return usagef("--oauth-callback-host %q: the browser must come back to this machine; use 127.0.0.1 (default), localhost or ::1", o.CallbackHost)
 	}
-	if o.callbackPort < 0 || o.callbackPort > 65535 {
-		return usagef("--oauth-callback-port %d: use a port number (1-65535), or 0 to derive one from the URL", o.callbackPort)
+	if o.CallbackPort < 0 || o.CallbackPort > 65535 {
+		return usagef("--oauth-callback-port %d: use a port number (1-65535), or 0 to derive one from the URL", o.CallbackPort)
 	}
-	if o.timeout <= 0 {
+	if o.AuthTimeout <= 0 {
 		return usagef("--auth-timeout must be positive: seconds (120) or a duration (2m)")
 	}
 	var err error
-	if o.clientInfoJSON, err = jsonFlag("--static-oauth-client-info", o.clientInfo); err != nil {
+	if o.ClientInfo, err = jsonFlag("--static-oauth-client-info", o.clientInfo); err != nil {
 		return err
 	}
-	if len(o.clientInfoJSON) > 0 {
+	if len(o.ClientInfo) > 0 {
 		var ci struct {
 			ClientID any `json:"client_id"`
 		}
-		if err := json.Unmarshal(o.clientInfoJSON, &ci); err != nil {
+		if err := json.Unmarshal(o.ClientInfo, &ci); err != nil {
 			return usagef("--static-oauth-client-info: not a JSON object (%v); give {\"client_id\": \"...\"} (client_secret, token_endpoint_auth_method and issuer are optional), or @FILE", jsonProblem(err))
 		}
 		if id, ok := ci.ClientID.(string); !ok || id == "" {
 			return usagef("--static-oauth-client-info: no client_id string; give {\"client_id\": \"...\"}, or @FILE")
 		}
 	}
-	if o.clientMetadataJSON, err = jsonFlag("--static-oauth-client-metadata", o.clientMetadata); err != nil {
+	if o.ClientMetadata, err = jsonFlag("--static-oauth-client-metadata", o.clientMetadata); err != nil {
 		return err
 	}
-	if len(o.clientMetadataJSON) > 0 {
+	if len(o.ClientMetadata) > 0 {
 		var m map[string]json.RawMessage
-		if err := json.Unmarshal(o.clientMetadataJSON, &m); err != nil {
+		if err := json.Unmarshal(o.ClientMetadata, &m); err != nil {
 			return usagef("--static-oauth-client-metadata: not a JSON object (%v); give client metadata such as {\"client_name\": \"...\"}, or @FILE", jsonProblem(err))
 		}
 	}
-	if o.metadataURL != "" {
-		u, err := url.Parse(o.metadataURL)
+	if o.ClientMetadataURL != "" {
+		u, err := url.Parse(o.ClientMetadataURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-			return usagef("--oauth-client-metadata-url %q: use an https:// URL with a path, where the client's metadata document is served", o.metadataURL)
+			return usagef("--oauth-client-metadata-url %q: use an https:// URL with a path, where the client's metadata document is served", o.ClientMetadataURL)
 		}
 	}
-	if o.resource != "" {
-		u, err := url.Parse(o.resource)
+	if o.Resource != "" {
+		u, err := url.Parse(o.Resource)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usagef("--resource %q: use an absolute https:// URL (the server's canonical URL)", o.resource)
+			return usagef("--resource %q: use an absolute https:// URL (the server's canonical URL)", o.Resource)
 		}
 	}
 	return nil
@@ -125,24 +118,9 @@ func jsonProblem(err error) string {
 
 // oauthConfig is the oauth.Config for serverURL under these flags.
 func (o *oauthFlags) oauthConfig(serverURL string, allowHTTP bool, hc *http.Client, logger *zap.Logger, out io.Writer) oauth.Config {
-	return oauth.Config{
-		ServerURL:         serverURL,
-		StoreDir:          o.store,
-		CallbackHost:      o.callbackHost,
-		CallbackPort:      o.callbackPort,
-		Browser:           o.browser,
-		NoBrowser:         o.noBrowser,
-		AuthTimeout:       o.timeout,
-		ClientInfo:        o.clientInfoJSON,
-		ClientMetadata:    o.clientMetadataJSON,
-		ClientMetadataURL: o.metadataURL,
-		Resource:          o.resource,
-		Scope:             o.scope,
-		AllowHTTP:         allowHTTP,
-		HTTPClient:        hc,
-		Logger:            logger,
-		Out:               out,
-	}
+	cfg := o.Config
+	cfg.ServerURL, cfg.AllowHTTP, cfg.HTTPClient, cfg.Logger, cfg.Out = serverURL, allowHTTP, hc, logger, out
+	return cfg
 }
 
 // oauthHTTPClient carries the authorization server's traffic with the
