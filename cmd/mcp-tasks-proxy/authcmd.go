@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -235,16 +236,9 @@ func authStatus(c *authConfig, cl *oauth.Client, stdout, stderr io.Writer) int {
 	} else if !st.SignedIn {
 		fmt.Fprintf(stdout, "Not signed in to %s (store: %s).\nSign in with: mcp-tasks-proxy auth login %s\n", st.Server, st.StoreFile, st.Server)
 	} else {
-		fmt.Fprintf(stdout, "Server:   %s\n", st.Server)
-		fmt.Fprintf(stdout, "Issuer:   %s\n", st.Issuer)
-		fmt.Fprintf(stdout, "Client:   %s (%s)\n", st.ClientID, st.ClientSource)
-		scopes := strings.Join(st.Scopes, " ")
-		if scopes == "" {
-			scopes = "(none named)"
-		}
-		fmt.Fprintf(stdout, "Scopes:   %s\n", scopes)
-		fmt.Fprintf(stdout, "Expires:  %s\n", describeExpiry(st, now))
-		fmt.Fprintf(stdout, "Store:    %s\n", st.StoreFile)
+		scopes := cmp.Or(strings.Join(st.Scopes, " "), "(none named)")
+		fmt.Fprintf(stdout, "Server:   %s\nIssuer:   %s\nClient:   %s (%s)\nScopes:   %s\nExpires:  %s\nStore:    %s\n",
+			st.Server, st.Issuer, st.ClientID, st.ClientSource, scopes, describeExpiry(st, now), st.StoreFile)
 	}
 	if !st.SignedIn {
 		return 1

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,14 +91,14 @@ func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	}
 	values := map[string]*string{"--client-caps": &o.caps, "--client-info": &o.info, "--discover": &o.discover}
 	for name, v := range values {
-		if *v == "" {
-			continue
+		b, err := jsonFlag(name, *v) // JSON, or @FILE holding it
+		switch {
+		case err != nil:
+			return fail("%v", err)
+		case b != nil && !gjson.ValidBytes(b):
+			return fail("%s: not valid JSON", name)
 		}
-		b, err := jsonArg(*v)
-		if err != nil {
-			return fail("%s: %v", name, err)
-		}
-		*v = string(b)
+		*v = string(rewrite.TrimFrame(b))
 	}
 	if o.id != "" && !gjson.Valid(o.id) {
 		return fail("--id %s is not a JSON value (a string id needs quotes: --id '\"abc\"')", o.id)
@@ -134,21 +133,6 @@ func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 			return 0
 		}
 	}
-}
-
-// jsonArg reads a flag value that is JSON, or @FILE holding JSON.
-func jsonArg(v string) ([]byte, error) {
-	b := []byte(v)
-	if strings.HasPrefix(v, "@") {
-		var err error
-		if b, err = os.ReadFile(v[1:]); err != nil {
-			return nil, err
-		}
-	}
-	if !gjson.ValidBytes(b) {
-		return nil, fmt.Errorf("not valid JSON")
-	}
-	return rewrite.TrimFrame(b), nil
 }
 
 type rewriter struct {
