@@ -80,10 +80,6 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 	fs := authFlagSet(c)
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			c.help = true
-			return c, nil
-		}
 		return nil, usagef("auth: %s", flagProblem(err, fs, "mcp-tasks-proxy auth --help"))
 	}
 	if c.help {
