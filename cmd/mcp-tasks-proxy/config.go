@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -11,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,10 +105,10 @@ func (l *headerList) String() string { return "" }
 // value is often a secret.
 func (l *headerList) Set(v string) error {
 	l.n++
-	name, value, err := parseHeader(v, os.LookupEnv)
+	name, value, err := parseHeader(v, fmt.Sprintf("--header #%d", l.n), os.LookupEnv)
 	if err != nil {
 		if l.err == nil {
-			l.err = usagef("%s", err.where(fmt.Sprintf("--header #%d", l.n)))
+			l.err = usageError{err.Error()}
 		}
 		return nil
 	}
@@ -119,50 +119,35 @@ func (l *headerList) Set(v string) error {
 	return nil
 }
 
-// headerError is a malformed 'Name: value'. Its text never holds the value,
-// nor a name that did not parse: either may be a secret (a token pasted
-// without its name, or a missing colon).
-type headerError struct {
-	name    string // the header's name, when it parsed
-	problem string
-}
-
-// where is the message for the header at where (which flag, which line).
-func (e *headerError) where(where string) string {
-	if e.name != "" {
-		return fmt.Sprintf("%s (%s): %s", where, e.name, e.problem)
-	}
-	return fmt.Sprintf("%s: %s", where, e.problem)
-}
-
 // notShown ends the messages about a header whose text is not quoted.
 const notShown = "write it as 'Name: value' (its text is not shown, as it may hold a secret)"
 
 // parseHeader reads 'Name: value' (the space is optional). ${VAR} in the
 // value is replaced by the environment variable VAR, so secrets can stay out
-// of client configuration files.
-func parseHeader(v string, lookup func(string) (string, bool)) (string, string, *headerError) {
+// of client configuration files. Its error names the header by where (which
+// flag, which line) and by its name when that parsed, never by its text: a
+// token pasted without its name, or without a colon, is a secret.
+func parseHeader(v, where string, lookup func(string) (string, bool)) (string, string, error) {
 	name, value, ok := strings.Cut(v, ":")
 	name = strings.TrimSpace(name)
 	switch {
 	case !ok:
-		return "", "", &headerError{problem: "there is no colon; " + notShown}
+		return "", "", fmt.Errorf("%s: there is no colon; %s", where, notShown)
 	case name == "":
-		return "", "", &headerError{problem: "there is no name before the colon; " + notShown}
+		return "", "", fmt.Errorf("%s: there is no name before the colon; %s", where, notShown)
 	}
 	for i := 0; i < len(name); i++ {
 		if !isTokenChar(name[i]) {
-			return "", "", &headerError{problem: fmt.Sprintf("the name before the colon has %s as character %d, which HTTP header names cannot hold (letters, digits and !#$%%&'*+-.^_`|~); %s",
-				describeByte(name[i]), i+1, notShown)}
+			return "", "", fmt.Errorf("%s: the name before the colon has %s as character %d, which HTTP header names cannot hold (letters, digits and !#$%%&'*+-.^_`|~); %s",
+				where, describeByte(name[i]), i+1, notShown)
 		}
 	}
-	value = strings.TrimSpace(value)
-	value, missing := expandVars(value, lookup)
+	value, missing := expandVars(strings.TrimSpace(value), lookup)
 	if missing != "" {
-		return "", "", &headerError{name: name, problem: fmt.Sprintf("${%s} is not set in the environment", missing)}
+		return "", "", fmt.Errorf("%s (%s): ${%s} is not set in the environment", where, name, missing)
 	}
 	if strings.ContainsAny(value, "\r\n\x00") {
-		return "", "", &headerError{name: name, problem: "the value must not contain CR, LF or NUL"}
+		return "", "", fmt.Errorf("%s (%s): the value must not contain CR, LF or NUL", where, name)
 	}
 	return name, value, nil
 }
@@ -197,9 +182,9 @@ func readHeaderFile(path string, h http.Header) ([]string, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, value, herr := parseHeader(line, os.LookupEnv)
-		if herr != nil {
-			return nil, errors.New(herr.where(fmt.Sprintf("line %d", i+1)))
+		name, value, err := parseHeader(line, fmt.Sprintf("line %d", i+1), os.LookupEnv)
+		if err != nil {
+			return nil, err
 		}
 		h.Add(name, value)
 		names = append(names, name)
@@ -207,31 +192,20 @@ func readHeaderFile(path string, h http.Header) ([]string, error) {
 	return names, nil
 }
 
+var varUse = regexp.MustCompile(`\$\{[^}]*\}`)
+
 // expandVars replaces each ${NAME} with the environment variable NAME. Any
 // other '$' is literal, so values like "pa$$word" pass unchanged. It returns
 // the first variable that is not set.
-func expandVars(v string, lookup func(string) (string, bool)) (string, string) {
-	var b strings.Builder
-	for {
-		i := strings.Index(v, "${")
-		if i < 0 {
-			b.WriteString(v)
-			return b.String(), ""
+func expandVars(v string, lookup func(string) (string, bool)) (out, missing string) {
+	out = varUse.ReplaceAllStringFunc(v, func(ref string) string {
+		val, ok := lookup(ref[2 : len(ref)-1])
+		if !ok && missing == "" {
+			missing = ref[2 : len(ref)-1]
 		}
-		j := strings.IndexByte(v[i+2:], '}')
-		if j < 0 {
-			b.WriteString(v)
-			return b.String(), ""
-		}
-		name := v[i+2 : i+2+j]
-		val, ok := lookup(name)
-		if !ok {
-			return "", name
-		}
-		b.WriteString(v[:i])
-		b.WriteString(val)
-		v = v[i+2+j+1:]
-	}
+		return val
+	})
+	return out, missing
 }
 
 func isTokenChar(c byte) bool {

@@ -505,17 +505,13 @@ func newLogger(cfg *config, stderr io.Writer, color bool) (*zap.Logger, func(), 
 		}
 		enc = zapcore.NewConsoleEncoder(encCfg)
 	}
-	var sink zapcore.WriteSyncer = zapcore.AddSync(stderr)
-	closeFn := func() {}
+	sink, closeFn := zapcore.Lock(zapcore.AddSync(stderr)), func() {}
 	if cfg.logFile != "" {
 		f, err := safefile.OpenWrite(cfg.logFile, safefile.Append)
 		if err != nil {
 			return nil, nil, usagef("--log-file: %v", err)
 		}
-		sink = zapcore.Lock(f)
-		closeFn = func() { _ = f.Close() }
-	} else {
-		sink = zapcore.Lock(sink)
+		sink, closeFn = zapcore.Lock(f), func() { _ = f.Close() }
 	}
 	logger := zap.New(zapcore.NewCore(enc, sink, level))
 	return logger, func() { _ = logger.Sync(); closeFn() }, nil
