@@ -123,8 +123,8 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 }
 
 // authCommand runs `mcp-tasks-proxy auth login|status|logout [flags] URL`.
-func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, err := parseAuthArgs(args, os.Getenv)
+func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	c, err := parseAuthArgs(args, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
 		return 2

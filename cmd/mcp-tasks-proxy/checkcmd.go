@@ -68,7 +68,7 @@ func checkFlagSet(c *checkConfig) *flag.FlagSet {
 
 // checkCommand runs `mcp-tasks-proxy check`: the session the proxy would
 // run, built as the proxy builds it, driven by package check.
-func checkCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func checkCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c := &checkConfig{}
 	if err := c.parse(checkFlagSet(c), args, getenv, "mcp-tasks-proxy --help"); err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: check: %v\n", err)

@@ -10,15 +10,12 @@ import (
 	"text/template"
 )
 
-// subcommands are the words the first argument may be besides a URL.
-var subcommands = []string{"auth", "check", "completion", "config", "help", "rewrite", "serve", "trace", "version"}
-
-// verbs are the second words of the subcommands that take one.
+// verbs are the second words of the subcommands that take one (and help's,
+// the subcommands).
 var verbs = map[string][]string{
 	"auth":       {"login", "status", "logout"},
 	"trace":      {"view", "stats"},
 	"completion": {"bash", "zsh", "fish"},
-	"help":       subcommands,
 }
 
 // completionHelp is completion's --help; its flags come from their table.
@@ -46,7 +43,7 @@ Examples:
 `
 
 // completionCommand runs `mcp-tasks-proxy completion bash|zsh|fish`.
-func completionCommand(args []string, stdout, stderr io.Writer) int {
+func completionCommand(args []string, _ io.Reader, stdout, stderr io.Writer, _ func(string) string) int {
 	switch {
 	case len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
 		fmt.Fprint(stdout, completionHelp)

@@ -380,7 +380,7 @@ func (c *configCmd) entry() (hostconfig.Entry, error) {
 }
 
 // configCommand runs `mcp-tasks-proxy config`.
-func configCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func configCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c, err := parseConfigArgs(args, getenv, os.Getwd)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)

@@ -37,7 +37,7 @@ func helpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 }
 
 // versionCommand runs `mcp-tasks-proxy version`, as --version.
-func versionCommand(args []string, stdout, stderr io.Writer) int {
+func versionCommand(args []string, _ io.Reader, stdout, stderr io.Writer, _ func(string) string) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "-h", "--help":

@@ -16,12 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,8 +58,8 @@ const exitGrace = 5 * time.Second
 // status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	rewrite.SetHintText(flagHint) // lower layers' messages name settings by their flags
-	if code, ok := runSubcommand(args, stdin, stdout, stderr, getenv); ok {
-		return code
+	if len(args) > 0 && commands[args[0]] != nil {
+		return commands[args[0]](args[1:], stdin, stdout, stderr, getenv)
 	}
 	cfg, err := parseArgs(args, getenv)
 	if err != nil {
@@ -75,33 +77,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	return runProxy(cfg, stdin, stdout, stderr, getenv)
 }
 
-// runSubcommand runs the subcommand named by the first argument; ok is
-// false when there is none.
-func runSubcommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) (code int, ok bool) {
-	if len(args) == 0 {
-		return 0, false
-	}
-	switch args[0] {
-	case "help":
-		return helpCommand(args[1:], stdin, stdout, stderr, getenv), true
-	case "version":
-		return versionCommand(args[1:], stdout, stderr), true
-	case "completion":
-		return completionCommand(args[1:], stdout, stderr), true
-	case "trace":
-		return traceCommand(args[1:], stdin, stdout, stderr, getenv), true
-	case "rewrite":
-		return rewriteCommand(args[1:], stdin, stdout, stderr), true
-	case "auth":
-		return authCommand(args[1:], stdin, stdout, stderr), true
-	case "config":
-		return configCommand(args[1:], stdout, stderr, getenv), true
-	case "check":
-		return checkCommand(args[1:], stdout, stderr, getenv), true
-	case "serve":
-		return serveCommand(args[1:], stdout, stderr, getenv), true
-	}
-	return 0, false
+// command runs a subcommand with the arguments after its name, and
+// returns the exit status.
+type command func(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int
+
+// commands are the subcommands by name; subcommands, their names sorted.
+var (
+	commands    map[string]command
+	subcommands []string
+)
+
+func init() { // not in the declaration: help runs the others
+	commands = map[string]command{"help": helpCommand, "version": versionCommand, "completion": completionCommand,
+		"trace": traceCommand, "rewrite": rewriteCommand, "auth": authCommand, "config": configCommand,
+		"check": checkCommand, "serve": serveCommand}
+	subcommands = slices.Sorted(maps.Keys(commands))
+	verbs["help"] = subcommands
 }
 
 // runProxy runs the proxy under a parsed command line until stdin ends or a

@@ -70,7 +70,7 @@ var rewriteDefaults = map[string]string{"client-caps": "{}", "client-info": `{"n
 	"method": "tools/call", "task-iserror": "completed"}
 
 // rewriteCommand runs `mcp-tasks-proxy rewrite`.
-func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, _ func(string) string) int {
 	fs, o := rewriteFlagSet()
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy rewrite: "+format+"\n", a...)

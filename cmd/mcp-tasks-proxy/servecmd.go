@@ -160,7 +160,7 @@ Exit status: 0 after a signal; 1 when it cannot listen or serve; 2 on a usage er
 `
 
 // serveCommand runs `mcp-tasks-proxy serve`.
-func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func serveCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c, err := parseServeArgs(args, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy serve: %v\n", err)
