@@ -70,14 +70,8 @@ usage error.
 
 // configCmd is the parsed command line of `config`.
 type configCmd struct {
-	host      string
-	url       string
-	name      string
-	npx       bool
-	write     bool
-	workspace bool
-	file      string
-	help      bool
+	host, url, name, file       string
+	npx, write, workspace, help bool
 	// proxyArgs are the proxy flags, as they go into the entry (the URL
 	// last, not included).
 	proxyArgs []string
@@ -384,8 +378,7 @@ func configCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv 
 	c, err := parseConfigArgs(args, getenv, os.Getwd)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		var ue usageError
-		if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
+		if errors.As(err, new(usageError)) {
 			return 2
 		}
 		return 1
