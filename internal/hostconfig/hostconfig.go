@@ -9,6 +9,7 @@ package hostconfig
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,30 +35,19 @@ type host struct {
 	first     [2]string // a member every entry of the host has, if any
 	env       string    // the env block's reference to a variable (%s); "": the value, filled in by hand
 	workspace string    // the project's file, under the working directory
-	file      func(goos, home, configDir string) string
+	// files is the user's file by GOOS ("": any other), under the user's
+	// configuration directory, or under their home with ~/.
+	files map[string]string
 }
 
 var hosts = map[string]host{
-	"claude-desktop": {key: "mcpServers", file: func(_, _, configDir string) string {
-		return filepath.Join(configDir, "Claude", "claude_desktop_config.json")
-	}},
-	"cursor": {key: "mcpServers", env: "${env:%s}", workspace: ".cursor/mcp.json", file: func(_, home, _ string) string {
-		return filepath.Join(home, ".cursor", "mcp.json")
-	}},
+	"claude-desktop": {key: "mcpServers", files: map[string]string{"": "Claude/claude_desktop_config.json"}},
+	"cursor":         {key: "mcpServers", env: "${env:%s}", workspace: ".cursor/mcp.json", files: map[string]string{"": "~/.cursor/mcp.json"}},
 	"vscode": {key: "servers", first: [2]string{"type", "stdio"}, env: "${input:%s}", workspace: ".vscode/mcp.json",
-		file: func(_, _, configDir string) string { return filepath.Join(configDir, "Code", "User", "mcp.json") }},
-	"windsurf": {key: "mcpServers", env: "${env:%s}", file: func(_, home, _ string) string {
-		return filepath.Join(home, ".codeium", "windsurf", "mcp_config.json")
-	}},
-	"zed": {key: "context_servers", first: [2]string{"source", "custom"}, file: func(goos, home, configDir string) string {
-		switch goos {
-		case "windows":
-			return filepath.Join(configDir, "Zed", "settings.json")
-		case "darwin":
-			return filepath.Join(home, ".config", "zed", "settings.json")
-		}
-		return filepath.Join(configDir, "zed", "settings.json")
-	}},
+		files: map[string]string{"": "Code/User/mcp.json"}},
+	"windsurf": {key: "mcpServers", env: "${env:%s}", files: map[string]string{"": "~/.codeium/windsurf/mcp_config.json"}},
+	"zed": {key: "context_servers", first: [2]string{"source", "custom"},
+		files: map[string]string{"": "zed/settings.json", "windows": "Zed/settings.json", "darwin": "~/.config/zed/settings.json"}},
 }
 
 // HasWorkspace reports whether the host has a project file (--workspace).
@@ -69,14 +59,17 @@ func Key(name string) string { return hosts[name].key }
 // File is the host's configuration file on goos: the project's under wd
 // with workspace, else the user's; "" for a host without one.
 func File(name, goos, home, configDir, wd string, workspace bool) string {
-	h, ok := hosts[name]
-	switch {
-	case !ok:
-		return ""
+	h := hosts[name]
+	f := cmp.Or(h.files[goos], h.files[""])
+	switch rest, inHome := strings.CutPrefix(f, "~/"); {
 	case workspace:
 		return filepath.Join(wd, filepath.FromSlash(h.workspace))
+	case f == "":
+		return ""
+	case inHome:
+		return filepath.Join(home, filepath.FromSlash(rest))
 	}
-	return h.file(goos, home, configDir)
+	return filepath.Join(configDir, filepath.FromSlash(f))
 }
 
 // Entry is one server's entry in a host.
