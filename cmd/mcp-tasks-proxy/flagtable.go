@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -155,21 +157,16 @@ func valueFlag[T any](v func(*T) flag.Value) func(*flag.FlagSet, string, *T) {
 // given (help alone also stands for the README). It is listed in the
 // subcommand's first --help section.
 func shared[T any](table []flagSpec[config], name string, field func(*T) *config, help, doc string) flagSpec[T] {
-	for _, s := range table {
-		if s.Name != name {
-			continue
-		}
-		d := s.flagDoc
-		d.Group = ""
-		if help != "" {
-			d.Help, d.Doc = help, doc
-		}
-		if doc != "" {
-			d.Doc = doc
-		}
-		return flagSpec[T]{d, liftBind(s.bind, field)}
+	i := slices.IndexFunc(table, func(s flagSpec[config]) bool { return s.Name == name })
+	s := sharedAll(table[i:i+1], field)[0] // i is -1, and this panics, for a name the proxy has not
+	s.Group = ""
+	if help != "" {
+		s.Help, s.Doc = help, doc
 	}
-	panic("shared: the proxy has no flag --" + name)
+	if doc != "" {
+		s.Doc = doc
+	}
+	return s
 }
 
 // sharedAll is every row of the proxy's table for a subcommand whose config
@@ -226,11 +223,9 @@ func helpFlags(groups []flagGroup, rows []flagDoc) string {
 
 // helpRow is one flag of --help: its usage, then its text, wrapped.
 func helpRow(usage, text string) string {
-	first := "  " + usage
-	if len(first) <= helpColumn-2 {
-		first += strings.Repeat(" ", helpColumn-len(first))
-	} else {
-		first += "  "
+	first := "  " + usage + "  "
+	if len(usage) <= helpColumn-4 {
+		first = fmt.Sprintf("  %-*s", helpColumn-2, usage)
 	}
 	return wrap(first, text, strings.Repeat(" ", helpColumn))
 }
