@@ -126,8 +126,7 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c, err := parseAuthArgs(args, getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 2
+		return fail(stderr, 2, "%v", err)
 	}
 	if c.help {
 		fmt.Fprint(stdout, authHelpText)
@@ -136,8 +135,7 @@ func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	var caPEM []byte
 	if c.caFile != "" {
 		if caPEM, err = os.ReadFile(c.caFile); err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
-			return 2
+			return fail(stderr, 2, "--ca-file: %v", err)
 		}
 	}
 	if c.insecure {
@@ -145,13 +143,11 @@ func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	}
 	hc, err := oauthHTTPClient(caPEM, c.insecure, 0)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
-		return 2
+		return fail(stderr, 2, "--ca-file: %v", err)
 	}
 	cl, err := oauth.New(c.oauth.oauthConfig(c.url, c.allowHTTP, hc, nil, &userLines{stderr: stderr}))
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth %s: %v\n", c.verb, err)
-		return 1
+		return fail(stderr, 1, "auth %s: %v", c.verb, err)
 	}
 	defer cl.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -192,8 +188,7 @@ func authLogin(ctx context.Context, c *authConfig, cl *oauth.Client, stdin io.Re
 	}
 	st, err := cl.Status()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth login: signed in, but the store cannot be read back: %v\n", err)
-		return 1
+		return fail(stderr, 1, "auth login: signed in, but the store cannot be read back: %v", err)
 	}
 	fmt.Fprintf(stdout, "Signed in to %s.\nThe tokens are stored in %s (mode 0600); the proxy uses and refreshes them.\n", st.Server, st.StoreFile)
 	return 0
@@ -216,8 +211,7 @@ type statusJSON struct {
 func authStatus(c *authConfig, cl *oauth.Client, stdout, stderr io.Writer) int {
 	st, err := cl.Status()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth status: %v\n", err)
-		return 1
+		return fail(stderr, 1, "auth status: %v", err)
 	}
 	now := time.Now()
 	expired := !st.Expiry.IsZero() && !now.Before(st.Expiry)
@@ -268,8 +262,7 @@ func authLogout(ctx context.Context, cl *oauth.Client, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "Not signed in to %s: nothing to remove.\n", st.Server)
 		return 0
 	case err != nil:
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth logout: %v\n", err)
-		return 1
+		return fail(stderr, 1, "auth logout: %v", err)
 	}
 	fmt.Fprintf(stdout, "Signed out of %s: the tokens were revoked where the authorization server supports it, and %s is deleted.\n", st.Server, st.StoreFile)
 	return 0

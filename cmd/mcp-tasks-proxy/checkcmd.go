@@ -71,8 +71,7 @@ func checkFlagSet(c *checkConfig) *flag.FlagSet {
 func checkCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c := &checkConfig{}
 	if err := c.parse(checkFlagSet(c), args, getenv, "mcp-tasks-proxy --help"); err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: check: %v\n", err)
-		return 2
+		return fail(stderr, 2, "check: %v", err)
 	}
 	switch cfg := &c.config; {
 	case cfg.help:

@@ -397,8 +397,7 @@ func configCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv 
 func (c *configCmd) run(stdout, stderr io.Writer) int {
 	e, err := c.entry()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 1
+		return fail(stderr, 1, "%v", err)
 	}
 	switch {
 	case c.host == "claude-code":
@@ -420,8 +419,7 @@ func (c *configCmd) run(stdout, stderr io.Writer) int {
 		path = hostconfig.File(c.host, runtime.GOOS, home, configDir, wd, c.workspace)
 	}
 	if path == "" || (home == "" && configDir == "") {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot tell where %s keeps its configuration on this machine; pass --file PATH\n", c.host)
-		return 1
+		return fail(stderr, 1, "cannot tell where %s keeps its configuration on this machine; pass --file PATH", c.host)
 	}
 	backup, changed, replaced, err := e.Write(path, time.Now())
 	switch {
@@ -429,8 +427,7 @@ func (c *configCmd) run(stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: %s %v, which rewriting it would lose; it is left as it was. Add this under %q by hand:\n%s", path, err, hostconfig.Key(c.host), e.Snippet())
 		return 1
 	case err != nil:
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %s: %v; it is left as it was\n", path, err)
-		return 1
+		return fail(stderr, 1, "%s: %v; it is left as it was", path, err)
 	case !changed:
 		fmt.Fprintf(stdout, "%s already has the server %q as given; nothing changed\n", path, c.name)
 	case replaced:

@@ -63,8 +63,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	cfg, err := parseArgs(args, getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 2
+		return fail(stderr, 2, "%v", err)
 	}
 	switch {
 	case cfg.help:
@@ -109,8 +108,7 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	if cfg.cpuProfile != "" {
 		stopProfile, err := startCPUProfile(cfg.cpuProfile)
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --cpuprofile: %v\n", err)
-			return 2
+			return fail(stderr, 2, "--cpuprofile: %v", err)
 		}
 		defer stopProfile()
 	}
@@ -460,6 +458,12 @@ func closeTrace(tw *trace.Writer, logger *zap.Logger) {
 	case <-time.After(traceFlushGrace):
 		logger.Warn("trace incomplete: records were dropped because the trace's reader stopped reading", zap.Int64("dropped", tw.Dropped()), zap.Duration("waited", traceFlushGrace))
 	}
+}
+
+// fail prints one line on stderr and returns the exit status code.
+func fail(stderr io.Writer, code int, format string, args ...any) int {
+	fmt.Fprintf(stderr, "mcp-tasks-proxy: "+format+"\n", args...)
+	return code
 }
 
 // loud is a warning that always reaches stderr, even with --log-file.

@@ -34,10 +34,6 @@ The timeline is coloured on a terminal, unless NO_COLOR is set.
 
 // traceCommand runs `mcp-tasks-proxy trace view|stats [FILE|-]`.
 func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: trace: "+format+"\n", a...)
-		return 2
-	}
 	verb := ""
 	if len(args) > 0 && (args[0] == "view" || args[0] == "stats") {
 		verb, args = args[0], args[1:]
@@ -46,18 +42,18 @@ func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	fs := newTableFlagSet("mcp-tasks-proxy trace", helpOnlyFlags, &opts)
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
-		return fail("%s", flagProblem(err, fs, "mcp-tasks-proxy trace --help"))
+		return fail(stderr, 2, "trace: %s", flagProblem(err, fs, "mcp-tasks-proxy trace --help"))
 	}
 	switch {
 	case opts.help:
 		fmt.Fprint(stdout, traceHelp)
 		return 0
 	case verb == "" && len(files) > 0:
-		return fail("%s: unknown command; use view or stats (mcp-tasks-proxy trace --help)", files[0])
+		return fail(stderr, 2, "trace: %s: unknown command; use view or stats (mcp-tasks-proxy trace --help)", files[0])
 	case verb == "":
-		return fail("say what to do: mcp-tasks-proxy trace view FILE | mcp-tasks-proxy trace stats FILE (--help)")
+		return fail(stderr, 2, "trace: say what to do: mcp-tasks-proxy trace view FILE | mcp-tasks-proxy trace stats FILE (--help)")
 	case len(files) > 1:
-		return fail("%s: give one trace file, or - for stdin", verb)
+		return fail(stderr, 2, "trace: %s: give one trace file, or - for stdin", verb)
 	}
 	in := stdin
 	name := "-"
@@ -67,8 +63,7 @@ func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-			return 1
+			return fail(stderr, 1, "%v", err)
 		}
 		defer f.Close()
 		in = f
@@ -79,8 +74,7 @@ func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 		err = trace.Stats(stdout, in)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: trace %s: %v\n", verb, err)
-		return 1
+		return fail(stderr, 1, "trace %s: %v", verb, err)
 	}
 	return 0
 }
