@@ -275,16 +275,13 @@ func (c *config) parse(fs *flag.FlagSet, args []string, getenv func(string) stri
 	if c.headers.err != nil {
 		return c.headers.err
 	}
-	if err := c.takeURL(positional, getenv); err != nil {
-		return err
+	for _, check := range []func() error{func() error { return c.takeURL(positional, getenv) }, c.checkChoices,
+		func() error { return c.checkOAuthAndCredentials(fs) }, c.checkBounds} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
-	if err := c.checkChoices(); err != nil {
-		return err
-	}
-	if err := c.checkOAuthAndCredentials(fs); err != nil {
-		return err
-	}
-	return c.checkBounds()
+	return nil
 }
 
 // parseInterspersed parses args with fs, flags before, between and after

@@ -183,20 +183,17 @@ func startLog(cfg *config, stderr io.Writer, getenv func(string) string) (*zap.L
 
 // startDemoServer starts the demo server the --demo flags ask for.
 func startDemoServer(cfg *config, logger *zap.Logger, stderr io.Writer) (string, func(), int) {
-	start := demo.Start
-	switch {
+	var url string
+	var stopDemo func()
+	var err error
+	switch ctx := context.Background(); {
 	case cfg.demoLegacy:
-		start = func(ctx context.Context) (string, func(), error) {
-			u, _, stop, err := demo.StartLegacy(ctx)
-			return u, stop, err
-		}
+		url, _, stopDemo, err = demo.StartLegacy(ctx)
 	case cfg.demoOAuth:
-		start = func(ctx context.Context) (string, func(), error) {
-			u, _, stop, err := demo.StartWithOAuth(ctx, authserver.Config{}, nil)
-			return u, stop, err
-		}
+		url, _, stopDemo, err = demo.StartWithOAuth(ctx, authserver.Config{}, nil)
+	default:
+		url, stopDemo, err = demo.Start(ctx)
 	}
-	url, stopDemo, err := start(context.Background())
 	if err != nil {
 		logger.Error("cannot start the demo server", zap.Error(err))
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot start the demo server: %v\n", err)
@@ -229,12 +226,12 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 	if code != 0 {
 		return nil, nil, code
 	}
-	var routingAuth routing.Auth
-	switch {
-	case wrap != nil:
-		routingAuth = wrap(auth)
-	case auth != nil:
+	var routingAuth routing.Auth // nil, not a nil *oauth.Client, without OAuth
+	if auth != nil {
 		routingAuth = auth
+	}
+	if wrap != nil {
+		routingAuth = wrap(auth)
 	}
 	client, err := routing.New(routing.Config{
 		Auth:                  routingAuth,
@@ -282,30 +279,26 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 		loud(stderr, logger, cfg, "--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
 	}
 	return bridge.Config{
-		Observer:        observer,
-		Redact:          rewrite.SensitiveKeys(cfg.redactKeys),
-		Hints:           flagHint,
-		NoRedact:        cfg.noRedact,
-		Client:          client,
-		Logger:          logger,
-		MaxInFlight:     cfg.maxInFlight,
-		MaxMessageBytes: cfg.maxMessage,
-		DiscoverTimeout: cfg.discoverTimeout,
-		Tasks: rewrite.TaskOptions{
-			IsErrorFailed: cfg.taskIsError == "failed",
-			TTLSeconds:    cfg.legacyTTLUnit == "s",
-		},
-		StatePath:      statePath,
-		MaxRounds:      cfg.maxRounds,
-		IdleTimeout:    cfg.idleTimeout,
-		PollTimeout:    cfg.pollTimeout,
-		RequestTimeout: cfg.requestTimeout,
-		Protocol:       cfg.protocol,
-		DrainTimeout:   cfg.drainTimeout,
-		IgnoreTools:    cfg.ignoreTools,
-		OnInitialized:  eraLine(isTTY(stdin) && !cfg.silent, stderr),
-		Transport:      cfg.transport,
-
+		Observer:         observer,
+		Redact:           rewrite.SensitiveKeys(cfg.redactKeys),
+		Hints:            flagHint,
+		NoRedact:         cfg.noRedact,
+		Client:           client,
+		Logger:           logger,
+		MaxInFlight:      cfg.maxInFlight,
+		MaxMessageBytes:  cfg.maxMessage,
+		DiscoverTimeout:  cfg.discoverTimeout,
+		Tasks:            rewrite.TaskOptions{IsErrorFailed: cfg.taskIsError == "failed", TTLSeconds: cfg.legacyTTLUnit == "s"},
+		StatePath:        statePath,
+		MaxRounds:        cfg.maxRounds,
+		IdleTimeout:      cfg.idleTimeout,
+		PollTimeout:      cfg.pollTimeout,
+		RequestTimeout:   cfg.requestTimeout,
+		Protocol:         cfg.protocol,
+		DrainTimeout:     cfg.drainTimeout,
+		IgnoreTools:      cfg.ignoreTools,
+		OnInitialized:    eraLine(isTTY(stdin) && !cfg.silent, stderr),
+		Transport:        cfg.transport,
 		MaxSubscriptions: cfg.maxSubscriptions,
 	}, closeTW, 0
 }
