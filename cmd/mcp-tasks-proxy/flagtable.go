@@ -141,9 +141,13 @@ func intFlag[T any](p func(*T) *int, def int) func(*flag.FlagSet, string, *T) {
 // durationFlag takes seconds or a duration (durations.go); zeroOK lets 0
 // through, meaning none.
 func durationFlag[T any](p func(*T) *time.Duration, def time.Duration, zeroOK bool) func(*flag.FlagSet, string, *T) {
+	form := errDurationForm
+	if zeroOK {
+		form = errDurationZeroForm
+	}
 	return func(fs *flag.FlagSet, name string, c *T) {
 		*p(c) = def
-		fs.Var(duration{d: p(c), zeroOK: zeroOK}, name, "")
+		fs.Var(duration{p(c), zeroOK, form}, name, "")
 	}
 }
 
