@@ -98,22 +98,18 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 	default:
 		return nil, usagef("auth %s: unexpected argument %s: give one server URL", c.verb, routing.Redact(positional[1]))
 	}
-	if c.url == "" {
-		c.url = getenv(envURL)
-	}
-	if c.url == "" {
+	if c.url = cmp.Or(c.url, getenv(envURL)); c.url == "" {
 		return nil, usagef("auth %s: no server URL: mcp-tasks-proxy auth %s https://host/mcp", c.verb, c.verb)
 	}
 	if _, err := routing.New(routing.Config{URL: c.url}); err != nil {
 		return nil, usagef("auth %s: %v", c.verb, err)
 	}
-	if c.paste && c.verb != "login" {
+	switch {
+	case c.paste && c.verb != "login":
 		return nil, usagef("auth %s: --no-browser is for auth login", c.verb)
-	}
-	if c.json && c.verb != "status" {
+	case c.json && c.verb != "status":
 		return nil, usagef("auth %s: --json is for auth status", c.verb)
-	}
-	if c.paste && c.oauth.NoBrowser {
+	case c.paste && c.oauth.NoBrowser:
 		return nil, usagef("auth login: --no-browser (paste the address back) and --oauth-no-browser (wait for the browser on the loopback callback) are two ways; pass one")
 	}
 	if err := c.oauth.check(); err != nil {
@@ -177,14 +173,11 @@ func authLogin(ctx context.Context, c *authConfig, cl *oauth.Client, stdin io.Re
 		}
 	}
 	if err := cl.Login(ctx, paste); err != nil {
-		var se *oauth.SignInError
-		if errors.As(err, &se) {
+		if se := (*oauth.SignInError)(nil); errors.As(err, &se) {
 			// Not the SignInError's own text: its way out is this command.
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: auth login: sign-in to %s did not complete: %s\n", se.Host, se.Reason)
-		} else {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: auth login: %v\n", err)
+			return fail(stderr, 1, "auth login: sign-in to %s did not complete: %s", se.Host, se.Reason)
 		}
-		return 1
+		return fail(stderr, 1, "auth login: %v", err)
 	}
 	st, err := cl.Status()
 	if err != nil {
