@@ -73,12 +73,7 @@ func checkCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv f
 	if err := c.parse(checkFlagSet(c), args, getenv, "mcp-tasks-proxy --help"); err != nil {
 		return fail(stderr, 2, "check: %v", err)
 	}
-	switch cfg := &c.config; {
-	case cfg.help:
-		fmt.Fprint(stdout, checkHelpText)
-		return 0
-	case cfg.version:
-		fmt.Fprintln(stdout, versionLine())
+	if c.helpOrVersion(checkHelpText, stdout) {
 		return 0
 	}
 	return checkServer(c, stdout, stderr, getenv)

@@ -65,15 +65,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	if err != nil {
 		return fail(stderr, 2, "%v", err)
 	}
-	switch {
-	case cfg.help:
-		fmt.Fprint(stdout, helpText)
-		return 0
-	case cfg.version:
-		fmt.Fprintln(stdout, versionLine())
+	if cfg.helpOrVersion(helpText, stdout) {
 		return 0
 	}
 	return runProxy(cfg, stdin, stdout, stderr, getenv)
+}
+
+// helpOrVersion prints the help, or the version line, when the command line
+// asks for it.
+func (c *config) helpOrVersion(help string, stdout io.Writer) bool {
+	switch {
+	case c.help:
+		fmt.Fprint(stdout, help)
+	case c.version:
+		fmt.Fprintln(stdout, versionLine())
+	default:
+		return false
+	}
+	return true
 }
 
 // command runs a subcommand with the arguments after its name, and

@@ -166,12 +166,7 @@ func serveCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv f
 		fmt.Fprintf(stderr, "mcp-tasks-proxy serve: %v\n", err)
 		return 2
 	}
-	switch {
-	case c.help:
-		fmt.Fprint(stdout, serveHelpText)
-		return 0
-	case c.version:
-		fmt.Fprintln(stdout, versionLine())
+	if c.helpOrVersion(serveHelpText, stdout) {
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

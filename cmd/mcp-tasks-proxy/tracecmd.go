@@ -56,12 +56,8 @@ func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 		return fail(stderr, 2, "trace: %s: give one trace file, or - for stdin", verb)
 	}
 	in := stdin
-	name := "-"
-	if len(files) == 1 {
-		name = files[0]
-	}
-	if name != "-" {
-		f, err := os.Open(name)
+	if len(files) == 1 && files[0] != "-" {
+		f, err := os.Open(files[0])
 		if err != nil {
 			return fail(stderr, 1, "%v", err)
 		}
