@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/tidwall/gjson"
 
@@ -97,13 +98,11 @@ func (r *Report) Write(w io.Writer, color bool) {
 		lines.add("round trip", fmt.Sprintf("%.1f ms", r.RoundTripMs))
 	}
 	lines.add("next", r.Next)
-	width := 0
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, l := range lines {
-		width = max(width, len(l[0]))
+		fmt.Fprintf(tw, "%s:\t%s\n", l[0], l[1])
 	}
-	for _, l := range lines {
-		fmt.Fprintf(w, "%-*s  %s\n", width+1, l[0]+":", l[1])
-	}
+	tw.Flush()
 }
 
 // reportLines are the lines of a report: a name and a value each.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,8 +19,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// authHelpText is auth's --help; its flags come from their table
-// (flags.go).
+// authHelpText is auth's --help; its flags come from their table.
 var authHelpText = authHelpIntro + helpFlags(authFlagGroups, docs(authFlags)) + "\n" + authHelpOutro
 
 const authHelpIntro = `mcp-tasks-proxy auth signs in to an OAuth-protected MCP server from a terminal,
@@ -56,8 +56,7 @@ stored); 1 when the sign-in, the revocation or the store failed (status: not
 signed in); 2 on a usage error.
 `
 
-// authFlagSet is auth's flag set (also read by completion), built from
-// its table (flags.go).
+// authFlagSet is auth's parser (also read by completion).
 func authFlagSet(c *authConfig) *flag.FlagSet {
 	return newTableFlagSet("mcp-tasks-proxy auth", authFlags, c)
 }
@@ -81,10 +80,6 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 	fs := authFlagSet(c)
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			c.help = true
-			return c, nil
-		}
 		return nil, usagef("auth: %s", flagProblem(err, fs, "mcp-tasks-proxy auth --help"))
 	}
 	if c.help {
@@ -103,22 +98,18 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 	default:
 		return nil, usagef("auth %s: unexpected argument %s: give one server URL", c.verb, routing.Redact(positional[1]))
 	}
-	if c.url == "" {
-		c.url = getenv(envURL)
-	}
-	if c.url == "" {
+	if c.url = cmp.Or(c.url, getenv(envURL)); c.url == "" {
 		return nil, usagef("auth %s: no server URL: mcp-tasks-proxy auth %s https://host/mcp", c.verb, c.verb)
 	}
 	if _, err := routing.New(routing.Config{URL: c.url}); err != nil {
 		return nil, usagef("auth %s: %v", c.verb, err)
 	}
-	if c.paste && c.verb != "login" {
+	switch {
+	case c.paste && c.verb != "login":
 		return nil, usagef("auth %s: --no-browser is for auth login", c.verb)
-	}
-	if c.json && c.verb != "status" {
+	case c.json && c.verb != "status":
 		return nil, usagef("auth %s: --json is for auth status", c.verb)
-	}
-	if c.paste && c.oauth.noBrowser {
+	case c.paste && c.oauth.NoBrowser:
 		return nil, usagef("auth login: --no-browser (paste the address back) and --oauth-no-browser (wait for the browser on the loopback callback) are two ways; pass one")
 	}
 	if err := c.oauth.check(); err != nil {
@@ -128,11 +119,10 @@ func parseAuthArgs(args []string, getenv func(string) string) (*authConfig, erro
 }
 
 // authCommand runs `mcp-tasks-proxy auth login|status|logout [flags] URL`.
-func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, err := parseAuthArgs(args, os.Getenv)
+func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	c, err := parseAuthArgs(args, getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 2
+		return fail(stderr, 2, "%v", err)
 	}
 	if c.help {
 		fmt.Fprint(stdout, authHelpText)
@@ -141,8 +131,7 @@ func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var caPEM []byte
 	if c.caFile != "" {
 		if caPEM, err = os.ReadFile(c.caFile); err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
-			return 2
+			return fail(stderr, 2, "--ca-file: %v", err)
 		}
 	}
 	if c.insecure {
@@ -150,13 +139,11 @@ func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	hc, err := oauthHTTPClient(caPEM, c.insecure, 0)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
-		return 2
+		return fail(stderr, 2, "--ca-file: %v", err)
 	}
 	cl, err := oauth.New(c.oauth.oauthConfig(c.url, c.allowHTTP, hc, nil, &userLines{stderr: stderr}))
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth %s: %v\n", c.verb, err)
-		return 1
+		return fail(stderr, 1, "auth %s: %v", c.verb, err)
 	}
 	defer cl.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -186,19 +173,15 @@ func authLogin(ctx context.Context, c *authConfig, cl *oauth.Client, stdin io.Re
 		}
 	}
 	if err := cl.Login(ctx, paste); err != nil {
-		var se *oauth.SignInError
-		if errors.As(err, &se) {
+		if se := (*oauth.SignInError)(nil); errors.As(err, &se) {
 			// Not the SignInError's own text: its way out is this command.
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: auth login: sign-in to %s did not complete: %s\n", se.Host, se.Reason)
-		} else {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: auth login: %v\n", err)
+			return fail(stderr, 1, "auth login: sign-in to %s did not complete: %s", se.Host, se.Reason)
 		}
-		return 1
+		return fail(stderr, 1, "auth login: %v", err)
 	}
 	st, err := cl.Status()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth login: signed in, but the store cannot be read back: %v\n", err)
-		return 1
+		return fail(stderr, 1, "auth login: signed in, but the store cannot be read back: %v", err)
 	}
 	fmt.Fprintf(stdout, "Signed in to %s.\nThe tokens are stored in %s (mode 0600); the proxy uses and refreshes them.\n", st.Server, st.StoreFile)
 	return 0
@@ -221,8 +204,7 @@ type statusJSON struct {
 func authStatus(c *authConfig, cl *oauth.Client, stdout, stderr io.Writer) int {
 	st, err := cl.Status()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth status: %v\n", err)
-		return 1
+		return fail(stderr, 1, "auth status: %v", err)
 	}
 	now := time.Now()
 	expired := !st.Expiry.IsZero() && !now.Before(st.Expiry)
@@ -237,16 +219,9 @@ func authStatus(c *authConfig, cl *oauth.Client, stdout, stderr io.Writer) int {
 	} else if !st.SignedIn {
 		fmt.Fprintf(stdout, "Not signed in to %s (store: %s).\nSign in with: mcp-tasks-proxy auth login %s\n", st.Server, st.StoreFile, st.Server)
 	} else {
-		fmt.Fprintf(stdout, "Server:   %s\n", st.Server)
-		fmt.Fprintf(stdout, "Issuer:   %s\n", st.Issuer)
-		fmt.Fprintf(stdout, "Client:   %s (%s)\n", st.ClientID, st.ClientSource)
-		scopes := strings.Join(st.Scopes, " ")
-		if scopes == "" {
-			scopes = "(none named)"
-		}
-		fmt.Fprintf(stdout, "Scopes:   %s\n", scopes)
-		fmt.Fprintf(stdout, "Expires:  %s\n", describeExpiry(st, now))
-		fmt.Fprintf(stdout, "Store:    %s\n", st.StoreFile)
+		scopes := cmp.Or(strings.Join(st.Scopes, " "), "(none named)")
+		fmt.Fprintf(stdout, "Server:   %s\nIssuer:   %s\nClient:   %s (%s)\nScopes:   %s\nExpires:  %s\nStore:    %s\n",
+			st.Server, st.Issuer, st.ClientID, st.ClientSource, scopes, describeExpiry(st, now), st.StoreFile)
 	}
 	if !st.SignedIn {
 		return 1
@@ -280,8 +255,7 @@ func authLogout(ctx context.Context, cl *oauth.Client, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "Not signed in to %s: nothing to remove.\n", st.Server)
 		return 0
 	case err != nil:
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: auth logout: %v\n", err)
-		return 1
+		return fail(stderr, 1, "auth logout: %v", err)
 	}
 	fmt.Fprintf(stdout, "Signed out of %s: the tokens were revoked where the authorization server supports it, and %s is deleted.\n", st.Server, st.StoreFile)
 	return 0

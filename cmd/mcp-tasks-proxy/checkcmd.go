@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
+	"slices"
 	"syscall"
 	"time"
 
@@ -19,8 +19,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// checkHelpText is the command's --help; its flags come from their table
-// (flags.go).
+// checkHelpText is the command's --help; its flags come from their table.
 var checkHelpText = checkHelpIntro + helpFlags(plainFlagGroups, docs(checkFlagTable)) + checkHelpOutro
 
 const checkHelpIntro = `mcp-tasks-proxy check looks at an MCP server from the shell, without a client:
@@ -52,82 +51,43 @@ is printed); 2 on a usage error; 3 when the server wants a sign-in first (run
 mcp-tasks-proxy auth login URL).
 `
 
-// checkFlags are check's own flags; the rest go to parseArgs.
-type checkFlags struct {
+// checkConfig is the parsed command line of check.
+type checkConfig struct {
+	config
 	json    bool
 	timeout time.Duration
-	help    bool
 }
 
-// splitCheckArgs takes check's own flags out of args. A proxy flag's value
-// is never mistaken for one of them.
-func splitCheckArgs(args []string) (checkFlags, []string, error) {
-	var f checkFlags
-	own, proxyFS := newTableFlagSet("mcp-tasks-proxy check", checkFlagTable, &f), newFlagSet(&config{})
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return f, append(rest, args[i:]...), nil
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		fl := own.Lookup(name)
-		switch {
-		case !strings.HasPrefix(a, "-") || a == "-":
-		case fl != nil && !hasValue && !isBool(fl):
-			if i++; i >= len(args) {
-				return f, nil, usagef("flag --%s needs a value", name)
-			}
-			value, hasValue = args[i], true
-			fallthrough
-		case fl != nil:
-			if !hasValue {
-				value = "true"
-			}
-			if err := fl.Value.Set(value); err != nil {
-				if isBool(fl) {
-					err = errors.New("use true or false")
-				}
-				return f, nil, usagef("--%s %q: %v", name, value, err)
-			}
-			continue
-		case !hasValue && proxyFS.Lookup(name) != nil && !isBool(proxyFS.Lookup(name)) && i+1 < len(args):
-			rest, i = append(rest, a), i+1 // its value, whatever it looks like
-			a = args[i]
-		}
-		rest = append(rest, a)
-	}
-	return f, rest, nil
+// checkFlagSet is check's parser: its own flags, then the proxy's (but
+// --help, which is check's).
+func checkFlagSet(c *checkConfig) *flag.FlagSet {
+	proxy := slices.DeleteFunc(sharedAll(proxyFlags, func(c *checkConfig) *config { return &c.config }),
+		func(s flagSpec[checkConfig]) bool { return s.Name == "help" })
+	return newTableFlagSet("mcp-tasks-proxy check", append(slices.Clone(checkFlagTable), proxy...), c)
 }
 
 // checkCommand runs `mcp-tasks-proxy check`: the session the proxy would
 // run, built as the proxy builds it, driven by package check.
-func checkCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	f, rest, err := splitCheckArgs(args)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 2
+func checkCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	c := &checkConfig{}
+	if err := c.parse(checkFlagSet(c), args, getenv, "mcp-tasks-proxy --help"); err != nil {
+		return fail(stderr, 2, "check: %v", err)
 	}
-	if f.help {
-		fmt.Fprint(stdout, checkHelpText)
+	if c.helpOrVersion(checkHelpText, stdout) {
 		return 0
 	}
-	cfg, err := parseArgs(rest, getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: check: %v\n", err)
-		return 2
-	}
+	return checkServer(c, stdout, stderr, getenv)
+}
+
+// checkServer runs the check under a parsed command line.
+func checkServer(c *checkConfig, stdout, stderr io.Writer, getenv func(string) string) int {
+	cfg := &c.config
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	logger, closeLog, code := startLog(cfg, stderr, getenv) // the set-up's warnings (--insecure, OAuth unavailable)
-	if code != 0 {
-		return code
-	}
-	defer closeLog()
 	var auth *check.Auth
-	bcfg, _, done, code := startBridge(cfg, logger, nil, stderr, func(o *oauth.Client) routing.Auth {
+	bcfg, _, done, code := startBridge(cfg, nil, stderr, getenv, func(o *oauth.Client) routing.Auth {
 		auth = check.NewAuth(o)
 		return auth
 	})
@@ -135,18 +95,13 @@ func checkCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	if code != 0 {
 		return code
 	}
-	bcfg.Logger = zap.NewNop() // the report says what the session found
+	bcfg.Logger = zap.NewNop() // the log had the set-up's warnings; the report says what the session found
 	rep := check.Run(ctx, check.Config{Bridge: bcfg, Auth: auth, StaticToken: cfg.oauthOff, Version: versionString(), TimeoutText: "--timeout"})
-	if f.json {
+	if c.json {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
-		rep.Write(stdout, useColor(stdout, getenv))
+		rep.Write(stdout, colorOK(stdout, getenv))
 	}
 	return rep.ExitCode()
-}
-
-// useColor: a terminal, and NO_COLOR unset (https://no-color.org).
-func useColor(w io.Writer, getenv func(string) string) bool {
-	return getenv("NO_COLOR") == "" && isTerminal(w)
 }

@@ -284,11 +284,14 @@ func TestCheckUsage(t *testing.T) {
 	if code, out, _ := runCheck(t, "--help"); code != 0 || !strings.Contains(out, "Examples:") {
 		t.Errorf("--help: exit %d", code)
 	}
-	f, rest, err := splitCheckArgs([]string{"--header", "--json", "--json", "u"})
-	if err != nil || !f.json || len(rest) != 3 || rest[1] != "--json" {
-		t.Errorf("a --header value is not check's flag: %+v %q %v", f, rest, err)
+	var c checkConfig
+	if err := c.parse(checkFlagSet(&c), []string{"--header", "--json: x", "--json", testURL}, env(), ""); err != nil || !c.json || c.header.Get("--json") != "x" {
+		t.Errorf("a --header value is not check's flag: json %v, header %q, %v", c.json, c.header, err)
 	}
-	if useColor(&bytes.Buffer{}, func(string) string { return "" }) {
+	if code, _, errs := runCheck(t, "--nope", "http://127.0.0.1:1/mcp"); code != 2 || !strings.Contains(errs, "unknown flag --nope") {
+		t.Errorf("unknown flag: exit %d, %s", code, errs)
+	}
+	if colorOK(&bytes.Buffer{}, func(string) string { return "" }) {
 		t.Error("colour on a buffer")
 	}
 }

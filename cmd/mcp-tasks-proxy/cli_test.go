@@ -133,7 +133,7 @@ func TestDurationsTakeBareSeconds(t *testing.T) {
 	var durations []string
 	newFlagSet(&c).VisitAll(func(f *flag.Flag) {
 		switch f.Value.(type) {
-		case duration, seconds:
+		case duration:
 			durations = append(durations, f.Name)
 		}
 	})
@@ -152,7 +152,7 @@ func TestDurationsTakeBareSeconds(t *testing.T) {
 		}
 		got := map[string]time.Duration{"connect-timeout": c.connectTimeout, "discover-timeout": c.discoverTimeout,
 			"response-header-timeout": c.responseHeaderTimeout, "idle-timeout": c.idleTimeout, "request-timeout": c.requestTimeout,
-			"drain-timeout": c.drainTimeout, "auth-timeout": c.oauth.timeout, "poll-timeout": c.pollTimeout}[name]
+			"drain-timeout": c.drainTimeout, "auth-timeout": c.oauth.AuthTimeout, "poll-timeout": c.pollTimeout}[name]
 		if got != 7*time.Second {
 			t.Errorf("--%s 7 = %v, want 7s", name, got)
 		}
@@ -178,13 +178,13 @@ func TestMCPRemoteFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.url != testURL || c.oauth.callbackPort != 9696 || c.oauth.callbackHost != "localhost" || !c.allowHTTP ||
-		strings.Join(c.ignoreTools, ",") != "delete*,rm" || c.oauth.resource != "https://mcp.example.com/" || c.header.Get("X-A") != "1" {
+	if c.url != testURL || c.oauth.CallbackPort != 9696 || c.oauth.CallbackHost != "localhost" || !c.allowHTTP ||
+		strings.Join(c.ignoreTools, ",") != "delete*,rm" || c.oauth.Resource != "https://mcp.example.com/" || c.header.Get("X-A") != "1" {
 		t.Errorf("parsed %+v", c)
 	}
 	c, err = parseArgs([]string{"--url", testURL, "8080"}, env())
-	if err != nil || c.oauth.callbackPort != 8080 {
-		t.Errorf("--url URL PORT: %v, port %d", err, c.oauth.callbackPort)
+	if err != nil || c.oauth.CallbackPort != 8080 {
+		t.Errorf("--url URL PORT: %v, port %d", err, c.oauth.CallbackPort)
 	}
 	c, err = parseArgs([]string{testURL, "--debug"}, env())
 	if err != nil || c.logLevel != "debug" || !c.debugDefault || c.logFile == "" || !strings.HasPrefix(c.logFile, cache) {

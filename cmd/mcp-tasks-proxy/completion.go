@@ -4,23 +4,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"text/template"
 )
 
-// subcommands are the words the first argument may be besides a URL.
-var subcommands = []string{"auth", "check", "completion", "config", "help", "rewrite", "serve", "trace", "version"}
-
-// verbs are the second words of the subcommands that take one.
+// verbs are the second words of the subcommands that take one (and help's,
+// the subcommands).
 var verbs = map[string][]string{
 	"auth":       {"login", "status", "logout"},
 	"trace":      {"view", "stats"},
 	"completion": {"bash", "zsh", "fish"},
-	"help":       subcommands,
 }
 
-// completionHelp is completion's --help; its flags come from their table
-// (flags.go).
+// completionHelp is completion's --help; its flags come from their table.
 var completionHelp = completionHelpIntro + helpFlags(plainFlagGroups, docs(helpOnlyFlags)) + completionHelpOutro
 
 const completionHelpIntro = `mcp-tasks-proxy completion prints a shell completion script for the
@@ -45,33 +43,37 @@ Examples:
 `
 
 // completionCommand runs `mcp-tasks-proxy completion bash|zsh|fish`.
-func completionCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 {
-		switch args[0] {
-		case "-h", "--help", "-help":
-			fmt.Fprint(stdout, completionHelp)
-			return 0
-		case "bash":
-			fmt.Fprint(stdout, bashCompletion())
-			return 0
-		case "zsh":
-			fmt.Fprint(stdout, zshCompletion())
-			return 0
-		case "fish":
-			fmt.Fprint(stdout, fishCompletion())
-			return 0
-		}
+func completionCommand(args []string, _ io.Reader, stdout, stderr io.Writer, _ func(string) string) int {
+	switch {
+	case len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
+		fmt.Fprint(stdout, completionHelp)
+		return 0
+	case len(args) == 1 && slices.Contains(verbs["completion"], args[0]):
+		fmt.Fprint(stdout, completionScript(args[0]))
+		return 0
 	}
 	fmt.Fprintln(stderr, "mcp-tasks-proxy: usage: mcp-tasks-proxy completion bash|zsh|fish (--help)")
 	return 2
 }
 
-// flagWords lists a flag set's flags as typed (--name, -h), sorted; with
-// values, the flags that take a value are marked.
+// flagWord is a flag as typed (--name, -h), and whether it takes a value.
 type flagWord struct {
 	word     string
 	name     string
 	hasValue bool
+}
+
+// Fish is the flag as fish's complete takes it: -l NAME or -s N, -r when
+// it takes a value.
+func (f flagWord) Fish() string {
+	opt := "-l " + f.name
+	if len(f.name) == 1 {
+		opt = "-s " + f.name
+	}
+	if f.hasValue {
+		opt += " -r"
+	}
+	return opt
 }
 
 func flagWords(fs *flag.FlagSet) []flagWord {
@@ -86,8 +88,7 @@ func flagWords(fs *flag.FlagSet) []flagWord {
 	return out
 }
 
-// commandFlags are the flag sets, built from the flag tables: "" for the
-// proxy, then the subcommands that have flags of their own.
+// commandFlags are the commands' flags: "" for the proxy's.
 func commandFlags() map[string][]flagWord {
 	rfs, _ := rewriteFlagSet()
 	help := flagWords(newTableFlagSet("help", helpOnlyFlags, &helpOnly{}))
@@ -110,63 +111,59 @@ func words(fw []flagWord) string {
 	return strings.Join(w, " ")
 }
 
-func bashCompletion() string {
+// completionScript is shell's script, from its template below.
+func completionScript(shell string) string {
+	type sub struct {
+		Name, Verbs, Words string
+		Flags              []flagWord
+	}
 	flags := commandFlags()
+	d := struct {
+		Subs       []sub
+		Words, All string
+		Flags      []flagWord
+	}{Words: words(flags[""]), All: strings.Join(subcommands, " "), Flags: flags[""]}
+	for _, s := range subcommands {
+		d.Subs = append(d.Subs, sub{s, strings.Join(verbs[s], " "), words(flags[s]), flags[s]})
+	}
 	var b strings.Builder
-	b.WriteString(`# bash completion for mcp-tasks-proxy
+	_ = completionScripts.ExecuteTemplate(&b, shell, d)
+	return b.String()
+}
+
+var completionScripts = template.Must(template.New("").Parse(`{{define "bash"}}# bash completion for mcp-tasks-proxy
 # Load it with: source <(mcp-tasks-proxy completion bash)
 _mcp_tasks_proxy() {
     local cur="${COMP_WORDS[COMP_CWORD]}"
     local first="${COMP_WORDS[1]}"
     local words=""
     case "$first" in
-`)
-	for _, sub := range subcommands {
-		fmt.Fprintf(&b, "        %s)\n", sub)
-		if v := verbs[sub]; len(v) > 0 {
-			fmt.Fprintf(&b, "            if [[ $COMP_CWORD -eq 2 ]]; then words=%q; fi\n", strings.Join(v, " "))
-		}
-		if f := flags[sub]; len(f) > 0 {
-			fmt.Fprintf(&b, "            words=\"$words %s\"\n", words(f))
-		}
-		b.WriteString("            ;;\n")
-	}
-	fmt.Fprintf(&b, `        *)
-            words=%q
-            if [[ $COMP_CWORD -eq 1 ]]; then words="$words %s"; fi
+{{range .Subs}}        {{.Name}})
+{{with .Verbs}}            if [[ $COMP_CWORD -eq 2 ]]; then words="{{.}}"; fi
+{{end}}{{with .Words}}            words="$words {{.}}"
+{{end}}            ;;
+{{end}}        *)
+            words="{{.Words}}"
+            if [[ $COMP_CWORD -eq 1 ]]; then words="$words {{.All}}"; fi
             ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
 }
 complete -o default -F _mcp_tasks_proxy mcp-tasks-proxy
-`, words(flags[""]), strings.Join(subcommands, " "))
-	return b.String()
-}
-
-func zshCompletion() string {
-	flags := commandFlags()
-	var b strings.Builder
-	b.WriteString(`#compdef mcp-tasks-proxy
+{{end}}{{define "zsh"}}#compdef mcp-tasks-proxy
 # zsh completion for mcp-tasks-proxy. Install it in a directory of $fpath:
 #   mcp-tasks-proxy completion zsh > "${fpath[1]}/_mcp-tasks-proxy"
 # or load it with: source <(mcp-tasks-proxy completion zsh)
 _mcp-tasks-proxy() {
   local -a opts
   case "${words[2]}" in
-`)
-	for _, sub := range subcommands {
-		fmt.Fprintf(&b, "    %s)\n", sub)
-		if v := verbs[sub]; len(v) > 0 {
-			fmt.Fprintf(&b, "      (( CURRENT == 3 )) && opts+=(%s)\n", strings.Join(v, " "))
-		}
-		if f := flags[sub]; len(f) > 0 {
-			fmt.Fprintf(&b, "      opts+=(%s)\n", words(f))
-		}
-		b.WriteString("      ;;\n")
-	}
-	fmt.Fprintf(&b, `    *)
-      opts=(%s)
-      (( CURRENT == 2 )) && opts+=(%s)
+{{range .Subs}}    {{.Name}})
+{{with .Verbs}}      (( CURRENT == 3 )) && opts+=({{.}})
+{{end}}{{with .Words}}      opts+=({{.}})
+{{end}}      ;;
+{{end}}    *)
+      opts=({{.Words}})
+      (( CURRENT == 2 )) && opts+=({{.All}})
       ;;
   esac
   compadd -a opts
@@ -177,38 +174,10 @@ if [ "$funcstack[1]" = "_mcp-tasks-proxy" ]; then
 else
   compdef _mcp-tasks-proxy mcp-tasks-proxy
 fi
-`, words(flags[""]), strings.Join(subcommands, " "))
-	return b.String()
-}
-
-func fishCompletion() string {
-	flags := commandFlags()
-	var b strings.Builder
-	b.WriteString("# fish completion for mcp-tasks-proxy\n# Install it with: mcp-tasks-proxy completion fish > ~/.config/fish/completions/mcp-tasks-proxy.fish\n")
-	all := strings.Join(subcommands, " ")
-	fmt.Fprintf(&b, "complete -c mcp-tasks-proxy -n '__fish_use_subcommand' -f -a '%s'\n", all)
-	for _, sub := range subcommands {
-		if v := verbs[sub]; len(v) > 0 {
-			fmt.Fprintf(&b, "complete -c mcp-tasks-proxy -n '__fish_seen_subcommand_from %s' -f -a '%s'\n", sub, strings.Join(v, " "))
-		}
-	}
-	line := func(cond string, f flagWord) {
-		opt := "-l " + f.name
-		if len(f.name) == 1 {
-			opt = "-s " + f.name
-		}
-		if f.hasValue {
-			opt += " -r"
-		}
-		fmt.Fprintf(&b, "complete -c mcp-tasks-proxy -n '%s' %s\n", cond, opt)
-	}
-	for _, f := range flags[""] {
-		line("not __fish_seen_subcommand_from "+all, f)
-	}
-	for _, sub := range subcommands {
-		for _, f := range flags[sub] {
-			line("__fish_seen_subcommand_from "+sub, f)
-		}
-	}
-	return b.String()
-}
+{{end}}{{define "fish"}}# fish completion for mcp-tasks-proxy
+# Install it with: mcp-tasks-proxy completion fish > ~/.config/fish/completions/mcp-tasks-proxy.fish
+complete -c mcp-tasks-proxy -n '__fish_use_subcommand' -f -a '{{.All}}'
+{{range .Subs}}{{if .Verbs}}complete -c mcp-tasks-proxy -n '__fish_seen_subcommand_from {{.Name}}' -f -a '{{.Verbs}}'
+{{end}}{{end}}{{range .Flags}}complete -c mcp-tasks-proxy -n 'not __fish_seen_subcommand_from {{$.All}}' {{.Fish}}
+{{end}}{{range $s := .Subs}}{{range .Flags}}complete -c mcp-tasks-proxy -n '__fish_seen_subcommand_from {{$s.Name}}' {{.Fish}}
+{{end}}{{end}}{{end}}`))

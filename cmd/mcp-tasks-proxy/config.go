@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -11,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,107 +24,52 @@ import (
 // envURL names the environment variable that can carry the upstream URL.
 const envURL = "MCP_TASKS_PROXY_URL"
 
-// config is the parsed command line. The user docs of each flag are in its
+// config is the parsed command line. Each flag's documentation is in its
 // table (flags.go), which binds it to its field here.
 type config struct {
-	// url is the modern server's Streamable HTTP endpoint.
-	url string
-	// header holds extra HTTP headers sent on every upstream request.
-	header http.Header
-	// demo starts the embedded 2026-07-28 demo server and bridges to it.
-	demo bool
-	// demoLegacy starts the embedded 2025 demo server instead (passthrough).
-	demoLegacy bool
-	// protocol forces the upstream era: auto (default), modern or legacy.
-	protocol string
-	// transport is --transport (transportflag.go).
-	transport transportFlag
-	// logLevel is the minimum level written to the log (default warn).
-	logLevel string
-	// logFormat is console (for people) or json (for machines).
-	logFormat string
-	// logFile receives the log instead of stderr.
-	logFile string
-	// maxInFlight bounds concurrently forwarded requests; stdin is not read
-	// while the bound is reached.
-	maxInFlight int
-	// maxMessage bounds one message, on stdin and from the server.
-	maxMessage int
-	// connectTimeout bounds dialing and the TLS handshake.
-	connectTimeout time.Duration
-	// discoverTimeout bounds the server/discover probe at initialize.
-	discoverTimeout time.Duration
-	// taskIsError shows a completed task whose tool result has isError as
-	// completed (default) or failed.
-	taskIsError string
-	// legacyTTLUnit is the unit of the legacy ttl: ms (default) or s.
-	legacyTTLUnit string
-	// stateFile is the task registry's file; default under the user cache
-	// directory, keyed by the upstream URL.
-	stateFile string
-	// noState keeps the task registry in memory only.
-	noState bool
-	// trace is the JSONL frame trace file ("-" for stderr).
-	trace string
-	// redactKeys are more JSON keys to redact in logs and the trace.
-	redactKeys stringList
-	// noRedact turns redaction off (loudly).
-	noRedact bool
+	url                      string
+	header                   http.Header // what the --header flags (headers) and --header-file hold
+	headers                  headerList
+	headerFile               string
+	demo, demoLegacy         bool
+	demoOAuth                bool
+	protocol                 string
+	transport                string
+	logLevel, logFormat      string
+	logFile                  string
+	maxInFlight, maxMessage  int
+	maxRounds                int
+	maxSubscriptions         int
+	taskIsError              string
+	legacyTTLUnit            string
+	stateFile                string
+	noState                  bool
+	trace                    string
+	redactKeys, ignoreTools  stringList
+	noRedact                 bool
+	caFile                   string
+	insecure, allowHTTP      bool
+	connectTimeout           time.Duration
+	discoverTimeout          time.Duration
+	responseHeaderTimeout    time.Duration
+	idleTimeout, pollTimeout time.Duration
+	requestTimeout           time.Duration
+	drainTimeout             time.Duration
+	cpuProfile               string
+	oauth                    oauthFlags
+	debug, silent            bool
+	version, help            bool
 	// secretHeaders name the headers whose values came from ${VAR} or
 	// --header-file: never shown.
 	secretHeaders []string
-	// headerFile holds more headers, one 'Name: value' a line, so secrets
-	// stay out of the process list.
-	headerFile string
-	// caFile adds PEM certificates to the system roots.
-	caFile string
-	// insecure skips TLS certificate verification (loudly).
-	insecure bool
-	// allowHTTP lets credentials go over plain http:// to a host other than
-	// this machine (loudly); without it that is a usage error.
-	allowHTTP bool
-	// responseHeaderTimeout bounds the wait for response headers.
-	responseHeaderTimeout time.Duration
-	// maxRounds bounds MRTR rounds per request.
-	maxRounds int
-	// maxSubscriptions bounds a session's resource subscriptions.
-	maxSubscriptions int
-	// idleTimeout ends an upstream request that sends nothing this long.
-	idleTimeout time.Duration
-	// pollTimeout bounds one tasks/get or tasks/update of the proxy's own.
-	pollTimeout time.Duration
-	// requestTimeout is the hard maximum of one upstream request.
-	requestTimeout time.Duration
-	// cpuProfile receives a Go CPU profile of the whole run.
-	cpuProfile string
-	// oauth holds the OAuth flags (oauthflags.go).
-	oauth oauthFlags
 	// oauthOff: an Authorization header given with --header or
 	// --header-file turns OAuth off.
 	oauthOff bool
-	// demoOAuth puts the demo server behind an embedded authorization
-	// server (--demo --demo-oauth).
-	demoOAuth bool
-	// ignoreTools are glob patterns of tools hidden from the client
-	// (mcp-remote's --ignore-tool): * is any run of characters, case is
-	// ignored.
-	ignoreTools stringList
-	// drainTimeout is how long the requests already read may take once
-	// stdin ends; 0 cancels them at once.
-	drainTimeout time.Duration
-	// debug writes debug logs to a file (--log-file, or debugLogPath's
-	// default), named once on stderr (mcp-remote's --debug).
-	debug bool
-	// debugDefault is set when --debug chose the log file itself.
+	// debugDefault: --debug chose the log file itself.
 	debugDefault bool
-	// silent keeps stderr to errors (mcp-remote's --silent).
-	silent bool
 	// callbackPort is the callback port given after the URL, as
 	// mcp-remote takes it (0: none).
-	callbackPort  int
-	version, help bool
-	// headers collects the --header flags; header is what they hold.
-	headers headerList
+	callbackPort int
 }
 
 // DefaultDrainTimeout is --drain-timeout's default: short enough that the
@@ -160,10 +105,10 @@ func (l *headerList) String() string { return "" }
 // value is often a secret.
 func (l *headerList) Set(v string) error {
 	l.n++
-	name, value, err := parseHeader(v, os.LookupEnv)
+	name, value, err := parseHeader(v, fmt.Sprintf("--header #%d", l.n), os.LookupEnv)
 	if err != nil {
 		if l.err == nil {
-			l.err = usagef("%s", err.where(fmt.Sprintf("--header #%d", l.n)))
+			l.err = usageError{err.Error()}
 		}
 		return nil
 	}
@@ -174,52 +119,35 @@ func (l *headerList) Set(v string) error {
 	return nil
 }
 
-// headerError is a malformed 'Name: value'. Its text never holds the value,
-// nor a name that did not parse: either may be a secret (a token pasted
-// without its name, or a missing colon).
-type headerError struct {
-	name    string // the header's name, when it parsed
-	problem string
-}
-
-// where is the message for the header at where (which flag, which line).
-func (e *headerError) where(where string) string {
-	if e.name != "" {
-		return fmt.Sprintf("%s (%s): %s", where, e.name, e.problem)
-	}
-	return fmt.Sprintf("%s: %s", where, e.problem)
-}
-
-func (e *headerError) Error() string { return e.where("header") }
-
 // notShown ends the messages about a header whose text is not quoted.
 const notShown = "write it as 'Name: value' (its text is not shown, as it may hold a secret)"
 
 // parseHeader reads 'Name: value' (the space is optional). ${VAR} in the
 // value is replaced by the environment variable VAR, so secrets can stay out
-// of client configuration files.
-func parseHeader(v string, lookup func(string) (string, bool)) (string, string, *headerError) {
+// of client configuration files. Its error names the header by where (which
+// flag, which line) and by its name when that parsed, never by its text: a
+// token pasted without its name, or without a colon, is a secret.
+func parseHeader(v, where string, lookup func(string) (string, bool)) (string, string, error) {
 	name, value, ok := strings.Cut(v, ":")
 	name = strings.TrimSpace(name)
 	switch {
 	case !ok:
-		return "", "", &headerError{problem: "there is no colon; " + notShown}
+		return "", "", fmt.Errorf("%s: there is no colon; %s", where, notShown)
 	case name == "":
-		return "", "", &headerError{problem: "there is no name before the colon; " + notShown}
+		return "", "", fmt.Errorf("%s: there is no name before the colon; %s", where, notShown)
 	}
 	for i := 0; i < len(name); i++ {
 		if !isTokenChar(name[i]) {
-			return "", "", &headerError{problem: fmt.Sprintf("the name before the colon has %s as character %d, which HTTP header names cannot hold (letters, digits and !#$%%&'*+-.^_`|~); %s",
-				describeByte(name[i]), i+1, notShown)}
+			return "", "", fmt.Errorf("%s: the name before the colon has %s as character %d, which HTTP header names cannot hold (letters, digits and !#$%%&'*+-.^_`|~); %s",
+				where, describeByte(name[i]), i+1, notShown)
 		}
 	}
-	value = strings.TrimSpace(value)
-	value, missing := expandVars(value, lookup)
+	value, missing := expandVars(strings.TrimSpace(value), lookup)
 	if missing != "" {
-		return "", "", &headerError{name: name, problem: fmt.Sprintf("${%s} is not set in the environment", missing)}
+		return "", "", fmt.Errorf("%s (%s): ${%s} is not set in the environment", where, name, missing)
 	}
 	if strings.ContainsAny(value, "\r\n\x00") {
-		return "", "", &headerError{name: name, problem: "the value must not contain CR, LF or NUL"}
+		return "", "", fmt.Errorf("%s (%s): the value must not contain CR, LF or NUL", where, name)
 	}
 	return name, value, nil
 }
@@ -254,9 +182,9 @@ func readHeaderFile(path string, h http.Header) ([]string, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, value, herr := parseHeader(line, os.LookupEnv)
-		if herr != nil {
-			return nil, errors.New(herr.where(fmt.Sprintf("line %d", i+1)))
+		name, value, err := parseHeader(line, fmt.Sprintf("line %d", i+1), os.LookupEnv)
+		if err != nil {
+			return nil, err
 		}
 		h.Add(name, value)
 		names = append(names, name)
@@ -264,31 +192,20 @@ func readHeaderFile(path string, h http.Header) ([]string, error) {
 	return names, nil
 }
 
+var varUse = regexp.MustCompile(`\$\{[^}]*\}`)
+
 // expandVars replaces each ${NAME} with the environment variable NAME. Any
 // other '$' is literal, so values like "pa$$word" pass unchanged. It returns
 // the first variable that is not set.
-func expandVars(v string, lookup func(string) (string, bool)) (string, string) {
-	var b strings.Builder
-	for {
-		i := strings.Index(v, "${")
-		if i < 0 {
-			b.WriteString(v)
-			return b.String(), ""
+func expandVars(v string, lookup func(string) (string, bool)) (out, missing string) {
+	out = varUse.ReplaceAllStringFunc(v, func(ref string) string {
+		val, ok := lookup(ref[2 : len(ref)-1])
+		if !ok && missing == "" {
+			missing = ref[2 : len(ref)-1]
 		}
-		j := strings.IndexByte(v[i+2:], '}')
-		if j < 0 {
-			b.WriteString(v)
-			return b.String(), ""
-		}
-		name := v[i+2 : i+2+j]
-		val, ok := lookup(name)
-		if !ok {
-			return "", name
-		}
-		b.WriteString(v[:i])
-		b.WriteString(val)
-		v = v[i+2+j+1:]
-	}
+		return val
+	})
+	return out, missing
 }
 
 func isTokenChar(c byte) bool {
@@ -326,8 +243,7 @@ func (b byteSize) Set(v string) error {
 	return nil
 }
 
-// newFlagSet is the proxy's parser, built from its table (flags.go),
-// writing into c.
+// newFlagSet is the proxy's parser, writing into c.
 func newFlagSet(c *config) *flag.FlagSet {
 	return newTableFlagSet("mcp-tasks-proxy", proxyFlags, c)
 }
@@ -359,20 +275,17 @@ func (c *config) parse(fs *flag.FlagSet, args []string, getenv func(string) stri
 	if c.headers.err != nil {
 		return c.headers.err
 	}
-	if err := c.takeURL(positional, getenv); err != nil {
-		return err
+	for _, check := range []func() error{func() error { return c.takeURL(positional, getenv) }, c.checkChoices,
+		func() error { return c.checkOAuthAndCredentials(fs) }, c.checkBounds} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
-	if err := c.checkChoices(); err != nil {
-		return err
-	}
-	if err := c.checkOAuthAndCredentials(fs); err != nil {
-		return err
-	}
-	return c.checkBounds()
+	return nil
 }
 
 // parseInterspersed parses args with fs, flags before, between and after
-// the positional arguments, which it returns. Its error is fs.Parse's.
+// the positional arguments, which it returns.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
@@ -388,8 +301,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // takeURL sets the upstream URL from the arguments (with mcp-remote's
-// callback port after it), --url, the demo flags or the environment, and
-// checks it.
+// callback port after it), --url, the demo flags or the environment.
 func (c *config) takeURL(positional []string, getenv func(string) string) error {
 	switch n := len(positional); {
 	case n == 2 && isPort(positional[1]), n == 1 && c.url != "" && isPort(positional[0]):
@@ -434,33 +346,22 @@ func (c *config) takeURL(positional []string, getenv func(string) string) error 
 // checkChoices checks the flags that take one of a few values, and the
 // pairs that contradict each other.
 func (c *config) checkChoices() error {
-	switch c.protocol {
-	case bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy:
-	default:
-		return usagef("--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)", c.protocol)
-	}
-	switch c.logLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return usagef("--log-level %q: use debug, info, warn or error", c.logLevel)
-	}
-	switch c.logFormat {
-	case "console", "json":
-	default:
-		return usagef("--log-format %q: use console or json", c.logFormat)
-	}
-	if c.maxInFlight < 1 {
-		return usagef("--max-in-flight must be at least 1")
-	}
-	switch c.taskIsError {
-	case "completed", "failed":
-	default:
-		return usagef("--task-iserror %q: use completed or failed", c.taskIsError)
-	}
-	switch c.legacyTTLUnit {
-	case "ms", "s":
-	default:
-		return usagef("--legacy-ttl-unit %q: use ms or s", c.legacyTTLUnit)
+	for _, ch := range []struct {
+		value, problem string
+		allowed        []string
+	}{
+		{c.protocol, "--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)",
+			[]string{bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy}},
+		{c.transport, "--transport %q: use http-first (the default: Streamable HTTP, then the old HTTP+SSE transport when the server refuses the POST), http-only, sse-first or sse-only",
+			[]string{bridge.TransportHTTPFirst, bridge.TransportHTTPOnly, bridge.TransportSSEFirst, bridge.TransportSSEOnly}},
+		{c.logLevel, "--log-level %q: use debug, info, warn or error", []string{"debug", "info", "warn", "error"}},
+		{c.logFormat, "--log-format %q: use console or json", []string{"console", "json"}},
+		{c.taskIsError, "--task-iserror %q: use completed or failed", []string{"completed", "failed"}},
+		{c.legacyTTLUnit, "--legacy-ttl-unit %q: use ms or s", []string{"ms", "s"}},
+	} {
+		if !slices.Contains(ch.allowed, ch.value) {
+			return usagef(ch.problem, ch.value)
+		}
 	}
 	if c.noState && c.stateFile != "" {
 		return usagef("--no-state and --state-file contradict each other; pass one")
@@ -468,10 +369,8 @@ func (c *config) checkChoices() error {
 	return nil
 }
 
-// checkOAuthAndCredentials reads --header-file, checks mcp-remote's flags
-// and the OAuth flags, notes which OAuth flags were given, turns OAuth off
-// for an Authorization header, and refuses credentials over plain http to
-// another host without --allow-http.
+// checkOAuthAndCredentials checks the headers, mcp-remote's flags and the
+// OAuth flags, and where the credentials may go.
 func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	if c.headerFile != "" {
 		names, err := readHeaderFile(c.headerFile, c.header)
@@ -481,14 +380,18 @@ func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 		c.secretHeaders = append(c.secretHeaders, names...)
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
+		if isOAuthFlag(f.Name) {
+			c.oauth.given = append(c.oauth.given, "--"+f.Name)
+		}
+	})
 	if err := c.mcpRemoteFlags(set); err != nil {
 		return err
 	}
 	if err := c.oauth.check(); err != nil {
 		return err
 	}
-	c.oauth.given = givenOAuthFlags(fs)
 	if set["host"] {
 		c.oauth.given = append(c.oauth.given, "--host")
 	}
@@ -508,34 +411,31 @@ func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	return nil
 }
 
-// checkBounds checks the timeouts and the round bound.
+// checkBounds checks the numbers and the timeouts.
 func (c *config) checkBounds() error {
-	if c.responseHeaderTimeout <= 0 {
-		return usagef("--response-header-timeout must be a positive duration such as 10m")
-	}
-	if c.maxRounds < 1 {
-		return usagef("--max-mrtr-rounds must be at least 1")
-	}
-	if c.maxSubscriptions < 1 {
-		return usagef("--max-subscriptions must be at least 1")
-	}
-	if c.idleTimeout <= 0 || c.requestTimeout < 0 {
-		return usagef("--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none")
-	}
-	if c.connectTimeout <= 0 || c.discoverTimeout <= 0 || c.pollTimeout <= 0 {
-		return usagef("timeouts must be positive durations such as 10s or 2m")
+	for _, b := range []struct {
+		bad     bool
+		problem string
+	}{
+		{c.maxInFlight < 1, "--max-in-flight must be at least 1"},
+		{c.responseHeaderTimeout <= 0, "--response-header-timeout must be a positive duration such as 10m"},
+		{c.maxRounds < 1, "--max-mrtr-rounds must be at least 1"},
+		{c.maxSubscriptions < 1, "--max-subscriptions must be at least 1"},
+		{c.idleTimeout <= 0 || c.requestTimeout < 0, "--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none"},
+		{c.connectTimeout <= 0 || c.discoverTimeout <= 0 || c.pollTimeout <= 0, "timeouts must be positive durations such as 10s or 2m"},
+	} {
+		if b.bad {
+			return usageError{b.problem}
+		}
 	}
 	return nil
 }
 
 // plainHTTPCredential describes the credential the proxy would send in
-// clear text to another host (docs/reliability.md, Security), or is "" when
-// there is none: the URL is https://, or http:// to loopback (localhost,
-// 127.0.0.0/8, ::1), or nothing secret goes with it. Credentials are an
-// Authorization, Proxy-Authorization or Cookie header, a header whose name
-// looks secret (token, api key, ...), a header whose value came from ${VAR} or
-// --header-file, URL userinfo, and a URL query parameter whose name looks
-// secret. The description names the header, never its value.
+// clear text to another host (docs/reliability.md, Security), naming it,
+// never its value; "" when the URL is https:// or loopback, or nothing
+// secret goes with it. Credentials are secret-looking headers, values from
+// ${VAR} or --header-file, URL userinfo, and secret-looking query names.
 func plainHTTPCredential(c *config) string {
 	u, err := url.Parse(c.url)
 	if err != nil || !strings.EqualFold(u.Scheme, "http") || isLoopback(u.Hostname()) {
@@ -545,11 +445,7 @@ func plainHTTPCredential(c *config) string {
 		return "the user name and password in the URL"
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.header)) {
-		switch http.CanonicalHeaderKey(name) {
-		case "Authorization", "Proxy-Authorization", "Cookie":
-			return "the --header " + name
-		}
-		if rewrite.SensitiveKey(name) {
+		if secretHeader(name) {
 			return "the --header " + name
 		}
 	}
@@ -591,14 +487,14 @@ func isPort(s string) bool {
 	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == s
 }
 
-// mcpRemoteFlags checks mcp-remote's flags against ours: the callback port
-// after the URL, --debug and --silent. set holds the flags given.
+// mcpRemoteFlags checks mcp-remote's flags against ours; set holds the
+// flags given.
 func (c *config) mcpRemoteFlags(set map[string]bool) error {
 	if c.callbackPort != 0 {
-		if set["oauth-callback-port"] && c.oauth.callbackPort != c.callbackPort {
-			return usagef("the callback port is given twice (%d after the URL, and --oauth-callback-port %d); give it once", c.callbackPort, c.oauth.callbackPort)
+		if set["oauth-callback-port"] && c.oauth.CallbackPort != c.callbackPort {
+			return usagef("the callback port is given twice (%d after the URL, and --oauth-callback-port %d); give it once", c.callbackPort, c.oauth.CallbackPort)
 		}
-		c.oauth.callbackPort = c.callbackPort
+		c.oauth.CallbackPort = c.callbackPort
 	}
 	if set["host"] && set["oauth-callback-host"] {
 		return usagef("--host is mcp-remote's name for --oauth-callback-host; give one")
@@ -640,8 +536,7 @@ func debugLogPath() (string, error) {
 	return filepath.Join(dir, "mcp-tasks-proxy", "debug.log"), nil
 }
 
-// helpText is the proxy's --help: what it does, how to run it, examples,
-// then the flags, rendered from their table (flags.go).
+// helpText is the proxy's --help; its flags come from their table.
 var helpText = helpIntro + helpFlags(proxyFlagGroups, docs(proxyFlags)) + "\n" + helpOutro
 
 const helpIntro = `mcp-tasks-proxy bridges a legacy MCP client (protocol 2025-11-25, stdio) to a

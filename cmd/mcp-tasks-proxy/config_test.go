@@ -326,7 +326,7 @@ func TestParseHeader(t *testing.T) {
 		{in: "X-Open: ${TOKEN", name: "X-Open", value: "${TOKEN"},
 	}
 	for _, tt := range tests {
-		name, value, err := parseHeader(tt.in, lookup)
+		name, value, err := parseHeader(tt.in, "header", lookup)
 		if tt.errHas != "" {
 			if err == nil {
 				t.Errorf("parseHeader(%q) = %q, %q; want an error mentioning %q", tt.in, name, value, tt.errHas)

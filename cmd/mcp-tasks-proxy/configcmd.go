@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,15 +15,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
-
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/hostconfig"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// configHelpText is the command's --help; its flags come from their table
-// (flags.go).
+// configHelpText is the command's --help; its flags come from their table.
 var configHelpText = configHelpIntro + helpFlags(plainFlagGroups, docs(configFlagTable)) + configHelpOutro
 
 const configHelpIntro = `mcp-tasks-proxy config prints the entry that makes a host (an MCP client
@@ -73,19 +68,10 @@ Exit status: 0 on success; 1 when the file cannot be read or written; 2 on a
 usage error.
 `
 
-// The hosts config knows.
-var configHosts = []string{"claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed"}
-
 // configCmd is the parsed command line of `config`.
 type configCmd struct {
-	host      string
-	url       string
-	name      string
-	npx       bool
-	write     bool
-	workspace bool
-	file      string
-	help      bool
+	host, url, name, file       string
+	npx, write, workspace, help bool
 	// proxyArgs are the proxy flags, as they go into the entry (the URL
 	// last, not included).
 	proxyArgs []string
@@ -95,17 +81,10 @@ type configCmd struct {
 	notes []string
 }
 
-// proxyFlagDoc is the documentation row of the proxy's flag name.
-func proxyFlagDoc(name string) (flagDoc, bool) {
-	for _, s := range proxyFlags {
-		if s.Name == name || slices.Contains(s.Aliases, name) {
-			return s.flagDoc, true
-		}
-	}
-	return flagDoc{}, false
-}
-
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var (
+	varRef     = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	notEnvChar = regexp.MustCompile(`[^A-Z0-9]`)
+)
 
 // parseConfigArgs reads `config HOST URL [flags]`. getwd makes relative
 // paths absolute.
@@ -120,9 +99,19 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 			return c, nil
 		}
 	}
-	positional, err := c.readFlags(args, getwd)
+	fs := c.flagSet(getwd)
+	positional, err := parseInterspersed(fs, args)
 	if err != nil {
-		return nil, err
+		return nil, usagef("%s", flagProblem(err, fs, "mcp-tasks-proxy config --help"))
+	}
+	var notInEntry string
+	fs.Visit(func(f *flag.Flag) {
+		if a, ok := f.Value.(*entryArg); ok && a.doc.NotInEntry && notInEntry == "" {
+			notInEntry = f.Name
+		}
+	})
+	if notInEntry != "" {
+		return nil, usagef("--%s makes no sense in a host's entry", notInEntry)
 	}
 	if err := c.takeHostURL(positional); err != nil {
 		return nil, err
@@ -130,9 +119,7 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 	if err := c.checkOptions(getwd); err != nil {
 		return nil, err
 	}
-	if err := c.secureHeaders(); err != nil {
-		return nil, err
-	}
+	c.secureHeaders()
 	// The proxy's own checks, with each ${VAR} standing in for a value the
 	// host will supply: this machine need not have it set.
 	check := slices.Clone(c.proxyArgs)
@@ -151,104 +138,69 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 	return c, nil
 }
 
-// readFlags reads config's own flags and the proxy's (checked, with their
-// paths made absolute, into proxyArgs), and returns the other arguments.
-func (c *configCmd) readFlags(args []string, getwd func() (string, error)) ([]string, error) {
+// flagSet is config's parser: its own flags, and the proxy's, each checked
+// by the proxy's parser and kept in order for the entry (entryArg).
+func (c *configCmd) flagSet(getwd func() (string, error)) *flag.FlagSet {
+	fs := newTableFlagSet("mcp-tasks-proxy config", configFlagTable, c)
 	proxyFS := newFlagSet(&config{})
-	var positional []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			positional = append(positional, a)
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		next := func() (string, error) {
-			if hasValue {
-				return value, nil
-			}
-			if i+1 >= len(args) {
-				return "", usagef("flag --%s needs a value", name)
-			}
-			i++
-			return args[i], nil
-		}
-		var err error
-		switch name {
-		case "name":
-			c.name, err = next()
-		case "file":
-			c.file, err = next()
-		case "npx", "write", "workspace":
-			b := true
-			if hasValue {
-				if b, err = parseBoolFlag(name, value); err != nil {
-					return nil, err
-				}
-			}
-			switch name {
-			case "npx":
-				c.npx = b
-			case "write":
-				c.write = b
+	for _, s := range proxyFlags {
+		for _, n := range s.names() {
+			switch f := proxyFS.Lookup(n); {
+			case fs.Lookup(n) != nil:
+			case n == "url":
+				fs.StringVar(&c.url, n, "", f.Usage)
 			default:
-				c.workspace = b
+				fs.Var(&entryArg{Value: f.Value, name: n, doc: s.flagDoc, c: c, getwd: getwd}, n, f.Usage)
 			}
-		case "url":
-			c.url, err = next()
-			if err == nil && len(positional) > 1 {
-				return nil, usagef("the URL is given twice; give it once")
-			}
-		default:
-			if err := c.proxyFlag(proxyFS, a, name, next, getwd); err != nil {
-				return nil, err
-			}
-		}
-		if err != nil {
-			return nil, err
 		}
 	}
-	return positional, nil
+	return fs
 }
 
-// proxyFlag takes the proxy flag a (named name) into proxyArgs, with its
-// value from next; a path is made absolute.
-func (c *configCmd) proxyFlag(proxyFS *flag.FlagSet, a, name string, next func() (string, error), getwd func() (string, error)) error {
-	f := proxyFS.Lookup(name)
-	if f == nil {
-		return usagef("unknown flag %s; run mcp-tasks-proxy config --help for the list", a)
-	}
-	doc, _ := proxyFlagDoc(name)
-	if doc.NotInEntry {
-		return usagef("--%s makes no sense in a host's entry", name)
-	}
-	if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-		c.proxyArgs = append(c.proxyArgs, a)
-		return nil
-	}
-	v, err := next()
-	if err != nil {
+// entryArg is a proxy flag given to config: its value is checked, and it
+// goes into the entry's arguments, a path made absolute.
+type entryArg struct {
+	flag.Value
+	name  string
+	doc   flagDoc
+	c     *configCmd
+	getwd func() (string, error)
+}
+
+func (a *entryArg) IsBoolFlag() bool {
+	b, ok := a.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+func (a *entryArg) Set(v string) error {
+	if err := a.Value.Set(v); err != nil {
 		return err
 	}
-	if doc.Path && v != "-" && v != "" && !filepath.IsAbs(v) {
-		wd, werr := getwd()
-		if werr != nil {
-			return fmt.Errorf("--%s %s: cannot make the path absolute: %v", name, v, werr)
+	switch {
+	case a.IsBoolFlag() && v == "true":
+		a.c.proxyArgs = append(a.c.proxyArgs, "--"+a.name)
+		return nil
+	case a.IsBoolFlag():
+		a.c.proxyArgs = append(a.c.proxyArgs, "--"+a.name+"="+v)
+		return nil
+	case a.doc.Path && v != "-" && v != "":
+		var err error
+		if v, err = absPath(v, a.getwd); err != nil {
+			return err
 		}
-		v = filepath.Join(wd, v)
 	}
-	c.proxyArgs = append(c.proxyArgs, "--"+name, v)
+	a.c.proxyArgs = append(a.c.proxyArgs, "--"+a.name, v)
 	return nil
 }
 
 // takeHostURL sets the host and the URL from the arguments (or --url).
 func (c *configCmd) takeHostURL(positional []string) error {
 	if len(positional) == 0 {
-		return usagef("config needs a host: %s (mcp-tasks-proxy config --help)", strings.Join(configHosts, ", "))
+		return usagef("config needs a host: %s (mcp-tasks-proxy config --help)", strings.Join(hostconfig.Hosts, ", "))
 	}
 	c.host = positional[0]
-	if !slices.Contains(configHosts, c.host) {
-		return usagef("config: unknown host %q; use %s", c.host, strings.Join(configHosts, ", "))
+	if !slices.Contains(hostconfig.Hosts, c.host) {
+		return usagef("config: unknown host %q; use %s", c.host, strings.Join(hostconfig.Hosts, ", "))
 	}
 	switch len(positional) {
 	case 1:
@@ -266,10 +218,9 @@ func (c *configCmd) takeHostURL(positional []string) error {
 	return nil
 }
 
-// checkOptions checks config's own flags against the host, and makes
-// --file absolute.
+// checkOptions checks config's own flags against the host.
 func (c *configCmd) checkOptions(getwd func() (string, error)) error {
-	if c.workspace && c.host != "cursor" && c.host != "vscode" {
+	if c.workspace && !hostconfig.HasWorkspace(c.host) {
 		return usagef("--workspace is for cursor and vscode, which have a project file")
 	}
 	if c.host == "claude-code" && (c.write || c.file != "") {
@@ -279,30 +230,29 @@ func (c *configCmd) checkOptions(getwd func() (string, error)) error {
 		if !c.write {
 			return usagef("--file is where --write writes; pass --write too")
 		}
-		if !filepath.IsAbs(c.file) {
-			wd, err := getwd()
-			if err != nil {
-				return err
-			}
-			c.file = filepath.Join(wd, c.file)
-		}
+		var err error
+		c.file, err = absPath(c.file, getwd)
+		return err
 	}
 	return nil
 }
 
-func parseBoolFlag(name, v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "1", "t", "true":
-		return true, nil
-	case "0", "f", "false":
-		return false, nil
+// absPath is p made absolute, as a host's entry needs: hosts start the
+// proxy in a directory of their own.
+func absPath(p string, getwd func() (string, error)) (string, error) {
+	if filepath.IsAbs(p) {
+		return p, nil
 	}
-	return false, usagef("--%s=%s: use true or false", name, v)
+	wd, err := getwd()
+	if err != nil {
+		return "", fmt.Errorf("cannot make the path %s absolute: %v", p, err)
+	}
+	return filepath.Join(wd, p), nil
 }
 
 // secureHeaders collects the ${VAR} names of the header values, and turns
 // a header whose literal value looks secret into a ${VAR} reference.
-func (c *configCmd) secureHeaders() error {
+func (c *configCmd) secureHeaders() {
 	for i := 0; i+1 < len(c.proxyArgs); i++ {
 		if c.proxyArgs[i] != "--header" {
 			continue
@@ -316,9 +266,7 @@ func (c *configCmd) secureHeaders() error {
 		}
 		if m := varRef.FindAllStringSubmatch(v, -1); m != nil {
 			for _, g := range m {
-				if !slices.Contains(c.vars, g[1]) {
-					c.vars = append(c.vars, g[1])
-				}
+				c.addVar(g[1])
 			}
 			continue
 		}
@@ -336,12 +284,15 @@ func (c *configCmd) secureHeaders() error {
 			ref = scheme + " " + ref
 		}
 		c.proxyArgs[i] = hname + ": " + ref
-		if !slices.Contains(c.vars, vn) {
-			c.vars = append(c.vars, vn)
-		}
+		c.addVar(vn)
 		c.notes = append(c.notes, fmt.Sprintf("the value of --header %s looks like a secret, and a configuration file is no place for it: the entry reads it from ${%s} instead (the value you gave is not printed nor written)", hname, vn))
 	}
-	return nil
+}
+
+func (c *configCmd) addVar(name string) {
+	if !slices.Contains(c.vars, name) {
+		c.vars = append(c.vars, name)
+	}
 }
 
 // secretHeader reports whether a header's value is a credential.
@@ -356,17 +307,7 @@ func secretHeader(name string) bool {
 // envName is the variable a literal secret header moves to:
 // EXAMPLE_TOKEN for Authorization, EXAMPLE_X_API_KEY for X-Api-Key.
 func envName(server, header string) string {
-	up := func(s string) string {
-		var b strings.Builder
-		for _, r := range strings.ToUpper(s) {
-			if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-				b.WriteRune(r)
-			} else {
-				b.WriteByte('_')
-			}
-		}
-		return strings.Trim(b.String(), "_")
-	}
+	up := func(s string) string { return strings.Trim(notEnvChar.ReplaceAllString(strings.ToUpper(s), "_"), "_") }
 	prefix := up(server)
 	if prefix == "" || prefix[0] >= '0' && prefix[0] <= '9' {
 		prefix = "MCP_" + prefix
@@ -414,356 +355,30 @@ var executable = func() (string, error) {
 	return filepath.Abs(p)
 }
 
-// launch is the command and arguments the host runs.
-func (c *configCmd) launch() (string, []string, error) {
-	args := append(slices.Clone(c.proxyArgs), c.url)
+// entry launches this binary (or npx) with the proxy's arguments.
+func (c *configCmd) entry() (hostconfig.Entry, error) {
+	e := hostconfig.Entry{Host: c.host, Name: c.name, Command: "npx", Args: append(slices.Clone(c.proxyArgs), c.url), Vars: c.vars}
 	if c.npx {
-		return "npx", append([]string{"-y", "mcp-tasks-proxy"}, args...), nil
+		e.Args = append([]string{"-y", "mcp-tasks-proxy"}, e.Args...)
+		return e, nil
 	}
 	exe, err := executable()
 	if err != nil {
-		return "", nil, fmt.Errorf("cannot find this binary's path (%v); pass --npx", err)
+		return e, fmt.Errorf("cannot find this binary's path (%v); pass --npx", err)
 	}
 	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
 		c.notes = append(c.notes, "this binary is a temporary build (go run): the entry points at a file that will be gone; install it (go install, npm, Homebrew) and run config again, or pass --npx")
 	}
-	return exe, args, nil
-}
-
-// envBlock is the entry's env: for each variable, what the host puts
-// there. Hosts that expand variables themselves read them from their own
-// environment; the others need the value written in.
-func (c *configCmd) envBlock() map[string]string {
-	if len(c.vars) == 0 {
-		return nil
-	}
-	env := map[string]string{}
-	for _, v := range c.vars {
-		switch c.host {
-		case "cursor", "windsurf":
-			env[v] = "${env:" + v + "}"
-		case "vscode":
-			env[v] = "${input:" + v + "}"
-		default:
-			env[v] = "<set " + v + ">"
-		}
-	}
-	return env
-}
-
-// configKey is the member of the host's file that holds the servers.
-func configKey(host string) string {
-	switch host {
-	case "vscode":
-		return "servers"
-	case "zed":
-		return "context_servers"
-	}
-	return "mcpServers"
-}
-
-// entry is the server's JSON object in the host's file.
-func (c *configCmd) entry() ([]byte, error) {
-	cmd, args, err := c.launch()
-	if err != nil {
-		return nil, err
-	}
-	out := []byte(`{}`)
-	switch c.host {
-	case "vscode":
-		out, _ = sjson.SetBytes(out, "type", "stdio")
-	case "zed":
-		out, _ = sjson.SetBytes(out, "source", "custom")
-	}
-	out, _ = sjson.SetBytes(out, "command", cmd)
-	out, _ = sjson.SetBytes(out, "args", args)
-	if env := c.envBlock(); env != nil {
-		// In the order the variables came.
-		e := []byte(`{}`)
-		for _, v := range c.vars {
-			e, _ = sjson.SetBytes(e, gjson.Escape(v), env[v])
-		}
-		out, _ = sjson.SetRawBytes(out, "env", e)
-	}
-	return out, nil
-}
-
-// inputs are VS Code's prompts for the variables: it asks once and keeps
-// the value in its secret storage.
-func (c *configCmd) inputs() [][]byte {
-	if c.host != "vscode" {
-		return nil
-	}
-	var in [][]byte
-	for _, v := range c.vars {
-		b, _ := json.Marshal(struct {
-			Type        string `json:"type"`
-			ID          string `json:"id"`
-			Description string `json:"description"`
-			Password    bool   `json:"password"`
-		}{"promptString", v, v + " for " + c.name, true})
-		in = append(in, b)
-	}
-	return in
-}
-
-// snippet is the entry inside the file's shape, ready to paste.
-func (c *configCmd) snippet() ([]byte, error) {
-	e, err := c.entry()
-	if err != nil {
-		return nil, err
-	}
-	doc := []byte(`{}`)
-	if in := c.inputs(); in != nil {
-		doc, _ = sjson.SetRawBytes(doc, "inputs", []byte("["+string(bytes.Join(in, []byte(",")))+"]"))
-	}
-	doc, _ = sjson.SetRawBytes(doc, configKey(c.host)+"."+gjson.Escape(c.name), e)
-	return indentJSON(doc), nil
-}
-
-func indentJSON(b []byte) []byte {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, b, "", "  "); err != nil {
-		return b
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes()
-}
-
-// claudeCodeLine is the `claude mcp add` command for Claude Code.
-func (c *configCmd) claudeCodeLine() (string, error) {
-	cmd, args, err := c.launch()
-	if err != nil {
-		return "", err
-	}
-	parts := []string{"claude", "mcp", "add", "--transport", "stdio", "--scope", "user"}
-	for _, v := range c.vars {
-		// The shell reads the value when the line runs; Claude Code keeps
-		// it in its own configuration.
-		parts = append(parts, "--env", v+`="$`+v+`"`)
-	}
-	parts = append(parts, shellQuote(c.name), "--", shellQuote(cmd))
-	for _, a := range args {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(parts, " "), nil
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// hostFile is the host's configuration file on this OS.
-func (c *configCmd) hostFile(goos string, home string, configDir string, wd string) string {
-	if c.file != "" {
-		return c.file
-	}
-	switch c.host {
-	case "claude-desktop":
-		return filepath.Join(configDir, "Claude", "claude_desktop_config.json")
-	case "cursor":
-		if c.workspace {
-			return filepath.Join(wd, ".cursor", "mcp.json")
-		}
-		return filepath.Join(home, ".cursor", "mcp.json")
-	case "vscode":
-		if c.workspace {
-			return filepath.Join(wd, ".vscode", "mcp.json")
-		}
-		return filepath.Join(configDir, "Code", "User", "mcp.json")
-	case "windsurf":
-		return filepath.Join(home, ".codeium", "windsurf", "mcp_config.json")
-	case "zed":
-		switch goos {
-		case "windows":
-			return filepath.Join(configDir, "Zed", "settings.json")
-		case "darwin":
-			return filepath.Join(home, ".config", "zed", "settings.json")
-		}
-		return filepath.Join(configDir, "zed", "settings.json")
-	}
-	return ""
-}
-
-// errJSONC is a file with comments or trailing commas, which config does
-// not rewrite: they would be lost.
-var errJSONC = errors.New("has comments or trailing commas")
-
-// mergeEntry puts entry under key.name in doc (a JSON object), and VS
-// Code's inputs that are not there yet. It reports whether doc changed and
-// whether an entry of that name was replaced.
-func mergeEntry(doc []byte, key, name string, entry []byte, inputs [][]byte) (out []byte, changed, replaced bool, err error) {
-	if len(bytes.TrimSpace(doc)) == 0 {
-		doc = []byte(`{}`)
-	}
-	if !gjson.ValidBytes(doc) {
-		if gjson.Valid(stripJSONC(string(doc))) {
-			return nil, false, false, errJSONC
-		}
-		return nil, false, false, errors.New("is not valid JSON")
-	}
-	root := gjson.ParseBytes(doc)
-	if !root.IsObject() {
-		return nil, false, false, errors.New("does not hold a JSON object")
-	}
-	if s := root.Get(gjson.Escape(key)); s.Exists() && !s.IsObject() {
-		return nil, false, false, fmt.Errorf("has %q, but not as an object", key)
-	}
-	path := gjson.Escape(key) + "." + gjson.Escape(name)
-	old := root.Get(path)
-	out = doc
-	// A value the person put in place of a placeholder stays.
-	gjson.GetBytes(entry, "env").ForEach(func(k, v gjson.Result) bool {
-		if ov := old.Get("env." + gjson.Escape(k.Str)); strings.HasPrefix(v.Str, "<set ") && ov.Type == gjson.String {
-			entry, _ = sjson.SetBytes(entry, "env."+gjson.Escape(k.Str), ov.Str)
-		}
-		return true
-	})
-	if !old.Exists() || !sameJSON([]byte(old.Raw), entry) {
-		if out, err = sjson.SetRawBytes(out, path, entry); err != nil {
-			return nil, false, false, err
-		}
-		changed, replaced = true, old.Exists()
-	}
-	if len(inputs) > 0 {
-		have := gjson.GetBytes(out, "inputs")
-		if have.Exists() && !have.IsArray() {
-			return nil, false, false, errors.New(`has "inputs", but not as an array`)
-		}
-		for _, in := range inputs {
-			id := gjson.GetBytes(in, "id").Str
-			found := false
-			for _, h := range have.Array() {
-				if h.Get("id").Str == id {
-					found = true
-				}
-			}
-			if !found {
-				if out, err = sjson.SetRawBytes(out, "inputs.-1", in); err != nil {
-					return nil, false, false, err
-				}
-				changed = true
-			}
-		}
-	}
-	if changed {
-		out = indentJSON(out)
-	}
-	return out, changed, replaced, nil
-}
-
-func sameJSON(a, b []byte) bool {
-	var x, y bytes.Buffer
-	return json.Compact(&x, a) == nil && json.Compact(&y, b) == nil && bytes.Equal(x.Bytes(), y.Bytes())
-}
-
-// stripJSONC removes // and /* */ comments outside strings, and trailing
-// commas before } and ], to tell JSONC from a broken file.
-func stripJSONC(s string) string {
-	var b strings.Builder
-	inStr := false
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case inStr:
-			b.WriteByte(ch)
-			if ch == '\\' && i+1 < len(s) {
-				i++
-				b.WriteByte(s[i])
-			} else if ch == '"' {
-				inStr = false
-			}
-		case ch == '"':
-			inStr = true
-			b.WriteByte(ch)
-		case ch == '/' && i+1 < len(s) && s[i+1] == '/':
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-			b.WriteByte('\n')
-		case ch == '/' && i+1 < len(s) && s[i+1] == '*':
-			end := strings.Index(s[i+2:], "*/")
-			if end < 0 {
-				return b.String()
-			}
-			i += end + 3
-		default:
-			b.WriteByte(ch)
-		}
-	}
-	return regexp.MustCompile(`,(\s*[}\]])`).ReplaceAllString(b.String(), "$1")
-}
-
-// writeConfigFile merges the entry into path: a backup of the old file
-// first, then an atomic replace with the old file's mode. It returns the
-// backup's path ("" when there was no file), and whether anything changed.
-func writeConfigFile(path, key, name string, entry []byte, inputs [][]byte, now time.Time) (backup string, changed, replaced bool, err error) {
-	old, err := os.ReadFile(path)
-	mode := os.FileMode(0o600)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		old = nil
-	case err != nil:
-		return "", false, false, err
-	default:
-		if fi, err := os.Stat(path); err == nil {
-			mode = fi.Mode().Perm()
-		}
-	}
-	out, changed, replaced, err := mergeEntry(old, key, name, entry, inputs)
-	if err != nil || !changed {
-		return "", changed, replaced, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", false, false, err
-	}
-	if old != nil {
-		backup = path + "." + now.Format("20060102-150405") + ".bak"
-		for n := 2; ; n++ {
-			if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			backup = fmt.Sprintf("%s.%s-%d.bak", path, now.Format("20060102-150405"), n)
-		}
-		if err := os.WriteFile(backup, old, mode); err != nil {
-			return "", false, false, fmt.Errorf("cannot make the backup %s: %w", backup, err)
-		}
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return backup, false, false, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return backup, false, false, err
-	}
-	if err := tmp.Chmod(mode); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return backup, false, false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return backup, false, false, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return backup, false, false, err
-	}
-	return backup, true, replaced, nil
+	e.Command = exe
+	return e, nil
 }
 
 // configCommand runs `mcp-tasks-proxy config`.
-func configCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func configCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c, err := parseConfigArgs(args, getenv, os.Getwd)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		var ue usageError
-		if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
+		if errors.As(err, new(usageError)) {
 			return 2
 		}
 		return 1
@@ -780,52 +395,39 @@ func configCommand(args []string, stdout, stderr io.Writer, getenv func(string) 
 }
 
 func (c *configCmd) run(stdout, stderr io.Writer) int {
-	if c.host == "claude-code" {
-		line, err := c.claudeCodeLine()
-		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-			return 1
-		}
-		fmt.Fprintln(stdout, line)
+	e, err := c.entry()
+	if err != nil {
+		return fail(stderr, 1, "%v", err)
+	}
+	switch {
+	case c.host == "claude-code":
+		fmt.Fprintln(stdout, e.ClaudeCode())
 		if len(c.vars) > 0 {
 			c.notes = append(c.notes, fmt.Sprintf("set %s in this shell before running the line: Claude Code stores the value it reads", strings.Join(c.vars, ", ")))
 		}
 		return 0
-	}
-	if !c.write {
-		s, err := c.snippet()
-		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-			return 1
-		}
-		stdout.Write(s)
-		c.varNotes("")
+	case !c.write:
+		stdout.Write(e.Snippet())
+		c.note(e.VarNote(""))
 		return 0
 	}
 	home, _ := os.UserHomeDir()
 	configDir, _ := os.UserConfigDir()
 	wd, _ := os.Getwd()
-	path := c.hostFile(runtime.GOOS, home, configDir, wd)
+	path := c.file
+	if path == "" {
+		path = hostconfig.File(c.host, runtime.GOOS, home, configDir, wd, c.workspace)
+	}
 	if path == "" || (home == "" && configDir == "") {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot tell where %s keeps its configuration on this machine; pass --file PATH\n", c.host)
-		return 1
+		return fail(stderr, 1, "cannot tell where %s keeps its configuration on this machine; pass --file PATH", c.host)
 	}
-	e, err := c.entry()
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 1
-	}
-	backup, changed, replaced, err := writeConfigFile(path, configKey(c.host), c.name, e, c.inputs(), time.Now())
-	if err != nil {
-		if errors.Is(err, errJSONC) {
-			s, _ := c.snippet()
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: %s %v, which rewriting it would lose; it is left as it was. Add this under %q by hand:\n%s", path, err, configKey(c.host), s)
-			return 1
-		}
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %s: %v; it is left as it was\n", path, err)
-		return 1
-	}
+	backup, changed, replaced, err := e.Write(path, time.Now())
 	switch {
+	case errors.Is(err, hostconfig.ErrJSONC):
+		fmt.Fprintf(stderr, "mcp-tasks-proxy: %s %v, which rewriting it would lose; it is left as it was. Add this under %q by hand:\n%s", path, err, hostconfig.Key(c.host), e.Snippet())
+		return 1
+	case err != nil:
+		return fail(stderr, 1, "%s: %v; it is left as it was", path, err)
 	case !changed:
 		fmt.Fprintf(stdout, "%s already has the server %q as given; nothing changed\n", path, c.name)
 	case replaced:
@@ -835,29 +437,16 @@ func (c *configCmd) run(stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stdout, "created %s with the server %q\n", path, c.name)
 	}
-	c.varNotes(path)
+	c.note(e.VarNote(path))
 	if changed {
-		c.notes = append(c.notes, "restart "+c.host+" (or reload its MCP servers) to start the proxy")
+		c.note("restart " + c.host + " (or reload its MCP servers) to start the proxy")
 	}
 	return 0
 }
 
-// varNotes says where the variables' values go.
-func (c *configCmd) varNotes(path string) {
-	if len(c.vars) == 0 {
-		return
-	}
-	vars := strings.Join(c.vars, ", ")
-	file := "the file"
-	if path != "" {
-		file = path
-	}
-	switch c.host {
-	case "cursor", "windsurf":
-		c.notes = append(c.notes, fmt.Sprintf("%s reads %s from its own environment (${env:…}): set it where %s is started", c.host, vars, c.host))
-	case "vscode":
-		c.notes = append(c.notes, fmt.Sprintf("VS Code asks for %s when it first starts the server, and keeps the answer in its secret storage", vars))
-	default:
-		c.notes = append(c.notes, fmt.Sprintf("replace <set …> in the env block of %q in %s with the value of %s: %s does not read your shell's environment", c.name, file, vars, c.host))
+// note adds a note for stderr; "" adds none.
+func (c *configCmd) note(n string) {
+	if n != "" {
+		c.notes = append(c.notes, n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/hostconfig"
 	"github.com/tidwall/gjson"
 )
 
@@ -78,7 +79,7 @@ func TestConfigCmdVariables(t *testing.T) {
 	}
 	for host, val := range want {
 		code, out, _ := runConfig(t, host, u, "--header", "X-Api-Key: ${API_KEY}")
-		key := configKey(host)
+		key := hostconfig.Key(host)
 		e := gjson.Get(out, key+".example")
 		if code != 0 || e.Get("args.1").Str != "X-Api-Key: ${API_KEY}" {
 			t.Fatalf("%s: exit %d, ${API_KEY} not kept:\n%s", host, code, out)
@@ -138,31 +139,6 @@ func TestConfigCmdRelativePaths(t *testing.T) {
 	args := compact(gjson.Get(out, "mcpServers.example.args").Raw)
 	if !strings.Contains(args, `"--log-file","`+filepath.Join(wd, "proxy.log")+`"`) || !strings.Contains(args, `"--trace","-"`) {
 		t.Errorf("args %s", args)
-	}
-}
-
-func TestConfigCmdHostFile(t *testing.T) {
-	for _, tc := range []struct {
-		host, goos, want string
-		ws               bool
-	}{
-		{"claude-desktop", "darwin", "/H/Library/Application Support/Claude/claude_desktop_config.json", false},
-		{"vscode", "linux", "/C/Code/User/mcp.json", false},
-		{"vscode", "linux", "/W/.vscode/mcp.json", true},
-		{"cursor", "windows", "/H/.cursor/mcp.json", false},
-		{"windsurf", "linux", "/H/.codeium/windsurf/mcp_config.json", false},
-		{"zed", "darwin", "/H/.config/zed/settings.json", false},
-		{"zed", "linux", "/C/zed/settings.json", false},
-		{"zed", "windows", "/C/Zed/settings.json", false},
-	} {
-		c := &configCmd{host: tc.host, workspace: tc.ws}
-		cd := "/C"
-		if tc.goos == "darwin" {
-			cd = "/H/Library/Application Support"
-		}
-		if got := c.hostFile(tc.goos, "/H", cd, "/W"); got != filepath.FromSlash(tc.want) {
-			t.Errorf("%s on %s: %s, want %s", tc.host, tc.goos, got, tc.want)
-		}
 	}
 }
 

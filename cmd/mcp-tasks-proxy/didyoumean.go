@@ -64,9 +64,8 @@ func isBool(f *flag.Flag) bool {
 }
 
 // nearestFlag is the flag of fs closest to the mistyped name (hidden flags
-// of a table aside), or "" when
-// none is close: within a third of the name's length in edits (at least
-// two), or a flag the name is the start of.
+// aside), or "" when none is close: within a third of the name's length in
+// edits (at least two), or a flag the name is the start of.
 func nearestFlag(fs *flag.FlagSet, typed string) string {
 	typed = strings.ToLower(strings.TrimLeft(typed, "-"))
 	if typed == "" {

@@ -76,10 +76,7 @@ var proxyFlags = []flagSpec[config]{
 	{flagDoc{Name: "transport", Arg: "MODE",
 		Help: "http-first (default: Streamable HTTP, then the old HTTP+SSE transport of 2024-11-05 when the POST is refused), http-only, sse-first or sse-only (mcp-remote's values)",
 		Doc:  "which upstream transport to try (mcp-remote's values): `http-first` uses Streamable HTTP and falls back to the old HTTP+SSE transport (MCP 2024-11-05) when the server refuses the POST with 400, 404 or 405; `http-only` never tries HTTP+SSE; `sse-first` opens the HTTP+SSE event stream first and falls back to Streamable HTTP when the GET brings no `endpoint` event; `sse-only` never tries Streamable HTTP (see [Old HTTP+SSE servers](docs/protocol.md#old-httpsse-servers-mcp-2024-11-05))"},
-		func(fs *flag.FlagSet, name string, c *config) {
-			c.transport.value = bridge.TransportHTTPFirst
-			fs.Var(&c.transport, name, "")
-		}},
+		stringFlag(func(c *config) *string { return &c.transport }, bridge.TransportHTTPFirst)},
 	{flagDoc{Name: "demo", NotInEntry: true,
 		Help: "start the embedded 2026-07-28 demo server and bridge to it",
 		Doc:  "start the embedded 2026-07-28 demo server on a free loopback port and bridge to it"},
@@ -188,35 +185,35 @@ var proxyFlags = []flagSpec[config]{
 	{flagDoc{Name: "oauth-store", Arg: "DIR", Group: groupOAuth, Default: "user config dir", Path: true,
 		Help: "where tokens are kept, one 0600 file per server in a 0700 directory (default: the user config dir, mcp-tasks-proxy/oauth)",
 		Doc:  "where OAuth tokens are kept: one file per server, mode 0600, in a directory of mode 0700 (`~/.config/mcp-tasks-proxy/oauth` on Linux)"},
-		stringFlag(func(c *config) *string { return &c.oauth.store }, "")},
+		stringFlag(func(c *config) *string { return &c.oauth.StoreDir }, "")},
 	{flagDoc{Name: "oauth-browser", Arg: "CMD", Group: groupOAuth, Default: "`$BROWSER`, then the platform's opener",
 		Help: "open the sign-in page with CMD URL (default: $BROWSER, then the platform's opener); the URL is printed on stderr too",
 		Doc:  "the command that opens the sign-in page, run with the URL as its last argument (split on spaces, no shell)"},
-		stringFlag(func(c *config) *string { return &c.oauth.browser }, "")},
+		stringFlag(func(c *config) *string { return &c.oauth.Browser }, "")},
 	{flagDoc{Name: "oauth-no-browser", Group: groupOAuth,
 		Help: "only print the sign-in URL on stderr, and wait for the sign-in",
 		Doc:  "only print the sign-in address on stderr, and wait for the sign-in all the same"},
-		boolFlag(func(c *config) *bool { return &c.oauth.noBrowser })},
+		boolFlag(func(c *config) *bool { return &c.oauth.NoBrowser })},
 	{flagDoc{Name: "auth-timeout", Arg: "D", Group: groupOAuth,
 		Help: "how long a sign-in may take: seconds (120) or a duration (default 2m); then waiting requests get an error naming mcp-tasks-proxy auth login URL",
 		Doc:  "how long a sign-in may take: bare seconds (`30`, as mcp-remote) or a duration (`90s`, `5m`)"},
 		func(fs *flag.FlagSet, name string, c *config) {
-			c.oauth.timeout = oauth.DefaultAuthTimeout
-			fs.Var(seconds{&c.oauth.timeout}, name, "")
+			c.oauth.AuthTimeout = oauth.DefaultAuthTimeout
+			fs.Var(duration{d: &c.oauth.AuthTimeout, form: errSecondsForm}, name, "")
 		}},
 	{flagDoc{Name: "oauth-callback-port", Arg: "N", Group: groupOAuth, Default: "derived",
 		Help: "port the browser comes back to (default: derived from the URL, stable across runs; the next one when taken)",
 		Doc:  "the port the browser comes back to; by default one derived from the server URL (stable across runs), moving on when it is taken"},
-		intFlag(func(c *config) *int { return &c.oauth.callbackPort }, 0)},
+		intFlag(func(c *config) *int { return &c.oauth.CallbackPort }, 0)},
 	{flagDoc{Name: "oauth-callback-host", Arg: "HOST", Group: groupOAuth,
 		Help: "host the browser comes back to: 127.0.0.1 (default), localhost or ::1; the callback listens on loopback only",
 		Doc:  "the host the browser comes back to: `127.0.0.1`, `localhost` or `::1`; anything else is refused (exit 2)"},
-		stringFlag(func(c *config) *string { return &c.oauth.callbackHost }, "127.0.0.1")},
+		stringFlag(func(c *config) *string { return &c.oauth.CallbackHost }, "127.0.0.1")},
 	{flagDoc{Name: "host", Arg: "HOST", Group: groupOAuth,
 		Help: "mcp-remote's name for --oauth-callback-host",
 		Doc:  "mcp-remote's name for `--oauth-callback-host`"},
 		func(fs *flag.FlagSet, name string, c *config) {
-			fs.Func(name, "", func(v string) error { c.oauth.callbackHost = v; return nil })
+			fs.Func(name, "", func(v string) error { c.oauth.CallbackHost = v; return nil })
 		}},
 	{flagDoc{Arg: "URL PORT", Group: groupOAuth,
 		Help: "mcp-remote's callback port after the URL: as --oauth-callback-port PORT",
@@ -233,15 +230,15 @@ var proxyFlags = []flagSpec[config]{
 	{flagDoc{Name: "oauth-client-metadata-url", Arg: "URL", Group: groupOAuth,
 		Help: "an https URL of the client's metadata document, used as client_id where the authorization server supports it",
 		Doc:  "an `https://` URL of a Client ID Metadata Document, used as `client_id` where the authorization server supports it"},
-		stringFlag(func(c *config) *string { return &c.oauth.metadataURL }, "")},
+		stringFlag(func(c *config) *string { return &c.oauth.ClientMetadataURL }, "")},
 	{flagDoc{Name: "resource", Arg: "URL", Group: groupOAuth, Default: "the server's",
 		Help: "the resource (RFC 8707) to ask tokens for (default: the server's own, from its metadata)",
 		Doc:  "the resource (RFC 8707) to ask tokens for"},
-		stringFlag(func(c *config) *string { return &c.oauth.resource }, "")},
+		stringFlag(func(c *config) *string { return &c.oauth.Resource }, "")},
 	{flagDoc{Name: "oauth-scope", Arg: "SCOPES", Group: groupOAuth, Default: "the server's",
 		Help: "the scopes to ask for, space separated (default: what the server asks for)",
 		Doc:  "the scopes to ask for, space separated"},
-		stringFlag(func(c *config) *string { return &c.oauth.scope }, "")},
+		stringFlag(func(c *config) *string { return &c.oauth.Scope }, "")},
 
 	{flagDoc{Name: "version", Group: groupActions, Action: true, NotInEntry: true,
 		Help: "print the version and exit",
@@ -254,8 +251,7 @@ var proxyFlags = []flagSpec[config]{
 }
 
 // isOAuthFlag reports whether the proxy's flag name only matters when OAuth
-// is on: the flags of the OAuth group, but --host, which is named apart
-// (givenOAuthFlags' callers add it last).
+// is on: the flags of the OAuth group, but --host, which is named last.
 func isOAuthFlag(name string) bool {
 	for _, s := range proxyFlags {
 		if s.Name == name {
@@ -265,9 +261,8 @@ func isOAuthFlag(name string) bool {
 	return false
 }
 
-// authConfig is the parsed command line of `auth`: the flags it shares
-// with the proxy (the URL, the OAuth flags, --ca-file, --insecure,
-// --allow-http, --help) and its own.
+// authConfig is the parsed command line of `auth`: some of the proxy's
+// flags, and its own.
 type authConfig struct {
 	config
 	verb  string
@@ -314,23 +309,19 @@ func proxyFlag(name, help, doc string) flagSpec[authConfig] {
 	return shared(proxyFlags, name, func(a *authConfig) *config { return &a.config }, help, doc)
 }
 
-// checkFlagTable is check's own flags. check parses them by hand
-// (splitCheckArgs), since they mix with the proxy's; the table gives their
-// defaults, --help and README rows.
-var checkFlagTable = []flagSpec[checkFlags]{
+// checkFlagTable is check's own flags; checkFlagSet adds the proxy's.
+var checkFlagTable = []flagSpec[checkConfig]{
 	{flagDoc{Name: "json",
 		Help: "print one JSON object, for scripts"},
-		boolFlag(func(c *checkFlags) *bool { return &c.json })},
+		boolFlag(func(c *checkConfig) *bool { return &c.json })},
 	{flagDoc{Name: "timeout", Arg: "D",
 		Help: "bound for the whole check: seconds (30) or a duration (default 30s)",
 		Doc:  "bound for the whole check: seconds (`30`) or a duration"},
-		durationFlag(func(c *checkFlags) *time.Duration { return &c.timeout }, 30*time.Second, false)},
-	helpFlag[checkFlags](func(c *checkFlags) *bool { return &c.help }),
+		durationFlag(func(c *checkConfig) *time.Duration { return &c.timeout }, 30*time.Second, false)},
+	helpFlag[checkConfig](func(c *checkConfig) *bool { return &c.help }),
 }
 
-// configFlagTable is config's own flags. config parses them by hand
-// (parseConfigArgs), since they mix with the proxy's; the table gives
-// their --help and README rows.
+// configFlagTable is config's own flags; its flagSet adds the proxy's.
 var configFlagTable = []flagSpec[configCmd]{
 	{flagDoc{Name: "name", Arg: "NAME", Default: "from the URL's host",
 		Help: "the server's name in the host (default: from the URL's host)",

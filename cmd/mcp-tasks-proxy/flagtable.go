@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -27,47 +28,30 @@ import (
 
 // flagDoc is how one flag is documented and listed.
 type flagDoc struct {
-	// Name is the flag as typed, without dashes ("log-level"). Empty for a
-	// documentation row that is not a flag (Arg is then the whole usage:
-	// "URL PORT").
-	Name string
-	// Aliases are more names of the same flag ("h" for "help"), listed
-	// with it.
-	Aliases []string
-	// Arg is the placeholder of the value ("URL", "D"); empty for a switch.
-	Arg string
+	// Name is the flag as typed, without dashes; empty for a row that is
+	// not a flag (Arg is then the whole usage: "URL PORT").
+	Name    string
+	Aliases []string // more names of the flag ("h"), listed with it
+	Arg     string   // the value's placeholder ("D"); empty for a switch
 	// Default is the default as documented, when it is not the parser's
-	// own value: "user cache dir", "derived". Empty: the parser's default,
-	// as defaultText writes it.
+	// own ("user cache dir"); empty: the parser's, as the README writes it.
 	Default string
-	// Env is the environment variable read when the flag is not given.
-	Env string
-	// Help is the --help text: plain, one paragraph, wrapped when printed.
-	Help string
-	// Doc is the README text (markdown); empty means Help.
-	Doc string
-	// Group is the --help section the flag is listed in: a key of the
-	// command's flagGroups.
-	Group string
-	// Note is a line printed before the flag in --help (what D means).
-	Note string
+	Env     string // the environment variable read when the flag is not given
+	Help    string // the --help text: one paragraph, wrapped when printed
+	Doc     string // the README text (markdown); empty means Help
+	Group   string // the --help section: a key of the command's flagGroups
+	Note    string // a line printed before the flag in --help (what D means)
 	// Hidden flags are parsed but listed nowhere: not in --help, the
 	// README, completion or "did you mean".
 	Hidden bool
-	// Action flags print something and exit (--help, --version): no
-	// default is shown for them.
-	Action bool
-	// Path: the value names a file or a directory; `config` makes it
-	// absolute before putting it in a host's entry.
-	Path bool
-	// NotInEntry flags make no sense in a host's entry; `config` refuses
-	// them.
-	NotInEntry bool
+	Action bool // prints something and exits (--help): no default shown
+	// Path values name a file, which `config` makes absolute for a host's
+	// entry; NotInEntry flags make no sense there, and config refuses them.
+	Path, NotInEntry bool
 }
 
 // flagSpec is one row of a command's table: the documentation and the
-// parser's binding. T is the command's parsed command line (config for the
-// proxy, authConfig for auth).
+// parser's binding into T, the command's parsed command line.
 type flagSpec[T any] struct {
 	flagDoc
 	// bind defines the flag (under name, its Name or one of its Aliases)
@@ -85,8 +69,8 @@ type flagGroup struct {
 // hiddenUsage marks a hidden flag in a flag set, for "did you mean".
 const hiddenUsage = "\x00hidden"
 
-// newTableFlagSet builds the parser of a table, writing into c. Errors and
-// usage are the caller's to print (flagProblem).
+// newTableFlagSet builds the parser of a table, writing into c. Errors are
+// the caller's to print (flagProblem).
 func newTableFlagSet[T any](name string, table []flagSpec[T], c *T) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -140,8 +124,7 @@ func (d flagDoc) usage() string {
 	return s
 }
 
-// Shared flag constructors: each binds a field of the command's config,
-// chosen by p, with its default.
+// Flag constructors: each binds the field p chooses, with its default.
 
 func stringFlag[T any](p func(*T) *string, def string) func(*flag.FlagSet, string, *T) {
 	return func(fs *flag.FlagSet, name string, c *T) { fs.StringVar(p(c), name, def, "") }
@@ -158,9 +141,13 @@ func intFlag[T any](p func(*T) *int, def int) func(*flag.FlagSet, string, *T) {
 // durationFlag takes seconds or a duration (durations.go); zeroOK lets 0
 // through, meaning none.
 func durationFlag[T any](p func(*T) *time.Duration, def time.Duration, zeroOK bool) func(*flag.FlagSet, string, *T) {
+	form := errDurationForm
+	if zeroOK {
+		form = errDurationZeroForm
+	}
 	return func(fs *flag.FlagSet, name string, c *T) {
 		*p(c) = def
-		fs.Var(duration{d: p(c), zeroOK: zeroOK}, name, "")
+		fs.Var(duration{p(c), zeroOK, form}, name, "")
 	}
 }
 
@@ -174,21 +161,16 @@ func valueFlag[T any](v func(*T) flag.Value) func(*flag.FlagSet, string, *T) {
 // given (help alone also stands for the README). It is listed in the
 // subcommand's first --help section.
 func shared[T any](table []flagSpec[config], name string, field func(*T) *config, help, doc string) flagSpec[T] {
-	for _, s := range table {
-		if s.Name != name {
-			continue
-		}
-		d := s.flagDoc
-		d.Group = ""
-		if help != "" {
-			d.Help, d.Doc = help, doc
-		}
-		if doc != "" {
-			d.Doc = doc
-		}
-		return flagSpec[T]{d, liftBind(s.bind, field)}
+	i := slices.IndexFunc(table, func(s flagSpec[config]) bool { return s.Name == name })
+	s := sharedAll(table[i:i+1], field)[0] // i is -1, and this panics, for a name the proxy has not
+	s.Group = ""
+	if help != "" {
+		s.Help, s.Doc = help, doc
 	}
-	panic("shared: the proxy has no flag --" + name)
+	if doc != "" {
+		s.Doc = doc
+	}
+	return s
 }
 
 // sharedAll is every row of the proxy's table for a subcommand whose config
@@ -210,71 +192,7 @@ func liftBind[T any](bind func(*flag.FlagSet, string, *config), field func(*T) *
 	return func(fs *flag.FlagSet, name string, c *T) { bind(fs, name, field(c)) }
 }
 
-// defaultText is a flag's default as the README shows it: its Default, or
-// the parser's own, in backticks, written as people write it (10m, not
-// 10m0s; 128MiB). Switches are off; action flags and empty values show
-// nothing.
-func defaultText(d flagDoc, fs *flag.FlagSet) string {
-	if d.Default != "" {
-		return d.Default
-	}
-	if d.Action || d.Name == "" {
-		return ""
-	}
-	f := fs.Lookup(d.Name)
-	if isBool(f) {
-		if f.DefValue == "false" {
-			return "off"
-		}
-		return "on"
-	}
-	v := parserDefault(f)
-	if v == "" {
-		return ""
-	}
-	return "`" + v + "`"
-}
-
-// parserDefault is the default of f as people write it.
-func parserDefault(f *flag.Flag) string {
-	switch v := f.Value.(type) {
-	case duration:
-		return shortDuration(*v.d)
-	case seconds:
-		return shortDuration(*v.d)
-	case byteSize:
-		return sizeText(*v.n)
-	}
-	return f.DefValue
-}
-
-// shortDuration writes 2h for 2h0m0s, 10m for 10m0s, 1h30m for 1h30m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// sizeText writes a byte count with the largest unit that divides it.
-func sizeText(n int) string {
-	for _, u := range []struct {
-		suffix string
-		size   int
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n > 0 && n%u.size == 0 {
-			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
-		}
-	}
-	return fmt.Sprint(n)
-}
-
-// Layout of the --help flag list: the text starts at helpColumn, and lines
-// stop at helpWidth.
+// --help's flag texts start at helpColumn; its lines stop at helpWidth.
 const (
 	helpColumn = 28
 	helpWidth  = 92
@@ -307,14 +225,11 @@ func helpFlags(groups []flagGroup, rows []flagDoc) string {
 	return b.String()
 }
 
-// helpRow is one flag of --help: its usage, then its text from
-// helpColumn, wrapped.
+// helpRow is one flag of --help: its usage, then its text, wrapped.
 func helpRow(usage, text string) string {
-	first := "  " + usage
-	if len(first) <= helpColumn-2 {
-		first += strings.Repeat(" ", helpColumn-len(first))
-	} else {
-		first += "  "
+	first := "  " + usage + "  "
+	if len(usage) <= helpColumn-4 {
+		first = fmt.Sprintf("  %-*s", helpColumn-2, usage)
 	}
 	return wrap(first, text, strings.Repeat(" ", helpColumn))
 }
@@ -337,42 +252,5 @@ func wrap(first, text, indent string) string {
 		empty = false
 	}
 	b.WriteString(line + "\n")
-	return b.String()
-}
-
-// markdownFlags renders a table's rows for the README: flag, default, what
-// it does. fs is the table's parser, for the defaults.
-func markdownFlags(rows []flagDoc, fs *flag.FlagSet) string {
-	var b strings.Builder
-	b.WriteString("| flag | default | what it does |\n|---|---|---|\n")
-	for _, d := range rows {
-		if d.Hidden {
-			continue
-		}
-		var names []string
-		if d.Name == "" {
-			names = []string{d.Arg}
-		} else {
-			for i, n := range d.names() {
-				w := dashes(n)
-				if i == 0 && d.Arg != "" {
-					w += " " + d.Arg
-				}
-				names = append(names, w)
-			}
-		}
-		for i, n := range names {
-			names[i] = "`" + strings.ReplaceAll(n, "|", `\|`) + "`"
-		}
-		doc := d.Doc
-		if doc == "" {
-			doc = d.Help
-		}
-		def := defaultText(d, fs)
-		if def != "" {
-			def += " "
-		}
-		fmt.Fprintf(&b, "| %s | %s| %s |\n", strings.Join(names, ", "), def, doc)
-	}
 	return b.String()
 }

@@ -7,8 +7,7 @@ import (
 	"strings"
 )
 
-// helpCommand runs `mcp-tasks-proxy help [COMMAND]`: the proxy's help, or
-// that command's.
+// helpCommand runs `mcp-tasks-proxy help [COMMAND]`.
 func helpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	switch {
 	case len(args) == 0:
@@ -19,8 +18,7 @@ func helpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	case len(args) > 1 && args[0] == "auth":
 		args = args[:2]
 	case len(args) > 1:
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: help: give one command (mcp-tasks-proxy help %s)\n", args[0])
-		return 2
+		return fail(stderr, 2, "help: give one command (mcp-tasks-proxy help %s)", args[0])
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
@@ -31,22 +29,20 @@ func helpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 		return 0
 	}
 	if !slices.Contains(subcommands, args[0]) {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: help %s: unknown command; the commands are %s\n", args[0], strings.Join(subcommands, ", "))
-		return 2
+		return fail(stderr, 2, "help %s: unknown command; the commands are %s", args[0], strings.Join(subcommands, ", "))
 	}
 	return run(append(args, "--help"), stdin, stdout, stderr, getenv)
 }
 
 // versionCommand runs `mcp-tasks-proxy version`, as --version.
-func versionCommand(args []string, stdout, stderr io.Writer) int {
+func versionCommand(args []string, _ io.Reader, stdout, stderr io.Writer, _ func(string) string) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "-h", "--help":
 			fmt.Fprintln(stdout, "Usage: mcp-tasks-proxy version\n\nPrints the version, the commit, the Go version and the platform, on one line (as --version).")
 			return 0
 		}
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: version takes no arguments (%s)\n", args[0])
-		return 2
+		return fail(stderr, 2, "version takes no arguments (%s)", args[0])
 	}
 	fmt.Fprintln(stdout, versionLine())
 	return 0

@@ -7,9 +7,8 @@
 // This package owns flags, the logger, signals and wiring; the session lives
 // in package bridge, serve mode's HTTP front in package serve. It is the
 // only package that names flags (rewrite.SetHintText installs their names
-// for the lower layers' messages). Each command's flags are one table (flags.go), from
-// which its parser, its --help flag list and its README table are built.
-// Run with --help for the flags.
+// for the lower layers' messages). Each command's flags are one table
+// (flags.go), from which its parser, --help and README table are built.
 package main
 
 import (
@@ -17,12 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,12 +42,10 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
-// version is set at link time (-ldflags "-X main.version=v1.2.3"); otherwise
-// it comes from the module's build information.
-var version = ""
-
-// commit is set at link time by releases (-X main.commit=…).
-var commit = ""
+// version and commit are set at link time by releases (-ldflags "-X
+// main.version=v1.2.3 -X main.commit=…"); otherwise they come from the
+// build information.
+var version, commit = "", ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
@@ -55,86 +54,74 @@ func main() {
 // exitGrace bounds the shutdown once stdin ends or a signal arrives.
 const exitGrace = 5 * time.Second
 
-// run is the whole command: a subcommand, or the proxy. It returns the
-// exit status.
+// run is the whole command: a subcommand, or the proxy; it returns the exit
+// status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	rewrite.SetHintText(flagHint) // lower layers' messages name settings by their flags
-	if code, ok := runSubcommand(args, stdin, stdout, stderr, getenv); ok {
-		return code
+	if len(args) > 0 && commands[args[0]] != nil {
+		return commands[args[0]](args[1:], stdin, stdout, stderr, getenv)
 	}
 	cfg, err := parseArgs(args, getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return 2
+		return fail(stderr, 2, "%v", err)
 	}
-	switch {
-	case cfg.help:
-		fmt.Fprint(stdout, helpText)
-		return 0
-	case cfg.version:
-		fmt.Fprintln(stdout, versionLine())
+	if cfg.helpOrVersion(helpText, stdout) {
 		return 0
 	}
 	return runProxy(cfg, stdin, stdout, stderr, getenv)
 }
 
-// runSubcommand runs the subcommand named by the first argument; ok is
-// false when there is none.
-func runSubcommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) (code int, ok bool) {
-	if len(args) == 0 {
-		return 0, false
+// helpOrVersion prints the help, or the version line, when the command line
+// asks for it.
+func (c *config) helpOrVersion(help string, stdout io.Writer) bool {
+	switch {
+	case c.help:
+		fmt.Fprint(stdout, help)
+	case c.version:
+		fmt.Fprintln(stdout, versionLine())
+	default:
+		return false
 	}
-	switch args[0] {
-	case "help":
-		return helpCommand(args[1:], stdin, stdout, stderr, getenv), true
-	case "version":
-		return versionCommand(args[1:], stdout, stderr), true
-	case "completion":
-		return completionCommand(args[1:], stdout, stderr), true
-	case "trace":
-		return traceCommand(args[1:], stdin, stdout, stderr, getenv), true
-	case "rewrite":
-		return rewriteCommand(args[1:], stdin, stdout, stderr), true
-	case "auth":
-		return authCommand(args[1:], stdin, stdout, stderr), true
-	case "config":
-		return configCommand(args[1:], stdout, stderr, getenv), true
-	case "check":
-		return checkCommand(args[1:], stdout, stderr, getenv), true
-	case "serve":
-		return serveCommand(args[1:], stdout, stderr, getenv), true
-	}
-	return 0, false
+	return true
 }
 
-// runProxy runs the proxy under a parsed command line, step by step: the
-// log, the profile, the signals, the demo server, the upstream client, the
-// session, then serving stdin until it ends or a signal comes. Each step
-// that fails prints one line and gives the exit status.
-func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	logger, closeLog, code := startLog(cfg, stderr, getenv)
-	if code != 0 {
-		return code
-	}
-	defer closeLog()
-	if cfg.cpuProfile != "" {
-		stopProfile, err := startCPUProfile(cfg.cpuProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --cpuprofile: %v\n", err)
-			return 2
-		}
-		defer stopProfile()
-	}
-	gogc, memLimit := stdioGC(getenv)
+// command runs a subcommand with the arguments after its name, and
+// returns the exit status.
+type command func(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int
 
+// commands are the subcommands by name; subcommands, their names sorted.
+var (
+	commands    map[string]command
+	subcommands []string
+)
+
+func init() { // not in the declaration: help runs the others
+	commands = map[string]command{"help": helpCommand, "version": versionCommand, "completion": completionCommand,
+		"trace": traceCommand, "rewrite": rewriteCommand, "auth": authCommand, "config": configCommand,
+		"check": checkCommand, "serve": serveCommand}
+	subcommands = slices.Sorted(maps.Keys(commands))
+	verbs["help"] = subcommands
+}
+
+// runProxy runs the proxy under a parsed command line until stdin ends or a
+// signal comes. A step that fails prints one line and gives the exit status.
+func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-
-	sessCfg, client, closeBridge, code := startBridge(cfg, logger, stdin, stderr, nil)
+	sessCfg, client, closeBridge, code := startBridge(cfg, stdin, stderr, getenv, nil)
 	defer closeBridge()
 	if code != 0 {
 		return code
 	}
+	logger := sessCfg.Logger
+	if cfg.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(cfg.cpuProfile)
+		if err != nil {
+			return fail(stderr, 2, "--cpuprofile: %v", err)
+		}
+		defer stopProfile()
+	}
+	gogc, memLimit := stdioGC(getenv)
 	sess := bridge.New(sessCfg)
 	logger.Info("mcp-tasks-proxy started", zap.String("version", versionString()), zap.String("url", client.URL()),
 		zap.String("gogc", gogc), zap.String("gomemlimit", memLimit))
@@ -144,17 +131,23 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	return serveStdio(ctx, sess, logger, stdin, stdout)
 }
 
-// startBridge starts what every session of the process shares: the demo
-// server (--demo), the upstream client, and the sessions' configuration
-// (trace included). auth, when set, makes the upstream client's Auth of
-// the OAuth client (see newUpstream). done releases them, in reverse order.
-func startBridge(cfg *config, logger *zap.Logger, stdin io.Reader, stderr io.Writer, auth func(*oauth.Client) routing.Auth) (bcfg bridge.Config, client *routing.Client, done func(), code int) {
+// startBridge starts what every session of the process shares: the log (the
+// sessions' Logger), the demo server (--demo), the upstream client, and the
+// sessions' configuration (trace included). auth, when set, makes the
+// upstream client's Auth of the OAuth client (see newUpstream). done
+// releases them, in reverse order.
+func startBridge(cfg *config, stdin io.Reader, stderr io.Writer, getenv func(string) string, auth func(*oauth.Client) routing.Auth) (bcfg bridge.Config, client *routing.Client, done func(), code int) {
 	var undo []func()
 	done = func() {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
 	}
+	logger, closeLog, code := startLog(cfg, stderr, getenv)
+	if code != 0 {
+		return bcfg, nil, done, code
+	}
+	undo = append(undo, closeLog)
 	url := cfg.url
 	if cfg.demo {
 		demoURL, stopDemo, code := startDemoServer(cfg, logger, stderr)
@@ -177,9 +170,8 @@ func startBridge(cfg *config, logger *zap.Logger, stdin io.Reader, stderr io.Wri
 	return bcfg, client, done, 0
 }
 
-// startLog opens the log: stderr, or --log-file (--debug's default one
-// has its directory made first). With --debug, the log file is named on
-// stderr.
+// startLog opens the log (stderr, or --log-file); with --debug, it names
+// the log file on stderr.
 func startLog(cfg *config, stderr io.Writer, getenv func(string) string) (*zap.Logger, func(), int) {
 	if cfg.debugDefault {
 		if err := os.MkdirAll(filepath.Dir(cfg.logFile), 0o700); err != nil {
@@ -198,23 +190,19 @@ func startLog(cfg *config, stderr io.Writer, getenv func(string) string) (*zap.L
 	return logger, closeLog, 0
 }
 
-// startDemoServer starts the embedded demo server --demo, --demo-legacy or
-// --demo-oauth asks for, and returns its URL.
+// startDemoServer starts the demo server the --demo flags ask for.
 func startDemoServer(cfg *config, logger *zap.Logger, stderr io.Writer) (string, func(), int) {
-	start := demo.Start
-	switch {
+	var url string
+	var stopDemo func()
+	var err error
+	switch ctx := context.Background(); {
 	case cfg.demoLegacy:
-		start = func(ctx context.Context) (string, func(), error) {
-			u, _, stop, err := demo.StartLegacy(ctx)
-			return u, stop, err
-		}
+		url, _, stopDemo, err = demo.StartLegacy(ctx)
 	case cfg.demoOAuth:
-		start = func(ctx context.Context) (string, func(), error) {
-			u, _, stop, err := demo.StartWithOAuth(ctx, authserver.Config{}, nil)
-			return u, stop, err
-		}
+		url, _, stopDemo, err = demo.StartWithOAuth(ctx, authserver.Config{}, nil)
+	default:
+		url, stopDemo, err = demo.Start(ctx)
 	}
-	url, stopDemo, err := start(context.Background())
 	if err != nil {
 		logger.Error("cannot start the demo server", zap.Error(err))
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot start the demo server: %v\n", err)
@@ -224,12 +212,10 @@ func startDemoServer(cfg *config, logger *zap.Logger, stderr io.Writer) (string,
 	return url, stopDemo, 0
 }
 
-// newUpstream builds the upstream HTTP client for url: TLS (--ca-file,
-// --insecure, warned about loudly), credentials over plain http (warned
-// about loudly), OAuth, and the client's bounds. wrap, when set, makes the
+// newUpstream builds the upstream HTTP client for url, warning loudly of
+// --insecure and of credentials over plain http. wrap, when set, makes the
 // client's Auth of the OAuth client (nil when OAuth is off or unavailable):
-// check's uses a stored sign-in only. The returned func closes its idle
-// connections, then the OAuth client.
+// check's uses a stored sign-in only. The returned func closes the client.
 func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, wrap func(*oauth.Client) routing.Auth) (*routing.Client, func(), int) {
 	var caPEM []byte
 	if cfg.caFile != "" {
@@ -249,12 +235,12 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 	if code != 0 {
 		return nil, nil, code
 	}
-	var routingAuth routing.Auth
-	switch {
-	case wrap != nil:
-		routingAuth = wrap(auth)
-	case auth != nil:
+	var routingAuth routing.Auth // nil, not a nil *oauth.Client, without OAuth
+	if auth != nil {
 		routingAuth = auth
+	}
+	if wrap != nil {
+		routingAuth = wrap(auth)
 	}
 	client, err := routing.New(routing.Config{
 		Auth:                  routingAuth,
@@ -277,9 +263,8 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 	return client, func() { client.CloseIdle(); closeAuth() }, 0
 }
 
-// sessionConfig is the session's configuration under the command line:
-// the task state file, the trace (opened here; the returned func flushes
-// and closes it), redaction, the bounds and the policies.
+// sessionConfig is the sessions' configuration under the command line;
+// the returned func flushes and closes the trace.
 func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.Logger, stdin io.Reader, stderr io.Writer) (bridge.Config, func(), int) {
 	statePath := cfg.stateFile
 	if statePath == "" && !cfg.noState && !cfg.demo {
@@ -303,45 +288,40 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 		loud(stderr, logger, cfg, "--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
 	}
 	return bridge.Config{
-		Observer:        observer,
-		Redact:          rewrite.SensitiveKeys(cfg.redactKeys),
-		Hints:           flagHint,
-		NoRedact:        cfg.noRedact,
-		Client:          client,
-		Logger:          logger,
-		MaxInFlight:     cfg.maxInFlight,
-		MaxMessageBytes: cfg.maxMessage,
-		DiscoverTimeout: cfg.discoverTimeout,
-		Tasks: rewrite.TaskOptions{
-			IsErrorFailed: cfg.taskIsError == "failed",
-			TTLSeconds:    cfg.legacyTTLUnit == "s",
-		},
-		StatePath:      statePath,
-		MaxRounds:      cfg.maxRounds,
-		IdleTimeout:    cfg.idleTimeout,
-		PollTimeout:    cfg.pollTimeout,
-		RequestTimeout: cfg.requestTimeout,
-		Protocol:       cfg.protocol,
-		DrainTimeout:   cfg.drainTimeout,
-		IgnoreTools:    cfg.ignoreTools,
-		OnInitialized:  eraLine(isTTY(stdin) && !cfg.silent, stderr),
-		Transport:      cfg.transport.String(),
-
+		Observer:         observer,
+		Redact:           rewrite.SensitiveKeys(cfg.redactKeys),
+		Hints:            flagHint,
+		NoRedact:         cfg.noRedact,
+		Client:           client,
+		Logger:           logger,
+		MaxInFlight:      cfg.maxInFlight,
+		MaxMessageBytes:  cfg.maxMessage,
+		DiscoverTimeout:  cfg.discoverTimeout,
+		Tasks:            rewrite.TaskOptions{IsErrorFailed: cfg.taskIsError == "failed", TTLSeconds: cfg.legacyTTLUnit == "s"},
+		StatePath:        statePath,
+		MaxRounds:        cfg.maxRounds,
+		IdleTimeout:      cfg.idleTimeout,
+		PollTimeout:      cfg.pollTimeout,
+		RequestTimeout:   cfg.requestTimeout,
+		Protocol:         cfg.protocol,
+		DrainTimeout:     cfg.drainTimeout,
+		IgnoreTools:      cfg.ignoreTools,
+		OnInitialized:    eraLine(isTTY(stdin) && !cfg.silent, stderr),
+		Transport:        cfg.transport,
 		MaxSubscriptions: cfg.maxSubscriptions,
 	}, closeTW, 0
 }
 
 // flagHint names a setting an error message points at by its flag: the
-// rewrite.Hint is the flag's name (TestHintsNameFlags holds every hint to
-// a row of the flag table).
+// rewrite.Hint is the flag's name (TestHintsNameFlags holds each hint to a
+// row of the flag table).
 func flagHint(h rewrite.Hint) string { return "--" + string(h) }
 
-// serveStdio runs the session on stdin and stdout until stdin ends, or a signal
-// comes (then the session gets exitGrace to finish). It returns the exit
-// status. stdin is read as the host handed it over, with blocking reads: a
-// read still waiting for the client ties up only its goroutine, which a
-// cancelled session does not wait for, and main's os.Exit ends the process
-// with that read in flight.
+// serveStdio runs the session on stdin and stdout until stdin ends, or a
+// signal comes (then the session gets exitGrace to finish). stdin is read
+// as the host handed it over, with blocking reads: a read still waiting
+// ties up only its goroutine, which a cancelled session does not wait for,
+// and main's os.Exit ends the process with that read in flight.
 func serveStdio(ctx context.Context, sess *bridge.Session, logger *zap.Logger, stdin io.Reader, stdout io.Writer) int {
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(ctx, stdin, stdout) }()
@@ -366,10 +346,8 @@ func serveStdio(ctx context.Context, sess *bridge.Session, logger *zap.Logger, s
 
 // newAuth builds the OAuth client for the upstream, or nil when an
 // Authorization header turned OAuth off. It stays dormant until the server
-// answers 401: an unprotected server sees no change. Its lines for the
-// person (the sign-in address) go to stderr, and to the log with
-// --log-file. The returned func closes it (and removes the demo's
-// throwaway store); a non-zero int is the exit status of a failure.
+// answers 401: an unprotected server sees no change. The returned func
+// closes it; a non-zero int is the exit status of a failure.
 func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr io.Writer) (*oauth.Client, func(), int) {
 	if cfg.oauthOff {
 		if len(cfg.oauth.given) > 0 {
@@ -379,7 +357,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 	}
 	cleanup := func() {}
 	o := cfg.oauth
-	if cfg.demoOAuth && o.store == "" {
+	if cfg.demoOAuth && o.StoreDir == "" {
 		// The demo's server moves port every run: keep its tokens out of
 		// the user's store.
 		dir, err := os.MkdirTemp("", "mcp-tasks-proxy-demo-oauth-")
@@ -387,7 +365,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 			fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot make a store for the demo sign-in: %v\n", err)
 			return nil, nil, 1
 		}
-		o.store = dir
+		o.StoreDir = dir
 		cleanup = func() { _ = os.RemoveAll(dir) }
 	}
 	hc, err := oauthHTTPClient(caPEM, cfg.insecure, cfg.connectTimeout)
@@ -396,9 +374,9 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
 		return nil, nil, 2
 	}
-	var out io.Writer = &userLines{stderr: stderr}
+	out := &userLines{stderr: stderr}
 	if cfg.logFile != "" {
-		out = &userLines{stderr: stderr, logger: logger}
+		out.logger = logger
 	}
 	a, err := oauth.New(o.oauthConfig(url, cfg.allowHTTP, hc, logger, out))
 	if err != nil {
@@ -429,8 +407,7 @@ const (
 )
 
 // stdioGC applies the stdio bridge's GC setting where the environment
-// leaves it open, and returns the pace and limit in force, for the start
-// log line.
+// leaves it open, and returns the pace and limit in force.
 func stdioGC(getenv func(string) string) (gogc, memLimit string) {
 	gogc, memLimit = getenv("GOGC"), getenv("GOMEMLIMIT")
 	if gogc == "" {
@@ -485,6 +462,12 @@ func closeTrace(tw *trace.Writer, logger *zap.Logger) {
 	}
 }
 
+// fail prints one line on stderr and returns the exit status code.
+func fail(stderr io.Writer, code int, format string, args ...any) int {
+	fmt.Fprintf(stderr, "mcp-tasks-proxy: "+format+"\n", args...)
+	return code
+}
+
 // loud is a warning that always reaches stderr, even with --log-file.
 func loud(stderr io.Writer, logger *zap.Logger, cfg *config, msg string) {
 	logger.Warn(msg)
@@ -504,12 +487,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // newLogger builds the zap logger: stderr (or --log-file) only, never stdout.
-// color turns on coloured levels in console logs on stderr (see colorOK).
 func newLogger(cfg *config, stderr io.Writer, color bool) (*zap.Logger, func(), error) {
-	var level zapcore.Level
-	if err := level.Set(cfg.logLevel); err != nil {
-		return nil, nil, usagef("--log-level %q: use debug, info, warn or error", cfg.logLevel)
-	}
+	level, _ := zapcore.ParseLevel(cfg.logLevel) // checked by checkChoices
 	encCfg := zap.NewProductionEncoderConfig()
 	encCfg.TimeKey = "ts"
 	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
@@ -523,24 +502,19 @@ func newLogger(cfg *config, stderr io.Writer, color bool) (*zap.Logger, func(), 
 		}
 		enc = zapcore.NewConsoleEncoder(encCfg)
 	}
-	var sink zapcore.WriteSyncer = zapcore.AddSync(stderr)
-	closeFn := func() {}
+	sink, closeFn := zapcore.Lock(zapcore.AddSync(stderr)), func() {}
 	if cfg.logFile != "" {
 		f, err := safefile.OpenWrite(cfg.logFile, safefile.Append)
 		if err != nil {
 			return nil, nil, usagef("--log-file: %v", err)
 		}
-		sink = zapcore.Lock(f)
-		closeFn = func() { _ = f.Close() }
-	} else {
-		sink = zapcore.Lock(sink)
+		sink, closeFn = zapcore.Lock(f), func() { _ = f.Close() }
 	}
 	logger := zap.New(zapcore.NewCore(enc, sink, level))
 	return logger, func() { _ = logger.Sync(); closeFn() }, nil
 }
 
-// versionLine is what --version prints: the version, the commit, the Go
-// version and the platform, on one line.
+// versionLine is what --version prints.
 func versionLine() string {
 	return fmt.Sprintf("mcp-tasks-proxy %s (commit %s, %s, %s/%s)", versionString(), commitString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
@@ -552,28 +526,21 @@ func commitString() string {
 	if commit != "" {
 		return commit
 	}
+	rev, dirty := "unknown", ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev string
-		var dirty bool
 		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
+			switch {
+			case s.Key == "vcs.revision" && s.Value != "":
+				rev = s.Value[:min(len(s.Value), 12)]
+			case s.Key == "vcs.modified" && s.Value == "true":
+				dirty = "-dirty"
 			}
 		}
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if rev != "" && dirty {
-			rev += "-dirty"
-		}
-		if rev != "" {
-			return rev
-		}
 	}
-	return "unknown"
+	if rev == "unknown" {
+		return rev
+	}
+	return rev + dirty
 }
 
 func versionString() string {

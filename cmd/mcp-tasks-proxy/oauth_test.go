@@ -46,13 +46,13 @@ func TestParseArgsOAuthFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := c.oauth
-	if o.store != "/tmp/store" || o.callbackPort != 33418 || o.callbackHost != "localhost" || o.browser != "firefox --new-window" ||
-		!o.noBrowser || o.timeout != 30*time.Second || o.metadataURL != "https://example.com/client.json" ||
-		o.resource != "https://mcp.example.com" || o.scope != "read write" {
+	if o.StoreDir != "/tmp/store" || o.CallbackPort != 33418 || o.CallbackHost != "localhost" || o.Browser != "firefox --new-window" ||
+		!o.NoBrowser || o.AuthTimeout != 30*time.Second || o.ClientMetadataURL != "https://example.com/client.json" ||
+		o.Resource != "https://mcp.example.com" || o.Scope != "read write" {
 		t.Errorf("oauth flags %+v", o)
 	}
-	if string(o.clientInfoJSON) != `{"client_id":"from-file","client_secret":"s3cret"}` || string(o.clientMetadataJSON) != `{"client_name":"My proxy"}` {
-		t.Errorf("client info %q, metadata %q", o.clientInfoJSON, o.clientMetadataJSON)
+	if string(o.ClientInfo) != `{"client_id":"from-file","client_secret":"s3cret"}` || string(o.ClientMetadata) != `{"client_name":"My proxy"}` {
+		t.Errorf("client info %q, metadata %q", o.ClientInfo, o.ClientMetadata)
 	}
 	if c.oauthOff || len(o.given) != 11 {
 		t.Errorf("oauthOff %v, given %q", c.oauthOff, o.given)
@@ -68,7 +68,7 @@ func TestParseArgsOAuthFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.oauth.timeout != oauth.DefaultAuthTimeout || c.oauth.callbackHost != "127.0.0.1" || c.oauth.callbackPort != 0 || c.oauthOff || len(c.oauth.given) != 0 {
+	if c.oauth.AuthTimeout != oauth.DefaultAuthTimeout || c.oauth.CallbackHost != "127.0.0.1" || c.oauth.CallbackPort != 0 || c.oauthOff || len(c.oauth.given) != 0 {
 		t.Errorf("defaults %+v", c.oauth)
 	}
 }
@@ -78,7 +78,7 @@ func TestAuthTimeoutForms(t *testing.T) {
 		"30": 30 * time.Second, "1.5": 1500 * time.Millisecond, "2m": 2 * time.Minute, "1m30s": 90 * time.Second, " 45 ": 45 * time.Second,
 	} {
 		c, err := parseArgs([]string{"--auth-timeout", in, testURL}, env())
-		if err != nil || c.oauth.timeout != want {
+		if err != nil || c.oauth.AuthTimeout != want {
 			t.Errorf("--auth-timeout %q: %v, %v; want %v", in, c, err, want)
 		}
 	}

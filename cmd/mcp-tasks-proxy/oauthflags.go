@@ -6,14 +6,12 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,98 +22,65 @@ import (
 )
 
 // oauthFlags are the OAuth flags, shared by the proxy and `auth` (their
-// table is in flags.go). Each field's documentation is oauth.Config's field
-// of the same name.
+// table is in flags.go): most set a field of the client's oauth.Config.
 type oauthFlags struct {
-	// store is --oauth-store: the token store directory.
-	store string
-	// callbackHost is --oauth-callback-host: 127.0.0.1, localhost or ::1.
-	callbackHost string
-	// callbackPort is --oauth-callback-port: 0 derives one from the URL.
-	callbackPort int
-	// browser is --oauth-browser: the command that opens the sign-in page.
-	browser string
-	// noBrowser is --oauth-no-browser: only print the sign-in URL.
-	noBrowser bool
-	// timeout is --auth-timeout: bare seconds or a Go duration.
-	timeout time.Duration
-	// clientInfo and clientMetadata are --static-oauth-client-info and
-	// --static-oauth-client-metadata as given (JSON or @FILE); clientInfoJSON
-	// and clientMetadataJSON what they hold.
-	clientInfo, clientMetadata         string
-	clientInfoJSON, clientMetadataJSON []byte
-	// metadataURL is --oauth-client-metadata-url.
-	metadataURL string
-	// resource is --resource.
-	resource string
-	// scope is --oauth-scope.
-	scope string
-	// given are the OAuth flags set on the command line.
+	oauth.Config
+	clientInfo, clientMetadata string // as given: JSON or @FILE
+	// given are the OAuth flags set on the command line, named in the
+	// warning that an Authorization header turned them off.
 	given []string
 }
 
-// check validates the OAuth flags and reads the @FILE values. Every error
-// is a usageError naming the flag.
+// check validates the OAuth flags and reads the @FILE values.
 func (o *oauthFlags) check() error {
-	switch strings.Trim(o.callbackHost, "[]") {
+	switch strings.Trim(o.CallbackHost, "[]") {
 	case "127.0.0.1", "localhost", "::1":
 	default:
-		return usagef("--oauth-callback-host %q: the browser must come back to this machine; use 127.0.0.1 (default), localhost or ::1", o.callbackHost)
+		return usagef("--oauth-callback-host %q: the browser must come back to this machine; use 127.0.0.1 (default), localhost or ::1", o.CallbackHost)
 	}
-	if o.callbackPort < 0 || o.callbackPort > 65535 {
-		return usagef("--oauth-callback-port %d: use a port number (1-65535), or 0 to derive one from the URL", o.callbackPort)
+	if o.CallbackPort < 0 || o.CallbackPort > 65535 {
+		return usagef("--oauth-callback-port %d: use a port number (1-65535), or 0 to derive one from the URL", o.CallbackPort)
 	}
-	if o.timeout <= 0 {
+	if o.AuthTimeout <= 0 {
 		return usagef("--auth-timeout must be positive: seconds (120) or a duration (2m)")
 	}
 	var err error
-	if o.clientInfoJSON, err = jsonFlag("--static-oauth-client-info", o.clientInfo); err != nil {
+	if o.ClientInfo, err = jsonFlag("--static-oauth-client-info", o.clientInfo); err != nil {
 		return err
 	}
-	if len(o.clientInfoJSON) > 0 {
+	if len(o.ClientInfo) > 0 {
 		var ci struct {
 			ClientID any `json:"client_id"`
 		}
-		if err := json.Unmarshal(o.clientInfoJSON, &ci); err != nil {
+		if err := json.Unmarshal(o.ClientInfo, &ci); err != nil {
 			return usagef("--static-oauth-client-info: not a JSON object (%v); give {\"client_id\": \"...\"} (client_secret, token_endpoint_auth_method and issuer are optional), or @FILE", jsonProblem(err))
 		}
 		if id, ok := ci.ClientID.(string); !ok || id == "" {
 			return usagef("--static-oauth-client-info: no client_id string; give {\"client_id\": \"...\"}, or @FILE")
 		}
 	}
-	if o.clientMetadataJSON, err = jsonFlag("--static-oauth-client-metadata", o.clientMetadata); err != nil {
+	if o.ClientMetadata, err = jsonFlag("--static-oauth-client-metadata", o.clientMetadata); err != nil {
 		return err
 	}
-	if len(o.clientMetadataJSON) > 0 {
+	if len(o.ClientMetadata) > 0 {
 		var m map[string]json.RawMessage
-		if err := json.Unmarshal(o.clientMetadataJSON, &m); err != nil {
+		if err := json.Unmarshal(o.ClientMetadata, &m); err != nil {
 			return usagef("--static-oauth-client-metadata: not a JSON object (%v); give client metadata such as {\"client_name\": \"...\"}, or @FILE", jsonProblem(err))
 		}
 	}
-	if o.metadataURL != "" {
-		u, err := url.Parse(o.metadataURL)
+	if o.ClientMetadataURL != "" {
+		u, err := url.Parse(o.ClientMetadataURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-			return usagef("--oauth-client-metadata-url %q: use an https:// URL with a path, where the client's metadata document is served", o.metadataURL)
+			return usagef("--oauth-client-metadata-url %q: use an https:// URL with a path, where the client's metadata document is served", o.ClientMetadataURL)
 		}
 	}
-	if o.resource != "" {
-		u, err := url.Parse(o.resource)
+	if o.Resource != "" {
+		u, err := url.Parse(o.Resource)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usagef("--resource %q: use an absolute https:// URL (the server's canonical URL)", o.resource)
+			return usagef("--resource %q: use an absolute https:// URL (the server's canonical URL)", o.Resource)
 		}
 	}
 	return nil
-}
-
-// givenOAuthFlags reports the OAuth flags set on the command line, in order.
-func givenOAuthFlags(fs *flag.FlagSet) []string {
-	var out []string
-	fs.Visit(func(f *flag.Flag) {
-		if isOAuthFlag(f.Name) {
-			out = append(out, "--"+f.Name)
-		}
-	})
-	return out
 }
 
 // jsonFlag is a flag value that is JSON, or @FILE whose content is.
@@ -151,56 +116,11 @@ func jsonProblem(err error) string {
 	return "invalid JSON"
 }
 
-// seconds is a duration flag that also takes bare seconds, as mcp-remote's
-// --auth-timeout does: 30, 90.5, 2m, 1m30s.
-type seconds struct{ d *time.Duration }
-
-var errSecondsForm = errors.New("use a positive number of seconds (120) or a duration (2m, 90s)")
-
-func (s seconds) String() string {
-	if s.d == nil {
-		return ""
-	}
-	return s.d.String()
-}
-
-func (s seconds) Set(v string) error {
-	v = strings.TrimSpace(v)
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		if f <= 0 || f > 1e9 {
-			return errSecondsForm
-		}
-		*s.d = time.Duration(f * float64(time.Second))
-		return nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return errSecondsForm
-	}
-	*s.d = d
-	return nil
-}
-
 // oauthConfig is the oauth.Config for serverURL under these flags.
 func (o *oauthFlags) oauthConfig(serverURL string, allowHTTP bool, hc *http.Client, logger *zap.Logger, out io.Writer) oauth.Config {
-	return oauth.Config{
-		ServerURL:         serverURL,
-		StoreDir:          o.store,
-		CallbackHost:      o.callbackHost,
-		CallbackPort:      o.callbackPort,
-		Browser:           o.browser,
-		NoBrowser:         o.noBrowser,
-		AuthTimeout:       o.timeout,
-		ClientInfo:        o.clientInfoJSON,
-		ClientMetadata:    o.clientMetadataJSON,
-		ClientMetadataURL: o.metadataURL,
-		Resource:          o.resource,
-		Scope:             o.scope,
-		AllowHTTP:         allowHTTP,
-		HTTPClient:        hc,
-		Logger:            logger,
-		Out:               out,
-	}
+	cfg := o.Config
+	cfg.ServerURL, cfg.AllowHTTP, cfg.HTTPClient, cfg.Logger, cfg.Out = serverURL, allowHTTP, hc, logger, out
+	return cfg
 }
 
 // oauthHTTPClient carries the authorization server's traffic with the

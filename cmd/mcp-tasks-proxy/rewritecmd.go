@@ -5,8 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,8 +46,8 @@ Examples:
 
 // rewriteOpts are rewrite's flags.
 type rewriteOpts struct {
-	up, down, augmented, help                        *bool
-	caps, info, level, discover, method, id, isError *string
+	up, down, augmented, help                        bool
+	caps, info, level, discover, method, id, isError string
 }
 
 // rewriteFlagSet is rewrite's flag set (also read by completion).
@@ -55,28 +55,23 @@ func rewriteFlagSet() (*flag.FlagSet, *rewriteOpts) {
 	fs := flag.NewFlagSet("rewrite", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	o := &rewriteOpts{
-		up:        fs.Bool("up", false, ""),
-		down:      fs.Bool("down", false, ""),
-		caps:      fs.String("client-caps", "{}", ""),
-		info:      fs.String("client-info", `{"name":"client","version":"0"}`, ""),
-		level:     fs.String("log-level", "", ""),
-		discover:  fs.String("discover", "", ""),
-		method:    fs.String("method", "tools/call", ""),
-		id:        fs.String("id", "", ""),
-		augmented: fs.Bool("task-augmented", false, ""),
-		isError:   fs.String("task-iserror", "completed", ""),
-		help:      fs.Bool("help", false, ""),
+	o := &rewriteOpts{}
+	for name, p := range map[string]*bool{"up": &o.up, "down": &o.down, "task-augmented": &o.augmented, "help": &o.help, "h": &o.help} {
+		fs.BoolVar(p, name, false, "")
 	}
-	fs.BoolVar(o.help, "h", false, "")
+	for name, p := range map[string]*string{"client-caps": &o.caps, "client-info": &o.info, "log-level": &o.level,
+		"discover": &o.discover, "method": &o.method, "id": &o.id, "task-iserror": &o.isError} {
+		fs.StringVar(p, name, rewriteDefaults[name], "")
+	}
 	return fs, o
 }
 
+var rewriteDefaults = map[string]string{"client-caps": "{}", "client-info": `{"name":"client","version":"0"}`,
+	"method": "tools/call", "task-iserror": "completed"}
+
 // rewriteCommand runs `mcp-tasks-proxy rewrite`.
-func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, _ func(string) string) int {
 	fs, o := rewriteFlagSet()
-	up, down, caps, info, level, discover := o.up, o.down, o.caps, o.info, o.level, o.discover
-	method, id, augmented, isError, help := o.method, o.id, o.augmented, o.isError, o.help
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy rewrite: "+format+"\n", a...)
 		return 2
@@ -84,40 +79,40 @@ func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	if err := fs.Parse(args); err != nil {
 		return fail("%s", flagProblem(err, fs, "mcp-tasks-proxy rewrite --help"))
 	}
-	if *help {
+	if o.help {
 		fmt.Fprint(stdout, rewriteHelp)
 		return 0
 	}
 	if fs.NArg() > 0 {
 		return fail("unexpected argument %q: the frames come on stdin; run mcp-tasks-proxy rewrite --help", fs.Arg(0))
 	}
-	if *up == *down {
+	if o.up == o.down {
 		return fail("give exactly one of --up and --down")
 	}
-	values := map[string]*string{"--client-caps": caps, "--client-info": info, "--discover": discover}
+	values := map[string]*string{"--client-caps": &o.caps, "--client-info": &o.info, "--discover": &o.discover}
 	for name, v := range values {
-		if *v == "" {
-			continue
+		b, err := jsonFlag(name, *v) // JSON, or @FILE holding it
+		switch {
+		case err != nil:
+			return fail("%v", err)
+		case b != nil && !gjson.ValidBytes(b):
+			return fail("%s: not valid JSON", name)
 		}
-		b, err := jsonArg(*v)
-		if err != nil {
-			return fail("%s: %v", name, err)
-		}
-		*v = string(b)
+		*v = string(rewrite.TrimFrame(b))
 	}
-	if *id != "" && !gjson.Valid(*id) {
-		return fail("--id %s is not a JSON value (a string id needs quotes: --id '\"abc\"')", *id)
+	if o.id != "" && !gjson.Valid(o.id) {
+		return fail("--id %s is not a JSON value (a string id needs quotes: --id '\"abc\"')", o.id)
 	}
 	r := rewriter{
 		out:       bufio.NewWriter(stdout),
-		caps:      capabilities.ClientCapabilities([]byte(*caps)),
-		info:      []byte(*info),
-		level:     *level,
-		discover:  []byte(*discover),
-		method:    *method,
-		id:        []byte(*id),
-		augmented: *augmented,
-		tasks:     rewrite.TaskOptions{IsErrorFailed: *isError == "failed"},
+		caps:      capabilities.ClientCapabilities([]byte(o.caps)),
+		info:      []byte(o.info),
+		level:     o.level,
+		discover:  []byte(o.discover),
+		method:    o.method,
+		id:        []byte(o.id),
+		augmented: o.augmented,
+		tasks:     rewrite.TaskOptions{IsErrorFailed: o.isError == "failed"},
 	}
 	r.meta = capabilities.Meta(r.caps, r.info, r.level)
 	defer r.out.Flush()
@@ -128,7 +123,7 @@ func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 			if n > 1 {
 				fmt.Fprintln(r.out)
 			}
-			if *up {
+			if o.up {
 				r.up(t)
 			} else {
 				r.downFrame(t)
@@ -138,21 +133,6 @@ func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 			return 0
 		}
 	}
-}
-
-// jsonArg reads a flag value that is JSON, or @FILE holding JSON.
-func jsonArg(v string) ([]byte, error) {
-	b := []byte(v)
-	if strings.HasPrefix(v, "@") {
-		var err error
-		if b, err = os.ReadFile(v[1:]); err != nil {
-			return nil, err
-		}
-	}
-	if !gjson.ValidBytes(b) {
-		return nil, fmt.Errorf("not valid JSON")
-	}
-	return rewrite.TrimFrame(b), nil
 }
 
 type rewriter struct {
@@ -177,13 +157,8 @@ func (r *rewriter) mint() []byte {
 // post prints one upstream request: headers, a blank line, the body.
 func (r *rewriter) post(body []byte) {
 	h := routing.Headers(body, nil)
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	fmt.Fprintln(r.out, "POST <upstream URL>")
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
 		fmt.Fprintf(r.out, "%s: %s\n", k, h.Get(k))
 	}
 	fmt.Fprintf(r.out, "\n%s\n", body)

@@ -32,7 +32,7 @@ func TestRewriteFollowsTheSessionsRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
-		if code := rewriteCommand(tt.args, strings.NewReader(tt.stdin), &out, &errOut); code != 0 {
+		if code := rewriteCommand(tt.args, strings.NewReader(tt.stdin), &out, &errOut, env()); code != 0 {
 			t.Fatalf("%v: exit %d: %s", tt.args, code, errOut.String())
 		}
 		if !strings.Contains(out.String(), tt.want) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -20,9 +21,8 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/serve"
 )
 
-// serveConfig is the parsed command line of `serve`: every proxy flag (the
-// upstream, its headers and sign-in, the trace, the logs, the bounds and
-// policies each session takes) and serve's own.
+// serveConfig is the parsed command line of `serve`: every proxy flag, for
+// the sessions, and serve's own.
 type serveConfig struct {
 	config
 	listen             string
@@ -40,10 +40,14 @@ type serveConfig struct {
 // DefaultListen is --listen's default.
 const DefaultListen = "127.0.0.1:8931"
 
+// sessionPrefix is what --session-id-prefix takes: visible ASCII that needs
+// no escaping in a header or a balancer rule.
+var sessionPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{0,32}$`)
+
 const groupServe = "serve"
 
-var serveFlagGroups = append([]flagGroup{{Key: groupServe, Title: "Serve (the HTTP endpoint):"}},
-	append([]flagGroup{{Key: "", Title: "Upstream, logs and sessions (the proxy's flags):"}}, proxyFlagGroups[1:]...)...)
+var serveFlagGroups = append([]flagGroup{{Key: groupServe, Title: "Serve (the HTTP endpoint):"},
+	{Key: "", Title: "Upstream, logs and sessions (the proxy's flags):"}}, proxyFlagGroups[1:]...)
 
 // serveOwnFlags are serve's own rows; serveFlags adds the proxy's.
 var serveOwnFlags = []flagSpec[serveConfig]{
@@ -100,8 +104,7 @@ var serveFlags = append(append([]flagSpec[serveConfig]{}, serveOwnFlags...),
 			"when a session ends (DELETE, idleness, SIGTERM), answer the requests it has read for at most D, then give those left an error naming the flag; `0` cancels them at once"},
 	})...)
 
-// reword gives rows of a shared table words of their own: name → help,
-// doc.
+// reword gives rows of a shared table words (help, doc) of their own.
 func reword[T any](rows []flagSpec[T], words map[string][2]string) []flagSpec[T] {
 	for i, r := range rows {
 		if w, ok := words[r.Name]; ok {
@@ -157,18 +160,13 @@ Exit status: 0 after a signal; 1 when it cannot listen or serve; 2 on a usage er
 `
 
 // serveCommand runs `mcp-tasks-proxy serve`.
-func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func serveCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c, err := parseServeArgs(args, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy serve: %v\n", err)
 		return 2
 	}
-	switch {
-	case c.help:
-		fmt.Fprint(stdout, serveHelpText)
-		return 0
-	case c.version:
-		fmt.Fprintln(stdout, versionLine())
+	if c.helpOrVersion(serveHelpText, stdout) {
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -176,8 +174,7 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	return runServe(ctx, c, stderr, getenv)
 }
 
-// parseServeArgs reads serve's command line: the proxy's checks, then
-// serve's own.
+// parseServeArgs reads serve's command line.
 func parseServeArgs(args []string, getenv func(string) string) (*serveConfig, error) {
 	c := &serveConfig{}
 	if err := c.config.parse(serveFlagSet(c), args, getenv, "mcp-tasks-proxy serve --help"); err != nil {
@@ -212,7 +209,7 @@ func (c *serveConfig) check() error {
 		return usagef("--max-body-memory (%d bytes) is less than --max-message-size (%d bytes): a message that large could never be read; raise --max-body-memory or lower --max-message-size",
 			c.maxBodyMemory, c.maxMessage)
 	}
-	if !validPrefix(c.sessionPrefix) {
+	if !sessionPrefix.MatchString(c.sessionPrefix) {
 		return usagef("--session-id-prefix %q: use 1 to 32 letters, digits, - or _", c.sessionPrefix)
 	}
 	for _, o := range c.allowOrigins {
@@ -241,21 +238,15 @@ func (c *serveConfig) check() error {
 	return nil
 }
 
-// runServe runs the HTTP front until ctx ends (a signal): the log, the
-// demo server, the upstream client, the sessions' configuration, the
-// listener, then the server. It returns the exit status.
+// runServe runs the HTTP front until ctx ends (a signal), and returns the
+// exit status.
 func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func(string) string) int {
-	cfg := &c.config
-	logger, closeLog, code := startLog(cfg, stderr, getenv)
-	if code != 0 {
-		return code
-	}
-	defer closeLog()
-	bcfg, client, closeBridge, code := startBridge(cfg, logger, nil, stderr, nil)
+	bcfg, client, closeBridge, code := startBridge(&c.config, nil, stderr, getenv, nil)
 	defer closeBridge()
 	if code != 0 {
 		return code
 	}
+	logger := bcfg.Logger
 	bcfg.OnInitialized = nil // no era line: stderr is the server's
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
@@ -281,7 +272,9 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	probed := make(chan struct{})
 	go func() { // after the line: its warning follows it
 		defer close(probed)
-		probeUpstream(ctx, srv, logger)
+		if err := srv.CheckUpstream(ctx); err != nil {
+			logger.Warn("the upstream's discover probe failed; /healthz answers 503 until an initialize succeeds", zap.Error(err))
+		}
 	}()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -318,26 +311,4 @@ func stopServing(hs *http.Server, srv *serve.Server, logger *zap.Logger) {
 		_ = hs.Close()
 	}
 	logger.Info("mcp-tasks-proxy serve stopped")
-}
-
-// probeUpstream looks at the upstream once at start, for /healthz (within
-// --discover-timeout).
-func probeUpstream(ctx context.Context, srv *serve.Server, logger *zap.Logger) {
-	if err := srv.CheckUpstream(ctx); err != nil {
-		logger.Warn("the upstream's discover probe failed; /healthz answers 503 until an initialize succeeds", zap.Error(err))
-	}
-}
-
-// validPrefix reports whether p is empty, or 1 to 32 letters, digits, - or
-// _ (visible ASCII that needs no escaping in a header or a balancer rule).
-func validPrefix(p string) bool {
-	if len(p) > 32 {
-		return false
-	}
-	for _, r := range p {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
 }

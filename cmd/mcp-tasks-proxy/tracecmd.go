@@ -8,8 +8,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
-// traceHelp is the command's --help; its flags come from their table
-// (flags.go).
+// traceHelp is the command's --help; its flags come from their table.
 var traceHelp = traceHelpIntro + helpFlags(plainFlagGroups, docs(helpOnlyFlags)) + traceHelpOutro
 
 const traceHelpIntro = `mcp-tasks-proxy trace reads a frame trace written with --trace FILE: every
@@ -35,61 +34,43 @@ The timeline is coloured on a terminal, unless NO_COLOR is set.
 
 // traceCommand runs `mcp-tasks-proxy trace view|stats [FILE|-]`.
 func traceCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: trace: "+format+"\n", a...)
-		return 2
-	}
 	verb := ""
 	if len(args) > 0 && (args[0] == "view" || args[0] == "stats") {
 		verb, args = args[0], args[1:]
 	}
 	var opts helpOnly
 	fs := newTableFlagSet("mcp-tasks-proxy trace", helpOnlyFlags, &opts)
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return fail("%s", flagProblem(err, fs, "mcp-tasks-proxy trace --help"))
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return fail(stderr, 2, "trace: %s", flagProblem(err, fs, "mcp-tasks-proxy trace --help"))
 	}
 	switch {
 	case opts.help:
 		fmt.Fprint(stdout, traceHelp)
 		return 0
 	case verb == "" && len(files) > 0:
-		return fail("%s: unknown command; use view or stats (mcp-tasks-proxy trace --help)", files[0])
+		return fail(stderr, 2, "trace: %s: unknown command; use view or stats (mcp-tasks-proxy trace --help)", files[0])
 	case verb == "":
-		return fail("say what to do: mcp-tasks-proxy trace view FILE | mcp-tasks-proxy trace stats FILE (--help)")
+		return fail(stderr, 2, "trace: say what to do: mcp-tasks-proxy trace view FILE | mcp-tasks-proxy trace stats FILE (--help)")
 	case len(files) > 1:
-		return fail("%s: give one trace file, or - for stdin", verb)
+		return fail(stderr, 2, "trace: %s: give one trace file, or - for stdin", verb)
 	}
 	in := stdin
-	name := "-"
-	if len(files) == 1 {
-		name = files[0]
-	}
-	if name != "-" {
-		f, err := os.Open(name)
+	if len(files) == 1 && files[0] != "-" {
+		f, err := os.Open(files[0])
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-			return 1
+			return fail(stderr, 1, "%v", err)
 		}
 		defer f.Close()
 		in = f
 	}
-	var err error
 	if verb == "view" {
 		err = trace.View(stdout, in, colorOK(stdout, getenv))
 	} else {
 		err = trace.Stats(stdout, in)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: trace %s: %v\n", verb, err)
-		return 1
+		return fail(stderr, 1, "trace %s: %v", verb, err)
 	}
 	return 0
 }
