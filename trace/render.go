@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -254,14 +255,12 @@ func View(w io.Writer, r io.Reader, color bool) error {
 		start := g.recs[0].Time
 		for _, rec := range g.recs {
 			label, _, _, isErr := kind(rec)
-			hop := paint(ansiMagenta, fmt.Sprintf("%-8s", arrow(rec.Dir)))
+			hop := ansiMagenta
 			if rec.Dir == ClientToProxy || rec.Dir == ProxyToClient {
-				hop = paint(ansiCyan, fmt.Sprintf("%-8s", arrow(rec.Dir)))
+				hop = ansiCyan
 			}
-			fields := []string{
-				"  " + paint(ansiDim, fmt.Sprintf("%-10s", "+"+ms(durMs(rec.Time.Sub(start))))),
-				hop,
-			}
+			fields := []string{"  " + paint(ansiDim, fmt.Sprintf("%-10s", "+"+ms(durMs(rec.Time.Sub(start))))),
+				paint(hop, fmt.Sprintf("%-8s", arrow(rec.Dir)))}
 			switch {
 			case label == "error":
 				fields = append(fields, paint(ansiRed, label))
@@ -361,10 +360,7 @@ func (g *group) tally(stats map[string]*methodStats) {
 	for _, rec := range g.recs {
 		label, isMsg, isAnswer, _ := kind(rec)
 		if rec.HTTP != nil && rec.HTTP.Status >= 400 {
-			m := opMethod
-			if m == "" {
-				m = orDefault(rec.Method, "-")
-			}
+			m := cmp.Or(opMethod, rec.Method, "-")
 			get(m).httpErrs++
 		}
 		switch {
@@ -432,14 +428,6 @@ func printStats(bw *bufio.Writer, stats map[string]*methodStats) {
 	row("TOTAL", total.count, total.rpcErrs, total.httpErrs, p50, p99)
 }
 
-// orDefault returns s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // printable returns s with everything that could drive the reader's
 // terminal shown as an escape instead: C0 controls (tab, CR and LF
 // included), DEL and C1 controls as \xNN or \u00NN, the Unicode bidi
@@ -451,37 +439,17 @@ func orDefault(s, def string) string {
 // the file is written from what clients and servers sent. Backslashes are
 // left alone, so a frame's own JSON escapes stay readable.
 func printable(s string) string {
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if c >= 0x80 && (r != utf8.RuneError || n > 1) && !unsafeRune(r) {
-			i += n
-			continue
-		}
-		break
-	}
-	if i == len(s) {
+	if !strings.ContainsFunc(s, func(r rune) bool {
+		return r < 0x20 || r == 0x7f || r == utf8.RuneError || r >= 0x80 && unsafeRune(r)
+	}) {
 		return s
 	}
 	var b strings.Builder
-	b.Grow(len(s) + 16)
-	b.WriteString(s[:i])
-	for i < len(s) {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			b.WriteByte(c)
-			i++
-			continue
-		}
+	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, c)
+			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case r == '\n':
 			b.WriteString(`\n`)
 		case r == '\r':
@@ -490,7 +458,7 @@ func printable(s string) string {
 			b.WriteString(`\t`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
+		case r >= 0x80 && unsafeRune(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])

@@ -70,9 +70,10 @@ type Record struct {
 	Rewrites []string `json:"rewrites,omitempty"`
 	// HTTP describes the HTTP exchange of a server hop.
 	HTTP *HTTP `json:"http,omitempty"`
-	// Frame is the JSON-RPC message; the writer redacts and caps it. A
-	// frame that is not valid JSON is stored as a JSON string (or withheld
-	// when redacting, since its secrets cannot be found).
+	// Frame is the JSON-RPC message; the writer redacts and caps it, and
+	// writes it last in the line, as it was sent (compacted when it spans
+	// lines). A frame that is not valid JSON is stored as a JSON string (or
+	// withheld when redacting, since its secrets cannot be found).
 	Frame json.RawMessage `json:"frame,omitempty"`
 	// Truncated reports that the frame was cut to Options.FrameCap.
 	Truncated bool `json:"truncated,omitempty"`

@@ -75,15 +75,9 @@ type Options struct {
 	NoRedact bool
 }
 
-// Writer writes trace records as JSONL. A nil *Writer is valid and
-// discards everything.
-//
-// Emit redacts and encodes the record's line on the caller's goroutine and
-// appends the line to a buffer under a mutex held for the copy: nothing of
-// the caller's is kept. The writer's goroutine only writes the buffer out,
-// in writes of whole lines: it is woken by a timer FlushInterval after a
-// line arrives in an empty buffer, by Emit once 64 KiB (or a quarter of
-// Buffer records) is buffered, and by Close. So a sequential workload costs
+// Writer writes trace records as JSONL (see the package doc). A nil
+// *Writer is valid and discards everything. The goroutine's timer is armed
+// only when a line enters an empty buffer, so a sequential workload costs
 // no wake-up and no write(2) per record.
 type Writer struct {
 	out       io.Writer
@@ -102,9 +96,9 @@ type Writer struct {
 	kick  chan struct{} // capacity 1: Emit wakes the goroutine early
 	stop  chan struct{} // closed by Close
 	done  chan struct{} // closed when the goroutine has flushed and ended
-	timer *time.Timer   // armed by Emit when a line enters an empty buffer
+	timer *time.Timer
 
-	encoders sync.Pool // of *lineEncoder, idle
+	encoders sync.Pool // of *lineEncoder
 
 	mu     sync.Mutex // guards what follows, up to the atomics
 	lines  []byte     // encoded lines not yet taken by the goroutine, in Emit order
@@ -118,7 +112,7 @@ type Writer struct {
 
 	full     atomic.Bool // held or heldBytes is at its bound: Emit skips the work of a record that cannot fit
 	closed   atomic.Bool
-	failed   atomic.Bool  // a write failed: every later record is dropped
+	failed   atomic.Bool  // every later record is dropped
 	dropped  atomic.Int64 // dropped records, including those lost to a write error
 	finished atomic.Int64 // accepted records written out or lost to a write error
 
@@ -171,7 +165,6 @@ func Open(path string, o Options) (*Writer, error) {
 	return w, nil
 }
 
-// lazyFile opens its file on the first write.
 type lazyFile struct {
 	path string
 	f    *os.File
@@ -246,17 +239,14 @@ func (w *Writer) Dropped() int64 {
 	return w.dropped.Load() + accepted - finished
 }
 
-// Emit records r without blocking: on the caller's goroutine it redacts the
-// record, caps its frame and encodes its line; then it appends the line to
-// the buffer. CPU only, no I/O, and no wake-up of the writer goroutine but
-// once per 64 KiB (or a quarter of Options.Buffer) buffered. Emit keeps
-// nothing of r: the caller may reuse its memory as soon as Emit returns.
-// When the buffer is full (Options.Buffer records or Options.BufferBytes
-// bytes), after a write error, or for a record encoding/json cannot encode
-// (a time outside years 0-9999, a latency that is not a finite number), the
-// record is dropped and counted. Lines are written in the order Emit
-// buffered them. Records emitted after Close, and all records of a nil
-// Writer, are discarded.
+// Emit records r without blocking or I/O: on the caller's goroutine it
+// redacts the record, caps its frame and encodes its line, then appends the
+// line to the buffer. It keeps nothing of r. When the buffer is full
+// (Options.Buffer records or Options.BufferBytes bytes), after a write
+// error, or for a record encoding/json cannot encode (a time outside years
+// 0-9999, a latency that is not a finite number), the record is dropped and
+// counted. Lines are written in the order Emit buffered them. Records
+// emitted after Close, and all records of a nil Writer, are discarded.
 func (w *Writer) Emit(r Record) {
 	if w == nil || w.closed.Load() {
 		return
@@ -274,11 +264,11 @@ func (w *Writer) Emit(r Record) {
 		e = newLineEncoder()
 	}
 	w.buffer(e.encode(&r))
-	w.encoders.Put(e) // its line is copied: free for the next record
+	w.encoders.Put(e) // buffer copied its line
 }
 
-// buffer appends an encoded line to the buffer, or counts it dropped: when
-// it does not fit, or could not be encoded (err).
+// buffer appends an encoded line, or counts it dropped: when it does not
+// fit, or could not be encoded (err).
 func (w *Writer) buffer(line []byte, err error) {
 	w.mu.Lock()
 	accepted := err == nil && !w.shut && w.held < w.maxRecords && w.heldBytes+int64(len(line)) <= w.maxBytes
@@ -311,8 +301,10 @@ func (w *Writer) buffer(line []byte, err error) {
 	}
 }
 
-// lineEncoder encodes records with encoding/json, HTML escaping off (a
-// frame's <, > and & stay as they were sent).
+// lineEncoder encodes a record's small members with encoding/json, HTML
+// escaping off (a frame's <, > and & stay as they were sent), and splices
+// its frame, already valid JSON, in as the last member: encoding/json
+// would validate and compact the frame once more as a json.RawMessage.
 type lineEncoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder
@@ -325,17 +317,32 @@ func newLineEncoder() *lineEncoder {
 	return e
 }
 
+// maxDepth is encoding/json's nesting limit: a reader's json.Unmarshal
+// refuses a line nested deeper.
+const maxDepth = 10000
+
 // encode returns the line of r, redacted, which is e's until its next
-// record. A frame encoding/json refuses (nested deeper than it takes) is
-// withheld.
+// record. The frame is spliced as it is, but for one that spans lines or
+// has more brackets than maxDepth: that one is compacted with
+// encoding/json, and withheld when it nests deeper than a reader takes.
 func (e *lineEncoder) encode(r *Record) ([]byte, error) {
+	frame := r.Frame
+	r.Frame = nil
 	e.buf.Reset()
-	err := e.enc.Encode(r)
-	if err != nil && len(r.Frame) > 0 {
-		r.Frame = json.RawMessage(withheld)
-		err = e.enc.Encode(r)
+	if err := e.enc.Encode(r); err != nil || len(frame) == 0 {
+		return e.buf.Bytes(), err
 	}
-	return e.buf.Bytes(), err
+	e.buf.Truncate(e.buf.Len() - len("}\n"))
+	e.buf.WriteString(`,"frame":`)
+	switch {
+	case bytes.IndexByte(frame, '\n') < 0 && bytes.IndexByte(frame, '\r') < 0 &&
+		bytes.Count(frame, []byte{'{'})+bytes.Count(frame, []byte{'['}) <= maxDepth:
+		e.buf.Write(frame)
+	case json.Compact(&e.buf, frame) != nil: // leaves buf as it was
+		e.buf.WriteString(withheld)
+	}
+	e.buf.WriteString("}\n")
+	return e.buf.Bytes(), nil
 }
 
 // Close writes out what was buffered, stops the goroutine, closes the file
@@ -364,9 +371,7 @@ func (w *Writer) Close() (dropped int64, err error) {
 	return w.dropped.Load(), w.closeErr
 }
 
-// run writes out the buffer whenever it is woken: by the timer, by Emit
-// when enough is buffered, and a last time on Close (after which Emit
-// buffers nothing).
+// run writes out the buffer whenever it is woken, and a last time on Close.
 func (w *Writer) run() {
 	defer close(w.done)
 	for {
@@ -403,7 +408,7 @@ func (w *Writer) flush() {
 		rest = rest[len(chunk):]
 		n := records // the last chunk's
 		if len(rest) > 0 {
-			n = int64(bytes.Count(chunk, newline)) // a line's only newline ends it
+			n = int64(bytes.Count(chunk, []byte{'\n'})) // a line's only newline ends it
 		}
 		records -= n
 		w.mu.Lock()
@@ -431,8 +436,6 @@ func (w *Writer) flush() {
 	w.spare = batch[:0]
 }
 
-var newline = []byte{'\n'}
-
 // lose counts n accepted records as dropped.
 func (w *Writer) lose(n int64) {
 	w.dropped.Add(n)
@@ -459,27 +462,21 @@ func (w *Writer) redact(r *Record) {
 	}
 }
 
-// headers returns a copy of h with the values of secret headers redacted
-// (nil for no headers).
+// headers returns a copy of h (nil for no headers) with the values of
+// secret headers redacted: credential headers, those the user named
+// secret, and names the key rule matches.
 func (w *Writer) headers(h map[string]string) map[string]string {
 	if len(h) == 0 {
 		return nil
 	}
 	m := make(map[string]string, len(h))
 	for k, v := range h {
-		if !w.noRedact && w.secretHeader(k) {
+		if !w.noRedact && (rewrite.CredentialHeader(k) || w.secretHdr[strings.ToLower(k)] || w.sensitive(k)) {
 			v = redacted
 		}
 		m[k] = v
 	}
 	return m
-}
-
-// secretHeader reports whether the value of header k is redacted: a
-// credential header, one the user named secret, or a name the key rule
-// matches.
-func (w *Writer) secretHeader(k string) bool {
-	return rewrite.CredentialHeader(k) || w.secretHdr[strings.ToLower(k)] || w.sensitive(k)
 }
 
 // urlPattern finds URLs in error text, such as those *url.Error quotes.
