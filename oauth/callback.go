@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -234,7 +235,7 @@ func resultFromQuery(q url.Values) callbackResult {
 // sign-in). It must be the redirect URI with the query the authorization
 // server added; the text is never quoted back (it holds the code).
 func parsePasted(pasted, redirectURI, state string) callbackResult {
-	u, err := url.Parse(trimSpace(pasted))
+	u, err := url.Parse(strings.Trim(pasted, " \t\r\n\"'"))
 	want, _ := url.Parse(redirectURI)
 	if err != nil || u.Scheme != want.Scheme || u.Host != want.Host || u.Path != want.Path {
 		return callbackResult{err: fmt.Errorf("the pasted text is not the address the browser was sent to (it starts with %s?)", redirectURI)}
@@ -244,16 +245,6 @@ func parsePasted(pasted, redirectURI, state string) callbackResult {
 		return callbackResult{err: errors.New("the pasted address belongs to another sign-in (its state does not match); paste the one from the newest sign-in page")}
 	}
 	return resultFromQuery(q)
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t' || s[0] == '\r' || s[0] == '\n' || s[0] == '"' || s[0] == '\'') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t' || s[len(s)-1] == '\r' || s[len(s)-1] == '\n' || s[len(s)-1] == '"' || s[len(s)-1] == '\'') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // page answers the browser with a small HTML page.

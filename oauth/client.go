@@ -289,12 +289,7 @@ func union(a, b []string) []string {
 }
 
 func containsAll(have, want []string) bool {
-	for _, s := range want {
-		if !slices.Contains(have, s) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(want, func(s string) bool { return !slices.Contains(have, s) })
 }
 
 func sortedCopy(s []string) []string {

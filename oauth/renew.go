@@ -39,35 +39,6 @@ type renewals struct {
 	lastProbe time.Time       // when a proactive refresh last failed
 }
 
-// quiet: no refresh ahead failed in the 30s before now.
-func (r *renewals) quiet(now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastProbe.IsZero() || now.Sub(r.lastProbe) > 30*time.Second
-}
-
-// probeFailed notes a failed refresh ahead.
-func (r *renewals) probeFailed(now time.Time) {
-	r.mu.Lock()
-	r.lastProbe = now
-	r.mu.Unlock()
-}
-
-// refreshed: a refresh succeeded, so refusals of signed-in tokens no
-// longer count as in a row.
-func (r *renewals) refreshed() {
-	r.mu.Lock()
-	r.refused = 0
-	r.mu.Unlock()
-}
-
-// signedIn notes an access token this process signed in for.
-func (r *renewals) signedIn(access string) {
-	r.mu.Lock()
-	r.mine[access] = true
-	r.mu.Unlock()
-}
-
 // refusal counts a refusal of sent when this process signed in for it:
 // refused is how many came in a row before it, and over is true (and the
 // count left alone) when that is already the most allowed.
@@ -84,23 +55,19 @@ func (r *renewals) refusal(sent string) (refused int, over bool) {
 	return r.refused, false
 }
 
-// stepUpsFor is how many step-up sign-ins the scope set key has had.
-func (r *renewals) stepUpsFor(key string) int {
+// note runs f on what the policy remembers, under its lock.
+func (r *renewals) note(f func(r *renewals)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.stepUps[key]
-}
-
-func (r *renewals) countStepUp(key string) {
-	r.mu.Lock()
-	r.stepUps[key]++
-	r.mu.Unlock()
+	f(r)
 }
 
 // dueForRefresh: a refreshable token that is due (see due), and no
 // refresh ahead failed in the last 30s.
 func (c *Client) dueForRefresh(t *token) bool {
-	return due(t, c.now()) && c.ren.quiet(c.now())
+	now, quiet := c.now(), false
+	c.ren.note(func(r *renewals) { quiet = r.lastProbe.IsZero() || now.Sub(r.lastProbe) > 30*time.Second })
+	return due(t, now) && quiet
 }
 
 // due: a refreshable token within a minute (or a quarter of its lifetime,
@@ -163,11 +130,13 @@ func (c *Client) stepUp(ctx context.Context, ch challenge, sent string) (bool, e
 	if t := c.store.current(); t != nil && t.AccessToken != "" && bearer(t) != sent && containsAll(t.Scopes, challenged) {
 		return true, nil
 	}
-	if n := c.ren.stepUpsFor(key); n >= maxStepUps {
+	var n int
+	c.ren.note(func(r *renewals) { n = r.stepUps[key] })
+	if n >= maxStepUps {
 		return false, c.fail(fmt.Sprintf("the server asks for the scope %q, and the authorization server did not grant it after %d sign-ins", key, n), nil)
 	}
 	err := c.fl.fly(ctx, keyStepUp+key, func(fctx context.Context) error {
-		c.ren.countStepUp(key)
+		c.ren.note(func(r *renewals) { r.stepUps[key]++ })
 		return c.stepUpLocked(fctx, ch, sent, challenged)
 	})
 	return err == nil, err
@@ -232,7 +201,8 @@ func (c *Client) refreshAhead(ctx context.Context, held string) error {
 	if err == nil {
 		return nil
 	}
-	c.ren.probeFailed(c.now())
+	now := c.now()
+	c.ren.note(func(r *renewals) { r.lastProbe = now })
 	c.log.Warn("oauth: refreshing the token ahead of its expiry failed", zap.Error(err))
 	if isOAuthError(err, "invalid_grant") {
 		// Keep the access token while it lasts; its 401 will sign in.
@@ -274,7 +244,7 @@ func (c *Client) refreshLocked(ctx context.Context, rec *record) error {
 		return err
 	}
 	c.store.publish(rec)
-	c.ren.refreshed()
+	c.ren.note(func(r *renewals) { r.refused = 0 }) // refusals no longer come in a row
 	c.log.Info("oauth: token refreshed", zap.Time("expiry", nt.Expiry), zap.Strings("scopes", nt.Scopes))
 	return nil
 }

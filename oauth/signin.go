@@ -167,7 +167,7 @@ func (c *Client) redeem(ctx context.Context, rec *record, a *attempt, code strin
 		return err
 	}
 	c.store.publish(rec)
-	c.ren.signedIn(nt.AccessToken)
+	c.ren.note(func(r *renewals) { r.mine[nt.AccessToken] = true })
 	c.log.Info("oauth: signed in", zap.String("issuer", d.as.Issuer), zap.Strings("scopes", nt.Scopes), zap.Time("expiry", nt.Expiry))
 	c.user.say("mcp-tasks-proxy: signed in to %s.\n", c.host)
 	return nil

@@ -226,7 +226,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		writing(w)
 		if !done && ended {
 			final, done = sessionEndedError(st), true
-			if st.wasCancelled() {
+			if st.cancelled.Load() {
 				final = nil // nothing more for a cancelled request
 			}
 		}
@@ -318,7 +318,7 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) (failedIni
 		s.initFailed()
 		return true
 	}
-	s.SetHealth(nil)
+	s.health.Store(&health{ok: true})
 	sess.log.Info("session initialized")
 	return false
 }

@@ -157,24 +157,6 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// NextUpstreamID mints an upstream request id from the counter the
-// sessions share, for the front's own requests (the health probe), so that
-// no two requests of the process carry the same id.
-func (s *Server) NextUpstreamID() []byte {
-	return strconv.AppendInt(nil, s.upIDs.Add(1), 10)
-}
-
-// SetHealth records the outcome of a look at the upstream made elsewhere:
-// nil is healthy. /healthz does not quote err; it says that the check
-// failed.
-func (s *Server) SetHealth(err error) {
-	if err == nil {
-		s.health.Store(&health{ok: true})
-		return
-	}
-	s.health.Store(&health{class: "the check failed"})
-}
-
 // CheckUpstream looks at the upstream with the proxy's own server/discover
 // (its own capabilities and clientInfo: nothing of a client's), within
 // the bridge's DiscoverTimeout, and records the verdict for /healthz. The
@@ -191,7 +173,9 @@ func (s *Server) CheckUpstream(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p := &capabilities.Prober{Client: s.cfg.Bridge.Client, NextID: s.NextUpstreamID}
+	// Its ids come from the counter the sessions share: no two requests of
+	// the process carry the same id.
+	p := &capabilities.Prober{Client: s.cfg.Bridge.Client, NextID: func() []byte { return strconv.AppendInt(nil, s.upIDs.Add(1), 10) }}
 	info := rewrite.AppendString([]byte(`{"name":"mcp-tasks-proxy-serve","version":`), s.cfg.Version)
 	info = append(info, '}')
 	v := p.Probe(routing.Unattended(ctx), capabilities.Meta(capabilities.ClientCapabilities([]byte(`{}`)), info, ""))
@@ -369,45 +353,45 @@ func (s *Server) Sessions() int {
 // cancels what is left (their open requests get an error answer) and
 // waits for that too.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing = true
-	live := make([]*session, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		live = append(live, sess)
-	}
-	s.mu.Unlock()
-	for _, sess := range live {
-		s.forget(sess)
+	for _, sess := range s.closeTable() {
 		sess.end("the proxy is shutting down")
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		s.cancel()
-		s.probes.Wait()
-		return nil
 	case <-ctx.Done():
+		err = ctx.Err()
 	}
 	s.cancel()
 	<-done // Serve returns promptly once cancelled
 	s.probes.Wait()
-	return ctx.Err()
+	return err
 }
 
 // Close cancels every session at once; their open requests get an error
 // answer.
 func (s *Server) Close() {
-	s.mu.Lock()
-	s.closing = true
-	for id := range s.sessions {
-		delete(s.sessions, id)
-		s.metrics.sessions.Dec()
-	}
-	s.mu.Unlock()
+	s.closeTable()
 	s.cancel()
 	s.wg.Wait()
 	s.probes.Wait()
+}
+
+// closeTable refuses new sessions and empties the table, returning what
+// it held.
+func (s *Server) closeTable() []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	live := make([]*session, 0, len(s.sessions))
+	for id, sess := range s.sessions {
+		live = append(live, sess)
+		delete(s.sessions, id)
+		s.metrics.sessions.Dec()
+	}
+	return live
 }
 
 // newSessionID is 128 random bits in hex.

@@ -229,6 +229,6 @@ func (sess *session) cancelled(requestID string) {
 	st := sess.posts[requestID]
 	sess.mu.Unlock()
 	if st != nil && st.method != "initialize" { // the bridge does not cancel an initialize
-		st.cancel()
+		st.cancelled.Store(true)
 	}
 }

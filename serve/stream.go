@@ -28,7 +28,7 @@ type postStream struct {
 	// cancelled: the client sent notifications/cancelled for the request,
 	// so nothing more is sent for it, not even the error of a session
 	// that ends first.
-	cancelled bool
+	cancelled atomic.Bool
 }
 
 func newPostStream(id []byte, method string, sse bool) *postStream {
@@ -55,20 +55,6 @@ func (st *postStream) push(o bridge.Out) bool {
 	default:
 	}
 	return true
-}
-
-// cancel notes the client's notifications/cancelled for the request.
-func (st *postStream) cancel() {
-	st.mu.Lock()
-	st.cancelled = true
-	st.mu.Unlock()
-}
-
-// wasCancelled reports whether the client cancelled the request.
-func (st *postStream) wasCancelled() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.cancelled
 }
 
 // take returns what is queued, and the answer once it has come.
@@ -151,13 +137,6 @@ func (l *eventLog) after(id int64) (events []event, lost bool, wake <-chan struc
 		i--
 	}
 	return append([]event(nil), l.events[i:]...), id < l.dropped, l.wake
-}
-
-// bytes is what the log holds, as it counts it.
-func (l *eventLog) bytes() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.size
 }
 
 // start is where a GET without Last-Event-ID starts.
