@@ -107,12 +107,10 @@ func (s *Server) abandoned(sess *session, st *postStream) {
 	}
 }
 
-// readBody reads one JSON-RPC message (not a batch), or answers the error:
-// 413 past the maximum message size (at once when its Content-Length says
-// so), 408 when it did not arrive within ReadTimeout, 503 when the bodies
-// in progress hold the body memory. The body's buffer grows with what
-// arrives and is taken from the body memory (readAll); ServeHTTP's bound
-// gives it back, and lifts the read deadline at the body's end.
+// readBody reads the body, or answers the error: 413 past the maximum
+// message size (at once when its Content-Length says so), 408 when it did
+// not arrive within ReadTimeout, 503 when the bodies in progress hold the
+// body memory. ServeHTTP's bound gives the body's memory back.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := s.cfg.Bridge.MaxMessageBytes // New set the default
 	if r.ContentLength > int64(limit) {
@@ -149,7 +147,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return bytes.TrimSpace(body), true
 }
 
-// tooLarge answers a body over the maximum message size.
 func tooLarge(w http.ResponseWriter, limit int) {
 	httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: the message is over %d bytes (the proxy's %v)", limit, rewrite.HintMaxMessageSize))
 }
@@ -210,7 +207,6 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*session, bool
 // session ends before answering, the answer is an error.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, st *postStream, jsonOK bool) {
 	defer st.leave()
-	flusher, _ := w.(http.Flusher)
 	streaming, ended := false, false
 	// A client that takes SSE gets a comment every keepAlive while the
 	// request runs, so that it and the intermediaries keep the POST open;
@@ -258,11 +254,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 			if final != nil {
 				_ = writeEvent(w, postEventPrefix, sess.nextID.Add(1), final)
 			}
-			flush(flusher)
+			flush(w)
 			return
 		}
 		if streaming {
-			flush(flusher)
+			flush(w)
 		}
 		select {
 		case <-st.wake:
@@ -289,7 +285,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 
 // settled counts a request's outcome, and reads the upstream's health off
 // an initialize answer. A failed initialize ends its session at once (a
-// client retrying would otherwise fill the table): it reports true then.
+// client retrying would otherwise fill the table), reporting true.
 func (s *Server) settled(sess *session, st *postStream, final []byte) (failedInit bool) {
 	outcome := "cancelled"
 	switch {
@@ -323,14 +319,12 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) (failedIni
 	return false
 }
 
-// sessionEndedError is the answer of a request its session ended without
-// answering.
 func sessionEndedError(st *postStream) []byte {
 	return rewrite.ErrorFrame(st.id, protocol.CodeInternalError,
 		fmt.Sprintf("the session ended before %s was answered (deleted, expired or the proxy is shutting down); initialize a new session and try again", st.method), nil)
 }
 
-// get opens the session's stream for the frames of no request.
+// get opens the session's stream, for the frames of no request.
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if _, sseOK := accepts(r.Header.Get("Accept")); !sseOK {
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: the GET stream is text/event-stream")
@@ -363,8 +357,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if startSSE(w, getPrimingID(cursor, &sess.nextID)) != nil {
 		return
 	}
-	flusher, _ := w.(http.Flusher)
-	flush(flusher)
+	flush(w)
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
@@ -383,7 +376,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			cursor = e.id
 		}
 		if len(events) > 0 || lost {
-			flush(flusher)
+			flush(w)
 			sess.events.sent(cursor)
 		}
 		select {
@@ -393,7 +386,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
-			flush(flusher)
+			flush(w)
 		case <-sess.inEnd:
 			return
 		case <-kicked:
@@ -404,7 +397,6 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// delete ends a session.
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	sess, ok := s.session(w, r)
 	if !ok {
@@ -438,9 +430,8 @@ func accepts(h string) (jsonOK, sseOK bool) {
 	return jsonOK, sseOK
 }
 
-// ioTimeout bounds each write to a client: a client that stops reading its
-// stream is let go rather than holding a goroutine, its stream and its
-// session's place. (A body's read is bounded by Config.ReadTimeout.)
+// ioTimeout bounds each write to a client: one that stops reading its
+// stream is let go rather than holding a goroutine and its session's place.
 var ioTimeout = 2 * time.Minute
 
 // writing arms the write deadline for what is written next.
@@ -448,9 +439,8 @@ func writing(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(ioTimeout))
 }
 
-// startSSE answers with an event stream, whose first event primes it with
-// id (writePriming); "" for a stream that ends at once, with nothing to
-// resume.
+// startSSE answers with an event stream primed with id (writePriming); ""
+// for a stream that ends at once, with nothing to resume.
 func startSSE(w http.ResponseWriter, id string) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -463,11 +453,7 @@ func startSSE(w http.ResponseWriter, id string) error {
 	return writePriming(w, id)
 }
 
-func flush(f http.Flusher) {
-	if f != nil {
-		f.Flush()
-	}
-}
+func flush(w http.ResponseWriter) { _ = http.NewResponseController(w).Flush() }
 
 // httpError answers a transport error with a JSON-RPC error body (id null),
 // as the 2025 SDKs do.

@@ -29,14 +29,11 @@ const Path = "/mcp"
 const (
 	DefaultIdleTimeout = 30 * time.Minute
 	DefaultMaxSessions = 256
-	// DefaultEventLogBytes bounds each session's GET stream event log:
-	// what the stream carries are notifications of some hundred bytes
-	// (list_changed, resources/updated) and the server's requests of a few
-	// KiB, so 1 MiB keeps thousands of them for a reconnecting client,
-	// while 256 sessions hold at most 256 MiB.
+	// DefaultEventLogBytes keeps thousands of the GET stream's
+	// notifications (some hundred bytes) and server requests (a few KiB)
+	// for a reconnecting client, while 256 sessions hold at most 256 MiB.
 	DefaultEventLogBytes = 1 << 20
-	// RetryAfter is what a client refused for the session bound is told
-	// to wait, in seconds.
+	// RetryAfter is what a refused client is told to wait, in seconds.
 	RetryAfter = 5
 )
 
@@ -89,15 +86,14 @@ type Config struct {
 }
 
 // Server is the HTTP front: an http.Handler for /mcp, /healthz and
-// /metrics, and the table of the sessions it runs. Create it with New;
-// Shutdown ends every session.
+// /metrics, and the table of the sessions it runs.
 type Server struct {
 	cfg      Config
 	log      *zap.Logger
 	metrics  *metrics
 	identity string // a hash of the token: the clients' identity
 	access   access
-	bodies   bodyMemory // the request bodies' budget (conn.go)
+	bodies   bodyMemory
 
 	ctx    context.Context // the sessions' (cancelled by Close)
 	cancel context.CancelFunc
@@ -109,20 +105,17 @@ type Server struct {
 
 	health  atomic.Pointer[health]
 	probing atomic.Bool    // a health probe runs
-	probes  sync.WaitGroup // the health probes started for a failed initialize
+	probes  sync.WaitGroup // those started for a failed initialize
 	upIDs   atomic.Int64   // upstream ids, unique in the process
 }
 
-// health is the last verdict on the upstream, in the proxy's own words:
-// what /healthz says to anyone who asks, so nothing of a client's request
-// and nothing the upstream wrote.
+// health is the last verdict on the upstream, for /healthz.
 type health struct {
 	ok     bool
 	class  string // what failed: "no answer", "server error", ...
 	status int    // the upstream's HTTP status, 0 for none
 }
 
-// New prepares a server.
 func New(cfg Config) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
@@ -158,14 +151,11 @@ func New(cfg Config) *Server {
 }
 
 // CheckUpstream looks at the upstream with the proxy's own server/discover
-// (its own capabilities and clientInfo: nothing of a client's), within
-// the bridge's DiscoverTimeout, and records the verdict for /healthz. The
-// error, for the log, names the cause and the fix.
-//
-// Health is the upstream's: reached, and answering as an MCP server (of
-// either era). A transport failure, a 5xx, a 401/403, or an answer that is
-// not MCP makes it unhealthy; a client's initialize that the upstream
-// refuses for that client's params does not (see initFailed).
+// (nothing of a client's), within the bridge's DiscoverTimeout, and
+// records the verdict for /healthz; the error names the cause and the fix.
+// Healthy is reached and answering as an MCP server of either era: a
+// transport failure, a 5xx, a 401/403 or an answer that is not MCP is not,
+// while a client's initialize refused for its own params says nothing.
 func (s *Server) CheckUpstream(ctx context.Context) error {
 	timeout := s.cfg.Bridge.DiscoverTimeout
 	if timeout <= 0 {
@@ -191,10 +181,9 @@ func (s *Server) CheckUpstream(ctx context.Context) error {
 	return err
 }
 
-// initFailed is told of an initialize the upstream, or the proxy on its
-// behalf, refused. The answer is the client's: it may be the upstream's
-// refusal of that client's params, or a failure to reach it. The proxy's
-// own probe tells which, in the background (one at a time).
+// initFailed is told of a refused initialize: the upstream's refusal of
+// that client's params, or a failure to reach it. The proxy's own probe
+// tells which, in the background, one at a time.
 func (s *Server) initFailed() {
 	if s.cfg.Bridge.Client == nil || !s.probing.CompareAndSwap(false, true) {
 		return
@@ -275,9 +264,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // healthz answers 200 while the upstream's last look succeeded, else 503
-// with what failed, in the proxy's own words (the class of failure and the
-// upstream's HTTP status): never a client's data, never the upstream's
-// text or URL.
+// with what failed in the proxy's own words (the class of failure and the
+// upstream's status), as /healthz is open to anyone: never a client's
+// data, never the upstream's text or URL.
 func (s *Server) healthz(w http.ResponseWriter) {
 	h := s.health.Load()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -291,11 +280,10 @@ func (s *Server) healthz(w http.ResponseWriter) {
 	_, _ = w.Write([]byte("unhealthy: the upstream: " + h.class + " (" + capabilities.StatusText(h.status) + ")\n"))
 }
 
-// errClosing refuses a session while the server shuts down.
-var errClosing = errors.New("the proxy is shutting down")
-
-// errFull refuses a session past MaxSessions.
-var errFull = errors.New("too many sessions")
+var (
+	errClosing = errors.New("the proxy is shutting down")
+	errFull    = errors.New("too many sessions") // past MaxSessions
+)
 
 // newSession creates and starts a session, unless the server is closing
 // or full.
@@ -320,7 +308,6 @@ func (s *Server) newSession() (*session, error) {
 	return sess, nil
 }
 
-// lookup is the live session with this id, or nil.
 func (s *Server) lookup(id string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -347,11 +334,10 @@ func (s *Server) Sessions() int {
 	return len(s.sessions)
 }
 
-// Shutdown refuses new sessions and ends the input of every session, so
-// that each answers (or errors) the requests it has read, within its
-// drain bound, and ends. It waits for them until ctx ends; then it
-// cancels what is left (their open requests get an error answer) and
-// waits for that too.
+// Shutdown refuses new sessions and ends every session's input, so that
+// each answers the requests it has read, within its drain bound. It waits
+// for them until ctx ends, then cancels what is left (their open requests
+// get an error answer) and waits for that too.
 func (s *Server) Shutdown(ctx context.Context) error {
 	for _, sess := range s.closeTable() {
 		sess.end("the proxy is shutting down")
@@ -397,9 +383,7 @@ func (s *Server) closeTable() []*session {
 // newSessionID is 128 random bits in hex.
 func newSessionID() string {
 	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
+	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
 }
 
@@ -410,7 +394,6 @@ func versionOK(r *http.Request) bool {
 	return v == "" || slices.Contains(protocol.LegacyVersions, v)
 }
 
-// retryAfter is the Retry-After value.
 var retryAfter = strconv.Itoa(RetryAfter)
 
 // cors lets a browser page of an accepted origin use the endpoint: its
