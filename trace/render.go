@@ -22,7 +22,6 @@ import (
 // summaryLen is the number of characters of a frame shown by View.
 const summaryLen = 120
 
-// ANSI colours used by View.
 const (
 	ansiReset   = "\x1b[0m"
 	ansiBold    = "\x1b[1m"
@@ -69,10 +68,7 @@ func groupByOp(recs []Record) []*group {
 	var groups []*group
 	index := map[string]*group{}
 	for _, r := range recs {
-		op := r.Op
-		if op == "" {
-			op = "-"
-		}
+		op := cmp.Or(r.Op, "-")
 		g := index[op]
 		if g == nil {
 			g = &group{op: op}
@@ -139,7 +135,7 @@ func rpcID(r Record) string {
 	return b.String()
 }
 
-// clientRequest returns the first client->proxy message of g with a method.
+// clientRequest returns the first client->proxy message of g.
 func (g *group) clientRequest() (Record, bool) {
 	for _, r := range g.recs {
 		if _, isMsg, _, _ := kind(r); isMsg && r.Dir == ClientToProxy {
@@ -151,19 +147,11 @@ func (g *group) clientRequest() (Record, bool) {
 
 // span returns the time from the first to the last record of g.
 func (g *group) span() time.Duration {
-	lo, hi := g.recs[0].Time, g.recs[0].Time
-	for _, r := range g.recs[1:] {
-		if r.Time.Before(lo) {
-			lo = r.Time
-		}
-		if r.Time.After(hi) {
-			hi = r.Time
-		}
-	}
-	return hi.Sub(lo)
+	cmpTime := func(a, b Record) int { return a.Time.Compare(b.Time) }
+	return slices.MaxFunc(g.recs, cmpTime).Time.Sub(slices.MinFunc(g.recs, cmpTime).Time)
 }
 
-// arrow shows a hop from the proxy's point of view.
+// arrow shows a hop from the proxy's side.
 func arrow(d Dir) string {
 	switch d {
 	case ClientToProxy:
@@ -302,7 +290,6 @@ func View(w io.Writer, r io.Reader, color bool) error {
 	return bw.Flush()
 }
 
-// methodStats accumulates Stats for one method.
 type methodStats struct {
 	count, rpcErrs, httpErrs int
 	lat                      []float64

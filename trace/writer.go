@@ -148,17 +148,13 @@ func Open(path string, o Options) (*Writer, error) {
 	if err := safefile.Check(path); err != nil {
 		return nil, err
 	}
-	if err == nil && st.Mode()&os.ModeNamedPipe != 0 {
-		// Opening a FIFO blocks until a reader comes: the writer's own
-		// goroutine opens it on the first write, never the caller.
-		lf := &lazyFile{path: path}
-		w := New(lf, o)
-		w.closer = lf
-		return w, nil
-	}
-	f, err := safefile.OpenWrite(path, safefile.Truncate)
-	if err != nil {
-		return nil, err
+	var f io.WriteCloser = &lazyFile{path: path}
+	// Opening a FIFO blocks until a reader comes: the writer's own
+	// goroutine opens it on the first write (lazyFile), never the caller.
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		if f, err = safefile.OpenWrite(path, safefile.Truncate); err != nil {
+			return nil, err
+		}
 	}
 	w := New(f, o)
 	w.closer = f
@@ -190,18 +186,10 @@ func (l *lazyFile) Close() error {
 
 // New starts a Writer on w. Close flushes but does not close w.
 func New(w io.Writer, o Options) *Writer {
-	if o.FrameCap <= 0 {
-		o.FrameCap = DefaultFrameCap
-	}
-	if o.Buffer <= 0 {
-		o.Buffer = DefaultBuffer
-	}
-	if o.BufferBytes <= 0 {
-		o.BufferBytes = DefaultBufferBytes
-	}
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = DefaultFlushInterval
-	}
+	o.FrameCap = positive(o.FrameCap, DefaultFrameCap)
+	o.Buffer = positive(o.Buffer, DefaultBuffer)
+	o.BufferBytes = positive(o.BufferBytes, DefaultBufferBytes)
+	o.FlushInterval = positive(o.FlushInterval, DefaultFlushInterval)
 	tw := &Writer{
 		out:         w,
 		frameCap:    o.FrameCap,
@@ -224,6 +212,13 @@ func New(w io.Writer, o Options) *Writer {
 	}
 	go tw.run()
 	return tw
+}
+
+func positive[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Dropped is the number of records dropped so far, plus those accepted
