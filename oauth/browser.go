@@ -44,7 +44,6 @@ func newConsole(cfg Config, host string, log *zap.Logger) *console {
 	}
 }
 
-// announce prints the sign-in address and opens the browser on it.
 func (u *console) announce(authURL string) {
 	if u.noBrowser {
 		u.say("mcp-tasks-proxy: %s needs you to sign in. Open this address in a browser (waiting up to %v):\n\n  %s\n\n", u.host, u.timeout, authURL)
@@ -62,7 +61,6 @@ func (u *console) say(format string, args ...any) {
 	fmt.Fprintf(u.out, format, args...)
 }
 
-// readPaste waits for the pasted address, bounded by ctx.
 func (u *console) readPaste(ctx context.Context, paste func() (string, error), redirectURI, state string) callbackResult {
 	got := make(chan callbackResult, 1)
 	go func() {

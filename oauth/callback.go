@@ -47,7 +47,6 @@ type callbackResult struct {
 	verdict chan error
 }
 
-// tell hands the sign-in's outcome to the page waiting for it, if any.
 func (r callbackResult) tell(err error) {
 	if r.verdict != nil {
 		select {
@@ -62,7 +61,6 @@ func (r callbackResult) tell(err error) {
 // sign-in is still finishing.
 const pageWait = 30 * time.Second
 
-// callback is one sign-in's listener.
 type callback struct {
 	srv         *http.Server
 	redirectURI string
@@ -151,7 +149,6 @@ func (l *loopback) listen(state string) (*callback, error) {
 		l.listenHost, l.candidatePorts()[0], l.candidatePorts()[len(l.candidatePorts())-1], lastErr, rewrite.HintOAuthCallbackPort)
 }
 
-// close stops the listener and waits for it.
 func (cb *callback) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -215,7 +212,6 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// stateMatches compares in constant time.
 func stateMatches(got, want string) bool {
 	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
@@ -247,7 +243,6 @@ func parsePasted(pasted, redirectURI, state string) callbackResult {
 	return resultFromQuery(q)
 }
 
-// page answers the browser with a small HTML page.
 func page(w http.ResponseWriter, status int, title, text string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,16 +16,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-// Discovery, as the MCP authorization spec orders it. go-sdk's
-// oauthex.GetProtectedResourceMetadata and GetAuthServerMeta are not used:
-// they refuse authorization servers on private networks (10/8,
-// 192.168/16: a company's self-hosted MCP server), forgive a trailing slash
-// where RFC 8414 §3.3 asks for an identical issuer, stop the search at the
-// first 5xx, and accept PKCE without S256. Their types, and
-// ParseWWWAuthenticate, are used.
-
 // discoverer finds the server's protected resource metadata and its
-// authorization server's metadata, and refuses endpoints it must not use.
+// authorization server's metadata, in the MCP authorization spec's order,
+// and refuses endpoints it must not use. go-sdk's oauthex getters are not
+// used (their types and ParseWWWAuthenticate are): they refuse
+// authorization servers on private networks (a company's self-hosted
+// server), forgive a trailing slash where RFC 8414 §3.3 asks for an
+// identical issuer, stop at the first 5xx, and accept PKCE without S256.
 type discoverer struct {
 	target
 	hc        *http.Client
@@ -63,6 +61,9 @@ func (ch challenge) scopes() []string { return strings.Fields(ch["scope"]) }
 // metadata. A server with no resource metadata is tried as its own
 // authorization server (the 2025-03-26 arrangement).
 func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, error) {
+	found := func(resource string, scopes []string, as *oauthex.AuthServerMeta) (*discovery, error) {
+		return &discovery{resource: cmp.Or(m.resource, resource), scopes: scopes, as: as}, nil
+	}
 	var tried []string
 	for _, cand := range m.prmURLs(ch["resource_metadata"]) {
 		if err := m.checkEndpoint("the resource metadata URL", cand); err != nil {
@@ -90,11 +91,7 @@ func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, er
 				errs = append(errs, err.Error())
 				continue
 			}
-			d := &discovery{resource: prm.Resource, scopes: prm.ScopesSupported, as: as}
-			if m.resource != "" {
-				d.resource = m.resource
-			}
-			return d, nil
+			return found(prm.Resource, prm.ScopesSupported, as)
 		}
 		return nil, errors.New(strings.Join(errs, "; "))
 	}
@@ -114,14 +111,9 @@ func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, er
 		}
 		return nil, errors.New(reason)
 	}
-	d := &discovery{resource: m.server.String(), as: as}
-	if m.resource != "" {
-		d.resource = m.resource
-	}
-	return d, nil
+	return found(m.server.String(), nil, as)
 }
 
-// prmURLs lists where the protected resource metadata may be, in order.
 func (m *discoverer) prmURLs(fromChallenge string) []string {
 	var urls []string
 	if fromChallenge != "" {
@@ -212,7 +204,6 @@ func (m *discoverer) authServerMeta(ctx context.Context, issuer string) (*oauthe
 	return nil, fmt.Errorf("%w for %s", errNoASMetadata, issuer)
 }
 
-// asMetaURLs lists the metadata URLs of an issuer in the MCP spec's order.
 func asMetaURLs(iu *url.URL) []string {
 	u := url.URL{Scheme: iu.Scheme, Host: iu.Host}
 	p := strings.Trim(iu.Path, "/")
@@ -266,7 +257,7 @@ func (m *discoverer) getJSON(ctx context.Context, u string, v any) (status int, 
 	return resp.StatusCode, nil
 }
 
-// rootCause drops the *url.Error wrapping (its text repeats the URL).
+// rootCause drops the *url.Error wrapping, whose text repeats the URL.
 func rootCause(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) && ue.Err != nil {

@@ -23,7 +23,6 @@ type flights struct {
 	m  map[string]*flight
 }
 
-// flight is one renewal that every request needing it waits on.
 type flight struct {
 	done chan struct{}
 	err  error
@@ -34,7 +33,6 @@ func newFlights(t target, timeout time.Duration) *flights {
 	return &flights{target: t, timeout: timeout, base: base, stop: stop, m: map[string]*flight{}}
 }
 
-// close ends the renewals in flight and waits for them.
 func (fs *flights) close() {
 	fs.stop()
 	fs.wg.Wait()

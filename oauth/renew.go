@@ -18,9 +18,8 @@ import (
 // accepts its authorization server's tokens, a scope that is never
 // granted, a request the client did not make).
 
-// Flight keys: one renewal of each kind at a time in a process (a step-up
-// per scope set); different kinds exclude each other through the store
-// lock, as processes do.
+// Flight keys: one renewal of each kind at a time (a step-up per scope
+// set); different kinds exclude each other through the store lock.
 const (
 	keyRenew = "renew"
 	// keyRenewUnattended: a renewal for a request the client did not make
@@ -30,7 +29,7 @@ const (
 	keyStepUp          = "step up "
 )
 
-// renewals is what the renewal policy remembers between requests.
+// renewals is what the policy remembers between requests.
 type renewals struct {
 	mu        sync.Mutex
 	stepUps   map[string]int  // step-up sign-ins per challenged scope set
@@ -55,7 +54,6 @@ func (r *renewals) refusal(sent string) (refused int, over bool) {
 	return r.refused, false
 }
 
-// note runs f on what the policy remembers, under its lock.
 func (r *renewals) note(f func(r *renewals)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -215,7 +213,7 @@ func (c *Client) refreshAhead(ctx context.Context, held string) error {
 	return err
 }
 
-// spent is t without its refresh token: its scopes still count as held
+// spent is t without its refresh token; its scopes still count as held
 // for the sign-in that replaces it.
 func spent(t *token) *token {
 	nt := *t
@@ -225,7 +223,6 @@ func spent(t *token) *token {
 
 var errNoTokenEndpoint = errors.New("no token endpoint is known")
 
-// refreshLocked refreshes rec's token, saves and publishes it.
 func (c *Client) refreshLocked(ctx context.Context, rec *record) error {
 	if rec.AS == nil || rec.AS.TokenEndpoint == "" {
 		return errNoTokenEndpoint

@@ -14,7 +14,6 @@ import (
 // The sign-in: the authorization code flow with PKCE, under the store
 // lock, from discovery to the stored token.
 
-// attempt is one sign-in under way.
 type attempt struct {
 	d           *discovery
 	scopes      []string
@@ -138,7 +137,6 @@ func (c *Client) awaitCode(ctx context.Context, rec *record, a *attempt, paste f
 	return res, nil
 }
 
-// redeem exchanges the code for a token, and stores and publishes it.
 func (c *Client) redeem(ctx context.Context, rec *record, a *attempt, code string) error {
 	d := a.d
 	tok, err := c.ep.exchange(ctx, a.cfg, code, a.verifier, d.resource)

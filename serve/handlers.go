@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -188,7 +189,8 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*session, bool
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
 		return nil, false
 	}
-	if !versionOK(r) {
+	// MCP-Protocol-Version: absent (2025-03-26 clients), or a 2025 version.
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocol.LegacyVersions, v) {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %s (supported: %s)",
 			quoteShort(r.Header.Get("Mcp-Protocol-Version")), strings.Join(protocol.LegacyVersions, ", ")))
 		return nil, false
@@ -221,7 +223,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		frames, final, done := st.take()
 		writing(w)
 		if !done && ended {
-			final, done = sessionEndedError(st), true
+			final, done = rewrite.ErrorFrame(st.id, protocol.CodeInternalError, fmt.Sprintf("the session ended before %s was answered (deleted, expired or the proxy is shutting down); initialize a new session and try again", st.method), nil), true
 			if st.cancelled.Load() {
 				final = nil // nothing more for a cancelled request
 			}
@@ -317,11 +319,6 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) (failedIni
 	s.health.Store(&health{ok: true})
 	sess.log.Info("session initialized")
 	return false
-}
-
-func sessionEndedError(st *postStream) []byte {
-	return rewrite.ErrorFrame(st.id, protocol.CodeInternalError,
-		fmt.Sprintf("the session ended before %s was answered (deleted, expired or the proxy is shutting down); initialize a new session and try again", st.method), nil)
 }
 
 // get opens the session's stream, for the frames of no request.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -385,13 +383,6 @@ func newSessionID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
-}
-
-// versionOK checks MCP-Protocol-Version on a request after initialize:
-// absent (2025-03-26 clients), or one of the 2025 versions.
-func versionOK(r *http.Request) bool {
-	v := r.Header.Get("Mcp-Protocol-Version")
-	return v == "" || slices.Contains(protocol.LegacyVersions, v)
 }
 
 var retryAfter = strconv.Itoa(RetryAfter)

@@ -26,22 +26,20 @@ const (
 	DefaultFlushInterval = 100 * time.Millisecond
 )
 
-// wakeSize is the buffered bytes at which Emit wakes the writer goroutine
-// before FlushInterval.
-const wakeSize = 64 << 10
-
-// writeSize is the most the writer goroutine writes at once (but for one
-// longer line): four wake-ups' worth, so that the batch a wake-up finds, a
-// little over wakeSize, goes out in one write, whose records are counted
-// already.
-const writeSize = 4 * wakeSize
-
-// redacted replaces the value of a secret header.
-const redacted = "[REDACTED]"
-
-// withheld stands in for a frame that is not valid JSON, whose secrets
-// cannot be found.
-const withheld = `"[unparsable frame withheld]"`
+const (
+	// wakeSize is the buffered bytes at which Emit wakes the writer
+	// goroutine before FlushInterval.
+	wakeSize = 64 << 10
+	// writeSize is the most the goroutine writes at once (but for one
+	// longer line): four wake-ups' worth, so that the batch a wake-up
+	// finds, a little over wakeSize, goes out in one write.
+	writeSize = 4 * wakeSize
+	// redacted replaces the value of a secret header.
+	redacted = "[REDACTED]"
+	// withheld stands in for a frame that is not valid JSON, whose secrets
+	// cannot be found.
+	withheld = `"[unparsable frame withheld]"`
+)
 
 // Options configures a Writer. The zero value is usable.
 type Options struct {
@@ -57,12 +55,11 @@ type Options struct {
 	// (default 8 MiB); a record larger than BufferBytes on its own is always
 	// dropped.
 	BufferBytes int
-	// FlushInterval is how long a record may wait in memory before the
-	// writer goroutine writes it out (default 100 ms). The goroutine also
-	// writes as soon as 64 KiB or a quarter of Buffer is buffered, and on
-	// Close; it never wakes while nothing is buffered. A crash loses at most
-	// the records of the last FlushInterval (and whatever a stalled reader
-	// has not taken).
+	// FlushInterval is how long a record may wait in memory before it is
+	// written out (default 100 ms), sooner once 64 KiB or a quarter of
+	// Buffer is buffered, and on Close. A crash loses at most the records
+	// of the last FlushInterval (and whatever a stalled reader has not
+	// taken).
 	FlushInterval time.Duration
 	// SecretHeaders names headers whose values are always redacted, in
 	// addition to Authorization, Proxy-Authorization, Cookie and Set-Cookie
@@ -87,11 +84,9 @@ type Writer struct {
 	sensitive func(key string) bool
 	secretHdr map[string]bool // lower-case names of the user's secret headers (SecretHeaders)
 
-	maxRecords  int64 // Options.Buffer
-	maxBytes    int64 // Options.BufferBytes
-	kickRecords int   // buffered records that wake the goroutine early
-	kickBytes   int   // buffered bytes that wake the goroutine early
-	interval    time.Duration
+	maxRecords, maxBytes   int64 // Options.Buffer, Options.BufferBytes
+	kickRecords, kickBytes int   // buffered records or bytes that wake the goroutine early
+	interval               time.Duration
 
 	kick  chan struct{} // capacity 1: Emit wakes the goroutine early
 	stop  chan struct{} // closed by Close
@@ -101,16 +96,16 @@ type Writer struct {
 	encoders sync.Pool // of *lineEncoder
 
 	mu     sync.Mutex // guards what follows, up to the atomics
-	lines  []byte     // encoded lines not yet taken by the goroutine, in Emit order
+	lines  []byte     // encoded lines not yet taken by the goroutine
 	nLines int64      // records in lines
 	kicked bool       // a wake-up was sent for lines
 	shut   bool       // Close has begun: Emit discards
 	// held and heldBytes count the records in memory: lines, and what the
 	// goroutine has taken but not yet begun to write.
 	held, heldBytes int64
-	accepted        int64 // records accepted, ever
+	accepted        int64 // ever
 
-	full     atomic.Bool // held or heldBytes is at its bound: Emit skips the work of a record that cannot fit
+	full     atomic.Bool // held or heldBytes is at its bound: Emit skips the work
 	closed   atomic.Bool
 	failed   atomic.Bool  // every later record is dropped
 	dropped  atomic.Int64 // dropped records, including those lost to a write error
@@ -125,14 +120,12 @@ type Writer struct {
 }
 
 // Open starts a Writer on path: "-" writes to os.Stderr; a regular file is
-// created or truncated with mode 0600 (an existing one is chmod-ed to
-// 0600 first); a device such as /dev/null is written as it is, its mode
-// untouched; a FIFO is opened on the first write. It opens path with
-// internal/safefile: a symbolic link at path, and a file or FIFO of
-// another user, are refused. It refuses the process's
-// standard output, whatever its name (/dev/stdout, /proc/self/fd/1, the
-// file it was redirected to), which carries only frames: a file there
-// would be truncated, and records would go among the frames.
+// created or truncated with mode 0600 (an existing one is chmod-ed to 0600
+// first); a device such as /dev/null is written as it is; a FIFO is opened
+// on the first write. Through internal/safefile, a symbolic link at path
+// and a file or FIFO of another user are refused. So is the process's
+// standard output under any name (/dev/stdout, the file it was redirected
+// to): it carries only frames.
 func Open(path string, o Options) (*Writer, error) {
 	if path == "-" {
 		return New(os.Stderr, o), nil
@@ -342,8 +335,7 @@ func (e *lineEncoder) encode(r *Record) ([]byte, error) {
 
 // Close writes out what was buffered, stops the goroutine, closes the file
 // opened by Open and returns the number of dropped records (including
-// records lost to a write error) with the first error. It is idempotent;
-// a nil Writer returns 0, nil.
+// those lost to a write error) with the first error. It is idempotent.
 func (w *Writer) Close() (dropped int64, err error) {
 	if w == nil {
 		return 0, nil
@@ -383,8 +375,7 @@ func (w *Writer) run() {
 
 // flush takes the buffer and writes it out in writes of whole lines, each
 // of at most writeSize bytes (or one longer line). A chunk's records leave
-// the count of those held as its write begins. After a write error it
-// counts the records as dropped instead.
+// the count of those held as its write begins.
 func (w *Writer) flush() {
 	w.mu.Lock()
 	batch, records := w.lines, w.nLines
@@ -413,15 +404,12 @@ func (w *Writer) flush() {
 			w.full.Store(false)
 		}
 		w.mu.Unlock()
-		if w.err != nil {
-			w.lose(n)
-			continue
+		if w.err == nil {
+			_, w.err = w.out.Write(chunk)
 		}
-		if _, err := w.out.Write(chunk); err != nil {
-			w.err = err
+		if w.err != nil { // lost: counted as dropped
 			w.failed.Store(true)
-			w.lose(n)
-			continue
+			w.dropped.Add(n)
 		}
 		w.finished.Add(n)
 	}
@@ -431,14 +419,7 @@ func (w *Writer) flush() {
 	w.spare = batch[:0]
 }
 
-// lose counts n accepted records as dropped.
-func (w *Writer) lose(n int64) {
-	w.dropped.Add(n)
-	w.finished.Add(n)
-}
-
-// redact redacts r and caps its frame, without writing to anything r points
-// to: a member it changes is the record's own copy.
+// redact redacts r and caps its frame, writing to nothing r points to.
 func (w *Writer) redact(r *Record) {
 	r.ID = validOrString(r.ID)
 	var truncated bool
@@ -477,9 +458,9 @@ func (w *Writer) headers(h map[string]string) map[string]string {
 // urlPattern finds URLs in error text, such as those *url.Error quotes.
 var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
 
-// frame returns the redacted, capped form of f (nil for an empty frame),
+// frame returns the redacted, capped form of f (nil for an empty frame)
 // and whether it was cut. A frame that is not valid JSON is withheld when
-// redacting, and kept as a JSON string when not.
+// redacting, kept as a JSON string when not.
 func (w *Writer) frame(f json.RawMessage) (json.RawMessage, bool) {
 	f = rewrite.TrimFrame(f)
 	if len(f) == 0 {
