@@ -238,15 +238,7 @@ func sameOriginRedirect(req *http.Request, via []*http.Request) error {
 }
 
 func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
-}
-
-func port(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	if strings.EqualFold(u.Scheme, "https") {
-		return "443"
-	}
-	return "80"
+	ca, errA := canonicalURL(a.String())
+	cb, errB := canonicalURL(b.String())
+	return errA == nil && errB == nil && ca.Scheme == cb.Scheme && ca.Host == cb.Host
 }

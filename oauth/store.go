@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -106,7 +107,7 @@ func openTokenStore(dir string, t target, timeout time.Duration) (*tokenStore, e
 	if err := checkPrivate(dir, fi.Mode(), "700"); err != nil {
 		return nil, err
 	}
-	name := filepath.Join(dir, storeName(t.server.String()))
+	name := filepath.Join(dir, storeName(t.server))
 	s := &tokenStore{target: t, timeout: timeout,
 		doc: statefile.File{Path: name + ".json", LockPath: name + ".lock", Version: storeVersion, Indent: "  "}}
 	s.doc.Check = func(fi fs.FileInfo) error { return checkPrivate(s.doc.Path, fi.Mode(), "600") }
@@ -237,21 +238,14 @@ func shellQuote(s string) string {
 
 // storeName is HOST-HASH: the host (':' made '_') and 16 hex digits of the
 // SHA-256 of the canonical server URL.
-func storeName(server string) string {
-	host := server
-	if i := strings.Index(host, "://"); i >= 0 {
-		host = host[i+3:]
-	}
-	if i := strings.IndexAny(host, "/?#"); i >= 0 {
-		host = host[:i]
-	}
-	host = strings.Map(func(r rune) rune {
+func storeName(server *url.URL) string {
+	host := strings.Map(func(r rune) rune {
 		if r == '.' || r == '-' || ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
 			return r
 		}
 		return '_'
-	}, strings.ToLower(host))
-	sum := sha256.Sum256([]byte(server))
+	}, strings.ToLower(server.Host))
+	sum := sha256.Sum256([]byte(server.String()))
 	return host + "-" + hex.EncodeToString(sum[:8])
 }
 

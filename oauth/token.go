@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,16 +141,8 @@ func (e *tokenEndpoint) refresh(ctx context.Context, as *oauthex.AuthServerMeta,
 // expiresIn reads expires_in, a number or (from some servers) a string
 // holding one; 0 when absent or unreadable.
 func expiresIn(raw json.RawMessage) float64 {
-	var n json.Number
-	if json.Unmarshal(raw, &n) != nil {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return 0
-		}
-		n = json.Number(s)
-	}
-	f, err := n.Float64()
-	if err != nil || f <= 0 || f > 10*365*24*3600 {
+	f, err := strconv.ParseFloat(strings.Trim(string(raw), `"`), 64)
+	if err != nil || !(f > 0 && f <= 10*365*24*3600) {
 		return 0
 	}
 	return f

@@ -151,22 +151,11 @@ func (g *group) span() time.Duration {
 	return slices.MaxFunc(g.recs, cmpTime).Time.Sub(slices.MinFunc(g.recs, cmpTime).Time)
 }
 
-// arrow shows a hop from the proxy's side.
-func arrow(d Dir) string {
-	switch d {
-	case ClientToProxy:
-		return "← client"
-	case ProxyToClient:
-		return "→ client"
-	case ProxyToServer:
-		return "→ server"
-	case ServerToProxy:
-		return "← server"
-	case Proxy:
-		return "• proxy"
-	}
-	return printable(string(d))
-}
+// arrows show the hops from the proxy's side.
+var arrows = map[Dir]string{ClientToProxy: "← client", ProxyToClient: "→ client",
+	ProxyToServer: "→ server", ServerToProxy: "← server", Proxy: "• proxy"}
+
+func arrow(d Dir) string { return cmp.Or(arrows[d], printable(string(d))) }
 
 // ms formats milliseconds: 0.42ms, 12.3ms, 1.25s.
 func ms(v float64) string {
