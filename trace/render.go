@@ -204,7 +204,7 @@ func View(w io.Writer, r io.Reader, color bool) error {
 		return err
 	}
 	paint := func(code, s string) string {
-		if !color || s == "" {
+		if !color || s == "" || code == "" {
 			return s
 		}
 		return code + s + ansiReset
@@ -232,45 +232,40 @@ func View(w io.Writer, r io.Reader, color bool) error {
 		start := g.recs[0].Time
 		for _, rec := range g.recs {
 			label, _, _, isErr := kind(rec)
+			var fields []string
+			add := func(code, s string) {
+				if s != "" {
+					fields = append(fields, paint(code, s))
+				}
+			}
 			hop := ansiMagenta
 			if rec.Dir == ClientToProxy || rec.Dir == ProxyToClient {
 				hop = ansiCyan
 			}
-			fields := []string{"  " + paint(ansiDim, fmt.Sprintf("%-10s", "+"+ms(durMs(rec.Time.Sub(start))))),
-				paint(hop, fmt.Sprintf("%-8s", arrow(rec.Dir)))}
-			switch {
-			case label == "error":
-				fields = append(fields, paint(ansiRed, label))
-			case label == "response":
-				fields = append(fields, paint(ansiGreen, label))
-			default:
-				fields = append(fields, printable(label))
-			}
-			if rec.HTTP != nil && rec.HTTP.Status != 0 {
+			add(ansiDim, fmt.Sprintf("%-10s", "+"+ms(durMs(rec.Time.Sub(start)))))
+			add(hop, fmt.Sprintf("%-8s", arrow(rec.Dir)))
+			add(map[string]string{"error": ansiRed, "response": ansiGreen}[label], printable(label))
+			if h := rec.HTTP; h != nil && h.Status != 0 {
 				c := ansiGreen
-				if rec.HTTP.Status >= 400 {
+				if h.Status >= 400 {
 					c = ansiRed
 				}
-				fields = append(fields, paint(c, fmt.Sprintf("HTTP %d", rec.HTTP.Status)))
+				add(c, fmt.Sprintf("HTTP %d", h.Status))
 			}
 			if rec.LatencyMs != 0 {
-				fields = append(fields, ms(rec.LatencyMs))
+				add("", ms(rec.LatencyMs))
 			}
 			if len(rec.Rewrites) > 0 {
-				fields = append(fields, paint(ansiYellow, "["+printable(strings.Join(rec.Rewrites, " "))+"]"))
+				add(ansiYellow, "["+printable(strings.Join(rec.Rewrites, " "))+"]")
 			}
 			if rec.Error != "" {
-				fields = append(fields, paint(ansiRed, "error: "+printable(rec.Error)))
+				add(ansiRed, "error: "+printable(rec.Error))
 			} else if isErr && label != "error" {
-				fields = append(fields, paint(ansiRed, "!"))
+				add(ansiRed, "!")
 			}
-			if rec.Note != "" {
-				fields = append(fields, printable(rec.Note))
-			}
-			if s := summary(rec); s != "" {
-				fields = append(fields, s)
-			}
-			fmt.Fprintln(bw, strings.Join(fields, "  "))
+			add("", printable(rec.Note))
+			add("", summary(rec))
+			fmt.Fprintln(bw, "  "+strings.Join(fields, "  "))
 		}
 	}
 	if malformed > 0 {
