@@ -209,10 +209,10 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*session, bool
 // session ends before answering, the answer is an error.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, st *postStream, jsonOK bool) {
 	defer st.leave()
-	streaming, ended := false, false
-	// A client that takes SSE gets a comment every keepAlive while the
-	// request runs, so that it and the intermediaries keep the POST open;
-	// the first one turns a pending JSON answer into a stream.
+	streaming, ended, keep := false, false, false
+	// A client that takes SSE gets a comment (keep) every keepAlive while
+	// the request runs, so that it and the intermediaries keep the POST
+	// open; the first one turns a pending JSON answer into a stream.
 	var tick <-chan time.Time
 	if st.sse {
 		t := time.NewTicker(keepAlive)
@@ -228,7 +228,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 				final = nil // nothing more for a cancelled request
 			}
 		}
-		if !streaming && done && len(frames) == 0 && jsonOK && final != nil {
+		if !streaming && !keep && done && len(frames) == 0 && jsonOK && final != nil {
 			if s.settled(sess, st, final) {
 				w.Header().Del("Mcp-Session-Id") // no session came of it
 			}
@@ -240,11 +240,17 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		// A request cancelled before anything was sent gets a stream too
 		// (a request is answered with JSON or an event stream, never 202),
 		// which ends without its response.
-		if !streaming && (len(frames) > 0 || done) {
+		if !streaming && (len(frames) > 0 || done || keep) {
 			if startSSE(w, postPrimingID(&sess.nextID)) != nil {
 				return
 			}
 			streaming = true
+		}
+		if keep {
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			keep = false
 		}
 		for _, f := range frames {
 			if writeEvent(w, postEventPrefix, sess.nextID.Add(1), f) != nil {
@@ -265,15 +271,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		select {
 		case <-st.wake:
 		case <-tick:
-			if !streaming {
-				if startSSE(w, postPrimingID(&sess.nextID)) != nil {
-					return
-				}
-				streaming = true
-			}
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
+			keep = true
 		case <-sess.done:
 			ended = true
 		case <-r.Context().Done():

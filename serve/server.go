@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,17 +202,13 @@ func (s *Server) initFailed() {
 // '/', at most 64 bytes: /healthz is open to anyone, and says only what
 // the proxy's own words say.
 func plainWords(s string) string {
-	b := make([]byte, 0, min(len(s), 64))
-	for i := 0; i < len(s) && len(b) < 64; i++ {
-		c := s[i]
+	s = strings.Map(func(c rune) rune {
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ' ' || c == '-' || c == '/' {
-			b = append(b, c)
+			return c
 		}
-	}
-	if len(b) == 0 {
-		return "the check failed"
-	}
-	return string(b)
+		return -1
+	}, s)
+	return cmp.Or(s[:min(len(s), 64)], "the check failed")
 }
 
 // ServeHTTP routes /mcp, /healthz and /metrics.
