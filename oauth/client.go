@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -83,11 +84,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{target: tgt, cfg: cfg, hc: newHTTPClient(cfg.HTTPClient), now: time.Now, store: st}
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	c.log = log.With(zap.String("server", server.Host))
+	c.log = cmp.Or(cfg.Logger, zap.NewNop()).With(zap.String("server", server.Host))
 	clock := func() time.Time { return c.now() }
 	c.disc = &discoverer{target: tgt, hc: c.hc, resource: cfg.Resource, allowHTTP: cfg.AllowHTTP}
 	c.cb = &loopback{target: tgt, port: cfg.CallbackPort, listenHost: listen, urlHost: urlHost, log: c.log}

@@ -97,8 +97,7 @@ func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, er
 	}
 	// No resource metadata: the server's origin may be its own
 	// authorization server.
-	origin := &url.URL{Scheme: m.server.Scheme, Host: m.server.Host}
-	as, err := m.authServerMeta(ctx, origin.String())
+	as, err := m.authServerMeta(ctx, at(m.server, ""))
 	if err != nil {
 		reason := fmt.Sprintf("%s publishes no protected resource metadata (RFC 9728), and %s", m.host, err)
 		if len(tried) > 0 {
@@ -119,14 +118,15 @@ func (m *discoverer) prmURLs(fromChallenge string) []string {
 	if fromChallenge != "" {
 		urls = append(urls, fromChallenge)
 	}
-	u := url.URL{Scheme: m.server.Scheme, Host: m.server.Host}
 	if p := strings.Trim(m.server.Path, "/"); p != "" {
-		u.Path = "/.well-known/oauth-protected-resource/" + p
-		urls = append(urls, u.String())
+		urls = append(urls, at(m.server, "/.well-known/oauth-protected-resource/"+p))
 	}
-	u.Path = "/.well-known/oauth-protected-resource"
-	urls = append(urls, u.String())
-	return urls
+	return append(urls, at(m.server, "/.well-known/oauth-protected-resource"))
+}
+
+// at is path on u's origin.
+func at(u *url.URL, path string) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: path}).String()
 }
 
 // resourceMatches accepts a resource metadata document for this server:
@@ -205,24 +205,12 @@ func (m *discoverer) authServerMeta(ctx context.Context, issuer string) (*oauthe
 }
 
 func asMetaURLs(iu *url.URL) []string {
-	u := url.URL{Scheme: iu.Scheme, Host: iu.Host}
 	p := strings.Trim(iu.Path, "/")
 	if p == "" {
-		u.Path = "/.well-known/oauth-authorization-server"
-		a := u.String()
-		u.Path = "/.well-known/openid-configuration"
-		return []string{a, u.String()}
+		return []string{at(iu, "/.well-known/oauth-authorization-server"), at(iu, "/.well-known/openid-configuration")}
 	}
-	var urls []string
-	for _, path := range []string{
-		"/.well-known/oauth-authorization-server/" + p,
-		"/.well-known/openid-configuration/" + p,
-		"/" + p + "/.well-known/openid-configuration",
-	} {
-		u.Path = path
-		urls = append(urls, u.String())
-	}
-	return urls
+	return []string{at(iu, "/.well-known/oauth-authorization-server/"+p), at(iu, "/.well-known/openid-configuration/"+p),
+		at(iu, "/"+p+"/.well-known/openid-configuration")}
 }
 
 // maxMetadata bounds a metadata or token response.

@@ -117,27 +117,13 @@ type health struct {
 }
 
 func New(cfg Config) *Server {
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
-	if cfg.EventLogBytes <= 0 {
-		cfg.EventLogBytes = DefaultEventLogBytes
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	if cfg.Bridge.MaxMessageBytes <= 0 {
-		cfg.Bridge.MaxMessageBytes = routing.DefaultMaxMessageBytes
-	}
-	if cfg.ReadTimeout <= 0 {
-		cfg.ReadTimeout = DefaultReadTimeout
-	}
-	if cfg.MaxBodyMemory <= 0 {
-		cfg.MaxBodyMemory = DefaultBodyMemory(cfg.Bridge.MaxMessageBytes)
-	}
+	cfg.IdleTimeout = positive(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.MaxSessions = positive(cfg.MaxSessions, DefaultMaxSessions)
+	cfg.EventLogBytes = positive(cfg.EventLogBytes, DefaultEventLogBytes)
+	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
+	cfg.Bridge.MaxMessageBytes = positive(cfg.Bridge.MaxMessageBytes, routing.DefaultMaxMessageBytes)
+	cfg.ReadTimeout = positive(cfg.ReadTimeout, DefaultReadTimeout)
+	cfg.MaxBodyMemory = positive(cfg.MaxBodyMemory, DefaultBodyMemory(cfg.Bridge.MaxMessageBytes))
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), sessions: map[string]*session{}}
 	s.bodies.max = cfg.MaxBodyMemory
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -148,6 +134,13 @@ func New(cfg Config) *Server {
 	}
 	s.health.Store(&health{class: "not checked yet"})
 	return s
+}
+
+func positive[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // CheckUpstream looks at the upstream with the proxy's own server/discover
