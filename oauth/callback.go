@@ -90,9 +90,9 @@ func (l *loopback) candidatePorts() []int {
 		return []int{l.port}
 	}
 	p := derivedPort(l.server.String())
-	ports := make([]int, portTries)
-	for i := range ports {
-		ports[i] = p + i
+	var ports []int
+	for i := range portTries {
+		ports = append(ports, p+i)
 	}
 	return ports
 }
@@ -104,10 +104,9 @@ func (l *loopback) redirectURI(port int) string {
 // redirectURIs are the URIs a dynamic registration lists: every candidate,
 // so a derived port that moves on needs no new registration.
 func (l *loopback) redirectURIs() []string {
-	ports := l.candidatePorts()
-	uris := make([]string, len(ports))
-	for i, p := range ports {
-		uris[i] = l.redirectURI(p)
+	var uris []string
+	for _, p := range l.candidatePorts() {
+		uris = append(uris, l.redirectURI(p))
 	}
 	return uris
 }
@@ -145,8 +144,9 @@ func (l *loopback) listen(state string) (*callback, error) {
 		}()
 		return cb, nil
 	}
+	ports := l.candidatePorts()
 	return nil, fmt.Errorf("cannot listen for the OAuth callback on %s: ports %d to %d are all taken (%v); pick a free one with %v",
-		l.listenHost, l.candidatePorts()[0], l.candidatePorts()[len(l.candidatePorts())-1], lastErr, rewrite.HintOAuthCallbackPort)
+		l.listenHost, ports[0], ports[len(ports)-1], lastErr, rewrite.HintOAuthCallbackPort)
 }
 
 func (cb *callback) close() {

@@ -119,13 +119,8 @@ func (sess *session) finish() {
 
 func (sess *session) expire() {
 	sess.mu.Lock()
-	idle := sess.active == 0
+	idle := sess.active == 0 && !sess.ended
 	sess.mu.Unlock()
-	select {
-	case <-sess.inEnd:
-		return
-	default:
-	}
 	if !idle {
 		return
 	}

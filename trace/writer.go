@@ -84,9 +84,8 @@ type Writer struct {
 	sensitive func(key string) bool
 	secretHdr map[string]bool // lower-case names of the user's secret headers (SecretHeaders)
 
-	maxRecords, maxBytes   int64 // Options.Buffer, Options.BufferBytes
-	kickRecords, kickBytes int   // buffered records or bytes that wake the goroutine early
-	interval               time.Duration
+	maxRecords, maxBytes int64 // Options.Buffer, Options.BufferBytes
+	interval             time.Duration
 
 	kick  chan struct{} // capacity 1: Emit wakes the goroutine early
 	stop  chan struct{} // closed by Close
@@ -184,20 +183,18 @@ func New(w io.Writer, o Options) *Writer {
 	o.BufferBytes = positive(o.BufferBytes, DefaultBufferBytes)
 	o.FlushInterval = positive(o.FlushInterval, DefaultFlushInterval)
 	tw := &Writer{
-		out:         w,
-		frameCap:    o.FrameCap,
-		noRedact:    o.NoRedact,
-		sensitive:   rewrite.SensitiveKeys(o.RedactKeys),
-		maxRecords:  int64(o.Buffer),
-		maxBytes:    int64(o.BufferBytes),
-		kickRecords: max(1, o.Buffer/4),
-		kickBytes:   max(1, min(wakeSize, o.BufferBytes/4)),
-		interval:    o.FlushInterval,
-		kick:        make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		done:        make(chan struct{}),
-		timer:       time.NewTimer(time.Hour),
-		secretHdr:   map[string]bool{},
+		out:        w,
+		frameCap:   o.FrameCap,
+		noRedact:   o.NoRedact,
+		sensitive:  rewrite.SensitiveKeys(o.RedactKeys),
+		maxRecords: int64(o.Buffer),
+		maxBytes:   int64(o.BufferBytes),
+		interval:   o.FlushInterval,
+		kick:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		timer:      time.NewTimer(time.Hour),
+		secretHdr:  map[string]bool{},
 	}
 	tw.timer.Stop()
 	for _, h := range o.SecretHeaders {
@@ -273,7 +270,8 @@ func (w *Writer) buffer(line []byte, err error) {
 		if w.held >= w.maxRecords || w.heldBytes >= w.maxBytes {
 			w.full.Store(true)
 		}
-		kick = !w.kicked && (len(w.lines) >= w.kickBytes || w.nLines >= int64(w.kickRecords))
+		// A quarter of either bound (or wakeSize) wakes the goroutine early.
+		kick = !w.kicked && (int64(len(w.lines)) >= max(1, min(wakeSize, w.maxBytes/4)) || w.nLines >= max(1, w.maxRecords/4))
 		w.kicked = w.kicked || kick
 	}
 	shut := w.shut
