@@ -307,11 +307,10 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) (failedIni
 			return true // the client's mistake says nothing of the upstream
 		}
 		select {
-		case <-sess.done:
-			return true // the proxy's own error: the session ended first
+		case <-sess.done: // the proxy's own error: the session ended first
 		default:
+			s.initFailed()
 		}
-		s.initFailed()
 		return true
 	}
 	s.health.Store(&health{ok: true})
