@@ -197,6 +197,7 @@ func New(w io.Writer, o Options) *Writer {
 		secretHdr:  map[string]bool{},
 	}
 	tw.timer.Stop()
+	tw.encoders.New = func() any { return newLineEncoder() }
 	for _, h := range o.SecretHeaders {
 		tw.secretHdr[strings.ToLower(h)] = true
 	}
@@ -244,10 +245,7 @@ func (w *Writer) Emit(r Record) {
 		r.Time = time.Now()
 	}
 	w.redact(&r)
-	e, _ := w.encoders.Get().(*lineEncoder)
-	if e == nil {
-		e = newLineEncoder()
-	}
+	e := w.encoders.Get().(*lineEncoder)
 	w.buffer(e.encode(&r))
 	w.encoders.Put(e) // buffer copied its line
 }
@@ -267,9 +265,7 @@ func (w *Writer) buffer(line []byte, err error) {
 		w.held++
 		w.heldBytes += int64(len(line))
 		w.accepted++
-		if w.held >= w.maxRecords || w.heldBytes >= w.maxBytes {
-			w.full.Store(true)
-		}
+		w.full.Store(w.held >= w.maxRecords || w.heldBytes >= w.maxBytes)
 		// A quarter of either bound (or wakeSize) wakes the goroutine early.
 		kick = !w.kicked && (int64(len(w.lines)) >= max(1, min(wakeSize, w.maxBytes/4)) || w.nLines >= max(1, w.maxRecords/4))
 		w.kicked = w.kicked || kick
@@ -398,9 +394,7 @@ func (w *Writer) flush() {
 		w.mu.Lock()
 		w.held -= n
 		w.heldBytes -= int64(len(chunk))
-		if w.held < w.maxRecords && w.heldBytes < w.maxBytes && w.full.Load() {
-			w.full.Store(false)
-		}
+		w.full.Store(w.held >= w.maxRecords || w.heldBytes >= w.maxBytes)
 		w.mu.Unlock()
 		if w.err == nil {
 			_, w.err = w.out.Write(chunk)
