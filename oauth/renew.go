@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -112,11 +113,8 @@ func (c *Client) againAfterRefusal(sent string, rec *record) error {
 	if !over {
 		return nil
 	}
-	resource := rec.Resource
-	if resource == "" {
-		resource = c.serverText
-	}
-	return c.fail(fmt.Sprintf("the server refused the token its authorization server had just issued, %d times in a row; it may expect another resource (the proxy sent %q; see %v)", refused, resource, rewrite.HintResource), nil)
+	return c.fail(fmt.Sprintf("the server refused the token its authorization server had just issued, %d times in a row; it may expect another resource (the proxy sent %q; see %v)",
+		refused, cmp.Or(rec.Resource, c.serverText), rewrite.HintResource), nil)
 }
 
 func (c *Client) stepUp(ctx context.Context, ch challenge, sent string) (bool, error) {
@@ -228,11 +226,7 @@ func (c *Client) refreshLocked(ctx context.Context, rec *record) error {
 		return errNoTokenEndpoint
 	}
 	t := rec.Token
-	resource := rec.Resource
-	if c.cfg.Resource != "" {
-		resource = c.cfg.Resource
-	}
-	nt, err := c.ep.refresh(ctx, rec.AS, c.reg.registrationFor(rec, t), t, resource)
+	nt, err := c.ep.refresh(ctx, rec.AS, c.reg.registrationFor(rec, t), t, cmp.Or(c.cfg.Resource, rec.Resource))
 	if err != nil {
 		return err
 	}

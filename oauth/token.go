@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,14 +121,11 @@ func (e *tokenEndpoint) refresh(ctx context.Context, as *oauthex.AuthServerMeta,
 	nt := &token{
 		AccessToken:  tr.AccessToken,
 		TokenType:    tr.TokenType,
-		RefreshToken: tr.RefreshToken,
+		RefreshToken: cmp.Or(tr.RefreshToken, t.RefreshToken),
 		Obtained:     e.now(),
 		Scopes:       strings.Fields(tr.Scope),
 		Issuer:       t.Issuer,
 		ClientID:     t.ClientID,
-	}
-	if nt.RefreshToken == "" {
-		nt.RefreshToken = t.RefreshToken
 	}
 	if nt.Scopes == nil {
 		nt.Scopes = t.Scopes

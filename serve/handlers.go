@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -84,10 +85,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	id := f.ID.Raw
-	if id == "" {
-		id = "null" // a malformed request is answered with a null id
-	}
+	id := cmp.Or(f.ID.Raw, "null") // a malformed request is answered with a null id
 	st := newPostStream([]byte(id), f.Method, sseOK)
 	defer sess.track(st)()
 	if !sess.deliver(bridge.In{Frame: body, Stream: st}, r.Context().Done()) {
