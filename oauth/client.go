@@ -285,9 +285,3 @@ func union(a, b []string) []string {
 func containsAll(have, want []string) bool {
 	return !slices.ContainsFunc(want, func(s string) bool { return !slices.Contains(have, s) })
 }
-
-func sortedCopy(s []string) []string {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return slices.Compact(c)
-}

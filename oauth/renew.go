@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -122,7 +123,7 @@ func (c *Client) stepUp(ctx context.Context, ch challenge, sent string) (bool, e
 		return false, nil // a step-up signs in: the client's own request will
 	}
 	challenged := ch.scopes()
-	key := strings.Join(sortedCopy(challenged), " ")
+	key := strings.Join(slices.Compact(slices.Sorted(slices.Values(challenged))), " ")
 	if t := c.store.current(); t != nil && t.AccessToken != "" && bearer(t) != sent && containsAll(t.Scopes, challenged) {
 		return true, nil
 	}

@@ -277,7 +277,9 @@ var (
 // newSession creates and starts a session, unless the server is closing
 // or full.
 func (s *Server) newSession() (*session, error) {
-	id := newSessionID()
+	b := make([]byte, 16) // 128 random bits, in hex
+	_, _ = rand.Read(b)   // never fails (crypto/rand)
+	id := hex.EncodeToString(b)
 	if s.cfg.SessionPrefix != "" {
 		id = s.cfg.SessionPrefix + "." + id
 	}
@@ -367,13 +369,6 @@ func (s *Server) closeTable() []*session {
 		s.metrics.sessions.Dec()
 	}
 	return live
-}
-
-// newSessionID is 128 random bits in hex.
-func newSessionID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	return hex.EncodeToString(b)
 }
 
 var retryAfter = strconv.Itoa(RetryAfter)
