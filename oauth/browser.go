@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,10 +30,6 @@ type console struct {
 }
 
 func newConsole(cfg Config, host string, log *zap.Logger) *console {
-	out := cfg.Out
-	if out == nil {
-		out = io.Discard
-	}
 	argv := browserCommand(cfg.Browser)
 	return &console{
 		host:      host,
@@ -40,7 +37,7 @@ func newConsole(cfg Config, host string, log *zap.Logger) *console {
 		timeout:   cfg.AuthTimeout,
 		log:       log,
 		open:      func(u string) error { return openBrowser(argv, u) },
-		out:       out,
+		out:       cmp.Or(cfg.Out, io.Discard),
 	}
 }
 

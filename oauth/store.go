@@ -21,11 +21,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-// The store: one JSON file per server, NAME.json, and its lock, NAME.lock,
-// in a directory of mode 0700. NAME is the server's host and a hash of its
-// canonical URL, so a person can tell the files apart and two endpoints of
-// one host do not share one.
-
 // storeVersion is the file format's version. A file of a later version is
 // refused rather than overwritten.
 const storeVersion = 1
@@ -236,8 +231,10 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// storeName is HOST-HASH: the host (':' made '_') and 16 hex digits of the
-// SHA-256 of the canonical server URL.
+// storeName names a server's NAME.json and NAME.lock: its host (':' made
+// '_') and 16 hex digits of the SHA-256 of its canonical URL, so that a
+// person can tell the files apart and two endpoints of one host do not
+// share one.
 func storeName(server *url.URL) string {
 	host := strings.Map(func(r rune) rune {
 		if r == '.' || r == '-' || ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {

@@ -31,12 +31,9 @@ func (w *Writer) ToClient(session, op string, frame []byte, rewrites []string) {
 func (w *Writer) ToServer(session, op string, rewrites []string, method, url string, h http.Header, body []byte) {
 	r := frameRecord(ProxyToServer, session, op, body)
 	r.Rewrites = rewrites
-	var header map[string]string
+	header := make(map[string]string, len(h))
 	for k, v := range h {
 		if len(v) > 0 {
-			if header == nil {
-				header = make(map[string]string, len(h))
-			}
 			header[k] = v[0]
 		}
 	}
