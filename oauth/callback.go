@@ -198,8 +198,7 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err := <-res.verdict:
 		if err != nil {
 			reason := err.Error()
-			var se *SignInError
-			if errors.As(err, &se) {
+			if se, ok := errors.AsType[*SignInError](err); ok {
 				reason = se.Reason
 			}
 			page(w, http.StatusBadRequest, "Sign-in failed", fmt.Sprintf("Signing in to %s failed: %s. mcp-tasks-proxy is not signed in. You can close this tab.", cb.serverHost, reason))

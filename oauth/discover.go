@@ -247,8 +247,7 @@ func (m *discoverer) getJSON(ctx context.Context, u string, v any) (status int, 
 
 // rootCause drops the *url.Error wrapping, whose text repeats the URL.
 func rootCause(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) && ue.Err != nil {
+	if ue, ok := errors.AsType[*url.Error](err); ok && ue.Err != nil {
 		return ue.Err
 	}
 	return err

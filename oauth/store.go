@@ -248,12 +248,10 @@ func storeName(server *url.URL) string {
 
 // syntaxOnly keeps a JSON decoding error from quoting the file's content.
 func syntaxOnly(err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return fmt.Errorf("syntax error at byte %d", se.Offset)
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		return fmt.Errorf("wrong type for %s", te.Field)
 	}
 	return errors.New("cannot decode")

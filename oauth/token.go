@@ -74,8 +74,7 @@ func (e *tokenEndpoint) exchange(ctx context.Context, cfg *oauth2.Config, code, 
 // scrubOAuth2Error turns x/oauth2's errors into ours: its RetrieveError
 // quotes the whole response body.
 func scrubOAuth2Error(err error) error {
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
 		te := &tokenError{Code: re.ErrorCode, Description: re.ErrorDescription}
 		if re.Response != nil {
 			te.Status = re.Response.StatusCode

@@ -181,14 +181,12 @@ func (s *Server) initFailed() {
 	if s.cfg.Bridge.Client == nil || !s.probing.CompareAndSwap(false, true) {
 		return
 	}
-	s.probes.Add(1)
-	go func() {
-		defer s.probes.Done()
+	s.probes.Go(func() {
 		defer s.probing.Store(false)
 		if err := s.CheckUpstream(s.ctx); err != nil && s.ctx.Err() == nil {
 			s.log.Warn("an initialize failed, and so did the proxy's own look at the upstream: /healthz answers 503", zap.Error(err))
 		}
-	}()
+	})
 }
 
 // plainWords keeps a verdict's class to letters, digits, spaces, '-' and
@@ -294,8 +292,7 @@ func (s *Server) newSession() (*session, error) {
 	sess := newSession(s, id)
 	s.sessions[id] = sess
 	s.metrics.sessions.Inc()
-	s.wg.Add(1)
-	go sess.run()
+	s.wg.Go(sess.run)
 	return sess, nil
 }
 

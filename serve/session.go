@@ -53,7 +53,6 @@ func newSession(srv *Server, id string) *session {
 // run serves the bridge session until its input ends and it drained, or
 // the server is closed.
 func (sess *session) run() {
-	defer sess.srv.wg.Done()
 	defer close(sess.done)
 	cfg := sess.srv.cfg.Bridge
 	cfg.SessionID = sess.id
