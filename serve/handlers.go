@@ -221,7 +221,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		frames, final, done := st.take()
 		writing(w)
 		if !done && ended {
-			final, done = rewrite.ErrorFrame(st.id, protocol.CodeInternalError, fmt.Sprintf("the session ended before %s was answered (deleted, expired or the proxy is shutting down); initialize a new session and try again", st.method), nil), true
+			msg := fmt.Sprintf("the session ended before %s was answered (deleted, expired or the proxy is shutting down); initialize a new session and try again", st.method)
+			final, done = rewrite.ErrorFrame(st.id, protocol.CodeInternalError, msg, nil), true
 			if st.cancelled.Load() {
 				final = nil // nothing more for a cancelled request
 			}
