@@ -156,34 +156,27 @@ func readAll(r io.Reader, n int64, limit int, mem *bodyMemory, held *int64) ([]b
 		most = n
 	}
 	var buf []byte
+	var one [1]byte
 	for {
-		if len(buf) == cap(buf) {
-			if int64(len(buf)) >= most {
-				// Full with all the body may hold: only its end (or r's
-				// error past limit) can follow.
-				var one [1]byte
-				m, err := r.Read(one[:])
-				switch {
-				case m > 0:
-					return nil, errLonger
-				case err == io.EOF:
-					return buf, nil
-				case err != nil:
-					return nil, err
-				}
-				continue
-			}
+		if len(buf) == cap(buf) && int64(cap(buf)) < most {
 			size := min(max(2*int64(cap(buf)), firstBuffer), most)
 			grow := size - int64(cap(buf))
 			if mem != nil && !mem.reserve(grow) {
 				return nil, errBodyMemory
 			}
 			*held += grow
-			next := make([]byte, len(buf), size)
-			copy(next, buf)
-			buf = next
+			buf = append(make([]byte, 0, size), buf...)
 		}
-		m, err := r.Read(buf[len(buf):cap(buf)])
+		// Full with all the body may hold, the buffer can only be followed
+		// by the body's end (or r's error past limit): one byte tells.
+		dst := one[:]
+		if len(buf) < cap(buf) {
+			dst = buf[len(buf):cap(buf)]
+		}
+		m, err := r.Read(dst)
+		if len(buf) == cap(buf) && m > 0 {
+			return nil, errLonger
+		}
 		buf = buf[:len(buf)+m]
 		if err == io.EOF {
 			return buf, nil
