@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,10 +30,6 @@ type console struct {
 }
 
 func newConsole(cfg Config, host string, log *zap.Logger) *console {
-	out := cfg.Out
-	if out == nil {
-		out = io.Discard
-	}
 	argv := browserCommand(cfg.Browser)
 	return &console{
 		host:      host,
@@ -40,11 +37,10 @@ func newConsole(cfg Config, host string, log *zap.Logger) *console {
 		timeout:   cfg.AuthTimeout,
 		log:       log,
 		open:      func(u string) error { return openBrowser(argv, u) },
-		out:       out,
+		out:       cmp.Or(cfg.Out, io.Discard),
 	}
 }
 
-// announce prints the sign-in address and opens the browser on it.
 func (u *console) announce(authURL string) {
 	if u.noBrowser {
 		u.say("mcp-tasks-proxy: %s needs you to sign in. Open this address in a browser (waiting up to %v):\n\n  %s\n\n", u.host, u.timeout, authURL)
@@ -62,7 +58,6 @@ func (u *console) say(format string, args ...any) {
 	fmt.Fprintf(u.out, format, args...)
 }
 
-// readPaste waits for the pasted address, bounded by ctx.
 func (u *console) readPaste(ctx context.Context, paste func() (string, error), redirectURI, state string) callbackResult {
 	got := make(chan callbackResult, 1)
 	go func() {

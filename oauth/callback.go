@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,7 +47,6 @@ type callbackResult struct {
 	verdict chan error
 }
 
-// tell hands the sign-in's outcome to the page waiting for it, if any.
 func (r callbackResult) tell(err error) {
 	if r.verdict != nil {
 		select {
@@ -61,7 +61,6 @@ func (r callbackResult) tell(err error) {
 // sign-in is still finishing.
 const pageWait = 30 * time.Second
 
-// callback is one sign-in's listener.
 type callback struct {
 	srv         *http.Server
 	redirectURI string
@@ -91,9 +90,9 @@ func (l *loopback) candidatePorts() []int {
 		return []int{l.port}
 	}
 	p := derivedPort(l.server.String())
-	ports := make([]int, portTries)
-	for i := range ports {
-		ports[i] = p + i
+	var ports []int
+	for i := range portTries {
+		ports = append(ports, p+i)
 	}
 	return ports
 }
@@ -105,10 +104,9 @@ func (l *loopback) redirectURI(port int) string {
 // redirectURIs are the URIs a dynamic registration lists: every candidate,
 // so a derived port that moves on needs no new registration.
 func (l *loopback) redirectURIs() []string {
-	ports := l.candidatePorts()
-	uris := make([]string, len(ports))
-	for i, p := range ports {
-		uris[i] = l.redirectURI(p)
+	var uris []string
+	for _, p := range l.candidatePorts() {
+		uris = append(uris, l.redirectURI(p))
 	}
 	return uris
 }
@@ -146,11 +144,11 @@ func (l *loopback) listen(state string) (*callback, error) {
 		}()
 		return cb, nil
 	}
+	ports := l.candidatePorts()
 	return nil, fmt.Errorf("cannot listen for the OAuth callback on %s: ports %d to %d are all taken (%v); pick a free one with %v",
-		l.listenHost, l.candidatePorts()[0], l.candidatePorts()[len(l.candidatePorts())-1], lastErr, rewrite.HintOAuthCallbackPort)
+		l.listenHost, ports[0], ports[len(ports)-1], lastErr, rewrite.HintOAuthCallbackPort)
 }
 
-// close stops the listener and waits for it.
 func (cb *callback) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -200,8 +198,7 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err := <-res.verdict:
 		if err != nil {
 			reason := err.Error()
-			var se *SignInError
-			if errors.As(err, &se) {
+			if se, ok := errors.AsType[*SignInError](err); ok {
 				reason = se.Reason
 			}
 			page(w, http.StatusBadRequest, "Sign-in failed", fmt.Sprintf("Signing in to %s failed: %s. mcp-tasks-proxy is not signed in. You can close this tab.", cb.serverHost, reason))
@@ -214,7 +211,6 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// stateMatches compares in constant time.
 func stateMatches(got, want string) bool {
 	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
@@ -234,7 +230,7 @@ func resultFromQuery(q url.Values) callbackResult {
 // sign-in). It must be the redirect URI with the query the authorization
 // server added; the text is never quoted back (it holds the code).
 func parsePasted(pasted, redirectURI, state string) callbackResult {
-	u, err := url.Parse(trimSpace(pasted))
+	u, err := url.Parse(strings.Trim(pasted, " \t\r\n\"'"))
 	want, _ := url.Parse(redirectURI)
 	if err != nil || u.Scheme != want.Scheme || u.Host != want.Host || u.Path != want.Path {
 		return callbackResult{err: fmt.Errorf("the pasted text is not the address the browser was sent to (it starts with %s?)", redirectURI)}
@@ -246,17 +242,6 @@ func parsePasted(pasted, redirectURI, state string) callbackResult {
 	return resultFromQuery(q)
 }
 
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t' || s[0] == '\r' || s[0] == '\n' || s[0] == '"' || s[0] == '\'') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t' || s[len(s)-1] == '\r' || s[len(s)-1] == '\n' || s[len(s)-1] == '"' || s[len(s)-1] == '\'') {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// page answers the browser with a small HTML page.
 func page(w http.ResponseWriter, status int, title, text string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")

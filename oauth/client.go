@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -15,33 +16,31 @@ import (
 // Client is the OAuth client toward one MCP server. It implements
 // routing.Auth. It is safe for concurrent use; see the package comment.
 type Client struct {
-	// The renewal policy is in renew.go, the sign-in in signin.go; the
-	// rest is done by the parts below.
-	target // the server; fail
-	cfg    Config
-	log    *zap.Logger
-	hc     *http.Client
-	now    func() time.Time // the clock of every part (tests move it)
+	target
+	cfg Config
+	log *zap.Logger
+	hc  *http.Client
+	now func() time.Time // the clock of every part (tests move it)
 
-	store *tokenStore    // the record, its file and its cross-process lock
-	disc  *discoverer    // resource and authorization server metadata
-	reg   *registrar     // which client the proxy is, and DCR
-	ep    *tokenEndpoint // code exchange, refresh, revocation
-	cb    *loopback      // the redirect URIs and the callback listener
-	user  *console       // the lines for the person, and the browser
-	fl    *flights       // the renewals in flight
-	ren   renewals       // what the renewal policy remembers
+	// The parts (see the package doc); the renewal policy is in renew.go,
+	// the sign-in in signin.go.
+	store *tokenStore
+	disc  *discoverer
+	reg   *registrar
+	ep    *tokenEndpoint
+	cb    *loopback
+	user  *console
+	fl    *flights
+	ren   renewals
 }
 
-// target is the server a Client is for, fixed at New and shared by its
-// parts.
+// target is the server a Client is for, shared by its parts.
 type target struct {
 	server     *url.URL // canonical
 	serverText string   // displayURL(server), for messages and the way out
 	host       string
 }
 
-// fail is the SignInError of this server.
 func (t target) fail(reason string, err error) *SignInError {
 	return &SignInError{Host: t.host, Server: t.serverText, Reason: reason, Err: err}
 }
@@ -85,11 +84,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{target: tgt, cfg: cfg, hc: newHTTPClient(cfg.HTTPClient), now: time.Now, store: st}
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	c.log = log.With(zap.String("server", server.Host))
+	c.log = cmp.Or(cfg.Logger, zap.NewNop()).With(zap.String("server", server.Host))
 	clock := func() time.Time { return c.now() }
 	c.disc = &discoverer{target: tgt, hc: c.hc, resource: cfg.Resource, allowHTTP: cfg.AllowHTTP}
 	c.cb = &loopback{target: tgt, port: cfg.CallbackPort, listenHost: listen, urlHost: urlHost, log: c.log}
@@ -102,7 +97,6 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// checkURLs validates the URLs of cfg that New does not otherwise parse.
 func checkURLs(cfg Config) error {
 	if cfg.ClientMetadataURL != "" {
 		u, err := url.Parse(cfg.ClientMetadataURL)
@@ -131,7 +125,7 @@ func newHTTPClient(given *http.Client) *http.Client {
 }
 
 // Close ends the renewals in flight (their waiters get an error) and waits
-// for them: the callback listener is closed when Close returns.
+// for them, and so for the callback listener.
 func (c *Client) Close() error {
 	c.fl.close()
 	c.hc.CloseIdleConnections()
@@ -222,7 +216,7 @@ type Status struct {
 	Refreshable bool
 }
 
-// Status reads the store (not the network).
+// Status reads the store, not the network.
 func (c *Client) Status() (Status, error) {
 	st := Status{Server: c.serverText, StoreFile: c.store.path()}
 	rec, err := c.store.load()
@@ -289,16 +283,5 @@ func union(a, b []string) []string {
 }
 
 func containsAll(have, want []string) bool {
-	for _, s := range want {
-		if !slices.Contains(have, s) {
-			return false
-		}
-	}
-	return true
-}
-
-func sortedCopy(s []string) []string {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return slices.Compact(c)
+	return !slices.ContainsFunc(want, func(s string) bool { return !slices.Contains(have, s) })
 }

@@ -194,15 +194,6 @@ func parseClientMetadata(b []byte) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// isLoopbackHost reports whether host (no port) is this machine.
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
-
 // checkEndpoint refuses an endpoint URL that is not https (or http to
 // this machine, or http anywhere under AllowHTTP).
 func (m *discoverer) checkEndpoint(what, raw string) error {
@@ -210,10 +201,12 @@ func (m *discoverer) checkEndpoint(what, raw string) error {
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("%s %q is not an absolute URL", what, clip(raw, 200))
 	}
+	ip := net.ParseIP(u.Hostname())
+	loopback := strings.EqualFold(u.Hostname(), "localhost") || ip != nil && ip.IsLoopback()
 	switch {
 	case u.Scheme == "https":
 		return nil
-	case u.Scheme == "http" && (isLoopbackHost(u.Hostname()) || m.allowHTTP):
+	case u.Scheme == "http" && (loopback || m.allowHTTP):
 		return nil
 	case u.Scheme == "http":
 		return fmt.Errorf("%s %s is plain http:// to another machine; credentials would go unencrypted (%v to insist)", what, displayURL(u), rewrite.HintAllowHTTP)
@@ -238,15 +231,7 @@ func sameOriginRedirect(req *http.Request, via []*http.Request) error {
 }
 
 func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
-}
-
-func port(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	if strings.EqualFold(u.Scheme, "https") {
-		return "443"
-	}
-	return "80"
+	ca, errA := canonicalURL(a.String())
+	cb, errB := canonicalURL(b.String())
+	return errA == nil && errB == nil && ca.Scheme == cb.Scheme && ca.Host == cb.Host
 }

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,16 +16,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-// Discovery, as the MCP authorization spec orders it. go-sdk's
-// oauthex.GetProtectedResourceMetadata and GetAuthServerMeta are not used:
-// they refuse authorization servers on private networks (10/8,
-// 192.168/16: a company's self-hosted MCP server), forgive a trailing slash
-// where RFC 8414 §3.3 asks for an identical issuer, stop the search at the
-// first 5xx, and accept PKCE without S256. Their types, and
-// ParseWWWAuthenticate, are used.
-
 // discoverer finds the server's protected resource metadata and its
-// authorization server's metadata, and refuses endpoints it must not use.
+// authorization server's metadata, in the MCP authorization spec's order,
+// and refuses endpoints it must not use. go-sdk's oauthex getters are not
+// used (their types and ParseWWWAuthenticate are): they refuse
+// authorization servers on private networks (a company's self-hosted
+// server), forgive a trailing slash where RFC 8414 §3.3 asks for an
+// identical issuer, stop at the first 5xx, and accept PKCE without S256.
 type discoverer struct {
 	target
 	hc        *http.Client
@@ -63,6 +61,9 @@ func (ch challenge) scopes() []string { return strings.Fields(ch["scope"]) }
 // metadata. A server with no resource metadata is tried as its own
 // authorization server (the 2025-03-26 arrangement).
 func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, error) {
+	found := func(resource string, scopes []string, as *oauthex.AuthServerMeta) (*discovery, error) {
+		return &discovery{resource: cmp.Or(m.resource, resource), scopes: scopes, as: as}, nil
+	}
 	var tried []string
 	for _, cand := range m.prmURLs(ch["resource_metadata"]) {
 		if err := m.checkEndpoint("the resource metadata URL", cand); err != nil {
@@ -90,18 +91,13 @@ func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, er
 				errs = append(errs, err.Error())
 				continue
 			}
-			d := &discovery{resource: prm.Resource, scopes: prm.ScopesSupported, as: as}
-			if m.resource != "" {
-				d.resource = m.resource
-			}
-			return d, nil
+			return found(prm.Resource, prm.ScopesSupported, as)
 		}
 		return nil, errors.New(strings.Join(errs, "; "))
 	}
 	// No resource metadata: the server's origin may be its own
 	// authorization server.
-	origin := &url.URL{Scheme: m.server.Scheme, Host: m.server.Host}
-	as, err := m.authServerMeta(ctx, origin.String())
+	as, err := m.authServerMeta(ctx, at(m.server, ""))
 	if err != nil {
 		reason := fmt.Sprintf("%s publishes no protected resource metadata (RFC 9728), and %s", m.host, err)
 		if len(tried) > 0 {
@@ -114,27 +110,23 @@ func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, er
 		}
 		return nil, errors.New(reason)
 	}
-	d := &discovery{resource: m.server.String(), as: as}
-	if m.resource != "" {
-		d.resource = m.resource
-	}
-	return d, nil
+	return found(m.server.String(), nil, as)
 }
 
-// prmURLs lists where the protected resource metadata may be, in order.
 func (m *discoverer) prmURLs(fromChallenge string) []string {
 	var urls []string
 	if fromChallenge != "" {
 		urls = append(urls, fromChallenge)
 	}
-	u := url.URL{Scheme: m.server.Scheme, Host: m.server.Host}
 	if p := strings.Trim(m.server.Path, "/"); p != "" {
-		u.Path = "/.well-known/oauth-protected-resource/" + p
-		urls = append(urls, u.String())
+		urls = append(urls, at(m.server, "/.well-known/oauth-protected-resource/"+p))
 	}
-	u.Path = "/.well-known/oauth-protected-resource"
-	urls = append(urls, u.String())
-	return urls
+	return append(urls, at(m.server, "/.well-known/oauth-protected-resource"))
+}
+
+// at is path on u's origin.
+func at(u *url.URL, path string) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: path}).String()
 }
 
 // resourceMatches accepts a resource metadata document for this server:
@@ -212,26 +204,13 @@ func (m *discoverer) authServerMeta(ctx context.Context, issuer string) (*oauthe
 	return nil, fmt.Errorf("%w for %s", errNoASMetadata, issuer)
 }
 
-// asMetaURLs lists the metadata URLs of an issuer in the MCP spec's order.
 func asMetaURLs(iu *url.URL) []string {
-	u := url.URL{Scheme: iu.Scheme, Host: iu.Host}
 	p := strings.Trim(iu.Path, "/")
 	if p == "" {
-		u.Path = "/.well-known/oauth-authorization-server"
-		a := u.String()
-		u.Path = "/.well-known/openid-configuration"
-		return []string{a, u.String()}
+		return []string{at(iu, "/.well-known/oauth-authorization-server"), at(iu, "/.well-known/openid-configuration")}
 	}
-	var urls []string
-	for _, path := range []string{
-		"/.well-known/oauth-authorization-server/" + p,
-		"/.well-known/openid-configuration/" + p,
-		"/" + p + "/.well-known/openid-configuration",
-	} {
-		u.Path = path
-		urls = append(urls, u.String())
-	}
-	return urls
+	return []string{at(iu, "/.well-known/oauth-authorization-server/"+p), at(iu, "/.well-known/openid-configuration/"+p),
+		at(iu, "/"+p+"/.well-known/openid-configuration")}
 }
 
 // maxMetadata bounds a metadata or token response.
@@ -266,10 +245,9 @@ func (m *discoverer) getJSON(ctx context.Context, u string, v any) (status int, 
 	return resp.StatusCode, nil
 }
 
-// rootCause drops the *url.Error wrapping (its text repeats the URL).
+// rootCause drops the *url.Error wrapping, whose text repeats the URL.
 func rootCause(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) && ue.Err != nil {
+	if ue, ok := errors.AsType[*url.Error](err); ok && ue.Err != nil {
 		return ue.Err
 	}
 	return err

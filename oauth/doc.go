@@ -21,17 +21,13 @@
 // lock reads the store again before doing anything, so two proxies on one
 // server sign in once and never spend one refresh token twice.
 //
-// Inside, a Client decides when to refresh, sign in or step up (with what
-// that policy remembers, under a lock of its own), and runs the sign-in;
-// the rest is done by parts, each with its own state and lock where it has
-// state: the token store (the record this process
-// holds, its file and its lock), the discoverer (resource and
-// authorization server metadata), the registrar (which client the proxy
-// is, and dynamic registration), the token endpoint (code exchange,
-// refresh, revocation), the loopback (redirect URIs, the callback
-// listener), the console (the lines for the person, the browser, a pasted
-// address), and the flights (the renewals under way: one of each kind, a
-// step-up per scope set).
+// Inside, a Client decides when to refresh, sign in or step up, and runs
+// the sign-in; the rest is done by parts, each with its own state and lock:
+// the token store (the record, its file and its lock), the discoverer
+// (metadata), the registrar (which client the proxy is, and DCR), the
+// token endpoint (code exchange, refresh, revocation), the loopback
+// (redirect URIs, the callback listener), the console (the person, the
+// browser, a pasted address), and the flights (the renewals under way).
 //
 // Concurrency: a Client is safe for concurrent use. Requests that need the
 // same renewal share it (one sign-in, one refresh); each waits for it only

@@ -41,24 +41,20 @@ func (e *SignInError) Unwrap() error { return e.Err }
 // server.
 var ErrNotSignedIn = errors.New("not signed in")
 
-// errNoASMetadata: every authorization server metadata URL answered, and
-// none with a document.
-var errNoASMetadata = errors.New("no authorization server metadata was found")
-
-// errNotOAuth: the server publishes no OAuth metadata at all, neither
-// protected resource nor authorization server metadata. Its 401 is not an
-// OAuth challenge the proxy can meet (an API key or a static token is
-// expected), so Retry passes it on for the caller to report, with the
-// --header way out.
-var errNotOAuth = errors.New("the server does not offer OAuth")
-
-// errDiscovery: the server's OAuth metadata could not be found or used, so
-// no sign-in could start.
-var errDiscovery = errors.New("no usable OAuth metadata")
-
-// errUnattended: a sign-in is needed for a request the client did not make
-// (routing.Unattended); none is started for it.
-var errUnattended = errors.New("no sign-in for an unattended request")
+var (
+	// errNoASMetadata: every authorization server metadata URL answered,
+	// none with a document.
+	errNoASMetadata = errors.New("no authorization server metadata was found")
+	// errNotOAuth: the server publishes no OAuth metadata at all. Its 401
+	// is not a challenge the proxy can meet (it expects an API key or a
+	// static token), so Retry passes it on, for the --header way out.
+	errNotOAuth = errors.New("the server does not offer OAuth")
+	// errDiscovery: no sign-in could start.
+	errDiscovery = errors.New("no usable OAuth metadata")
+	// errUnattended: no sign-in for a request the client did not make
+	// (routing.Unattended).
+	errUnattended = errors.New("no sign-in for an unattended request")
+)
 
 // tokenError is an OAuth error response of the token, registration or
 // revocation endpoint (RFC 6749 §5.2). Only its code and description are

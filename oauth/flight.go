@@ -23,7 +23,6 @@ type flights struct {
 	m  map[string]*flight
 }
 
-// flight is one renewal that every request needing it waits on.
 type flight struct {
 	done chan struct{}
 	err  error
@@ -34,7 +33,6 @@ func newFlights(t target, timeout time.Duration) *flights {
 	return &flights{target: t, timeout: timeout, base: base, stop: stop, m: map[string]*flight{}}
 }
 
-// close ends the renewals in flight and waits for them.
 func (fs *flights) close() {
 	fs.stop()
 	fs.wg.Wait()
@@ -66,16 +64,11 @@ func (fs *flights) fly(ctx context.Context, key string, fn func(context.Context)
 		}
 		f = &flight{done: make(chan struct{})}
 		fs.m[key] = f
-		fs.wg.Add(1)
-		go func() {
-			defer fs.wg.Done()
+		fs.wg.Go(func() {
 			fctx, cancel := context.WithTimeout(fs.base, fs.timeout)
 			err := fn(fctx)
-			if err != nil {
-				var se *SignInError
-				if !errors.As(err, &se) {
-					err = fs.fail(err.Error(), err)
-				}
+			if _, ok := errors.AsType[*SignInError](err); err != nil && !ok {
+				err = fs.fail(err.Error(), err)
 			}
 			cancel()
 			fs.mu.Lock()
@@ -83,7 +76,7 @@ func (fs *flights) fly(ctx context.Context, key string, fn func(context.Context)
 			fs.mu.Unlock()
 			f.err = err
 			close(f.done)
-		}()
+		})
 	}
 	fs.mu.Unlock()
 	return fs.wait(ctx, f)

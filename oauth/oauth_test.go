@@ -368,7 +368,7 @@ func TestStorePermissionsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.store.file.save(&record{Version: 1, Token: &token{AccessToken: "a"}}); err != nil {
+	if err := c.store.save(&record{Version: 1, Token: &token{AccessToken: "a"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(c.StoreFile(), 0o644); err != nil {
@@ -387,7 +387,8 @@ func TestStorePermissionsRefused(t *testing.T) {
 // whole, no temporary file is left, the mode is 0600.
 func TestStoreAtomicWrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "s")
-	st, err := openStore(dir, "https://mcp.example.com/mcp")
+	server, _ := canonicalURL("https://mcp.example.com/mcp")
+	st, err := openTokenStore(dir, target{server: server}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func TestStoreAtomicWrite(t *testing.T) {
 	if !strings.Contains(string(b[:n]), `"old"`) {
 		t.Errorf("the old file changed under its reader: %s", b[:n])
 	}
-	rec, err := st.load("https://mcp.example.com/mcp")
+	rec, err := st.load()
 	if err != nil || rec.Token.AccessToken != "new" {
 		t.Fatalf("load = %+v, %v", rec, err)
 	}
@@ -427,7 +428,7 @@ func TestStoreAtomicWrite(t *testing.T) {
 	if err := os.WriteFile(st.path(), []byte(`{"version":99}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.load("x"); err == nil || !strings.Contains(err.Error(), "version 99") {
+	if _, err := st.load(); err == nil || !strings.Contains(err.Error(), "version 99") {
 		t.Errorf("load of a later version: %v", err)
 	}
 }

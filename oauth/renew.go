@@ -1,9 +1,11 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,9 +20,8 @@ import (
 // accepts its authorization server's tokens, a scope that is never
 // granted, a request the client did not make).
 
-// Flight keys: one renewal of each kind at a time in a process (a step-up
-// per scope set); different kinds exclude each other through the store
-// lock, as processes do.
+// Flight keys: one renewal of each kind at a time (a step-up per scope
+// set); different kinds exclude each other through the store lock.
 const (
 	keyRenew = "renew"
 	// keyRenewUnattended: a renewal for a request the client did not make
@@ -30,42 +31,13 @@ const (
 	keyStepUp          = "step up "
 )
 
-// renewals is what the renewal policy remembers between requests.
+// renewals is what the policy remembers between requests.
 type renewals struct {
 	mu        sync.Mutex
 	stepUps   map[string]int  // step-up sign-ins per challenged scope set
 	mine      map[string]bool // access tokens this process signed in for
 	refused   int             // sign-ins in a row for a refused signed-in token
 	lastProbe time.Time       // when a proactive refresh last failed
-}
-
-// quiet: no refresh ahead failed in the 30s before now.
-func (r *renewals) quiet(now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastProbe.IsZero() || now.Sub(r.lastProbe) > 30*time.Second
-}
-
-// probeFailed notes a failed refresh ahead.
-func (r *renewals) probeFailed(now time.Time) {
-	r.mu.Lock()
-	r.lastProbe = now
-	r.mu.Unlock()
-}
-
-// refreshed: a refresh succeeded, so refusals of signed-in tokens no
-// longer count as in a row.
-func (r *renewals) refreshed() {
-	r.mu.Lock()
-	r.refused = 0
-	r.mu.Unlock()
-}
-
-// signedIn notes an access token this process signed in for.
-func (r *renewals) signedIn(access string) {
-	r.mu.Lock()
-	r.mine[access] = true
-	r.mu.Unlock()
 }
 
 // refusal counts a refusal of sent when this process signed in for it:
@@ -84,23 +56,18 @@ func (r *renewals) refusal(sent string) (refused int, over bool) {
 	return r.refused, false
 }
 
-// stepUpsFor is how many step-up sign-ins the scope set key has had.
-func (r *renewals) stepUpsFor(key string) int {
+func (r *renewals) note(f func(r *renewals)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.stepUps[key]
-}
-
-func (r *renewals) countStepUp(key string) {
-	r.mu.Lock()
-	r.stepUps[key]++
-	r.mu.Unlock()
+	f(r)
 }
 
 // dueForRefresh: a refreshable token that is due (see due), and no
 // refresh ahead failed in the last 30s.
 func (c *Client) dueForRefresh(t *token) bool {
-	return due(t, c.now()) && c.ren.quiet(c.now())
+	now, quiet := c.now(), false
+	c.ren.note(func(r *renewals) { quiet = r.lastProbe.IsZero() || now.Sub(r.lastProbe) > 30*time.Second })
+	return due(t, now) && quiet
 }
 
 // due: a refreshable token within a minute (or a quarter of its lifetime,
@@ -147,11 +114,8 @@ func (c *Client) againAfterRefusal(sent string, rec *record) error {
 	if !over {
 		return nil
 	}
-	resource := rec.Resource
-	if resource == "" {
-		resource = c.serverText
-	}
-	return c.fail(fmt.Sprintf("the server refused the token its authorization server had just issued, %d times in a row; it may expect another resource (the proxy sent %q; see %v)", refused, resource, rewrite.HintResource), nil)
+	return c.fail(fmt.Sprintf("the server refused the token its authorization server had just issued, %d times in a row; it may expect another resource (the proxy sent %q; see %v)",
+		refused, cmp.Or(rec.Resource, c.serverText), rewrite.HintResource), nil)
 }
 
 func (c *Client) stepUp(ctx context.Context, ch challenge, sent string) (bool, error) {
@@ -159,15 +123,17 @@ func (c *Client) stepUp(ctx context.Context, ch challenge, sent string) (bool, e
 		return false, nil // a step-up signs in: the client's own request will
 	}
 	challenged := ch.scopes()
-	key := strings.Join(sortedCopy(challenged), " ")
+	key := strings.Join(slices.Compact(slices.Sorted(slices.Values(challenged))), " ")
 	if t := c.store.current(); t != nil && t.AccessToken != "" && bearer(t) != sent && containsAll(t.Scopes, challenged) {
 		return true, nil
 	}
-	if n := c.ren.stepUpsFor(key); n >= maxStepUps {
+	var n int
+	c.ren.note(func(r *renewals) { n = r.stepUps[key] })
+	if n >= maxStepUps {
 		return false, c.fail(fmt.Sprintf("the server asks for the scope %q, and the authorization server did not grant it after %d sign-ins", key, n), nil)
 	}
 	err := c.fl.fly(ctx, keyStepUp+key, func(fctx context.Context) error {
-		c.ren.countStepUp(key)
+		c.ren.note(func(r *renewals) { r.stepUps[key]++ })
 		return c.stepUpLocked(fctx, ch, sent, challenged)
 	})
 	return err == nil, err
@@ -232,7 +198,8 @@ func (c *Client) refreshAhead(ctx context.Context, held string) error {
 	if err == nil {
 		return nil
 	}
-	c.ren.probeFailed(c.now())
+	now := c.now()
+	c.ren.note(func(r *renewals) { r.lastProbe = now })
 	c.log.Warn("oauth: refreshing the token ahead of its expiry failed", zap.Error(err))
 	if isOAuthError(err, "invalid_grant") {
 		// Keep the access token while it lasts; its 401 will sign in.
@@ -245,7 +212,7 @@ func (c *Client) refreshAhead(ctx context.Context, held string) error {
 	return err
 }
 
-// spent is t without its refresh token: its scopes still count as held
+// spent is t without its refresh token; its scopes still count as held
 // for the sign-in that replaces it.
 func spent(t *token) *token {
 	nt := *t
@@ -255,17 +222,12 @@ func spent(t *token) *token {
 
 var errNoTokenEndpoint = errors.New("no token endpoint is known")
 
-// refreshLocked refreshes rec's token, saves and publishes it.
 func (c *Client) refreshLocked(ctx context.Context, rec *record) error {
 	if rec.AS == nil || rec.AS.TokenEndpoint == "" {
 		return errNoTokenEndpoint
 	}
 	t := rec.Token
-	resource := rec.Resource
-	if c.cfg.Resource != "" {
-		resource = c.cfg.Resource
-	}
-	nt, err := c.ep.refresh(ctx, rec.AS, c.reg.registrationFor(rec, t), t, resource)
+	nt, err := c.ep.refresh(ctx, rec.AS, c.reg.registrationFor(rec, t), t, cmp.Or(c.cfg.Resource, rec.Resource))
 	if err != nil {
 		return err
 	}
@@ -274,7 +236,7 @@ func (c *Client) refreshLocked(ctx context.Context, rec *record) error {
 		return err
 	}
 	c.store.publish(rec)
-	c.ren.refreshed()
+	c.ren.note(func(r *renewals) { r.refused = 0 }) // refusals no longer come in a row
 	c.log.Info("oauth: token refreshed", zap.Time("expiry", nt.Expiry), zap.Strings("scopes", nt.Scopes))
 	return nil
 }

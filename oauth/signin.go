@@ -14,7 +14,6 @@ import (
 // The sign-in: the authorization code flow with PKCE, under the store
 // lock, from discovery to the stored token.
 
-// attempt is one sign-in under way.
 type attempt struct {
 	d           *discovery
 	scopes      []string
@@ -138,7 +137,6 @@ func (c *Client) awaitCode(ctx context.Context, rec *record, a *attempt, paste f
 	return res, nil
 }
 
-// redeem exchanges the code for a token, and stores and publishes it.
 func (c *Client) redeem(ctx context.Context, rec *record, a *attempt, code string) error {
 	d := a.d
 	tok, err := c.ep.exchange(ctx, a.cfg, code, a.verifier, d.resource)
@@ -167,7 +165,7 @@ func (c *Client) redeem(ctx context.Context, rec *record, a *attempt, code strin
 		return err
 	}
 	c.store.publish(rec)
-	c.ren.signedIn(nt.AccessToken)
+	c.ren.note(func(r *renewals) { r.mine[nt.AccessToken] = true })
 	c.log.Info("oauth: signed in", zap.String("issuer", d.as.Issuer), zap.Strings("scopes", nt.Scopes), zap.Time("expiry", nt.Expiry))
 	c.user.say("mcp-tasks-proxy: signed in to %s.\n", c.host)
 	return nil

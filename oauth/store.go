@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,11 +20,6 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
-
-// The store: one JSON file per server, NAME.json, and its lock, NAME.lock,
-// in a directory of mode 0700. NAME is the server's host and a hash of its
-// canonical URL, so a person can tell the files apart and two endpoints of
-// one host do not share one.
 
 // storeVersion is the file format's version. A file of a later version is
 // refused rather than overwritten.
@@ -76,11 +72,6 @@ type token struct {
 	ClientID     string    `json:"client_id,omitempty"`
 }
 
-// store is one server's file in the store directory, and its lock file.
-type store struct {
-	doc statefile.File
-}
-
 // tokenStore is the server's part of the store as this process knows it:
 // the record last read or written (published: requests take their bearer
 // from it), its file, and the cross-process lock (internal/statefile) that
@@ -88,28 +79,40 @@ type store struct {
 // takes. Whoever takes the lock reads the file again under it.
 type tokenStore struct {
 	target
-	file    *store
+	doc     statefile.File
 	timeout time.Duration // AuthTimeout, named when the lock is not had in time
 
 	mu  sync.Mutex
 	rec *record // the state last read or written; never changed once set
 }
 
-// openTokenStore opens the store directory and reads the server's record.
+// openTokenStore makes dir (mode 0700) when it is missing, refuses one
+// that others can read, and reads the server's record.
 func openTokenStore(dir string, t target, timeout time.Duration) (*tokenStore, error) {
-	file, err := openStore(dir, t.server.String())
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the OAuth store %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
 	if err != nil {
+		return nil, fmt.Errorf("cannot open the OAuth store %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("the OAuth store %s is not a directory", dir)
+	}
+	if err := checkPrivate(dir, fi.Mode(), "700"); err != nil {
 		return nil, err
 	}
-	rec, err := file.load(t.server.String())
-	if err != nil {
+	name := filepath.Join(dir, storeName(t.server))
+	s := &tokenStore{target: t, timeout: timeout,
+		doc: statefile.File{Path: name + ".json", LockPath: name + ".lock", Version: storeVersion, Indent: "  "}}
+	s.doc.Check = func(fi fs.FileInfo) error { return checkPrivate(s.doc.Path, fi.Mode(), "600") }
+	if s.rec, err = s.load(); err != nil {
 		return nil, err
 	}
-	return &tokenStore{target: t, file: file, timeout: timeout, rec: rec}, nil
+	return s, nil
 }
 
-// path is the server's file.
-func (s *tokenStore) path() string { return s.file.path() }
+func (s *tokenStore) path() string { return s.doc.Path }
 
 // current is the published token (nil before any).
 func (s *tokenStore) current() *token {
@@ -125,12 +128,9 @@ func (s *tokenStore) publish(rec *record) {
 	s.mu.Unlock()
 }
 
-// load reads the server's file, without the lock.
-func (s *tokenStore) load() (*record, error) { return s.file.load(s.server.String()) }
-
 // lock takes the server's store lock, bounded by ctx.
 func (s *tokenStore) lock(ctx context.Context) (func(), error) {
-	unlock, err := s.file.doc.Lock(ctx)
+	unlock, err := s.doc.Lock(ctx)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, s.fail("the sign-in was stopped", ctx.Err())
@@ -159,18 +159,39 @@ func (s *tokenStore) locked(ctx context.Context) (rec *record, unlock func(), er
 	return rec, unlock, nil
 }
 
-// save writes rec to the file (not publishing it); its error is a
+// load reads the server's record (a missing file is an empty one),
+// without the lock.
+func (s *tokenStore) load() (*record, error) {
+	var r record
+	_, err := s.doc.Read(&r)
+	var invalid *statefile.InvalidError
+	var newer *statefile.NewerError
+	switch {
+	case errors.As(err, &invalid):
+		return nil, fmt.Errorf("the OAuth store file %s is not valid JSON (%v); delete it to sign in again", s.path(), syntaxOnly(invalid.Err))
+	case errors.As(err, &newer):
+		return nil, fmt.Errorf("the OAuth store file %s has version %d, newer than this mcp-tasks-proxy knows (%d); upgrade, or delete it", s.path(), newer.Version, storeVersion)
+	case err != nil:
+		return nil, err
+	}
+	r.Version, r.Server = storeVersion, s.server.String()
+	return &r, nil
+}
+
+// save writes rec atomically (statefile.File.Write: a reader sees the old
+// record or the new one, never a part), not publishing it; its error is a
 // *SignInError.
 func (s *tokenStore) save(rec *record) error {
-	if err := s.file.save(rec); err != nil {
+	if err := s.doc.Write(rec); err != nil {
 		return s.fail(err.Error(), err)
 	}
 	return nil
 }
 
-// remove deletes the server's file and publishes an empty record.
+// remove deletes the server's file (not its lock file: see statefile) and
+// publishes an empty record.
 func (s *tokenStore) remove() error {
-	if err := s.file.remove(); err != nil {
+	if err := os.Remove(s.doc.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	s.publish(&record{Version: storeVersion, Server: s.server.String()})
@@ -184,28 +205,6 @@ func defaultStoreDir() (string, error) {
 		return "", fmt.Errorf("no directory for the OAuth store (%v): pass one with %v", err, rewrite.HintOAuthStore)
 	}
 	return filepath.Join(d, "mcp-tasks-proxy", "oauth"), nil
-}
-
-// openStore makes dir (mode 0700) when it is missing and refuses one that
-// others can read.
-func openStore(dir, server string) (*store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("cannot create the OAuth store %s: %w", dir, err)
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open the OAuth store %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("the OAuth store %s is not a directory", dir)
-	}
-	if err := checkPrivate(dir, fi.Mode(), "700"); err != nil {
-		return nil, err
-	}
-	name := filepath.Join(dir, storeName(server))
-	doc := statefile.File{Path: name + ".json", LockPath: name + ".lock", Version: storeVersion, Indent: "  "}
-	doc.Check = func(fi fs.FileInfo) error { return checkPrivate(doc.Path, fi.Mode(), "600") }
-	return &store{doc: doc}, nil
 }
 
 // checkPrivate refuses a store directory or file that group or others may
@@ -232,69 +231,28 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// storeName is HOST-HASH: the host (':' made '_') and 16 hex digits of the
-// SHA-256 of the canonical server URL.
-func storeName(server string) string {
-	host := server
-	if i := strings.Index(host, "://"); i >= 0 {
-		host = host[i+3:]
-	}
-	if i := strings.IndexAny(host, "/?#"); i >= 0 {
-		host = host[:i]
-	}
-	host = strings.Map(func(r rune) rune {
+// storeName names a server's NAME.json and NAME.lock: its host (':' made
+// '_') and 16 hex digits of the SHA-256 of its canonical URL, so that a
+// person can tell the files apart and two endpoints of one host do not
+// share one.
+func storeName(server *url.URL) string {
+	host := strings.Map(func(r rune) rune {
 		if r == '.' || r == '-' || ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
 			return r
 		}
 		return '_'
-	}, strings.ToLower(host))
-	sum := sha256.Sum256([]byte(server))
+	}, strings.ToLower(server.Host))
+	sum := sha256.Sum256([]byte(server.String()))
 	return host + "-" + hex.EncodeToString(sum[:8])
-}
-
-func (s *store) path() string { return s.doc.Path }
-
-// load reads the server's record; a missing file is an empty record.
-func (s *store) load(server string) (*record, error) {
-	var r record
-	_, err := s.doc.Read(&r)
-	var invalid *statefile.InvalidError
-	var newer *statefile.NewerError
-	switch {
-	case errors.As(err, &invalid):
-		return nil, fmt.Errorf("the OAuth store file %s is not valid JSON (%v); delete it to sign in again", s.path(), syntaxOnly(invalid.Err))
-	case errors.As(err, &newer):
-		return nil, fmt.Errorf("the OAuth store file %s has version %d, newer than this mcp-tasks-proxy knows (%d); upgrade, or delete it", s.path(), newer.Version, storeVersion)
-	case err != nil:
-		return nil, err
-	}
-	r.Version = storeVersion
-	r.Server = server
-	return &r, nil
 }
 
 // syntaxOnly keeps a JSON decoding error from quoting the file's content.
 func syntaxOnly(err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return fmt.Errorf("syntax error at byte %d", se.Offset)
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		return fmt.Errorf("wrong type for %s", te.Field)
 	}
 	return errors.New("cannot decode")
-}
-
-// save writes r atomically (statefile.File.Write): a reader sees the old
-// record or the new one, never a part.
-func (s *store) save(r *record) error { return s.doc.Write(r) }
-
-// remove deletes the server's record (not its lock file: see statefile).
-func (s *store) remove() error {
-	err := os.Remove(s.doc.Path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
 }

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,8 +74,7 @@ func (e *tokenEndpoint) exchange(ctx context.Context, cfg *oauth2.Config, code, 
 // scrubOAuth2Error turns x/oauth2's errors into ours: its RetrieveError
 // quotes the whole response body.
 func scrubOAuth2Error(err error) error {
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
 		te := &tokenError{Code: re.ErrorCode, Description: re.ErrorDescription}
 		if re.Response != nil {
 			te.Status = re.Response.StatusCode
@@ -119,14 +120,11 @@ func (e *tokenEndpoint) refresh(ctx context.Context, as *oauthex.AuthServerMeta,
 	nt := &token{
 		AccessToken:  tr.AccessToken,
 		TokenType:    tr.TokenType,
-		RefreshToken: tr.RefreshToken,
+		RefreshToken: cmp.Or(tr.RefreshToken, t.RefreshToken),
 		Obtained:     e.now(),
 		Scopes:       strings.Fields(tr.Scope),
 		Issuer:       t.Issuer,
 		ClientID:     t.ClientID,
-	}
-	if nt.RefreshToken == "" {
-		nt.RefreshToken = t.RefreshToken
 	}
 	if nt.Scopes == nil {
 		nt.Scopes = t.Scopes
@@ -140,16 +138,8 @@ func (e *tokenEndpoint) refresh(ctx context.Context, as *oauthex.AuthServerMeta,
 // expiresIn reads expires_in, a number or (from some servers) a string
 // holding one; 0 when absent or unreadable.
 func expiresIn(raw json.RawMessage) float64 {
-	var n json.Number
-	if json.Unmarshal(raw, &n) != nil {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return 0
-		}
-		n = json.Number(s)
-	}
-	f, err := n.Float64()
-	if err != nil || f <= 0 || f > 10*365*24*3600 {
+	f, err := strconv.ParseFloat(strings.Trim(string(raw), `"`), 64)
+	if err != nil || !(f > 0 && f <= 10*365*24*3600) {
 		return 0
 	}
 	return f

@@ -60,7 +60,6 @@ func newAccess(listenHost string, allowOrigins []string, token bool) access {
 	return a
 }
 
-// check is the reason to refuse r, or "".
 func (a access) check(r *http.Request) string {
 	port := localPort(r)
 	if !a.hostOK(r.Host, port) {
@@ -76,8 +75,8 @@ func (a access) check(r *http.Request) string {
 	return ""
 }
 
-// localPort is the port of the listener r came in on, or 0 when r did not
-// come from a TCP listener (a handler called directly).
+// localPort is the port of the listener r came in on, or 0 (a handler
+// called directly).
 func localPort(r *http.Request) int {
 	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
 		return addr.Port

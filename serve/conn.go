@@ -11,32 +11,24 @@ import (
 
 // What a connection may hold of the process.
 //
-// net/http bounds a request's headers (the http.Server's ReadHeaderTimeout)
-// and a keep-alive connection idle between requests (its IdleTimeout); the
-// command sets both where it builds the server. What it leaves to the
-// handler is the body: it is read for as long as the client takes, and a
-// handler that answers without reading it (a refusal: 401, 403, 404, 413,
-// /healthz) leaves net/http to drain up to 256 KiB of it before the answer
-// goes out, for as long again: a client that declares a body and sends
-// none holds the connection, its goroutine and its descriptor for good. http.Server.ReadTimeout would bound the body, but
-// the refusals would still wait for it, up to the bound.
-//
-// So ServeHTTP bounds each request itself (bound):
-//
-//   - a request that declares a body gets a read deadline of ReadTimeout,
-//     lifted only once the body has been read to its end (reqBody.Read);
-//     the SSE answers that follow run with none, as before;
-//   - a request answered without its body read to the end has its read
-//     deadline cut when the handler returns: the answer goes out at once,
-//     with Connection: close, and the connection is closed, never drained;
-//   - the last write of every answer has a write deadline (writing).
+// net/http bounds a request's headers (ReadHeaderTimeout) and an idle
+// keep-alive connection (IdleTimeout); the command sets both. It leaves
+// the body to the handler: read for as long as the client takes, and
+// drained (up to 256 KiB, as long again) after a refusal that did not read
+// it, so a client that declares a body and sends none would hold the
+// connection for good; http.Server.ReadTimeout would still make the
+// refusals wait. So ServeHTTP bounds each request itself (bound): a body
+// has a read deadline of ReadTimeout, lifted once it is read to its end
+// (the SSE answers that follow run with none); a request answered without
+// its body read has the deadline cut, so its answer goes out at once with
+// Connection: close; every answer's last write has a write deadline
+// (writing).
 //
 // Memory grows with the bytes that arrive (readAll), never with a declared
-// Content-Length, and the bytes of request bodies the process holds, across
-// every connection, are bounded by MaxBodyMemory (bodyMemory): past it a
-// request gets 503 with Retry-After at once. Waiting for room instead would
-// keep the partial bodies, the very memory the bound is for, and the
-// connections with them.
+// Content-Length, and the body bytes held across every connection are
+// bounded by MaxBodyMemory: past it a request gets 503 with Retry-After at
+// once. Waiting for room would keep the partial bodies, the very memory
+// the bound is for.
 
 // Defaults of the connection bounds.
 const (
@@ -64,9 +56,8 @@ func DefaultBodyMemory(maxMessage int) int64 {
 	return BodyMemoryMessages * int64(maxMessage)
 }
 
-// reqBody is the body of a request that declares one (Content-Length, or
-// chunked), while its handler runs: ServeHTTP puts it in place of the
-// request's own, and puts that back when the handler returns (end).
+// reqBody stands in for the body of a request that declares one while its
+// handler runs.
 type reqBody struct {
 	io.ReadCloser // the request's own body
 	s             *Server
@@ -76,9 +67,8 @@ type reqBody struct {
 	held          int64 // bytes of s.bodies the body's buffer holds
 }
 
-// bound arms the bounds of one request (see the top of this file); the
-// handler's defer calls end on what it returns, nil for a request without
-// a body.
+// bound arms the bounds of one request; the handler's defer calls end on
+// what it returns, nil for a request without a body.
 func (s *Server) bound(w http.ResponseWriter, r *http.Request) *reqBody {
 	if r.ContentLength == 0 { // no body: net/http gives it http.NoBody
 		return nil
@@ -90,11 +80,9 @@ func (s *Server) bound(w http.ResponseWriter, r *http.Request) *reqBody {
 	return b
 }
 
-// Read reads the body; at its end it lifts the read deadline. From there
-// on net/http reads the connection only to see the client go away, which
-// may be hours into an SSE answer, and whose failure would cancel the
-// request. (net/http lifts the deadline too as it starts that read, as of
-// Go 1.26; lifting it here does not depend on that.)
+// Read reads the body; at its end it lifts the read deadline: from there
+// on net/http reads the connection only to see the client go away, maybe
+// hours into an SSE answer, and a deadline there would cancel the request.
 func (b *reqBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF && !b.done {
@@ -104,12 +92,10 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// end runs when the handler returns. It arms the write deadline of what is
-// left to write of the answer. For a body, it gives back the body's memory
-// and the request's own body; and when the body was not read to its end,
-// it cuts the read deadline: net/http then sends the answer at once with
-// Connection: close and closes the connection, instead of reading what is
-// left of the body first (and waiting for it).
+// end runs when the handler returns: it arms the answer's write deadline,
+// gives back the body's memory and the request's own body, and cuts the
+// read deadline of a body not read to its end, so that net/http closes the
+// connection after the answer instead of waiting for the rest.
 func (b *reqBody) end(w http.ResponseWriter) {
 	writing(w)
 	if b == nil {
@@ -123,16 +109,13 @@ func (b *reqBody) end(w http.ResponseWriter) {
 	}
 }
 
-// bodyMemory is the process's budget of request body bytes: the buffers
-// of the bodies being read and of the requests in progress, across every
+// bodyMemory is the process's budget of request body bytes, across every
 // connection.
 type bodyMemory struct {
 	max  int64
 	used atomic.Int64
 }
 
-// reserve takes n bytes of the budget, or reports false when they are not
-// there.
 func (m *bodyMemory) reserve(n int64) bool {
 	for {
 		u := m.used.Load()
@@ -145,22 +128,19 @@ func (m *bodyMemory) reserve(n int64) bool {
 	}
 }
 
-// release gives back n bytes taken with reserve.
 func (m *bodyMemory) release(n int64) {
 	if n != 0 {
 		m.used.Add(-n)
 	}
 }
 
-// errBodyMemory: the body would take the budget past its bound.
-var errBodyMemory = errors.New("the request bodies in progress hold the proxy's body memory")
+var (
+	errBodyMemory = errors.New("the request bodies in progress hold the proxy's body memory")
+	errLonger     = errors.New("the body is longer than its Content-Length")
+)
 
-// errLonger: the body goes on past its Content-Length.
-var errLonger = errors.New("the body is longer than its Content-Length")
-
-// firstBuffer is the buffer a body starts in when it declares more, or
-// does not say: a body that declares no more is read in one buffer of its
-// size, as most messages are.
+// firstBuffer is the first buffer of a body that declares more, or does
+// not say: one that declares less is read in one buffer of its size.
 const firstBuffer = 16 << 10
 
 // readAll reads a body that declares n bytes (-1: not said, as chunked),
@@ -176,34 +156,27 @@ func readAll(r io.Reader, n int64, limit int, mem *bodyMemory, held *int64) ([]b
 		most = n
 	}
 	var buf []byte
+	var one [1]byte
 	for {
-		if len(buf) == cap(buf) {
-			if int64(len(buf)) >= most {
-				// Full with all the body may hold: only its end (or r's
-				// error past limit) can follow.
-				var one [1]byte
-				m, err := r.Read(one[:])
-				switch {
-				case m > 0:
-					return nil, errLonger
-				case err == io.EOF:
-					return buf, nil
-				case err != nil:
-					return nil, err
-				}
-				continue
-			}
+		if len(buf) == cap(buf) && int64(cap(buf)) < most {
 			size := min(max(2*int64(cap(buf)), firstBuffer), most)
 			grow := size - int64(cap(buf))
 			if mem != nil && !mem.reserve(grow) {
 				return nil, errBodyMemory
 			}
 			*held += grow
-			next := make([]byte, len(buf), size)
-			copy(next, buf)
-			buf = next
+			buf = append(make([]byte, 0, size), buf...)
 		}
-		m, err := r.Read(buf[len(buf):cap(buf)])
+		// Full with all the body may hold, the buffer can only be followed
+		// by the body's end (or r's error past limit): one byte tells.
+		dst := one[:]
+		if len(buf) < cap(buf) {
+			dst = buf[len(buf):cap(buf)]
+		}
+		m, err := r.Read(dst)
+		if len(buf) == cap(buf) && m > 0 {
+			return nil, errLonger
+		}
 		buf = buf[:len(buf)+m]
 		if err == io.EOF {
 			return buf, nil

@@ -99,3 +99,16 @@ func TestReadAllBodyMemory(t *testing.T) {
 		t.Fatalf("the second body once the first gave its memory back: %v", err)
 	}
 }
+
+// A body that goes on past its Content-Length is refused, not cut to it;
+// one that ends there is read whole.
+func TestReadAllLongerThanDeclared(t *testing.T) {
+	var held int64
+	if _, err := readAll(&trickle{parts: [][]byte{[]byte("0123456789x")}}, 10, 1<<20, nil, &held); !errors.Is(err, errLonger) {
+		t.Errorf("a body past its declared 10 bytes: err = %v, want errLonger", err)
+	}
+	got, err := readAll(&trickle{parts: [][]byte{[]byte("01234"), []byte("56789")}}, 10, 1<<20, nil, &held)
+	if err != nil || string(got) != "0123456789" {
+		t.Errorf("a body of its declared 10 bytes: %q, %v", got, err)
+	}
+}

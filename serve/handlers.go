@@ -2,12 +2,14 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,10 +85,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	id := f.ID.Raw
-	if id == "" {
-		id = "null" // a malformed request is answered with a null id
-	}
+	id := cmp.Or(f.ID.Raw, "null") // a malformed request is answered with a null id
 	st := newPostStream([]byte(id), f.Method, sseOK)
 	defer sess.track(st)()
 	if !sess.deliver(bridge.In{Frame: body, Stream: st}, r.Context().Done()) {
@@ -107,12 +106,10 @@ func (s *Server) abandoned(sess *session, st *postStream) {
 	}
 }
 
-// readBody reads one JSON-RPC message (not a batch), or answers the error:
-// 413 past the maximum message size (at once when its Content-Length says
-// so), 408 when it did not arrive within ReadTimeout, 503 when the bodies
-// in progress hold the body memory. The body's buffer grows with what
-// arrives and is taken from the body memory (readAll); ServeHTTP's bound
-// gives it back, and lifts the read deadline at the body's end.
+// readBody reads the body, or answers the error: 413 past the maximum
+// message size (at once when its Content-Length says so), 408 when it did
+// not arrive within ReadTimeout, 503 when the bodies in progress hold the
+// body memory. ServeHTTP's bound gives the body's memory back.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := s.cfg.Bridge.MaxMessageBytes // New set the default
 	if r.ContentLength > int64(limit) {
@@ -149,7 +146,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return bytes.TrimSpace(body), true
 }
 
-// tooLarge answers a body over the maximum message size.
 func tooLarge(w http.ResponseWriter, limit int) {
 	httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: the message is over %d bytes (the proxy's %v)", limit, rewrite.HintMaxMessageSize))
 }
@@ -191,7 +187,8 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*session, bool
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
 		return nil, false
 	}
-	if !versionOK(r) {
+	// MCP-Protocol-Version: absent (2025-03-26 clients), or a 2025 version.
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocol.LegacyVersions, v) {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %s (supported: %s)",
 			quoteShort(r.Header.Get("Mcp-Protocol-Version")), strings.Join(protocol.LegacyVersions, ", ")))
 		return nil, false
@@ -210,11 +207,10 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*session, bool
 // session ends before answering, the answer is an error.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, st *postStream, jsonOK bool) {
 	defer st.leave()
-	flusher, _ := w.(http.Flusher)
-	streaming, ended := false, false
-	// A client that takes SSE gets a comment every keepAlive while the
-	// request runs, so that it and the intermediaries keep the POST open;
-	// the first one turns a pending JSON answer into a stream.
+	streaming, ended, keep := false, false, false
+	// A client that takes SSE gets a comment (keep) every keepAlive while
+	// the request runs, so that it and the intermediaries keep the POST
+	// open; the first one turns a pending JSON answer into a stream.
 	var tick <-chan time.Time
 	if st.sse {
 		t := time.NewTicker(keepAlive)
@@ -225,12 +221,13 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		frames, final, done := st.take()
 		writing(w)
 		if !done && ended {
-			final, done = sessionEndedError(st), true
-			if st.wasCancelled() {
+			msg := fmt.Sprintf("the session ended before %s was answered (deleted, expired or the proxy is shutting down); initialize a new session and try again", st.method)
+			final, done = rewrite.ErrorFrame(st.id, protocol.CodeInternalError, msg, nil), true
+			if st.cancelled.Load() {
 				final = nil // nothing more for a cancelled request
 			}
 		}
-		if !streaming && done && len(frames) == 0 && jsonOK && final != nil {
+		if !streaming && !keep && done && len(frames) == 0 && jsonOK && final != nil {
 			if s.settled(sess, st, final) {
 				w.Header().Del("Mcp-Session-Id") // no session came of it
 			}
@@ -242,11 +239,17 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		// A request cancelled before anything was sent gets a stream too
 		// (a request is answered with JSON or an event stream, never 202),
 		// which ends without its response.
-		if !streaming && (len(frames) > 0 || done) {
+		if !streaming && (len(frames) > 0 || done || keep) {
 			if startSSE(w, postPrimingID(&sess.nextID)) != nil {
 				return
 			}
 			streaming = true
+		}
+		if keep {
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			keep = false
 		}
 		for _, f := range frames {
 			if writeEvent(w, postEventPrefix, sess.nextID.Add(1), f) != nil {
@@ -258,24 +261,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 			if final != nil {
 				_ = writeEvent(w, postEventPrefix, sess.nextID.Add(1), final)
 			}
-			flush(flusher)
+			flush(w)
 			return
 		}
 		if streaming {
-			flush(flusher)
+			flush(w)
 		}
 		select {
 		case <-st.wake:
 		case <-tick:
-			if !streaming {
-				if startSSE(w, postPrimingID(&sess.nextID)) != nil {
-					return
-				}
-				streaming = true
-			}
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
+			keep = true
 		case <-sess.done:
 			ended = true
 		case <-r.Context().Done():
@@ -289,7 +284,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 
 // settled counts a request's outcome, and reads the upstream's health off
 // an initialize answer. A failed initialize ends its session at once (a
-// client retrying would otherwise fill the table): it reports true then.
+// client retrying would otherwise fill the table), reporting true.
 func (s *Server) settled(sess *session, st *postStream, final []byte) (failedInit bool) {
 	outcome := "cancelled"
 	switch {
@@ -311,26 +306,18 @@ func (s *Server) settled(sess *session, st *postStream, final []byte) (failedIni
 			return true // the client's mistake says nothing of the upstream
 		}
 		select {
-		case <-sess.done:
-			return true // the proxy's own error: the session ended first
+		case <-sess.done: // the proxy's own error: the session ended first
 		default:
+			s.initFailed()
 		}
-		s.initFailed()
 		return true
 	}
-	s.SetHealth(nil)
+	s.health.Store(&health{ok: true})
 	sess.log.Info("session initialized")
 	return false
 }
 
-// sessionEndedError is the answer of a request its session ended without
-// answering.
-func sessionEndedError(st *postStream) []byte {
-	return rewrite.ErrorFrame(st.id, protocol.CodeInternalError,
-		fmt.Sprintf("the session ended before %s was answered (deleted, expired or the proxy is shutting down); initialize a new session and try again", st.method), nil)
-}
-
-// get opens the session's stream for the frames of no request.
+// get opens the session's stream, for the frames of no request.
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if _, sseOK := accepts(r.Header.Get("Accept")); !sseOK {
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: the GET stream is text/event-stream")
@@ -363,8 +350,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if startSSE(w, getPrimingID(cursor, &sess.nextID)) != nil {
 		return
 	}
-	flusher, _ := w.(http.Flusher)
-	flush(flusher)
+	flush(w)
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
@@ -383,7 +369,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			cursor = e.id
 		}
 		if len(events) > 0 || lost {
-			flush(flusher)
+			flush(w)
 			sess.events.sent(cursor)
 		}
 		select {
@@ -393,7 +379,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
-			flush(flusher)
+			flush(w)
 		case <-sess.inEnd:
 			return
 		case <-kicked:
@@ -404,7 +390,6 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// delete ends a session.
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	sess, ok := s.session(w, r)
 	if !ok {
@@ -438,9 +423,8 @@ func accepts(h string) (jsonOK, sseOK bool) {
 	return jsonOK, sseOK
 }
 
-// ioTimeout bounds each write to a client: a client that stops reading its
-// stream is let go rather than holding a goroutine, its stream and its
-// session's place. (A body's read is bounded by Config.ReadTimeout.)
+// ioTimeout bounds each write to a client: one that stops reading its
+// stream is let go rather than holding a goroutine and its session's place.
 var ioTimeout = 2 * time.Minute
 
 // writing arms the write deadline for what is written next.
@@ -448,9 +432,8 @@ func writing(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(ioTimeout))
 }
 
-// startSSE answers with an event stream, whose first event primes it with
-// id (writePriming); "" for a stream that ends at once, with nothing to
-// resume.
+// startSSE answers with an event stream primed with id (writePriming); ""
+// for a stream that ends at once, with nothing to resume.
 func startSSE(w http.ResponseWriter, id string) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -463,11 +446,7 @@ func startSSE(w http.ResponseWriter, id string) error {
 	return writePriming(w, id)
 }
 
-func flush(f http.Flusher) {
-	if f != nil {
-		f.Flush()
-	}
-}
+func flush(w http.ResponseWriter) { _ = http.NewResponseController(w).Flush() }
 
 // httpError answers a transport error with a JSON-RPC error body (id null),
 // as the 2025 SDKs do.

@@ -263,3 +263,10 @@ func TestLastEventID(t *testing.T) {
 		}
 	}
 }
+
+// bytes is what the log holds, as it counts it.
+func (l *eventLog) bytes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size
+}

@@ -525,7 +525,7 @@ func TestHealthz(t *testing.T) {
 	if status() != http.StatusServiceUnavailable {
 		t.Error("healthy before any probe")
 	}
-	h.srv.SetHealth(nil)
+	h.srv.health.Store(&health{ok: true})
 	if status() != http.StatusOK {
 		t.Error("not healthy after a probe succeeded")
 	}

@@ -1,14 +1,15 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
@@ -29,14 +29,11 @@ const Path = "/mcp"
 const (
 	DefaultIdleTimeout = 30 * time.Minute
 	DefaultMaxSessions = 256
-	// DefaultEventLogBytes bounds each session's GET stream event log:
-	// what the stream carries are notifications of some hundred bytes
-	// (list_changed, resources/updated) and the server's requests of a few
-	// KiB, so 1 MiB keeps thousands of them for a reconnecting client,
-	// while 256 sessions hold at most 256 MiB.
+	// DefaultEventLogBytes keeps thousands of the GET stream's
+	// notifications (some hundred bytes) and server requests (a few KiB)
+	// for a reconnecting client, while 256 sessions hold at most 256 MiB.
 	DefaultEventLogBytes = 1 << 20
-	// RetryAfter is what a client refused for the session bound is told
-	// to wait, in seconds.
+	// RetryAfter is what a refused client is told to wait, in seconds.
 	RetryAfter = 5
 )
 
@@ -89,15 +86,14 @@ type Config struct {
 }
 
 // Server is the HTTP front: an http.Handler for /mcp, /healthz and
-// /metrics, and the table of the sessions it runs. Create it with New;
-// Shutdown ends every session.
+// /metrics, and the table of the sessions it runs.
 type Server struct {
 	cfg      Config
 	log      *zap.Logger
 	metrics  *metrics
 	identity string // a hash of the token: the clients' identity
 	access   access
-	bodies   bodyMemory // the request bodies' budget (conn.go)
+	bodies   bodyMemory
 
 	ctx    context.Context // the sessions' (cancelled by Close)
 	cancel context.CancelFunc
@@ -109,42 +105,25 @@ type Server struct {
 
 	health  atomic.Pointer[health]
 	probing atomic.Bool    // a health probe runs
-	probes  sync.WaitGroup // the health probes started for a failed initialize
+	probes  sync.WaitGroup // those started for a failed initialize
 	upIDs   atomic.Int64   // upstream ids, unique in the process
 }
 
-// health is the last verdict on the upstream, in the proxy's own words:
-// what /healthz says to anyone who asks, so nothing of a client's request
-// and nothing the upstream wrote.
+// health is the last verdict on the upstream, for /healthz.
 type health struct {
 	ok     bool
 	class  string // what failed: "no answer", "server error", ...
 	status int    // the upstream's HTTP status, 0 for none
 }
 
-// New prepares a server.
 func New(cfg Config) *Server {
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
-	if cfg.EventLogBytes <= 0 {
-		cfg.EventLogBytes = DefaultEventLogBytes
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	if cfg.Bridge.MaxMessageBytes <= 0 {
-		cfg.Bridge.MaxMessageBytes = routing.DefaultMaxMessageBytes
-	}
-	if cfg.ReadTimeout <= 0 {
-		cfg.ReadTimeout = DefaultReadTimeout
-	}
-	if cfg.MaxBodyMemory <= 0 {
-		cfg.MaxBodyMemory = DefaultBodyMemory(cfg.Bridge.MaxMessageBytes)
-	}
+	cfg.IdleTimeout = positive(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.MaxSessions = positive(cfg.MaxSessions, DefaultMaxSessions)
+	cfg.EventLogBytes = positive(cfg.EventLogBytes, DefaultEventLogBytes)
+	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
+	cfg.Bridge.MaxMessageBytes = positive(cfg.Bridge.MaxMessageBytes, routing.DefaultMaxMessageBytes)
+	cfg.ReadTimeout = positive(cfg.ReadTimeout, DefaultReadTimeout)
+	cfg.MaxBodyMemory = positive(cfg.MaxBodyMemory, DefaultBodyMemory(cfg.Bridge.MaxMessageBytes))
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), sessions: map[string]*session{}}
 	s.bodies.max = cfg.MaxBodyMemory
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -157,33 +136,19 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// NextUpstreamID mints an upstream request id from the counter the
-// sessions share, for the front's own requests (the health probe), so that
-// no two requests of the process carry the same id.
-func (s *Server) NextUpstreamID() []byte {
-	return strconv.AppendInt(nil, s.upIDs.Add(1), 10)
-}
-
-// SetHealth records the outcome of a look at the upstream made elsewhere:
-// nil is healthy. /healthz does not quote err; it says that the check
-// failed.
-func (s *Server) SetHealth(err error) {
-	if err == nil {
-		s.health.Store(&health{ok: true})
-		return
+func positive[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
 	}
-	s.health.Store(&health{class: "the check failed"})
+	return v
 }
 
 // CheckUpstream looks at the upstream with the proxy's own server/discover
-// (its own capabilities and clientInfo: nothing of a client's), within
-// the bridge's DiscoverTimeout, and records the verdict for /healthz. The
-// error, for the log, names the cause and the fix.
-//
-// Health is the upstream's: reached, and answering as an MCP server (of
-// either era). A transport failure, a 5xx, a 401/403, or an answer that is
-// not MCP makes it unhealthy; a client's initialize that the upstream
-// refuses for that client's params does not (see initFailed).
+// (nothing of a client's), within the bridge's DiscoverTimeout, and
+// records the verdict for /healthz; the error names the cause and the fix.
+// Healthy is reached and answering as an MCP server of either era: a
+// transport failure, a 5xx, a 401/403 or an answer that is not MCP is not,
+// while a client's initialize refused for its own params says nothing.
 func (s *Server) CheckUpstream(ctx context.Context) error {
 	timeout := s.cfg.Bridge.DiscoverTimeout
 	if timeout <= 0 {
@@ -191,7 +156,9 @@ func (s *Server) CheckUpstream(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p := &capabilities.Prober{Client: s.cfg.Bridge.Client, NextID: s.NextUpstreamID}
+	// Its ids come from the counter the sessions share: no two requests of
+	// the process carry the same id.
+	p := &capabilities.Prober{Client: s.cfg.Bridge.Client, NextID: func() []byte { return strconv.AppendInt(nil, s.upIDs.Add(1), 10) }}
 	info := rewrite.AppendString([]byte(`{"name":"mcp-tasks-proxy-serve","version":`), s.cfg.Version)
 	info = append(info, '}')
 	v := p.Probe(routing.Unattended(ctx), capabilities.Meta(capabilities.ClientCapabilities([]byte(`{}`)), info, ""))
@@ -207,39 +174,32 @@ func (s *Server) CheckUpstream(ctx context.Context) error {
 	return err
 }
 
-// initFailed is told of an initialize the upstream, or the proxy on its
-// behalf, refused. The answer is the client's: it may be the upstream's
-// refusal of that client's params, or a failure to reach it. The proxy's
-// own probe tells which, in the background (one at a time).
+// initFailed is told of a refused initialize: the upstream's refusal of
+// that client's params, or a failure to reach it. The proxy's own probe
+// tells which, in the background, one at a time.
 func (s *Server) initFailed() {
 	if s.cfg.Bridge.Client == nil || !s.probing.CompareAndSwap(false, true) {
 		return
 	}
-	s.probes.Add(1)
-	go func() {
-		defer s.probes.Done()
+	s.probes.Go(func() {
 		defer s.probing.Store(false)
 		if err := s.CheckUpstream(s.ctx); err != nil && s.ctx.Err() == nil {
 			s.log.Warn("an initialize failed, and so did the proxy's own look at the upstream: /healthz answers 503", zap.Error(err))
 		}
-	}()
+	})
 }
 
 // plainWords keeps a verdict's class to letters, digits, spaces, '-' and
 // '/', at most 64 bytes: /healthz is open to anyone, and says only what
 // the proxy's own words say.
 func plainWords(s string) string {
-	b := make([]byte, 0, min(len(s), 64))
-	for i := 0; i < len(s) && len(b) < 64; i++ {
-		c := s[i]
+	s = strings.Map(func(c rune) rune {
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ' ' || c == '-' || c == '/' {
-			b = append(b, c)
+			return c
 		}
-	}
-	if len(b) == 0 {
-		return "the check failed"
-	}
-	return string(b)
+		return -1
+	}, s)
+	return cmp.Or(s[:min(len(s), 64)], "the check failed")
 }
 
 // ServeHTTP routes /mcp, /healthz and /metrics.
@@ -291,9 +251,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // healthz answers 200 while the upstream's last look succeeded, else 503
-// with what failed, in the proxy's own words (the class of failure and the
-// upstream's HTTP status): never a client's data, never the upstream's
-// text or URL.
+// with what failed in the proxy's own words (the class of failure and the
+// upstream's status), as /healthz is open to anyone: never a client's
+// data, never the upstream's text or URL.
 func (s *Server) healthz(w http.ResponseWriter) {
 	h := s.health.Load()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -307,16 +267,17 @@ func (s *Server) healthz(w http.ResponseWriter) {
 	_, _ = w.Write([]byte("unhealthy: the upstream: " + h.class + " (" + capabilities.StatusText(h.status) + ")\n"))
 }
 
-// errClosing refuses a session while the server shuts down.
-var errClosing = errors.New("the proxy is shutting down")
-
-// errFull refuses a session past MaxSessions.
-var errFull = errors.New("too many sessions")
+var (
+	errClosing = errors.New("the proxy is shutting down")
+	errFull    = errors.New("too many sessions") // past MaxSessions
+)
 
 // newSession creates and starts a session, unless the server is closing
 // or full.
 func (s *Server) newSession() (*session, error) {
-	id := newSessionID()
+	b := make([]byte, 16) // 128 random bits, in hex
+	_, _ = rand.Read(b)   // never fails (crypto/rand)
+	id := hex.EncodeToString(b)
 	if s.cfg.SessionPrefix != "" {
 		id = s.cfg.SessionPrefix + "." + id
 	}
@@ -331,12 +292,10 @@ func (s *Server) newSession() (*session, error) {
 	sess := newSession(s, id)
 	s.sessions[id] = sess
 	s.metrics.sessions.Inc()
-	s.wg.Add(1)
-	go sess.run()
+	s.wg.Go(sess.run)
 	return sess, nil
 }
 
-// lookup is the live session with this id, or nil.
 func (s *Server) lookup(id string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -363,70 +322,52 @@ func (s *Server) Sessions() int {
 	return len(s.sessions)
 }
 
-// Shutdown refuses new sessions and ends the input of every session, so
-// that each answers (or errors) the requests it has read, within its
-// drain bound, and ends. It waits for them until ctx ends; then it
-// cancels what is left (their open requests get an error answer) and
-// waits for that too.
+// Shutdown refuses new sessions and ends every session's input, so that
+// each answers the requests it has read, within its drain bound. It waits
+// for them until ctx ends, then cancels what is left (their open requests
+// get an error answer) and waits for that too.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing = true
-	live := make([]*session, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		live = append(live, sess)
-	}
-	s.mu.Unlock()
-	for _, sess := range live {
-		s.forget(sess)
+	for _, sess := range s.closeTable() {
 		sess.end("the proxy is shutting down")
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		s.cancel()
-		s.probes.Wait()
-		return nil
 	case <-ctx.Done():
+		err = ctx.Err()
 	}
 	s.cancel()
 	<-done // Serve returns promptly once cancelled
 	s.probes.Wait()
-	return ctx.Err()
+	return err
 }
 
 // Close cancels every session at once; their open requests get an error
 // answer.
 func (s *Server) Close() {
-	s.mu.Lock()
-	s.closing = true
-	for id := range s.sessions {
-		delete(s.sessions, id)
-		s.metrics.sessions.Dec()
-	}
-	s.mu.Unlock()
+	s.closeTable()
 	s.cancel()
 	s.wg.Wait()
 	s.probes.Wait()
 }
 
-// newSessionID is 128 random bits in hex.
-func newSessionID() string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
+// closeTable refuses new sessions and empties the table, returning what
+// it held.
+func (s *Server) closeTable() []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	live := make([]*session, 0, len(s.sessions))
+	for id, sess := range s.sessions {
+		live = append(live, sess)
+		delete(s.sessions, id)
+		s.metrics.sessions.Dec()
 	}
-	return hex.EncodeToString(b)
+	return live
 }
 
-// versionOK checks MCP-Protocol-Version on a request after initialize:
-// absent (2025-03-26 clients), or one of the 2025 versions.
-func versionOK(r *http.Request) bool {
-	v := r.Header.Get("Mcp-Protocol-Version")
-	return v == "" || slices.Contains(protocol.LegacyVersions, v)
-}
-
-// retryAfter is the Retry-After value.
 var retryAfter = strconv.Itoa(RetryAfter)
 
 // cors lets a browser page of an accepted origin use the endpoint: its

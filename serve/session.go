@@ -50,10 +50,9 @@ func newSession(srv *Server, id string) *session {
 	return sess
 }
 
-// run serves the bridge session until its input ends (and it drained) or
+// run serves the bridge session until its input ends and it drained, or
 // the server is closed.
 func (sess *session) run() {
-	defer sess.srv.wg.Done()
 	defer close(sess.done)
 	cfg := sess.srv.cfg.Bridge
 	cfg.SessionID = sess.id
@@ -86,8 +85,8 @@ func (sess *session) end(why string) {
 	})
 }
 
-// deliver hands one client message to the bridge's reader. It reports
-// false when the session's input has ended (or the request went away).
+// deliver hands one client message to the bridge's reader, or reports
+// false when the session's input ended or the request went away.
 func (sess *session) deliver(in bridge.In, gone <-chan struct{}) bool {
 	select {
 	case sess.in <- in:
@@ -117,16 +116,10 @@ func (sess *session) finish() {
 	sess.mu.Unlock()
 }
 
-// expire ends the session if it is still idle.
 func (sess *session) expire() {
 	sess.mu.Lock()
-	idle := sess.active == 0
+	idle := sess.active == 0 && !sess.ended
 	sess.mu.Unlock()
-	select {
-	case <-sess.inEnd:
-		return
-	default:
-	}
 	if !idle {
 		return
 	}
@@ -200,11 +193,11 @@ func (c *conn) Write(o bridge.Out) error {
 	return nil
 }
 
-// Flush has nothing to do: every stream writes and flushes on its own.
+// Flush has nothing to do: every stream flushes on its own.
 func (c *conn) Flush() error { return nil }
 
 // track registers a request's POST while it is open, for the client's
-// cancel of it; the returned func forgets it.
+// cancel of it.
 func (sess *session) track(st *postStream) func() {
 	key := string(st.id)
 	sess.mu.Lock()
@@ -229,6 +222,6 @@ func (sess *session) cancelled(requestID string) {
 	st := sess.posts[requestID]
 	sess.mu.Unlock()
 	if st != nil && st.method != "initialize" { // the bridge does not cancel an initialize
-		st.cancel()
+		st.cancelled.Store(true)
 	}
 }

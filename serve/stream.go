@@ -28,7 +28,7 @@ type postStream struct {
 	// cancelled: the client sent notifications/cancelled for the request,
 	// so nothing more is sent for it, not even the error of a session
 	// that ends first.
-	cancelled bool
+	cancelled atomic.Bool
 }
 
 func newPostStream(id []byte, method string, sse bool) *postStream {
@@ -57,21 +57,6 @@ func (st *postStream) push(o bridge.Out) bool {
 	return true
 }
 
-// cancel notes the client's notifications/cancelled for the request.
-func (st *postStream) cancel() {
-	st.mu.Lock()
-	st.cancelled = true
-	st.mu.Unlock()
-}
-
-// wasCancelled reports whether the client cancelled the request.
-func (st *postStream) wasCancelled() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.cancelled
-}
-
-// take returns what is queued, and the answer once it has come.
 func (st *postStream) take() (frames [][]byte, final []byte, done bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -79,21 +64,20 @@ func (st *postStream) take() (frames [][]byte, final []byte, done bool) {
 	return frames, st.final, st.done
 }
 
-// leave marks the POST as gone: later frames go to the GET stream.
+// leave marks the POST gone: later frames go to the GET stream.
 func (st *postStream) leave() {
 	st.mu.Lock()
 	st.gone = true
 	st.mu.Unlock()
 }
 
-// event is one frame of the GET stream.
 type event struct {
 	id    int64
 	frame []byte
 }
 
-// eventOverhead is what the log counts for an event besides its frame's
-// bytes: its id, its slice header and its place in the log.
+// eventOverhead is what the log counts for an event besides its frame:
+// its id, its slice header and its place in the log.
 const eventOverhead = 64
 
 func eventCost(frame []byte) int { return len(frame) + eventOverhead }
@@ -111,8 +95,8 @@ type eventLog struct {
 
 	mu        sync.Mutex
 	events    []event
-	size      int           // the events' cost, within max (but for one event alone)
-	dropped   int64         // the id of the newest event dropped for the bound (0: none)
+	size      int           // the events' cost
+	dropped   int64         // the newest event dropped for the bound (0: none)
 	delivered int64         // the last id written to a GET stream
 	wake      chan struct{} // closed at the next append
 }
@@ -153,13 +137,6 @@ func (l *eventLog) after(id int64) (events []event, lost bool, wake <-chan struc
 	return append([]event(nil), l.events[i:]...), id < l.dropped, l.wake
 }
 
-// bytes is what the log holds, as it counts it.
-func (l *eventLog) bytes() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.size
-}
-
 // start is where a GET without Last-Event-ID starts.
 func (l *eventLog) start() int64 {
 	l.mu.Lock()
@@ -167,24 +144,23 @@ func (l *eventLog) start() int64 {
 	return l.delivered
 }
 
-// sent notes that a GET stream was sent the events up to id.
 func (l *eventLog) sent(id int64) {
 	l.mu.Lock()
 	l.delivered = max(l.delivered, id)
 	l.mu.Unlock()
 }
 
-// postEventPrefix starts the ids of a POST stream's events: a GET's
-// Last-Event-ID tells by it which stream it would resume. Only the GET
+// postEventPrefix starts the ids of a POST stream's events, so that a
+// GET's Last-Event-ID tells which stream it would resume. Only the GET
 // stream is resumable: a request's answer goes on the POST that carried
 // it, and a GET that resumes a POST stream gets a stream that ends at
-// once (its messages are not replayed on another stream). The numbers after it come from the same counter
-// as the GET stream's, so ids are unique in the session.
+// once. The numbers come from the GET stream's counter, so ids are unique
+// in the session.
 const postEventPrefix = "p"
 
-// writeEvent writes one SSE event: its id (prefix and number), and the
-// frame, already one line (conn.Write made it so), as its data line. The
-// frame is written as it is, not copied behind the event's head.
+// writeEvent writes one SSE event: its id, and the frame, already one
+// line (conn.Write made it so), as its data line, not copied behind the
+// event's head.
 func writeEvent(w io.Writer, prefix string, id int64, frame []byte) error {
 	var head [64]byte
 	b := append(head[:0], "id: "...)
@@ -201,15 +177,13 @@ func writeEvent(w io.Writer, prefix string, id int64, frame []byte) error {
 	return err
 }
 
-// retryMillis is the reconnection time (SSE retry) every event stream
-// announces in its priming event: a client that loses a stream waits this
-// long before it resumes it with Last-Event-ID.
+// retryMillis is the reconnection time (SSE retry) each priming event
+// announces: how long a client that lost a stream waits to resume it.
 const retryMillis = 1000
 
 // writePriming starts an event stream as 2025-11-25 asks (SEP-1699): an
 // event with an id and empty data, so that the client holds an id to
-// resume from before any frame comes, and the retry field. Clients record
-// the id and dispatch nothing.
+// resume from before any frame comes, and the retry field.
 func writePriming(w io.Writer, id string) error {
 	var head [96]byte
 	b := append(head[:0], "id: "...)
@@ -221,8 +195,6 @@ func writePriming(w io.Writer, id string) error {
 	return err
 }
 
-// postPrimingID is the id of a POST stream's priming event: a new id of
-// the session, as a POST stream's.
 func postPrimingID(ids *atomic.Int64) string {
 	return postEventPrefix + strconv.FormatInt(ids.Add(1), 10)
 }

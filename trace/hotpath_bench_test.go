@@ -79,3 +79,21 @@ func BenchmarkEchoCall(b *testing.B) {
 		w.ToClient("", "op-7", answer, []string{"resultType.strip"})
 	})
 }
+
+// BenchmarkTraceEncode is the encoding of one record's line alone, its
+// frame redacted already: what the splice of the frame saves.
+func BenchmarkTraceEncode1KB(b *testing.B)  { benchEncode(b, 1<<10) }
+func BenchmarkTraceEncode64KB(b *testing.B) { benchEncode(b, 64<<10) }
+
+func benchEncode(b *testing.B, size int) {
+	frame := benchFrame(size)
+	e := newLineEncoder()
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := Record{Time: time.Now(), Dir: ClientToProxy, Op: "op-7", Method: "tools/call", ID: []byte("42"), Frame: frame}
+		if _, err := e.encode(&r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -9,34 +9,30 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// The methods of a bridge session's Observer: each makes the record of one
-// hop, reads its method and id from the frame, and emits it. Nothing of
-// what they are given is kept past their return.
+// The methods of bridge.Observer (documented there): each makes the record
+// of one hop, with the frame's method and id, and emits it, keeping nothing
+// of what it is given.
 
 // FromClient records a frame read from the client.
 func (w *Writer) FromClient(session, op string, frame []byte) {
 	w.Emit(frameRecord(ClientToProxy, session, op, frame))
 }
 
-// ToClient records a frame written to the client, with the rewrites that
-// made it.
+// ToClient records a frame written to the client, with its rewrites.
 func (w *Writer) ToClient(session, op string, frame []byte, rewrites []string) {
 	r := frameRecord(ProxyToClient, session, op, frame)
 	r.Rewrites = rewrites
 	w.Emit(r)
 }
 
-// ToServer records a request as it leaves for the server: its HTTP method,
-// URL and headers (the first value of each name) and its body.
+// ToServer records a request to the server, with the first value of each
+// header.
 func (w *Writer) ToServer(session, op string, rewrites []string, method, url string, h http.Header, body []byte) {
 	r := frameRecord(ProxyToServer, session, op, body)
 	r.Rewrites = rewrites
-	var header map[string]string
+	header := make(map[string]string, len(h))
 	for k, v := range h {
 		if len(v) > 0 {
-			if header == nil {
-				header = make(map[string]string, len(h))
-			}
 			header[k] = v[0]
 		}
 	}
@@ -44,9 +40,7 @@ func (w *Writer) ToServer(session, op string, rewrites []string, method, url str
 	w.Emit(r)
 }
 
-// FromServer records what came back from the server: a message, the status
-// of an answer, or the error of a failure before any, and the latency since
-// the request left.
+// FromServer records what came back from the server.
 func (w *Writer) FromServer(session, op string, status int, msg []byte, latency time.Duration, err error) {
 	r := frameRecord(ServerToProxy, session, op, msg)
 	r.LatencyMs = float64(latency.Microseconds()) / 1000
@@ -59,8 +53,7 @@ func (w *Writer) FromServer(session, op string, status int, msg []byte, latency 
 	w.Emit(r)
 }
 
-// Note records an event of the proxy itself, such as the upstream era
-// verdict.
+// Note records an event of the proxy itself.
 func (w *Writer) Note(session, op, note string) {
 	w.Emit(Record{Time: time.Now(), Dir: Proxy, Session: session, Op: op, Note: note})
 }

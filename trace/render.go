@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +22,6 @@ import (
 // summaryLen is the number of characters of a frame shown by View.
 const summaryLen = 120
 
-// ANSI colours used by View.
 const (
 	ansiReset   = "\x1b[0m"
 	ansiBold    = "\x1b[1m"
@@ -68,10 +68,7 @@ func groupByOp(recs []Record) []*group {
 	var groups []*group
 	index := map[string]*group{}
 	for _, r := range recs {
-		op := r.Op
-		if op == "" {
-			op = "-"
-		}
+		op := cmp.Or(r.Op, "-")
 		g := index[op]
 		if g == nil {
 			g = &group{op: op}
@@ -138,7 +135,7 @@ func rpcID(r Record) string {
 	return b.String()
 }
 
-// clientRequest returns the first client->proxy message of g with a method.
+// clientRequest returns the first client->proxy message of g.
 func (g *group) clientRequest() (Record, bool) {
 	for _, r := range g.recs {
 		if _, isMsg, _, _ := kind(r); isMsg && r.Dir == ClientToProxy {
@@ -150,34 +147,15 @@ func (g *group) clientRequest() (Record, bool) {
 
 // span returns the time from the first to the last record of g.
 func (g *group) span() time.Duration {
-	lo, hi := g.recs[0].Time, g.recs[0].Time
-	for _, r := range g.recs[1:] {
-		if r.Time.Before(lo) {
-			lo = r.Time
-		}
-		if r.Time.After(hi) {
-			hi = r.Time
-		}
-	}
-	return hi.Sub(lo)
+	cmpTime := func(a, b Record) int { return a.Time.Compare(b.Time) }
+	return slices.MaxFunc(g.recs, cmpTime).Time.Sub(slices.MinFunc(g.recs, cmpTime).Time)
 }
 
-// arrow shows a hop from the proxy's point of view.
-func arrow(d Dir) string {
-	switch d {
-	case ClientToProxy:
-		return "← client"
-	case ProxyToClient:
-		return "→ client"
-	case ProxyToServer:
-		return "→ server"
-	case ServerToProxy:
-		return "← server"
-	case Proxy:
-		return "• proxy"
-	}
-	return printable(string(d))
-}
+// arrows show the hops from the proxy's side.
+var arrows = map[Dir]string{ClientToProxy: "← client", ProxyToClient: "→ client",
+	ProxyToServer: "→ server", ServerToProxy: "← server", Proxy: "• proxy"}
+
+func arrow(d Dir) string { return cmp.Or(arrows[d], printable(string(d))) }
 
 // ms formats milliseconds: 0.42ms, 12.3ms, 1.25s.
 func ms(v float64) string {
@@ -226,7 +204,7 @@ func View(w io.Writer, r io.Reader, color bool) error {
 		return err
 	}
 	paint := func(code, s string) string {
-		if !color || s == "" {
+		if !color || s == "" || code == "" {
 			return s
 		}
 		return code + s + ansiReset
@@ -254,47 +232,40 @@ func View(w io.Writer, r io.Reader, color bool) error {
 		start := g.recs[0].Time
 		for _, rec := range g.recs {
 			label, _, _, isErr := kind(rec)
-			hop := paint(ansiMagenta, fmt.Sprintf("%-8s", arrow(rec.Dir)))
+			var fields []string
+			add := func(code, s string) {
+				if s != "" {
+					fields = append(fields, paint(code, s))
+				}
+			}
+			hop := ansiMagenta
 			if rec.Dir == ClientToProxy || rec.Dir == ProxyToClient {
-				hop = paint(ansiCyan, fmt.Sprintf("%-8s", arrow(rec.Dir)))
+				hop = ansiCyan
 			}
-			fields := []string{
-				"  " + paint(ansiDim, fmt.Sprintf("%-10s", "+"+ms(durMs(rec.Time.Sub(start))))),
-				hop,
-			}
-			switch {
-			case label == "error":
-				fields = append(fields, paint(ansiRed, label))
-			case label == "response":
-				fields = append(fields, paint(ansiGreen, label))
-			default:
-				fields = append(fields, printable(label))
-			}
-			if rec.HTTP != nil && rec.HTTP.Status != 0 {
+			add(ansiDim, fmt.Sprintf("%-10s", "+"+ms(durMs(rec.Time.Sub(start)))))
+			add(hop, fmt.Sprintf("%-8s", arrow(rec.Dir)))
+			add(map[string]string{"error": ansiRed, "response": ansiGreen}[label], printable(label))
+			if h := rec.HTTP; h != nil && h.Status != 0 {
 				c := ansiGreen
-				if rec.HTTP.Status >= 400 {
+				if h.Status >= 400 {
 					c = ansiRed
 				}
-				fields = append(fields, paint(c, fmt.Sprintf("HTTP %d", rec.HTTP.Status)))
+				add(c, fmt.Sprintf("HTTP %d", h.Status))
 			}
 			if rec.LatencyMs != 0 {
-				fields = append(fields, ms(rec.LatencyMs))
+				add("", ms(rec.LatencyMs))
 			}
 			if len(rec.Rewrites) > 0 {
-				fields = append(fields, paint(ansiYellow, "["+printable(strings.Join(rec.Rewrites, " "))+"]"))
+				add(ansiYellow, "["+printable(strings.Join(rec.Rewrites, " "))+"]")
 			}
 			if rec.Error != "" {
-				fields = append(fields, paint(ansiRed, "error: "+printable(rec.Error)))
+				add(ansiRed, "error: "+printable(rec.Error))
 			} else if isErr && label != "error" {
-				fields = append(fields, paint(ansiRed, "!"))
+				add(ansiRed, "!")
 			}
-			if rec.Note != "" {
-				fields = append(fields, printable(rec.Note))
-			}
-			if s := summary(rec); s != "" {
-				fields = append(fields, s)
-			}
-			fmt.Fprintln(bw, strings.Join(fields, "  "))
+			add("", printable(rec.Note))
+			add("", summary(rec))
+			fmt.Fprintln(bw, "  "+strings.Join(fields, "  "))
 		}
 	}
 	if malformed > 0 {
@@ -303,7 +274,6 @@ func View(w io.Writer, r io.Reader, color bool) error {
 	return bw.Flush()
 }
 
-// methodStats accumulates Stats for one method.
 type methodStats struct {
 	count, rpcErrs, httpErrs int
 	lat                      []float64
@@ -361,10 +331,7 @@ func (g *group) tally(stats map[string]*methodStats) {
 	for _, rec := range g.recs {
 		label, isMsg, isAnswer, _ := kind(rec)
 		if rec.HTTP != nil && rec.HTTP.Status >= 400 {
-			m := opMethod
-			if m == "" {
-				m = orDefault(rec.Method, "-")
-			}
+			m := cmp.Or(opMethod, rec.Method, "-")
 			get(m).httpErrs++
 		}
 		switch {
@@ -432,14 +399,6 @@ func printStats(bw *bufio.Writer, stats map[string]*methodStats) {
 	row("TOTAL", total.count, total.rpcErrs, total.httpErrs, p50, p99)
 }
 
-// orDefault returns s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // printable returns s with everything that could drive the reader's
 // terminal shown as an escape instead: C0 controls (tab, CR and LF
 // included), DEL and C1 controls as \xNN or \u00NN, the Unicode bidi
@@ -451,37 +410,17 @@ func orDefault(s, def string) string {
 // the file is written from what clients and servers sent. Backslashes are
 // left alone, so a frame's own JSON escapes stay readable.
 func printable(s string) string {
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if c >= 0x80 && (r != utf8.RuneError || n > 1) && !unsafeRune(r) {
-			i += n
-			continue
-		}
-		break
-	}
-	if i == len(s) {
+	if !strings.ContainsFunc(s, func(r rune) bool {
+		return r < 0x20 || r == 0x7f || r == utf8.RuneError || r >= 0x80 && unsafeRune(r)
+	}) {
 		return s
 	}
 	var b strings.Builder
-	b.Grow(len(s) + 16)
-	b.WriteString(s[:i])
-	for i < len(s) {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			b.WriteByte(c)
-			i++
-			continue
-		}
+	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, c)
+			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case r == '\n':
 			b.WriteString(`\n`)
 		case r == '\r':
@@ -490,7 +429,7 @@ func printable(s string) string {
 			b.WriteString(`\t`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
+		case r >= 0x80 && unsafeRune(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])

@@ -21,62 +21,50 @@ import (
 // Dir is the hop a record was seen on.
 type Dir string
 
-// The four hops of a frame through the bridge.
+// The four hops of a frame through the bridge, and the proxy's own events
+// (a Note and no frame, such as the upstream era verdict).
 const (
-	// ClientToProxy is a frame read from the legacy client on stdin.
 	ClientToProxy Dir = "client->proxy"
-	// ProxyToServer is a frame sent to the modern server over HTTP.
 	ProxyToServer Dir = "proxy->server"
-	// ServerToProxy is a frame (or HTTP answer) received from the server.
-	ServerToProxy Dir = "server->proxy"
-	// ProxyToClient is a frame written to the legacy client on stdout.
+	ServerToProxy Dir = "server->proxy" // a frame, or an HTTP answer
 	ProxyToClient Dir = "proxy->client"
-	// Proxy is an event of the proxy itself, with a Note and no frame
-	// (for example the upstream era verdict).
-	Proxy Dir = "proxy"
+	Proxy         Dir = "proxy"
 )
 
-// HTTP describes the HTTP exchange of a server hop.
+// HTTP describes the HTTP exchange of a server hop. The writer hides the
+// URL's userinfo and query values, and redacts credential headers.
 type HTTP struct {
-	// Method is the HTTP method, e.g. POST.
-	Method string `json:"method,omitempty"`
-	// URL is the request URL; the writer hides userinfo and query values.
-	URL string `json:"url,omitempty"`
-	// Status is the HTTP status code of an answer.
-	Status int `json:"status,omitempty"`
-	// Header holds one value per header name; the writer redacts the values
-	// of credential headers.
-	Header map[string]string `json:"header,omitempty"`
+	Method string            `json:"method,omitempty"`
+	URL    string            `json:"url,omitempty"`
+	Status int               `json:"status,omitempty"` // of an answer
+	Header map[string]string `json:"header,omitempty"` // one value per name
 }
 
 // Record is one line of a trace: one frame on one hop.
 type Record struct {
 	// Time is when the frame was seen; Emit fills in time.Now when zero.
 	Time time.Time `json:"ts"`
-	// Dir is the hop.
-	Dir Dir `json:"dir"`
+	Dir  Dir       `json:"dir"`
 	// Session names the client session the record belongs to, when a
 	// process serves several (serve mode).
 	Session string `json:"session,omitempty"`
 	// Op links a client request to everything it caused: discover, MRTR
 	// retries, task polls and updates, and the final answer.
 	Op string `json:"op,omitempty"`
-	// Method is the JSON-RPC method, when the frame has one.
-	Method string `json:"method,omitempty"`
-	// ID is the JSON-RPC id on this hop, raw.
-	ID json.RawMessage `json:"id,omitempty"`
+	// Method and ID (raw) are the frame's JSON-RPC method and id.
+	Method string          `json:"method,omitempty"`
+	ID     json.RawMessage `json:"id,omitempty"`
 	// Rewrites names the rewrites applied on this hop, e.g. "meta.inject",
 	// "task.nest", "resultType.strip", "ttl.rename".
 	Rewrites []string `json:"rewrites,omitempty"`
-	// HTTP describes the HTTP exchange of a server hop.
-	HTTP *HTTP `json:"http,omitempty"`
-	// Frame is the JSON-RPC message; the writer redacts and caps it. A
-	// frame that is not valid JSON is stored as a JSON string (or withheld
-	// when redacting, since its secrets cannot be found).
+	HTTP     *HTTP    `json:"http,omitempty"`
+	// Frame is the JSON-RPC message; the writer redacts and caps it, and
+	// writes it last in the line, as it was sent (compacted when it spans
+	// lines). A frame that is not valid JSON is stored as a JSON string (or
+	// withheld when redacting, since its secrets cannot be found).
 	Frame json.RawMessage `json:"frame,omitempty"`
 	// Truncated reports that the frame was cut to Options.FrameCap.
-	Truncated bool `json:"truncated,omitempty"`
-	// LatencyMs is the latency of this hop in milliseconds, when known.
+	Truncated bool    `json:"truncated,omitempty"`
 	LatencyMs float64 `json:"latencyMs,omitempty"`
 	// Error is a failure on this hop, e.g. a transport error; URLs in it
 	// are redacted by the writer.

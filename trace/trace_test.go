@@ -1073,3 +1073,57 @@ func TestUnencodableDropped(t *testing.T) {
 		t.Errorf("wrote %+v, want the two encodable records", recs)
 	}
 }
+
+// TestFrameSplice: a one-line frame is spliced as it was sent, spaces
+// and all; one that spans lines is compacted; one nested deeper than
+// encoding/json reads is withheld, and one with many brackets but shallow
+// is kept. Every line stays one record a reader can decode.
+func TestFrameSplice(t *testing.T) {
+	deep := strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1)
+	wide := "[" + strings.Repeat("[],", maxDepth) + "[]]"
+	out := write(t, Options{FrameCap: 1 << 20},
+		Record{Dir: ClientToProxy, Frame: json.RawMessage(`{"id": 1, "method": "ping"}`)},
+		Record{Dir: ClientToProxy, Frame: json.RawMessage("{\"id\":\r\n1,\"q\":\"a b\"}")},
+		Record{Dir: ClientToProxy, Frame: json.RawMessage(deep)},
+		Record{Dir: ClientToProxy, Frame: json.RawMessage(wide)},
+	)
+	recs := lines(t, out)
+	want := []string{`{"id": 1, "method": "ping"}`, `{"id":1,"q":"a b"}`, withheld, wide}
+	if len(recs) != len(want) {
+		t.Fatalf("got %d records, want %d", len(recs), len(want))
+	}
+	for i, r := range recs {
+		if string(r.Frame) != want[i] {
+			t.Errorf("record %d: frame %.80s, want %.80s", i, r.Frame, want[i])
+		}
+	}
+}
+
+// FuzzEmitLine: whatever the frame, a record is one line that a reader
+// decodes, and a valid frame that is not cut reads as Redact makes it.
+func FuzzEmitLine(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":{"token":"s","a":[1, 2]}}`), false)
+	f.Add([]byte("{\"a\":\n[1,\t2]}\r\n"), true)
+	f.Add([]byte(`not json`), false)
+	f.Add([]byte(`"<b>&\u2028"`), false)
+	f.Fuzz(func(t *testing.T, frame []byte, noRedact bool) {
+		out := write(t, Options{NoRedact: noRedact, FrameCap: 256}, Record{Dir: ClientToProxy, Frame: frame})
+		if n := bytes.Count(out, []byte{'\n'}); n != 1 {
+			t.Fatalf("%d lines: %q", n, out)
+		}
+		recs := lines(t, out)
+		if len(bytes.TrimSpace(frame)) > 0 && len(recs[0].Frame) == 0 {
+			t.Fatalf("frame lost: %q", out)
+		}
+		if noRedact || recs[0].Truncated || !json.Valid(frame) {
+			return
+		}
+		var got, want bytes.Buffer
+		if json.Compact(&got, recs[0].Frame) != nil || json.Compact(&want, rewrite.Redact(frame, rewrite.SensitiveKeys(nil))) != nil {
+			t.Fatalf("not compactable: %q", out)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("frame %s, want %s", got.String(), want.String())
+		}
+	})
+}

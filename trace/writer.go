@@ -26,22 +26,20 @@ const (
 	DefaultFlushInterval = 100 * time.Millisecond
 )
 
-// wakeSize is the buffered bytes at which Emit wakes the writer goroutine
-// before FlushInterval.
-const wakeSize = 64 << 10
-
-// writeSize is the most the writer goroutine writes at once (but for one
-// longer line): four wake-ups' worth, so that the batch a wake-up finds, a
-// little over wakeSize, goes out in one write, whose records are counted
-// already.
-const writeSize = 4 * wakeSize
-
-// redacted replaces the value of a secret header.
-const redacted = "[REDACTED]"
-
-// withheld stands in for a frame that is not valid JSON, whose secrets
-// cannot be found.
-const withheld = `"[unparsable frame withheld]"`
+const (
+	// wakeSize is the buffered bytes at which Emit wakes the writer
+	// goroutine before FlushInterval.
+	wakeSize = 64 << 10
+	// writeSize is the most the goroutine writes at once (but for one
+	// longer line): four wake-ups' worth, so that the batch a wake-up
+	// finds, a little over wakeSize, goes out in one write.
+	writeSize = 4 * wakeSize
+	// redacted replaces the value of a secret header.
+	redacted = "[REDACTED]"
+	// withheld stands in for a frame that is not valid JSON, whose secrets
+	// cannot be found.
+	withheld = `"[unparsable frame withheld]"`
+)
 
 // Options configures a Writer. The zero value is usable.
 type Options struct {
@@ -57,12 +55,11 @@ type Options struct {
 	// (default 8 MiB); a record larger than BufferBytes on its own is always
 	// dropped.
 	BufferBytes int
-	// FlushInterval is how long a record may wait in memory before the
-	// writer goroutine writes it out (default 100 ms). The goroutine also
-	// writes as soon as 64 KiB or a quarter of Buffer is buffered, and on
-	// Close; it never wakes while nothing is buffered. A crash loses at most
-	// the records of the last FlushInterval (and whatever a stalled reader
-	// has not taken).
+	// FlushInterval is how long a record may wait in memory before it is
+	// written out (default 100 ms), sooner once 64 KiB or a quarter of
+	// Buffer is buffered, and on Close. A crash loses at most the records
+	// of the last FlushInterval (and whatever a stalled reader has not
+	// taken).
 	FlushInterval time.Duration
 	// SecretHeaders names headers whose values are always redacted, in
 	// addition to Authorization, Proxy-Authorization, Cookie and Set-Cookie
@@ -75,15 +72,9 @@ type Options struct {
 	NoRedact bool
 }
 
-// Writer writes trace records as JSONL. A nil *Writer is valid and
-// discards everything.
-//
-// Emit redacts and encodes the record's line on the caller's goroutine and
-// appends the line to a buffer under a mutex held for the copy: nothing of
-// the caller's is kept. The writer's goroutine only writes the buffer out,
-// in writes of whole lines: it is woken by a timer FlushInterval after a
-// line arrives in an empty buffer, by Emit once 64 KiB (or a quarter of
-// Buffer records) is buffered, and by Close. So a sequential workload costs
+// Writer writes trace records as JSONL (see the package doc). A nil
+// *Writer is valid and discards everything. The goroutine's timer is armed
+// only when a line enters an empty buffer, so a sequential workload costs
 // no wake-up and no write(2) per record.
 type Writer struct {
 	out       io.Writer
@@ -93,32 +84,29 @@ type Writer struct {
 	sensitive func(key string) bool
 	secretHdr map[string]bool // lower-case names of the user's secret headers (SecretHeaders)
 
-	maxRecords  int64 // Options.Buffer
-	maxBytes    int64 // Options.BufferBytes
-	kickRecords int   // buffered records that wake the goroutine early
-	kickBytes   int   // buffered bytes that wake the goroutine early
-	interval    time.Duration
+	maxRecords, maxBytes int64 // Options.Buffer, Options.BufferBytes
+	interval             time.Duration
 
 	kick  chan struct{} // capacity 1: Emit wakes the goroutine early
 	stop  chan struct{} // closed by Close
 	done  chan struct{} // closed when the goroutine has flushed and ended
-	timer *time.Timer   // armed by Emit when a line enters an empty buffer
+	timer *time.Timer
 
-	encoders sync.Pool // of *lineEncoder, idle
+	encoders sync.Pool // of *lineEncoder
 
 	mu     sync.Mutex // guards what follows, up to the atomics
-	lines  []byte     // encoded lines not yet taken by the goroutine, in Emit order
+	lines  []byte     // encoded lines not yet taken by the goroutine
 	nLines int64      // records in lines
 	kicked bool       // a wake-up was sent for lines
 	shut   bool       // Close has begun: Emit discards
 	// held and heldBytes count the records in memory: lines, and what the
 	// goroutine has taken but not yet begun to write.
 	held, heldBytes int64
-	accepted        int64 // records accepted, ever
+	accepted        int64 // ever
 
-	full     atomic.Bool // held or heldBytes is at its bound: Emit skips the work of a record that cannot fit
+	full     atomic.Bool // held or heldBytes is at its bound: Emit skips the work
 	closed   atomic.Bool
-	failed   atomic.Bool  // a write failed: every later record is dropped
+	failed   atomic.Bool  // every later record is dropped
 	dropped  atomic.Int64 // dropped records, including those lost to a write error
 	finished atomic.Int64 // accepted records written out or lost to a write error
 
@@ -131,14 +119,12 @@ type Writer struct {
 }
 
 // Open starts a Writer on path: "-" writes to os.Stderr; a regular file is
-// created or truncated with mode 0600 (an existing one is chmod-ed to
-// 0600 first); a device such as /dev/null is written as it is, its mode
-// untouched; a FIFO is opened on the first write. It opens path with
-// internal/safefile: a symbolic link at path, and a file or FIFO of
-// another user, are refused. It refuses the process's
-// standard output, whatever its name (/dev/stdout, /proc/self/fd/1, the
-// file it was redirected to), which carries only frames: a file there
-// would be truncated, and records would go among the frames.
+// created or truncated with mode 0600 (an existing one is chmod-ed to 0600
+// first); a device such as /dev/null is written as it is; a FIFO is opened
+// on the first write. Through internal/safefile, a symbolic link at path
+// and a file or FIFO of another user are refused. So is the process's
+// standard output under any name (/dev/stdout, the file it was redirected
+// to): it carries only frames.
 func Open(path string, o Options) (*Writer, error) {
 	if path == "-" {
 		return New(os.Stderr, o), nil
@@ -154,24 +140,19 @@ func Open(path string, o Options) (*Writer, error) {
 	if err := safefile.Check(path); err != nil {
 		return nil, err
 	}
-	if err == nil && st.Mode()&os.ModeNamedPipe != 0 {
-		// Opening a FIFO blocks until a reader comes: the writer's own
-		// goroutine opens it on the first write, never the caller.
-		lf := &lazyFile{path: path}
-		w := New(lf, o)
-		w.closer = lf
-		return w, nil
-	}
-	f, err := safefile.OpenWrite(path, safefile.Truncate)
-	if err != nil {
-		return nil, err
+	var f io.WriteCloser = &lazyFile{path: path}
+	// Opening a FIFO blocks until a reader comes: the writer's own
+	// goroutine opens it on the first write (lazyFile), never the caller.
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		if f, err = safefile.OpenWrite(path, safefile.Truncate); err != nil {
+			return nil, err
+		}
 	}
 	w := New(f, o)
 	w.closer = f
 	return w, nil
 }
 
-// lazyFile opens its file on the first write.
 type lazyFile struct {
 	path string
 	f    *os.File
@@ -197,40 +178,38 @@ func (l *lazyFile) Close() error {
 
 // New starts a Writer on w. Close flushes but does not close w.
 func New(w io.Writer, o Options) *Writer {
-	if o.FrameCap <= 0 {
-		o.FrameCap = DefaultFrameCap
-	}
-	if o.Buffer <= 0 {
-		o.Buffer = DefaultBuffer
-	}
-	if o.BufferBytes <= 0 {
-		o.BufferBytes = DefaultBufferBytes
-	}
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = DefaultFlushInterval
-	}
+	o.FrameCap = positive(o.FrameCap, DefaultFrameCap)
+	o.Buffer = positive(o.Buffer, DefaultBuffer)
+	o.BufferBytes = positive(o.BufferBytes, DefaultBufferBytes)
+	o.FlushInterval = positive(o.FlushInterval, DefaultFlushInterval)
 	tw := &Writer{
-		out:         w,
-		frameCap:    o.FrameCap,
-		noRedact:    o.NoRedact,
-		sensitive:   rewrite.SensitiveKeys(o.RedactKeys),
-		maxRecords:  int64(o.Buffer),
-		maxBytes:    int64(o.BufferBytes),
-		kickRecords: max(1, o.Buffer/4),
-		kickBytes:   max(1, min(wakeSize, o.BufferBytes/4)),
-		interval:    o.FlushInterval,
-		kick:        make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		done:        make(chan struct{}),
-		timer:       time.NewTimer(time.Hour),
-		secretHdr:   map[string]bool{},
+		out:        w,
+		frameCap:   o.FrameCap,
+		noRedact:   o.NoRedact,
+		sensitive:  rewrite.SensitiveKeys(o.RedactKeys),
+		maxRecords: int64(o.Buffer),
+		maxBytes:   int64(o.BufferBytes),
+		interval:   o.FlushInterval,
+		kick:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		timer:      time.NewTimer(time.Hour),
+		secretHdr:  map[string]bool{},
 	}
 	tw.timer.Stop()
+	tw.encoders.New = func() any { return newLineEncoder() }
 	for _, h := range o.SecretHeaders {
 		tw.secretHdr[strings.ToLower(h)] = true
 	}
 	go tw.run()
 	return tw
+}
+
+func positive[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Dropped is the number of records dropped so far, plus those accepted
@@ -246,17 +225,14 @@ func (w *Writer) Dropped() int64 {
 	return w.dropped.Load() + accepted - finished
 }
 
-// Emit records r without blocking: on the caller's goroutine it redacts the
-// record, caps its frame and encodes its line; then it appends the line to
-// the buffer. CPU only, no I/O, and no wake-up of the writer goroutine but
-// once per 64 KiB (or a quarter of Options.Buffer) buffered. Emit keeps
-// nothing of r: the caller may reuse its memory as soon as Emit returns.
-// When the buffer is full (Options.Buffer records or Options.BufferBytes
-// bytes), after a write error, or for a record encoding/json cannot encode
-// (a time outside years 0-9999, a latency that is not a finite number), the
-// record is dropped and counted. Lines are written in the order Emit
-// buffered them. Records emitted after Close, and all records of a nil
-// Writer, are discarded.
+// Emit records r without blocking or I/O: on the caller's goroutine it
+// redacts the record, caps its frame and encodes its line, then appends the
+// line to the buffer. It keeps nothing of r. When the buffer is full
+// (Options.Buffer records or Options.BufferBytes bytes), after a write
+// error, or for a record encoding/json cannot encode (a time outside years
+// 0-9999, a latency that is not a finite number), the record is dropped and
+// counted. Lines are written in the order Emit buffered them. Records
+// emitted after Close, and all records of a nil Writer, are discarded.
 func (w *Writer) Emit(r Record) {
 	if w == nil || w.closed.Load() {
 		return
@@ -269,16 +245,13 @@ func (w *Writer) Emit(r Record) {
 		r.Time = time.Now()
 	}
 	w.redact(&r)
-	e, _ := w.encoders.Get().(*lineEncoder)
-	if e == nil {
-		e = newLineEncoder()
-	}
+	e := w.encoders.Get().(*lineEncoder)
 	w.buffer(e.encode(&r))
-	w.encoders.Put(e) // its line is copied: free for the next record
+	w.encoders.Put(e) // buffer copied its line
 }
 
-// buffer appends an encoded line to the buffer, or counts it dropped: when
-// it does not fit, or could not be encoded (err).
+// buffer appends an encoded line, or counts it dropped: when it does not
+// fit, or could not be encoded (err).
 func (w *Writer) buffer(line []byte, err error) {
 	w.mu.Lock()
 	accepted := err == nil && !w.shut && w.held < w.maxRecords && w.heldBytes+int64(len(line)) <= w.maxBytes
@@ -292,10 +265,9 @@ func (w *Writer) buffer(line []byte, err error) {
 		w.held++
 		w.heldBytes += int64(len(line))
 		w.accepted++
-		if w.held >= w.maxRecords || w.heldBytes >= w.maxBytes {
-			w.full.Store(true)
-		}
-		kick = !w.kicked && (len(w.lines) >= w.kickBytes || w.nLines >= int64(w.kickRecords))
+		w.full.Store(w.held >= w.maxRecords || w.heldBytes >= w.maxBytes)
+		// A quarter of either bound (or wakeSize) wakes the goroutine early.
+		kick = !w.kicked && (int64(len(w.lines)) >= max(1, min(wakeSize, w.maxBytes/4)) || w.nLines >= max(1, w.maxRecords/4))
 		w.kicked = w.kicked || kick
 	}
 	shut := w.shut
@@ -311,8 +283,10 @@ func (w *Writer) buffer(line []byte, err error) {
 	}
 }
 
-// lineEncoder encodes records with encoding/json, HTML escaping off (a
-// frame's <, > and & stay as they were sent).
+// lineEncoder encodes a record's small members with encoding/json, HTML
+// escaping off (a frame's <, > and & stay as they were sent), and splices
+// its frame, already valid JSON, in as the last member: encoding/json
+// would validate and compact the frame once more as a json.RawMessage.
 type lineEncoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder
@@ -325,23 +299,37 @@ func newLineEncoder() *lineEncoder {
 	return e
 }
 
+// maxDepth is encoding/json's nesting limit: a reader's json.Unmarshal
+// refuses a line nested deeper.
+const maxDepth = 10000
+
 // encode returns the line of r, redacted, which is e's until its next
-// record. A frame encoding/json refuses (nested deeper than it takes) is
-// withheld.
+// record. The frame is spliced as it is, but for one that spans lines or
+// has more brackets than maxDepth: that one is compacted with
+// encoding/json, and withheld when it nests deeper than a reader takes.
 func (e *lineEncoder) encode(r *Record) ([]byte, error) {
+	frame := r.Frame
+	r.Frame = nil
 	e.buf.Reset()
-	err := e.enc.Encode(r)
-	if err != nil && len(r.Frame) > 0 {
-		r.Frame = json.RawMessage(withheld)
-		err = e.enc.Encode(r)
+	if err := e.enc.Encode(r); err != nil || len(frame) == 0 {
+		return e.buf.Bytes(), err
 	}
-	return e.buf.Bytes(), err
+	e.buf.Truncate(e.buf.Len() - len("}\n"))
+	e.buf.WriteString(`,"frame":`)
+	switch {
+	case bytes.IndexByte(frame, '\n') < 0 && bytes.IndexByte(frame, '\r') < 0 &&
+		bytes.Count(frame, []byte{'{'})+bytes.Count(frame, []byte{'['}) <= maxDepth:
+		e.buf.Write(frame)
+	case json.Compact(&e.buf, frame) != nil: // leaves buf as it was
+		e.buf.WriteString(withheld)
+	}
+	e.buf.WriteString("}\n")
+	return e.buf.Bytes(), nil
 }
 
 // Close writes out what was buffered, stops the goroutine, closes the file
 // opened by Open and returns the number of dropped records (including
-// records lost to a write error) with the first error. It is idempotent;
-// a nil Writer returns 0, nil.
+// those lost to a write error) with the first error. It is idempotent.
 func (w *Writer) Close() (dropped int64, err error) {
 	if w == nil {
 		return 0, nil
@@ -364,9 +352,7 @@ func (w *Writer) Close() (dropped int64, err error) {
 	return w.dropped.Load(), w.closeErr
 }
 
-// run writes out the buffer whenever it is woken: by the timer, by Emit
-// when enough is buffered, and a last time on Close (after which Emit
-// buffers nothing).
+// run writes out the buffer whenever it is woken, and a last time on Close.
 func (w *Writer) run() {
 	defer close(w.done)
 	for {
@@ -383,8 +369,7 @@ func (w *Writer) run() {
 
 // flush takes the buffer and writes it out in writes of whole lines, each
 // of at most writeSize bytes (or one longer line). A chunk's records leave
-// the count of those held as its write begins. After a write error it
-// counts the records as dropped instead.
+// the count of those held as its write begins.
 func (w *Writer) flush() {
 	w.mu.Lock()
 	batch, records := w.lines, w.nLines
@@ -403,25 +388,20 @@ func (w *Writer) flush() {
 		rest = rest[len(chunk):]
 		n := records // the last chunk's
 		if len(rest) > 0 {
-			n = int64(bytes.Count(chunk, newline)) // a line's only newline ends it
+			n = int64(bytes.Count(chunk, []byte{'\n'})) // a line's only newline ends it
 		}
 		records -= n
 		w.mu.Lock()
 		w.held -= n
 		w.heldBytes -= int64(len(chunk))
-		if w.held < w.maxRecords && w.heldBytes < w.maxBytes && w.full.Load() {
-			w.full.Store(false)
-		}
+		w.full.Store(w.held >= w.maxRecords || w.heldBytes >= w.maxBytes)
 		w.mu.Unlock()
-		if w.err != nil {
-			w.lose(n)
-			continue
+		if w.err == nil {
+			_, w.err = w.out.Write(chunk)
 		}
-		if _, err := w.out.Write(chunk); err != nil {
-			w.err = err
+		if w.err != nil { // lost: counted as dropped
 			w.failed.Store(true)
-			w.lose(n)
-			continue
+			w.dropped.Add(n)
 		}
 		w.finished.Add(n)
 	}
@@ -431,16 +411,7 @@ func (w *Writer) flush() {
 	w.spare = batch[:0]
 }
 
-var newline = []byte{'\n'}
-
-// lose counts n accepted records as dropped.
-func (w *Writer) lose(n int64) {
-	w.dropped.Add(n)
-	w.finished.Add(n)
-}
-
-// redact redacts r and caps its frame, without writing to anything r points
-// to: a member it changes is the record's own copy.
+// redact redacts r and caps its frame, writing to nothing r points to.
 func (w *Writer) redact(r *Record) {
 	r.ID = validOrString(r.ID)
 	var truncated bool
@@ -459,15 +430,16 @@ func (w *Writer) redact(r *Record) {
 	}
 }
 
-// headers returns a copy of h with the values of secret headers redacted
-// (nil for no headers).
+// headers returns a copy of h (nil for no headers) with the values of
+// secret headers redacted: credential headers, those the user named
+// secret, and names the key rule matches.
 func (w *Writer) headers(h map[string]string) map[string]string {
 	if len(h) == 0 {
 		return nil
 	}
 	m := make(map[string]string, len(h))
 	for k, v := range h {
-		if !w.noRedact && w.secretHeader(k) {
+		if !w.noRedact && (rewrite.CredentialHeader(k) || w.secretHdr[strings.ToLower(k)] || w.sensitive(k)) {
 			v = redacted
 		}
 		m[k] = v
@@ -475,19 +447,12 @@ func (w *Writer) headers(h map[string]string) map[string]string {
 	return m
 }
 
-// secretHeader reports whether the value of header k is redacted: a
-// credential header, one the user named secret, or a name the key rule
-// matches.
-func (w *Writer) secretHeader(k string) bool {
-	return rewrite.CredentialHeader(k) || w.secretHdr[strings.ToLower(k)] || w.sensitive(k)
-}
-
 // urlPattern finds URLs in error text, such as those *url.Error quotes.
 var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
 
-// frame returns the redacted, capped form of f (nil for an empty frame),
+// frame returns the redacted, capped form of f (nil for an empty frame)
 // and whether it was cut. A frame that is not valid JSON is withheld when
-// redacting, and kept as a JSON string when not.
+// redacting, kept as a JSON string when not.
 func (w *Writer) frame(f json.RawMessage) (json.RawMessage, bool) {
 	f = rewrite.TrimFrame(f)
 	if len(f) == 0 {
