@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
@@ -43,25 +44,6 @@ type In struct {
 	// session gives it back, untouched, on every frame that belongs to
 	// the request this message carries. Stdio leaves it nil.
 	Stream any
-}
-
-// Out is one frame for the client, tagged with what it belongs to.
-type Out struct {
-	// Frame is the complete JSON-RPC message, without framing.
-	Frame []byte
-	// Op is the trace's op id of the client request the frame belongs to
-	// ("" for none).
-	Op string
-	// Stream is the In.Stream of that request: set on its answer and on
-	// everything sent while it runs (progress, logs, the proxy's own
-	// requests to the client). Frames that belong to no request (list
-	// changes, resource updates, the server's own requests outside a
-	// request, answers to unparseable input) carry the Stream of the
-	// message that caused them, or nil.
-	Stream any
-	// Final marks the one answer to the request, or its end without one
-	// (Frame nil).
-	Final bool
 }
 
 // ErrTooLarge is wrapped by Conn.Read's error for a message over the size
@@ -154,13 +136,10 @@ func (c *Stdio) Read() (In, error) {
 		return In{}, &TooLargeError{Limit: c.max}
 	}
 	if own == nil {
-		line = clone(line)
+		line = link.Clone(line)
 	}
 	return In{Frame: line}, err
 }
-
-// clone is a copy of b that the caller keeps; nil when b is empty.
-func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
 // Write writes one frame as a line; the end of a request without an answer
 // writes nothing.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestNextListenDelayFlapping(t *testing.T) {
 	want := []time.Duration{
 		250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
-		8 * time.Second, 16 * time.Second, listenBackoffMax, listenBackoffMax, listenBackoffMax,
+		8 * time.Second, 16 * time.Second, link.BackoffMax, link.BackoffMax, link.BackoffMax,
 	}
 	for _, up := range []time.Duration{0, time.Millisecond, listenStableAfter - 1} {
 		var got []time.Duration
@@ -34,7 +35,7 @@ func TestNextListenDelayFlapping(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("streams up %v each: delays %v, want %v", up, got, want)
 		}
-		for i := 1; i < len(got) && got[i-1] < listenBackoffMax; i++ {
+		for i := 1; i < len(got) && got[i-1] < link.BackoffMax; i++ {
 			if got[i] <= got[i-1] {
 				t.Errorf("streams up %v each: delay %d (%v) does not grow from %v", up, i, got[i], got[i-1])
 			}
@@ -48,14 +49,14 @@ func TestNextListenDelayResetsAfterStableStream(t *testing.T) {
 	for _, tt := range []struct {
 		prev, up, want time.Duration
 	}{
-		{0, 0, listenBackoffMin},
-		{0, time.Hour, listenBackoffMin},
-		{listenBackoffMax, listenStableAfter, listenBackoffMin},
-		{listenBackoffMax, time.Hour, listenBackoffMin},
-		{4 * time.Second, listenStableAfter + time.Millisecond, listenBackoffMin},
+		{0, 0, link.BackoffMin},
+		{0, time.Hour, link.BackoffMin},
+		{link.BackoffMax, listenStableAfter, link.BackoffMin},
+		{link.BackoffMax, time.Hour, link.BackoffMin},
+		{4 * time.Second, listenStableAfter + time.Millisecond, link.BackoffMin},
 		{4 * time.Second, listenStableAfter - time.Millisecond, 8 * time.Second},
-		{listenBackoffMax, listenStableAfter - time.Millisecond, listenBackoffMax},
-		{listenBackoffMin, 0, 2 * listenBackoffMin},
+		{link.BackoffMax, listenStableAfter - time.Millisecond, link.BackoffMax},
+		{link.BackoffMin, 0, 2 * link.BackoffMin},
 	} {
 		if got := nextListenDelay(tt.prev, tt.up); got != tt.want {
 			t.Errorf("nextListenDelay(%v, %v) = %v, want %v", tt.prev, tt.up, got, tt.want)
@@ -147,8 +148,7 @@ func TestListenBackoffFlappingServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(Config{Client: client, Hints: flagHints})
-	l := s.upstream().(*modern).listen
-	l.sleep, l.now = clock.sleep, clock.now
+	s.env.Sleep, s.env.Now = clock.sleep, clock.now
 	h := run(t, s, client)
 	h.send(initReq)
 	if r := h.next(); !gjson.Get(r, "result.capabilities.tools.listChanged").Bool() {
@@ -175,8 +175,8 @@ func TestListenBackoffFlappingServer(t *testing.T) {
 	clock.mu.Unlock()
 	want := []time.Duration{
 		250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
-		8 * time.Second, 16 * time.Second, listenBackoffMax, listenBackoffMax, // flapping: to the cap
-		listenBackoffMin, 2 * listenBackoffMin, // after a stream that stayed up
+		8 * time.Second, 16 * time.Second, link.BackoffMax, link.BackoffMax, // flapping: to the cap
+		link.BackoffMin, 2 * link.BackoffMin, // after a stream that stayed up
 	}
 	if !slices.Equal(delays, want) {
 		t.Errorf("reconnect delays %v, want %v", delays, want)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
@@ -14,9 +15,9 @@ import (
 // gives its slot back.
 func TestPendingAdmission(t *testing.T) {
 	p := newPending(2, 2, 100)
-	mk := func(size int) *call { return &call{f: rewrite.Frame{Raw: []byte(strings.Repeat("x", size))}} }
+	mk := func(size int) *link.Call { return &link.Call{F: rewrite.Frame{Raw: []byte(strings.Repeat("x", size))}} }
 	c1, c2, c3, c4, c5, c6, c7 := mk(10), mk(10), mk(90), mk(20), mk(5), mk(10), mk(10)
-	admit := func(c *call, want admission) {
+	admit := func(c *link.Call, want admission) {
 		t.Helper()
 		if got, _, _ := p.admit(c); got != want {
 			t.Fatalf("admit = %d, want %d", got, want)
@@ -36,7 +37,7 @@ func TestPendingAdmission(t *testing.T) {
 		t.Fatal("a waiting call is removed once")
 	}
 	admit(c6, admitQueued)
-	for _, want := range []*call{c5, c6, nil, nil} {
+	for _, want := range []*link.Call{c5, c6, nil, nil} {
 		if got := p.next(); got != want {
 			t.Fatalf("next = %p, want %p", got, want)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -80,8 +81,8 @@ func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
 	return rec, false, mintedID(id)
 }
 
-func taskNotFound(c *call) []byte {
-	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
+func taskNotFound(c *link.Call) []byte {
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
 }
 
 // Poll failure bound: after this many failed polls in a row a waiting
@@ -91,15 +92,6 @@ const maxPollFailures = 5
 // taskListPage is the tasks/list page size.
 const taskListPage = 50
 
-// DefaultPollTimeout is Config.PollTimeout's default: the bound of one
-// tasks/get poll or tasks/update (docs/reliability.md, Every wait ends: a
-// poll ends within its own bound). A healthy server answers these reads in
-// milliseconds, so one that hangs is given up after this long and the
-// request is made again (both are safe to repeat), instead of holding the
-// request that waits on the task; 10 s is five default poll intervals,
-// and room for a slow network.
-const DefaultPollTimeout = 10 * time.Second
-
 func (s *modern) tasksEnabled() bool {
 	st := s.state.Load()
 	return st != nil && st.hasTasks
@@ -108,30 +100,30 @@ func (s *modern) tasksEnabled() bool {
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 // taskMethod answers tasks/get, tasks/result, tasks/list and tasks/cancel.
-func (s *taskBridge) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) outcome {
+func (s *taskBridge) taskMethod(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
 	if s.meta.Load() == nil {
-		return frameOnly(notInitialized(c, f.Method))
+		return link.FrameOnly(notInitialized(c, f.Method))
 	}
 	if !s.tasksEnabled() {
-		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeMethodNotFound,
-			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.client.URL()), nil))
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
+			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.env.URL()), nil))
 	}
 	if f.Method == "tasks/list" {
-		return frameOnly(s.taskList(ctx, c, f))
+		return link.FrameOnly(s.taskList(ctx, c, f))
 	}
 	id := f.Params.Get("taskId")
 	if id.Type != gjson.String || id.Str == "" {
-		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.taskId, a string", f.Method), nil))
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.taskId, a string", f.Method), nil))
 	}
 	switch f.Method {
 	case "tasks/get":
 		return s.taskGet(ctx, c, id.Str)
 	case "tasks/result":
-		return frameOnly(s.taskResult(ctx, c, id.Str))
+		return link.FrameOnly(s.taskResult(ctx, c, id.Str))
 	case "tasks/cancel":
-		return frameOnly(s.taskCancel(ctx, c, id.Str))
+		return link.FrameOnly(s.taskCancel(ctx, c, id.Str))
 	}
-	return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeMethodNotFound, "Method not found: "+f.Method, nil))
+	return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound, "Method not found: "+f.Method, nil))
 }
 
 // taskCall makes a tasks/* request of the proxy's own. It returns the
@@ -152,7 +144,7 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 		return gjson.Result{}, m.Error, nil
 	}
 	if !m.Result.IsObject() {
-		return gjson.Result{}, gjson.Result{}, fmt.Errorf("%s: the server's result is not an object", method)
+		return gjson.Result{}, gjson.Result{}, fmt.Errorf("%s: the server's link.Result is not an object", method)
 	}
 	return m.Result, gjson.Result{}, nil
 }
@@ -166,11 +158,11 @@ func (s *taskBridge) poll(ctx context.Context, id string) (gjson.Result, gjson.R
 
 // boundedTaskCall is taskCall bounded by Config.PollTimeout.
 func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
-	bctx, cancel := context.WithTimeout(ctx, s.cfg.PollTimeout)
+	bctx, cancel := context.WithTimeout(ctx, s.env.Cfg.PollTimeout)
 	defer cancel()
 	res, rpcErr, err := s.taskCall(bctx, method, id, extra)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%s: %w within %v (raise %s if it is that slow)", method, errPollTimeout, s.cfg.PollTimeout, s.hint(rewrite.HintPollTimeout))
+		err = fmt.Errorf("%s: %w within %v (raise %s if it is that slow)", method, errPollTimeout, s.env.Cfg.PollTimeout, s.env.Hint(rewrite.HintPollTimeout))
 	}
 	return res, rpcErr, err
 }
@@ -204,7 +196,7 @@ func transient(method string, err error) bool {
 // retried.
 func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
 	dials, breaks := 0, 0
-	backoff := retryBackoff
+	backoff := link.RetryBackoff
 	for {
 		res, rpcErr, err := s.boundedTaskCall(ctx, method, id, extra)
 		if err == nil || ctx.Err() != nil {
@@ -214,15 +206,15 @@ func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, ext
 		switch {
 		case !transient(method, err):
 			return res, rpcErr, err
-		case errors.As(err, &te) && te.Kind == routing.KindDial && dials < maxDialRetries:
+		case errors.As(err, &te) && te.Kind == routing.KindDial && dials < link.MaxDialRetries:
 			dials++
-		case breaks < maxBrokenRetries:
+		case breaks < link.MaxBrokenRetries:
 			breaks++
 		default:
 			return res, rpcErr, err
 		}
-		s.info("retrying a task request", zap.String("method", method), zap.String("taskId", id), zap.Duration("after", backoff), zap.Error(err))
-		if !sleep(ctx, backoff) {
+		s.env.Info("retrying a task request", zap.String("method", method), zap.String("taskId", id), zap.Duration("after", backoff), zap.Error(err))
+		if !link.Sleep(ctx, backoff) {
 			return res, rpcErr, ctx.Err()
 		}
 		backoff *= 2
@@ -233,7 +225,7 @@ func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, ext
 // it fails, the second value is the client's answer (nil when the request
 // was cancelled): the server's error verbatim, or one naming the failure. A
 // -32602 to tasks/get means the task is gone: it leaves the registry.
-func (s *taskBridge) forClient(ctx context.Context, c *call, method, id string) (gjson.Result, []byte, bool) {
+func (s *taskBridge) forClient(ctx context.Context, c *link.Call, method, id string) (gjson.Result, []byte, bool) {
 	do := s.taskCall
 	if method == "tasks/get" {
 		do = s.retriedTaskCall // safe to repeat
@@ -249,21 +241,21 @@ func (s *taskBridge) forClient(ctx context.Context, c *call, method, id string) 
 		if method == "tasks/get" && rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
 			s.prune(id)
 		}
-		return res, rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw)), false
+		return res, rewrite.ErrorFrameRaw(c.ID, []byte(rpcErr.Raw)), false
 	}
 	return res, nil, true
 }
 
 // unreachable is the error for a task request that did not reach the server.
-func (s *taskBridge) unreachable(c *call, method string, err error) []byte {
+func (s *taskBridge) unreachable(c *link.Call, method string, err error) []byte {
 	if refused(err) {
 		// The message names what was refused and the fix; trying again
 		// cannot help.
-		return s.transportError(c.id, method, err)
+		return s.env.TransportError(c.ID, method, err)
 	}
-	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 		fmt.Sprintf("%s failed: %v; the task itself is unaffected, try again", method, err),
-		errorData(s.client.URL(), 0, "", ""))
+		link.ErrorData(s.env.URL(), 0, "", ""))
 }
 
 // observe records what a poll showed about a registered task: the latest
@@ -292,11 +284,11 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 		return true
 	})
 	if err != nil {
-		s.log.Error("updating the task state file failed", zap.Error(err))
+		s.env.Log.Error("updating the task state file failed", zap.Error(err))
 	}
 	if notify && registered && changed && !rec.settled() {
-		params := t.View(s.cfg.Tasks, rewrite.ViewOverride{})
-		s.sendOp(rewrite.NotificationFrame("notifications/tasks/status", params), op, nil)
+		params := t.View(s.env.Cfg.Tasks, rewrite.ViewOverride{})
+		s.env.Send(rewrite.NotificationFrame("notifications/tasks/status", params), op, nil)
 	}
 	return rec, registered
 }
@@ -305,13 +297,13 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 func (s *taskBridge) registerTask(rec record) {
 	rec.Seq = time.Now().UnixNano()
 	if err := s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true }); err != nil {
-		s.log.Error("recording the task failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
+		s.env.Log.Error("recording the task failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
 	}
 }
 
 func (s *taskBridge) prune(id string) {
 	if err := s.reg.update(id, func(*record) bool { return false }); err != nil {
-		s.log.Error("updating the task state file failed", zap.Error(err))
+		s.env.Log.Error("updating the task state file failed", zap.Error(err))
 	}
 }
 
@@ -342,33 +334,33 @@ func unanswerableView(errObj []byte, at string) rewrite.ViewOverride {
 }
 
 // taskGet answers tasks/get with the 2025 Task view of the server's task.
-func (s *taskBridge) taskGet(ctx context.Context, c *call, id string) outcome {
+func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.Outcome {
 	if rec, found, local := s.localTask(id); local {
 		if !found {
-			return frameOnly(taskNotFound(c))
+			return link.FrameOnly(taskNotFound(c))
 		}
-		return frameOnly(rewrite.ResultFrame(c.id, s.recordView(rec)))
+		return link.FrameOnly(rewrite.ResultFrame(c.ID, s.recordView(rec)))
 	}
 	res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
 	if !ok {
-		return frameOnly(failed)
+		return link.FrameOnly(failed)
 	}
 	t := rewrite.ReadTask(res)
-	rec, _ := s.observe(c.op, t, res, false)
-	out := outcome{rewrites: []string{"task.view", "ttl.rename"}}
+	rec, _ := s.observe(c.Op, t, res, false)
+	out := link.Outcome{Rewrites: []string{"task.view", "ttl.rename"}}
 	ov := rec.override()
 	if !rec.settled() && t.Status == rewrite.StatusInputRequired {
-		if errObj, at := s.unanswerable(c.op, t, "task "+id); errObj != nil {
+		if errObj, at := s.unanswerable(c.Op, t, "task "+id); errObj != nil {
 			// The client cannot give what the task waits for: it sees
 			// the task failed at once, not input_required forever.
 			ov = unanswerableView(errObj, at)
 		} else {
 			// Ask after the answer is out (2025 order: the client learns
 			// the status, then gets the requests).
-			out.after = func() { s.dispatchInput(withOp(s.ctx, c.op), t, id) }
+			out.After = func() { s.dispatchInput(link.WithOp(s.env.Ctx, c.Op), t, id) }
 		}
 	}
-	out.frame = rewrite.ResultFrame(c.id, rewrite.TaskResult(t, s.cfg.Tasks, ov))
+	out.Frame = rewrite.ResultFrame(c.ID, rewrite.TaskResult(t, s.env.Cfg.Tasks, ov))
 	return out
 }
 
@@ -376,7 +368,7 @@ func (s *taskBridge) taskGet(ctx context.Context, c *call, id string) outcome {
 func (s *taskBridge) record(id string) (record, bool) {
 	rec, ok, err := s.reg.get(id)
 	if err != nil {
-		s.log.Error("reading the task state file failed", zap.Error(err))
+		s.env.Log.Error("reading the task state file failed", zap.Error(err))
 	}
 	return rec, ok
 }
@@ -397,19 +389,19 @@ func recordTask(rec record) rewrite.Task {
 
 // recordView is the legacy view of a registered task's last known state.
 func (s *taskBridge) recordView(rec record) []byte {
-	return rewrite.TaskResult(recordTask(rec), s.cfg.Tasks, rec.override())
+	return rewrite.TaskResult(recordTask(rec), s.env.Cfg.Tasks, rec.override())
 }
 
 // taskResult answers tasks/result: from the cached outcome, or by polling
 // tasks/get until the task is terminal. tasks/result is
 // never sent upstream. A client cancel stops the wait, not the task.
-func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte {
+func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []byte {
 	if rec, found, local := s.localTask(id); found {
 		// Only a known outcome is final: a task may be created already
 		// terminal, without its payload, which a tasks/get then brings.
 		t := rec.task()
 		final := rec.Synthetic || rec.settled() || t.Status == rewrite.StatusCancelled || len(rec.Result) > 0 || len(rec.Error) > 0
-		if frame := s.outcome(c, rec, t, id); final && frame != nil {
+		if frame := s.taskOutcome(c, rec, t, id); final && frame != nil {
 			return frame
 		}
 	} else if local {
@@ -418,7 +410,7 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 	failures := 0
 	var wait time.Duration
 	for {
-		if !sleep(ctx, wait) {
+		if !link.Sleep(ctx, wait) {
 			return nil
 		}
 		res, rpcErr, err := s.poll(ctx, id)
@@ -430,14 +422,14 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 			if failures++; failures >= maxPollFailures {
 				return s.unreachable(c, "tasks/get", err)
 			}
-			s.warn("polling the task failed; retrying", zap.String("taskId", id), zap.Error(err))
+			s.env.Warn("polling the task failed; retrying", zap.String("taskId", id), zap.Error(err))
 			wait = rewrite.DefaultPollInterval
 			continue
 		case rpcErr.Exists():
 			if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
 				s.prune(id)
 			}
-			return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
+			return rewrite.ErrorFrameRaw(c.ID, []byte(rpcErr.Raw))
 		}
 		failures = 0
 		t := rewrite.ReadTask(res)
@@ -445,9 +437,9 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 		if t.Status == rewrite.StatusInputRequired {
 			// Before observe records the status: a task given up is
 			// never announced input_required.
-			gaveUp, _ = s.unanswerable(c.op, t, "task "+id)
+			gaveUp, _ = s.unanswerable(c.Op, t, "task "+id)
 		}
-		rec, registered := s.observe(c.op, t, res, true)
+		rec, registered := s.observe(c.Op, t, res, true)
 		if !registered {
 			rec = record{ID: id, Task: []byte(res.Raw), Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}
 		}
@@ -455,15 +447,15 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 			if t.Status == rewrite.StatusCancelled && !rec.settled() {
 				rec.CancelledAt = now()
 			}
-			if frame := s.outcome(c, rec, t, id); frame != nil {
+			if frame := s.taskOutcome(c, rec, t, id); frame != nil {
 				return frame
 			}
 		}
 		if gaveUp != nil {
-			return rewrite.ErrorFrameRaw(c.id, gaveUp)
+			return rewrite.ErrorFrameRaw(c.ID, gaveUp)
 		}
 		if t.Status == rewrite.StatusInputRequired {
-			s.dispatchInput(withOp(s.ctx, c.op), t, id)
+			s.dispatchInput(link.WithOp(s.env.Ctx, c.Op), t, id)
 		}
 		wait = rewrite.PollInterval(t.PollInterval)
 	}
@@ -471,57 +463,42 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 
 // outcome is the tasks/result answer for a terminal record whose task is
 // t, or nil while the task is still running.
-func (s *taskBridge) outcome(c *call, rec record, t rewrite.Task, id string) []byte {
+func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id string) []byte {
 	switch {
 	case rec.CancelledAt != "":
 		return taskCancelled(c, id)
 	case rec.UnanswerableAt != "":
-		return rewrite.ErrorFrameRaw(c.id, rec.Unanswerable)
+		return rewrite.ErrorFrameRaw(c.ID, rec.Unanswerable)
 	case t.Status == rewrite.StatusCancelled:
 		return taskCancelled(c, id)
 	case len(rec.Result) > 0:
-		frame, err := rewrite.ResultFrameFor(c.id, "tools/call", gjson.ParseBytes(rec.Result), id)
+		frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", gjson.ParseBytes(rec.Result), id)
 		if err != nil {
-			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's link.Result is invalid: %v", err), nil)
 		}
 		return frame
 	case len(rec.Error) > 0:
-		return rewrite.ErrorFrameRaw(c.id, rec.Error)
+		return rewrite.ErrorFrameRaw(c.ID, rec.Error)
 	case t.Status == rewrite.StatusFailed:
 		msg := t.StatusMessage
 		if msg == "" {
 			msg = "Task failed"
 		}
-		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, nil)
+		return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, msg, nil)
 	case t.Status == rewrite.StatusCompleted:
-		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
+		return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
 	}
 	return nil
 }
 
 // taskCancelled is the POLICY answer for the result of a cancelled task.
-func taskCancelled(c *call, id string) []byte {
+func taskCancelled(c *link.Call, id string) []byte {
 	data := append(rewrite.AppendString([]byte(`{"taskId":`), id), '}')
-	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "Task was cancelled", data)
-}
-
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "Task was cancelled", data)
 }
 
 // taskCancel answers tasks/cancel, sending it upstream for a server task.
-func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte {
+func (s *taskBridge) taskCancel(ctx context.Context, c *link.Call, id string) []byte {
 	rec, ok, local := s.localTask(id)
 	if !ok && local {
 		return taskNotFound(c)
@@ -538,7 +515,7 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte 
 			return failed
 		}
 		t = rewrite.ReadTask(res)
-		rec, _ = s.observe(c.op, t, res, false)
+		rec, _ = s.observe(c.Op, t, res, false)
 		rec.Task = []byte(res.Raw)
 	}
 	switch {
@@ -565,14 +542,14 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte 
 		r.Task, r.CancelledAt = task, at
 		return true
 	}); err != nil {
-		s.log.Error("recording the cancel in the state file failed", zap.Error(err))
+		s.env.Log.Error("recording the cancel in the state file failed", zap.Error(err))
 	}
-	s.info("task cancelled by the client", zap.String("taskId", id))
-	return rewrite.ResultFrame(c.id, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.cfg.Tasks, cancelledView(at)))
+	s.env.Info("task cancelled by the client", zap.String("taskId", id))
+	return rewrite.ResultFrame(c.ID, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.env.Cfg.Tasks, cancelledView(at)))
 }
 
-func alreadyTerminal(c *call, status string) []byte {
-	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams,
+func alreadyTerminal(c *link.Call, status string) []byte {
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams,
 		fmt.Sprintf("Cannot cancel task: already in terminal status '%s'", status), nil)
 }
 
@@ -581,17 +558,17 @@ func alreadyTerminal(c *call, status string) []byte {
 // tasks/list). Only a -32602
 // from the server prunes an entry; any other failure keeps it, with its
 // last known state.
-func (s *taskBridge) taskList(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
 	recs, err := s.reg.list()
 	if err != nil {
-		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "reading the task state file failed: "+err.Error(), nil)
+		return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "reading the task state file failed: "+err.Error(), nil)
 	}
 	recs = s.dropExpired(recs)
 	off := 0
 	if cur := f.Params.Get("cursor"); cur.Exists() {
 		n, ok := decodeCursor(cur.String())
 		if !ok || n > len(recs) {
-			return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, "Invalid params: unknown tasks/list cursor", nil)
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Invalid params: unknown tasks/list cursor", nil)
 		}
 		off = n
 	}
@@ -608,14 +585,14 @@ func (s *taskBridge) taskList(ctx context.Context, c *call, f *rewrite.Frame) []
 			b = append(b, ',')
 		}
 		first = false
-		b = append(b, recordTask(rec).View(s.cfg.Tasks, rec.override())...)
+		b = append(b, recordTask(rec).View(s.env.Cfg.Tasks, rec.override())...)
 	}
 	b = append(b, ']')
 	if end < len(recs) {
 		b = append(b, `,"nextCursor":`...)
 		b = rewrite.AppendString(b, encodeCursor(end))
 	}
-	return rewrite.ResultFrame(c.id, append(b, '}'))
+	return rewrite.ResultFrame(c.ID, append(b, '}'))
 }
 
 // refresh polls the page's running tasks in parallel (at most 4 at once).
@@ -637,22 +614,22 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 			res, rpcErr, err := s.poll(ctx, rec.ID)
 			switch {
 			case err != nil:
-				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
+				s.env.Warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
 			case rpcErr.Exists():
 				if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
 					s.prune(rec.ID)
 					*rec = record{}
 					return
 				}
-				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
+				s.env.Warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
 			default:
 				t := rewrite.ReadTask(res)
 				if t.Status == rewrite.StatusInputRequired {
 					// Recorded before observe, which then announces no
 					// input_required for a task given up.
-					s.unanswerable(opOf(ctx), t, "task "+rec.ID)
+					s.unanswerable(link.OpOf(ctx), t, "task "+rec.ID)
 				}
-				if r, ok := s.observe(opOf(ctx), t, res, true); ok {
+				if r, ok := s.observe(link.OpOf(ctx), t, res, true); ok {
 					*rec = r
 				}
 			}
@@ -729,7 +706,7 @@ func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedT
 		if !start {
 			continue
 		}
-		s.bg.start(func() { s.deliverInput(ctx, t.ID, in, relatedTask, k, held) })
+		s.env.BG.Start(func() { s.deliverInput(ctx, t.ID, in, relatedTask, k, held) })
 	}
 }
 
@@ -768,9 +745,9 @@ func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byt
 	s.unanswered[t.ID] = true
 	s.mu.Unlock()
 	if first {
-		s.warn("a task asks for input the client declared it cannot give; the client's wait ends with an error and the server is told",
+		s.env.Warn("a task asks for input the client declared it cannot give; the client's wait ends with an error and the server is told",
 			zap.String("taskId", t.ID), zap.Error(merr))
-		s.bg.start(func() { s.answerUnaskable(withOp(s.ctx, op), op, t.ID, reqs) })
+		s.env.BG.Start(func() { s.answerUnaskable(link.WithOp(s.env.Ctx, op), op, t.ID, reqs) })
 	}
 	err := s.reg.update(t.ID, func(r *record) bool {
 		switch {
@@ -784,7 +761,7 @@ func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byt
 		return true
 	})
 	if err != nil {
-		s.log.Error("updating the task state file failed", zap.Error(err))
+		s.env.Log.Error("updating the task state file failed", zap.Error(err))
 	}
 	return errObj, at
 }
@@ -819,10 +796,10 @@ func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, req
 		case ctx.Err() != nil:
 			return
 		case err == nil && !rpcErr.Exists():
-			s.info("answered the task's elicitation with cancel: the client cannot show it", zap.String("taskId", taskID))
+			s.env.Info("answered the task's elicitation with cancel: the client cannot show it", zap.String("taskId", taskID))
 			return
 		}
-		s.warn("tasks/update with cancel failed; cancelling the task", zap.String("taskId", taskID), zap.Error(err), zap.String("error", rpcErr.Raw))
+		s.env.Warn("tasks/update with cancel failed; cancelling the task", zap.String("taskId", taskID), zap.Error(err), zap.String("error", rpcErr.Raw))
 	}
 	s.cancelUpstream(op, taskID)
 }
@@ -841,8 +818,8 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 	log := []zap.Field{zap.String("taskId", taskID), zap.String("key", in.key)}
 	if answer == nil {
 		actx, cancel := ctx, context.CancelFunc(func() {})
-		if s.cfg.RequestTimeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		if s.env.Cfg.RequestTimeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, s.env.Cfg.RequestTimeout)
 		}
 		a, err := s.askInput(actx, in, relatedTask)
 		cancel()
@@ -853,12 +830,12 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 			settle(nil, false) // no one waits for the task any more
 			return
 		case errors.Is(err, context.DeadlineExceeded):
-			s.warn("the client did not answer a task's input request within "+s.hint(rewrite.HintRequestTimeout)+"; it is asked again if a later poll still shows the request",
-				append(log, zap.Duration("requestTimeout", s.cfg.RequestTimeout))...)
+			s.env.Warn("the client did not answer a task's input request within "+s.env.Hint(rewrite.HintRequestTimeout)+"; it is asked again if a later poll still shows the request",
+				append(log, zap.Duration("requestTimeout", s.env.Cfg.RequestTimeout))...)
 			settle(nil, false)
 			return
 		default:
-			s.warn("a task's input request was not answered; the task waits until it is cancelled", append(log, zap.Error(err))...)
+			s.env.Warn("a task's input request was not answered; the task waits until it is cancelled", append(log, zap.Error(err))...)
 			settle(nil, true)
 			return
 		}
@@ -868,11 +845,11 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			s.warn("tasks/update failed; the client's answer is kept and sent again when a poll shows the request still open", append(log, zap.Error(err))...)
+			s.env.Warn("tasks/update failed; the client's answer is kept and sent again when a poll shows the request still open", append(log, zap.Error(err))...)
 		}
 		settle(answer, false)
 	case rpcErr.Exists():
-		s.warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
+		s.env.Warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
 		settle(nil, true)
 	default:
 		settle(nil, true)
@@ -882,23 +859,23 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 // taskCreated handles a task-augmented tools/call: a task
 // from the server becomes the nested 2025 CreateTaskResult; a synchronous
 // result becomes a synthetic local task holding it.
-func (s *taskBridge) taskCreated(c *call, m *rewrite.Frame) result {
+func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
 	if rt := m.Result.Get("resultType").String(); rt == protocol.ResultTask {
 		t := rewrite.ReadTask(m.Result)
 		s.registerTask(record{ID: t.ID, Task: []byte(m.Result.Raw)})
-		return result{frame: rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(t, s.cfg.Tasks)), rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
+		return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(t, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
 	}
 	id := syntheticPrefix + randomHex(16)
 	at := now()
 	rec := record{ID: id, Synthetic: true, Result: []byte(m.Result.Raw)}
-	ms, ok := c.requestedTTL(s.cfg.Tasks.TTLSeconds)
+	ms, ok := rewrite.TTLMillis(c.Task.Get("ttl"), s.env.Cfg.Tasks.TTLSeconds)
 	if ok {
 		rec.Expires = time.Now().Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339Nano)
 	}
 	rec.Task = rewrite.SyntheticTask(id, at, ms, ok)
 	s.registerTask(rec)
 	view := rec.task()
-	return result{frame: rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(view, s.cfg.Tasks)), rewrites: []string{"task.drop", "task.synthetic"}}
+	return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(view, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.synthetic"}}
 }
 
 // follow drives a task the server made of a plain tools/call until it ends,
@@ -906,11 +883,11 @@ func (s *taskBridge) taskCreated(c *call, m *rewrite.Frame) result {
 // task expects. With a
 // progressToken, every poll sends progress with the task's status message.
 // A client cancel sends tasks/cancel upstream and nothing to the client.
-func (s *taskBridge) follow(ctx context.Context, c *call, t rewrite.Task) result {
-	return result{frame: s.followTask(ctx, c, t), rewrites: []string{"task.follow"}}
+func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) link.Result {
+	return link.Result{Frame: s.followTask(ctx, c, t), Rewrites: []string{"task.follow"}}
 }
 
-func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []byte {
+func (s *taskBridge) followTask(ctx context.Context, c *link.Call, t rewrite.Task) []byte {
 	failures, polls := 0, 0
 	// A task created already terminal carries no payload: fetch it at once.
 	fetch := t.Terminal() && t.Status != rewrite.StatusCancelled && !t.Result.Exists() && !t.Error.Exists()
@@ -919,20 +896,20 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 		case fetch:
 		case t.Status == rewrite.StatusCompleted:
 			if !t.Result.Exists() {
-				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
+				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
 			}
-			frame, err := rewrite.ResultFrameFor(c.id, "tools/call", t.Result, "")
+			frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", t.Result, "")
 			if err != nil {
-				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
+				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's link.Result is invalid: %v", err), nil)
 			}
 			return frame
 		case t.Status == rewrite.StatusFailed:
-			return s.outcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t, t.ID)
+			return s.taskOutcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t, t.ID)
 		case t.Status == rewrite.StatusCancelled:
 			return taskCancelled(c, t.ID)
 		case t.Status == rewrite.StatusInputRequired:
-			if errObj, _ := s.unanswerable(c.op, t, "tools/call (the server runs it as task "+t.ID+")"); errObj != nil {
-				return rewrite.ErrorFrameRaw(c.id, errObj)
+			if errObj, _ := s.unanswerable(c.Op, t, "tools/call (the server runs it as task "+t.ID+")"); errObj != nil {
+				return rewrite.ErrorFrameRaw(c.ID, errObj)
 			}
 			s.dispatchInput(ctx, t, "")
 		}
@@ -940,9 +917,9 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 		if fetch {
 			d, fetch = 0, false
 		}
-		if !sleep(ctx, d) {
-			if c.cancelled.Load() {
-				s.cancelUpstream(c.op, t.ID)
+		if !link.Sleep(ctx, d) {
+			if c.Cancelled.Load() {
+				s.cancelUpstream(c.Op, t.ID)
 			}
 			return nil
 		}
@@ -953,23 +930,23 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 				continue // the next sleep sees it
 			}
 			if failures++; failures >= maxPollFailures {
-				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
+				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 					fmt.Sprintf("the server turned this call into task %s, and polling it failed %d times (%v); the task may still be running on the server", t.ID, failures, err),
 					append(rewrite.AppendString([]byte(`{"taskId":`), t.ID), '}'))
 			}
-			s.warn("polling a followed task failed; retrying", zap.String("taskId", t.ID), zap.Error(err))
+			s.env.Warn("polling a followed task failed; retrying", zap.String("taskId", t.ID), zap.Error(err))
 			continue
 		case rpcErr.Exists():
 			data := rewrite.AppendString([]byte(`{"taskId":`), t.ID)
 			data = append(append(append(data, `,"error":`...), rpcErr.Raw...), '}')
-			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()), data)
 		}
 		failures = 0
 		t = rewrite.ReadTask(res)
 		polls++
-		if len(c.progressToken) > 0 && !t.Terminal() && !c.cancelled.Load() {
-			s.sendOp(rewrite.NotificationFrame("notifications/progress", rewrite.ProgressParams(c.progressToken, int64(polls), t.StatusMessage)), c.op, nil)
+		if len(c.ProgressToken) > 0 && !t.Terminal() && !c.Cancelled.Load() {
+			s.env.Send(rewrite.NotificationFrame("notifications/progress", rewrite.ProgressParams(c.ProgressToken, int64(polls), t.StatusMessage)), c.Op, nil)
 		}
 	}
 }
@@ -978,11 +955,11 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 // on; its outcome does not matter, and it is bounded in time. op is the
 // trace op of the followed call.
 func (s *taskBridge) cancelUpstream(op, id string) {
-	ctx, cancel := context.WithTimeout(withOp(s.ctx, op), 10*time.Second)
+	ctx, cancel := context.WithTimeout(link.WithOp(s.env.Ctx, op), 10*time.Second)
 	defer cancel()
 	if _, rpcErr, err := s.taskCall(ctx, "tasks/cancel", id, nil); err != nil || rpcErr.Exists() {
-		s.warn("tasks/cancel for a followed task failed", zap.String("taskId", id), zap.Error(err), zap.String("error", rpcErr.Raw))
+		s.env.Warn("tasks/cancel for a followed task failed", zap.String("taskId", id), zap.Error(err), zap.String("error", rpcErr.Raw))
 		return
 	}
-	s.info("followed task cancelled upstream", zap.String("taskId", id))
+	s.env.Info("followed task cancelled upstream", zap.String("taskId", id))
 }

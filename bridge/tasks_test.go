@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -1746,8 +1747,8 @@ func TestTaskPollTimeout(t *testing.T) {
 		if gjson.Get(g, "error.code").Int() != -32603 || !strings.Contains(gjson.Get(g, "error.message").Str, "did not answer within 50ms") {
 			t.Errorf("tasks/get whose every attempt hangs: %s", g)
 		}
-		if n := ts.count("tasks/get", "t-hang-all"); n != 1+maxBrokenRetries {
-			t.Errorf("%d tasks/get for a hanging server, want %d", n, 1+maxBrokenRetries)
+		if n := ts.count("tasks/get", "t-hang-all"); n != 1+link.MaxBrokenRetries {
+			t.Errorf("%d tasks/get for a hanging server, want %d", n, 1+link.MaxBrokenRetries)
 		}
 	})
 	t.Run("tasks/list", func(t *testing.T) {
@@ -1814,11 +1815,11 @@ func TestTaskUpdateHeldAnswerResent(t *testing.T) {
 	c.call(`2`, "tasks/get", taskParams("t-held"))
 	el := c.awaitMethod("elicitation/create")
 	c.h.send(`{"jsonrpc":"2.0","id":` + gjson.Get(el, "id").Raw + `,"result":{"action":"accept","content":{"name":"Ada"}}}`)
-	ts.waitFor(t, "tasks/update", "t-held", 1+maxBrokenRetries)
+	ts.waitFor(t, "tasks/update", "t-held", 1+link.MaxBrokenRetries)
 	// Later polls show the key still open; one of them, once the failed
 	// delivery has given up, sends the held answer again.
 	deadline := time.Now().Add(wait)
-	for i := 0; ts.count("tasks/update", "t-held") <= 1+maxBrokenRetries; i++ {
+	for i := 0; ts.count("tasks/update", "t-held") <= 1+link.MaxBrokenRetries; i++ {
 		if time.Now().After(deadline) {
 			t.Fatalf("the held answer was not sent again; %d tasks/update", ts.count("tasks/update", "t-held"))
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -152,14 +153,14 @@ func (s *modern) internalCall(ctx context.Context, method string, params []byte)
 	if err != nil {
 		return nil, err
 	}
-	id := s.nextUpstreamID()
+	id := s.env.NextUpstreamID()
 	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.env.Cfg.IdleTimeout)
 	defer cancel()
-	resp, err := s.client.Post(s.observed(ctx, "", rwOwn), body, nil)
+	resp, err := s.env.Client.Post(s.env.Observed(ctx, "", link.RwOwn), body, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func (s *modern) internalCall(ctx context.Context, method string, params []byte)
 		return nil, &noAnswerError{method: method, status: resp.Status, err: err}
 	}
 	// The connection broke while the answer was read.
-	return nil, fmt.Errorf("%s: %w", method, &routing.TransportError{Kind: routing.KindBroken, URL: s.client.URL(), Err: err})
+	return nil, fmt.Errorf("%s: %w", method, &routing.TransportError{Kind: routing.KindBroken, URL: s.env.URL(), Err: err})
 }
 
 // noAnswerError is an internal request whose HTTP answer carried no JSON-RPC
