@@ -2,17 +2,16 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/passthrough"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // initialize answers the legacy handshake locally from a server/discover
@@ -27,12 +26,12 @@ func (s *handshake) initialize(ctx context.Context, c *link.Call, f *rewrite.Fra
 	}
 	s.initMu.Lock()
 	defer s.initMu.Unlock()
-	if out, done := s.sseFirst(ctx, c, f); done {
+	if out, done := passthrough.SSEFirst(ctx, s.env, c, f); done {
 		return out
 	}
 	if s.env.Cfg.Protocol == ProtocolLegacy {
 		s.env.Verdict(link.OpOf(ctx), "legacy", "forced by "+rewrite.HintProtocol.String()+" legacy; no probe")
-		return s.passInit(ctx, c, f)
+		return passthrough.Init(ctx, s.env, c, f)
 	}
 	st := &modernState{
 		caps:       capabilities.ClientCapabilities([]byte(p.Get("capabilities").Raw)),
@@ -61,7 +60,7 @@ func (s *handshake) initialize(ctx context.Context, c *link.Call, f *rewrite.Fra
 			"the upstream server at %s speaks MCP 2025 (%s), but %s modern demands a 2026-07-28 server; drop %[3]s modern (or use %[3]s auto) to pass the 2025 protocol through", url, v.Reason, rewrite.HintProtocol)))
 	case v.Era == capabilities.Legacy:
 		s.env.Verdict(link.OpOf(ctx), "legacy", v.Reason)
-		return s.passInit(ctx, c, f)
+		return passthrough.Init(ctx, s.env, c, f)
 	case capabilities.IsAuthError(v.Err):
 		// The sign-in did not complete: the hook's text names the server
 		// and the way out.
@@ -89,47 +88,6 @@ func (s *handshake) initialize(ctx context.Context, c *link.Call, f *rewrite.Fra
 	s.meta.Store(&m)
 	s.metaMu.Unlock()
 	return link.Outcome{Frame: rewrite.ResultFrame(id, res), Era: protocol.ModernVersion}
-}
-
-// sseFirst tries the HTTP+SSE transport before Streamable HTTP under
-// --transport sse-first and sse-only. done is false when Streamable HTTP
-// is to be tried: the default, or sse-first against a server whose GET
-// opened no event stream with an endpoint event.
-func (s *handshake) sseFirst(ctx context.Context, c *link.Call, f *rewrite.Frame) (out link.Outcome, done bool) {
-	only := s.env.Cfg.Transport == TransportSSEOnly
-	if !only && (s.env.Cfg.Transport != TransportSSEFirst || s.env.Cfg.Protocol == ProtocolModern) {
-		return link.Outcome{}, false // --protocol modern: a 2024-11-05 server is not wanted first
-	}
-	url := s.env.URL()
-	if only && s.env.Cfg.Protocol == ProtocolModern {
-		return link.FrameOnly(s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInvalidRequest, link.ErrorData(url, 0, "", ""),
-			"%s sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but %s modern demands a 2026-07-28 server; drop one of them", rewrite.HintTransport, rewrite.HintProtocol))), true
-	}
-	out, err := s.sseInit(ctx, c, f)
-	switch {
-	case err == nil:
-		return out, true
-	case ctx.Err() != nil:
-		return link.Outcome{}, true
-	case only || isEndpointError(err) || capabilities.IsAuthError(err):
-		s.env.Warn("no HTTP+SSE stream", zap.String("url", url), zap.Error(err))
-		data := link.ErrorData(url, 0, "transport", "sse")
-		if isEndpointError(err) {
-			data = link.ErrorData(url, 0, "cause", "endpoint origin")
-		}
-		e := rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; the next initialize will try again", err)
-		if only && !isEndpointError(err) {
-			e = rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; %s sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use %[2]s http-first", err, rewrite.HintTransport)
-		}
-		return link.FrameOnly(s.env.ErrorFrame(c.ID, e)), true
-	}
-	s.env.Info("no HTTP+SSE stream; trying Streamable HTTP", zap.Error(err))
-	return link.Outcome{}, false
-}
-
-func isEndpointError(err error) bool {
-	var ee *routing.EndpointError
-	return errors.As(err, &ee)
 }
 
 // logLevels are the log levels, the same in both eras.

@@ -1,4 +1,4 @@
-package bridge
+package passthrough
 
 import (
 	"context"
@@ -70,13 +70,13 @@ func newSSECarrier(s *link.Env) *sseCarrier {
 // endpoint event, forwards the client's initialize over it. err says why
 // the server is not an HTTP+SSE server (the handshake's own failure is in
 // the frame).
-func (s *handshake) sseInit(ctx context.Context, c *link.Call, f *rewrite.Frame) (link.Outcome, error) {
-	t := newSSECarrier(s.env)
+func sseInit(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (link.Outcome, error) {
+	t := newSSECarrier(e)
 	if err := t.open(ctx, false); err != nil {
 		return link.Outcome{}, err
 	}
-	s.env.Verdict(link.OpOf(ctx), capabilities.LegacySSE.String(), "a GET opened an event stream with an endpoint event")
-	out, _ := s.passStart(ctx, c, f, func(p *passthrough) carrier {
+	e.Verdict(link.OpOf(ctx), capabilities.LegacySSE.String(), "a GET opened an event stream with an endpoint event")
+	out, _ := start(ctx, e, c, f, func(p *passthrough) carrier {
 		t.p = p
 		return t
 	})

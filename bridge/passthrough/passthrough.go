@@ -1,4 +1,29 @@
-package bridge
+// Package passthrough is the 2025 upstream mode (docs/protocol.md, Two
+// modes): when the upstream speaks
+// 2025, like the client, the proxy is a faithful 2025 Streamable HTTP client
+// and changes no frame. It forwards the client's own initialize, keeps the
+// Mcp-Session-Id and the negotiated MCP-Protocol-Version on every later
+// request, POSTs every message (requests, notifications and the client's
+// answers to server requests), delivers server messages from POST streams and
+// from the GET stream, resumes dropped streams with Last-Event-ID,
+// re-initializes an expired session by replaying the client's handshake, and
+// ends the session with DELETE on exit.
+//
+//	client request ──▶ queue ──▶ POST ──▶ JSON or SSE ──▶ messages to the client
+//	client notification / answer ──▶ poster (in order) ──▶ POST (202)
+//	GET stream ──▶ server requests and notifications ──▶ client
+//
+// How messages travel is the carrier's (carrier.go): Streamable HTTP as
+// above, or, for an old server (2024-11-05), the HTTP+SSE transport, where
+// one GET stream carries every server message, answers included (sse.go).
+// The logic is the same over both. Init and SSEFirst are how the modern
+// bridge's handshake starts it, and choose the transport (--transport).
+//
+// What it must never do: change a frame's bytes (the server's frames are
+// the client's, verbatim; only the proxy's own re-initialization mints
+// ids), send a client request before the client's earlier notifications,
+// or repeat a request that is not safe to repeat.
+package passthrough
 
 import (
 	"context"
@@ -15,35 +40,17 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// Passthrough mode (docs/protocol.md, Two modes): when the upstream speaks
-// 2025, like the client, the proxy is a faithful 2025 Streamable HTTP client
-// and changes no frame. It forwards the client's own initialize, keeps the
-// Mcp-Session-Id and the negotiated MCP-Protocol-Version on every later
-// request, POSTs every message (requests, notifications and the client's
-// answers to server requests), delivers server messages from POST streams and
-// from the GET stream, resumes dropped streams with Last-Event-ID,
-// re-initializes an expired session by replaying the client's handshake, and
-// ends the session with DELETE on exit.
-//
-//	client request ──▶ queue ──▶ POST ──▶ JSON or SSE ──▶ messages to the client
-//	client notification / answer ──▶ poster (in order) ──▶ POST (202)
-//	GET stream ──▶ server requests and notifications ──▶ client
-//
-// How messages travel is the carrier's (carrier.go): Streamable HTTP as
-// above, or, for an old server (2024-11-05), the HTTP+SSE transport, where
-// one GET stream carries every server message, answers included
-// (ssecarrier.go). The logic here is the same over both.
-
 // Passthrough limits.
 const (
-	// maxResumes bounds the resumptions of one stream in a row that bring
+	// MaxResumes bounds the resumptions of one stream in a row that bring
 	// no new event.
-	maxResumes = 5
+	MaxResumes = 5
 	// defaultResumeDelay is the wait before resuming a stream that named no
 	// retry delay.
 	defaultResumeDelay = 500 * time.Millisecond
@@ -87,6 +94,47 @@ type clientPost struct {
 // errExpired: the server answered 404 to a request that named a session.
 var errExpired = errors.New("the server ended the MCP session (HTTP 404 for its Mcp-Session-Id)")
 
+// sseFirst tries the HTTP+SSE transport before Streamable HTTP under
+// --transport sse-first and sse-only. done is false when Streamable HTTP
+// is to be tried: the default, or sse-first against a server whose GET
+// opened no event stream with an endpoint event.
+func SSEFirst(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (out link.Outcome, done bool) {
+	only := e.Cfg.Transport == link.TransportSSEOnly
+	if !only && (e.Cfg.Transport != link.TransportSSEFirst || e.Cfg.Protocol == link.ProtocolModern) {
+		return link.Outcome{}, false // --protocol modern: a 2024-11-05 server is not wanted first
+	}
+	url := e.URL()
+	if only && e.Cfg.Protocol == link.ProtocolModern {
+		return link.FrameOnly(e.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInvalidRequest, link.ErrorData(url, 0, "", ""),
+			"%s sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but %s modern demands a 2026-07-28 server; drop one of them", rewrite.HintTransport, rewrite.HintProtocol))), true
+	}
+	out, err := sseInit(ctx, e, c, f)
+	switch {
+	case err == nil:
+		return out, true
+	case ctx.Err() != nil:
+		return link.Outcome{}, true
+	case only || isEndpointError(err) || capabilities.IsAuthError(err):
+		e.Warn("no HTTP+SSE stream", zap.String("url", url), zap.Error(err))
+		data := link.ErrorData(url, 0, "transport", "sse")
+		if isEndpointError(err) {
+			data = link.ErrorData(url, 0, "cause", "endpoint origin")
+		}
+		msg := rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; the next initialize will try again", err)
+		if only && !isEndpointError(err) {
+			msg = rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; %s sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use %[2]s http-first", err, rewrite.HintTransport)
+		}
+		return link.FrameOnly(e.ErrorFrame(c.ID, msg)), true
+	}
+	e.Info("no HTTP+SSE stream; trying Streamable HTTP", zap.Error(err))
+	return link.Outcome{}, false
+}
+
+func isEndpointError(err error) bool {
+	var ee *routing.EndpointError
+	return errors.As(err, &ee)
+}
+
 // passInit forwards the client's initialize to a legacy server over
 // Streamable HTTP. When the server refuses the POST the way a 2024-11-05
 // HTTP+SSE server does (400, 404 or 405 without a JSON-RPC message), it
@@ -94,31 +142,31 @@ var errExpired = errors.New("the server ended the MCP session (HTTP 404 for its 
 // http-only (or sse-first, which has tried it already) rules it out. The
 // error of a refused POST says so in its data (cause "not streamable
 // http"), and, when the old transport failed too, why.
-func (s *handshake) passInit(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
-	out, refused := s.passStart(ctx, c, f, func(p *passthrough) carrier { return &streamable{p: p} })
+func Init(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) link.Outcome {
+	out, refused := start(ctx, e, c, f, func(p *passthrough) carrier { return &streamable{p: p} })
 	if !refused {
 		return out
 	}
 	msg := gjson.GetBytes(out.Frame, "error.message").String()
 	data, _ := sjson.SetBytes([]byte(gjson.GetBytes(out.Frame, "error.data").Raw), "cause", "not streamable http")
-	switch s.env.Cfg.Transport {
-	case TransportHTTPOnly:
-		return link.FrameOnly(s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInternalError, data,
+	switch e.Cfg.Transport {
+	case link.TransportHTTPOnly:
+		return link.FrameOnly(e.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInternalError, data,
 			"%s; if it is an old HTTP+SSE server (MCP 2024-11-05), drop %s http-only (or use %[2]s sse-only)", msg, rewrite.HintTransport)))
-	case TransportSSEFirst:
+	case link.TransportSSEFirst:
 		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, msg, data))
 	}
-	s.env.Info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(data, "httpStatus").Int())))
-	sout, err := s.sseInit(ctx, c, f)
+	e.Info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(data, "httpStatus").Int())))
+	sout, err := sseInit(ctx, e, c, f)
 	switch {
 	case err == nil:
 		return sout
 	case ctx.Err() != nil:
 		return link.Outcome{}
 	case isEndpointError(err):
-		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "cannot initialize: "+err.Error(), link.ErrorData(s.env.URL(), 0, "cause", "endpoint origin")))
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "cannot initialize: "+err.Error(), link.ErrorData(e.URL(), 0, "cause", "endpoint origin")))
 	}
-	s.env.Warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
+	e.Warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
 	return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("%s, and %v", msg, err), data))
 }
 
@@ -127,8 +175,8 @@ func (s *handshake) passInit(ctx context.Context, c *link.Call, f *rewrite.Frame
 // answer goes out (the outcome's next), so that every later client message
 // takes the passthrough path. refused reports a POST refused the way a 2024-11-05
 // server refuses it (the frame is then the proxy's error for it).
-func (s *handshake) passStart(ctx context.Context, c *link.Call, f *rewrite.Frame, mk func(*passthrough) carrier) (out link.Outcome, refused bool) {
-	p := &passthrough{s: s.env, sess: s.env.Client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
+func start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, mk func(*passthrough) carrier) (out link.Outcome, refused bool) {
+	p := &passthrough{s: e, sess: e.Client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
 	p.car = mk(p)
 	res := p.car.exchange(ctx, c, f.Raw, p.sess.Stamp())
 	frame := res.frame
@@ -136,7 +184,7 @@ func (s *handshake) passStart(ctx context.Context, c *link.Call, f *rewrite.Fram
 		// An HTTP+SSE session that ended during its own handshake (404).
 		frame = rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 			fmt.Sprintf("cannot initialize: %v during the handshake; the next initialize will try again", res.err),
-			link.ErrorData(s.env.URL(), http.StatusNotFound, "cause", "session expired"))
+			link.ErrorData(e.URL(), http.StatusNotFound, "cause", "session expired"))
 	}
 	if res.err != nil || frame == nil || gjson.GetBytes(frame, "error").Exists() {
 		// The server refused the handshake: the client sees why.
@@ -146,8 +194,8 @@ func (s *handshake) passStart(ctx context.Context, c *link.Call, f *rewrite.Fram
 	version := gjson.GetBytes(frame, "result.protocolVersion").String()
 	p.sess.Begin(res.sessionID, version)
 	p.car.started()
-	s.env.BG.Start(func() { p.poster(s.env.Ctx) })
-	s.env.Info("passthrough session started", zap.String("transport", p.car.name()), zap.String("protocolVersion", version), zap.Bool("sessionId", res.sessionID != ""))
+	e.BG.Start(func() { p.poster(e.Ctx) })
+	e.Info("passthrough session started", zap.String("transport", p.car.name()), zap.String("protocolVersion", version), zap.Bool("sessionId", res.sessionID != ""))
 	return link.Outcome{Frame: frame, Rewrites: passthroughRewrites, Next: p, Era: version}, false
 }
 
@@ -294,7 +342,7 @@ func (t *streamable) exchange(ctx context.Context, c *link.Call, body []byte, st
 		if id := resp.LastEventID(); id != "" && id != last {
 			last, resumes = id, 0
 		}
-		if last == "" || resumes >= maxResumes {
+		if last == "" || resumes >= MaxResumes {
 			res.frame = link.NoAnswer(s.URL(), c, resp, "")
 			res.again = link.RetryBroken
 			return res
