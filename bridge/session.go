@@ -1,44 +1,41 @@
 // Package bridge runs one legacy (2025-11-25) MCP client session against an
-// upstream server of either era.
+// upstream server of either era. It is the session core:
 //
-// It has three parts, with an interface between each:
-//
-//	Conn (stdio; an HTTP front) ◀──▶ Session: the core ──▶ upstream, chosen at initialize:
-//	                                  reader, lanes,       modern  the 2026-07-28 bridge: discover,
-//	                                  workers, writer,             _meta, MRTR, listen, tasks
-//	                                  in-flight map        legacy  passthrough of 2025 (Streamable
-//	                                                               HTTP, or HTTP+SSE for 2024-11-05)
+//	Conn (stdio; an HTTP front) ◀──▶ Session: the core ──▶ link.Upstream, chosen at initialize:
+//	                                  reader, queue,       bridge/modern       the 2026-07-28 bridge
+//	                                  workers, writer,     bridge/passthrough  2025 passed through (Streamable
+//	                                  in-flight map, drain                     HTTP, or HTTP+SSE for 2024-11-05)
 //
 //	conn ─▶ reader ─┬─ local answers (cancels, bad input, the client's answers,
 //	                │  and what the upstream answers at once: ping, setLevel)
-//	                └─ pending ─▶ workers ─▶ upstream.request ─▶ outcome
+//	                └─ pending ─▶ workers ─▶ Upstream.Request ─▶ Outcome
 //	conn ◀─ writer (the only goroutine that writes to the Conn) ◀─ answers
 //
-// The core (Session) owns the reader, the bounded queue and workers, the
-// map from the client's request ids to their work, cancellation, the drain
-// at the end of input, and the one writer. It knows no era and makes no
-// HTTP request: each message goes to the session's upstream, and each
-// request comes back as a typed outcome (its answer, the rewrites applied,
-// what runs after it, and for an initialize the upstream every later
-// message takes). What every part shares (settings, logs, the Observer, the
-// upstream client, the way to the client and the proxy's own requests to
-// it) is one env.
+// The core owns the reader, the bounded queue and workers, the map from
+// the client's request ids to their work, cancellation, the drain at the
+// end of input, and the one writer. It knows no era and makes no HTTP
+// request: each message goes to the session's upstream, and each request
+// comes back as a typed outcome (its answer, the rewrites applied, what
+// runs after it, and for an initialize the upstream every later message
+// takes). What the core and the modes share is one link.Env.
 //
 // What it must never do: write anything but complete frames to the Conn,
-// or write from any goroutine but the writer; change frame bytes except
-// through package rewrite; make an HTTP request except through package
-// routing; wait on the queue while reading (the client's answers, cancels,
-// pings and the end of input are always read); answer a request id twice
-// (every request gets exactly one answer unless the client cancelled it);
-// replay a tools/call whose bytes have left; send a client id upstream
-// (upstream ids are minted here).
+// or write from any goroutine but the writer; know an era (what is 2026 or
+// 2025 is the modes'); wait on the queue while reading (the client's
+// answers, cancels, pings and the end of input are always read); answer a
+// request id twice (every request gets exactly one answer unless the
+// client cancelled it).
 package bridge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +45,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/modern"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -184,7 +182,7 @@ func New(cfg Config) *Session {
 		stopped:  make(chan struct{}),
 		inflight: make(map[string]*link.Call),
 	}
-	s.up.Store(&upstreamBox{newModern(e)})
+	s.up.Store(&upstreamBox{modern.New(e)})
 	return s
 }
 
@@ -622,4 +620,15 @@ func (s *Session) logRequest(op, method string, id []byte, start time.Time, fram
 	}
 	ce.Write(zap.String("dir", "client->proxy->client"), zap.String("op", op), zap.String("method", method), zap.ByteString("id", id),
 		zap.String("outcome", what), zap.Duration("latency", time.Since(start)), zap.Int("bytesOut", len(frame)))
+}
+
+// DefaultStatePath is the state file for an upstream URL: under the user's
+// cache directory, named by a hash of the URL.
+func DefaultStatePath(upstream string) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(upstream))
+	return filepath.Join(dir, "mcp-tasks-proxy", "tasks-"+hex.EncodeToString(sum[:8])+".json"), nil
 }

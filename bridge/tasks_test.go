@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/modern"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -1593,7 +1594,7 @@ func TestServerTaskWithSyntheticPrefix(t *testing.T) {
 	c := startTasks(t, ts, Config{}, elicitCaps)
 	// done even has the shape of the ids the proxy mints: the registry
 	// still knows it for the server's.
-	done, running := syntheticPrefix+strings.Repeat("5e", 16), syntheticPrefix+"srv-running"
+	done, running := modern.SyntheticPrefix+strings.Repeat("5e", 16), modern.SyntheticPrefix+"srv-running"
 	for i, id := range []string{done, running} {
 		r := c.call(fmt.Sprint(i+1), "tools/call", `{"name":"task","arguments":{"id":`+jstr(id)+`},"task":{}}`)
 		if gjson.Get(r, "result.task.taskId").Str != id {
@@ -1614,8 +1615,8 @@ func TestServerTaskWithSyntheticPrefix(t *testing.T) {
 		t.Errorf("tasks/cancel of a server task with the synthetic prefix = %s (%d tasks/cancel upstream)", cx, ts.count("tasks/cancel", running))
 	}
 	// tasks/result of one never seen before is polled too.
-	ts.script(syntheticPrefix+"srv-other", stepCompleted(taskOutput))
-	if res := c.call(`"o"`, "tasks/result", taskParams(syntheticPrefix+"srv-other")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
+	ts.script(modern.SyntheticPrefix+"srv-other", stepCompleted(taskOutput))
+	if res := c.call(`"o"`, "tasks/result", taskParams(modern.SyntheticPrefix+"srv-other")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
 		t.Errorf("tasks/result of an unregistered server task with the synthetic prefix: %s", res)
 	}
 }
@@ -1952,9 +1953,9 @@ func TestTaskStateFileUnwritable(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(unlock)
-				old := stateLockTimeout
-				stateLockTimeout = 50 * time.Millisecond
-				t.Cleanup(func() { stateLockTimeout = old })
+				old := modern.StateLockTimeout
+				modern.StateLockTimeout = 50 * time.Millisecond
+				t.Cleanup(func() { modern.StateLockTimeout = old })
 			case "read-only directory":
 				if os.Geteuid() == 0 {
 					t.Skip("root writes to a read-only directory")

@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"context"
@@ -50,25 +50,25 @@ import (
 //     forwarded with the subscriptionId removed.
 //   - A stream that drops is reopened with bounded backoff, which starts
 //     again from the minimum only after a stream that stayed up for
-//     listenStableAfter. The list-change stream then tells the client each
+//     ListenStableAfter. The list-change stream then tells the client each
 //     kind may have changed, since changes may have been missed.
 
-// listenStableAfter is how long a stream must have stayed up, from its
+// ListenStableAfter is how long a stream must have stayed up, from its
 // acknowledgement, for its end to count as a fresh failure rather than
 // one more of a run: only then does the delay start again from the
 // minimum. A server that acknowledges each stream and closes it at once
 // is so reopened ever more slowly, up to link.BackoffMax, instead of
 // four times a second (each reopening sends the client list_changed).
-const listenStableAfter = 30 * time.Second
+const ListenStableAfter = 30 * time.Second
 
 // nextListenDelay returns the delay before reopening a listen stream: prev
 // is the delay before the previous attempt (0 when there was none) and up
 // how long the stream that just ended stayed up after its acknowledgement
 // (0 when it was never acknowledged). The delay doubles from
 // link.BackoffMin up to link.BackoffMax, and starts again from the
-// minimum after a stream that stayed up for listenStableAfter.
+// minimum after a stream that stayed up for ListenStableAfter.
 func nextListenDelay(prev, up time.Duration) time.Duration {
-	if prev <= 0 || up >= listenStableAfter {
+	if prev <= 0 || up >= ListenStableAfter {
 		return link.BackoffMin
 	}
 	return min(prev*2, link.BackoffMax)
@@ -96,7 +96,8 @@ type listener struct {
 // list-change stream, and the one stream of its resource subscriptions.
 // They run in the session's background group.
 type listens struct {
-	*modern
+	env       *link.Env
+	srv       *server
 	mu        sync.Mutex
 	listening bool // the list-change stream was started
 
@@ -130,10 +131,6 @@ type subRefusal struct {
 	data []byte
 }
 
-func newListens(m *modern) *listens {
-	return &listens{modern: m, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})}
-}
-
 // wait waits d before a reconnect, or until ctx ends (false).
 func (l *listens) wait(ctx context.Context, d time.Duration) bool {
 	if l.env.Sleep != nil {
@@ -153,7 +150,7 @@ func (l *listens) clock() time.Time {
 // openListChanged opens the list-change stream for the kinds the server
 // declared. It runs once, after notifications/initialized.
 func (s *listens) openListChanged() {
-	caps := gjson.ParseBytes(s.state.Load().serverCaps) // after a successful initialize
+	caps := gjson.ParseBytes(s.srv.state.Load().serverCaps) // after a successful initialize
 	filter := []byte(`{`)
 	var kinds []string
 	for _, k := range []struct{ cap, field, method string }{
@@ -250,7 +247,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 		return false, 0, err
 	}
 	id := s.env.NextUpstreamID()
-	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
+	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.srv.meta.Load()})
 	if err != nil {
 		return false, 0, err
 	}
@@ -329,14 +326,14 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 
 // subscription answers resources/subscribe and resources/unsubscribe.
 func (s *listens) subscription(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
-	if s.meta.Load() == nil {
+	if s.srv.meta.Load() == nil {
 		return notInitialized(c, f.Method)
 	}
 	uri := f.Params.Get("uri")
 	if uri.Type != gjson.String {
 		return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
 	}
-	canSubscribe := gjson.GetBytes(s.state.Load().serverCaps, "resources.subscribe").Bool() // meta is set: initialized
+	canSubscribe := gjson.GetBytes(s.srv.state.Load().serverCaps, "resources.subscribe").Bool() // meta is set: initialized
 	if !canSubscribe {
 		return rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.env.URL()), nil)

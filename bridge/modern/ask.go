@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // object that names only other modes; a bare {} means form, as 2025 reads it),
 // "elicitation.url", "sampling", "sampling.tools" (a request that offers
 // tools), "roots".
-func (s *modern) clientCan(method string, params gjson.Result) (bool, string) {
+func (s *server) clientCan(method string, params gjson.Result) (bool, string) {
 	var caps gjson.Result
 	if st := s.state.Load(); st != nil {
 		caps = gjson.ParseBytes(st.legacyCaps)
@@ -89,7 +89,7 @@ func inputRequests(m gjson.Result) []inputRequest {
 
 // askInput sends one input request to the client and returns the answer
 // for inputResponses. relatedTask ties it to a task the client knows.
-func (s *modern) askInput(ctx context.Context, in inputRequest, relatedTask string) ([]byte, error) {
+func (s *server) askInput(ctx context.Context, in inputRequest, relatedTask string) ([]byte, error) {
 	if err := s.cannotAsk(in); err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (s *modern) askInput(ctx context.Context, in inputRequest, relatedTask stri
 
 // cannotAsk is the error for an input request the client did not declare
 // the capability for, or nil when it may be sent.
-func (s *modern) cannotAsk(in inputRequest) *missingCapabilityError {
+func (s *server) cannotAsk(in inputRequest) *missingCapabilityError {
 	if ok, missing := s.clientCan(in.method, in.params); !ok {
 		return &missingCapabilityError{method: in.method, input: inputMode(in.method, in.params), capability: missing}
 	}
@@ -107,7 +107,7 @@ func (s *modern) cannotAsk(in inputRequest) *missingCapabilityError {
 
 // firstUnaskable is the error for the first of reqs the client cannot be
 // sent, in document order, or nil when every one can.
-func (s *modern) firstUnaskable(reqs []inputRequest) *missingCapabilityError {
+func (s *server) firstUnaskable(reqs []inputRequest) *missingCapabilityError {
 	for _, in := range reqs {
 		if err := s.cannotAsk(in); err != nil {
 			return err
@@ -175,7 +175,7 @@ func requiredCapabilities(path string) []byte {
 }
 
 // inputParams prepares an input request's params for the client.
-func (s *modern) inputParams(in inputRequest, relatedTask string) []byte {
+func (s *server) inputParams(in inputRequest, relatedTask string) []byte {
 	var elicitationID string
 	if in.method == "elicitation/create" && in.params.Get("mode").String() == "url" {
 		elicitationID = "mtp-elicitation-" + randomHex(12)
@@ -187,7 +187,7 @@ func (s *modern) inputParams(in inputRequest, relatedTask string) []byte {
 }
 
 // inputAnswer waits for the client's answer to an input request.
-func (s *modern) inputAnswer(ctx context.Context, in inputRequest, p *link.PendingAsk) ([]byte, error) {
+func (s *server) inputAnswer(ctx context.Context, in inputRequest, p *link.PendingAsk) ([]byte, error) {
 	res, err := p.Wait(ctx)
 	if err != nil {
 		if _, ok := err.(*link.ClientError); ok && in.method == "elicitation/create" {

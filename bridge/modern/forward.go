@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"context"
@@ -32,7 +32,7 @@ import (
 // All of these are answered by the server before it runs anything, so the
 // retry is safe.
 func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
-	if s.meta.Load() == nil {
+	if s.srv.meta.Load() == nil {
 		return link.FrameOnly(notInitialized(c, f.Method))
 	}
 	if f.Method == "tools/call" {
@@ -112,7 +112,7 @@ func (s *modern) stillModern(ctx context.Context, c *link.Call) bool {
 	pctx, cancel := context.WithTimeout(ctx, s.env.Cfg.DiscoverTimeout)
 	defer cancel()
 	prober := s.env.Prober()
-	if v := prober.Probe(s.env.Observed(pctx, "", link.RwOwn), *s.meta.Load()); v.Era == capabilities.Modern {
+	if v := prober.Probe(s.env.Observed(pctx, "", link.RwOwn), *s.srv.meta.Load()); v.Era == capabilities.Modern {
 		s.env.Info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.ID))
 		return true
 	}
@@ -142,10 +142,10 @@ func orEmptyObject(raw string) string {
 // exchange makes one upstream exchange for a client request.
 func (s *modern) exchange(ctx context.Context, c *link.Call, f *rewrite.Frame, t *tries) link.Result {
 	upID := s.env.NextUpstreamID()
-	mb := s.meta.Load()
+	mb := s.srv.meta.Load()
 	up := rewrite.UpFor(f, upID, *mb, t.retry)
 	if c.Task.Exists() {
-		if !s.tasksEnabled() {
+		if !s.srv.tasksEnabled() {
 			s.env.Warn("task-augmented tools/call processed normally: the server does not support the tasks extension, so no tasks capability was advertised",
 				zap.ByteString("id", c.ID))
 		}
@@ -264,7 +264,7 @@ func (s *modern) answer(ctx context.Context, c *link.Call, f *rewrite.Frame, upI
 // a plain result is then rewritten in place, so that only one copy of it is
 // ever in memory.
 func (s *modern) down(ctx context.Context, c *link.Call, method string, m *rewrite.Frame, status int, room []byte) link.Result {
-	tasks := s.tasksEnabled()
+	tasks := s.srv.tasksEnabled()
 	augmented := protocol.MayBecomeTask(method) && c.Task.Exists() && tasks
 	if augmented || method == "tools/list" {
 		// m is read after the rewrite. (An Observer is no reason: it
@@ -344,7 +344,7 @@ func (s *modern) mrtrAsk(wctx context.Context, c *link.Call, f *rewrite.Frame, i
 			return nil, nil
 		}
 	default:
-		if err := s.firstUnaskable(reqs); err != nil {
+		if err := s.srv.firstUnaskable(reqs); err != nil {
 			// The server asked for what the client cannot give (a 2026
 			// server MUST NOT): the round cannot be completed, and the
 			// request ends with the error a capability check gives.
@@ -353,11 +353,11 @@ func (s *modern) mrtrAsk(wctx context.Context, c *link.Call, f *rewrite.Frame, i
 		}
 		pend := make([]*link.PendingAsk, len(reqs))
 		for i, in := range reqs {
-			pend[i] = s.env.AskStart(c.Op, in.method, s.inputParams(in, ""))
+			pend[i] = s.env.AskStart(c.Op, in.method, s.srv.inputParams(in, ""))
 		}
 		answers = make([]rewrite.InputAnswer, 0, len(reqs))
 		for i, in := range reqs {
-			answer, err := s.inputAnswer(wctx, in, pend[i])
+			answer, err := s.srv.inputAnswer(wctx, in, pend[i])
 			if err != nil {
 				for _, p := range pend[i+1:] {
 					p.Abandon()

@@ -1,9 +1,8 @@
-package bridge
+package modern
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -166,17 +165,6 @@ type stateFile struct {
 
 const stateVersion = 1
 
-// DefaultStatePath is the state file for an upstream URL: under the user's
-// cache directory, named by a hash of the URL.
-func DefaultStatePath(upstream string) (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(upstream))
-	return filepath.Join(dir, "mcp-tasks-proxy", "tasks-"+hex.EncodeToString(sum[:8])+".json"), nil
-}
-
 // stateRegistry is the registry of a session with a state file. It uses the
 // file until an operation on it fails, and from then on, for the rest of the
 // session, memory seeded with the records the file still gives, so that a
@@ -292,10 +280,10 @@ func stateFileAt(path string) statefile.File {
 	return statefile.File{Path: path, LockPath: path + ".lock", Version: stateVersion}
 }
 
-// stateLockTimeout bounds the wait for the state file's lock, which
+// StateLockTimeout bounds the wait for the state file's lock, which
 // another proxy holds only for one read-modify-write: one that holds it
 // longer is stuck, and the session goes on in memory (every wait ends).
-var stateLockTimeout = 10 * time.Second
+var StateLockTimeout = 10 * time.Second
 
 // locked runs fn on the state read under the lock, and writes what fn
 // changed; the stateRegistry's mutex serializes this process's calls.
@@ -307,7 +295,7 @@ func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
 			return nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), stateLockTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), StateLockTimeout)
 	defer cancel()
 	unlock, err := r.file.Lock(ctx)
 	if err != nil {

@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func (s *handshake) initialize(ctx context.Context, c *link.Call, f *rewrite.Fra
 	if out, done := passthrough.SSEFirst(ctx, s.env, c, f); done {
 		return out
 	}
-	if s.env.Cfg.Protocol == ProtocolLegacy {
+	if s.env.Cfg.Protocol == link.ProtocolLegacy {
 		s.env.Verdict(link.OpOf(ctx), "legacy", "forced by "+rewrite.HintProtocol.String()+" legacy; no probe")
 		return passthrough.Init(ctx, s.env, c, f)
 	}
@@ -40,9 +40,9 @@ func (s *handshake) initialize(ctx context.Context, c *link.Call, f *rewrite.Fra
 	if ci := p.Get("clientInfo"); ci.IsObject() {
 		st.clientInfo = []byte(ci.Raw)
 	}
-	s.metaMu.Lock()
-	meta := capabilities.Meta(st.caps, st.clientInfo, s.level)
-	s.metaMu.Unlock()
+	s.srv.metaMu.Lock()
+	meta := capabilities.Meta(st.caps, st.clientInfo, s.srv.level)
+	s.srv.metaMu.Unlock()
 	pctx, cancel := context.WithTimeout(ctx, s.env.Cfg.DiscoverTimeout)
 	defer cancel()
 	prober := s.env.Prober()
@@ -54,7 +54,7 @@ func (s *handshake) initialize(ctx context.Context, c *link.Call, f *rewrite.Fra
 	switch {
 	case v.Era == capabilities.Modern:
 		s.env.Verdict(link.OpOf(ctx), "modern", v.Reason)
-	case v.Era == capabilities.Legacy && s.env.Cfg.Protocol == ProtocolModern:
+	case v.Era == capabilities.Legacy && s.env.Cfg.Protocol == link.ProtocolModern:
 		s.env.Warn("upstream era detected", zap.String("era", "legacy"), zap.String("url", url), zap.String("reason", v.Reason))
 		return link.FrameOnly(s.env.ErrorFrame(id, rewrite.Errorf(protocol.CodeInternalError, link.ErrorData(url, v.Status, "upstreamEra", "legacy"),
 			"the upstream server at %s speaks MCP 2025 (%s), but %s modern demands a 2026-07-28 server; drop %[3]s modern (or use %[3]s auto) to pass the 2025 protocol through", url, v.Reason, rewrite.HintProtocol)))
@@ -82,11 +82,11 @@ func (s *handshake) initialize(ctx context.Context, c *link.Call, f *rewrite.Fra
 	})
 	st.serverCaps = []byte(gjson.GetBytes(v.Discover, "capabilities").Raw)
 	_, st.hasTasks = capabilities.ServerCapabilities(st.serverCaps, false)
-	s.metaMu.Lock()
-	s.state.Store(st)
-	m := capabilities.Meta(st.caps, st.clientInfo, s.level) // the level may have changed during the probe
-	s.meta.Store(&m)
-	s.metaMu.Unlock()
+	s.srv.metaMu.Lock()
+	s.srv.state.Store(st)
+	m := capabilities.Meta(st.caps, st.clientInfo, s.srv.level) // the level may have changed during the probe
+	s.srv.meta.Store(&m)
+	s.srv.metaMu.Unlock()
 	return link.Outcome{Frame: rewrite.ResultFrame(id, res), Era: protocol.ModernVersion}
 }
 
@@ -96,7 +96,7 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 // setLevel answers logging/setLevel locally and remembers the level; it rides
 // every later upstream request as _meta logLevel, since 2026 has no
 // logging/setLevel.
-func (s *modern) setLevel(f *rewrite.Frame, id []byte) []byte {
+func (s *server) setLevel(f *rewrite.Frame, id []byte) []byte {
 	lv := f.Params.Get("level")
 	valid := false
 	for _, l := range logLevels {

@@ -1,4 +1,17 @@
-package bridge
+// Package modern is the 2026-07-28 bridge, the upstream a session starts
+// with: it answers the legacy initialize from a server/discover probe (or
+// starts the 2025 passthrough when the server speaks 2025), forwards each
+// request with the _meta block and proxy-minted ids, runs MRTR rounds
+// (asking the client for input), maps 2025 tasks onto the 2026 tasks
+// extension with a registry of the client's tasks, maps list changes and
+// resource subscriptions onto subscriptions/listen streams, and mirrors the
+// x-mcp-header tool annotations into headers.
+//
+// What it must never do: change frame bytes except through package
+// rewrite; make an HTTP request except through package routing; replay a
+// tools/call whose bytes have left; send a client id upstream (upstream
+// ids are minted); ask the client for what it did not declare it can give.
+package modern
 
 import (
 	"context"
@@ -14,25 +27,30 @@ import (
 
 // modern is the 2026-07-28 bridge: the client's requests are rewritten to
 // the modern wire, with the _meta block, and answered from the server's
-// results, MRTR rounds and tasks.
+// results, MRTR rounds and tasks. Its parts share the server they talk to.
 type modern struct {
 	env    *link.Env
+	srv    *server
 	hs     *handshake
 	tasks  *taskBridge
 	listen *listens
+	tools  *toolAnnotations
 
+	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
+}
+
+// server is what the parts of the modern bridge share: the session's Env,
+// what a successful initialize learned, and the _meta block every request
+// carries (with which it makes the proxy's own requests, internalCall).
+type server struct {
+	env *link.Env
 	// state is the initialize result, stored once an initialize succeeded
 	// (nil before: requests are refused as not initialized).
 	state atomic.Pointer[modernState]
-
 	// metaMu guards level and the _meta block made from it and state.
 	metaMu sync.Mutex
 	level  string // logging/setLevel
 	meta   atomic.Pointer[rewrite.MetaBlock]
-
-	tools *toolAnnotations
-
-	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
 }
 
 // modernState is what a successful initialize learned, stored once.
@@ -44,18 +62,21 @@ type modernState struct {
 	hasTasks   bool   // the server declares the tasks extension
 }
 
-func newModern(e *link.Env) *modern {
-	m := &modern{env: e}
-	m.tools = &toolAnnotations{call: m.internalCall, warn: e.Warn, debug: e.Debug, logFrame: e.LogFrame,
-		params: map[string][]protocol.ParamHeader{}}
-	m.hs = &handshake{modern: m}
-	m.tasks = &taskBridge{modern: m, reg: ownedBy(newMemRegistry(), e.Cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}}
-	m.listen = newListens(m)
-	return m
+// New is the modern bridge of a session: its upstream until an initialize
+// finds a 2025 server.
+func New(e *link.Env) link.Upstream {
+	srv := &server{env: e}
+	return &modern{env: e, srv: srv,
+		tools: &toolAnnotations{call: srv.internalCall, warn: e.Warn, debug: e.Debug, logFrame: e.LogFrame,
+			params: map[string][]protocol.ParamHeader{}},
+		hs:     &handshake{env: e, srv: srv},
+		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(newMemRegistry(), e.Cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}},
+		listen: &listens{env: e, srv: srv, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})},
+	}
 }
 
 // ready reports whether an initialize succeeded.
-func (s *modern) ready() bool { return s.state.Load() != nil }
+func (s *server) ready() bool { return s.state.Load() != nil }
 
 // open opens the task state file, or keeps the registry in memory when
 // there is none. A file that cannot be used moves the session to memory,
@@ -73,7 +94,7 @@ func (s *modern) Local(f *rewrite.Frame) ([]byte, []string, bool) {
 	id := []byte(f.ID.Raw)
 	if protocol.LocalOf(f.Method) == protocol.LocalAnswer {
 		if f.Method == "logging/setLevel" {
-			return s.setLevel(f, id), []string{"setLevel.local"}, true
+			return s.srv.setLevel(f, id), []string{"setLevel.local"}, true
 		}
 		return rewrite.ResultFrame(id, []byte(`{}`)), []string{"ping.local"}, true
 	}
@@ -108,7 +129,7 @@ func (s *modern) Notified(f *rewrite.Frame, _ string, cancel func()) {
 		// starts now, once: a 2025 server sends nothing but pings and
 		// logs before it.
 		s.listen.mu.Lock()
-		start := s.ready() && !s.listen.listening
+		start := s.srv.ready() && !s.listen.listening
 		s.listen.listening = s.listen.listening || start
 		s.listen.mu.Unlock()
 		if start {
@@ -128,7 +149,7 @@ func (s *modern) Notified(f *rewrite.Frame, _ string, cancel func()) {
 func (s *modern) Answered(f *rewrite.Frame, _ string) bool { return s.env.ClientAnswered(f) }
 
 func (s *modern) Reached() (era, transport string) {
-	if s.ready() {
+	if s.srv.ready() {
 		return protocol.ModernVersion, "streamable-http"
 	}
 	return "", ""
@@ -142,6 +163,7 @@ func (s *modern) Close() {}
 // when the server is modern, or by starting a passthrough when it speaks
 // 2025 (over Streamable HTTP, or the 2024-11-05 HTTP+SSE transport).
 type handshake struct {
-	*modern
+	env    *link.Env
+	srv    *server
 	initMu sync.Mutex // one initialize at a time
 }

@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"context"
@@ -34,7 +34,8 @@ import (
 // client created through the proxy, and the input keys already asked of
 // the client, by task.
 type taskBridge struct {
-	*modern
+	env *link.Env
+	srv *server
 	reg *ownedRegistry // the registry, scoped to Config.StateOwner
 
 	mu         sync.Mutex
@@ -44,17 +45,17 @@ type taskBridge struct {
 	unanswered map[string]bool
 }
 
-// syntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
+// SyntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
 // random hex digits. The proxy knows its tasks by their registry record
 // (record.Synthetic), not by the id: a server's task id may start the same
 // way. Only an id the registry does not know is judged by its shape
 // (mintedID), so that a proxy-made id that expired or was trimmed is
 // answered locally and never sent upstream.
-const syntheticPrefix = "mcp-tasks-proxy-"
+const SyntheticPrefix = "mcp-tasks-proxy-"
 
 // mintedID reports whether id has the shape of the ids the proxy mints.
 func mintedID(id string) bool {
-	hex, ok := strings.CutPrefix(id, syntheticPrefix)
+	hex, ok := strings.CutPrefix(id, SyntheticPrefix)
 	if !ok || len(hex) != 32 {
 		return false
 	}
@@ -92,7 +93,7 @@ const maxPollFailures = 5
 // taskListPage is the tasks/list page size.
 const taskListPage = 50
 
-func (s *modern) tasksEnabled() bool {
+func (s *server) tasksEnabled() bool {
 	st := s.state.Load()
 	return st != nil && st.hasTasks
 }
@@ -101,10 +102,10 @@ func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 // taskMethod answers tasks/get, tasks/result, tasks/list and tasks/cancel.
 func (s *taskBridge) taskMethod(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
-	if s.meta.Load() == nil {
+	if s.srv.meta.Load() == nil {
 		return link.FrameOnly(notInitialized(c, f.Method))
 	}
-	if !s.tasksEnabled() {
+	if !s.srv.tasksEnabled() {
 		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.env.URL()), nil))
 	}
@@ -132,7 +133,7 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 	p := rewrite.AppendString([]byte(`{"taskId":`), taskID)
 	p = append(p, extra...)
 	p = append(p, '}')
-	msg, err := s.internalCall(ctx, method, p)
+	msg, err := s.srv.internalCall(ctx, method, p)
 	if err != nil {
 		return gjson.Result{}, gjson.Result{}, err
 	}
@@ -730,7 +731,7 @@ func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedT
 // request can be asked.
 func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byte, string) {
 	reqs := inputRequests(t.InputRequests)
-	merr := s.firstUnaskable(reqs)
+	merr := s.srv.firstUnaskable(reqs)
 	if merr == nil {
 		return nil, ""
 	}
@@ -783,7 +784,7 @@ var cancelAnswer = []byte(`{"action":"cancel"}`)
 func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, reqs []inputRequest) {
 	answers := make([]rewrite.InputAnswer, 0, len(reqs))
 	for _, in := range reqs {
-		if in.method != "elicitation/create" || s.cannotAsk(in) == nil {
+		if in.method != "elicitation/create" || s.srv.cannotAsk(in) == nil {
 			answers = nil
 			break
 		}
@@ -821,7 +822,7 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 		if s.env.Cfg.RequestTimeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, s.env.Cfg.RequestTimeout)
 		}
-		a, err := s.askInput(actx, in, relatedTask)
+		a, err := s.srv.askInput(actx, in, relatedTask)
 		cancel()
 		switch {
 		case err == nil:
@@ -865,7 +866,7 @@ func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
 		s.registerTask(record{ID: t.ID, Task: []byte(m.Result.Raw)})
 		return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(t, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
 	}
-	id := syntheticPrefix + randomHex(16)
+	id := SyntheticPrefix + randomHex(16)
 	at := now()
 	rec := record{ID: id, Synthetic: true, Result: []byte(m.Result.Raw)}
 	ms, ok := rewrite.TTLMillis(c.Task.Get("ttl"), s.env.Cfg.Tasks.TTLSeconds)

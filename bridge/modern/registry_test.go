@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"context"
@@ -147,7 +147,7 @@ func (s *toolAnnotations) fetch(ctx context.Context) error {
 
 // internalCall makes a request of the proxy's own with the session's _meta
 // and returns the raw answer.
-func (s *modern) internalCall(ctx context.Context, method string, params []byte) ([]byte, error) {
+func (s *server) internalCall(ctx context.Context, method string, params []byte) ([]byte, error) {
 	frame := rewrite.RequestFrame([]byte("0"), method, params)
 	f, err := rewrite.Parse(frame)
 	if err != nil {
