@@ -189,9 +189,7 @@ func New(cfg Config) *Session {
 // Run serves the session over stdio: NDJSON lines from in, frames to out.
 // It is Serve with a Stdio Conn.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	conn := NewStdio(in, out, s.env.Cfg.MaxMessageBytes)
-	defer conn.Close()
-	return s.Serve(ctx, conn)
+	return s.Serve(ctx, NewStdio(in, out, s.env.Cfg.MaxMessageBytes))
 }
 
 // Serve serves the session over conn until its input ends or ctx is

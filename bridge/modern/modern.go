@@ -70,7 +70,7 @@ func New(e *link.Env) link.Upstream {
 		tools: &toolAnnotations{call: srv.internalCall, warn: e.Warn, debug: e.Debug, logFrame: e.LogFrame,
 			params: map[string][]protocol.ParamHeader{}},
 		hs:     &handshake{env: e, srv: srv},
-		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(newMemRegistry(), e.Cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}},
+		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(openStore("", "", e.Log), e.Cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}},
 		listen: &listens{env: e, srv: srv, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})},
 	}
 }
@@ -83,7 +83,7 @@ func (s *server) ready() bool { return s.state.Load() != nil }
 // said once (tasks/list would forget tasks on restart).
 func (s *modern) Open() {
 	if s.env.Cfg.StatePath != "" {
-		s.tasks.reg = ownedBy(openStateRegistry(s.env.Cfg.StatePath, s.env.URL(), s.env.Log), s.env.Cfg.StateOwner)
+		s.tasks.reg = ownedBy(openStore(s.env.Cfg.StatePath, s.env.URL(), s.env.Log), s.env.Cfg.StateOwner)
 	}
 }
 

@@ -1,6 +1,7 @@
 package modern
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +30,7 @@ import (
 // concurrent proxies through a file lock; with --no-state it lives in memory.
 // A state file that cannot be used (a directory that cannot be created, a
 // file that cannot be read, locked or written, or one of a newer format)
-// moves the session to memory, with one warning (stateRegistry).
+// moves the session to memory, with one warning (store).
 
 // record is one registered task.
 type record struct {
@@ -60,71 +62,187 @@ type record struct {
 	Owner string `json:"owner,omitempty"`
 }
 
-// registry stores records. Implementations are safe for concurrent use.
-type registry interface {
-	// get returns a record.
-	get(id string) (record, bool, error)
-	// update applies fn to the record with id (a zero record with that id
-	// when absent); fn returns false to delete it or leave it absent.
-	update(id string, fn func(r *record) bool) error
-	// list returns every record, newest first.
-	list() ([]record, error)
-}
-
 // maxRecords bounds the registry; the oldest records go first.
 const maxRecords = 1000
 
-// memRegistry is the --no-state registry.
-type memRegistry struct {
-	mu   sync.Mutex
-	recs map[string]record
+// store keeps the records: in the state file while it can be used, in
+// memory otherwise (--no-state, or for the rest of a session once the file
+// failed). Every operation on the file is read-modify-write under an
+// exclusive lock on a sibling .lock file, and the file is replaced
+// atomically, so concurrent proxies never lose each other's tasks and a
+// crash never leaves a torn file. A file of a newer format is never written
+// (nor read: its records may mean what this version cannot know), so a
+// newer proxy's fields survive.
+type store struct {
+	mu       sync.Mutex // held over each operation, so a fallback sees every write that succeeded
+	file     *statefile.File
+	path     string
+	upstream string // recorded in the file, for people who look
+	log      *zap.Logger
+	recs     map[string]record // the records, while file is nil
 }
 
-func newMemRegistry() *memRegistry { return &memRegistry{recs: map[string]record{}} }
-
-func (m *memRegistry) get(id string) (record, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.recs[id]
-	return r, ok, nil
+// stateFile is the on-disk format.
+type stateFile struct {
+	Version  int      `json:"version"`
+	Upstream string   `json:"upstream,omitempty"`
+	Tasks    []record `json:"tasks"`
 }
 
-func (m *memRegistry) update(id string, fn func(*record) bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.recs[id]
-	if !ok {
-		r = record{ID: id}
+const stateVersion = 1
+
+// openStore opens the state file at path ("" keeps the records in memory).
+// A file that is not valid JSON is left for the user to fix, loudly; any
+// other problem moves the session to memory with one warning.
+func openStore(path, upstream string, log *zap.Logger) *store {
+	r := &store{path: path, upstream: upstream, log: log, recs: map[string]record{}}
+	if path == "" {
+		return r
 	}
-	if fn(&r) {
-		m.recs[id] = r
+	f := stateFileAt(path)
+	err := os.MkdirAll(filepath.Dir(path), 0o700)
+	if err != nil {
+		err = fmt.Errorf("creating the state directory: %w", err)
 	} else {
-		delete(m.recs, id)
+		_, err = readState(f)
 	}
-	trim(m.recs)
+	var invalid *statefile.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		log.Error("the task state file is not valid JSON; tasks are remembered only while this process runs (move it away, or set "+stateHints()+")",
+			zap.String("path", path), zap.Error(err))
+	case err != nil:
+		r.fallBack(err)
+	default:
+		r.file, r.recs = &f, nil
+	}
+	return r
+}
+
+// fallBack gives up the file for the rest of the session, seeded with the
+// records the file still gives; r.mu is held or r is not shared yet.
+func (r *store) fallBack(err error) {
+	r.file, r.recs = nil, map[string]record{}
+	var newer *statefile.NewerError
+	if errors.As(err, &newer) {
+		r.log.Warn("the task state file was written by a newer mcp-tasks-proxy; it is left untouched, and tasks are remembered only while this process runs (upgrade, or set "+stateHints()+")",
+			zap.String("path", r.path), zap.Error(err))
+		return
+	}
+	// Best effort, without the lock: whatever can still be read.
+	if st, rerr := readState(stateFileAt(r.path)); rerr == nil {
+		r.recs = byID(st.Tasks)
+		trim(r.recs)
+	}
+	r.log.Warn("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or its permissions, or set "+stateHints()+")",
+		zap.String("path", r.path), zap.Int("tasksKept", len(r.recs)), zap.Error(err))
+}
+
+// do runs fn on the records and keeps what it changed (it reports whether
+// it did).
+func (r *store) do(fn func(recs map[string]record) (changed bool)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.file != nil {
+		err := r.locked(fn)
+		if err == nil {
+			return nil
+		}
+		r.fallBack(err)
+	}
+	if fn(r.recs) {
+		trim(r.recs)
+	}
 	return nil
 }
 
-func (m *memRegistry) list() ([]record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return sorted(m.recs), nil
+// stateFileAt is the state file at path; its lock is path.lock.
+func stateFileAt(path string) statefile.File {
+	return statefile.File{Path: path, LockPath: path + ".lock", Version: stateVersion}
+}
+
+// StateLockTimeout bounds the wait for the state file's lock, which
+// another proxy holds only for one read-modify-write: one that holds it
+// longer is stuck, and the session goes on in memory (every wait ends). A
+// variable, for tests.
+var StateLockTimeout = 10 * time.Second
+
+// locked runs fn on the records read under the file's lock, and writes
+// what fn changed.
+func (r *store) locked(fn func(recs map[string]record) bool) error {
+	if _, err := os.Stat(r.file.Path); errors.Is(err, fs.ErrNotExist) {
+		// Nothing stored yet: no lock and no file unless fn writes (then
+		// it runs again below, on the state read under the lock).
+		if !fn(map[string]record{}) {
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), StateLockTimeout)
+	defer cancel()
+	unlock, err := r.file.Lock(ctx)
+	if err != nil {
+		return fmt.Errorf("locking the state file (%s): %w", r.file.LockPath, err)
+	}
+	defer unlock()
+	st, err := readState(*r.file)
+	if err != nil {
+		return err
+	}
+	recs := byID(st.Tasks)
+	if !fn(recs) {
+		return nil
+	}
+	trim(recs)
+	return r.file.Write(stateFile{Version: stateVersion, Upstream: r.upstream, Tasks: sorted(recs)})
+}
+
+// readState reads the state file f; a missing one is empty.
+func readState(f statefile.File) (stateFile, error) {
+	st := stateFile{Version: stateVersion}
+	_, err := f.Read(&st)
+	return st, err
+}
+
+func (r *store) get(id string) (rec record, ok bool, err error) {
+	err = r.do(func(recs map[string]record) bool {
+		rec, ok = recs[id]
+		return false
+	})
+	return rec, ok, err
+}
+
+// update applies fn to the record with id (a zero record with that id when
+// absent); fn returns false to delete it or leave it absent.
+func (r *store) update(id string, fn func(*record) bool) error {
+	return r.do(func(recs map[string]record) bool {
+		rec, ok := recs[id]
+		if !ok {
+			rec = record{ID: id}
+		}
+		switch keep := fn(&rec); {
+		case keep:
+			recs[id] = rec
+		case ok:
+			delete(recs, id)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// list returns every record, newest first.
+func (r *store) list() (out []record, err error) {
+	err = r.do(func(recs map[string]record) bool {
+		out = sorted(recs)
+		return false
+	})
+	return out, err
 }
 
 func sorted(recs map[string]record) []record {
-	out := make([]record, 0, len(recs))
-	for _, r := range recs {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b record) int {
-		switch {
-		case a.Seq > b.Seq:
-			return -1
-		case a.Seq < b.Seq:
-			return 1
-		}
-		return 0
-	})
+	out := slices.Collect(maps.Values(recs))
+	slices.SortFunc(out, func(a, b record) int { return cmp.Compare(b.Seq, a.Seq) })
 	return out
 }
 
@@ -146,222 +264,6 @@ func trim(recs map[string]record) {
 	}
 }
 
-// fileRegistry keeps the records in a JSON state file. Every operation is
-// read-modify-write under an exclusive lock on a sibling .lock file, and the
-// file is replaced atomically (write a temporary file, then rename), so
-// concurrent proxies never lose each other's tasks and a crash never leaves
-// a torn file.
-type fileRegistry struct {
-	file     statefile.File
-	upstream string // recorded in the file, for people who look
-}
-
-// stateFile is the on-disk format.
-type stateFile struct {
-	Version  int      `json:"version"`
-	Upstream string   `json:"upstream,omitempty"`
-	Tasks    []record `json:"tasks"`
-}
-
-const stateVersion = 1
-
-// stateRegistry is the registry of a session with a state file. It uses the
-// file until an operation on it fails, and from then on, for the rest of the
-// session, memory seeded with the records the file still gives, so that a
-// task the client creates is listed whatever happens to the file. A file of
-// a newer format is never written (and not read: its records may mean what
-// this version cannot know), so a newer proxy's fields survive.
-type stateRegistry struct {
-	path string
-	log  *zap.Logger
-	mu   sync.Mutex    // held over each operation, so a fallback sees every write that succeeded
-	file *fileRegistry // nil once given up
-	mem  *memRegistry  // set once the file is given up
-}
-
-// openStateRegistry opens the state file at path as a session's registry.
-// A file that is not valid JSON is left for the user to fix, loudly; any
-// other problem moves the session to memory with one warning.
-func openStateRegistry(path, upstream string, log *zap.Logger) registry {
-	r := &stateRegistry{path: path, log: log}
-	f, err := openFileRegistry(path, upstream)
-	var invalid *statefile.InvalidError
-	switch {
-	case errors.As(err, &invalid):
-		log.Error("the task state file is not valid JSON; tasks are remembered only while this process runs (move it away, or set "+stateHints()+")",
-			zap.String("path", path), zap.Error(err))
-		return newMemRegistry()
-	case err != nil:
-		r.fallBack(err)
-	default:
-		r.file = f
-	}
-	return r
-}
-
-// fallBack gives up the file for the rest of the session; r.mu is held or
-// r is not shared yet.
-func (r *stateRegistry) fallBack(err error) *memRegistry {
-	if r.mem != nil {
-		return r.mem
-	}
-	r.file, r.mem = nil, newMemRegistry()
-	var newer *statefile.NewerError
-	if errors.As(err, &newer) {
-		r.log.Warn("the task state file was written by a newer mcp-tasks-proxy; it is left untouched, and tasks are remembered only while this process runs (upgrade, or set "+stateHints()+")",
-			zap.String("path", r.path), zap.Error(err))
-		return r.mem
-	}
-	// Best effort, without the lock: whatever can still be read.
-	if st, rerr := readState(stateFileAt(r.path)); rerr == nil {
-		r.mem.recs = byID(st.Tasks)
-		trim(r.mem.recs)
-	}
-	r.log.Warn("the task state file cannot be used; tasks are remembered only while this process runs (fix the path or its permissions, or set "+stateHints()+")",
-		zap.String("path", r.path), zap.Int("tasksKept", len(r.mem.recs)), zap.Error(err))
-	return r.mem
-}
-
-func (r *stateRegistry) get(id string) (record, bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.file != nil {
-		rec, ok, err := r.file.get(id)
-		if err == nil {
-			return rec, ok, nil
-		}
-		r.fallBack(err)
-	}
-	return r.mem.get(id)
-}
-
-func (r *stateRegistry) update(id string, fn func(*record) bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.file != nil {
-		err := r.file.update(id, fn)
-		if err == nil {
-			return nil
-		}
-		r.fallBack(err)
-	}
-	return r.mem.update(id, fn)
-}
-
-func (r *stateRegistry) list() ([]record, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.file != nil {
-		recs, err := r.file.list()
-		if err == nil {
-			return recs, nil
-		}
-		r.fallBack(err)
-	}
-	return r.mem.list()
-}
-
-// openFileRegistry prepares the state file's directory and checks that the
-// file, if present, is readable and of a known version. Nothing is written
-// until a task is.
-func openFileRegistry(path, upstream string) (*fileRegistry, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("creating the state directory: %w", err)
-	}
-	f := stateFileAt(path)
-	if _, err := readState(f); err != nil {
-		return nil, err
-	}
-	return &fileRegistry{file: f, upstream: upstream}, nil
-}
-
-// stateFileAt is the state file at path; its lock is path.lock.
-func stateFileAt(path string) statefile.File {
-	return statefile.File{Path: path, LockPath: path + ".lock", Version: stateVersion}
-}
-
-// StateLockTimeout bounds the wait for the state file's lock, which
-// another proxy holds only for one read-modify-write: one that holds it
-// longer is stuck, and the session goes on in memory (every wait ends).
-var StateLockTimeout = 10 * time.Second
-
-// locked runs fn on the state read under the lock, and writes what fn
-// changed; the stateRegistry's mutex serializes this process's calls.
-func (r *fileRegistry) locked(fn func(st *stateFile) (changed bool)) error {
-	if _, err := os.Stat(r.file.Path); errors.Is(err, fs.ErrNotExist) {
-		// Nothing stored yet: no lock and no file unless fn writes (then
-		// it runs again below, on the state read under the lock).
-		if !fn(&stateFile{Version: stateVersion}) {
-			return nil
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), StateLockTimeout)
-	defer cancel()
-	unlock, err := r.file.Lock(ctx)
-	if err != nil {
-		return fmt.Errorf("locking the state file (%s): %w", r.file.LockPath, err)
-	}
-	defer unlock()
-	st, err := readState(r.file)
-	if err != nil {
-		return err
-	}
-	if !fn(&st) {
-		return nil
-	}
-	st.Version, st.Upstream = stateVersion, r.upstream
-	return r.file.Write(st)
-}
-
-// readState reads the state file f; a missing one is empty.
-func readState(f statefile.File) (stateFile, error) {
-	st := stateFile{Version: stateVersion}
-	_, err := f.Read(&st)
-	return st, err
-}
-
-func (r *fileRegistry) get(id string) (rec record, ok bool, err error) {
-	err = r.locked(func(st *stateFile) bool {
-		for _, x := range st.Tasks {
-			if x.ID == id {
-				rec, ok = x, true
-			}
-		}
-		return false
-	})
-	return rec, ok, err
-}
-
-func (r *fileRegistry) update(id string, fn func(*record) bool) error {
-	return r.locked(func(st *stateFile) bool {
-		recs := byID(st.Tasks)
-		rec, ok := recs[id]
-		if !ok {
-			rec = record{ID: id}
-		}
-		keep := fn(&rec)
-		switch {
-		case keep:
-			recs[id] = rec
-		case ok:
-			delete(recs, id)
-		default:
-			return false
-		}
-		trim(recs)
-		st.Tasks = sorted(recs)
-		return true
-	})
-}
-
-func (r *fileRegistry) list() (out []record, err error) {
-	err = r.locked(func(st *stateFile) bool {
-		out = sorted(byID(st.Tasks))
-		return false
-	})
-	return out, err
-}
-
 // randomHex returns n random bytes in hex: unguessable ids.
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -381,13 +283,13 @@ func randomHex(n int) string {
 // is absent: not found, never changed. Stdio's owner is empty: it sees
 // the tasks recorded without an owner, as every task was before owners.
 type ownedRegistry struct {
-	inner    registry
+	inner    *store
 	owner    string
 	identity string
 }
 
 // ownedBy scopes r to owner.
-func ownedBy(r registry, owner string) *ownedRegistry {
+func ownedBy(r *store, owner string) *ownedRegistry {
 	return &ownedRegistry{inner: r, owner: owner, identity: identityOf(owner)}
 }
 

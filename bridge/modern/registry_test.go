@@ -12,10 +12,10 @@ import (
 // neither sees nor changes another identity's; stdio (no owner) sees only
 // the tasks recorded without one.
 func TestOwnedRegistry(t *testing.T) {
-	for name, inner := range map[string]func() registry{
-		"memory": func() registry { return newMemRegistry() },
-		"file": func() registry {
-			return openStateRegistry(filepath.Join(t.TempDir(), "tasks.json"), "http://up", zap.NewNop())
+	for name, inner := range map[string]func() *store{
+		"memory": func() *store { return openStore("", "", zap.NewNop()) },
+		"file": func() *store {
+			return openStore(filepath.Join(t.TempDir(), "tasks.json"), "http://up", zap.NewNop())
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -24,7 +24,7 @@ func TestOwnedRegistry(t *testing.T) {
 			a2 := ownedBy(shared, "bearer-a/s2")
 			b := ownedBy(shared, "bearer-b/s3")
 			stdio := ownedBy(shared, "")
-			put := func(r registry, id string) {
+			put := func(r *ownedRegistry, id string) {
 				t.Helper()
 				if err := r.update(id, func(rec *record) bool { *rec = record{ID: id, Seq: 1, Task: []byte(`{}`)}; return true }); err != nil {
 					t.Fatal(err)
@@ -33,7 +33,7 @@ func TestOwnedRegistry(t *testing.T) {
 			put(a1, "t1")
 			put(b, "t3")
 			put(stdio, "t0")
-			ids := func(r registry) []string {
+			ids := func(r *ownedRegistry) []string {
 				recs, err := r.list()
 				if err != nil {
 					t.Fatal(err)
@@ -56,7 +56,7 @@ func TestOwnedRegistry(t *testing.T) {
 			if _, ok, _ := a2.get("t1"); !ok {
 				t.Error("a2 cannot read t1 by id, a task of the same identity")
 			}
-			for _, r := range []registry{b, stdio} {
+			for _, r := range []*ownedRegistry{b, stdio} {
 				if _, ok, _ := r.get("t1"); ok {
 					t.Error("another identity reads t1")
 				}
