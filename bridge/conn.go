@@ -62,18 +62,6 @@ func (e *TooLargeError) Error() string {
 
 func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
 
-// asTooLarge is err's *TooLargeError, or nil.
-func asTooLarge(err error) *TooLargeError {
-	if err == nil {
-		return nil
-	}
-	var tl *TooLargeError
-	if errors.As(err, &tl) {
-		return tl
-	}
-	return nil
-}
-
 // Stdio is the NDJSON Conn: one message per line in, one frame per line
 // out. stdin is read as the host handed it over.
 type Stdio struct {

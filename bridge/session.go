@@ -132,30 +132,15 @@ func (s *Session) upstream() link.Upstream { return s.up.Load().Upstream }
 
 // New prepares a session.
 func New(cfg Config) *Session {
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
-	}
-	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = routing.DefaultMaxMessageBytes
-	}
-	if cfg.MaxQueued <= 0 {
-		cfg.MaxQueued = max(minQueued, queuedPerSlot*cfg.MaxInFlight)
-	}
-	if cfg.DiscoverTimeout <= 0 {
-		cfg.DiscoverTimeout = DefaultDiscoverTimeout
-	}
-	if cfg.MaxRounds <= 0 {
-		cfg.MaxRounds = DefaultMaxRounds
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.RequestTimeout < 0 {
-		cfg.RequestTimeout = 0
-	}
-	if cfg.PollTimeout <= 0 {
-		cfg.PollTimeout = DefaultPollTimeout
-	}
+	orDefault(&cfg.MaxInFlight, DefaultMaxInFlight)
+	orDefault(&cfg.MaxMessageBytes, routing.DefaultMaxMessageBytes)
+	orDefault(&cfg.MaxQueued, max(minQueued, queuedPerSlot*cfg.MaxInFlight))
+	orDefault(&cfg.DiscoverTimeout, DefaultDiscoverTimeout)
+	orDefault(&cfg.MaxRounds, DefaultMaxRounds)
+	orDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&cfg.PollTimeout, DefaultPollTimeout)
+	orDefault(&cfg.MaxSubscriptions, DefaultMaxSubscriptions)
+	cfg.RequestTimeout = max(cfg.RequestTimeout, 0)
 	cfg.PollTimeout = min(cfg.PollTimeout, cfg.IdleTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -169,12 +154,6 @@ func New(cfg Config) *Session {
 	case cfg.Redact == nil:
 		cfg.Redact = rewrite.SensitiveKey
 	}
-	if cfg.UpstreamIDs == nil {
-		cfg.UpstreamIDs = new(atomic.Int64)
-	}
-	if cfg.MaxSubscriptions <= 0 {
-		cfg.MaxSubscriptions = DefaultMaxSubscriptions
-	}
 	e := link.NewEnv(cfg)
 	s := &Session{
 		env:      e,
@@ -184,6 +163,13 @@ func New(cfg Config) *Session {
 	}
 	s.up.Store(&upstreamBox{modern.New(e)})
 	return s
+}
+
+// orDefault sets a setting that is not positive to its default.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Run serves the session over stdio: NDJSON lines from in, frames to out.
@@ -295,8 +281,9 @@ func (s *Session) run(c *link.Call) {
 func (s *Session) read(ctx context.Context, conn Conn) error {
 	for {
 		in, err := conn.Read()
-		switch tooLarge := asTooLarge(err); {
-		case tooLarge != nil:
+		var tooLarge *TooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
 			s.env.Warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
 			s.env.Emit(link.OutFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: s.env.ErrorFrame(nil, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
 				"message larger than %d bytes discarded; raise %s", tooLarge.Limit, rewrite.HintMaxMessageSize))}})

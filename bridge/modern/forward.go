@@ -41,7 +41,7 @@ func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 		}
 	}
 	var t tries
-	r := s.modernAttempt(ctx, c, f, &t)
+	r := s.env.Attempt(ctx, c, f.Method, func() link.Result { return s.exchange(ctx, c, f, &t) })
 	recovered := false
 	for round := 0; ; {
 		switch {
@@ -80,7 +80,7 @@ func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 		default:
 			return r.Outcome()
 		}
-		r = s.modernAttempt(ctx, c, f, &t)
+		r = s.env.Attempt(ctx, c, f.Method, func() link.Result { return s.exchange(ctx, c, f, &t) })
 		if recovered && r.Code == protocol.CodeUnsupportedProtocolVersion && r.Input == nil {
 			return link.FrameOnly(s.versionGone(c, f.Method, r.Frame))
 		}
@@ -95,11 +95,6 @@ type tries struct {
 	// and they carried a value in the Base64 form; rawHeaders, once the
 	// request is retried with raw UTF-8 values instead (for good).
 	sentBase64, rawHeaders bool
-}
-
-// modernAttempt is one attempt of a request to a modern server.
-func (s *modern) modernAttempt(ctx context.Context, c *link.Call, f *rewrite.Frame, t *tries) link.Result {
-	return s.env.Attempt(ctx, c, f.Method, func() link.Result { return s.exchange(ctx, c, f, t) })
 }
 
 func notInitialized(c *link.Call, method string) []byte {
@@ -275,7 +270,7 @@ func (s *modern) down(ctx context.Context, c *link.Call, method string, m *rewri
 	if err != nil {
 		s.env.Warn("invalid upstream result", zap.String("method", method), zap.Error(err), zap.ByteString("frame", s.env.LogFrame(m.Raw)))
 		return link.Failed(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-			fmt.Sprintf("invalid upstream link.Result for %s: %v", method, err), link.ErrorData(s.env.URL(), status, "", "")), link.RetryNone)
+			fmt.Sprintf("invalid upstream result for %s: %v", method, err), link.ErrorData(s.env.URL(), status, "", "")), link.RetryNone)
 	}
 	switch d.ResultType {
 	case protocol.ResultComplete:
@@ -295,7 +290,7 @@ func (s *modern) down(ctx context.Context, c *link.Call, method string, m *rewri
 		}
 		t := rewrite.ReadTask(m.Result)
 		s.env.Info("the server made a task of a plain tools/call; following it", zap.ByteString("id", c.ID), zap.String("taskId", t.ID))
-		return s.tasks.follow(ctx, c, t)
+		return link.Result{Frame: s.tasks.follow(ctx, c, t), Rewrites: []string{"task.follow"}}
 	case protocol.ResultInputRequired:
 		if protocol.InputRequired(method) {
 			// A copy: forward asks the client, then retries.
@@ -305,7 +300,7 @@ func (s *modern) down(ctx context.Context, c *link.Call, method string, m *rewri
 	s.env.Warn("invalid upstream resultType", zap.String("method", method), zap.String("resultType", d.ResultType),
 		zap.ByteString("frame", s.env.LogFrame(m.Raw)))
 	return link.Failed(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-		fmt.Sprintf("invalid upstream link.Result for %s: unrecognized or misplaced resultType %q", method, d.ResultType),
+		fmt.Sprintf("invalid upstream result for %s: unrecognized or misplaced resultType %q", method, d.ResultType),
 		link.ErrorData(s.env.URL(), status, "resultType", d.ResultType)), link.RetryNone)
 }
 
@@ -336,7 +331,7 @@ func (s *modern) mrtrAsk(wctx context.Context, c *link.Call, f *rewrite.Frame, i
 	switch {
 	case len(reqs) == 0 && !state.Exists():
 		return nil, rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-			fmt.Sprintf("invalid upstream link.Result for %s: input_required without inputRequests or requestState", f.Method), nil)
+			fmt.Sprintf("invalid upstream result for %s: input_required without inputRequests or requestState", f.Method), nil)
 	case len(reqs) == 0:
 		// requestState only: an out-of-band step is still running. Pace
 		// the retries (250 ms, doubling, at most 4 s).

@@ -131,22 +131,6 @@ type subRefusal struct {
 	data []byte
 }
 
-// wait waits d before a reconnect, or until ctx ends (false).
-func (l *listens) wait(ctx context.Context, d time.Duration) bool {
-	if l.env.Sleep != nil {
-		return l.env.Sleep(ctx, d)
-	}
-	return link.Sleep(ctx, d)
-}
-
-// clock is the time, for how long a stream stayed up.
-func (l *listens) clock() time.Time {
-	if l.env.Now != nil {
-		return l.env.Now()
-	}
-	return time.Now()
-}
-
 // openListChanged opens the list-change stream for the kinds the server
 // declared. It runs once, after notifications/initialized.
 func (s *listens) openListChanged() {
@@ -225,7 +209,7 @@ func (s *listens) listenLoop(ctx context.Context, l *listener) {
 		delay = nextListenDelay(delay, up)
 		s.env.Warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err),
 			zap.Duration("up", up), zap.Duration("after", delay))
-		if !s.wait(ctx, delay) {
+		if !s.env.Sleep(ctx, delay) {
 			return
 		}
 	}
@@ -238,7 +222,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 	var ackedAt time.Time
 	defer func() {
 		if opened {
-			up = s.clock().Sub(ackedAt)
+			up = s.env.Now().Sub(ackedAt)
 		}
 	}()
 	frame := rewrite.RequestFrame([]byte("0"), "subscriptions/listen", append(append([]byte(`{"notifications":`), l.filter...), '}'))
@@ -292,7 +276,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 			return opened, 0, errors.New("the server ended the subscription")
 		case m.Method == "notifications/subscriptions/acknowledged":
 			if !opened {
-				ackedAt = s.clock()
+				ackedAt = s.env.Now()
 			}
 			opened = true
 			if first {

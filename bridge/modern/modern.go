@@ -67,8 +67,7 @@ type modernState struct {
 func New(e *link.Env) link.Upstream {
 	srv := &server{env: e}
 	return &modern{env: e, srv: srv,
-		tools: &toolAnnotations{call: srv.internalCall, warn: e.Warn, debug: e.Debug, logFrame: e.LogFrame,
-			params: map[string][]protocol.ParamHeader{}},
+		tools:  &toolAnnotations{env: e, srv: srv, params: map[string][]protocol.ParamHeader{}},
 		hs:     &handshake{env: e, srv: srv},
 		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(openStore("", "", e.Log), e.Cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}},
 		listen: &listens{env: e, srv: srv, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})},

@@ -145,7 +145,7 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 		return gjson.Result{}, m.Error, nil
 	}
 	if !m.Result.IsObject() {
-		return gjson.Result{}, gjson.Result{}, fmt.Errorf("%s: the server's link.Result is not an object", method)
+		return gjson.Result{}, gjson.Result{}, fmt.Errorf("%s: the server's result is not an object", method)
 	}
 	return m.Result, gjson.Result{}, nil
 }
@@ -475,7 +475,7 @@ func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id st
 	case len(rec.Result) > 0:
 		frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", gjson.ParseBytes(rec.Result), id)
 		if err != nil {
-			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's link.Result is invalid: %v", err), nil)
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
 		}
 		return frame
 	case len(rec.Error) > 0:
@@ -884,11 +884,7 @@ func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
 // task expects. With a
 // progressToken, every poll sends progress with the task's status message.
 // A client cancel sends tasks/cancel upstream and nothing to the client.
-func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) link.Result {
-	return link.Result{Frame: s.followTask(ctx, c, t), Rewrites: []string{"task.follow"}}
-}
-
-func (s *taskBridge) followTask(ctx context.Context, c *link.Call, t rewrite.Task) []byte {
+func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) []byte {
 	failures, polls := 0, 0
 	// A task created already terminal carries no payload: fetch it at once.
 	fetch := t.Terminal() && t.Status != rewrite.StatusCancelled && !t.Result.Exists() && !t.Error.Exists()
@@ -901,7 +897,7 @@ func (s *taskBridge) followTask(ctx context.Context, c *link.Call, t rewrite.Tas
 			}
 			frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", t.Result, "")
 			if err != nil {
-				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's link.Result is invalid: %v", err), nil)
+				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
 			}
 			return frame
 		case t.Status == rewrite.StatusFailed:

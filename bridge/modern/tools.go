@@ -25,13 +25,10 @@ const maxToolPages = 100
 
 // toolAnnotations are the x-mcp-header params of the server's tools, by
 // tool: learned from the client's own tools/list pages, or fetched lazily
-// when a tools/call comes first. Its dependencies are explicit: call makes
-// a request of the proxy's own, and the log functions are the session's.
+// when a tools/call comes first (with srv's requests of the proxy's own).
 type toolAnnotations struct {
-	call     func(ctx context.Context, method string, params []byte) ([]byte, error)
-	warn     func(msg string, fields ...zap.Field)
-	debug    func(msg string, fields ...zap.Field)
-	logFrame func(b []byte) []byte
+	env *link.Env
+	srv *server
 
 	// mu guards the params by tool, whether they reflect a tools/list, and
 	// the lazy fetches made.
@@ -47,7 +44,7 @@ type toolAnnotations struct {
 // for, and reports the tools removed from it.
 func (s *toolAnnotations) remember(d rewrite.Downed) {
 	for _, r := range d.Rejected {
-		s.warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
+		s.env.Warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,19 +110,19 @@ func (s *toolAnnotations) fetch(ctx context.Context) error {
 			p = rewrite.AppendString([]byte(`{"cursor":`), *cursor)
 			p = append(p, '}')
 		}
-		msg, err := s.call(ctx, "tools/list", p)
+		msg, err := s.srv.internalCall(ctx, "tools/list", p)
 		if err != nil {
-			s.warn("listing tools for x-mcp-header annotations failed", zap.Error(err))
+			s.env.Warn("listing tools for x-mcp-header annotations failed", zap.Error(err))
 			return err
 		}
 		m, err := rewrite.Parse(msg)
 		if err != nil || m.Kind != rewrite.KindResponse {
-			s.warn("invalid tools/list answer", zap.ByteString("frame", s.logFrame(msg)))
+			s.env.Warn("invalid tools/list answer", zap.ByteString("frame", s.env.LogFrame(msg)))
 			break
 		}
 		d, err := rewrite.ResponseDown(&m, rewrite.Down{ID: []byte("0"), Method: "tools/list"})
 		if err != nil || d.IsError || d.ResultType != protocol.ResultComplete {
-			s.debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", s.logFrame(msg)))
+			s.env.Debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", s.env.LogFrame(msg)))
 			break
 		}
 		for _, t := range d.Tools {

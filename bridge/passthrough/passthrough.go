@@ -196,14 +196,7 @@ func start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, mk 
 	p.car.started()
 	e.BG.Start(func() { p.poster(e.Ctx) })
 	e.Info("passthrough session started", zap.String("transport", p.car.name()), zap.String("protocolVersion", version), zap.Bool("sessionId", res.sessionID != ""))
-	return link.Outcome{Frame: frame, Rewrites: passthroughRewrites, Next: p, Era: version}, false
-}
-
-// handshake POSTs an initialize without session headers and returns the
-// answer and the session id the server gave.
-func (p *passthrough) handshake(ctx context.Context, c *link.Call, body []byte) ([]byte, string, error) {
-	res := p.car.exchange(ctx, c, body, routing.Stamp{Header: http.Header{}})
-	return res.frame, res.sessionID, res.err
+	return link.Outcome{Frame: frame, Rewrites: link.RwPass, Next: p, Era: version}, false
 }
 
 // passResult is the outcome of one passthrough exchange.
@@ -229,11 +222,8 @@ func refusal(status int) bool {
 // methods safe to repeat); an expired session is re-initialized, and the
 // request is sent again only when it is safe to repeat.
 func (p *passthrough) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
-	return link.Outcome{Frame: p.forward(ctx, c, f), Rewrites: passthroughRewrites}
+	return link.Outcome{Frame: p.forward(ctx, c, f), Rewrites: link.RwPass}
 }
-
-// passthroughRewrites: the frames of passthrough are the server's own.
-var passthroughRewrites = []string{"passthrough"}
 
 func (p *passthrough) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
 	s := p.s
@@ -462,7 +452,7 @@ func (p *passthrough) Open()                                         {}
 func (p *passthrough) Local(*rewrite.Frame) ([]byte, []string, bool) { return nil, nil, false }
 
 func (p *passthrough) Reached() (era, transport string) { return p.sess.Version(), p.car.name() }
-func (p *passthrough) Close()                           { p.end() }
+func (p *passthrough) Close()                           { p.car.end() }
 
 // enqueue queues a client message for the poster. Called by the reader
 // only, so the queue is in the client's order.
@@ -701,9 +691,10 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	}
 	body, id := p.own(p.initFrame)
 	c := &link.Call{ID: id, Method: "initialize", Op: op, Start: time.Now()}
-	frame, sid, err := p.handshake(ctx, c, body)
-	if err != nil {
-		return err
+	res := p.car.exchange(ctx, c, body, routing.Stamp{Header: http.Header{}})
+	frame, sid := res.frame, res.sessionID
+	if res.err != nil {
+		return res.err
 	}
 	if e := gjson.GetBytes(frame, "error"); e.Exists() || frame == nil {
 		return fmt.Errorf("the server refused the new initialize: %s", e.Get("message").String())
@@ -755,9 +746,6 @@ func (p *passthrough) own(msg []byte) ([]byte, []byte) {
 	}
 	return b, id
 }
-
-// end ends the upstream session on exit.
-func (p *passthrough) end() { p.car.end() }
 
 // end ends the session with DELETE on exit; a 405 (the server does not let
 // clients end sessions) is fine.

@@ -254,9 +254,6 @@ func (t *sseCarrier) started() {
 	}
 }
 
-// reconnectWait is how long a client message waits for a new session.
-func (t *sseCarrier) reconnectWait() time.Duration { return t.s.Cfg.DiscoverTimeout }
-
 func (t *sseCarrier) wait(ctx context.Context, c *link.Call) ([]byte, bool) {
 	t.mu.Lock()
 	up := t.up
@@ -266,7 +263,7 @@ func (t *sseCarrier) wait(ctx context.Context, c *link.Call) ([]byte, bool) {
 		return nil, true
 	default:
 	}
-	timer := time.NewTimer(t.reconnectWait())
+	timer := time.NewTimer(t.s.Cfg.DiscoverTimeout)
 	defer timer.Stop()
 	select {
 	case <-up:
@@ -285,7 +282,7 @@ func (t *sseCarrier) wait(ctx context.Context, c *link.Call) ([]byte, bool) {
 		why = errors.New("the upstream HTTP+SSE session is being re-established")
 	}
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-		fmt.Sprintf("%v, and the proxy could not start a new session within %v; it keeps trying: send %s again later", why, t.reconnectWait(), c.Method),
+		fmt.Sprintf("%v, and the proxy could not start a new session within %v; it keeps trying: send %s again later", why, t.s.Cfg.DiscoverTimeout, c.Method),
 		link.ErrorData(t.s.URL(), 0, "cause", "stream dropped")), false
 }
 

@@ -31,8 +31,8 @@ type Env struct {
 	Streams Streams       // the In.Stream of each request in flight, by op
 	BG      Group         // listen streams, the passthrough poster and GET stream
 
-	// Sleep and Now are the listen loops' clock, the real one when nil.
-	// Tests set them before the session runs; they are not changed after.
+	// Sleep and Now are the listen loops' clock: Sleep and time.Now, but
+	// for tests, which set them before the session runs.
 	Sleep func(ctx context.Context, d time.Duration) bool
 	Now   func() time.Time
 
@@ -48,7 +48,7 @@ func NewEnv(cfg Config) *Env {
 		upID = new(atomic.Int64)
 	}
 	return &Env{Cfg: cfg, Log: cfg.Logger, Client: cfg.Client, Ctx: context.Background(), Out: make(chan OutFrame, 256),
-		asks: asks{m: map[string]*PendingAsk{}}, upID: upID}
+		Sleep: Sleep, Now: time.Now, asks: asks{m: map[string]*PendingAsk{}}, upID: upID}
 }
 
 // URL is the upstream URL, secrets redacted.
