@@ -183,13 +183,6 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 // read, for at most Config.DrainTimeout (see drain). Then it cancels
 // in-flight work, waits for it, flushes conn and returns. It returns nil on
 // a normal end (end of input or cancellation).
-//
-// The reader reads conn, answers what is local (ping, logging/setLevel,
-// cancellations, the client's answers to the proxy's own requests) at once,
-// and hands each request to a worker, or to the bounded queue when every
-// in-flight slot is taken (see pending): a cancel, a ping, an answer or the
-// end of input behind saturating requests is read at once. The writer is
-// the only goroutine that writes to conn.
 func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -482,7 +475,7 @@ func (s *Session) finish(c *link.Call, frame []byte, rewrites []string) {
 		}
 		return
 	}
-	s.env.Emit(link.OutFrame{Out: Out{Frame: frame, Op: c.Op, Stream: c.Stream, Final: true}, Rewrites: rewrites})
+	s.reply(frame, c.Op, c.Stream, rewrites)
 }
 
 // awaitInit waits for the initialize requests read before this request to

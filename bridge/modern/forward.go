@@ -209,9 +209,7 @@ func (s *modern) answer(ctx context.Context, c *link.Call, f *rewrite.Frame, upI
 			case errors.Is(err, routing.ErrTooLarge):
 				return link.Failed(s.env.TooLargeAnswer(c, resp.Status), link.RetryNone)
 			}
-			return link.Failed(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", f.Method, err),
-				link.ErrorData(s.env.URL(), resp.Status, "", "")), link.RetryBroken)
+			return link.Failed(link.BrokenRead(s.env.URL(), c, resp.Status, err), link.RetryBroken)
 		}
 		touch()
 		raw := rewrite.TrimFrame(msg)
@@ -242,9 +240,7 @@ func (s *modern) answer(ctx context.Context, c *link.Call, f *rewrite.Frame, upI
 			if resp.IsSSE() {
 				continue
 			}
-			return link.Failed(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-				fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", f.Method, m.ID.Raw, upID),
-				link.ErrorData(s.env.URL(), resp.Status, "", "")), link.RetryNone)
+			return link.Failed(link.WrongID(s.env.URL(), c, resp.Status, m.ID.Raw, upID), link.RetryNone)
 		}
 		r := s.down(ctx, c, f.Method, &m, resp.Status, resp.Room())
 		if m.Error.Exists() {

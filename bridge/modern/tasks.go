@@ -188,38 +188,28 @@ func transient(method string, err error) bool {
 	return method == "tasks/update" && errors.As(err, &na) && na.status >= 500
 }
 
-// retriedTaskCall makes a tasks/get or tasks/update of the proxy's own under
-// the retry rules of forward.go (docs/reliability.md, Retries) for a method
-// that is safe to repeat: each attempt bounded by Config.PollTimeout, and a
-// transient failure (see transient) made again: up to maxDialRetries times when
-// the connection could not be made, maxBrokenRetries times otherwise, after
-// retryBackoff, doubling. The server's JSON-RPC error is its answer: never
-// retried.
-func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
-	dials, breaks := 0, 0
-	backoff := link.RetryBackoff
-	for {
-		res, rpcErr, err := s.boundedTaskCall(ctx, method, id, extra)
-		if err == nil || ctx.Err() != nil {
-			return res, rpcErr, err
-		}
-		var te *routing.TransportError
+// retriedTaskCall makes a tasks/get or tasks/update of the proxy's own
+// (both safe to repeat) under link.Retry's policy (docs/reliability.md,
+// Retries), each attempt bounded by Config.PollTimeout: a transient failure
+// (see transient) is made again, as a dial error when the connection could
+// not be made. The server's JSON-RPC error is its answer: never retried.
+func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (res, rpcErr gjson.Result, err error) {
+	var te *routing.TransportError
+	if !link.Retry(ctx, true, func() link.RetryKind {
+		res, rpcErr, err = s.boundedTaskCall(ctx, method, id, extra)
 		switch {
-		case !transient(method, err):
-			return res, rpcErr, err
-		case errors.As(err, &te) && te.Kind == routing.KindDial && dials < link.MaxDialRetries:
-			dials++
-		case breaks < link.MaxBrokenRetries:
-			breaks++
-		default:
-			return res, rpcErr, err
+		case err == nil || ctx.Err() != nil || !transient(method, err):
+			return link.RetryNone
+		case errors.As(err, &te) && te.Kind == routing.KindDial:
+			return link.RetryDial
 		}
-		s.env.Info("retrying a task request", zap.String("method", method), zap.String("taskId", id), zap.Duration("after", backoff), zap.Error(err))
-		if !link.Sleep(ctx, backoff) {
-			return res, rpcErr, ctx.Err()
-		}
-		backoff *= 2
+		return link.RetryBroken
+	}, func(after time.Duration) {
+		s.env.Info("retrying a task request", zap.String("method", method), zap.String("taskId", id), zap.Duration("after", after), zap.Error(err))
+	}) {
+		return res, rpcErr, ctx.Err()
 	}
+	return res, rpcErr, err
 }
 
 // forClient makes a tasks/get or tasks/cancel on the client's behalf. When

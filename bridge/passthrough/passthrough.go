@@ -391,9 +391,7 @@ func (t *streamable) read(ctx context.Context, c *link.Call, resp *routing.Respo
 			if resp.IsSSE() {
 				return nil, false, false // a broken stream: resumable like an ended one
 			}
-			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", c.Method, err),
-				link.ErrorData(s.URL(), resp.Status, "", "")), true, false
+			return link.BrokenRead(s.URL(), c, resp.Status, err), true, false
 		}
 		touch()
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
@@ -413,9 +411,7 @@ func (t *streamable) read(ctx context.Context, c *link.Call, resp *routing.Respo
 		case m.Kind == rewrite.KindResponse:
 			s.Warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", c.ID))
 			if !resp.IsSSE() {
-				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-					fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", c.Method, m.ID.Raw, c.ID),
-					link.ErrorData(s.URL(), resp.Status, "", "")), true, false
+				return link.WrongID(s.URL(), c, resp.Status, m.ID.Raw, c.ID), true, false
 			}
 		default:
 			s.Send(link.Clone(m.Raw), c.Op, nil) // a server request or notification

@@ -166,31 +166,18 @@ func (g *Group) Close() {
 
 // Streams maps the op of each request in flight to the In.Stream it came
 // from, so that what is sent while it runs reaches the same stream. A front
-// without streams (stdio) never fills it, and then a lookup is one atomic
-// load.
-type Streams struct {
-	used atomic.Bool
-	m    sync.Map // op -> In.Stream
-}
+// without streams (stdio) never fills it.
+type Streams struct{ m sync.Map }
 
 func (t *Streams) Add(op string, stream any) {
-	if stream == nil {
-		return
+	if stream != nil {
+		t.m.Store(op, stream)
 	}
-	t.used.Store(true)
-	t.m.Store(op, stream)
 }
 
-func (t *Streams) Drop(op string) {
-	if t.used.Load() {
-		t.m.Delete(op)
-	}
-}
+func (t *Streams) Drop(op string) { t.m.Delete(op) }
 
 func (t *Streams) Of(op string) any {
-	if op == "" || !t.used.Load() {
-		return nil
-	}
 	v, _ := t.m.Load(op)
 	return v
 }

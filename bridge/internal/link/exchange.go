@@ -46,21 +46,37 @@ const (
 // Attempt makes one upstream exchange for a client request, and repeats it
 // under the retry policy above.
 func (e *Env) Attempt(ctx context.Context, c *Call, method string, exchange func() Result) Result {
+	var r Result
+	if !Retry(ctx, protocol.Repeatable(method), func() RetryKind { r = exchange(); return r.Again }, func(after time.Duration) {
+		e.Info("retrying the upstream request", zap.String("method", method), zap.ByteString("id", c.ID), zap.Duration("after", after))
+	}) {
+		return Result{}
+	}
+	return r
+}
+
+// Retry runs try until it needs no retry under the retry policy above (a
+// broken exchange is made again only when repeatable), telling note of
+// each retry. It reports false when ctx ended during a backoff.
+func Retry(ctx context.Context, repeatable bool, try func() RetryKind, note func(after time.Duration)) bool {
 	dials, breaks := 0, 0
 	backoff := RetryBackoff
 	for {
-		r := exchange()
-		switch {
-		case r.Again == RetryDial && dials < MaxDialRetries:
-			dials++ // nothing was sent: always safe
-		case r.Again == RetryBroken && protocol.Repeatable(method) && breaks < MaxBrokenRetries:
-			breaks++ // bytes may have left, but repeating this method is harmless
+		switch try() {
+		case RetryDial:
+			if dials++; dials > MaxDialRetries {
+				return true
+			}
+		case RetryBroken:
+			if breaks++; !repeatable || breaks > MaxBrokenRetries {
+				return true
+			}
 		default:
-			return r
+			return true
 		}
-		e.Info("retrying the upstream request", zap.String("method", method), zap.ByteString("id", c.ID), zap.Duration("after", backoff))
+		note(backoff)
 		if !Sleep(ctx, backoff) {
-			return Result{}
+			return false
 		}
 		backoff *= 2
 	}
