@@ -8,28 +8,25 @@ import (
 )
 
 // pending admits the client's requests to the in-flight slots. One that
-// finds a slot free goes straight from the reader to a worker (at most one
-// per slot, kept for the next request: a fresh goroutine would grow its
-// stack anew each time); one that finds none waits in a FIFO, and a worker
-// whose request is done takes the oldest waiting one before it gives its
-// slot back, under the same lock, so no request waits while a slot is free.
+// finds a slot free goes straight from the reader to a new worker; one that
+// finds none waits in a FIFO, and a worker whose request is done takes the
+// oldest waiting one before it gives its slot back, under the same lock, so
+// no request waits while a slot is free.
 // The reader never waits for room: what waits is bounded, in count and in
 // bytes, and a request over either bound is refused at once.
 type pending struct {
 	mu      sync.Mutex
 	calls   []*link.Call // waiting, oldest first
 	bytes   int          // the frame bytes of the waiting calls
-	running int          // calls holding a slot
-	nworker int          // workers started; those beyond running are between requests
+	running int          // calls holding a slot: one worker each
 	closed  bool         // the session ended: nothing starts any more
-	idle    chan *link.Call
 	workers sync.WaitGroup
 
 	maxRunning, maxCalls, maxBytes int
 }
 
 func newPending(maxRunning, maxCalls, maxBytes int) *pending {
-	return &pending{idle: make(chan *link.Call), maxRunning: maxRunning, maxCalls: maxCalls, maxBytes: maxBytes}
+	return &pending{maxRunning: maxRunning, maxCalls: maxCalls, maxBytes: maxBytes}
 }
 
 // What admit did with a request.
@@ -37,7 +34,6 @@ type admission int
 
 const (
 	admitQueued  admission = iota // it waits for a slot (or the session ended)
-	admitHandOff                  // it holds a slot: send it to p.idle
 	admitSpawn                    // it holds a slot and a new worker (counted) is to run it
 	admitRefused                  // the queue is full
 )
@@ -54,10 +50,7 @@ func (p *pending) admit(c *link.Call) (a admission, waiting, bytes int) {
 	case p.closed:
 		return admitQueued, 0, 0
 	case p.running < p.maxRunning:
-		if p.running++; p.nworker >= p.running {
-			return admitHandOff, 0, 0 // a worker is between requests
-		}
-		p.nworker++
+		p.running++
 		p.workers.Add(1)
 		return admitSpawn, 0, 0
 	case waiting > 0 && (waiting >= p.maxCalls || p.bytes+n > p.maxBytes):

@@ -8,9 +8,8 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// TestPendingAdmission: a request that finds a slot free starts, on a new
-// worker while fewer workers than running requests exist and otherwise on
-// one between requests; the rest wait in order, within the count and byte
+// TestPendingAdmission: a request that finds a slot free starts on a new
+// worker; the rest wait in order, within the count and byte
 // bounds, and a worker that is done takes the oldest waiting one before it
 // gives its slot back.
 func TestPendingAdmission(t *testing.T) {
@@ -45,11 +44,14 @@ func TestPendingAdmission(t *testing.T) {
 	if p.running != 0 || p.bytes != 0 {
 		t.Fatalf("running %d, %d bytes waiting; want 0, 0", p.running, p.bytes)
 	}
-	// Both workers are between requests now: new requests go to them, and
-	// no third worker starts for two slots.
-	admit(c7, admitHandOff)
-	admit(mk(1), admitHandOff)
-	p.workers.Add(-2) // the two workers counted at spawn
+	// Both slots are free again: new requests start on new workers, and
+	// no third starts for two slots.
+	admit(c7, admitSpawn)
+	admit(mk(1), admitSpawn)
+	if got, n, _ := p.admit(mk(1)); got != admitQueued || n != 0 {
+		t.Fatalf("a third request with both slots taken: admit = %d (%d waiting), want queued", got, n)
+	}
+	p.workers.Add(-4) // the four workers counted at spawn
 	p.close()
 	admit(mk(1), admitQueued) // after close nothing starts
 	if p.next() != nil {

@@ -218,23 +218,16 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	return err
 }
 
-// work runs c, then the requests that queued meanwhile, then each request
-// handed to it, until the session ends.
+// work runs c, then the requests that queued meanwhile, while there are
+// any.
 func (s *Session) work(c *link.Call) {
 	defer s.queue.workers.Done()
-	for {
-		for ; c != nil; c = s.queue.next() {
-			if c.Ctx.Err() != nil { // cancelled while queued
-				s.finish(c, nil, nil)
-				continue
-			}
-			s.run(c)
+	for ; c != nil; c = s.queue.next() {
+		if c.Ctx.Err() != nil { // cancelled while queued
+			s.finish(c, nil, nil)
+			continue
 		}
-		select {
-		case c = <-s.queue.idle:
-		case <-s.env.Ctx.Done():
-			return
-		}
+		s.run(c)
 	}
 }
 
@@ -375,11 +368,6 @@ func (s *Session) enqueue(ctx context.Context, c *link.Call, barrier <-chan stru
 	switch a, n, size := s.queue.admit(c); a {
 	case admitSpawn:
 		go s.work(c)
-	case admitHandOff: // to a worker between requests, about to take it
-		select {
-		case s.queue.idle <- c:
-		case <-ctx.Done():
-		}
 	case admitRefused:
 		s.refuseQueued(c, n, size)
 	}
