@@ -223,7 +223,9 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 func (s *Session) work(c *link.Call) {
 	defer s.queue.workers.Done()
 	for ; c != nil; c = s.queue.next() {
-		if c.Ctx.Err() != nil { // cancelled while queued
+		// Cancelled while queued, or the session ended: the session's
+		// cancel reaches each request's context in turn, not at once.
+		if c.Ctx.Err() != nil || s.env.Ctx.Err() != nil {
 			s.finish(c, nil, nil)
 			continue
 		}
