@@ -96,11 +96,8 @@ const (
 	DefaultMaxSubscriptions = 256
 )
 
-// Session is one legacy client session: the core that reads the client's
-// messages, runs its requests on bounded workers and writes their answers.
-// It knows no era: each request goes to the session's upstream, which the
-// first initialize chooses (see upstream). Create it with New and call Run
-// or Serve once.
+// Session is one legacy client session (see the package doc). Create it
+// with New and call Run or Serve once.
 type Session struct {
 	env *link.Env
 
@@ -124,10 +121,8 @@ type Session struct {
 	draining  atomic.Bool // drain has started (set before drainWait)
 }
 
-// upstreamBox holds an upstream in an atomic.Pointer.
 type upstreamBox struct{ link.Upstream }
 
-// upstream is where requests go now.
 func (s *Session) upstream() link.Upstream { return s.up.Load().Upstream }
 
 // New prepares a session.

@@ -225,13 +225,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 			up = s.env.Now().Sub(ackedAt)
 		}
 	}()
-	frame := rewrite.RequestFrame([]byte("0"), "subscriptions/listen", append(append([]byte(`{"notifications":`), l.filter...), '}'))
-	f, err := rewrite.Parse(frame)
-	if err != nil {
-		return false, 0, err
-	}
-	id := s.env.NextUpstreamID()
-	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.srv.meta.Load()})
+	body, _, err := s.srv.ownRequest("subscriptions/listen", append(append([]byte(`{"notifications":`), l.filter...), '}'))
 	if err != nil {
 		return false, 0, err
 	}

@@ -145,13 +145,7 @@ func (s *toolAnnotations) fetch(ctx context.Context) error {
 // internalCall makes a request of the proxy's own with the session's _meta
 // and returns the raw answer.
 func (s *server) internalCall(ctx context.Context, method string, params []byte) ([]byte, error) {
-	frame := rewrite.RequestFrame([]byte("0"), method, params)
-	f, err := rewrite.Parse(frame)
-	if err != nil {
-		return nil, err
-	}
-	id := s.env.NextUpstreamID()
-	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
+	body, id, err := s.ownRequest(method, params)
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +170,18 @@ func (s *server) internalCall(ctx context.Context, method string, params []byte)
 	}
 	// The connection broke while the answer was read.
 	return nil, fmt.Errorf("%s: %w", method, &routing.TransportError{Kind: routing.KindBroken, URL: s.env.URL(), Err: err})
+}
+
+// ownRequest is the body of a request of the proxy's own, with a fresh
+// upstream id and the session's _meta.
+func (s *server) ownRequest(method string, params []byte) (body, id []byte, err error) {
+	f, err := rewrite.Parse(rewrite.RequestFrame([]byte("0"), method, params))
+	if err != nil {
+		return nil, nil, err
+	}
+	id = s.env.NextUpstreamID()
+	body, err = rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
+	return body, id, err
 }
 
 // noAnswerError is an internal request whose HTTP answer carried no JSON-RPC

@@ -8,14 +8,9 @@ import (
 )
 
 // A carrier is how passthrough messages travel to and from a legacy
-// server; the passthrough logic (the client's handshake, ordering, retries,
-// session expiry and re-initialization) is the same over both:
-//
-//   - streamable: 2025 Streamable HTTP. Each request is POSTed and
-//     answered on its own response; the GET stream carries the rest.
-//   - sseCarrier: the 2024-11-05 HTTP+SSE transport. One GET stream
-//     carries every server message, answers included; messages are POSTed
-//     to the endpoint it named.
+// server: streamable (2025 Streamable HTTP: each request is answered on its
+// own response, the GET stream carries the rest) or sseCarrier (2024-11-05
+// HTTP+SSE: one GET stream carries every server message, answers included).
 type carrier interface {
 	// name names the transport, for logs.
 	name() string

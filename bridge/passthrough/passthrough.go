@@ -1,7 +1,6 @@
 // Package passthrough is the 2025 upstream mode (docs/protocol.md, Two
-// modes): when the upstream speaks
-// 2025, like the client, the proxy is a faithful 2025 Streamable HTTP client
-// and changes no frame. It forwards the client's own initialize, keeps the
+// modes): when the upstream speaks 2025, like the client, the proxy is a
+// faithful 2025 Streamable HTTP client and changes no frame. It forwards the client's own initialize, keeps the
 // Mcp-Session-Id and the negotiated MCP-Protocol-Version on every later
 // request, POSTs every message (requests, notifications and the client's
 // answers to server requests), delivers server messages from POST streams and
@@ -13,11 +12,9 @@
 //	client notification / answer ──▶ poster (in order) ──▶ POST (202)
 //	GET stream ──▶ server requests and notifications ──▶ client
 //
-// How messages travel is the carrier's (carrier.go): Streamable HTTP as
-// above, or, for an old server (2024-11-05), the HTTP+SSE transport, where
-// one GET stream carries every server message, answers included (sse.go).
-// The logic is the same over both. Init and SSEFirst are how the modern
-// bridge's handshake starts it, and choose the transport (--transport).
+// How messages travel is the carrier's: Streamable HTTP as above, or the
+// HTTP+SSE transport of 2024-11-05 servers (sse.go). Init and SSEFirst are
+// how the modern bridge's handshake starts it, choosing the transport.
 //
 // What it must never do: change a frame's bytes (the server's frames are
 // the client's, verbatim; only the proxy's own re-initialization mints
@@ -94,7 +91,7 @@ type clientPost struct {
 // errExpired: the server answered 404 to a request that named a session.
 var errExpired = errors.New("the server ended the MCP session (HTTP 404 for its Mcp-Session-Id)")
 
-// sseFirst tries the HTTP+SSE transport before Streamable HTTP under
+// SSEFirst tries the HTTP+SSE transport before Streamable HTTP under
 // --transport sse-first and sse-only. done is false when Streamable HTTP
 // is to be tried: the default, or sse-first against a server whose GET
 // opened no event stream with an endpoint event.
@@ -135,7 +132,7 @@ func isEndpointError(err error) bool {
 	return errors.As(err, &ee)
 }
 
-// passInit forwards the client's initialize to a legacy server over
+// Init forwards the client's initialize to a legacy server over
 // Streamable HTTP. When the server refuses the POST the way a 2024-11-05
 // HTTP+SSE server does (400, 404 or 405 without a JSON-RPC message), it
 // tries the old transport, as mcp-remote does, unless --transport
@@ -170,11 +167,10 @@ func Init(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) link
 	return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("%s, and %v", msg, err), data))
 }
 
-// passStart forwards the client's initialize over the carrier mk makes
-// and, when it succeeds, puts the session into passthrough mode before the
-// answer goes out (the outcome's next), so that every later client message
-// takes the passthrough path. refused reports a POST refused the way a 2024-11-05
-// server refuses it (the frame is then the proxy's error for it).
+// start forwards the client's initialize over the carrier mk makes and,
+// when it succeeds, returns the passthrough as the outcome's Next. refused
+// reports a POST refused the way a 2024-11-05 server refuses it (the frame
+// is then the proxy's error for it).
 func start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, mk func(*passthrough) carrier) (out link.Outcome, refused bool) {
 	p := &passthrough{s: e, sess: e.Client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
 	p.car = mk(p)
