@@ -100,7 +100,6 @@ func (c *Stdio) Write(o Out) error {
 	return c.out.WriteByte('\n')
 }
 
-// Flush flushes the lines written.
 func (c *Stdio) Flush() error { return c.out.Flush() }
 
 // OneLine makes a frame one line, in place, and returns it: a raw CR or LF

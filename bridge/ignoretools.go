@@ -54,7 +54,6 @@ func (s *Session) ignoredBy(name string) string {
 	return ""
 }
 
-// ignoredCall reports whether f is a tools/call of a hidden tool.
 func (s *Session) ignoredCall(f *rewrite.Frame) bool {
 	if len(s.env.Cfg.IgnoreTools) == 0 {
 		return false

@@ -228,7 +228,6 @@ func (s *Session) work(c *link.Call) {
 	}
 }
 
-// run runs one request on its upstream and delivers its answer.
 func (s *Session) run(c *link.Call) {
 	f := &c.F
 	defer c.Cancel()
@@ -260,7 +259,6 @@ func (s *Session) run(c *link.Call) {
 	}
 }
 
-// read is the input loop: one message at a time.
 func (s *Session) read(ctx context.Context, conn Conn) error {
 	for {
 		in, err := conn.Read()
@@ -394,7 +392,6 @@ func (s *Session) refuseQueued(c *link.Call, n, size int) {
 	s.finish(c, frame, nil)
 }
 
-// inflightCall is the request in flight under the client's raw id, or nil.
 func (s *Session) inflightCall(id string) *link.Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -486,7 +483,6 @@ func (s *Session) awaitInit(ctx context.Context) bool {
 	}
 }
 
-// initFinished notes that an initialize was answered (or refused).
 func (s *Session) initFinished() {
 	s.mu.Lock()
 	if s.initPending.Add(-1) == 0 && s.initWait != nil {
@@ -566,7 +562,6 @@ func (s *Session) write(conn Conn) error {
 	}
 }
 
-// logRequest writes the one info line of a client request.
 func (s *Session) logRequest(op, method string, id []byte, start time.Time, frame []byte, cancelled bool) {
 	ce := s.env.Log.Check(zapcore.InfoLevel, "request")
 	if ce == nil {

@@ -174,7 +174,6 @@ func requiredCapabilities(path string) []byte {
 	return b
 }
 
-// inputParams prepares an input request's params for the client.
 func (s *server) inputParams(in inputRequest, relatedTask string) []byte {
 	var elicitationID string
 	if in.method == "elicitation/create" && in.params.Get("mode").String() == "url" {
@@ -186,7 +185,6 @@ func (s *server) inputParams(in inputRequest, relatedTask string) []byte {
 	return rewrite.InputRequestParams(in.params, relatedTask, elicitationID)
 }
 
-// inputAnswer waits for the client's answer to an input request.
 func (s *server) inputAnswer(ctx context.Context, in inputRequest, p *link.PendingAsk) ([]byte, error) {
 	res, err := p.Wait(ctx)
 	if err != nil {

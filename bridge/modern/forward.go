@@ -134,7 +134,6 @@ func orEmptyObject(raw string) string {
 	return raw
 }
 
-// exchange makes one upstream exchange for a client request.
 func (s *modern) exchange(ctx context.Context, c *link.Call, f *rewrite.Frame, t *tries) link.Result {
 	upID := s.env.NextUpstreamID()
 	mb := s.srv.meta.Load()

@@ -3,6 +3,7 @@ package modern
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -14,10 +15,10 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// initialize answers the legacy handshake locally from a server/discover
-// probe. A failed probe is not cached: the next initialize
-// probes again, and the process keeps serving.
-func (s *handshake) initialize(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
+// initialize answers the legacy handshake: from a server/discover probe
+// when the server is modern, or by starting a passthrough when it speaks
+// 2025. A failed probe is not cached: the next initialize probes again.
+func (s *modern) initialize(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
 	id := []byte(f.ID.Raw)
 	p := f.Params
 	if !p.IsObject() {
@@ -98,13 +99,7 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 // logging/setLevel.
 func (s *server) setLevel(f *rewrite.Frame, id []byte) []byte {
 	lv := f.Params.Get("level")
-	valid := false
-	for _, l := range logLevels {
-		if lv.Type == gjson.String && lv.Str == l {
-			valid = true
-		}
-	}
-	if !valid {
+	if lv.Type != gjson.String || !slices.Contains(logLevels, lv.Str) {
 		return rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
 			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil)
 	}

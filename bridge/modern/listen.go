@@ -302,7 +302,6 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 	}
 }
 
-// subscription answers resources/subscribe and resources/unsubscribe.
 func (s *listens) subscription(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
 	if s.srv.meta.Load() == nil {
 		return notInitialized(c, f.Method)
@@ -508,7 +507,6 @@ func (s *listens) stop(l *listener) {
 	}
 }
 
-// wake makes reconcile look at the set again.
 func (s *listens) wake() {
 	select {
 	case s.changed <- struct{}{}:

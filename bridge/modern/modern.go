@@ -31,12 +31,12 @@ import (
 type modern struct {
 	env    *link.Env
 	srv    *server
-	hs     *handshake
 	tasks  *taskBridge
 	listen *listens
 	tools  *toolAnnotations
 
-	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
+	initMu          sync.Mutex // one initialize at a time
+	rawHeadersNoted sync.Once  // the first raw UTF-8 header retry is logged
 }
 
 // server is what the parts of the modern bridge share: the session's Env,
@@ -68,13 +68,11 @@ func New(e *link.Env) link.Upstream {
 	srv := &server{env: e}
 	return &modern{env: e, srv: srv,
 		tools:  &toolAnnotations{env: e, srv: srv, params: map[string][]protocol.ParamHeader{}},
-		hs:     &handshake{env: e, srv: srv},
 		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(openStore("", "", e.Log), e.Cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}},
 		listen: &listens{env: e, srv: srv, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})},
 	}
 }
 
-// ready reports whether an initialize succeeded.
 func (s *server) ready() bool { return s.state.Load() != nil }
 
 // open opens the task state file, or keeps the registry in memory when
@@ -108,7 +106,7 @@ func (s *modern) Local(f *rewrite.Frame) ([]byte, []string, bool) {
 func (s *modern) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
 	switch protocol.LocalOf(f.Method) {
 	case protocol.LocalInitialize:
-		return s.hs.initialize(ctx, c, f)
+		return s.initialize(ctx, c, f)
 	case protocol.LocalTask:
 		return s.tasks.taskMethod(ctx, c, f)
 	case protocol.LocalSubscription:
@@ -157,12 +155,3 @@ func (s *modern) Reached() (era, transport string) {
 func (s *modern) Barrier() <-chan struct{} { return nil }
 
 func (s *modern) Close() {}
-
-// handshake answers the legacy initialize: from a server/discover probe
-// when the server is modern, or by starting a passthrough when it speaks
-// 2025 (over Streamable HTTP, or the 2024-11-05 HTTP+SSE transport).
-type handshake struct {
-	env    *link.Env
-	srv    *server
-	initMu sync.Mutex // one initialize at a time
-}

@@ -231,7 +231,6 @@ func (r *store) update(id string, fn func(*record) bool) error {
 	})
 }
 
-// list returns every record, newest first.
 func (r *store) list() (out []record, err error) {
 	err = r.do(func(recs map[string]record) bool {
 		out = sorted(recs)
@@ -288,7 +287,6 @@ type ownedRegistry struct {
 	identity string
 }
 
-// ownedBy scopes r to owner.
 func ownedBy(r *store, owner string) *ownedRegistry {
 	return &ownedRegistry{inner: r, owner: owner, identity: identityOf(owner)}
 }
@@ -358,7 +356,6 @@ func (o *ownedRegistry) list() ([]record, error) {
 	return out, nil
 }
 
-// stateHints names the two settings that choose where tasks are kept.
 func stateHints() string {
 	return rewrite.HintStateFile.String() + " or " + rewrite.HintNoState.String()
 }

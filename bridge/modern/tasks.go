@@ -90,7 +90,6 @@ func taskNotFound(c *link.Call) []byte {
 // request gets an error instead of waiting forever.
 const maxPollFailures = 5
 
-// taskListPage is the tasks/list page size.
 const taskListPage = 50
 
 func (s *server) tasksEnabled() bool {
@@ -100,7 +99,6 @@ func (s *server) tasksEnabled() bool {
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-// taskMethod answers tasks/get, tasks/result, tasks/list and tasks/cancel.
 func (s *taskBridge) taskMethod(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
 	if s.srv.meta.Load() == nil {
 		return link.FrameOnly(notInitialized(c, f.Method))
@@ -150,14 +148,12 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 	return m.Result, gjson.Result{}, nil
 }
 
-// poll makes one tasks/get for a task, bounded by Config.PollTimeout. A poll that
-// times out fails like any other; the polling loops count it against
-// maxPollFailures and poll again.
+// poll makes one tasks/get, bounded by Config.PollTimeout; the polling
+// loops count a failure (a timeout too) against maxPollFailures.
 func (s *taskBridge) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
 	return s.boundedTaskCall(ctx, "tasks/get", id, nil)
 }
 
-// boundedTaskCall is taskCall bounded by Config.PollTimeout.
 func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
 	bctx, cancel := context.WithTimeout(ctx, s.env.Cfg.PollTimeout)
 	defer cancel()
@@ -284,7 +280,6 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 	return rec, registered
 }
 
-// registerTask records a task the client created through the proxy.
 func (s *taskBridge) registerTask(rec record) {
 	rec.Seq = time.Now().UnixNano()
 	if err := s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true }); err != nil {
@@ -383,9 +378,9 @@ func (s *taskBridge) recordView(rec record) []byte {
 	return rewrite.TaskResult(recordTask(rec), s.env.Cfg.Tasks, rec.override())
 }
 
-// taskResult answers tasks/result: from the cached outcome, or by polling
-// tasks/get until the task is terminal. tasks/result is
-// never sent upstream. A client cancel stops the wait, not the task.
+// taskResult answers tasks/result (never sent upstream): from the cached
+// outcome, or by polling tasks/get until the task is terminal. A client
+// cancel stops the wait, not the task.
 func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []byte {
 	if rec, found, local := s.localTask(id); found {
 		// Only a known outcome is final: a task may be created already
@@ -544,11 +539,9 @@ func alreadyTerminal(c *link.Call, status string) []byte {
 		fmt.Sprintf("Cannot cancel task: already in terminal status '%s'", status), nil)
 }
 
-// taskList answers tasks/list from the registry, newest first, refreshing
-// the page's running tasks with tasks/get (the 2026 extension has no
-// tasks/list). Only a -32602
-// from the server prunes an entry; any other failure keeps it, with its
-// last known state.
+// taskList answers tasks/list from the registry (the 2026 extension has
+// none), newest first, refreshing the page's running tasks with tasks/get.
+// Only a -32602 prunes an entry; any other failure keeps its last state.
 func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
 	recs, err := s.reg.list()
 	if err != nil {
@@ -629,7 +622,6 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 	wg.Wait()
 }
 
-// dropExpired removes synthetic tasks whose ttl has passed.
 func (s *taskBridge) dropExpired(recs []record) []record {
 	out := recs[:0]
 	for _, r := range recs {
@@ -847,9 +839,9 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 	}
 }
 
-// taskCreated handles a task-augmented tools/call: a task
-// from the server becomes the nested 2025 CreateTaskResult; a synchronous
-// result becomes a synthetic local task holding it.
+// taskCreated handles a task-augmented tools/call: a task from the server
+// becomes the nested 2025 CreateTaskResult; a synchronous result becomes a
+// synthetic local task holding it.
 func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
 	if rt := m.Result.Get("resultType").String(); rt == protocol.ResultTask {
 		t := rewrite.ReadTask(m.Result)
@@ -871,9 +863,9 @@ func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
 
 // follow drives a task the server made of a plain tools/call until it ends,
 // and answers the call with its outcome, as a 2025 client that asked for no
-// task expects. With a
-// progressToken, every poll sends progress with the task's status message.
-// A client cancel sends tasks/cancel upstream and nothing to the client.
+// task expects. With a progressToken, every poll sends progress with the
+// task's status message. A client cancel sends tasks/cancel upstream and
+// nothing to the client.
 func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) []byte {
 	failures, polls := 0, 0
 	// A task created already terminal carries no payload: fetch it at once.

@@ -43,7 +43,6 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// Passthrough limits.
 const (
 	// MaxResumes bounds the resumptions of one stream in a row that bring
 	// no new event.
@@ -432,7 +431,6 @@ func (p *passthrough) Notified(f *rewrite.Frame, op string, cancel func()) {
 	p.enqueue(j)
 }
 
-// answered POSTs the client's answer to a server request.
 func (p *passthrough) Answered(f *rewrite.Frame, op string) bool {
 	p.enqueue(clientPost{body: f.Raw, op: op})
 	return true

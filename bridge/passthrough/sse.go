@@ -158,7 +158,6 @@ func (t *sseCarrier) run(st *routing.LegacyStream, gen int) {
 	}
 }
 
-// deliver hands an answer to the request waiting for it.
 func (t *sseCarrier) deliver(id string, frame []byte) {
 	t.mu.Lock()
 	w := t.waiters[id]

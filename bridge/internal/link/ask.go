@@ -16,7 +16,6 @@ import (
 // requests). Their ids live in the proxy's own space ("mtp-N"), apart from
 // the client's ids.
 
-// asks are the proxy's requests to the client awaiting an answer.
 type asks struct {
 	mu   sync.Mutex
 	m    map[string]*PendingAsk // by the raw id

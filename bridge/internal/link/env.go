@@ -81,7 +81,6 @@ func (e *Env) Emit(of OutFrame) {
 // listens need ids of their own.
 func (e *Env) NextUpstreamID() []byte { return strconv.AppendInt(nil, e.upID.Add(1), 10) }
 
-// NextOp mints an op id.
 func (e *Env) NextOp() string { return "op-" + strconv.FormatInt(e.opID.Add(1), 10) }
 
 func (e *Env) Warn(msg string, fields ...zap.Field)  { e.logAt(zapcore.WarnLevel, msg, fields) }
@@ -144,7 +143,6 @@ type Group struct {
 	closed bool
 }
 
-// Start runs fn in a tracked goroutine, unless the group has closed.
 func (g *Group) Start(fn func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -201,7 +199,6 @@ func hopOf(ctx context.Context) hop {
 	return h
 }
 
-// OpOf is the op a context carries.
 func OpOf(ctx context.Context) string { return hopOf(ctx).op }
 
 // Observed is ctx with rw, for the Observer, as what the proxy changed in

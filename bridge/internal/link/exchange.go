@@ -121,7 +121,6 @@ func (d *Deadline) fire() {
 	d.cancel(errIdle)
 }
 
-// Touch restarts the idle deadline.
 func (d *Deadline) Touch() { d.timer.Reset(d.wait()) }
 
 func (d *Deadline) Stop() {
