@@ -139,21 +139,20 @@ func (r *store) fallBack(err error) {
 }
 
 // do runs fn on the records and keeps what it changed (it reports whether
-// it did).
-func (r *store) do(fn func(recs map[string]record) (changed bool)) error {
+// it did). It cannot fail: a file that fails moves the store to memory.
+func (r *store) do(fn func(recs map[string]record) (changed bool)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.file != nil {
 		err := r.locked(fn)
 		if err == nil {
-			return nil
+			return
 		}
 		r.fallBack(err)
 	}
 	if fn(r.recs) {
 		trim(r.recs)
 	}
-	return nil
 }
 
 // stateFileAt is the state file at path; its lock is path.lock.
@@ -203,18 +202,18 @@ func readState(f statefile.File) (stateFile, error) {
 	return st, err
 }
 
-func (r *store) get(id string) (rec record, ok bool, err error) {
-	err = r.do(func(recs map[string]record) bool {
+func (r *store) get(id string) (rec record, ok bool) {
+	r.do(func(recs map[string]record) bool {
 		rec, ok = recs[id]
 		return false
 	})
-	return rec, ok, err
+	return rec, ok
 }
 
 // update applies fn to the record with id (a zero record with that id when
 // absent); fn returns false to delete it or leave it absent.
-func (r *store) update(id string, fn func(*record) bool) error {
-	return r.do(func(recs map[string]record) bool {
+func (r *store) update(id string, fn func(*record) bool) {
+	r.do(func(recs map[string]record) bool {
 		rec, ok := recs[id]
 		if !ok {
 			rec = record{ID: id}
@@ -231,12 +230,12 @@ func (r *store) update(id string, fn func(*record) bool) error {
 	})
 }
 
-func (r *store) list() (out []record, err error) {
-	err = r.do(func(recs map[string]record) bool {
+func (r *store) list() (out []record) {
+	r.do(func(recs map[string]record) bool {
 		out = sorted(recs)
 		return false
 	})
-	return out, err
+	return out
 }
 
 func sorted(recs map[string]record) []record {
@@ -311,23 +310,23 @@ func (o *ownedRegistry) readable(r *record) bool {
 	return identityOf(r.Owner) == o.identity
 }
 
-func (o *ownedRegistry) get(id string) (record, bool, error) {
-	rec, ok, err := o.inner.get(id)
-	if err != nil || !ok || !o.readable(&rec) {
-		return record{}, false, err
+func (o *ownedRegistry) get(id string) (record, bool) {
+	rec, ok := o.inner.get(id)
+	if !ok || !o.readable(&rec) {
+		return record{}, false
 	}
-	return rec, true, nil
+	return rec, true
 }
 
 // foreign reports whether a task with this id is recorded under another
 // owner, one this owner may not read.
 func (o *ownedRegistry) foreign(id string) bool {
-	rec, ok, err := o.inner.get(id)
-	return err == nil && ok && !o.readable(&rec)
+	rec, ok := o.inner.get(id)
+	return ok && !o.readable(&rec)
 }
 
-func (o *ownedRegistry) update(id string, fn func(*record) bool) error {
-	return o.inner.update(id, func(r *record) bool {
+func (o *ownedRegistry) update(id string, fn func(*record) bool) {
+	o.inner.update(id, func(r *record) bool {
 		stored := r.Seq != 0 || r.Owner != "" || r.Task != nil
 		if stored && !o.readable(r) {
 			return true // another owner's: left as it is
@@ -342,18 +341,8 @@ func (o *ownedRegistry) update(id string, fn func(*record) bool) error {
 	})
 }
 
-func (o *ownedRegistry) list() ([]record, error) {
-	recs, err := o.inner.list()
-	if err != nil {
-		return nil, err
-	}
-	out := recs[:0]
-	for _, r := range recs {
-		if r.Owner == o.owner {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+func (o *ownedRegistry) list() []record {
+	return slices.DeleteFunc(o.inner.list(), func(r record) bool { return r.Owner != o.owner })
 }
 
 func stateHints() string {

@@ -72,7 +72,7 @@ func mintedID(id string) bool {
 // an id of the proxy's own shape it no longer knows, or a task recorded
 // under another owner (both not found).
 func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
-	rec, found = s.record(id)
+	rec, found = s.reg.get(id)
 	if found {
 		return rec, true, rec.Synthetic
 	}
@@ -254,7 +254,7 @@ func (s *taskBridge) unreachable(c *link.Call, method string, err error) []byte 
 func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
 	var rec record
 	var registered, changed bool
-	err := s.reg.update(t.ID, func(r *record) bool {
+	s.reg.update(t.ID, func(r *record) bool {
 		if r.Seq == 0 {
 			return false // not a task this client created through the proxy
 		}
@@ -270,9 +270,6 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 		rec = *r
 		return true
 	})
-	if err != nil {
-		s.env.Log.Error("updating the task state file failed", zap.Error(err))
-	}
 	if notify && registered && changed && !rec.settled() {
 		params := t.View(s.env.Cfg.Tasks, rewrite.ViewOverride{})
 		s.env.Send(rewrite.NotificationFrame("notifications/tasks/status", params), op, nil)
@@ -282,15 +279,11 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 
 func (s *taskBridge) registerTask(rec record) {
 	rec.Seq = time.Now().UnixNano()
-	if err := s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true }); err != nil {
-		s.env.Log.Error("recording the task failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
-	}
+	s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true })
 }
 
 func (s *taskBridge) prune(id string) {
-	if err := s.reg.update(id, func(*record) bool { return false }); err != nil {
-		s.env.Log.Error("updating the task state file failed", zap.Error(err))
-	}
+	s.reg.update(id, func(*record) bool { return false })
 }
 
 func cancelledView(at string) rewrite.ViewOverride {
@@ -348,15 +341,6 @@ func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.
 	}
 	out.Frame = rewrite.ResultFrame(c.ID, rewrite.TaskResult(t, s.env.Cfg.Tasks, ov))
 	return out
-}
-
-// record reads the registry, logging a failure as a miss.
-func (s *taskBridge) record(id string) (record, bool) {
-	rec, ok, err := s.reg.get(id)
-	if err != nil {
-		s.env.Log.Error("reading the task state file failed", zap.Error(err))
-	}
-	return rec, ok
 }
 
 // task is the record's task, read from its stored bytes: the one place
@@ -521,15 +505,13 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *link.Call, id string) []
 	}
 	at := now()
 	task := rec.Task
-	if err := s.reg.update(id, func(r *record) bool {
+	s.reg.update(id, func(r *record) bool {
 		if r.Seq == 0 {
 			r.Seq = time.Now().UnixNano()
 		}
 		r.Task, r.CancelledAt = task, at
 		return true
-	}); err != nil {
-		s.env.Log.Error("recording the cancel in the state file failed", zap.Error(err))
-	}
+	})
 	s.env.Info("task cancelled by the client", zap.String("taskId", id))
 	return rewrite.ResultFrame(c.ID, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.env.Cfg.Tasks, cancelledView(at)))
 }
@@ -543,11 +525,7 @@ func alreadyTerminal(c *link.Call, status string) []byte {
 // none), newest first, refreshing the page's running tasks with tasks/get.
 // Only a -32602 prunes an entry; any other failure keeps its last state.
 func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
-	recs, err := s.reg.list()
-	if err != nil {
-		return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "reading the task state file failed: "+err.Error(), nil)
-	}
-	recs = s.dropExpired(recs)
+	recs := s.dropExpired(s.reg.list())
 	off := 0
 	if cur := f.Params.Get("cursor"); cur.Exists() {
 		n, ok := decodeCursor(cur.String())
@@ -732,7 +710,7 @@ func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byt
 			zap.String("taskId", t.ID), zap.Error(merr))
 		s.env.BG.Start(func() { s.answerUnaskable(link.WithOp(s.env.Ctx, op), op, t.ID, reqs) })
 	}
-	err := s.reg.update(t.ID, func(r *record) bool {
+	s.reg.update(t.ID, func(r *record) bool {
 		switch {
 		case r.Seq == 0:
 			return false // not a task this client created through the proxy
@@ -743,9 +721,6 @@ func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byt
 		}
 		return true
 	})
-	if err != nil {
-		s.env.Log.Error("updating the task state file failed", zap.Error(err))
-	}
 	return errObj, at
 }
 
