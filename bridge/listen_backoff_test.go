@@ -15,7 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/modern"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/modern"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/passthrough"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/passthrough"
 	"github.com/tidwall/gjson"
 )
 

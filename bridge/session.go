@@ -2,8 +2,8 @@
 // upstream server of either era. It is the session core:
 //
 //	Conn (stdio; an HTTP front) ◀──▶ Session: the core ──▶ link.Upstream, chosen at initialize:
-//	                                  reader, queue,       bridge/modern       the 2026-07-28 bridge
-//	                                  workers, writer,     bridge/passthrough  2025 passed through (Streamable
+//	                                  reader, queue,       modern              the 2026-07-28 bridge
+//	                                  workers, writer,     passthrough         2025 passed through (Streamable
 //	                                  in-flight map, drain                     HTTP, or HTTP+SSE for 2024-11-05)
 //
 //	conn ─▶ reader ─┬─ local answers (cancels, bad input, the client's answers,
@@ -17,7 +17,8 @@
 // request: each message goes to the session's upstream, and each request
 // comes back as a typed outcome (its answer, the rewrites applied, what
 // runs after it, and for an initialize the upstream every later message
-// takes). What the core and the modes share is one link.Env.
+// takes). The modes (bridge/internal/modern, bridge/internal/passthrough)
+// are not API; what the core and the modes share is one link.Env.
 //
 // What it must never do: write anything but complete frames to the Conn,
 // or write from any goroutine but the writer; know an era (what is 2026 or
@@ -45,7 +46,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/modern"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/modern"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"

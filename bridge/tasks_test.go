@@ -21,7 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/modern"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/modern"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"

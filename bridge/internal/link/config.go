@@ -1,5 +1,5 @@
 // Package link is what the session core (package bridge) and its two
-// upstream modes (bridge/modern, bridge/passthrough) share: the settings,
+// upstream modes (packages modern and passthrough) share: the settings,
 // the Upstream interface with its Call and Outcome, and the session's
 // services in one Env passed by pointer (logs, the routing client, the way
 // to the client and the proxy's own requests to it, the background group,

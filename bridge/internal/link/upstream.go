@@ -11,8 +11,8 @@ import (
 )
 
 // An Upstream is how a session reaches its server. There are two: the
-// modern bridge (bridge/modern: 2026-07-28, with discover, _meta, MRTR,
-// listen, tasks) and the passthrough of 2025 (bridge/passthrough, over
+// modern bridge (package modern: 2026-07-28, with discover, _meta, MRTR,
+// listen, tasks) and the passthrough of 2025 (package passthrough, over
 // Streamable HTTP or HTTP+SSE). A session starts with the modern bridge;
 // the initialize that finds a 2025 server returns the passthrough it
 // started as its outcome's Next, and from then on every message goes

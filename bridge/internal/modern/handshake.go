@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/passthrough"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/passthrough"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
