@@ -84,16 +84,11 @@ const (
 	DefaultMaxRounds       = 16
 	DefaultIdleTimeout     = 10 * time.Minute
 	DefaultRequestTimeout  = 2 * time.Hour
-	// DefaultPollTimeout bounds one tasks/get poll or tasks/update
-	// (docs/reliability.md, Every wait ends): a healthy server answers
-	// these reads in milliseconds, so one that hangs is given up and the
-	// request made again (both are safe to repeat); 10 s is five default
-	// poll intervals, and room for a slow network.
+	// DefaultPollTimeout: a healthy server answers a poll in milliseconds;
+	// 10 s is five default poll intervals, and room for a slow network.
 	DefaultPollTimeout = 10 * time.Second
-	// DefaultMaxSubscriptions bounds the resource subscriptions of one
-	// session. They share one upstream stream, so each costs its URI in
-	// the proxy's memory and in the stream's filter, sent again whenever
-	// the set changes; 256 is far more than a client watches at once.
+	// DefaultMaxSubscriptions: each costs its URI in memory and in the
+	// shared stream's filter; 256 is far more than a client watches.
 	DefaultMaxSubscriptions = 256
 )
 
