@@ -6,9 +6,10 @@
 // upstream id minting, the Observer's hops), with the error answers and
 // retry policy both modes use.
 //
-// What it must never do: know an era (what is 2026 lives in modern, what
-// is 2025 in passthrough), read or write the client's connection (frames go
-// to the core's writer through Env.Out), or import the packages above it.
+// What it must never do: speak either era's protocol (what is 2026 lives in
+// modern, what is 2025 in passthrough; link only logs the era a verdict
+// names), read or write the client's connection (frames go to the core's
+// writer through Env.Out), or import the packages above it.
 package link
 
 import (

@@ -130,11 +130,6 @@ func (e *Env) Verdict(op, era, reason string) {
 	e.Note(op, "era: "+era+" ("+reason+"); mode: "+mode)
 }
 
-// Prober is the era probe; its exchanges are observed like any other.
-func (e *Env) Prober() capabilities.Prober {
-	return capabilities.Prober{Client: e.Client, NextID: e.NextUpstreamID}
-}
-
 // Group runs a session's background goroutines; it is safe to start one
 // from any goroutine until the session closes it.
 type Group struct {

@@ -102,12 +102,18 @@ func notInitialized(c *link.Call, method string) []byte {
 		fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", method), nil)
 }
 
-// stillModern probes the server again after a -32022 on a request.
-func (s *modern) stillModern(ctx context.Context, c *link.Call) bool {
+// probe runs the server/discover probe, bounded by --discover-timeout; its
+// exchanges are observed like any other.
+func (s *modern) probe(ctx context.Context, meta rewrite.MetaBlock) capabilities.Verdict {
 	pctx, cancel := context.WithTimeout(ctx, s.env.Cfg.DiscoverTimeout)
 	defer cancel()
-	prober := s.env.Prober()
-	if v := prober.Probe(s.env.Observed(pctx, "", link.RwOwn), *s.srv.meta.Load()); v.Era == capabilities.Modern {
+	p := capabilities.Prober{Client: s.env.Client, NextID: s.env.NextUpstreamID}
+	return p.Probe(s.env.Observed(pctx, "", link.RwOwn), meta)
+}
+
+// stillModern probes the server again after a -32022 on a request.
+func (s *modern) stillModern(ctx context.Context, c *link.Call) bool {
+	if v := s.probe(ctx, *s.srv.meta.Load()); v.Era == capabilities.Modern {
 		s.env.Info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.ID))
 		return true
 	}

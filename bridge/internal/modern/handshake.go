@@ -44,10 +44,7 @@ func (s *modern) initialize(ctx context.Context, c *link.Call, f *rewrite.Frame)
 	s.srv.metaMu.Lock()
 	meta := capabilities.Meta(st.caps, st.clientInfo, s.srv.level)
 	s.srv.metaMu.Unlock()
-	pctx, cancel := context.WithTimeout(ctx, s.env.Cfg.DiscoverTimeout)
-	defer cancel()
-	prober := s.env.Prober()
-	v := prober.Probe(s.env.Observed(pctx, "", link.RwOwn), meta)
+	v := s.probe(ctx, meta)
 	if ctx.Err() != nil {
 		return link.Outcome{} // the session is ending
 	}

@@ -308,7 +308,7 @@ func (t *streamable) exchange(ctx context.Context, c *link.Call, body []byte, st
 	last := ""                  // the id of the last event seen, over the resumptions
 	delay := defaultResumeDelay // the last retry: the stream named
 	for resumes := 0; ; resumes++ {
-		frame, done, server := t.read(actx, c, resp, start, dl.Touch)
+		frame, done, server := t.read(actx, c, resp, dl.Touch)
 		resp.Close()
 		if done || ctx.Err() != nil {
 			res.frame = frame
@@ -364,7 +364,7 @@ func (t *streamable) exchange(ctx context.Context, c *link.Call, body []byte, st
 // true, or false when an event stream ended before the answer; server is
 // true when the answer is the server's own JSON-RPC message (false for an
 // error the proxy made of an HTTP failure).
-func (t *streamable) read(ctx context.Context, c *link.Call, resp *routing.Response, start time.Time, touch func()) (frame []byte, done, server bool) {
+func (t *streamable) read(ctx context.Context, c *link.Call, resp *routing.Response, touch func()) (frame []byte, done, server bool) {
 	p := t.p
 	s := p.s
 	for {
