@@ -1,12 +1,13 @@
 package bridge
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"syscall"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
@@ -45,25 +46,6 @@ type In struct {
 	Stream any
 }
 
-// Out is one frame for the client, tagged with what it belongs to.
-type Out struct {
-	// Frame is the complete JSON-RPC message, without framing.
-	Frame []byte
-	// Op is the trace's op id of the client request the frame belongs to
-	// ("" for none).
-	Op string
-	// Stream is the In.Stream of that request: set on its answer and on
-	// everything sent while it runs (progress, logs, the proxy's own
-	// requests to the client). Frames that belong to no request (list
-	// changes, resource updates, the server's own requests outside a
-	// request, answers to unparseable input) carry the Stream of the
-	// message that caused them, or nil.
-	Stream any
-	// Final marks the one answer to the request, or its end without one
-	// (Frame nil).
-	Final bool
-}
-
 // ErrTooLarge is wrapped by Conn.Read's error for a message over the size
 // limit (TooLargeError says which limit).
 var ErrTooLarge = errors.New("message too large")
@@ -80,70 +62,17 @@ func (e *TooLargeError) Error() string {
 
 func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
 
-// asTooLarge is err's *TooLargeError, or nil.
-func asTooLarge(err error) *TooLargeError {
-	if err == nil {
-		return nil
-	}
-	var tl *TooLargeError
-	if errors.As(err, &tl) {
-		return tl
-	}
-	return nil
-}
-
 // Stdio is the NDJSON Conn: one message per line in, one frame per line
-// out.
+// out. stdin is read as the host handed it over.
 type Stdio struct {
 	lines *routing.LineReader
 	max   int
-	out   *flusher
-	own   *os.File // the pipe's description of our own, if opened
+	out   *bufio.Writer
 }
 
 // NewStdio reads lines of at most maxBytes from in and writes frames to out.
-// A pipe is read through a description of its own (see ownPipe), which
-// Close releases.
 func NewStdio(in io.Reader, out io.Writer, maxBytes int) *Stdio {
-	own := ownPipe(in)
-	if own != nil {
-		in = own
-	}
-	return &Stdio{lines: routing.NewLineReader(in, 64<<10, maxBytes, 0), max: maxBytes, out: newFlusher(out), own: own}
-}
-
-// ownPipe opens a pipe anew (Linux), non-blocking, so that its reads park
-// in the runtime's poller: a blocking read(2) holds a thread that hands
-// every line over to another, a wake-up on every call's path. The host's
-// description, which it may share, keeps its mode. nil for anything else.
-func ownPipe(in io.Reader) *os.File {
-	f, ok := in.(*os.File)
-	if !ok {
-		return nil
-	}
-	st, err := f.Stat()
-	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
-		return nil
-	}
-	rc, err := f.SyscallConn() // not f.Fd(), which would change the mode
-	if err != nil {
-		return nil
-	}
-	var fd uintptr
-	_ = rc.Control(func(d uintptr) { fd = d })
-	own, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil
-	}
-	return own
-}
-
-// Close releases what NewStdio opened; a Read still waiting ends.
-func (c *Stdio) Close() error {
-	if c.own == nil {
-		return nil
-	}
-	return c.own.Close()
+	return &Stdio{lines: routing.NewLineReader(in, 64<<10, maxBytes, 0), max: maxBytes, out: bufio.NewWriterSize(out, 64<<10)}
 }
 
 // Read returns the next line, in a slice of its own: the frame outlives
@@ -154,22 +83,36 @@ func (c *Stdio) Read() (In, error) {
 		return In{}, &TooLargeError{Limit: c.max}
 	}
 	if own == nil {
-		line = clone(line)
+		line = link.Clone(line)
 	}
 	return In{Frame: line}, err
 }
 
-// clone is a copy of b that the caller keeps; nil when b is empty.
-func clone(b []byte) []byte { return append([]byte(nil), b...) }
-
-// Write writes one frame as a line; the end of a request without an answer
-// writes nothing.
+// Write writes one frame (made OneLine) as a line; the end of a request
+// without an answer writes nothing.
 func (c *Stdio) Write(o Out) error {
 	if o.Frame == nil {
 		return nil
 	}
-	return c.out.writeLine(o.Frame, false)
+	if _, err := c.out.Write(OneLine(o.Frame)); err != nil {
+		return err
+	}
+	return c.out.WriteByte('\n')
 }
 
-// Flush flushes the lines written.
-func (c *Stdio) Flush() error { return c.out.flush() }
+func (c *Stdio) Flush() error { return c.out.Flush() }
+
+// OneLine makes a frame one line, in place, and returns it: a raw CR or LF
+// in a frame can only be whitespace between JSON tokens (a pretty-printed
+// upstream body, or multi-line SSE data), and becomes a space. A front
+// calls it on the frames Conn.Write hands it, which it owns.
+func OneLine(frame []byte) []byte {
+	if bytes.IndexByte(frame, '\n') >= 0 || bytes.IndexByte(frame, '\r') >= 0 {
+		for i, c := range frame {
+			if c == '\n' || c == '\r' {
+				frame[i] = ' '
+			}
+		}
+	}
+	return frame
+}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
@@ -23,7 +24,7 @@ const drainSendGrace = time.Second
 // cancels it. A request the client cancelled gets nothing, as always. A signal
 // (ctx) ends the drain at once.
 func (s *Session) drain(ctx context.Context) {
-	if s.cfg.DrainTimeout <= 0 {
+	if s.env.Cfg.DrainTimeout <= 0 {
 		return
 	}
 	s.draining.Store(true)
@@ -33,9 +34,9 @@ func (s *Session) drain(ctx context.Context) {
 	wait, n := s.drainWait, len(s.inflight)
 	s.mu.Unlock()
 	if n > 0 {
-		s.info("end of input: answering the requests already read", zap.Int("requests", n), zap.Duration("drainTimeout", s.cfg.DrainTimeout))
+		s.env.Info("end of input: answering the requests already read", zap.Int("requests", n), zap.Duration("drainTimeout", s.env.Cfg.DrainTimeout))
 	}
-	bound := time.NewTimer(s.cfg.DrainTimeout)
+	bound := time.NewTimer(s.env.Cfg.DrainTimeout)
 	defer bound.Stop()
 	select {
 	case <-wait:
@@ -45,28 +46,28 @@ func (s *Session) drain(ctx context.Context) {
 	case <-bound.C:
 	}
 	s.mu.Lock()
-	left := make([]*call, 0, len(s.inflight))
+	left := make([]*link.Call, 0, len(s.inflight))
 	for _, c := range s.inflight {
 		left = append(left, c)
 	}
 	s.mu.Unlock()
-	slices.SortFunc(left, func(a, b *call) int { return a.start.Compare(b.start) })
+	slices.SortFunc(left, func(a, b *link.Call) int { return a.Start.Compare(b.Start) })
 	grace := time.NewTimer(drainSendGrace)
 	defer grace.Stop()
 	for _, c := range left {
-		if c.cancelled.Load() || !c.answered.CompareAndSwap(false, true) {
+		if c.Cancelled.Load() || !c.Answered.CompareAndSwap(false, true) {
 			continue
 		}
-		frame := s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, fmt.Appendf(nil, `{"drainTimeoutMs":%d}`, s.cfg.DrainTimeout.Milliseconds()),
-			"the session ended (the client's input closed, the session was deleted, or the proxy is stopping) and %s was not answered within %s %v; it was cancelled", c.method, rewrite.HintDrainTimeout, s.cfg.DrainTimeout))
-		s.warn("request cancelled at the end of input: not answered within the drain bound", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Duration("drainTimeout", s.cfg.DrainTimeout))
-		s.logRequest(c.op, c.method, c.id, c.start, frame, false)
+		frame := s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInternalError, fmt.Appendf(nil, `{"drainTimeoutMs":%d}`, s.env.Cfg.DrainTimeout.Milliseconds()),
+			"the session ended (the client's input closed, the session was deleted, or the proxy is stopping) and %s was not answered within %s %v; it was cancelled", c.Method, rewrite.HintDrainTimeout, s.env.Cfg.DrainTimeout))
+		s.env.Warn("request cancelled at the end of input: not answered within the drain bound", zap.ByteString("id", c.ID), zap.String("method", c.Method), zap.Duration("drainTimeout", s.env.Cfg.DrainTimeout))
+		s.logRequest(c.Op, c.Method, c.ID, c.Start, frame, false)
 		select {
-		case s.out <- outFrame{Out: Out{Frame: frame, Op: c.op, Stream: c.stream, Final: true}}:
+		case s.env.Out <- link.OutFrame{Out: Out{Frame: frame, Op: c.Op, Stream: c.Stream, Final: true}}:
 		case <-ctx.Done():
 			return
 		case <-grace.C:
-			s.warn("the client is not reading its answers; the remaining drain answers are dropped")
+			s.env.Warn("the client is not reading its answers; the remaining drain answers are dropped")
 			return
 		}
 	}

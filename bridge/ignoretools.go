@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
@@ -45,7 +46,7 @@ func MatchTool(pattern, name string) bool {
 
 // ignoredBy is the first --ignore-tool pattern that hides the tool, or "".
 func (s *Session) ignoredBy(name string) string {
-	for _, p := range s.cfg.IgnoreTools {
+	for _, p := range s.env.Cfg.IgnoreTools {
 		if MatchTool(p, name) {
 			return p
 		}
@@ -53,9 +54,8 @@ func (s *Session) ignoredBy(name string) string {
 	return ""
 }
 
-// ignoredCall reports whether f is a tools/call of a hidden tool.
 func (s *Session) ignoredCall(f *rewrite.Frame) bool {
-	if len(s.cfg.IgnoreTools) == 0 {
+	if len(s.env.Cfg.IgnoreTools) == 0 {
 		return false
 	}
 	name := f.Params.Get("name")
@@ -64,20 +64,20 @@ func (s *Session) ignoredCall(f *rewrite.Frame) bool {
 
 // refuseIgnored answers a tools/call of a hidden tool, as a server answers
 // a tool it does not have; nothing is sent upstream.
-func (s *Session) refuseIgnored(c *call, f *rewrite.Frame) []byte {
+func (s *Session) refuseIgnored(c *link.Call, f *rewrite.Frame) []byte {
 	name := f.Params.Get("name").Str
 	pattern := s.ignoredBy(name)
-	s.info("tools/call refused: the tool is hidden by "+s.hint(rewrite.HintIgnoreTool), zap.String("tool", name), zap.String("pattern", pattern))
+	s.env.Info("tools/call refused: the tool is hidden by "+s.env.Hint(rewrite.HintIgnoreTool), zap.String("tool", name), zap.String("pattern", pattern))
 	data := append(rewrite.AppendString([]byte(`{"tool":`), name), `,"ignoreTool":`...)
 	data = append(rewrite.AppendString(data, pattern), '}')
-	return s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInvalidParams, data,
+	return s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInvalidParams, data,
 		"Unknown tool: %s is hidden by the proxy's %s %s, so it cannot be called; drop it to use the tool", name, rewrite.HintIgnoreTool, pattern))
 }
 
 // hideIgnored leaves the hidden tools out of a tools/list answer. The
 // tools kept, and everything else in the frame, keep their bytes.
 func (s *Session) hideIgnored(frame []byte) []byte {
-	if len(s.cfg.IgnoreTools) == 0 || frame == nil {
+	if len(s.env.Cfg.IgnoreTools) == 0 || frame == nil {
 		return frame
 	}
 	tools := gjson.GetBytes(frame, "result.tools")
@@ -104,9 +104,9 @@ func (s *Session) hideIgnored(frame []byte) []byte {
 	kept = append(kept, ']')
 	out, err := sjson.SetRawBytes(frame, "result.tools", kept)
 	if err != nil {
-		s.warn("cannot hide the tools of "+s.hint(rewrite.HintIgnoreTool)+" from tools/list", zap.Error(err))
+		s.env.Warn("cannot hide the tools of "+s.env.Hint(rewrite.HintIgnoreTool)+" from tools/list", zap.Error(err))
 		return frame
 	}
-	s.debug("tools hidden from tools/list by "+s.hint(rewrite.HintIgnoreTool), zap.Int("hidden", hidden))
+	s.env.Debug("tools hidden from tools/list by "+s.env.Hint(rewrite.HintIgnoreTool), zap.Int("hidden", hidden))
 	return out
 }

@@ -14,54 +14,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/modern"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
-
-// The delays a flapping server gets (streams acknowledged and closed at
-// once, or never acknowledged) grow strictly to the cap and stay there.
-func TestNextListenDelayFlapping(t *testing.T) {
-	want := []time.Duration{
-		250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
-		8 * time.Second, 16 * time.Second, listenBackoffMax, listenBackoffMax, listenBackoffMax,
-	}
-	for _, up := range []time.Duration{0, time.Millisecond, listenStableAfter - 1} {
-		var got []time.Duration
-		var d time.Duration
-		for range want {
-			d = nextListenDelay(d, up)
-			got = append(got, d)
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("streams up %v each: delays %v, want %v", up, got, want)
-		}
-		for i := 1; i < len(got) && got[i-1] < listenBackoffMax; i++ {
-			if got[i] <= got[i-1] {
-				t.Errorf("streams up %v each: delay %d (%v) does not grow from %v", up, i, got[i], got[i-1])
-			}
-		}
-	}
-}
-
-// A stream that stayed up for listenStableAfter starts the delays again
-// from the minimum, whatever they had grown to; a shorter one does not.
-func TestNextListenDelayResetsAfterStableStream(t *testing.T) {
-	for _, tt := range []struct {
-		prev, up, want time.Duration
-	}{
-		{0, 0, listenBackoffMin},
-		{0, time.Hour, listenBackoffMin},
-		{listenBackoffMax, listenStableAfter, listenBackoffMin},
-		{listenBackoffMax, time.Hour, listenBackoffMin},
-		{4 * time.Second, listenStableAfter + time.Millisecond, listenBackoffMin},
-		{4 * time.Second, listenStableAfter - time.Millisecond, 8 * time.Second},
-		{listenBackoffMax, listenStableAfter - time.Millisecond, listenBackoffMax},
-		{listenBackoffMin, 0, 2 * listenBackoffMin},
-	} {
-		if got := nextListenDelay(tt.prev, tt.up); got != tt.want {
-			t.Errorf("nextListenDelay(%v, %v) = %v, want %v", tt.prev, tt.up, got, tt.want)
-		}
-	}
-}
 
 // listenClock is a fake clock for the listen loop. Every reading advances
 // it by step, so a stream appears to stay up step long; sleep records each
@@ -103,7 +59,7 @@ func (c *listenClock) sleep(ctx context.Context, d time.Duration) bool {
 // TestListenBackoffFlappingServer runs a session against a server that
 // acknowledges every subscriptions/listen stream and closes it at once. On
 // the fake clock the reconnect delays grow to the cap, start again after one
-// stream that stayed up for listenStableAfter, and grow again; each
+// stream that stayed up for modern.ListenStableAfter, and grow again; each
 // reconnect is one stream at the server and one list_changed at the client.
 func TestListenBackoffFlappingServer(t *testing.T) {
 	var listens atomic.Int32
@@ -137,7 +93,7 @@ func TestListenBackoffFlappingServer(t *testing.T) {
 		full:  make(chan struct{}),
 		plan: func(n int) time.Duration {
 			if n == stable {
-				return listenStableAfter + time.Second
+				return modern.ListenStableAfter + time.Second
 			}
 			return 0
 		},
@@ -147,8 +103,7 @@ func TestListenBackoffFlappingServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(Config{Client: client, Hints: flagHints})
-	l := s.upstream().(*modern).listen
-	l.sleep, l.now = clock.sleep, clock.now
+	s.env.Sleep, s.env.Now = clock.sleep, clock.now
 	h := run(t, s, client)
 	h.send(initReq)
 	if r := h.next(); !gjson.Get(r, "result.capabilities.tools.listChanged").Bool() {
@@ -175,8 +130,8 @@ func TestListenBackoffFlappingServer(t *testing.T) {
 	clock.mu.Unlock()
 	want := []time.Duration{
 		250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
-		8 * time.Second, 16 * time.Second, listenBackoffMax, listenBackoffMax, // flapping: to the cap
-		listenBackoffMin, 2 * listenBackoffMin, // after a stream that stayed up
+		8 * time.Second, 16 * time.Second, link.BackoffMax, link.BackoffMax, // flapping: to the cap
+		link.BackoffMin, 2 * link.BackoffMin, // after a stream that stayed up
 	}
 	if !slices.Equal(delays, want) {
 		t.Errorf("reconnect delays %v, want %v", delays, want)

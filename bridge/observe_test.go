@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,40 +10,12 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 // The frame trace is an Observer.
 var _ Observer = (*trace.Writer)(nil)
-
-// TestObservedCarriesItsOp: a context made for the Observer names the op
-// of its exchanges, for opOf too, so an exchange made under it inherits
-// that op; one without an op takes the op of the context it was made
-// under, and every other key is the parent's. Without an Observer the
-// context is the caller's own.
-func TestObservedCarriesItsOp(t *testing.T) {
-	s := &env{cfg: Config{Observer: &hops{}}}
-	type other struct{}
-	outer := context.WithValue(withOp(context.Background(), "op-outer"), other{}, "kept")
-	named := s.observed(outer, "op-named", nil)
-	if got := opOf(named); got != "op-named" {
-		t.Errorf("opOf under a named exchange: %q", got)
-	}
-	nested := s.observed(named, "", rwOwn)
-	if got := hopOf(nested); got.op != "op-named" || !slices.Equal(got.rewrites, rwOwn) {
-		t.Errorf("an exchange under a named one: %+v, want op-named and %v", got, rwOwn)
-	}
-	if got := opOf(s.observed(outer, "", nil)); got != "op-outer" {
-		t.Errorf("an exchange without an op has %q, want the context's op-outer", got)
-	}
-	if got := nested.Value(other{}); got != "kept" {
-		t.Errorf("another key through two exchanges: %v", got)
-	}
-	off := &env{}
-	if ctx := off.observed(outer, "op-named", rwOwn); ctx != outer {
-		t.Error("without an Observer, observed made a new context")
-	}
-}
 
 // hops is an Observer that keeps a line per hop.
 type hops struct {
@@ -97,7 +68,7 @@ func TestObserverSeesEveryHop(t *testing.T) {
 		t.Fatalf("no client hop for the request:\n%v", o.lines)
 	}
 	for _, want := range []string{
-		"s-1 " + op + " to-server prompts/list " + fmt.Sprint(rwForward),
+		"s-1 " + op + " to-server prompts/list " + fmt.Sprint(link.RwForward),
 		"s-1 " + op + " from-server 200",
 		"s-1 " + op + " to-client [id.restore resultType.strip]",
 	} {

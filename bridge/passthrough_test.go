@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/passthrough"
 	"github.com/tidwall/gjson"
 )
 
@@ -391,7 +392,7 @@ func TestProtocolFlag(t *testing.T) {
 	})
 }
 
-// Resuming stops after maxResumes resumptions in a row that bring no new
+// Resuming stops after passthrough.MaxResumes resumptions in a row that bring no new
 // event; the request gets one error and is never POSTed twice.
 func TestPassthroughResumptionGivesUp(t *testing.T) {
 	f := newLegacyFake(t)
@@ -420,8 +421,8 @@ func TestPassthroughResumptionGivesUp(t *testing.T) {
 			resumes++
 		}
 	}
-	if resumes != maxResumes || len(f.seen("tools/call")) != 1 {
-		t.Errorf("%d resumptions (want %d) and %d tools/call POSTs (want 1)", resumes, maxResumes, len(f.seen("tools/call")))
+	if resumes != passthrough.MaxResumes || len(f.seen("tools/call")) != 1 {
+		t.Errorf("%d resumptions (want %d) and %d tools/call POSTs (want 1)", resumes, passthrough.MaxResumes, len(f.seen("tools/call")))
 	}
 }
 

@@ -3,31 +3,30 @@ package bridge
 import (
 	"slices"
 	"sync"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 )
 
 // pending admits the client's requests to the in-flight slots. One that
-// finds a slot free goes straight from the reader to a worker (at most one
-// per slot, kept for the next request: a fresh goroutine would grow its
-// stack anew each time); one that finds none waits in a FIFO, and a worker
-// whose request is done takes the oldest waiting one before it gives its
-// slot back, under the same lock, so no request waits while a slot is free.
+// finds a slot free goes straight from the reader to a new worker; one that
+// finds none waits in a FIFO, and a worker whose request is done takes the
+// oldest waiting one before it gives its slot back, under the same lock, so
+// no request waits while a slot is free.
 // The reader never waits for room: what waits is bounded, in count and in
 // bytes, and a request over either bound is refused at once.
 type pending struct {
 	mu      sync.Mutex
-	calls   []*call // waiting, oldest first
-	bytes   int     // the frame bytes of the waiting calls
-	running int     // calls holding a slot
-	nworker int     // workers started; those beyond running are between requests
-	closed  bool    // the session ended: nothing starts any more
-	idle    chan *call
+	calls   []*link.Call // waiting, oldest first
+	bytes   int          // the frame bytes of the waiting calls
+	running int          // calls holding a slot: one worker each
+	closed  bool         // the session ended: nothing starts any more
 	workers sync.WaitGroup
 
 	maxRunning, maxCalls, maxBytes int
 }
 
 func newPending(maxRunning, maxCalls, maxBytes int) *pending {
-	return &pending{idle: make(chan *call), maxRunning: maxRunning, maxCalls: maxCalls, maxBytes: maxBytes}
+	return &pending{maxRunning: maxRunning, maxCalls: maxCalls, maxBytes: maxBytes}
 }
 
 // What admit did with a request.
@@ -35,7 +34,6 @@ type admission int
 
 const (
 	admitQueued  admission = iota // it waits for a slot (or the session ended)
-	admitHandOff                  // it holds a slot: send it to p.idle
 	admitSpawn                    // it holds a slot and a new worker (counted) is to run it
 	admitRefused                  // the queue is full
 )
@@ -43,8 +41,8 @@ const (
 // admit takes c, and for a refusal says how many calls of how many bytes
 // were waiting. The first waiting request is always taken, whatever its
 // size (it passed the per-message limit already).
-func (p *pending) admit(c *call) (a admission, waiting, bytes int) {
-	n := len(c.f.Raw)
+func (p *pending) admit(c *link.Call) (a admission, waiting, bytes int) {
+	n := len(c.F.Raw)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	waiting = len(p.calls)
@@ -52,10 +50,7 @@ func (p *pending) admit(c *call) (a admission, waiting, bytes int) {
 	case p.closed:
 		return admitQueued, 0, 0
 	case p.running < p.maxRunning:
-		if p.running++; p.nworker >= p.running {
-			return admitHandOff, 0, 0 // a worker is between requests
-		}
-		p.nworker++
+		p.running++
 		p.workers.Add(1)
 		return admitSpawn, 0, 0
 	case waiting > 0 && (waiting >= p.maxCalls || p.bytes+n > p.maxBytes):
@@ -69,7 +64,7 @@ func (p *pending) admit(c *call) (a admission, waiting, bytes int) {
 // next is called by a worker whose request is done: it hands over the
 // oldest waiting call, which keeps the slot, or gives the slot back and
 // returns nil.
-func (p *pending) next() *call {
+func (p *pending) next() *link.Call {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || len(p.calls) == 0 {
@@ -79,21 +74,21 @@ func (p *pending) next() *call {
 	c := p.calls[0]
 	p.calls[0] = nil
 	p.calls = p.calls[1:]
-	p.bytes -= len(c.f.Raw)
+	p.bytes -= len(c.F.Raw)
 	return c
 }
 
 // remove takes c out of the queue, if it is still waiting, and reports
 // whether it did: a request the client cancelled while it waited no longer
 // counts against the queue's bounds. The caller answers for it.
-func (p *pending) remove(c *call) bool {
+func (p *pending) remove(c *link.Call) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	i := slices.Index(p.calls, c)
 	if i < 0 {
 		return false
 	}
-	p.bytes -= len(c.f.Raw)
+	p.bytes -= len(c.F.Raw)
 	p.calls = slices.Delete(p.calls, i, i+1)
 	return true
 }

@@ -4,19 +4,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// TestPendingAdmission: a request that finds a slot free starts, on a new
-// worker while fewer workers than running requests exist and otherwise on
-// one between requests; the rest wait in order, within the count and byte
+// TestPendingAdmission: a request that finds a slot free starts on a new
+// worker; the rest wait in order, within the count and byte
 // bounds, and a worker that is done takes the oldest waiting one before it
 // gives its slot back.
 func TestPendingAdmission(t *testing.T) {
 	p := newPending(2, 2, 100)
-	mk := func(size int) *call { return &call{f: rewrite.Frame{Raw: []byte(strings.Repeat("x", size))}} }
+	mk := func(size int) *link.Call { return &link.Call{F: rewrite.Frame{Raw: []byte(strings.Repeat("x", size))}} }
 	c1, c2, c3, c4, c5, c6, c7 := mk(10), mk(10), mk(90), mk(20), mk(5), mk(10), mk(10)
-	admit := func(c *call, want admission) {
+	admit := func(c *link.Call, want admission) {
 		t.Helper()
 		if got, _, _ := p.admit(c); got != want {
 			t.Fatalf("admit = %d, want %d", got, want)
@@ -36,7 +36,7 @@ func TestPendingAdmission(t *testing.T) {
 		t.Fatal("a waiting call is removed once")
 	}
 	admit(c6, admitQueued)
-	for _, want := range []*call{c5, c6, nil, nil} {
+	for _, want := range []*link.Call{c5, c6, nil, nil} {
 		if got := p.next(); got != want {
 			t.Fatalf("next = %p, want %p", got, want)
 		}
@@ -44,11 +44,14 @@ func TestPendingAdmission(t *testing.T) {
 	if p.running != 0 || p.bytes != 0 {
 		t.Fatalf("running %d, %d bytes waiting; want 0, 0", p.running, p.bytes)
 	}
-	// Both workers are between requests now: new requests go to them, and
-	// no third worker starts for two slots.
-	admit(c7, admitHandOff)
-	admit(mk(1), admitHandOff)
-	p.workers.Add(-2) // the two workers counted at spawn
+	// Both slots are free again: new requests start on new workers, and
+	// no third starts for two slots.
+	admit(c7, admitSpawn)
+	admit(mk(1), admitSpawn)
+	if got, n, _ := p.admit(mk(1)); got != admitQueued || n != 0 {
+		t.Fatalf("a third request with both slots taken: admit = %d (%d waiting), want queued", got, n)
+	}
+	p.workers.Add(-4) // the four workers counted at spawn
 	p.close()
 	admit(mk(1), admitQueued) // after close nothing starts
 	if p.next() != nil {

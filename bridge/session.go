@@ -1,45 +1,42 @@
 // Package bridge runs one legacy (2025-11-25) MCP client session against an
-// upstream server of either era.
+// upstream server of either era. It is the session core:
 //
-// It has three parts, with an interface between each:
-//
-//	Conn (stdio; an HTTP front) ◀──▶ Session: the core ──▶ upstream, chosen at initialize:
-//	                                  reader, lanes,       modern  the 2026-07-28 bridge: discover,
-//	                                  workers, writer,             _meta, MRTR, listen, tasks
-//	                                  in-flight map        legacy  passthrough of 2025 (Streamable
-//	                                                               HTTP, or HTTP+SSE for 2024-11-05)
+//	Conn (stdio; an HTTP front) ◀──▶ Session: the core ──▶ link.Upstream, chosen at initialize:
+//	                                  reader, queue,       modern              the 2026-07-28 bridge
+//	                                  workers, writer,     passthrough         2025 passed through (Streamable
+//	                                  in-flight map, drain                     HTTP, or HTTP+SSE for 2024-11-05)
 //
 //	conn ─▶ reader ─┬─ local answers (cancels, bad input, the client's answers,
 //	                │  and what the upstream answers at once: ping, setLevel)
-//	                └─ pending ─▶ workers ─▶ upstream.request ─▶ outcome
+//	                └─ pending ─▶ workers ─▶ Upstream.Request ─▶ Outcome
 //	conn ◀─ writer (the only goroutine that writes to the Conn) ◀─ answers
 //
-// The core (Session) owns the reader, the bounded queue and workers, the
-// map from the client's request ids to their work, cancellation, the drain
-// at the end of input, and the one writer. It knows no era and makes no
-// HTTP request: each message goes to the session's upstream, and each
-// request comes back as a typed outcome (its answer, the rewrites applied,
-// what runs after it, and for an initialize the upstream every later
-// message takes). What every part shares (settings, logs, the Observer, the
-// upstream client, the way to the client and the proxy's own requests to
-// it) is one env.
+// The core owns the reader, the bounded queue and workers, the map from
+// the client's request ids to their work, cancellation, the drain at the
+// end of input, and the one writer. It knows no era and makes no HTTP
+// request: each message goes to the session's upstream, and each request
+// comes back as a typed outcome (its answer, the rewrites applied, what
+// runs after it, and for an initialize the upstream every later message
+// takes). The modes (bridge/internal/modern, bridge/internal/passthrough)
+// are not API; what the core and the modes share is one link.Env.
 //
 // What it must never do: write anything but complete frames to the Conn,
-// or write from any goroutine but the writer; change frame bytes except
-// through package rewrite; make an HTTP request except through package
-// routing; wait on the queue while reading (the client's answers, cancels,
-// pings and the end of input are always read); answer a request id twice
-// (every request gets exactly one answer unless the client cancelled it);
-// replay a tools/call whose bytes have left; send a client id upstream
-// (upstream ids are minted here).
+// or write from any goroutine but the writer; know an era (what is 2026 or
+// 2025 is the modes'); wait on the queue while reading (the client's
+// answers, cancels, pings and the end of input are always read); answer a
+// request id twice (every request gets exactly one answer unless the
+// client cancelled it).
 package bridge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,113 +45,36 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/modern"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// Config configures a Session. Zero values take the documented defaults.
-type Config struct {
-	// Client is the upstream HTTP client (required).
-	Client *routing.Client
-	// Logger receives diagnostics; never stdout. Default: no logs.
-	Logger *zap.Logger
-	// MaxInFlight bounds concurrently forwarded requests. Default 64.
-	MaxInFlight int
-	// MaxQueued bounds the requests read but waiting for an in-flight
-	// slot; one more is refused at once. Default 16 per slot, at least
-	// 1024. Their bytes are bounded by MaxMessageBytes.
-	MaxQueued int
-	// MaxMessageBytes bounds one stdin line. Default 128 MiB.
-	MaxMessageBytes int
-	// DiscoverTimeout bounds the server/discover probe. Default 30s.
-	DiscoverTimeout time.Duration
-	// Tasks holds the task mapping choices (--task-iserror,
-	// --legacy-ttl-unit).
-	Tasks rewrite.TaskOptions
-	// StatePath is the task registry's state file; "" keeps the registry
-	// in memory (--no-state).
-	StatePath string
-	// MaxRounds bounds MRTR rounds per request. Default 16.
-	MaxRounds int
-	// MaxSubscriptions bounds the resource subscriptions (distinct URIs)
-	// a session holds; one more resources/subscribe is refused with an
-	// error naming the bound. Default DefaultMaxSubscriptions.
-	MaxSubscriptions int
-	// Observer is told of every frame and exchange of the session at its
-	// hops (see Observer): the frame trace (--trace, a *trace.Writer) is
-	// one. nil for none.
-	Observer Observer
-	// Redact names the JSON keys whose values logs never show. Default
-	// rewrite.SensitiveKey; NoRedact turns it off (--no-redact).
-	Redact   func(key string) bool
-	NoRedact bool
-	// IdleTimeout ends an upstream exchange that sends nothing for this
-	// long; every message (progress, logs) restarts it. Default 10m.
-	IdleTimeout time.Duration
-	// RequestTimeout is the hard maximum of one request, 0 for none,
-	// counted from when it was read: its upstream exchanges and the waits
-	// for the client's answers to what the server asked (MRTR, and a
-	// task's input requests) included. Default 2h. Following a task is
-	// governed by the task instead (each poll has its own bound).
-	RequestTimeout time.Duration
-	// PollTimeout bounds each tasks/get and tasks/update the proxy makes of
-	// its own (following a task, waiting in tasks/result, the client's
-	// tasks/get): a poll that gets no answer in time is given up and made
-	// again under the retry rules (both are safe to repeat). Default 10s
-	// (--poll-timeout); never longer than IdleTimeout.
-	PollTimeout time.Duration
-	// Protocol forces the upstream era (--protocol): ProtocolAuto (the
-	// default) probes the server, ProtocolModern bridges to 2026-07-28 and
-	// refuses a legacy server, ProtocolLegacy passes 2025 through without
-	// probing.
-	Protocol string
-	// DrainTimeout is how long, once stdin ends, the requests already read
-	// (in flight or waiting for a slot) may take to be answered before the
-	// session ends (--drain-timeout). A request still unanswered then gets
-	// an error naming the bound. 0 drains nothing: end of input cancels
-	// the work in flight at once. A signal (ctx) never drains.
-	DrainTimeout time.Duration
-	// IgnoreTools are glob patterns of tool names hidden from the client
-	// (--ignore-tool): tools/list answers leave them out and a tools/call
-	// of one is refused. See MatchTool.
-	IgnoreTools []string
-	// OnInitialized, when set, is called after each successful initialize
-	// with the era found: "2026-07-28" (bridged) or the 2025 version the
-	// server answered with (passed through). It runs on a worker: keep it
-	// short.
-	OnInitialized func(era string)
-	// SessionID names the session to the Observer, when a process serves
-	// several (give Logger the same name as a field).
-	SessionID string
-	// UpstreamIDs, when set, mints the upstream request ids, shared by the
-	// sessions of one process so that no two of them send the same id
-	// (their exchanges are told apart in the trace and in the upstream's
-	// logs). Nil: the session counts its own from 1.
-	UpstreamIDs *atomic.Int64
-	// StateOwner scopes the task registry, as "IDENTITY/SESSION":
-	// tasks/list shows the tasks recorded under the whole owner, and a task
-	// is read, followed or cancelled by id under the same IDENTITY (so a
-	// client re-reads its tasks by id from a new session); a task recorded
-	// under another identity is not found. Stdio sessions leave it empty
-	// and see the tasks recorded without an owner; serve mode sets the
-	// client's bearer identity (a hash) and the session id. See
-	// ownedRegistry.
-	StateOwner string
-	// Hints names the settings that error messages point at (see
-	// rewrite.Hint): the command layer names its flags. Nil names them
-	// neutrally ("the request-timeout setting").
-	Hints rewrite.HintText
-	// Transport is the --transport choice (TransportHTTPFirst, the default;
-	// see ssecarrier.go): when to try the 2024-11-05 HTTP+SSE transport.
-	Transport string
-}
+// Config configures a Session (see link.Config for its fields).
+type Config = link.Config
+
+// An Observer sees a session's traffic at its hops (see link.Observer).
+type Observer = link.Observer
+
+// Out is one frame for the client, tagged with what it belongs to (see
+// link.Out).
+type Out = link.Out
 
 // The --protocol choices.
 const (
-	ProtocolAuto   = "auto"
-	ProtocolModern = "modern"
-	ProtocolLegacy = "legacy"
+	ProtocolAuto   = link.ProtocolAuto
+	ProtocolModern = link.ProtocolModern
+	ProtocolLegacy = link.ProtocolLegacy
+)
+
+// The --transport choices (see link.TransportHTTPFirst).
+const (
+	TransportHTTPFirst = link.TransportHTTPFirst
+	TransportHTTPOnly  = link.TransportHTTPOnly
+	TransportSSEFirst  = link.TransportSSEFirst
+	TransportSSEOnly   = link.TransportSSEOnly
 )
 
 // Defaults.
@@ -164,15 +84,18 @@ const (
 	DefaultMaxRounds       = 16
 	DefaultIdleTimeout     = 10 * time.Minute
 	DefaultRequestTimeout  = 2 * time.Hour
+	// DefaultPollTimeout: a healthy server answers a poll in milliseconds;
+	// 10 s is five default poll intervals, and room for a slow network.
+	DefaultPollTimeout = 10 * time.Second
+	// DefaultMaxSubscriptions: each costs its URI in memory and in the
+	// shared stream's filter; 256 is far more than a client watches.
+	DefaultMaxSubscriptions = 256
 )
 
-// Session is one legacy client session: the core that reads the client's
-// messages, runs its requests on bounded workers and writes their answers.
-// It knows no era: each request goes to the session's upstream, which the
-// first initialize chooses (see upstream). Create it with New and call Run
-// or Serve once.
+// Session is one legacy client session (see the package doc). Create it
+// with New and call Run or Serve once.
 type Session struct {
-	*env
+	env *link.Env
 
 	queue   *pending      // the in-flight slots, and the requests waiting for one
 	stopped chan struct{} // closed when every answer has been queued
@@ -182,7 +105,7 @@ type Session struct {
 	up atomic.Pointer[upstreamBox]
 
 	mu       sync.Mutex
-	inflight map[string]*call // by the client's raw id
+	inflight map[string]*link.Call // by the client's raw id
 	// initWait (under mu) is closed when the initialize requests read and
 	// not answered yet (initPending) drop to zero. A request read behind
 	// an unanswered initialize (piped input) waits for it.
@@ -194,64 +117,21 @@ type Session struct {
 	draining  atomic.Bool // drain has started (set before drainWait)
 }
 
-// call is one client request that needs an in-flight slot.
-type call struct {
-	f         rewrite.Frame // the request
-	id        []byte        // the client's raw id
-	method    string
-	op        string    // the op id the Observer is told
-	stream    any       // the In.Stream it came from
-	start     time.Time // when the request was read
-	ctx       context.Context
-	cancel    context.CancelFunc
-	cancelled atomic.Bool // the client sent notifications/cancelled
-	// answered is claimed by whoever delivers the one answer: the request's
-	// own finish, or the drain's bound at the end of input.
-	answered atomic.Bool
-	// progressToken is the raw _meta.progressToken, if any.
-	progressToken []byte
-	// task is the raw params.task of a task-augmented tools/call.
-	task gjson.Result
-	// barrier, when set, is closed once the client messages read before
-	// this request have been POSTed (passthrough keeps the client's order).
-	barrier <-chan struct{}
-	// lastProgress is the last progress value sent to the client.
-	lastProgress float64
-	progressSeen bool
-}
+type upstreamBox struct{ link.Upstream }
 
-// requestedTTL is the ttl the client asked for in params.task, in ms, held
-// to rewrite.MaxTTL.
-func (c *call) requestedTTL(seconds bool) (int64, bool) {
-	return rewrite.TTLMillis(c.task.Get("ttl"), seconds)
-}
+func (s *Session) upstream() link.Upstream { return s.up.Load().Upstream }
 
 // New prepares a session.
 func New(cfg Config) *Session {
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
-	}
-	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = routing.DefaultMaxMessageBytes
-	}
-	if cfg.MaxQueued <= 0 {
-		cfg.MaxQueued = max(minQueued, queuedPerSlot*cfg.MaxInFlight)
-	}
-	if cfg.DiscoverTimeout <= 0 {
-		cfg.DiscoverTimeout = DefaultDiscoverTimeout
-	}
-	if cfg.MaxRounds <= 0 {
-		cfg.MaxRounds = DefaultMaxRounds
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.RequestTimeout < 0 {
-		cfg.RequestTimeout = 0
-	}
-	if cfg.PollTimeout <= 0 {
-		cfg.PollTimeout = DefaultPollTimeout
-	}
+	orDefault(&cfg.MaxInFlight, DefaultMaxInFlight)
+	orDefault(&cfg.MaxMessageBytes, routing.DefaultMaxMessageBytes)
+	orDefault(&cfg.MaxQueued, max(minQueued, queuedPerSlot*cfg.MaxInFlight))
+	orDefault(&cfg.DiscoverTimeout, DefaultDiscoverTimeout)
+	orDefault(&cfg.MaxRounds, DefaultMaxRounds)
+	orDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&cfg.PollTimeout, DefaultPollTimeout)
+	orDefault(&cfg.MaxSubscriptions, DefaultMaxSubscriptions)
+	cfg.RequestTimeout = max(cfg.RequestTimeout, 0)
 	cfg.PollTimeout = min(cfg.PollTimeout, cfg.IdleTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -265,26 +145,28 @@ func New(cfg Config) *Session {
 	case cfg.Redact == nil:
 		cfg.Redact = rewrite.SensitiveKey
 	}
-	if cfg.UpstreamIDs == nil {
-		cfg.UpstreamIDs = new(atomic.Int64)
-	}
-	e := &env{cfg: cfg, log: cfg.Logger, client: cfg.Client, out: make(chan outFrame, 256), asks: asks{m: map[string]*pendingAsk{}}, upID: cfg.UpstreamIDs}
+	e := link.NewEnv(cfg)
 	s := &Session{
 		env:      e,
 		queue:    newPending(cfg.MaxInFlight, cfg.MaxQueued, cfg.MaxMessageBytes),
 		stopped:  make(chan struct{}),
-		inflight: make(map[string]*call),
+		inflight: make(map[string]*link.Call),
 	}
-	s.up.Store(&upstreamBox{newModern(e)})
+	s.up.Store(&upstreamBox{modern.New(e)})
 	return s
+}
+
+// orDefault sets a setting that is not positive to its default.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Run serves the session over stdio: NDJSON lines from in, frames to out.
 // It is Serve with a Stdio Conn.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	conn := NewStdio(in, out, s.cfg.MaxMessageBytes)
-	defer conn.Close()
-	return s.Serve(ctx, conn)
+	return s.Serve(ctx, NewStdio(in, out, s.env.Cfg.MaxMessageBytes))
 }
 
 // Serve serves the session over conn until its input ends or ctx is
@@ -292,22 +174,15 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 // read, for at most Config.DrainTimeout (see drain). Then it cancels
 // in-flight work, waits for it, flushes conn and returns. It returns nil on
 // a normal end (end of input or cancellation).
-//
-// The reader reads conn, answers what is local (ping, logging/setLevel,
-// cancellations, the client's answers to the proxy's own requests) at once,
-// and hands each request to a worker, or to the bounded queue when every
-// in-flight slot is taken (see pending): a cancel, a ping, an answer or the
-// end of input behind saturating requests is read at once. The writer is
-// the only goroutine that writes to conn.
 func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if s.cfg.Observer != nil {
+	if s.env.Cfg.Observer != nil {
 		// Every HTTP exchange of the session is reported by the client.
-		ctx = routing.WithObserver(ctx, upstreamHops{s.env})
+		ctx = routing.WithObserver(ctx, link.UpstreamHops{E: s.env})
 	}
-	s.ctx = ctx
-	s.upstream().open()
+	s.env.Ctx = ctx
+	s.upstream().Open()
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- s.write(conn) }()
 	readerDone := make(chan error, 1)
@@ -324,8 +199,8 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	// Stop everything in flight; answers that race the cancel are dropped.
 	cancel()
 	s.queue.close()
-	s.bg.close()
-	s.upstream().close()
+	s.env.BG.Close()
+	s.upstream().Close()
 	close(s.stopped)
 	werr := <-writerDone
 	if err == nil || errors.Is(err, io.EOF) {
@@ -334,66 +209,60 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 	return err
 }
 
-// work runs c, then the requests that queued meanwhile, then each request
-// handed to it, until the session ends.
-func (s *Session) work(c *call) {
+// work runs c, then the requests that queued meanwhile, while there are
+// any.
+func (s *Session) work(c *link.Call) {
 	defer s.queue.workers.Done()
-	for {
-		for ; c != nil; c = s.queue.next() {
-			if c.ctx.Err() != nil { // cancelled while queued
-				s.finish(c, nil, nil)
-				continue
-			}
-			s.run(c)
+	for ; c != nil; c = s.queue.next() {
+		// Cancelled while queued, or the session ended: the session's
+		// cancel reaches each request's context in turn, not at once.
+		if c.Ctx.Err() != nil || s.env.Ctx.Err() != nil {
+			s.finish(c, nil, nil)
+			continue
 		}
-		select {
-		case c = <-s.queue.idle:
-		case <-s.ctx.Done():
-			return
-		}
+		s.run(c)
 	}
 }
 
-// run runs one request on its upstream and delivers its answer.
-func (s *Session) run(c *call) {
-	f := &c.f
-	defer c.cancel()
-	var out outcome
+func (s *Session) run(c *link.Call) {
+	f := &c.F
+	defer c.Cancel()
+	var out link.Outcome
 	switch {
-	case f.Method != "initialize" && !s.awaitInit(c.ctx):
+	case f.Method != "initialize" && !s.awaitInit(c.Ctx):
 		// The session ended while an initialize read before it ran.
 	case f.Method == "tools/call" && s.ignoredCall(f):
-		out = frameOnly(s.refuseIgnored(c, f))
+		out = link.FrameOnly(s.refuseIgnored(c, f))
 	default:
-		out = s.upstream().request(c.ctx, c, f)
+		out = s.upstream().Request(c.Ctx, c, f)
 	}
-	if out.next != nil {
+	if out.Next != nil {
 		// Before the answer goes out, so that every later client message
 		// takes the new upstream.
-		s.up.Store(&upstreamBox{out.next})
+		s.up.Store(&upstreamBox{out.Next})
 	}
 	switch f.Method {
 	case "tools/list":
-		out.frame = s.hideIgnored(out.frame)
+		out.Frame = s.hideIgnored(out.Frame)
 	case "initialize":
-		if out.era != "" && s.cfg.OnInitialized != nil {
-			s.cfg.OnInitialized(out.era)
+		if out.Era != "" && s.env.Cfg.OnInitialized != nil {
+			s.env.Cfg.OnInitialized(out.Era)
 		}
 	}
-	s.finish(c, out.frame, out.rewrites)
-	if out.after != nil && out.frame != nil && !c.cancelled.Load() {
-		out.after()
+	s.finish(c, out.Frame, out.Rewrites)
+	if out.After != nil && out.Frame != nil && !c.Cancelled.Load() {
+		out.After()
 	}
 }
 
-// read is the input loop: one message at a time.
 func (s *Session) read(ctx context.Context, conn Conn) error {
 	for {
 		in, err := conn.Read()
-		switch tooLarge := asTooLarge(err); {
-		case tooLarge != nil:
-			s.warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
-			s.emit(outFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: s.errorFrame(nil, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
+		var tooLarge *TooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			s.env.Warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
+			s.env.Emit(link.OutFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: s.env.ErrorFrame(nil, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
 				"message larger than %d bytes discarded; raise %s", tooLarge.Limit, rewrite.HintMaxMessageSize))}})
 			continue
 		case err == io.EOF:
@@ -414,36 +283,36 @@ func (s *Session) read(ctx context.Context, conn Conn) error {
 // dispatch handles one message. It returns false when the session is over.
 func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	f, err := rewrite.Parse(line)
-	if ce := s.log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
-		ce.Write(zap.ByteString("frame", s.logFrame(line)), zap.String("method", f.Method))
+	if ce := s.env.Log.Check(zapcore.DebugLevel, "frame from client"); ce != nil {
+		ce.Write(zap.ByteString("frame", s.env.LogFrame(line)), zap.String("method", f.Method))
 	}
 	// Every record a request causes carries its op: the request and its
 	// answer, the client's answers to what the proxy asked for it, and
 	// the client's cancel of it.
 	var op string
-	var named *call // the request a cancel names
+	var named *link.Call // the request a cancel names
 	switch {
 	case f.Kind == rewrite.KindRequest:
-		op = s.nextOp()
+		op = s.env.NextOp()
 	case err != nil:
 	case f.Kind == rewrite.KindResponse:
-		op = s.askOp(f.ID.Raw) // an answer belongs to the op that asked
+		op = s.env.AskOp(f.ID.Raw) // an answer belongs to the op that asked
 	case f.Method == "notifications/cancelled":
 		if named = s.inflightCall(f.Params.Get("requestId").Raw); named != nil {
-			op = named.op
+			op = named.Op
 		}
 	}
-	if o := s.cfg.Observer; o != nil {
-		o.FromClient(s.cfg.SessionID, op, line)
+	if o := s.env.Cfg.Observer; o != nil {
+		o.FromClient(s.env.Cfg.SessionID, op, line)
 	}
 	if err != nil {
 		var id []byte
 		if f.Kind == rewrite.KindRequest || f.ID.Exists() {
 			id = []byte(f.ID.Raw)
 		}
-		s.warn("invalid message from client", zap.Error(err), zap.ByteString("frame", s.logFrame(line)))
+		s.env.Warn("invalid message from client", zap.Error(err), zap.ByteString("frame", s.env.LogFrame(line)))
 		if f.Kind != rewrite.KindNotification { // notifications are never answered
-			s.reply(rewrite.ErrorFrame(id, rewrite.Code(err), invalidMessage(err), nil), op, stream, nil)
+			s.reply(rewrite.ErrorFrame(id, rewrite.Code(err), link.InvalidMessage(err), nil), op, stream, nil)
 		}
 		return true
 	}
@@ -455,44 +324,41 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 		if n.Method == "notifications/cancelled" {
 			cancel = s.cancelled(named, n.Params.Get("requestId").Raw)
 		}
-		up.notified(&n, op, cancel)
+		up.Notified(&n, op, cancel)
 		return true
 	case rewrite.KindResponse:
 		r := f
-		if !up.answered(&r, op) {
-			s.warn("response from client for an unknown request id ignored", zap.String("id", r.ID.Raw))
+		if !up.Answered(&r, op) {
+			s.env.Warn("response from client for an unknown request id ignored", zap.String("id", r.ID.Raw))
 		}
 		return true
 	}
 	// A request: the call holds it from here on.
-	c := &call{f: f, id: []byte(f.ID.Raw), method: f.Method, op: op, stream: stream}
-	if up.local(&c.f, op, stream) {
+	c := &link.Call{F: f, ID: []byte(f.ID.Raw), Method: f.Method, Op: op, Stream: stream}
+	if frame, rw, ok := up.Local(&c.F); ok {
+		s.logRequest(op, f.Method, c.ID, time.Now(), frame, false)
+		s.reply(frame, op, stream, rw)
 		return true
 	}
-	return s.enqueue(ctx, c, up.barrier())
+	return s.enqueue(ctx, c, up.Barrier())
 }
 
 // enqueue registers a request and starts it, or queues it for an in-flight
 // slot. It returns false when the session is over.
-func (s *Session) enqueue(ctx context.Context, c *call, barrier <-chan struct{}) bool {
+func (s *Session) enqueue(ctx context.Context, c *link.Call, barrier <-chan struct{}) bool {
 	if !s.register(ctx, c) {
-		s.reply(rewrite.ErrorFrame(c.id, protocol.CodeInvalidRequest,
-			"a request with this id is already in flight; ids must be unique among pending requests", nil), c.op, c.stream, nil)
+		s.reply(rewrite.ErrorFrame(c.ID, protocol.CodeInvalidRequest,
+			"a request with this id is already in flight; ids must be unique among pending requests", nil), c.Op, c.Stream, nil)
 		return true
 	}
-	c.barrier = barrier
+	c.Barrier = barrier
 	if ctx.Err() != nil {
-		c.cancel()
+		c.Cancel()
 		return false
 	}
 	switch a, n, size := s.queue.admit(c); a {
 	case admitSpawn:
 		go s.work(c)
-	case admitHandOff: // to a worker between requests, about to take it
-		select {
-		case s.queue.idle <- c:
-		case <-ctx.Done():
-		}
 	case admitRefused:
 		s.refuseQueued(c, n, size)
 	}
@@ -509,31 +375,20 @@ const (
 // refuseQueued answers a request the full queue cannot take. The reader
 // never waits for room, so that the client's answers, cancels and pings
 // behind it are still read. n requests of size bytes were waiting.
-func (s *Session) refuseQueued(c *call, n, size int) {
-	c.cancel()
-	s.warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.id), zap.String("method", c.method), zap.Int("waiting", n), zap.Int("waitingBytes", size))
-	raise := "raise " + s.hint(rewrite.HintMaxInFlight)
+func (s *Session) refuseQueued(c *link.Call, n, size int) {
+	c.Cancel()
+	s.env.Warn("request refused: too many requests waiting for an in-flight slot", zap.ByteString("id", c.ID), zap.String("method", c.Method), zap.Int("waiting", n), zap.Int("waitingBytes", size))
+	raise := "raise " + s.env.Hint(rewrite.HintMaxInFlight)
 	if n < s.queue.maxCalls { // the bytes bound, not the count
-		raise = fmt.Sprintf("raise %s, which also bounds the bytes of the waiting requests (%d)", s.hint(rewrite.HintMaxMessageSize), s.cfg.MaxMessageBytes)
+		raise = fmt.Sprintf("raise %s, which also bounds the bytes of the waiting requests (%d)", s.env.Hint(rewrite.HintMaxMessageSize), s.env.Cfg.MaxMessageBytes)
 	}
-	frame := rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-		fmt.Sprintf("the proxy refused %s: %d requests (%d bytes) are already waiting for one of the %d in-flight slots; wait for answers before sending more (or %s)", c.method, n, size, s.cfg.MaxInFlight, raise),
-		fmt.Appendf(nil, `{"waiting":%d,"waitingBytes":%d,"maxInFlight":%d}`, n, size, s.cfg.MaxInFlight))
+	frame := rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
+		fmt.Sprintf("the proxy refused %s: %d requests (%d bytes) are already waiting for one of the %d in-flight slots; wait for answers before sending more (or %s)", c.Method, n, size, s.env.Cfg.MaxInFlight, raise),
+		fmt.Appendf(nil, `{"waiting":%d,"waitingBytes":%d,"maxInFlight":%d}`, n, size, s.env.Cfg.MaxInFlight))
 	s.finish(c, frame, nil)
 }
 
-func invalidMessage(err error) string {
-	switch {
-	case errors.Is(err, rewrite.ErrParse):
-		return "Parse error: the line is not valid JSON; send one JSON-RPC message per line"
-	case errors.Is(err, rewrite.ErrParams):
-		return "Invalid params: " + err.Error()
-	}
-	return "Invalid Request: " + err.Error()
-}
-
-// inflightCall is the request in flight under the client's raw id, or nil.
-func (s *Session) inflightCall(id string) *call {
+func (s *Session) inflightCall(id string) *link.Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.inflight[id]
@@ -541,23 +396,23 @@ func (s *Session) inflightCall(id string) *call {
 
 // register records a request as in flight under the client's id, from the
 // moment it is read, so that a cancel finds it even while it is queued.
-func (s *Session) register(ctx context.Context, c *call) bool {
+func (s *Session) register(ctx context.Context, c *link.Call) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := &c.f
+	f := &c.F
 	if _, dup := s.inflight[f.ID.Raw]; dup {
 		return false
 	}
-	c.start = time.Now()
+	c.Start = time.Now()
 	if tok := f.Params.Get("_meta.progressToken"); tok.Exists() {
-		c.progressToken = []byte(tok.Raw)
+		c.ProgressToken = []byte(tok.Raw)
 	}
 	if f.Method == "tools/call" {
-		c.task = f.Params.Get("task")
+		c.Task = f.Params.Get("task")
 	}
-	c.ctx, c.cancel = context.WithCancel(withOp(ctx, c.op))
+	c.Ctx, c.Cancel = context.WithCancel(link.WithOp(ctx, c.Op))
 	s.inflight[f.ID.Raw] = c
-	s.streams.add(c.op, c.stream)
+	s.env.Streams.Add(c.Op, c.Stream)
 	if f.Method == "initialize" && s.initPending.Add(1) == 1 {
 		s.initWait = make(chan struct{})
 	}
@@ -566,7 +421,7 @@ func (s *Session) register(ctx context.Context, c *call) bool {
 
 // finish delivers a request's one answer, unless the client cancelled it or
 // the session is ending.
-func (s *Session) finish(c *call, frame []byte, rewrites []string) {
+func (s *Session) finish(c *link.Call, frame []byte, rewrites []string) {
 	defer func() {
 		// Only once the answer is queued may the drain end the session:
 		// told before, Run could stop the writer and drop it. Outside a
@@ -578,27 +433,27 @@ func (s *Session) finish(c *call, frame []byte, rewrites []string) {
 			s.mu.Unlock()
 		}
 	}()
-	if c.method == "initialize" {
+	if c.Method == "initialize" {
 		defer s.initFinished() // after its answer is queued
 	}
 	s.mu.Lock()
-	delete(s.inflight, string(c.id))
+	delete(s.inflight, string(c.ID))
 	s.mu.Unlock()
-	s.streams.drop(c.op)
-	if !c.answered.CompareAndSwap(false, true) {
+	s.env.Streams.Drop(c.Op)
+	if !c.Answered.CompareAndSwap(false, true) {
 		return // the drain's bound answered it at the end of input
 	}
-	s.logRequest(c.op, c.method, c.id, c.start, frame, c.cancelled.Load())
-	if s.ctx.Err() != nil {
+	s.logRequest(c.Op, c.Method, c.ID, c.Start, frame, c.Cancelled.Load())
+	if s.env.Ctx.Err() != nil {
 		return // shutting down: the client has gone
 	}
-	if c.cancelled.Load() || frame == nil {
-		if c.stream != nil {
-			s.reply(nil, c.op, c.stream, nil) // ended without an answer
+	if c.Cancelled.Load() || frame == nil {
+		if c.Stream != nil {
+			s.reply(nil, c.Op, c.Stream, nil) // ended without an answer
 		}
 		return
 	}
-	s.emit(outFrame{Out: Out{Frame: frame, Op: c.op, Stream: c.stream, Final: true}, rewrites: rewrites})
+	s.reply(frame, c.Op, c.Stream, rewrites)
 }
 
 // awaitInit waits for the initialize requests read before this request to
@@ -624,7 +479,6 @@ func (s *Session) awaitInit(ctx context.Context) bool {
 	}
 }
 
-// initFinished notes that an initialize was answered (or refused).
 func (s *Session) initFinished() {
 	s.mu.Lock()
 	if s.initPending.Add(-1) == 0 && s.initWait != nil {
@@ -637,13 +491,13 @@ func (s *Session) initFinished() {
 // cancelled marks c, the request a notifications/cancelled names by id, as
 // cancelled and returns what ends it, or nil when no such request is in
 // flight (c nil; an initialize is never cancelled).
-func (s *Session) cancelled(c *call, id string) func() {
-	if c == nil || c.method == "initialize" {
-		s.debug("cancel for an unknown or finished request ignored", zap.String("requestId", id))
+func (s *Session) cancelled(c *link.Call, id string) func() {
+	if c == nil || c.Method == "initialize" {
+		s.env.Debug("cancel for an unknown or finished request ignored", zap.String("requestId", id))
 		return nil
 	}
-	c.cancelled.Store(true)
-	s.info("request cancelled by the client", zap.String("id", id), zap.String("method", c.method))
+	c.Cancelled.Store(true)
+	s.env.Info("request cancelled by the client", zap.String("id", id), zap.String("method", c.Method))
 	return func() { s.cancelCall(c) }
 }
 
@@ -651,32 +505,16 @@ func (s *Session) cancelled(c *call, id string) func() {
 // context is cancelled, which closes its upstream stream, and a request
 // still waiting for a slot leaves the queue at once, so that cancelled
 // requests never fill the queue and get new ones refused.
-func (s *Session) cancelCall(c *call) {
-	c.cancel()
+func (s *Session) cancelCall(c *link.Call) {
+	c.Cancel()
 	if s.queue.remove(c) {
 		s.finish(c, nil, nil) // no answer: the client cancelled it
 	}
 }
 
-// sendOp queues a frame sent while the request with this op runs (or for
-// no request, op ""): the Observer is told its op and rewrites, and a front
-// with streams gets it on that request's stream while it is in flight.
-func (s *env) sendOp(frame []byte, op string, rewrites []string) {
-	s.emit(outFrame{Out: Out{Frame: frame, Op: op, Stream: s.streams.of(op)}, rewrites: rewrites})
-}
-
 // reply queues a request's one answer (nil: its end without one).
-func (s *env) reply(frame []byte, op string, stream any, rewrites []string) {
-	s.emit(outFrame{Out: Out{Frame: frame, Op: op, Stream: stream, Final: true}, rewrites: rewrites})
-}
-
-// emit queues a frame for the writer. Once the session is ending, a sender
-// that would block gives up: the client has gone or stopped reading.
-func (s *env) emit(of outFrame) {
-	select {
-	case s.out <- of:
-	case <-s.ctx.Done():
-	}
+func (s *Session) reply(frame []byte, op string, stream any, rewrites []string) {
+	s.env.Emit(link.OutFrame{Out: Out{Frame: frame, Op: op, Stream: stream, Final: true}, Rewrites: rewrites})
 }
 
 // write is the only code that writes to the Conn. It flushes whenever the
@@ -685,12 +523,12 @@ func (s *env) emit(of outFrame) {
 func (s *Session) write(conn Conn) error {
 	var failed error
 	for {
-		var of outFrame
+		var of link.OutFrame
 		select {
-		case of = <-s.out:
+		case of = <-s.env.Out:
 		case <-s.stopped:
 			select {
-			case of = <-s.out:
+			case of = <-s.env.Out:
 			default:
 				if failed == nil {
 					failed = conn.Flush()
@@ -702,85 +540,49 @@ func (s *Session) write(conn Conn) error {
 			continue // keep draining so senders never block
 		}
 		if of.Frame != nil {
-			if o := s.cfg.Observer; o != nil {
-				o.ToClient(s.cfg.SessionID, of.Op, of.Frame, of.rewrites)
+			if o := s.env.Cfg.Observer; o != nil {
+				o.ToClient(s.env.Cfg.SessionID, of.Op, of.Frame, of.Rewrites)
 			}
-			if ce := s.log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
-				ce.Write(zap.ByteString("frame", s.logFrame(of.Frame)))
+			if ce := s.env.Log.Check(zapcore.DebugLevel, "frame to client"); ce != nil {
+				ce.Write(zap.ByteString("frame", s.env.LogFrame(of.Frame)))
 			}
 		}
 		err := conn.Write(of.Out)
-		if err == nil && len(s.out) == 0 {
+		if err == nil && len(s.env.Out) == 0 {
 			err = conn.Flush()
 		}
 		if err != nil {
 			failed = err
-			s.log.Error("writing to the client failed; frames are dropped", zap.Error(err))
+			s.env.Log.Error("writing to the client failed; frames are dropped", zap.Error(err))
 		}
 	}
 }
 
-// logRequest writes the one info line of a client request.
-func (s *env) logRequest(op, method string, id []byte, start time.Time, frame []byte, cancelled bool) {
-	ce := s.log.Check(zapcore.InfoLevel, "request")
+func (s *Session) logRequest(op, method string, id []byte, start time.Time, frame []byte, cancelled bool) {
+	ce := s.env.Log.Check(zapcore.InfoLevel, "request")
 	if ce == nil {
 		return
 	}
-	outcome := "result"
+	what := "result"
 	switch {
 	case cancelled:
-		outcome = "cancelled"
+		what = "cancelled"
 	case frame == nil:
-		outcome = "no answer (session ending)"
+		what = "no answer (session ending)"
 	case gjson.GetBytes(frame, "error").Exists():
-		outcome = "error " + gjson.GetBytes(frame, "error.code").Raw
+		what = "error " + gjson.GetBytes(frame, "error.code").Raw
 	}
 	ce.Write(zap.String("dir", "client->proxy->client"), zap.String("op", op), zap.String("method", method), zap.ByteString("id", id),
-		zap.String("outcome", outcome), zap.Duration("latency", time.Since(start)), zap.Int("bytesOut", len(frame)))
+		zap.String("outcome", what), zap.Duration("latency", time.Since(start)), zap.Int("bytesOut", len(frame)))
 }
 
-// nextUpstreamID mints a proxy-owned upstream id: MRTR retries, polls and
-// listens need ids of their own.
-func (s *env) nextUpstreamID() []byte {
-	return strconv.AppendInt(nil, s.upID.Add(1), 10)
-}
-
-func (s *env) warn(msg string, fields ...zap.Field) {
-	if ce := s.log.Check(zapcore.WarnLevel, msg); ce != nil {
-		ce.Write(fields...)
+// DefaultStatePath is the state file for an upstream URL: under the user's
+// cache directory, named by a hash of the URL.
+func DefaultStatePath(upstream string) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
 	}
-}
-
-func (s *env) info(msg string, fields ...zap.Field) {
-	if ce := s.log.Check(zapcore.InfoLevel, msg); ce != nil {
-		ce.Write(fields...)
-	}
-}
-
-func (s *env) debug(msg string, fields ...zap.Field) {
-	if ce := s.log.Check(zapcore.DebugLevel, msg); ce != nil {
-		ce.Write(fields...)
-	}
-}
-
-// debugFrameCap bounds frame copies in logs.
-const debugFrameCap = 4 << 10
-
-// logFrame is a frame as logs may show it: secrets redacted (by default
-// token, secret, password, api key and authorization keys, at any depth),
-// and cut to debugFrameCap bytes.
-func (s *env) logFrame(b []byte) []byte {
-	if s.cfg.Redact == nil {
-		return capBytes(b)
-	}
-	return capBytes(rewrite.Redact(b, s.cfg.Redact))
-}
-
-func capBytes(b []byte) []byte {
-	if len(b) <= debugFrameCap {
-		return b
-	}
-	out := make([]byte, 0, debugFrameCap+32)
-	out = append(out, b[:debugFrameCap]...)
-	return append(out, "…(truncated)"...)
+	sum := sha256.Sum256([]byte(upstream))
+	return filepath.Join(dir, "mcp-tasks-proxy", "tasks-"+hex.EncodeToString(sum[:8])+".json"), nil
 }

@@ -20,6 +20,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/modern"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/schematest"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -1592,7 +1594,7 @@ func TestServerTaskWithSyntheticPrefix(t *testing.T) {
 	c := startTasks(t, ts, Config{}, elicitCaps)
 	// done even has the shape of the ids the proxy mints: the registry
 	// still knows it for the server's.
-	done, running := syntheticPrefix+strings.Repeat("5e", 16), syntheticPrefix+"srv-running"
+	done, running := modern.SyntheticPrefix+strings.Repeat("5e", 16), modern.SyntheticPrefix+"srv-running"
 	for i, id := range []string{done, running} {
 		r := c.call(fmt.Sprint(i+1), "tools/call", `{"name":"task","arguments":{"id":`+jstr(id)+`},"task":{}}`)
 		if gjson.Get(r, "result.task.taskId").Str != id {
@@ -1613,8 +1615,8 @@ func TestServerTaskWithSyntheticPrefix(t *testing.T) {
 		t.Errorf("tasks/cancel of a server task with the synthetic prefix = %s (%d tasks/cancel upstream)", cx, ts.count("tasks/cancel", running))
 	}
 	// tasks/result of one never seen before is polled too.
-	ts.script(syntheticPrefix+"srv-other", stepCompleted(taskOutput))
-	if res := c.call(`"o"`, "tasks/result", taskParams(syntheticPrefix+"srv-other")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
+	ts.script(modern.SyntheticPrefix+"srv-other", stepCompleted(taskOutput))
+	if res := c.call(`"o"`, "tasks/result", taskParams(modern.SyntheticPrefix+"srv-other")); gjson.Get(res, "result.structuredContent.answer").Int() != 42 {
 		t.Errorf("tasks/result of an unregistered server task with the synthetic prefix: %s", res)
 	}
 }
@@ -1746,8 +1748,8 @@ func TestTaskPollTimeout(t *testing.T) {
 		if gjson.Get(g, "error.code").Int() != -32603 || !strings.Contains(gjson.Get(g, "error.message").Str, "did not answer within 50ms") {
 			t.Errorf("tasks/get whose every attempt hangs: %s", g)
 		}
-		if n := ts.count("tasks/get", "t-hang-all"); n != 1+maxBrokenRetries {
-			t.Errorf("%d tasks/get for a hanging server, want %d", n, 1+maxBrokenRetries)
+		if n := ts.count("tasks/get", "t-hang-all"); n != 1+link.MaxBrokenRetries {
+			t.Errorf("%d tasks/get for a hanging server, want %d", n, 1+link.MaxBrokenRetries)
 		}
 	})
 	t.Run("tasks/list", func(t *testing.T) {
@@ -1814,11 +1816,11 @@ func TestTaskUpdateHeldAnswerResent(t *testing.T) {
 	c.call(`2`, "tasks/get", taskParams("t-held"))
 	el := c.awaitMethod("elicitation/create")
 	c.h.send(`{"jsonrpc":"2.0","id":` + gjson.Get(el, "id").Raw + `,"result":{"action":"accept","content":{"name":"Ada"}}}`)
-	ts.waitFor(t, "tasks/update", "t-held", 1+maxBrokenRetries)
+	ts.waitFor(t, "tasks/update", "t-held", 1+link.MaxBrokenRetries)
 	// Later polls show the key still open; one of them, once the failed
 	// delivery has given up, sends the held answer again.
 	deadline := time.Now().Add(wait)
-	for i := 0; ts.count("tasks/update", "t-held") <= 1+maxBrokenRetries; i++ {
+	for i := 0; ts.count("tasks/update", "t-held") <= 1+link.MaxBrokenRetries; i++ {
 		if time.Now().After(deadline) {
 			t.Fatalf("the held answer was not sent again; %d tasks/update", ts.count("tasks/update", "t-held"))
 		}
@@ -1951,9 +1953,9 @@ func TestTaskStateFileUnwritable(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(unlock)
-				old := stateLockTimeout
-				stateLockTimeout = 50 * time.Millisecond
-				t.Cleanup(func() { stateLockTimeout = old })
+				old := modern.StateLockTimeout
+				modern.StateLockTimeout = 50 * time.Millisecond
+				t.Cleanup(func() { modern.StateLockTimeout = old })
 			case "read-only directory":
 				if os.Geteuid() == 0 {
 					t.Skip("root writes to a read-only directory")

@@ -1,4 +1,4 @@
-package bridge
+package passthrough
 
 import (
 	"context"
@@ -11,26 +11,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
-)
-
-// The --transport choices (mcp-remote's values): which upstream transport
-// is tried first, and whether the other one is tried at all.
-const (
-	// TransportHTTPFirst (the default): Streamable HTTP, and the 2024-11-05
-	// HTTP+SSE transport when the server refuses the initialize POST with
-	// 400, 404 or 405 and no JSON-RPC message.
-	TransportHTTPFirst = "http-first"
-	// TransportHTTPOnly: Streamable HTTP only.
-	TransportHTTPOnly = "http-only"
-	// TransportSSEFirst: HTTP+SSE, and Streamable HTTP when the GET does not
-	// open an event stream with an endpoint event.
-	TransportSSEFirst = "sse-first"
-	// TransportSSEOnly: HTTP+SSE only.
-	TransportSSEOnly = "sse-only"
 )
 
 // sseStreamOp is the trace's op for the messages of the HTTP+SSE stream.
@@ -52,7 +37,7 @@ const sseStreamOp = "sse-stream"
 // answered 404 (session not found) is a session expiry too.
 type sseCarrier struct {
 	p *passthrough
-	s *env
+	s *link.Env
 
 	mu           sync.Mutex
 	endpoint     string             // where to POST, on the URL's origin
@@ -77,7 +62,7 @@ type sseAnswer struct {
 	err   error // the stream dropped, or the session was replaced
 }
 
-func newSSECarrier(s *env) *sseCarrier {
+func newSSECarrier(s *link.Env) *sseCarrier {
 	return &sseCarrier{s: s, waiters: map[string]*sseWaiter{}, up: make(chan struct{})}
 }
 
@@ -85,13 +70,13 @@ func newSSECarrier(s *env) *sseCarrier {
 // endpoint event, forwards the client's initialize over it. err says why
 // the server is not an HTTP+SSE server (the handshake's own failure is in
 // the frame).
-func (s *handshake) sseInit(ctx context.Context, c *call, f *rewrite.Frame) (outcome, error) {
-	t := newSSECarrier(s.env)
+func sseInit(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (link.Outcome, error) {
+	t := newSSECarrier(e)
 	if err := t.open(ctx, false); err != nil {
-		return outcome{}, err
+		return link.Outcome{}, err
 	}
-	s.verdict(opOf(ctx), capabilities.LegacySSE.String(), "a GET opened an event stream with an endpoint event")
-	out, _ := s.passStart(ctx, c, f, func(p *passthrough) carrier {
+	e.Verdict(link.OpOf(ctx), capabilities.LegacySSE.String(), "a GET opened an event stream with an endpoint event")
+	out, _ := start(ctx, e, c, f, func(p *passthrough) carrier {
 		t.p = p
 		return t
 	})
@@ -107,12 +92,12 @@ func (t *sseCarrier) name() string { return "http+sse" }
 // sign-in.
 func (t *sseCarrier) open(ctx context.Context, reconnect bool) error {
 	s := t.s
-	sctx, cancel := context.WithCancel(s.observed(s.ctx, sseStreamOp, rwSSEStream))
+	sctx, cancel := context.WithCancel(s.Observed(s.Ctx, sseStreamOp, link.RwSSEStream))
 	if reconnect {
 		sctx = routing.Unattended(sctx)
 	}
 	abort := context.AfterFunc(ctx, cancel)
-	st, err := s.client.OpenLegacy(sctx, min(s.cfg.DiscoverTimeout, routing.DefaultEndpointWait))
+	st, err := s.Client.OpenLegacy(sctx, min(s.Cfg.DiscoverTimeout, routing.DefaultEndpointWait))
 	if !abort() {
 		err = errors.Join(ctx.Err(), err)
 	}
@@ -136,8 +121,8 @@ func (t *sseCarrier) open(ctx context.Context, reconnect bool) error {
 	for _, w := range old {
 		w.ch <- sseAnswer{err: errors.New("the upstream server ended the MCP session")}
 	}
-	s.debug("HTTP+SSE stream open", zap.String("endpoint", routing.Redact(st.Endpoint)))
-	if !s.bg.start(func() { t.run(st, gen) }) {
+	s.Debug("HTTP+SSE stream open", zap.String("endpoint", routing.Redact(st.Endpoint)))
+	if !s.BG.Start(func() { t.run(st, gen) }) {
 		st.Close()
 		cancel()
 		return context.Canceled
@@ -158,29 +143,28 @@ func (t *sseCarrier) run(st *routing.LegacyStream, gen int) {
 		}
 		t.touchAll()
 		if ev := st.Event(); ev != "" && ev != "message" {
-			s.debug("HTTP+SSE event skipped", zap.String("event", ev))
+			s.Debug("HTTP+SSE event skipped", zap.String("event", ev))
 			continue
 		}
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		switch {
 		case perr != nil:
-			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.logFrame(msg)))
+			s.Warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.LogFrame(msg)))
 		case m.Kind == rewrite.KindResponse:
-			t.deliver(m.ID.Raw, clone(m.Raw))
+			t.deliver(m.ID.Raw, link.Clone(m.Raw))
 		default:
-			s.sendOp(clone(m.Raw), sseStreamOp, nil)
+			s.Send(link.Clone(m.Raw), sseStreamOp, nil)
 		}
 	}
 }
 
-// deliver hands an answer to the request waiting for it.
 func (t *sseCarrier) deliver(id string, frame []byte) {
 	t.mu.Lock()
 	w := t.waiters[id]
 	delete(t.waiters, id)
 	t.mu.Unlock()
 	if w == nil {
-		t.s.debug("upstream response for no waiting request dropped (cancelled or timed out)", zap.String("id", id))
+		t.s.Debug("upstream response for no waiting request dropped (cancelled or timed out)", zap.String("id", id))
 		return
 	}
 	w.ch <- sseAnswer{frame: frame}
@@ -198,7 +182,7 @@ func (t *sseCarrier) touchAll() {
 // starts reconnecting, once the client's session is established.
 func (t *sseCarrier) dropped(gen int, err error) {
 	s := t.s
-	if s.ctx.Err() != nil {
+	if s.Ctx.Err() != nil {
 		return // the session is ending
 	}
 	if errors.Is(err, io.EOF) {
@@ -219,12 +203,12 @@ func (t *sseCarrier) dropped(gen int, err error) {
 	reconnect := t.live && !t.reconnecting
 	t.reconnecting = t.reconnecting || reconnect
 	t.mu.Unlock()
-	s.warn("the upstream HTTP+SSE stream dropped; requests waiting for answers fail, and the proxy reconnects with a new session", zap.Error(err), zap.Int("waiting", len(old)))
+	s.Warn("the upstream HTTP+SSE stream dropped; requests waiting for answers fail, and the proxy reconnects with a new session", zap.Error(err), zap.Int("waiting", len(old)))
 	for _, w := range old {
 		w.ch <- sseAnswer{err: down}
 	}
 	if reconnect {
-		s.bg.start(t.reconnect)
+		s.BG.Start(t.reconnect)
 	}
 }
 
@@ -236,9 +220,9 @@ func (t *sseCarrier) reconnect() {
 		t.reconnecting = false
 		t.mu.Unlock()
 	}()
-	backoff := listenBackoffMin
+	backoff := link.BackoffMin
 	for {
-		if !sleep(s.ctx, backoff) {
+		if !link.Sleep(s.Ctx, backoff) {
 			return
 		}
 		t.mu.Lock()
@@ -247,12 +231,12 @@ func (t *sseCarrier) reconnect() {
 		if done {
 			return
 		}
-		if err := t.p.reinit(s.ctx, t.p.sess.Gen()); err != nil {
-			if s.ctx.Err() != nil {
+		if err := t.p.reinit(s.Ctx, t.p.sess.Gen()); err != nil {
+			if s.Ctx.Err() != nil {
 				return
 			}
-			backoff = min(backoff*2, listenBackoffMax)
-			s.info("reconnecting to the upstream HTTP+SSE server failed; retrying", zap.Error(err), zap.Duration("after", backoff))
+			backoff = min(backoff*2, link.BackoffMax)
+			s.Info("reconnecting to the upstream HTTP+SSE server failed; retrying", zap.Error(err), zap.Duration("after", backoff))
 		}
 	}
 }
@@ -269,10 +253,7 @@ func (t *sseCarrier) started() {
 	}
 }
 
-// reconnectWait is how long a client message waits for a new session.
-func (t *sseCarrier) reconnectWait() time.Duration { return t.s.cfg.DiscoverTimeout }
-
-func (t *sseCarrier) wait(ctx context.Context, c *call) ([]byte, bool) {
+func (t *sseCarrier) wait(ctx context.Context, c *link.Call) ([]byte, bool) {
 	t.mu.Lock()
 	up := t.up
 	t.mu.Unlock()
@@ -281,7 +262,7 @@ func (t *sseCarrier) wait(ctx context.Context, c *call) ([]byte, bool) {
 		return nil, true
 	default:
 	}
-	timer := time.NewTimer(t.reconnectWait())
+	timer := time.NewTimer(t.s.Cfg.DiscoverTimeout)
 	defer timer.Stop()
 	select {
 	case <-up:
@@ -299,17 +280,17 @@ func (t *sseCarrier) wait(ctx context.Context, c *call) ([]byte, bool) {
 	if why == nil {
 		why = errors.New("the upstream HTTP+SSE session is being re-established")
 	}
-	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-		fmt.Sprintf("%v, and the proxy could not start a new session within %v; it keeps trying: send %s again later", why, t.reconnectWait(), c.method),
-		errorData(t.s.client.URL(), 0, "cause", "stream dropped")), false
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
+		fmt.Sprintf("%v, and the proxy could not start a new session within %v; it keeps trying: send %s again later", why, t.s.Cfg.DiscoverTimeout, c.Method),
+		link.ErrorData(t.s.URL(), 0, "cause", "stream dropped")), false
 }
 
-func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ routing.Stamp) passResult {
+func (t *sseCarrier) exchange(ctx context.Context, c *link.Call, body []byte, _ routing.Stamp) passResult {
 	s := t.s
-	actx, dl := s.deadlines(ctx, c)
-	defer dl.stop()
-	w := &sseWaiter{ch: make(chan sseAnswer, 1), touch: dl.touch}
-	key := string(c.id)
+	actx, dl := s.Deadlines(ctx, c)
+	defer dl.Stop()
+	w := &sseWaiter{ch: make(chan sseAnswer, 1), touch: dl.Touch}
+	key := string(c.ID)
 	t.mu.Lock()
 	endpoint, down := t.endpoint, t.down
 	if down == nil {
@@ -321,9 +302,9 @@ func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ routi
 	}
 	defer t.forget(key, w)
 	start := time.Now()
-	resp, err := s.client.SendTo(s.observed(actx, c.op, rwPassSSE), endpoint, body)
+	resp, err := s.Client.SendTo(s.Observed(actx, c.Op, link.RwPassSSE), endpoint, body)
 	if err != nil {
-		frame, again := s.sendFailed(ctx, actx, c, c.method, err)
+		frame, again := s.SendFailed(ctx, actx, c, err)
 		return passResult{frame: frame, again: again, err: err}
 	}
 	msg, _ := resp.Next()
@@ -332,7 +313,7 @@ func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ routi
 	case resp.Status == http.StatusNotFound:
 		return passResult{err: errExpired}
 	case resp.Status >= 300:
-		return passResult{frame: s.httpFailure(c.id, c.method, resp, msg)}
+		return passResult{frame: link.HTTPFailure(s.URL(), c.ID, c.Method, resp, msg)}
 	}
 	select {
 	case a := <-w.ch:
@@ -340,25 +321,25 @@ func (t *sseCarrier) exchange(ctx context.Context, c *call, body []byte, _ routi
 		if a.err != nil {
 			frame = t.dropFrame(c, a.err)
 		}
-		s.logExchange(c.op, c.method, c.id, nil, resp.Status, start, len(body), len(frame))
+		s.LogExchange(c, nil, resp.Status, start, len(body), len(frame))
 		return passResult{frame: frame}
 	case <-actx.Done():
 		if ctx.Err() != nil {
 			return passResult{} // cancelled: nothing more for this id
 		}
-		return passResult{frame: s.timedOut(actx, c, c.method)}
+		return passResult{frame: s.TimedOut(actx, c)}
 	}
 }
 
 // dropFrame is the error for a request whose answer cannot come.
-func (t *sseCarrier) dropFrame(c *call, why error) []byte {
+func (t *sseCarrier) dropFrame(c *link.Call, why error) []byte {
 	tail := "the request may or may not have run"
-	if protocol.Repeatable(c.method) {
+	if protocol.Repeatable(c.Method) {
 		tail = "sending it again is safe"
 	}
-	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-		fmt.Sprintf("%v before the answer to %s; %s (the proxy reconnects with a new session)", why, c.method, tail),
-		errorData(t.s.client.URL(), 0, "cause", "stream dropped"))
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
+		fmt.Sprintf("%v before the answer to %s; %s (the proxy reconnects with a new session)", why, c.Method, tail),
+		link.ErrorData(t.s.URL(), 0, "cause", "stream dropped"))
 }
 
 func (t *sseCarrier) forget(key string, w *sseWaiter) {
@@ -377,9 +358,9 @@ func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ routing
 	if down != nil {
 		return 0, down
 	}
-	pctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
+	pctx, cancel := context.WithTimeout(ctx, s.Cfg.IdleTimeout)
 	defer cancel()
-	resp, err := s.client.SendTo(s.observed(pctx, op, rwPassSSE), endpoint, body)
+	resp, err := s.Client.SendTo(s.Observed(pctx, op, link.RwPassSSE), endpoint, body)
 	if err != nil {
 		return 0, err
 	}

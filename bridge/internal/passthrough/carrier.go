@@ -1,19 +1,16 @@
-package bridge
+package passthrough
 
 import (
 	"context"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // A carrier is how passthrough messages travel to and from a legacy
-// server; the passthrough logic (the client's handshake, ordering, retries,
-// session expiry and re-initialization) is the same over both:
-//
-//   - streamable: 2025 Streamable HTTP. Each request is POSTed and
-//     answered on its own response; the GET stream carries the rest.
-//   - sseCarrier: the 2024-11-05 HTTP+SSE transport. One GET stream
-//     carries every server message, answers included; messages are POSTed
-//     to the endpoint it named.
+// server: streamable (2025 Streamable HTTP: each request is answered on its
+// own response, the GET stream carries the rest) or sseCarrier (2024-11-05
+// HTTP+SSE: one GET stream carries every server message, answers included).
 type carrier interface {
 	// name names the transport, for logs.
 	name() string
@@ -25,9 +22,9 @@ type carrier interface {
 	// wait holds a client message until the carrier can send it. It
 	// returns false when it cannot, with the error for c (nil when c is
 	// nil or ctx ended).
-	wait(ctx context.Context, c *call) ([]byte, bool)
+	wait(ctx context.Context, c *link.Call) ([]byte, bool)
 	// exchange sends one request and returns its one answer.
-	exchange(ctx context.Context, c *call, body []byte, st routing.Stamp) passResult
+	exchange(ctx context.Context, c *link.Call, body []byte, st routing.Stamp) passResult
 	// fire sends a message that expects no answer and returns the HTTP
 	// status.
 	fire(ctx context.Context, op string, body []byte, st routing.Stamp) (int, error)
@@ -48,6 +45,6 @@ func (t *streamable) name() string                  { return "streamable-http" }
 func (t *streamable) connect(context.Context) error { return nil }
 func (t *streamable) started()                      {}
 
-func (t *streamable) wait(context.Context, *call) ([]byte, bool) { return nil, true }
+func (t *streamable) wait(context.Context, *link.Call) ([]byte, bool) { return nil, true }
 
 func (t *streamable) expired(status int, st routing.Stamp) bool { return st.Expired(status) }

@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"path/filepath"
@@ -12,10 +12,10 @@ import (
 // neither sees nor changes another identity's; stdio (no owner) sees only
 // the tasks recorded without one.
 func TestOwnedRegistry(t *testing.T) {
-	for name, inner := range map[string]func() registry{
-		"memory": func() registry { return newMemRegistry() },
-		"file": func() registry {
-			return openStateRegistry(filepath.Join(t.TempDir(), "tasks.json"), "http://up", zap.NewNop())
+	for name, inner := range map[string]func() *store{
+		"memory": func() *store { return openStore("", "", zap.NewNop()) },
+		"file": func() *store {
+			return openStore(filepath.Join(t.TempDir(), "tasks.json"), "http://up", zap.NewNop())
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -24,20 +24,15 @@ func TestOwnedRegistry(t *testing.T) {
 			a2 := ownedBy(shared, "bearer-a/s2")
 			b := ownedBy(shared, "bearer-b/s3")
 			stdio := ownedBy(shared, "")
-			put := func(r registry, id string) {
+			put := func(r *ownedRegistry, id string) {
 				t.Helper()
-				if err := r.update(id, func(rec *record) bool { *rec = record{ID: id, Seq: 1, Task: []byte(`{}`)}; return true }); err != nil {
-					t.Fatal(err)
-				}
+				r.update(id, func(rec *record) bool { *rec = record{ID: id, Seq: 1, Task: []byte(`{}`)}; return true })
 			}
 			put(a1, "t1")
 			put(b, "t3")
 			put(stdio, "t0")
-			ids := func(r registry) []string {
-				recs, err := r.list()
-				if err != nil {
-					t.Fatal(err)
-				}
+			ids := func(r *ownedRegistry) []string {
+				recs := r.list()
 				var out []string
 				for _, rec := range recs {
 					out = append(out, rec.ID)
@@ -53,11 +48,11 @@ func TestOwnedRegistry(t *testing.T) {
 			if got := ids(stdio); len(got) != 1 || got[0] != "t0" {
 				t.Errorf("stdio lists %v, want [t0]", got)
 			}
-			if _, ok, _ := a2.get("t1"); !ok {
+			if _, ok := a2.get("t1"); !ok {
 				t.Error("a2 cannot read t1 by id, a task of the same identity")
 			}
-			for _, r := range []registry{b, stdio} {
-				if _, ok, _ := r.get("t1"); ok {
+			for _, r := range []*ownedRegistry{b, stdio} {
+				if _, ok := r.get("t1"); ok {
 					t.Error("another identity reads t1")
 				}
 			}
@@ -65,17 +60,13 @@ func TestOwnedRegistry(t *testing.T) {
 				t.Error("foreign is wrong")
 			}
 			// b's cancel of a1's task changes nothing.
-			if err := b.update("t1", func(rec *record) bool { rec.CancelledAt = "now"; return true }); err != nil {
-				t.Fatal(err)
-			}
-			if rec, _, _ := a1.get("t1"); rec.CancelledAt != "" || rec.Owner != "bearer-a/s1" {
+			b.update("t1", func(rec *record) bool { rec.CancelledAt = "now"; return true })
+			if rec, _ := a1.get("t1"); rec.CancelledAt != "" || rec.Owner != "bearer-a/s1" {
 				t.Errorf("after another identity's update: %+v", rec)
 			}
 			// a2's update keeps the record under a1's session.
-			if err := a2.update("t1", func(rec *record) bool { *rec = record{ID: "t1", Seq: 2}; return true }); err != nil {
-				t.Fatal(err)
-			}
-			if rec, _, _ := a1.get("t1"); rec.Seq != 2 || rec.Owner != "bearer-a/s1" {
+			a2.update("t1", func(rec *record) bool { *rec = record{ID: "t1", Seq: 2}; return true })
+			if rec, _ := a1.get("t1"); rec.Seq != 2 || rec.Owner != "bearer-a/s1" {
 				t.Errorf("after the same identity's update: %+v", rec)
 			}
 		})

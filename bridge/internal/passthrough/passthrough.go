@@ -1,4 +1,26 @@
-package bridge
+// Package passthrough is the 2025 upstream mode (docs/protocol.md, Two
+// modes): when the upstream speaks 2025, like the client, the proxy is a
+// faithful 2025 Streamable HTTP client and changes no frame. It forwards the client's own initialize, keeps the
+// Mcp-Session-Id and the negotiated MCP-Protocol-Version on every later
+// request, POSTs every message (requests, notifications and the client's
+// answers to server requests), delivers server messages from POST streams and
+// from the GET stream, resumes dropped streams with Last-Event-ID,
+// re-initializes an expired session by replaying the client's handshake, and
+// ends the session with DELETE on exit.
+//
+//	client request ──▶ queue ──▶ POST ──▶ JSON or SSE ──▶ messages to the client
+//	client notification / answer ──▶ poster (in order) ──▶ POST (202)
+//	GET stream ──▶ server requests and notifications ──▶ client
+//
+// How messages travel is the carrier's: Streamable HTTP as above, or the
+// HTTP+SSE transport of 2024-11-05 servers (sse.go). Init and SSEFirst are
+// how the modern bridge's handshake starts it, choosing the transport.
+//
+// What it must never do: change a frame's bytes (the server's frames are
+// the client's, verbatim; only the proxy's own re-initialization mints
+// ids), send a client request before the client's earlier notifications,
+// or repeat a request that is not safe to repeat.
+package passthrough
 
 import (
 	"context"
@@ -13,37 +35,18 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// Passthrough mode (docs/protocol.md, Two modes): when the upstream speaks
-// 2025, like the client, the proxy is a faithful 2025 Streamable HTTP client
-// and changes no frame. It forwards the client's own initialize, keeps the
-// Mcp-Session-Id and the negotiated MCP-Protocol-Version on every later
-// request, POSTs every message (requests, notifications and the client's
-// answers to server requests), delivers server messages from POST streams and
-// from the GET stream, resumes dropped streams with Last-Event-ID,
-// re-initializes an expired session by replaying the client's handshake, and
-// ends the session with DELETE on exit.
-//
-//	client request ──▶ queue ──▶ POST ──▶ JSON or SSE ──▶ messages to the client
-//	client notification / answer ──▶ poster (in order) ──▶ POST (202)
-//	GET stream ──▶ server requests and notifications ──▶ client
-//
-// How messages travel is the carrier's (carrier.go): Streamable HTTP as
-// above, or, for an old server (2024-11-05), the HTTP+SSE transport, where
-// one GET stream carries every server message, answers included
-// (ssecarrier.go). The logic here is the same over both.
-
-// Passthrough limits.
 const (
-	// maxResumes bounds the resumptions of one stream in a row that bring
+	// MaxResumes bounds the resumptions of one stream in a row that bring
 	// no new event.
-	maxResumes = 5
+	MaxResumes = 5
 	// defaultResumeDelay is the wait before resuming a stream that named no
 	// retry delay.
 	defaultResumeDelay = 500 * time.Millisecond
@@ -55,7 +58,7 @@ const (
 
 // passthrough is the session's state against a legacy upstream.
 type passthrough struct {
-	s     *env
+	s     *link.Env
 	posts chan clientPost // client notifications and answers, POSTed in order
 
 	// sess is the 2025 session: its id and version on every request, a
@@ -87,83 +90,116 @@ type clientPost struct {
 // errExpired: the server answered 404 to a request that named a session.
 var errExpired = errors.New("the server ended the MCP session (HTTP 404 for its Mcp-Session-Id)")
 
-// passInit forwards the client's initialize to a legacy server over
+// SSEFirst tries the HTTP+SSE transport before Streamable HTTP under
+// --transport sse-first and sse-only. done is false when Streamable HTTP
+// is to be tried: the default, or sse-first against a server whose GET
+// opened no event stream with an endpoint event.
+func SSEFirst(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (out link.Outcome, done bool) {
+	only := e.Cfg.Transport == link.TransportSSEOnly
+	if !only && (e.Cfg.Transport != link.TransportSSEFirst || e.Cfg.Protocol == link.ProtocolModern) {
+		return link.Outcome{}, false // --protocol modern: a 2024-11-05 server is not wanted first
+	}
+	url := e.URL()
+	if only && e.Cfg.Protocol == link.ProtocolModern {
+		return link.FrameOnly(e.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInvalidRequest, link.ErrorData(url, 0, "", ""),
+			"%s sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but %s modern demands a 2026-07-28 server; drop one of them", rewrite.HintTransport, rewrite.HintProtocol))), true
+	}
+	out, err := sseInit(ctx, e, c, f)
+	switch {
+	case err == nil:
+		return out, true
+	case ctx.Err() != nil:
+		return link.Outcome{}, true
+	case only || isEndpointError(err) || capabilities.IsAuthError(err):
+		e.Warn("no HTTP+SSE stream", zap.String("url", url), zap.Error(err))
+		data := link.ErrorData(url, 0, "transport", "sse")
+		if isEndpointError(err) {
+			data = link.ErrorData(url, 0, "cause", "endpoint origin")
+		}
+		msg := rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; the next initialize will try again", err)
+		if only && !isEndpointError(err) {
+			msg = rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; %s sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use %[2]s http-first", err, rewrite.HintTransport)
+		}
+		return link.FrameOnly(e.ErrorFrame(c.ID, msg)), true
+	}
+	e.Info("no HTTP+SSE stream; trying Streamable HTTP", zap.Error(err))
+	return link.Outcome{}, false
+}
+
+func isEndpointError(err error) bool {
+	var ee *routing.EndpointError
+	return errors.As(err, &ee)
+}
+
+// Init forwards the client's initialize to a legacy server over
 // Streamable HTTP. When the server refuses the POST the way a 2024-11-05
 // HTTP+SSE server does (400, 404 or 405 without a JSON-RPC message), it
 // tries the old transport, as mcp-remote does, unless --transport
 // http-only (or sse-first, which has tried it already) rules it out. The
 // error of a refused POST says so in its data (cause "not streamable
 // http"), and, when the old transport failed too, why.
-func (s *handshake) passInit(ctx context.Context, c *call, f *rewrite.Frame) outcome {
-	out, refused := s.passStart(ctx, c, f, func(p *passthrough) carrier { return &streamable{p: p} })
+func Init(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) link.Outcome {
+	out, refused := start(ctx, e, c, f, func(p *passthrough) carrier { return &streamable{p: p} })
 	if !refused {
 		return out
 	}
-	msg := gjson.GetBytes(out.frame, "error.message").String()
-	data, _ := sjson.SetBytes([]byte(gjson.GetBytes(out.frame, "error.data").Raw), "cause", "not streamable http")
-	switch s.cfg.Transport {
-	case TransportHTTPOnly:
-		return frameOnly(s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError, data,
+	msg := gjson.GetBytes(out.Frame, "error.message").String()
+	data, _ := sjson.SetBytes([]byte(gjson.GetBytes(out.Frame, "error.data").Raw), "cause", "not streamable http")
+	switch e.Cfg.Transport {
+	case link.TransportHTTPOnly:
+		return link.FrameOnly(e.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInternalError, data,
 			"%s; if it is an old HTTP+SSE server (MCP 2024-11-05), drop %s http-only (or use %[2]s sse-only)", msg, rewrite.HintTransport)))
-	case TransportSSEFirst:
-		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, data))
+	case link.TransportSSEFirst:
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, msg, data))
 	}
-	s.info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(data, "httpStatus").Int())))
-	sout, err := s.sseInit(ctx, c, f)
+	e.Info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(data, "httpStatus").Int())))
+	sout, err := sseInit(ctx, e, c, f)
 	switch {
 	case err == nil:
 		return sout
 	case ctx.Err() != nil:
-		return outcome{}
+		return link.Outcome{}
 	case isEndpointError(err):
-		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "cannot initialize: "+err.Error(), errorData(s.client.URL(), 0, "cause", "endpoint origin")))
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "cannot initialize: "+err.Error(), link.ErrorData(e.URL(), 0, "cause", "endpoint origin")))
 	}
-	s.warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
-	return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("%s, and %v", msg, err), data))
+	e.Warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
+	return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("%s, and %v", msg, err), data))
 }
 
-// passStart forwards the client's initialize over the carrier mk makes
-// and, when it succeeds, puts the session into passthrough mode before the
-// answer goes out (the outcome's next), so that every later client message
-// takes the passthrough path. refused reports a POST refused the way a 2024-11-05
-// server refuses it (the frame is then the proxy's error for it).
-func (s *handshake) passStart(ctx context.Context, c *call, f *rewrite.Frame, mk func(*passthrough) carrier) (out outcome, refused bool) {
-	p := &passthrough{s: s.env, sess: s.client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
+// start forwards the client's initialize over the carrier mk makes and,
+// when it succeeds, returns the passthrough as the outcome's Next. refused
+// reports a POST refused the way a 2024-11-05 server refuses it (the frame
+// is then the proxy's error for it).
+func start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, mk func(*passthrough) carrier) (out link.Outcome, refused bool) {
+	p := &passthrough{s: e, sess: e.Client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
 	p.car = mk(p)
 	res := p.car.exchange(ctx, c, f.Raw, p.sess.Stamp())
 	frame := res.frame
 	if frame == nil && res.err != nil && ctx.Err() == nil {
 		// An HTTP+SSE session that ended during its own handshake (404).
-		frame = rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
+		frame = rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 			fmt.Sprintf("cannot initialize: %v during the handshake; the next initialize will try again", res.err),
-			errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
+			link.ErrorData(e.URL(), http.StatusNotFound, "cause", "session expired"))
 	}
 	if res.err != nil || frame == nil || gjson.GetBytes(frame, "error").Exists() {
 		// The server refused the handshake: the client sees why.
 		p.car.end()
-		return frameOnly(frame), res.refused
+		return link.FrameOnly(frame), res.refused
 	}
 	version := gjson.GetBytes(frame, "result.protocolVersion").String()
 	p.sess.Begin(res.sessionID, version)
 	p.car.started()
-	s.bg.start(func() { p.poster(s.ctx) })
-	s.info("passthrough session started", zap.String("transport", p.car.name()), zap.String("protocolVersion", version), zap.Bool("sessionId", res.sessionID != ""))
-	return outcome{frame: frame, rewrites: passthroughRewrites, next: p, era: version}, false
-}
-
-// handshake POSTs an initialize without session headers and returns the
-// answer and the session id the server gave.
-func (p *passthrough) handshake(ctx context.Context, c *call, body []byte) ([]byte, string, error) {
-	res := p.car.exchange(ctx, c, body, routing.Stamp{Header: http.Header{}})
-	return res.frame, res.sessionID, res.err
+	e.BG.Start(func() { p.poster(e.Ctx) })
+	e.Info("passthrough session started", zap.String("transport", p.car.name()), zap.String("protocolVersion", version), zap.Bool("sessionId", res.sessionID != ""))
+	return link.Outcome{Frame: frame, Rewrites: link.RwPass, Next: p, Era: version}, false
 }
 
 // passResult is the outcome of one passthrough exchange.
 type passResult struct {
-	frame     []byte    // the client's answer: the server's, verbatim, or a proxy-made error
-	again     retryKind // whether a failure may be retried
-	sessionID string    // the Mcp-Session-Id the answer carried
-	err       error     // errExpired, or why there is no frame
+	frame     []byte         // the client's answer: the server's, verbatim, or a proxy-made error
+	again     link.RetryKind // whether a failure may be retried
+	sessionID string         // the Mcp-Session-Id the answer carried
+	err       error          // errExpired, or why there is no frame
 	// refused: the POST was answered 400, 404 or 405 without a JSON-RPC
 	// message, which is how a 2024-11-05 HTTP+SSE server answers a POST to
 	// its stream's URL (mcp-remote's cue to try the old transport).
@@ -180,18 +216,15 @@ func refusal(status int) bool {
 // retry rules are the modern path's (dial errors always; broken streams for
 // methods safe to repeat); an expired session is re-initialized, and the
 // request is sent again only when it is safe to repeat.
-func (p *passthrough) request(ctx context.Context, c *call, f *rewrite.Frame) outcome {
-	return outcome{frame: p.forward(ctx, c, f), rewrites: passthroughRewrites}
+func (p *passthrough) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
+	return link.Outcome{Frame: p.forward(ctx, c, f), Rewrites: link.RwPass}
 }
 
-// passthroughRewrites: the frames of passthrough are the server's own.
-var passthroughRewrites = []string{"passthrough"}
-
-func (p *passthrough) forward(ctx context.Context, c *call, f *rewrite.Frame) []byte {
+func (p *passthrough) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
 	s := p.s
-	if c.barrier != nil {
+	if c.Barrier != nil {
 		select {
-		case <-c.barrier:
+		case <-c.Barrier:
 		case <-ctx.Done():
 			return nil
 		}
@@ -202,12 +235,12 @@ func (p *passthrough) forward(ctx context.Context, c *call, f *rewrite.Frame) []
 	for reinit := false; ; reinit = true {
 		var res passResult
 		var gen int
-		frame := s.attempt(ctx, c, f.Method, func() result {
+		frame := s.Attempt(ctx, c, f.Method, func() link.Result {
 			st := p.sess.Stamp()
 			gen = st.Gen
 			res = p.car.exchange(ctx, c, f.Raw, st)
-			return failed(res.frame, res.again)
-		}).frame
+			return link.Failed(res.frame, res.again)
+		}).Frame
 		if !errors.Is(res.err, errExpired) {
 			p.remember(f, frame)
 			return frame
@@ -216,20 +249,20 @@ func (p *passthrough) forward(ctx context.Context, c *call, f *rewrite.Frame) []
 			if ctx.Err() != nil {
 				return nil
 			}
-			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 				fmt.Sprintf("the upstream server ended the MCP session, and starting a new one failed: %v; restart the client session", err),
-				errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
+				link.ErrorData(s.URL(), http.StatusNotFound, "cause", "session expired"))
 		}
 		if reinit || !protocol.Repeatable(f.Method) {
 			why := "it is not safe to repeat"
 			if reinit {
 				why = "the new session expired too"
 			}
-			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 				fmt.Sprintf("the upstream server ended the MCP session while %s was sent (HTTP 404); the proxy started a new session, but did not send %s again because %s: send it again if it should run", f.Method, f.Method, why),
-				errorData(s.client.URL(), http.StatusNotFound, "cause", "session expired"))
+				link.ErrorData(s.URL(), http.StatusNotFound, "cause", "session expired"))
 		}
-		s.info("session re-initialized; repeating the request", zap.String("method", f.Method), zap.ByteString("id", c.id))
+		s.Info("session re-initialized; repeating the request", zap.String("method", f.Method), zap.ByteString("id", c.ID))
 	}
 }
 
@@ -260,33 +293,33 @@ func (p *passthrough) remember(f *rewrite.Frame, answer []byte) {
 // exchange POSTs one message and reads the answer to c.id. Server requests
 // and notifications on the stream go to the client as they come; a stream
 // that drops before the answer is resumed with GET and Last-Event-ID.
-func (t *streamable) exchange(ctx context.Context, c *call, body []byte, st routing.Stamp) passResult {
+func (t *streamable) exchange(ctx context.Context, c *link.Call, body []byte, st routing.Stamp) passResult {
 	p := t.p
 	s := p.s
-	actx, dl := s.deadlines(ctx, c)
-	defer dl.stop()
+	actx, dl := s.Deadlines(ctx, c)
+	defer dl.Stop()
 	start := time.Now()
-	resp, err := p.sess.Post(s.observed(actx, c.op, rwPass), st, body)
+	resp, err := p.sess.Post(s.Observed(actx, c.Op, link.RwPass), st, body)
 	if err != nil {
-		frame, again := s.sendFailed(ctx, actx, c, c.method, err)
+		frame, again := s.SendFailed(ctx, actx, c, err)
 		return passResult{frame: frame, again: again, err: err}
 	}
 	res := passResult{sessionID: resp.SessionID()}
 	last := ""                  // the id of the last event seen, over the resumptions
 	delay := defaultResumeDelay // the last retry: the stream named
 	for resumes := 0; ; resumes++ {
-		frame, done, server := t.read(actx, c, resp, start, dl.touch)
+		frame, done, server := t.read(actx, c, resp, dl.Touch)
 		resp.Close()
 		if done || ctx.Err() != nil {
 			res.frame = frame
 			res.refused = !server && refusal(resp.Status)
 			if frame == nil && ctx.Err() == nil {
-				res.frame = s.timedOut(actx, c, c.method)
+				res.frame = s.TimedOut(actx, c)
 			}
 			if st.Expired(resp.Status) {
 				res.frame, res.err = nil, errExpired
 			}
-			s.logExchange(c.op, c.method, c.id, nil, resp.Status, start, len(body), len(res.frame))
+			s.LogExchange(c, nil, resp.Status, start, len(body), len(res.frame))
 			return res
 		}
 		// The stream ended before the answer: resume it if it can be, as
@@ -294,23 +327,23 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, st rout
 		if id := resp.LastEventID(); id != "" && id != last {
 			last, resumes = id, 0
 		}
-		if last == "" || resumes >= maxResumes {
-			res.frame = s.noAnswer(c, c.method, resp, "")
-			res.again = retryBroken
+		if last == "" || resumes >= MaxResumes {
+			res.frame = link.NoAnswer(s.URL(), c, resp, "")
+			res.again = link.RetryBroken
 			return res
 		}
 		if r := resp.Retry(); r > 0 {
 			delay = r
 		}
-		s.info("upstream stream dropped before the answer; resuming", zap.ByteString("id", c.id), zap.String("lastEventId", last), zap.Duration("after", delay))
-		if !sleep(actx, delay) {
-			res.frame = s.timedOut(actx, c, c.method)
+		s.Info("upstream stream dropped before the answer; resuming", zap.ByteString("id", c.ID), zap.String("lastEventId", last), zap.Duration("after", delay))
+		if !link.Sleep(actx, delay) {
+			res.frame = s.TimedOut(actx, c)
 			return res
 		}
 		gst := p.sess.Stamp()
-		resp, err = p.sess.Stream(s.observed(actx, c.op, rwResume), gst, last)
+		resp, err = p.sess.Stream(s.Observed(actx, c.Op, link.RwResume), gst, last)
 		if err != nil {
-			frame, _ := s.sendFailed(ctx, actx, c, c.method, err)
+			frame, _ := s.SendFailed(ctx, actx, c, err)
 			res.frame = frame
 			return res
 		}
@@ -320,7 +353,7 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, st rout
 			return res
 		}
 		if resp.Status != http.StatusOK || !resp.IsSSE() {
-			res.frame = s.httpFailure(c.id, c.method+" (resuming its dropped stream)", resp, nil)
+			res.frame = link.HTTPFailure(s.URL(), c.ID, c.Method+" (resuming its dropped stream)", resp, nil)
 			resp.Close()
 			return res
 		}
@@ -331,7 +364,7 @@ func (t *streamable) exchange(ctx context.Context, c *call, body []byte, st rout
 // true, or false when an event stream ended before the answer; server is
 // true when the answer is the server's own JSON-RPC message (false for an
 // error the proxy made of an HTTP failure).
-func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, start time.Time, touch func()) (frame []byte, done, server bool) {
+func (t *streamable) read(ctx context.Context, c *link.Call, resp *routing.Response, touch func()) (frame []byte, done, server bool) {
 	p := t.p
 	s := p.s
 	for {
@@ -344,43 +377,39 @@ func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, 
 				if resp.IsSSE() && resp.Status < 300 {
 					return nil, false, false
 				}
-				return s.noAnswer(c, c.method, resp, ""), true, false
+				return link.NoAnswer(s.URL(), c, resp, ""), true, false
 			case errors.Is(err, routing.ErrContentType):
-				return s.httpFailure(c.id, c.method, resp, msg), true, false
+				return link.HTTPFailure(s.URL(), c.ID, c.Method, resp, msg), true, false
 			case errors.Is(err, routing.ErrTooLarge):
-				return s.tooLargeAnswer(c, c.method, resp.Status), true, false
+				return s.TooLargeAnswer(c, resp.Status), true, false
 			}
 			if resp.IsSSE() {
 				return nil, false, false // a broken stream: resumable like an ended one
 			}
-			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-				fmt.Sprintf("the connection to the upstream server broke while reading the answer to %s (%v); the request may or may not have run", c.method, err),
-				errorData(s.client.URL(), resp.Status, "", "")), true, false
+			return link.BrokenRead(s.URL(), c, resp.Status, err), true, false
 		}
 		touch()
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		switch {
 		case perr != nil && !resp.IsSSE():
 			if resp.Status < 300 {
-				return s.invalidBody(c.id, c.method, resp, msg, perr), true, false
+				return link.InvalidBody(s.URL(), c, resp, msg, perr), true, false
 			}
-			return s.httpFailure(c.id, c.method, resp, msg), true, false
+			return link.HTTPFailure(s.URL(), c.ID, c.Method, resp, msg), true, false
 		case perr != nil:
-			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.logFrame(msg)))
-		case m.Kind == rewrite.KindResponse && m.ID.Raw == string(c.id):
-			return clone(m.Raw), true, true
+			s.Warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.LogFrame(msg)))
+		case m.Kind == rewrite.KindResponse && m.ID.Raw == string(c.ID):
+			return link.Clone(m.Raw), true, true
 		case m.Kind == rewrite.KindResponse && m.ID.Type == gjson.Null && m.Error.Exists():
 			// An error about an unreadable request: it is this one's.
-			return rewrite.ErrorFrameRaw(c.id, []byte(m.Error.Raw)), true, true
+			return rewrite.ErrorFrameRaw(c.ID, []byte(m.Error.Raw)), true, true
 		case m.Kind == rewrite.KindResponse:
-			s.warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", c.id))
+			s.Warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", c.ID))
 			if !resp.IsSSE() {
-				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
-					fmt.Sprintf("the upstream server answered %s with a response for id %s instead of %s; the server is misbehaving", c.method, m.ID.Raw, c.id),
-					errorData(s.client.URL(), resp.Status, "", "")), true, false
+				return link.WrongID(s.URL(), c, resp.Status, m.ID.Raw, c.ID), true, false
 			}
 		default:
-			s.sendOp(clone(m.Raw), c.op, nil) // a server request or notification
+			s.Send(link.Clone(m.Raw), c.Op, nil) // a server request or notification
 		}
 	}
 }
@@ -388,31 +417,32 @@ func (t *streamable) read(ctx context.Context, c *call, resp *routing.Response, 
 // passNotification POSTs a client notification, in order with the others.
 // A cancel also closes the request's own stream once it is sent: 2025
 // cancels with the notification, not by disconnecting.
-func (p *passthrough) notified(f *rewrite.Frame, op string, cancel func()) {
+func (p *passthrough) Notified(f *rewrite.Frame, op string, cancel func()) {
 	j := clientPost{body: f.Raw, method: f.Method, op: op} // a fresh line, never reused
 	switch f.Method {
 	case "notifications/initialized":
 		p.mu.Lock()
 		p.initialized = true
 		p.mu.Unlock()
-		j.after = func() { p.car.openGet(p.s.ctx) }
+		j.after = func() { p.car.openGet(p.s.Ctx) }
 	case "notifications/cancelled":
 		j.after = cancel // once the server has the cancel
 	}
 	p.enqueue(j)
 }
 
-// answered POSTs the client's answer to a server request.
-func (p *passthrough) answered(f *rewrite.Frame, op string) bool {
+func (p *passthrough) Answered(f *rewrite.Frame, op string) bool {
 	p.enqueue(clientPost{body: f.Raw, op: op})
 	return true
 }
 
 // Every message goes to the server: nothing is answered locally, and the
 // upstream's file state belongs to the modern bridge.
-func (p *passthrough) open()                                  {}
-func (p *passthrough) local(*rewrite.Frame, string, any) bool { return false }
-func (p *passthrough) close()                                 { p.end() }
+func (p *passthrough) Open()                                         {}
+func (p *passthrough) Local(*rewrite.Frame) ([]byte, []string, bool) { return nil, nil, false }
+
+func (p *passthrough) Reached() (era, transport string) { return p.sess.Version(), p.car.name() }
+func (p *passthrough) Close()                           { p.car.end() }
 
 // enqueue queues a client message for the poster. Called by the reader
 // only, so the queue is in the client's order.
@@ -423,7 +453,7 @@ func (p *passthrough) enqueue(j clientPost) {
 	p.mu.Unlock()
 	select {
 	case p.posts <- j:
-	case <-p.s.ctx.Done():
+	case <-p.s.Ctx.Done():
 	}
 }
 
@@ -431,7 +461,7 @@ func (p *passthrough) enqueue(j clientPost) {
 // request waits for it, so a server never sees a request before a
 // notification the client sent first (a strict 2025 server refuses
 // requests before notifications/initialized).
-func (p *passthrough) barrier() <-chan struct{} {
+func (p *passthrough) Barrier() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.lastPost == nil {
@@ -484,7 +514,7 @@ func (p *passthrough) send(ctx context.Context, j clientPost) {
 	}
 	if _, ok := p.car.wait(ctx, nil); !ok {
 		if ctx.Err() == nil {
-			s.warn("the upstream connection is down; a client message was dropped", zap.String("message", what))
+			s.Warn("the upstream connection is down; a client message was dropped", zap.String("message", what))
 		}
 		return
 	}
@@ -496,19 +526,19 @@ func (p *passthrough) send(ctx context.Context, j clientPost) {
 			return
 		case p.car.expired(status, st):
 			if rerr := p.reinit(ctx, st.Gen); rerr != nil {
-				s.warn("cannot start a new MCP session", zap.Error(rerr))
+				s.Warn("cannot start a new MCP session", zap.Error(rerr))
 				return
 			}
 			switch j.method {
 			case "", "notifications/cancelled", "notifications/initialized":
-				s.warn("the session expired before the server got this message; dropped", zap.String("message", what))
+				s.Warn("the session expired before the server got this message; dropped", zap.String("message", what))
 				return
 			}
 			continue
 		case err != nil:
-			s.warn("posting a client message upstream failed", zap.String("message", what), zap.Error(err))
+			s.Warn("posting a client message upstream failed", zap.String("message", what), zap.Error(err))
 		case status >= 300:
-			s.warn("the upstream server refused a client message", zap.String("message", what), zap.Int("httpStatus", status))
+			s.Warn("the upstream server refused a client message", zap.String("message", what), zap.Int("httpStatus", status))
 		}
 		return
 	}
@@ -519,9 +549,9 @@ func (p *passthrough) send(ctx context.Context, j clientPost) {
 func (t *streamable) fire(ctx context.Context, op string, body []byte, st routing.Stamp) (int, error) {
 	p := t.p
 	s := p.s
-	pctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
+	pctx, cancel := context.WithTimeout(ctx, s.Cfg.IdleTimeout)
 	defer cancel()
-	resp, err := p.sess.Post(s.observed(pctx, op, rwPass), st, body)
+	resp, err := p.sess.Post(s.Observed(pctx, op, link.RwPass), st, body)
 	if err != nil {
 		return 0, err
 	}
@@ -545,11 +575,11 @@ func (t *streamable) relay(ctx context.Context, op string, resp *routing.Respons
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		switch {
 		case perr != nil:
-			s.warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.logFrame(msg)))
+			s.Warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.LogFrame(msg)))
 		case m.Kind == rewrite.KindResponse:
-			s.debug("upstream response on a stream without a request dropped", zap.String("id", m.ID.Raw))
+			s.Debug("upstream response on a stream without a request dropped", zap.String("id", m.ID.Raw))
 		case ctx.Err() == nil:
-			s.sendOp(clone(m.Raw), op, nil)
+			s.Send(link.Clone(m.Raw), op, nil)
 		}
 	}
 }
@@ -568,7 +598,7 @@ func (t *streamable) openGet(ctx context.Context) {
 	gctx, cancel := context.WithCancel(ctx)
 	p.getCancel = cancel
 	p.mu.Unlock()
-	p.s.bg.start(func() { t.get(gctx) })
+	p.s.BG.Start(func() { t.get(gctx) })
 }
 
 func (t *streamable) get(ctx context.Context) {
@@ -576,31 +606,31 @@ func (t *streamable) get(ctx context.Context) {
 	s := p.s
 	op := "get-stream"
 	last := ""
-	backoff := listenBackoffMin
+	backoff := link.BackoffMin
 	for ctx.Err() == nil {
 		st := p.sess.Stamp()
 		// No sign-in for a stream the client did not ask for.
-		resp, err := p.sess.Stream(routing.Unattended(s.observed(ctx, op, nil)), st, last)
+		resp, err := p.sess.Stream(routing.Unattended(s.Observed(ctx, op, nil)), st, last)
 		var delay time.Duration
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
 				return
 			}
-			s.debug("the upstream GET stream failed; retrying", zap.Error(err), zap.Duration("after", backoff))
+			s.Debug("the upstream GET stream failed; retrying", zap.Error(err), zap.Duration("after", backoff))
 		case resp.Status == http.StatusMethodNotAllowed:
 			resp.Close()
-			s.info("the upstream server offers no GET stream (HTTP 405); server messages come only on request streams")
+			s.Info("the upstream server offers no GET stream (HTTP 405); server messages come only on request streams")
 			return
 		case st.Expired(resp.Status):
 			resp.Close()
 			// The session expired; the next request or message re-initializes,
 			// which reopens this stream.
-			s.info("the upstream session expired; the GET stream waits for the next message to start a new one")
+			s.Info("the upstream session expired; the GET stream waits for the next message to start a new one")
 			return
 		case resp.Status != http.StatusOK || !resp.IsSSE():
 			resp.Close()
-			s.warn("the upstream GET stream was refused; retrying", zap.Int("httpStatus", resp.Status), zap.String("contentType", resp.ContentType), zap.Duration("after", backoff))
+			s.Warn("the upstream GET stream was refused; retrying", zap.Int("httpStatus", resp.Status), zap.String("contentType", resp.ContentType), zap.Duration("after", backoff))
 		default:
 			t.relay(ctx, op, resp)
 			resp.Close()
@@ -608,13 +638,13 @@ func (t *streamable) get(ctx context.Context) {
 				last = id
 			}
 			delay = resp.Retry()
-			backoff = listenBackoffMin // it was up: start over
+			backoff = link.BackoffMin // it was up: start over
 		}
 		if delay <= 0 {
 			delay = backoff
-			backoff = min(backoff*2, listenBackoffMax)
+			backoff = min(backoff*2, link.BackoffMax)
 		}
-		if !sleep(ctx, delay) {
+		if !link.Sleep(ctx, delay) {
 			return
 		}
 	}
@@ -644,23 +674,24 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	p.mu.Unlock()
 	s := p.s
 	op := "reinit-" + strconv.Itoa(gen) // generations count from 1: the first re-initialization is reinit-1
-	s.info("the upstream MCP session ended; starting a new one with the client's initialize", zap.String("transport", p.car.name()))
+	s.Info("the upstream MCP session ended; starting a new one with the client's initialize", zap.String("transport", p.car.name()))
 
 	if err := p.car.connect(ctx); err != nil {
 		return err
 	}
 	body, id := p.own(p.initFrame)
-	c := &call{id: id, method: "initialize", op: op, start: time.Now()}
-	frame, sid, err := p.handshake(ctx, c, body)
-	if err != nil {
-		return err
+	c := &link.Call{ID: id, Method: "initialize", Op: op, Start: time.Now()}
+	res := p.car.exchange(ctx, c, body, routing.Stamp{Header: http.Header{}})
+	frame, sid := res.frame, res.sessionID
+	if res.err != nil {
+		return res.err
 	}
 	if e := gjson.GetBytes(frame, "error"); e.Exists() || frame == nil {
 		return fmt.Errorf("the server refused the new initialize: %s", e.Get("message").String())
 	}
 	version := gjson.GetBytes(frame, "result.protocolVersion").String()
 	if version != oldVersion {
-		s.warn("the new MCP session negotiated another protocol version than the client's", zap.String("was", oldVersion), zap.String("now", version))
+		s.Warn("the new MCP session negotiated another protocol version than the client's", zap.String("was", oldVersion), zap.String("now", version))
 	}
 	p.sess.Begin(sid, version)
 	st := p.sess.Stamp()
@@ -679,16 +710,16 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	for _, r := range replays {
 		body, id := p.own(r)
 		method := gjson.GetBytes(r, "method").String()
-		res := p.car.exchange(ctx, &call{id: id, method: method, op: op, start: time.Now()}, body, st)
+		res := p.car.exchange(ctx, &link.Call{ID: id, Method: method, Op: op, Start: time.Now()}, body, st)
 		if res.frame == nil || gjson.GetBytes(res.frame, "error").Exists() {
-			s.warn("replaying session state in the new MCP session failed", zap.String("method", method), zap.ByteString("answer", s.logFrame(res.frame)))
+			s.Warn("replaying session state in the new MCP session failed", zap.String("method", method), zap.ByteString("answer", s.LogFrame(res.frame)))
 		}
 	}
 	p.car.started()
 	if initialized {
-		p.car.openGet(s.ctx)
+		p.car.openGet(s.Ctx)
 	}
-	s.info("new MCP session started", zap.String("protocolVersion", version))
+	s.Info("new MCP session started", zap.String("protocolVersion", version))
 	return nil
 }
 
@@ -699,15 +730,12 @@ func (p *passthrough) own(msg []byte) ([]byte, []byte) {
 	n := p.ownID
 	p.mu.Unlock()
 	id := rewrite.AppendString(nil, "mcp-tasks-proxy-"+strconv.FormatInt(n, 10))
-	b, err := sjson.SetRawBytes(clone(msg), "id", id)
+	b, err := sjson.SetRawBytes(link.Clone(msg), "id", id)
 	if err != nil {
 		return msg, id
 	}
 	return b, id
 }
-
-// end ends the upstream session on exit.
-func (p *passthrough) end() { p.car.end() }
 
 // end ends the session with DELETE on exit; a 405 (the server does not let
 // clients end sessions) is fine.
@@ -715,25 +743,13 @@ func (t *streamable) end() {
 	s := t.p.s
 	// The session's context has ended: keep its values (the Observer), not
 	// its end. The records' op names the cause: the client's session ended.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), deleteTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.Ctx), deleteTimeout)
 	defer cancel()
-	status, err := t.p.sess.End(s.observed(ctx, "session-end", nil))
+	status, err := t.p.sess.End(s.Observed(ctx, "session-end", nil))
 	switch {
 	case err != nil:
-		s.debug("ending the upstream MCP session failed", zap.Error(err))
+		s.Debug("ending the upstream MCP session failed", zap.Error(err))
 	case status != 0:
-		s.debug("upstream MCP session ended", zap.Int("httpStatus", status))
-	}
-}
-
-// logExchange writes the debug line of one upstream exchange.
-func (s *env) logExchange(op, method string, id, upID []byte, status int, start time.Time, up, down int) {
-	if ce := s.log.Check(zapcore.DebugLevel, "upstream exchange"); ce != nil {
-		fields := []zap.Field{zap.String("dir", "proxy->server"), zap.String("op", op), zap.String("method", method), zap.ByteString("id", id),
-			zap.Int("httpStatus", status), zap.Duration("latency", time.Since(start)), zap.Int("bytesUp", up), zap.Int("bytesDown", down)}
-		if upID != nil {
-			fields = append(fields, zap.ByteString("upstreamId", upID))
-		}
-		ce.Write(fields...)
+		s.Debug("upstream MCP session ended", zap.Int("httpStatus", status))
 	}
 }

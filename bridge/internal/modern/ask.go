@@ -1,14 +1,14 @@
-package bridge
+package modern
 
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
@@ -16,87 +16,6 @@ import (
 // Requests from the proxy to the legacy client: the 2025
 // face of 2026 input requests. Their ids live in the proxy's own space
 // ("mtp-N"), apart from the client's ids.
-
-// clientError is a JSON-RPC error the client answered with.
-type clientError struct{ raw gjson.Result }
-
-func (e *clientError) Error() string {
-	return fmt.Sprintf("the client answered with error %d: %s", e.raw.Get("code").Int(), e.raw.Get("message").String())
-}
-
-// pendingAsk is a request sent to the client, awaiting its answer.
-type pendingAsk struct {
-	s  *env
-	id []byte
-	op string // the trace op of the request that needs the answer
-	ch chan []byte
-}
-
-// askStart sends a request to the client without waiting, so several can be
-// sent in a fixed order and then awaited together.
-func (s *env) askStart(op, method string, params []byte) *pendingAsk {
-	p := &pendingAsk{s: s, id: append(strconv.AppendInt([]byte(`"mtp-`), s.asks.next.Add(1), 10), '"'), op: op, ch: make(chan []byte, 1)}
-	s.asks.mu.Lock()
-	s.asks.m[string(p.id)] = p
-	s.asks.mu.Unlock()
-	s.sendOp(rewrite.RequestFrame(p.id, method, params), op, rwAsk)
-	return p
-}
-
-// askOp is the op of a pending request to the client, for its answer.
-func (s *env) askOp(id string) string {
-	s.asks.mu.Lock()
-	defer s.asks.mu.Unlock()
-	if p := s.asks.m[id]; p != nil {
-		return p.op
-	}
-	return ""
-}
-
-// abandon gives up on the answer and tells the client so.
-func (p *pendingAsk) abandon() {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, _ = p.wait(ctx)
-}
-
-// wait returns the client's raw result, a *clientError, or ctx's error; on
-// ctx's end the client is told with notifications/cancelled.
-func (p *pendingAsk) wait(ctx context.Context) (gjson.Result, error) {
-	s := p.s
-	select {
-	case resp := <-p.ch:
-		f, err := rewrite.Parse(resp)
-		if err != nil {
-			return gjson.Result{}, err
-		}
-		if f.Error.Exists() {
-			return gjson.Result{}, &clientError{raw: f.Error}
-		}
-		return f.Result, nil
-	case <-ctx.Done():
-		s.asks.mu.Lock()
-		delete(s.asks.m, string(p.id))
-		s.asks.mu.Unlock()
-		if s.ctx.Err() == nil {
-			s.sendOp(rewrite.NotificationFrame("notifications/cancelled", rewrite.CancelledParams(p.id, "no longer needed")), p.op, nil)
-		}
-		return gjson.Result{}, ctx.Err()
-	}
-}
-
-// clientAnswered routes a response from the client to the request waiting
-// for it. It reports false for an id nobody waits for.
-func (s *env) clientAnswered(f *rewrite.Frame) bool {
-	s.asks.mu.Lock()
-	p, ok := s.asks.m[f.ID.Raw]
-	delete(s.asks.m, f.ID.Raw)
-	s.asks.mu.Unlock()
-	if ok {
-		p.ch <- clone(f.Raw)
-	}
-	return ok
-}
 
 // clientCan reports whether the client declared the capability an input
 // request needs, and names the missing one when not (2026 servers MUST NOT
@@ -106,7 +25,7 @@ func (s *env) clientAnswered(f *rewrite.Frame) bool {
 // object that names only other modes; a bare {} means form, as 2025 reads it),
 // "elicitation.url", "sampling", "sampling.tools" (a request that offers
 // tools), "roots".
-func (s *modern) clientCan(method string, params gjson.Result) (bool, string) {
+func (s *server) clientCan(method string, params gjson.Result) (bool, string) {
 	var caps gjson.Result
 	if st := s.state.Load(); st != nil {
 		caps = gjson.ParseBytes(st.legacyCaps)
@@ -170,16 +89,16 @@ func inputRequests(m gjson.Result) []inputRequest {
 
 // askInput sends one input request to the client and returns the answer
 // for inputResponses. relatedTask ties it to a task the client knows.
-func (s *modern) askInput(ctx context.Context, in inputRequest, relatedTask string) ([]byte, error) {
+func (s *server) askInput(ctx context.Context, in inputRequest, relatedTask string) ([]byte, error) {
 	if err := s.cannotAsk(in); err != nil {
 		return nil, err
 	}
-	return s.inputAnswer(ctx, in, s.askStart(opOf(ctx), in.method, s.inputParams(in, relatedTask)))
+	return s.inputAnswer(ctx, in, s.env.AskStart(link.OpOf(ctx), in.method, s.inputParams(in, relatedTask)))
 }
 
 // cannotAsk is the error for an input request the client did not declare
 // the capability for, or nil when it may be sent.
-func (s *modern) cannotAsk(in inputRequest) *missingCapabilityError {
+func (s *server) cannotAsk(in inputRequest) *missingCapabilityError {
 	if ok, missing := s.clientCan(in.method, in.params); !ok {
 		return &missingCapabilityError{method: in.method, input: inputMode(in.method, in.params), capability: missing}
 	}
@@ -188,7 +107,7 @@ func (s *modern) cannotAsk(in inputRequest) *missingCapabilityError {
 
 // firstUnaskable is the error for the first of reqs the client cannot be
 // sent, in document order, or nil when every one can.
-func (s *modern) firstUnaskable(reqs []inputRequest) *missingCapabilityError {
+func (s *server) firstUnaskable(reqs []inputRequest) *missingCapabilityError {
 	for _, in := range reqs {
 		if err := s.cannotAsk(in); err != nil {
 			return err
@@ -255,8 +174,7 @@ func requiredCapabilities(path string) []byte {
 	return b
 }
 
-// inputParams prepares an input request's params for the client.
-func (s *modern) inputParams(in inputRequest, relatedTask string) []byte {
+func (s *server) inputParams(in inputRequest, relatedTask string) []byte {
 	var elicitationID string
 	if in.method == "elicitation/create" && in.params.Get("mode").String() == "url" {
 		elicitationID = "mtp-elicitation-" + randomHex(12)
@@ -267,14 +185,13 @@ func (s *modern) inputParams(in inputRequest, relatedTask string) []byte {
 	return rewrite.InputRequestParams(in.params, relatedTask, elicitationID)
 }
 
-// inputAnswer waits for the client's answer to an input request.
-func (s *modern) inputAnswer(ctx context.Context, in inputRequest, p *pendingAsk) ([]byte, error) {
-	res, err := p.wait(ctx)
+func (s *server) inputAnswer(ctx context.Context, in inputRequest, p *link.PendingAsk) ([]byte, error) {
+	res, err := p.Wait(ctx)
 	if err != nil {
-		if _, ok := err.(*clientError); ok && in.method == "elicitation/create" {
+		if _, ok := err.(*link.ClientError); ok && in.method == "elicitation/create" {
 			// Policy (docs/policies.md, Client input): an elicitation the
 			// client failed becomes a cancel, so the server can move on.
-			s.warn("the client answered an elicitation with an error; sending cancel", zap.Error(err))
+			s.env.Warn("the client answered an elicitation with an error; sending cancel", zap.Error(err))
 			return []byte(`{"action":"cancel"}`), nil
 		}
 		return nil, err

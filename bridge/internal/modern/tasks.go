@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -33,7 +34,8 @@ import (
 // client created through the proxy, and the input keys already asked of
 // the client, by task.
 type taskBridge struct {
-	*modern
+	env *link.Env
+	srv *server
 	reg *ownedRegistry // the registry, scoped to Config.StateOwner
 
 	mu         sync.Mutex
@@ -43,17 +45,17 @@ type taskBridge struct {
 	unanswered map[string]bool
 }
 
-// syntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
+// SyntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
 // random hex digits. The proxy knows its tasks by their registry record
 // (record.Synthetic), not by the id: a server's task id may start the same
 // way. Only an id the registry does not know is judged by its shape
 // (mintedID), so that a proxy-made id that expired or was trimmed is
 // answered locally and never sent upstream.
-const syntheticPrefix = "mcp-tasks-proxy-"
+const SyntheticPrefix = "mcp-tasks-proxy-"
 
 // mintedID reports whether id has the shape of the ids the proxy mints.
 func mintedID(id string) bool {
-	hex, ok := strings.CutPrefix(id, syntheticPrefix)
+	hex, ok := strings.CutPrefix(id, SyntheticPrefix)
 	if !ok || len(hex) != 32 {
 		return false
 	}
@@ -70,7 +72,7 @@ func mintedID(id string) bool {
 // an id of the proxy's own shape it no longer knows, or a task recorded
 // under another owner (both not found).
 func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
-	rec, found = s.record(id)
+	rec, found = s.reg.get(id)
 	if found {
 		return rec, true, rec.Synthetic
 	}
@@ -80,58 +82,47 @@ func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
 	return rec, false, mintedID(id)
 }
 
-func taskNotFound(c *call) []byte {
-	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
+func taskNotFound(c *link.Call) []byte {
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
 }
 
 // Poll failure bound: after this many failed polls in a row a waiting
 // request gets an error instead of waiting forever.
 const maxPollFailures = 5
 
-// taskListPage is the tasks/list page size.
 const taskListPage = 50
 
-// DefaultPollTimeout is Config.PollTimeout's default: the bound of one
-// tasks/get poll or tasks/update (docs/reliability.md, Every wait ends: a
-// poll ends within its own bound). A healthy server answers these reads in
-// milliseconds, so one that hangs is given up after this long and the
-// request is made again (both are safe to repeat), instead of holding the
-// request that waits on the task; 10 s is five default poll intervals,
-// and room for a slow network.
-const DefaultPollTimeout = 10 * time.Second
-
-func (s *modern) tasksEnabled() bool {
+func (s *server) tasksEnabled() bool {
 	st := s.state.Load()
 	return st != nil && st.hasTasks
 }
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-// taskMethod answers tasks/get, tasks/result, tasks/list and tasks/cancel.
-func (s *taskBridge) taskMethod(ctx context.Context, c *call, f *rewrite.Frame) outcome {
-	if s.meta.Load() == nil {
-		return frameOnly(notInitialized(c, f.Method))
+func (s *taskBridge) taskMethod(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
+	if s.srv.meta.Load() == nil {
+		return link.FrameOnly(notInitialized(c, f.Method))
 	}
-	if !s.tasksEnabled() {
-		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeMethodNotFound,
-			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.client.URL()), nil))
+	if !s.srv.tasksEnabled() {
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
+			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.env.URL()), nil))
 	}
 	if f.Method == "tasks/list" {
-		return frameOnly(s.taskList(ctx, c, f))
+		return link.FrameOnly(s.taskList(ctx, c, f))
 	}
 	id := f.Params.Get("taskId")
 	if id.Type != gjson.String || id.Str == "" {
-		return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.taskId, a string", f.Method), nil))
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.taskId, a string", f.Method), nil))
 	}
 	switch f.Method {
 	case "tasks/get":
 		return s.taskGet(ctx, c, id.Str)
 	case "tasks/result":
-		return frameOnly(s.taskResult(ctx, c, id.Str))
+		return link.FrameOnly(s.taskResult(ctx, c, id.Str))
 	case "tasks/cancel":
-		return frameOnly(s.taskCancel(ctx, c, id.Str))
+		return link.FrameOnly(s.taskCancel(ctx, c, id.Str))
 	}
-	return frameOnly(rewrite.ErrorFrame(c.id, protocol.CodeMethodNotFound, "Method not found: "+f.Method, nil))
+	return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound, "Method not found: "+f.Method, nil))
 }
 
 // taskCall makes a tasks/* request of the proxy's own. It returns the
@@ -140,7 +131,7 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 	p := rewrite.AppendString([]byte(`{"taskId":`), taskID)
 	p = append(p, extra...)
 	p = append(p, '}')
-	msg, err := s.internalCall(ctx, method, p)
+	msg, err := s.srv.internalCall(ctx, method, p)
 	if err != nil {
 		return gjson.Result{}, gjson.Result{}, err
 	}
@@ -157,20 +148,18 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 	return m.Result, gjson.Result{}, nil
 }
 
-// poll makes one tasks/get for a task, bounded by Config.PollTimeout. A poll that
-// times out fails like any other; the polling loops count it against
-// maxPollFailures and poll again.
+// poll makes one tasks/get, bounded by Config.PollTimeout; the polling
+// loops count a failure (a timeout too) against maxPollFailures.
 func (s *taskBridge) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
 	return s.boundedTaskCall(ctx, "tasks/get", id, nil)
 }
 
-// boundedTaskCall is taskCall bounded by Config.PollTimeout.
 func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
-	bctx, cancel := context.WithTimeout(ctx, s.cfg.PollTimeout)
+	bctx, cancel := context.WithTimeout(ctx, s.env.Cfg.PollTimeout)
 	defer cancel()
 	res, rpcErr, err := s.taskCall(bctx, method, id, extra)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%s: %w within %v (raise %s if it is that slow)", method, errPollTimeout, s.cfg.PollTimeout, s.hint(rewrite.HintPollTimeout))
+		err = fmt.Errorf("%s: %w within %v (raise %s if it is that slow)", method, errPollTimeout, s.env.Cfg.PollTimeout, s.env.Hint(rewrite.HintPollTimeout))
 	}
 	return res, rpcErr, err
 }
@@ -195,45 +184,35 @@ func transient(method string, err error) bool {
 	return method == "tasks/update" && errors.As(err, &na) && na.status >= 500
 }
 
-// retriedTaskCall makes a tasks/get or tasks/update of the proxy's own under
-// the retry rules of forward.go (docs/reliability.md, Retries) for a method
-// that is safe to repeat: each attempt bounded by Config.PollTimeout, and a
-// transient failure (see transient) made again: up to maxDialRetries times when
-// the connection could not be made, maxBrokenRetries times otherwise, after
-// retryBackoff, doubling. The server's JSON-RPC error is its answer: never
-// retried.
-func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
-	dials, breaks := 0, 0
-	backoff := retryBackoff
-	for {
-		res, rpcErr, err := s.boundedTaskCall(ctx, method, id, extra)
-		if err == nil || ctx.Err() != nil {
-			return res, rpcErr, err
-		}
-		var te *routing.TransportError
+// retriedTaskCall makes a tasks/get or tasks/update of the proxy's own
+// (both safe to repeat) under link.Retry's policy (docs/reliability.md,
+// Retries), each attempt bounded by Config.PollTimeout: a transient failure
+// (see transient) is made again, as a dial error when the connection could
+// not be made. The server's JSON-RPC error is its answer: never retried.
+func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (res, rpcErr gjson.Result, err error) {
+	var te *routing.TransportError
+	if !link.Retry(ctx, true, func() link.RetryKind {
+		res, rpcErr, err = s.boundedTaskCall(ctx, method, id, extra)
 		switch {
-		case !transient(method, err):
-			return res, rpcErr, err
-		case errors.As(err, &te) && te.Kind == routing.KindDial && dials < maxDialRetries:
-			dials++
-		case breaks < maxBrokenRetries:
-			breaks++
-		default:
-			return res, rpcErr, err
+		case err == nil || ctx.Err() != nil || !transient(method, err):
+			return link.RetryNone
+		case errors.As(err, &te) && te.Kind == routing.KindDial:
+			return link.RetryDial
 		}
-		s.info("retrying a task request", zap.String("method", method), zap.String("taskId", id), zap.Duration("after", backoff), zap.Error(err))
-		if !sleep(ctx, backoff) {
-			return res, rpcErr, ctx.Err()
-		}
-		backoff *= 2
+		return link.RetryBroken
+	}, func(after time.Duration) {
+		s.env.Info("retrying a task request", zap.String("method", method), zap.String("taskId", id), zap.Duration("after", after), zap.Error(err))
+	}) {
+		return res, rpcErr, ctx.Err()
 	}
+	return res, rpcErr, err
 }
 
 // forClient makes a tasks/get or tasks/cancel on the client's behalf. When
 // it fails, the second value is the client's answer (nil when the request
 // was cancelled): the server's error verbatim, or one naming the failure. A
 // -32602 to tasks/get means the task is gone: it leaves the registry.
-func (s *taskBridge) forClient(ctx context.Context, c *call, method, id string) (gjson.Result, []byte, bool) {
+func (s *taskBridge) forClient(ctx context.Context, c *link.Call, method, id string) (gjson.Result, []byte, bool) {
 	do := s.taskCall
 	if method == "tasks/get" {
 		do = s.retriedTaskCall // safe to repeat
@@ -249,21 +228,21 @@ func (s *taskBridge) forClient(ctx context.Context, c *call, method, id string) 
 		if method == "tasks/get" && rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
 			s.prune(id)
 		}
-		return res, rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw)), false
+		return res, rewrite.ErrorFrameRaw(c.ID, []byte(rpcErr.Raw)), false
 	}
 	return res, nil, true
 }
 
 // unreachable is the error for a task request that did not reach the server.
-func (s *taskBridge) unreachable(c *call, method string, err error) []byte {
+func (s *taskBridge) unreachable(c *link.Call, method string, err error) []byte {
 	if refused(err) {
 		// The message names what was refused and the fix; trying again
 		// cannot help.
-		return s.transportError(c.id, method, err)
+		return s.env.TransportError(c.ID, method, err)
 	}
-	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 		fmt.Sprintf("%s failed: %v; the task itself is unaffected, try again", method, err),
-		errorData(s.client.URL(), 0, "", ""))
+		link.ErrorData(s.env.URL(), 0, "", ""))
 }
 
 // observe records what a poll showed about a registered task: the latest
@@ -275,7 +254,7 @@ func (s *taskBridge) unreachable(c *call, method string, err error) []byte {
 func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
 	var rec record
 	var registered, changed bool
-	err := s.reg.update(t.ID, func(r *record) bool {
+	s.reg.update(t.ID, func(r *record) bool {
 		if r.Seq == 0 {
 			return false // not a task this client created through the proxy
 		}
@@ -291,28 +270,20 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 		rec = *r
 		return true
 	})
-	if err != nil {
-		s.log.Error("updating the task state file failed", zap.Error(err))
-	}
 	if notify && registered && changed && !rec.settled() {
-		params := t.View(s.cfg.Tasks, rewrite.ViewOverride{})
-		s.sendOp(rewrite.NotificationFrame("notifications/tasks/status", params), op, nil)
+		params := t.View(s.env.Cfg.Tasks, rewrite.ViewOverride{})
+		s.env.Send(rewrite.NotificationFrame("notifications/tasks/status", params), op, nil)
 	}
 	return rec, registered
 }
 
-// registerTask records a task the client created through the proxy.
 func (s *taskBridge) registerTask(rec record) {
 	rec.Seq = time.Now().UnixNano()
-	if err := s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true }); err != nil {
-		s.log.Error("recording the task failed; tasks/list will not show it", zap.String("taskId", rec.ID), zap.Error(err))
-	}
+	s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true })
 }
 
 func (s *taskBridge) prune(id string) {
-	if err := s.reg.update(id, func(*record) bool { return false }); err != nil {
-		s.log.Error("updating the task state file failed", zap.Error(err))
-	}
+	s.reg.update(id, func(*record) bool { return false })
 }
 
 func cancelledView(at string) rewrite.ViewOverride {
@@ -342,43 +313,34 @@ func unanswerableView(errObj []byte, at string) rewrite.ViewOverride {
 }
 
 // taskGet answers tasks/get with the 2025 Task view of the server's task.
-func (s *taskBridge) taskGet(ctx context.Context, c *call, id string) outcome {
+func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.Outcome {
 	if rec, found, local := s.localTask(id); local {
 		if !found {
-			return frameOnly(taskNotFound(c))
+			return link.FrameOnly(taskNotFound(c))
 		}
-		return frameOnly(rewrite.ResultFrame(c.id, s.recordView(rec)))
+		return link.FrameOnly(rewrite.ResultFrame(c.ID, s.recordView(rec)))
 	}
 	res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
 	if !ok {
-		return frameOnly(failed)
+		return link.FrameOnly(failed)
 	}
 	t := rewrite.ReadTask(res)
-	rec, _ := s.observe(c.op, t, res, false)
-	out := outcome{rewrites: []string{"task.view", "ttl.rename"}}
+	rec, _ := s.observe(c.Op, t, res, false)
+	out := link.Outcome{Rewrites: []string{"task.view", "ttl.rename"}}
 	ov := rec.override()
 	if !rec.settled() && t.Status == rewrite.StatusInputRequired {
-		if errObj, at := s.unanswerable(c.op, t, "task "+id); errObj != nil {
+		if errObj, at := s.unanswerable(c.Op, t, "task "+id); errObj != nil {
 			// The client cannot give what the task waits for: it sees
 			// the task failed at once, not input_required forever.
 			ov = unanswerableView(errObj, at)
 		} else {
 			// Ask after the answer is out (2025 order: the client learns
 			// the status, then gets the requests).
-			out.after = func() { s.dispatchInput(withOp(s.ctx, c.op), t, id) }
+			out.After = func() { s.dispatchInput(link.WithOp(s.env.Ctx, c.Op), t, id) }
 		}
 	}
-	out.frame = rewrite.ResultFrame(c.id, rewrite.TaskResult(t, s.cfg.Tasks, ov))
+	out.Frame = rewrite.ResultFrame(c.ID, rewrite.TaskResult(t, s.env.Cfg.Tasks, ov))
 	return out
-}
-
-// record reads the registry, logging a failure as a miss.
-func (s *taskBridge) record(id string) (record, bool) {
-	rec, ok, err := s.reg.get(id)
-	if err != nil {
-		s.log.Error("reading the task state file failed", zap.Error(err))
-	}
-	return rec, ok
 }
 
 // task is the record's task, read from its stored bytes: the one place
@@ -397,19 +359,19 @@ func recordTask(rec record) rewrite.Task {
 
 // recordView is the legacy view of a registered task's last known state.
 func (s *taskBridge) recordView(rec record) []byte {
-	return rewrite.TaskResult(recordTask(rec), s.cfg.Tasks, rec.override())
+	return rewrite.TaskResult(recordTask(rec), s.env.Cfg.Tasks, rec.override())
 }
 
-// taskResult answers tasks/result: from the cached outcome, or by polling
-// tasks/get until the task is terminal. tasks/result is
-// never sent upstream. A client cancel stops the wait, not the task.
-func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte {
+// taskResult answers tasks/result (never sent upstream): from the cached
+// outcome, or by polling tasks/get until the task is terminal. A client
+// cancel stops the wait, not the task.
+func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []byte {
 	if rec, found, local := s.localTask(id); found {
 		// Only a known outcome is final: a task may be created already
 		// terminal, without its payload, which a tasks/get then brings.
 		t := rec.task()
 		final := rec.Synthetic || rec.settled() || t.Status == rewrite.StatusCancelled || len(rec.Result) > 0 || len(rec.Error) > 0
-		if frame := s.outcome(c, rec, t, id); final && frame != nil {
+		if frame := s.taskOutcome(c, rec, t, id); final && frame != nil {
 			return frame
 		}
 	} else if local {
@@ -418,7 +380,7 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 	failures := 0
 	var wait time.Duration
 	for {
-		if !sleep(ctx, wait) {
+		if !link.Sleep(ctx, wait) {
 			return nil
 		}
 		res, rpcErr, err := s.poll(ctx, id)
@@ -430,14 +392,14 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 			if failures++; failures >= maxPollFailures {
 				return s.unreachable(c, "tasks/get", err)
 			}
-			s.warn("polling the task failed; retrying", zap.String("taskId", id), zap.Error(err))
+			s.env.Warn("polling the task failed; retrying", zap.String("taskId", id), zap.Error(err))
 			wait = rewrite.DefaultPollInterval
 			continue
 		case rpcErr.Exists():
 			if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
 				s.prune(id)
 			}
-			return rewrite.ErrorFrameRaw(c.id, []byte(rpcErr.Raw))
+			return rewrite.ErrorFrameRaw(c.ID, []byte(rpcErr.Raw))
 		}
 		failures = 0
 		t := rewrite.ReadTask(res)
@@ -445,9 +407,9 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 		if t.Status == rewrite.StatusInputRequired {
 			// Before observe records the status: a task given up is
 			// never announced input_required.
-			gaveUp, _ = s.unanswerable(c.op, t, "task "+id)
+			gaveUp, _ = s.unanswerable(c.Op, t, "task "+id)
 		}
-		rec, registered := s.observe(c.op, t, res, true)
+		rec, registered := s.observe(c.Op, t, res, true)
 		if !registered {
 			rec = record{ID: id, Task: []byte(res.Raw), Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}
 		}
@@ -455,15 +417,15 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 			if t.Status == rewrite.StatusCancelled && !rec.settled() {
 				rec.CancelledAt = now()
 			}
-			if frame := s.outcome(c, rec, t, id); frame != nil {
+			if frame := s.taskOutcome(c, rec, t, id); frame != nil {
 				return frame
 			}
 		}
 		if gaveUp != nil {
-			return rewrite.ErrorFrameRaw(c.id, gaveUp)
+			return rewrite.ErrorFrameRaw(c.ID, gaveUp)
 		}
 		if t.Status == rewrite.StatusInputRequired {
-			s.dispatchInput(withOp(s.ctx, c.op), t, id)
+			s.dispatchInput(link.WithOp(s.env.Ctx, c.Op), t, id)
 		}
 		wait = rewrite.PollInterval(t.PollInterval)
 	}
@@ -471,57 +433,42 @@ func (s *taskBridge) taskResult(ctx context.Context, c *call, id string) []byte 
 
 // outcome is the tasks/result answer for a terminal record whose task is
 // t, or nil while the task is still running.
-func (s *taskBridge) outcome(c *call, rec record, t rewrite.Task, id string) []byte {
+func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id string) []byte {
 	switch {
 	case rec.CancelledAt != "":
 		return taskCancelled(c, id)
 	case rec.UnanswerableAt != "":
-		return rewrite.ErrorFrameRaw(c.id, rec.Unanswerable)
+		return rewrite.ErrorFrameRaw(c.ID, rec.Unanswerable)
 	case t.Status == rewrite.StatusCancelled:
 		return taskCancelled(c, id)
 	case len(rec.Result) > 0:
-		frame, err := rewrite.ResultFrameFor(c.id, "tools/call", gjson.ParseBytes(rec.Result), id)
+		frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", gjson.ParseBytes(rec.Result), id)
 		if err != nil {
-			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
 		}
 		return frame
 	case len(rec.Error) > 0:
-		return rewrite.ErrorFrameRaw(c.id, rec.Error)
+		return rewrite.ErrorFrameRaw(c.ID, rec.Error)
 	case t.Status == rewrite.StatusFailed:
 		msg := t.StatusMessage
 		if msg == "" {
 			msg = "Task failed"
 		}
-		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, msg, nil)
+		return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, msg, nil)
 	case t.Status == rewrite.StatusCompleted:
-		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
+		return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
 	}
 	return nil
 }
 
 // taskCancelled is the POLICY answer for the result of a cancelled task.
-func taskCancelled(c *call, id string) []byte {
+func taskCancelled(c *link.Call, id string) []byte {
 	data := append(rewrite.AppendString([]byte(`{"taskId":`), id), '}')
-	return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "Task was cancelled", data)
-}
-
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "Task was cancelled", data)
 }
 
 // taskCancel answers tasks/cancel, sending it upstream for a server task.
-func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte {
+func (s *taskBridge) taskCancel(ctx context.Context, c *link.Call, id string) []byte {
 	rec, ok, local := s.localTask(id)
 	if !ok && local {
 		return taskNotFound(c)
@@ -538,7 +485,7 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte 
 			return failed
 		}
 		t = rewrite.ReadTask(res)
-		rec, _ = s.observe(c.op, t, res, false)
+		rec, _ = s.observe(c.Op, t, res, false)
 		rec.Task = []byte(res.Raw)
 	}
 	switch {
@@ -558,40 +505,32 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *call, id string) []byte 
 	}
 	at := now()
 	task := rec.Task
-	if err := s.reg.update(id, func(r *record) bool {
+	s.reg.update(id, func(r *record) bool {
 		if r.Seq == 0 {
 			r.Seq = time.Now().UnixNano()
 		}
 		r.Task, r.CancelledAt = task, at
 		return true
-	}); err != nil {
-		s.log.Error("recording the cancel in the state file failed", zap.Error(err))
-	}
-	s.info("task cancelled by the client", zap.String("taskId", id))
-	return rewrite.ResultFrame(c.id, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.cfg.Tasks, cancelledView(at)))
+	})
+	s.env.Info("task cancelled by the client", zap.String("taskId", id))
+	return rewrite.ResultFrame(c.ID, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.env.Cfg.Tasks, cancelledView(at)))
 }
 
-func alreadyTerminal(c *call, status string) []byte {
-	return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams,
+func alreadyTerminal(c *link.Call, status string) []byte {
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams,
 		fmt.Sprintf("Cannot cancel task: already in terminal status '%s'", status), nil)
 }
 
-// taskList answers tasks/list from the registry, newest first, refreshing
-// the page's running tasks with tasks/get (the 2026 extension has no
-// tasks/list). Only a -32602
-// from the server prunes an entry; any other failure keeps it, with its
-// last known state.
-func (s *taskBridge) taskList(ctx context.Context, c *call, f *rewrite.Frame) []byte {
-	recs, err := s.reg.list()
-	if err != nil {
-		return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "reading the task state file failed: "+err.Error(), nil)
-	}
-	recs = s.dropExpired(recs)
+// taskList answers tasks/list from the registry (the 2026 extension has
+// none), newest first, refreshing the page's running tasks with tasks/get.
+// Only a -32602 prunes an entry; any other failure keeps its last state.
+func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
+	recs := s.dropExpired(s.reg.list())
 	off := 0
 	if cur := f.Params.Get("cursor"); cur.Exists() {
 		n, ok := decodeCursor(cur.String())
 		if !ok || n > len(recs) {
-			return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, "Invalid params: unknown tasks/list cursor", nil)
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Invalid params: unknown tasks/list cursor", nil)
 		}
 		off = n
 	}
@@ -608,14 +547,14 @@ func (s *taskBridge) taskList(ctx context.Context, c *call, f *rewrite.Frame) []
 			b = append(b, ',')
 		}
 		first = false
-		b = append(b, recordTask(rec).View(s.cfg.Tasks, rec.override())...)
+		b = append(b, recordTask(rec).View(s.env.Cfg.Tasks, rec.override())...)
 	}
 	b = append(b, ']')
 	if end < len(recs) {
 		b = append(b, `,"nextCursor":`...)
 		b = rewrite.AppendString(b, encodeCursor(end))
 	}
-	return rewrite.ResultFrame(c.id, append(b, '}'))
+	return rewrite.ResultFrame(c.ID, append(b, '}'))
 }
 
 // refresh polls the page's running tasks in parallel (at most 4 at once).
@@ -637,22 +576,22 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 			res, rpcErr, err := s.poll(ctx, rec.ID)
 			switch {
 			case err != nil:
-				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
+				s.env.Warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
 			case rpcErr.Exists():
 				if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
 					s.prune(rec.ID)
 					*rec = record{}
 					return
 				}
-				s.warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
+				s.env.Warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
 			default:
 				t := rewrite.ReadTask(res)
 				if t.Status == rewrite.StatusInputRequired {
 					// Recorded before observe, which then announces no
 					// input_required for a task given up.
-					s.unanswerable(opOf(ctx), t, "task "+rec.ID)
+					s.unanswerable(link.OpOf(ctx), t, "task "+rec.ID)
 				}
-				if r, ok := s.observe(opOf(ctx), t, res, true); ok {
+				if r, ok := s.observe(link.OpOf(ctx), t, res, true); ok {
 					*rec = r
 				}
 			}
@@ -661,7 +600,6 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 	wg.Wait()
 }
 
-// dropExpired removes synthetic tasks whose ttl has passed.
 func (s *taskBridge) dropExpired(recs []record) []record {
 	out := recs[:0]
 	for _, r := range recs {
@@ -729,7 +667,7 @@ func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedT
 		if !start {
 			continue
 		}
-		s.bg.start(func() { s.deliverInput(ctx, t.ID, in, relatedTask, k, held) })
+		s.env.BG.Start(func() { s.deliverInput(ctx, t.ID, in, relatedTask, k, held) })
 	}
 }
 
@@ -753,7 +691,7 @@ func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedT
 // request can be asked.
 func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byte, string) {
 	reqs := inputRequests(t.InputRequests)
-	merr := s.firstUnaskable(reqs)
+	merr := s.srv.firstUnaskable(reqs)
 	if merr == nil {
 		return nil, ""
 	}
@@ -768,11 +706,11 @@ func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byt
 	s.unanswered[t.ID] = true
 	s.mu.Unlock()
 	if first {
-		s.warn("a task asks for input the client declared it cannot give; the client's wait ends with an error and the server is told",
+		s.env.Warn("a task asks for input the client declared it cannot give; the client's wait ends with an error and the server is told",
 			zap.String("taskId", t.ID), zap.Error(merr))
-		s.bg.start(func() { s.answerUnaskable(withOp(s.ctx, op), op, t.ID, reqs) })
+		s.env.BG.Start(func() { s.answerUnaskable(link.WithOp(s.env.Ctx, op), op, t.ID, reqs) })
 	}
-	err := s.reg.update(t.ID, func(r *record) bool {
+	s.reg.update(t.ID, func(r *record) bool {
 		switch {
 		case r.Seq == 0:
 			return false // not a task this client created through the proxy
@@ -783,9 +721,6 @@ func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byt
 		}
 		return true
 	})
-	if err != nil {
-		s.log.Error("updating the task state file failed", zap.Error(err))
-	}
 	return errObj, at
 }
 
@@ -806,7 +741,7 @@ var cancelAnswer = []byte(`{"action":"cancel"}`)
 func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, reqs []inputRequest) {
 	answers := make([]rewrite.InputAnswer, 0, len(reqs))
 	for _, in := range reqs {
-		if in.method != "elicitation/create" || s.cannotAsk(in) == nil {
+		if in.method != "elicitation/create" || s.srv.cannotAsk(in) == nil {
 			answers = nil
 			break
 		}
@@ -819,10 +754,10 @@ func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, req
 		case ctx.Err() != nil:
 			return
 		case err == nil && !rpcErr.Exists():
-			s.info("answered the task's elicitation with cancel: the client cannot show it", zap.String("taskId", taskID))
+			s.env.Info("answered the task's elicitation with cancel: the client cannot show it", zap.String("taskId", taskID))
 			return
 		}
-		s.warn("tasks/update with cancel failed; cancelling the task", zap.String("taskId", taskID), zap.Error(err), zap.String("error", rpcErr.Raw))
+		s.env.Warn("tasks/update with cancel failed; cancelling the task", zap.String("taskId", taskID), zap.Error(err), zap.String("error", rpcErr.Raw))
 	}
 	s.cancelUpstream(op, taskID)
 }
@@ -841,10 +776,10 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 	log := []zap.Field{zap.String("taskId", taskID), zap.String("key", in.key)}
 	if answer == nil {
 		actx, cancel := ctx, context.CancelFunc(func() {})
-		if s.cfg.RequestTimeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		if s.env.Cfg.RequestTimeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, s.env.Cfg.RequestTimeout)
 		}
-		a, err := s.askInput(actx, in, relatedTask)
+		a, err := s.srv.askInput(actx, in, relatedTask)
 		cancel()
 		switch {
 		case err == nil:
@@ -853,12 +788,12 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 			settle(nil, false) // no one waits for the task any more
 			return
 		case errors.Is(err, context.DeadlineExceeded):
-			s.warn("the client did not answer a task's input request within "+s.hint(rewrite.HintRequestTimeout)+"; it is asked again if a later poll still shows the request",
-				append(log, zap.Duration("requestTimeout", s.cfg.RequestTimeout))...)
+			s.env.Warn("the client did not answer a task's input request within "+s.env.Hint(rewrite.HintRequestTimeout)+"; it is asked again if a later poll still shows the request",
+				append(log, zap.Duration("requestTimeout", s.env.Cfg.RequestTimeout))...)
 			settle(nil, false)
 			return
 		default:
-			s.warn("a task's input request was not answered; the task waits until it is cancelled", append(log, zap.Error(err))...)
+			s.env.Warn("a task's input request was not answered; the task waits until it is cancelled", append(log, zap.Error(err))...)
 			settle(nil, true)
 			return
 		}
@@ -868,49 +803,45 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			s.warn("tasks/update failed; the client's answer is kept and sent again when a poll shows the request still open", append(log, zap.Error(err))...)
+			s.env.Warn("tasks/update failed; the client's answer is kept and sent again when a poll shows the request still open", append(log, zap.Error(err))...)
 		}
 		settle(answer, false)
 	case rpcErr.Exists():
-		s.warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
+		s.env.Warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
 		settle(nil, true)
 	default:
 		settle(nil, true)
 	}
 }
 
-// taskCreated handles a task-augmented tools/call: a task
-// from the server becomes the nested 2025 CreateTaskResult; a synchronous
-// result becomes a synthetic local task holding it.
-func (s *taskBridge) taskCreated(c *call, m *rewrite.Frame) result {
+// taskCreated handles a task-augmented tools/call: a task from the server
+// becomes the nested 2025 CreateTaskResult; a synchronous result becomes a
+// synthetic local task holding it.
+func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
 	if rt := m.Result.Get("resultType").String(); rt == protocol.ResultTask {
 		t := rewrite.ReadTask(m.Result)
 		s.registerTask(record{ID: t.ID, Task: []byte(m.Result.Raw)})
-		return result{frame: rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(t, s.cfg.Tasks)), rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
+		return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(t, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
 	}
-	id := syntheticPrefix + randomHex(16)
+	id := SyntheticPrefix + randomHex(16)
 	at := now()
 	rec := record{ID: id, Synthetic: true, Result: []byte(m.Result.Raw)}
-	ms, ok := c.requestedTTL(s.cfg.Tasks.TTLSeconds)
+	ms, ok := rewrite.TTLMillis(c.Task.Get("ttl"), s.env.Cfg.Tasks.TTLSeconds)
 	if ok {
 		rec.Expires = time.Now().Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339Nano)
 	}
 	rec.Task = rewrite.SyntheticTask(id, at, ms, ok)
 	s.registerTask(rec)
 	view := rec.task()
-	return result{frame: rewrite.ResultFrame(c.id, rewrite.CreateTaskResult(view, s.cfg.Tasks)), rewrites: []string{"task.drop", "task.synthetic"}}
+	return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(view, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.synthetic"}}
 }
 
 // follow drives a task the server made of a plain tools/call until it ends,
 // and answers the call with its outcome, as a 2025 client that asked for no
-// task expects. With a
-// progressToken, every poll sends progress with the task's status message.
-// A client cancel sends tasks/cancel upstream and nothing to the client.
-func (s *taskBridge) follow(ctx context.Context, c *call, t rewrite.Task) result {
-	return result{frame: s.followTask(ctx, c, t), rewrites: []string{"task.follow"}}
-}
-
-func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []byte {
+// task expects. With a progressToken, every poll sends progress with the
+// task's status message. A client cancel sends tasks/cancel upstream and
+// nothing to the client.
+func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) []byte {
 	failures, polls := 0, 0
 	// A task created already terminal carries no payload: fetch it at once.
 	fetch := t.Terminal() && t.Status != rewrite.StatusCancelled && !t.Result.Exists() && !t.Error.Exists()
@@ -919,20 +850,20 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 		case fetch:
 		case t.Status == rewrite.StatusCompleted:
 			if !t.Result.Exists() {
-				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
+				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
 			}
-			frame, err := rewrite.ResultFrameFor(c.id, "tools/call", t.Result, "")
+			frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", t.Result, "")
 			if err != nil {
-				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
+				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
 			}
 			return frame
 		case t.Status == rewrite.StatusFailed:
-			return s.outcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t, t.ID)
+			return s.taskOutcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t, t.ID)
 		case t.Status == rewrite.StatusCancelled:
 			return taskCancelled(c, t.ID)
 		case t.Status == rewrite.StatusInputRequired:
-			if errObj, _ := s.unanswerable(c.op, t, "tools/call (the server runs it as task "+t.ID+")"); errObj != nil {
-				return rewrite.ErrorFrameRaw(c.id, errObj)
+			if errObj, _ := s.unanswerable(c.Op, t, "tools/call (the server runs it as task "+t.ID+")"); errObj != nil {
+				return rewrite.ErrorFrameRaw(c.ID, errObj)
 			}
 			s.dispatchInput(ctx, t, "")
 		}
@@ -940,9 +871,9 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 		if fetch {
 			d, fetch = 0, false
 		}
-		if !sleep(ctx, d) {
-			if c.cancelled.Load() {
-				s.cancelUpstream(c.op, t.ID)
+		if !link.Sleep(ctx, d) {
+			if c.Cancelled.Load() {
+				s.cancelUpstream(c.Op, t.ID)
 			}
 			return nil
 		}
@@ -953,23 +884,23 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 				continue // the next sleep sees it
 			}
 			if failures++; failures >= maxPollFailures {
-				return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
+				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 					fmt.Sprintf("the server turned this call into task %s, and polling it failed %d times (%v); the task may still be running on the server", t.ID, failures, err),
 					append(rewrite.AppendString([]byte(`{"taskId":`), t.ID), '}'))
 			}
-			s.warn("polling a followed task failed; retrying", zap.String("taskId", t.ID), zap.Error(err))
+			s.env.Warn("polling a followed task failed; retrying", zap.String("taskId", t.ID), zap.Error(err))
 			continue
 		case rpcErr.Exists():
 			data := rewrite.AppendString([]byte(`{"taskId":`), t.ID)
 			data = append(append(append(data, `,"error":`...), rpcErr.Raw...), '}')
-			return rewrite.ErrorFrame(c.id, protocol.CodeInternalError,
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()), data)
 		}
 		failures = 0
 		t = rewrite.ReadTask(res)
 		polls++
-		if len(c.progressToken) > 0 && !t.Terminal() && !c.cancelled.Load() {
-			s.sendOp(rewrite.NotificationFrame("notifications/progress", rewrite.ProgressParams(c.progressToken, int64(polls), t.StatusMessage)), c.op, nil)
+		if len(c.ProgressToken) > 0 && !t.Terminal() && !c.Cancelled.Load() {
+			s.env.Send(rewrite.NotificationFrame("notifications/progress", rewrite.ProgressParams(c.ProgressToken, int64(polls), t.StatusMessage)), c.Op, nil)
 		}
 	}
 }
@@ -978,11 +909,11 @@ func (s *taskBridge) followTask(ctx context.Context, c *call, t rewrite.Task) []
 // on; its outcome does not matter, and it is bounded in time. op is the
 // trace op of the followed call.
 func (s *taskBridge) cancelUpstream(op, id string) {
-	ctx, cancel := context.WithTimeout(withOp(s.ctx, op), 10*time.Second)
+	ctx, cancel := context.WithTimeout(link.WithOp(s.env.Ctx, op), 10*time.Second)
 	defer cancel()
 	if _, rpcErr, err := s.taskCall(ctx, "tasks/cancel", id, nil); err != nil || rpcErr.Exists() {
-		s.warn("tasks/cancel for a followed task failed", zap.String("taskId", id), zap.Error(err), zap.String("error", rpcErr.Raw))
+		s.env.Warn("tasks/cancel for a followed task failed", zap.String("taskId", id), zap.Error(err), zap.String("error", rpcErr.Raw))
 		return
 	}
-	s.info("followed task cancelled upstream", zap.String("taskId", id))
+	s.env.Info("followed task cancelled upstream", zap.String("taskId", id))
 }

@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -24,13 +25,10 @@ const maxToolPages = 100
 
 // toolAnnotations are the x-mcp-header params of the server's tools, by
 // tool: learned from the client's own tools/list pages, or fetched lazily
-// when a tools/call comes first. Its dependencies are explicit: call makes
-// a request of the proxy's own, and the log functions are the session's.
+// when a tools/call comes first (with srv's requests of the proxy's own).
 type toolAnnotations struct {
-	call     func(ctx context.Context, method string, params []byte) ([]byte, error)
-	warn     func(msg string, fields ...zap.Field)
-	debug    func(msg string, fields ...zap.Field)
-	logFrame func(b []byte) []byte
+	env *link.Env
+	srv *server
 
 	// mu guards the params by tool, whether they reflect a tools/list, and
 	// the lazy fetches made.
@@ -46,7 +44,7 @@ type toolAnnotations struct {
 // for, and reports the tools removed from it.
 func (s *toolAnnotations) remember(d rewrite.Downed) {
 	for _, r := range d.Rejected {
-		s.warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
+		s.env.Warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -112,19 +110,19 @@ func (s *toolAnnotations) fetch(ctx context.Context) error {
 			p = rewrite.AppendString([]byte(`{"cursor":`), *cursor)
 			p = append(p, '}')
 		}
-		msg, err := s.call(ctx, "tools/list", p)
+		msg, err := s.srv.internalCall(ctx, "tools/list", p)
 		if err != nil {
-			s.warn("listing tools for x-mcp-header annotations failed", zap.Error(err))
+			s.env.Warn("listing tools for x-mcp-header annotations failed", zap.Error(err))
 			return err
 		}
 		m, err := rewrite.Parse(msg)
 		if err != nil || m.Kind != rewrite.KindResponse {
-			s.warn("invalid tools/list answer", zap.ByteString("frame", s.logFrame(msg)))
+			s.env.Warn("invalid tools/list answer", zap.ByteString("frame", s.env.LogFrame(msg)))
 			break
 		}
 		d, err := rewrite.ResponseDown(&m, rewrite.Down{ID: []byte("0"), Method: "tools/list"})
 		if err != nil || d.IsError || d.ResultType != protocol.ResultComplete {
-			s.debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", s.logFrame(msg)))
+			s.env.Debug("tools/list refused; no x-mcp-header annotations", zap.ByteString("frame", s.env.LogFrame(msg)))
 			break
 		}
 		for _, t := range d.Tools {
@@ -146,20 +144,14 @@ func (s *toolAnnotations) fetch(ctx context.Context) error {
 
 // internalCall makes a request of the proxy's own with the session's _meta
 // and returns the raw answer.
-func (s *modern) internalCall(ctx context.Context, method string, params []byte) ([]byte, error) {
-	frame := rewrite.RequestFrame([]byte("0"), method, params)
-	f, err := rewrite.Parse(frame)
+func (s *server) internalCall(ctx context.Context, method string, params []byte) ([]byte, error) {
+	body, id, err := s.ownRequest(method, params)
 	if err != nil {
 		return nil, err
 	}
-	id := s.nextUpstreamID()
-	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.IdleTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.env.Cfg.IdleTimeout)
 	defer cancel()
-	resp, err := s.client.Post(s.observed(ctx, "", rwOwn), body, nil)
+	resp, err := s.env.Client.Post(s.env.Observed(ctx, "", link.RwOwn), body, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +169,19 @@ func (s *modern) internalCall(ctx context.Context, method string, params []byte)
 		return nil, &noAnswerError{method: method, status: resp.Status, err: err}
 	}
 	// The connection broke while the answer was read.
-	return nil, fmt.Errorf("%s: %w", method, &routing.TransportError{Kind: routing.KindBroken, URL: s.client.URL(), Err: err})
+	return nil, fmt.Errorf("%s: %w", method, &routing.TransportError{Kind: routing.KindBroken, URL: s.env.URL(), Err: err})
+}
+
+// ownRequest is the body of a request of the proxy's own, with a fresh
+// upstream id and the session's _meta.
+func (s *server) ownRequest(method string, params []byte) (body, id []byte, err error) {
+	f, err := rewrite.Parse(rewrite.RequestFrame([]byte("0"), method, params))
+	if err != nil {
+		return nil, nil, err
+	}
+	id = s.env.NextUpstreamID()
+	body, err = rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
+	return body, id, err
 }
 
 // noAnswerError is an internal request whose HTTP answer carried no JSON-RPC

@@ -1,4 +1,4 @@
-package bridge
+package modern
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -49,40 +50,28 @@ import (
 //     forwarded with the subscriptionId removed.
 //   - A stream that drops is reopened with bounded backoff, which starts
 //     again from the minimum only after a stream that stayed up for
-//     listenStableAfter. The list-change stream then tells the client each
+//     ListenStableAfter. The list-change stream then tells the client each
 //     kind may have changed, since changes may have been missed.
 
-// DefaultMaxSubscriptions is Config.MaxSubscriptions' default: the
-// resource subscriptions one session may hold. They share one upstream
-// stream, so each costs its URI in the proxy's memory and in the stream's
-// filter, which is sent again whenever the set changes; 256 is far more
-// than a client watches at once and keeps that filter small.
-const DefaultMaxSubscriptions = 256
-
-// The reconnect delays of a dropped listen stream (nextListenDelay).
-const (
-	listenBackoffMin = 250 * time.Millisecond
-	listenBackoffMax = 30 * time.Second
-	// listenStableAfter is how long a stream must have stayed up, from its
-	// acknowledgement, for its end to count as a fresh failure rather than
-	// one more of a run: only then does the delay start again from the
-	// minimum. A server that acknowledges each stream and closes it at once
-	// is so reopened ever more slowly, up to listenBackoffMax, instead of
-	// four times a second (each reopening sends the client list_changed).
-	listenStableAfter = 30 * time.Second
-)
+// ListenStableAfter is how long a stream must have stayed up, from its
+// acknowledgement, for its end to count as a fresh failure rather than
+// one more of a run: only then does the delay start again from the
+// minimum. A server that acknowledges each stream and closes it at once
+// is so reopened ever more slowly, up to link.BackoffMax, instead of
+// four times a second (each reopening sends the client list_changed).
+const ListenStableAfter = 30 * time.Second
 
 // nextListenDelay returns the delay before reopening a listen stream: prev
 // is the delay before the previous attempt (0 when there was none) and up
 // how long the stream that just ended stayed up after its acknowledgement
 // (0 when it was never acknowledged). The delay doubles from
-// listenBackoffMin up to listenBackoffMax, and starts again from the
-// minimum after a stream that stayed up for listenStableAfter.
+// link.BackoffMin up to link.BackoffMax, and starts again from the
+// minimum after a stream that stayed up for ListenStableAfter.
 func nextListenDelay(prev, up time.Duration) time.Duration {
-	if prev <= 0 || up >= listenStableAfter {
-		return listenBackoffMin
+	if prev <= 0 || up >= ListenStableAfter {
+		return link.BackoffMin
 	}
-	return min(prev*2, listenBackoffMax)
+	return min(prev*2, link.BackoffMax)
 }
 
 // errListenUnsupported: the server answered -32601 to subscriptions/listen.
@@ -107,7 +96,8 @@ type listener struct {
 // list-change stream, and the one stream of its resource subscriptions.
 // They run in the session's background group.
 type listens struct {
-	*modern
+	env       *link.Env
+	srv       *server
 	mu        sync.Mutex
 	listening bool // the list-change stream was started
 
@@ -123,11 +113,6 @@ type listens struct {
 	reconciling bool
 	applied     uint64
 	appliedCh   chan struct{}
-
-	// sleep and now are the listen loops' clock, the real one when nil.
-	// Tests set them before the session runs; they are not changed after.
-	sleep func(ctx context.Context, d time.Duration) bool
-	now   func() time.Time
 }
 
 // subEntry is one subscribed URI. done is closed once it is settled:
@@ -146,30 +131,10 @@ type subRefusal struct {
 	data []byte
 }
 
-func newListens(m *modern) *listens {
-	return &listens{modern: m, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})}
-}
-
-// wait waits d before a reconnect, or until ctx ends (false).
-func (l *listens) wait(ctx context.Context, d time.Duration) bool {
-	if l.sleep != nil {
-		return l.sleep(ctx, d)
-	}
-	return sleep(ctx, d)
-}
-
-// clock is the time, for how long a stream stayed up.
-func (l *listens) clock() time.Time {
-	if l.now != nil {
-		return l.now()
-	}
-	return time.Now()
-}
-
 // openListChanged opens the list-change stream for the kinds the server
 // declared. It runs once, after notifications/initialized.
 func (s *listens) openListChanged() {
-	caps := gjson.ParseBytes(s.state.Load().serverCaps) // after a successful initialize
+	caps := gjson.ParseBytes(s.srv.state.Load().serverCaps) // after a successful initialize
 	filter := []byte(`{`)
 	var kinds []string
 	for _, k := range []struct{ cap, field, method string }{
@@ -190,14 +155,14 @@ func (s *listens) openListChanged() {
 	}
 	// The stream is caused by notifications/initialized: its records get an
 	// op of their own.
-	l, ctx := s.newListener(append(filter, '}'), kinds, false, s.nextOp())
+	l, ctx := s.newListener(append(filter, '}'), kinds, false, s.env.NextOp())
 	s.runListener(ctx, l)
 }
 
 // newListener prepares a listener whose stream ends with the session or
 // with its cancel. Callers that publish it do so under s.mu.
 func (s *listens) newListener(filter []byte, kinds []string, waited bool, op string) (*listener, context.Context) {
-	ctx, cancel := context.WithCancel(withOp(s.ctx, op))
+	ctx, cancel := context.WithCancel(link.WithOp(s.env.Ctx, op))
 	l := &listener{filter: filter, kinds: kinds, op: op, cancel: cancel, acked: make(chan gjson.Result, 1), done: make(chan struct{})}
 	if waited {
 		l.failed = make(chan error, 1)
@@ -207,7 +172,7 @@ func (s *listens) newListener(filter []byte, kinds []string, waited bool, op str
 
 // runListener starts l's loop; false when the session is closing.
 func (s *listens) runListener(ctx context.Context, l *listener) bool {
-	ok := s.bg.start(func() {
+	ok := s.env.BG.Start(func() {
 		defer close(l.done)
 		s.listenLoop(ctx, l)
 	})
@@ -235,16 +200,16 @@ func (s *listens) listenLoop(ctx context.Context, l *listener) {
 			return
 		}
 		if errors.Is(err, errListenUnsupported) {
-			s.warn("the server declares change notifications but does not implement subscriptions/listen; no change notifications will reach the client")
+			s.env.Warn("the server declares change notifications but does not implement subscriptions/listen; no change notifications will reach the client")
 			return
 		}
 		if opened {
 			first = false
 		}
 		delay = nextListenDelay(delay, up)
-		s.warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err),
+		s.env.Warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err),
 			zap.Duration("up", up), zap.Duration("after", delay))
-		if !s.wait(ctx, delay) {
+		if !s.env.Sleep(ctx, delay) {
 			return
 		}
 	}
@@ -257,27 +222,21 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 	var ackedAt time.Time
 	defer func() {
 		if opened {
-			up = s.clock().Sub(ackedAt)
+			up = s.env.Now().Sub(ackedAt)
 		}
 	}()
-	frame := rewrite.RequestFrame([]byte("0"), "subscriptions/listen", append(append([]byte(`{"notifications":`), l.filter...), '}'))
-	f, err := rewrite.Parse(frame)
-	if err != nil {
-		return false, 0, err
-	}
-	id := s.nextUpstreamID()
-	body, err := rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
+	body, _, err := s.srv.ownRequest("subscriptions/listen", append(append([]byte(`{"notifications":`), l.filter...), '}'))
 	if err != nil {
 		return false, 0, err
 	}
 	op := l.op
-	pctx := s.observed(ctx, "", rwOwn)
+	pctx := s.env.Observed(ctx, "", link.RwOwn)
 	if !first || l.failed == nil {
 		// No request of the client's waits for this stream: it may not
 		// start a sign-in (a tab per reconnect); a refreshed token it uses.
 		pctx = routing.Unattended(pctx)
 	}
-	resp, err := s.client.Post(pctx, body, nil)
+	resp, err := s.env.Client.Post(pctx, body, nil)
 	if err != nil {
 		return false, 0, err
 	}
@@ -299,7 +258,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 		}
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
-			s.warn("listen stream event skipped", zap.Error(perr))
+			s.env.Warn("listen stream event skipped", zap.Error(perr))
 			continue
 		}
 		switch {
@@ -311,7 +270,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 			return opened, 0, errors.New("the server ended the subscription")
 		case m.Method == "notifications/subscriptions/acknowledged":
 			if !opened {
-				ackedAt = s.clock()
+				ackedAt = s.env.Now()
 			}
 			opened = true
 			if first {
@@ -323,7 +282,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 				// Reconnected: changes may have been missed while the
 				// stream was down.
 				for _, k := range l.kinds {
-					s.sendOp(rewrite.NotificationFrame(k, nil), op, []string{"listen.reconnected"})
+					s.env.Send(rewrite.NotificationFrame(k, nil), op, []string{"listen.reconnected"})
 				}
 			}
 		case m.Method == "notifications/cancelled":
@@ -335,27 +294,26 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 				return opened, 0, ctx.Err()
 			}
 			if l.uris != nil && m.Method == "notifications/resources/updated" && s.unsubscribed(l, m.Params.Get("uri").String()) {
-				s.debug("resources/updated of an unsubscribed URI dropped", zap.String("uri", m.Params.Get("uri").String()))
+				s.env.Debug("resources/updated of an unsubscribed URI dropped", zap.String("uri", m.Params.Get("uri").String()))
 				continue
 			}
-			s.sendOp(rewrite.ListenNotification(&m), op, []string{"subscriptionId.strip"})
+			s.env.Send(rewrite.ListenNotification(&m), op, []string{"subscriptionId.strip"})
 		}
 	}
 }
 
-// subscription answers resources/subscribe and resources/unsubscribe.
-func (s *listens) subscription(ctx context.Context, c *call, f *rewrite.Frame) []byte {
-	if s.meta.Load() == nil {
+func (s *listens) subscription(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
+	if s.srv.meta.Load() == nil {
 		return notInitialized(c, f.Method)
 	}
 	uri := f.Params.Get("uri")
 	if uri.Type != gjson.String {
-		return rewrite.ErrorFrame(c.id, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
+		return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
 	}
-	canSubscribe := gjson.GetBytes(s.state.Load().serverCaps, "resources.subscribe").Bool() // meta is set: initialized
+	canSubscribe := gjson.GetBytes(s.srv.state.Load().serverCaps, "resources.subscribe").Bool() // meta is set: initialized
 	if !canSubscribe {
-		return rewrite.ErrorFrame(c.id, protocol.CodeMethodNotFound,
-			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.client.URL()), nil)
+		return rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
+			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.env.URL()), nil)
 	}
 	if f.Method == "resources/unsubscribe" {
 		return s.unsubscribe(ctx, c, uri.Str)
@@ -363,31 +321,23 @@ func (s *listens) subscription(ctx context.Context, c *call, f *rewrite.Frame) [
 	return s.subscribe(ctx, c, uri.Str)
 }
 
-// maxSubscriptions is the bound on the session's subscribed URIs.
-func (s *listens) maxSubscriptions() int {
-	if n := s.cfg.MaxSubscriptions; n > 0 {
-		return n
-	}
-	return DefaultMaxSubscriptions
-}
-
 // subscribe adds uri to the set and answers once the server acknowledged a
 // stream that lists it, or refused it. A URI already subscribed (or on its
 // way) is not asked for again.
-func (s *listens) subscribe(ctx context.Context, c *call, uri string) []byte {
+func (s *listens) subscribe(ctx context.Context, c *link.Call, uri string) []byte {
 	s.mu.Lock()
 	e := s.want[uri]
 	if e == nil {
-		if n, limit := len(s.want), s.maxSubscriptions(); n >= limit {
+		if n, limit := len(s.want), s.env.Cfg.MaxSubscriptions; n >= limit {
 			s.mu.Unlock()
-			s.warn("resources/subscribe refused: the session holds its maximum of subscriptions", zap.String("uri", uri), zap.Int("max", limit))
-			return s.errorFrame(c.id, rewrite.Errorf(protocol.CodeInternalError,
+			s.env.Warn("resources/subscribe refused: the session holds its maximum of subscriptions", zap.String("uri", uri), zap.Int("max", limit))
+			return s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInternalError,
 				fmt.Appendf(nil, `{"subscriptions":%d,"maxSubscriptions":%d}`, n, limit),
 				"the proxy refused resources/subscribe of %s: this session already holds %d resource subscriptions, its maximum; unsubscribe from one first (resources/unsubscribe), or raise %v",
 				uri, limit, rewrite.HintMaxSubscriptions))
 		}
 		if !s.reconciling {
-			if !s.bg.start(s.reconcile) {
+			if !s.env.BG.Start(s.reconcile) {
 				s.mu.Unlock()
 				return nil // the session is ending
 			}
@@ -396,16 +346,16 @@ func (s *listens) subscribe(ctx context.Context, c *call, uri string) []byte {
 		e = &subEntry{done: make(chan struct{})}
 		uri = strings.Clone(uri) // kept: not a view of the client's frame
 		s.want[uri] = e
-		s.changeLocked(c.op)
+		s.changeLocked(c.Op)
 	}
 	e.waiters++
 	s.mu.Unlock()
 	select {
 	case <-e.done:
 		if r := e.refused; r != nil {
-			return rewrite.ErrorFrame(c.id, r.code, r.msg, r.data)
+			return rewrite.ErrorFrame(c.ID, r.code, r.msg, r.data)
 		}
-		return rewrite.ResultFrame(c.id, []byte(`{}`))
+		return rewrite.ResultFrame(c.ID, []byte(`{}`))
 	case <-ctx.Done():
 		// Cancelled (or the session is ending): the subscription goes too,
 		// unless the server acknowledged it meanwhile or another subscribe
@@ -415,7 +365,7 @@ func (s *listens) subscribe(ctx context.Context, c *call, uri string) []byte {
 		if s.want[uri] == e && !e.settled && e.waiters == 0 {
 			delete(s.want, uri)
 			s.settleLocked(e, &subRefusal{code: protocol.CodeInternalError, msg: "the subscribe was cancelled"})
-			s.changeLocked(c.op)
+			s.changeLocked(c.Op)
 		}
 		s.mu.Unlock()
 		return nil
@@ -424,20 +374,20 @@ func (s *listens) subscribe(ctx context.Context, c *call, uri string) []byte {
 
 // unsubscribe takes uri out of the set and answers once the stream without
 // it has taken over (or failed to: its updates are dropped all the same).
-func (s *listens) unsubscribe(ctx context.Context, c *call, uri string) []byte {
+func (s *listens) unsubscribe(ctx context.Context, c *link.Call, uri string) []byte {
 	s.mu.Lock()
 	e := s.want[uri]
 	if e == nil {
 		s.mu.Unlock()
-		return rewrite.ResultFrame(c.id, []byte(`{}`)) // not subscribed
+		return rewrite.ResultFrame(c.ID, []byte(`{}`)) // not subscribed
 	}
 	delete(s.want, uri)
 	if !e.settled {
 		s.settleLocked(e, &subRefusal{code: protocol.CodeInternalError,
 			msg:  fmt.Sprintf("subscribing to %s failed: unsubscribed before the server acknowledged the subscription", uri),
-			data: errorData(s.client.URL(), 0, "", "")})
+			data: link.ErrorData(s.env.URL(), 0, "", "")})
 	}
-	gen := s.changeLocked(c.op)
+	gen := s.changeLocked(c.Op)
 	for s.applied < gen {
 		ch := s.appliedCh
 		s.mu.Unlock()
@@ -449,7 +399,7 @@ func (s *listens) unsubscribe(ctx context.Context, c *call, uri string) []byte {
 		s.mu.Lock()
 	}
 	s.mu.Unlock()
-	return rewrite.ResultFrame(c.id, []byte(`{}`))
+	return rewrite.ResultFrame(c.ID, []byte(`{}`))
 }
 
 // changeLocked records a change of the set made by the request op, wakes
@@ -495,7 +445,7 @@ func (s *listens) reconcile() {
 	}()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-s.env.Ctx.Done():
 			return
 		case <-s.changed:
 		}
@@ -513,7 +463,7 @@ func (s *listens) reconcile() {
 		default:
 			added := slices.DeleteFunc(slices.Clone(set), func(u string) bool { _, ok := slices.BinarySearch(curSet, u); return ok })
 			l, ack, r, superseded := s.openResources(set, added, op)
-			if s.ctx.Err() != nil {
+			if s.env.Ctx.Err() != nil {
 				return
 			}
 			if superseded {
@@ -524,7 +474,7 @@ func (s *listens) reconcile() {
 			}
 			if r != nil {
 				refusal = r
-				s.warn("the stream of the new resource subscriptions failed; the previous one stays", zap.Int("uris", len(set)), zap.String("error", r.msg))
+				s.env.Warn("the stream of the new resource subscriptions failed; the previous one stays", zap.Int("uris", len(set)), zap.String("error", r.msg))
 				break
 			}
 			accepted = map[string]bool{}
@@ -553,11 +503,10 @@ func (s *listens) stop(l *listener) {
 	l.cancel()
 	select {
 	case <-l.done:
-	case <-s.ctx.Done():
+	case <-s.env.Ctx.Done():
 	}
 }
 
-// wake makes reconcile look at the set again.
 func (s *listens) wake() {
 	select {
 	case s.changed <- struct{}{}:
@@ -588,7 +537,7 @@ func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string
 	for uri, e := range s.want {
 		if e.settled {
 			if accepted != nil && !accepted[uri] {
-				s.warn("the server no longer acknowledges a resource subscription", zap.String("uri", uri))
+				s.env.Warn("the server no longer acknowledges a resource subscription", zap.String("uri", uri))
 			}
 			continue
 		}
@@ -635,7 +584,7 @@ func (s *listens) openResources(set, added []string, op string) (l *listener, ac
 	if !s.runListener(ctx, l) {
 		return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
 	}
-	timer := time.NewTimer(s.cfg.IdleTimeout)
+	timer := time.NewTimer(s.env.Cfg.IdleTimeout)
 	defer timer.Stop()
 	changed := false
 	defer func() {
@@ -649,20 +598,20 @@ func (s *listens) openResources(set, added []string, op string) (l *listener, ac
 			return l, ack, nil, false
 		case err := <-l.failed:
 			s.stop(l)
-			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: err.Error(), data: errorData(s.client.URL(), 0, "", "")}, false
+			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: err.Error(), data: link.ErrorData(s.env.URL(), 0, "", "")}, false
 		case <-s.changed:
 			if s.obsolete(added) {
 				s.stop(l)
 				return nil, ack, nil, true
 			}
 			changed = true
-		case <-s.ctx.Done():
+		case <-s.env.Ctx.Done():
 			s.stop(l)
 			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
 		case <-timer.C:
 			s.stop(l)
 			return nil, ack, &subRefusal{code: protocol.CodeInternalError,
-				msg: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.cfg.IdleTimeout, s.hint(rewrite.HintIdleTimeout))}, false
+				msg: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.env.Cfg.IdleTimeout, s.env.Hint(rewrite.HintIdleTimeout))}, false
 		}
 	}
 }

@@ -1,0 +1,157 @@
+// Package modern is the 2026-07-28 bridge, the upstream a session starts
+// with: it answers the legacy initialize from a server/discover probe (or
+// starts the 2025 passthrough when the server speaks 2025), forwards each
+// request with the _meta block and proxy-minted ids, runs MRTR rounds
+// (asking the client for input), maps 2025 tasks onto the 2026 tasks
+// extension with a registry of the client's tasks, maps list changes and
+// resource subscriptions onto subscriptions/listen streams, and mirrors the
+// x-mcp-header tool annotations into headers.
+//
+// What it must never do: change frame bytes except through package
+// rewrite; make an HTTP request except through package routing; replay a
+// tools/call whose bytes have left; send a client id upstream (upstream
+// ids are minted); ask the client for what it did not declare it can give.
+package modern
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
+)
+
+// modern is the 2026-07-28 bridge: the client's requests are rewritten to
+// the modern wire, with the _meta block, and answered from the server's
+// results, MRTR rounds and tasks. Its parts share the server they talk to.
+type modern struct {
+	env    *link.Env
+	srv    *server
+	tasks  *taskBridge
+	listen *listens
+	tools  *toolAnnotations
+
+	initMu          sync.Mutex // one initialize at a time
+	rawHeadersNoted sync.Once  // the first raw UTF-8 header retry is logged
+}
+
+// server is what the parts of the modern bridge share: the session's Env,
+// what a successful initialize learned, and the _meta block every request
+// carries (with which it makes the proxy's own requests, internalCall).
+type server struct {
+	env *link.Env
+	// state is the initialize result, stored once an initialize succeeded
+	// (nil before: requests are refused as not initialized).
+	state atomic.Pointer[modernState]
+	// metaMu guards level and the _meta block made from it and state.
+	metaMu sync.Mutex
+	level  string // logging/setLevel
+	meta   atomic.Pointer[rewrite.MetaBlock]
+}
+
+// modernState is what a successful initialize learned, stored once.
+type modernState struct {
+	caps       []byte // the client's capabilities, mapped to 2026
+	clientInfo []byte // the client's clientInfo
+	legacyCaps []byte // the client's own capabilities
+	serverCaps []byte // the server's 2026 capabilities, from discover
+	hasTasks   bool   // the server declares the tasks extension
+}
+
+// New is the modern bridge of a session: its upstream until an initialize
+// finds a 2025 server.
+func New(e *link.Env) link.Upstream {
+	srv := &server{env: e}
+	return &modern{env: e, srv: srv,
+		tools:  &toolAnnotations{env: e, srv: srv, params: map[string][]protocol.ParamHeader{}},
+		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(openStore("", "", e.Log), e.Cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}},
+		listen: &listens{env: e, srv: srv, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})},
+	}
+}
+
+func (s *server) ready() bool { return s.state.Load() != nil }
+
+// open opens the task state file, or keeps the registry in memory when
+// there is none. A file that cannot be used moves the session to memory,
+// said once (tasks/list would forget tasks on restart).
+func (s *modern) Open() {
+	if s.env.Cfg.StatePath != "" {
+		s.tasks.reg = ownedBy(openStore(s.env.Cfg.StatePath, s.env.URL(), s.env.Log), s.env.Cfg.StateOwner)
+	}
+}
+
+// local answers what the method table says is answered as soon as it is
+// read (ping, logging/setLevel), and refuses a request without the string
+// param that names it (it is also what Mcp-Name carries).
+func (s *modern) Local(f *rewrite.Frame) ([]byte, []string, bool) {
+	id := []byte(f.ID.Raw)
+	if protocol.LocalOf(f.Method) == protocol.LocalAnswer {
+		if f.Method == "logging/setLevel" {
+			return s.srv.setLevel(f, id), []string{"setLevel.local"}, true
+		}
+		return rewrite.ResultFrame(id, []byte(`{}`)), []string{"ping.local"}, true
+	}
+	if e, ok := rewrite.CheckNameParam(f); !ok {
+		return s.env.ErrorFrame(id, e), nil, true
+	}
+	return nil, nil, false
+}
+
+// request runs one client request against the modern server, by what the
+// method table says the proxy does with it.
+func (s *modern) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
+	switch protocol.LocalOf(f.Method) {
+	case protocol.LocalInitialize:
+		return s.initialize(ctx, c, f)
+	case protocol.LocalTask:
+		return s.tasks.taskMethod(ctx, c, f)
+	case protocol.LocalSubscription:
+		return link.FrameOnly(s.listen.subscription(ctx, c, f))
+	}
+	return s.forward(ctx, c, f)
+}
+
+// notified: no client notification is forwarded to a 2026-07-28 server
+// (2026 has none of them). notifications/initialized opens the list-change
+// stream.
+func (s *modern) Notified(f *rewrite.Frame, _ string, cancel func()) {
+	switch f.Method {
+	case "notifications/initialized":
+		s.env.Debug("client initialized")
+		// The 2025 client signals readiness here: the list-change stream
+		// starts now, once: a 2025 server sends nothing but pings and
+		// logs before it.
+		s.listen.mu.Lock()
+		start := s.srv.ready() && !s.listen.listening
+		s.listen.listening = s.listen.listening || start
+		s.listen.mu.Unlock()
+		if start {
+			s.listen.openListChanged()
+		}
+	case "notifications/cancelled":
+		if cancel != nil {
+			cancel() // closes the upstream stream, or drops it from the queue
+		}
+	default:
+		s.env.Debug("client notification consumed", zap.String("method", f.Method))
+	}
+}
+
+// answered routes the client's answer to the proxy's request that waits
+// for it.
+func (s *modern) Answered(f *rewrite.Frame, _ string) bool { return s.env.ClientAnswered(f) }
+
+func (s *modern) Reached() (era, transport string) {
+	if s.srv.ready() {
+		return protocol.ModernVersion, "streamable-http"
+	}
+	return "", ""
+}
+
+func (s *modern) Barrier() <-chan struct{} { return nil }
+
+func (s *modern) Close() {}
