@@ -195,7 +195,7 @@ func readTop(raw []byte, f *Frame) (t top) {
 		return true
 	}
 	var ms []member
-	ms, t.paramsDup = frameMembers(view(raw), buf[:0])
+	ms, t.paramsDup = scanMembers(view(raw), 0, buf[:0], paramsWatch)
 	for _, m := range ms {
 		switch m.key.Str {
 		case "jsonrpc":
