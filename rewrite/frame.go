@@ -6,7 +6,7 @@
 // SyntheticTask, and the typed Error whose Hints name the settings a fix
 // involves (rendered by the caller's HintText; as text, by the one the
 // command layer installs with SetHintText). The log and trace
-// redaction rule (SensitiveKeys, SecretHeader) lives here too. The protocol
+// redaction rule (SensitiveKeys, CredentialHeader) lives here too. The protocol
 // vocabulary (versions, _meta keys, codes) is internal/protocol's.
 //
 // Every function here is []byte in, []byte out. The package owns no state

@@ -55,11 +55,6 @@ func CredentialHeader(name string) bool {
 
 var credentialHeaders = [...]string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"}
 
-// SecretHeader reports whether the value of the HTTP header name is
-// redacted: a credential header, or a name that SensitiveKey matches
-// (X-Api-Key, X-Auth-Token).
-func SecretHeader(name string) bool { return CredentialHeader(name) || SensitiveKey(name) }
-
 // protocolKeys are the property names of the MCP schemas (2025-11-25,
 // 2026-07-28 and the tasks extension) that the word rule matches but that
 // hold no secret. TestProtocolKeysFromSchemas derives the list from the

@@ -355,14 +355,6 @@ func Headers(body []byte, params []ParamHeader) http.Header {
 	return h.Clone() // the caller may change it; the shared values stay as they are
 }
 
-// HeadersFor is Headers as Post sends them under ctx: with raw UTF-8
-// values under WithRawUTF8Headers (for the trace of such a request).
-func HeadersFor(ctx context.Context, body []byte, params []ParamHeader) http.Header {
-	h := make(http.Header, 6)
-	writeHeaders(h, body, params, RawUTF8Headers(ctx))
-	return h.Clone()
-}
-
 // Header values every POST carries, shared: net/http only reads them.
 var (
 	jsonContentType = []string{"application/json"}

@@ -26,21 +26,15 @@ const (
 // annotations go from one package to the other without a conversion.
 type ParamHeader = protocol.ParamHeader
 
-// DeriveHeaders sets the standard MCP headers of a request from its final
-// body, in one place, so that a header can never disagree with the body:
-// MCP-Protocol-Version from params._meta, Mcp-Method from method, Mcp-Name
-// from params.name, params.uri or params.taskId per method, and one
-// Mcp-Param-{Name} per annotated argument present in the body. Values that
-// are not header-safe use the Base64 sentinel (EncodeValue).
-func DeriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader) {
-	deriveHeaders(h, body, params, false)
-}
-
-// deriveHeaders is the one function that derives the MCP headers from a
-// body, so that headers and body cannot disagree. With raw, a value that is
-// valid UTF-8 and otherwise header-safe (rawSafe) is written as it is instead
-// of in the Base64 sentinel. It reports whether raw changes any value
-// (rawDiffers); with h nil it writes nothing and only reports that.
+// deriveHeaders sets the standard MCP headers of a request from its final
+// body, in this one function, so that a header can never disagree with the
+// body: MCP-Protocol-Version from params._meta, Mcp-Method from method,
+// Mcp-Name from the member protocol.NamePath names, and one
+// Mcp-Param-{Name} per annotated argument present in the body. A value
+// that is not header-safe takes the Base64 sentinel, or with raw, when it
+// is valid UTF-8 and otherwise header-safe (rawSafe), goes as it is. It
+// reports whether raw changes any value (rawDiffers); with h nil it writes
+// nothing and only reports that.
 func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, raw bool) (rawDiffers bool) {
 	method := gjson.GetBytes(body, "method").String()
 	// The version is read from _meta without an escaped path, which gjson
@@ -154,19 +148,11 @@ const (
 	sentinelSuffix = "?="
 )
 
-// EncodeValue makes s safe for an Mcp-Name or Mcp-Param-* header (the value
-// encoding of the 2026-07-28 Streamable HTTP transport). A value made only of
-// visible ASCII and inner spaces is sent as is; anything else (non-ASCII,
-// control characters including tab, CR and LF, leading or trailing whitespace,
-// a value that itself looks like the sentinel, or the empty string) is sent as
+// plainSafe reports whether s goes into an Mcp-Name or Mcp-Param-* header
+// as it is (the value encoding of the 2026-07-28 Streamable HTTP
+// transport): visible ASCII and inner spaces, not empty, and not itself a
+// lookalike of the sentinel. Anything else takes
 // =?base64?{standard padded Base64 of the UTF-8}?=.
-func EncodeValue(s string) string {
-	if plainSafe(s) {
-		return s
-	}
-	return sentinelPrefix + base64.StdEncoding.EncodeToString([]byte(s)) + sentinelSuffix
-}
-
 func plainSafe(s string) bool {
 	if s == "" {
 		// An empty header reads as a missing one to some servers (go-sdk
@@ -207,19 +193,6 @@ func rawSafe(s string) bool {
 	return true
 }
 
-// DecodeValue reverses EncodeValue; it is what a server does before comparing
-// a header with the body.
-func DecodeValue(v string) (string, bool) {
-	if len(v) < len(sentinelPrefix)+len(sentinelSuffix) || !strings.HasPrefix(v, sentinelPrefix) || !strings.HasSuffix(v, sentinelSuffix) {
-		return v, true
-	}
-	b, err := base64.StdEncoding.DecodeString(v[len(sentinelPrefix) : len(v)-len(sentinelSuffix)])
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
-}
-
 // Raw UTF-8 headers: go-sdk v1.8.0 servers compare the raw Mcp-Name header
 // with the body, so they refuse the spec's Base64 sentinel with -32020
 // (header mismatch), and a prompt named "grüße" fails there. A caller that
@@ -231,8 +204,7 @@ func DecodeValue(v string) (string, bool) {
 
 type rawUTF8Key struct{}
 
-// WithRawUTF8Headers returns a context under which Client.Post (and
-// HeadersFor) derive Mcp-Method, Mcp-Name, Mcp-Param-* and
+// WithRawUTF8Headers returns a context under which Client.Post derives Mcp-Method, Mcp-Name, Mcp-Param-* and
 // MCP-Protocol-Version with raw UTF-8 values instead of the Base64 sentinel
 // wherever the value allows it (see UsesBase64). Everything else about the
 // headers is as without it.

@@ -39,12 +39,9 @@ func (s *SSEReader) Retry() time.Duration { return s.retry }
 // "" when it named none (a "message" event).
 func (s *SSEReader) Event() string { return s.event }
 
-// NewSSEReader reads events from r; max bounds one event's data (0 means
-// unlimited).
-func NewSSEReader(r io.Reader, max int) *SSEReader { return newSSEReaderSize(r, max, 32<<10, nil) }
-
-// newSSEReaderSize is NewSSEReader with a given read buffer (tests make it
-// tiny so that every line takes the long-line path) and, unless nil, the
+// newSSEReaderSize reads events from r through a read buffer of size
+// bytes (tests make it tiny so that every line takes the long-line path);
+// max bounds one event's data (0: unlimited), and last, unless nil, is the
 // size of the last large message of the reader's owner (chunks.last).
 func newSSEReaderSize(r io.Reader, max, size int, last *atomic.Int64) *SSEReader {
 	lineMax := 0

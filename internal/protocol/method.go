@@ -37,20 +37,6 @@ const (
 	AnswerTaskView
 )
 
-func (a Answer) String() string {
-	switch a {
-	case AnswerCacheable:
-		return "cacheable"
-	case AnswerToolsList:
-		return "tools-list"
-	case AnswerToolCall:
-		return "tool-call"
-	case AnswerTaskView:
-		return "task-view"
-	}
-	return "plain"
-}
-
 // Local says whether and how the proxy answers a legacy request itself in
 // a bridged (modern) session instead of forwarding it as it is. A 2025
 // upstream (passthrough) gets every request as it is.
@@ -165,14 +151,6 @@ func Lookup(method string) (Method, bool) {
 // Methods returns a copy of the table, in its order.
 func Methods() []Method { return append([]Method(nil), methods[:]...) }
 
-// NameParam is the params member Mcp-Name mirrors for method, or "".
-func NameParam(method string) string {
-	if m := byName[method]; m != nil {
-		return m.NameParam
-	}
-	return ""
-}
-
 // NamePath is the gjson path of the member Mcp-Name mirrors for method
 // ("params.name"...), or "" when the method carries no Mcp-Name.
 func NamePath(method string) string {
@@ -217,10 +195,6 @@ func LocalOf(method string) Local {
 	}
 	return NotLocal
 }
-
-// IsTaskMethod reports whether method is a 2025 tasks/* request that the
-// task code answers (tasks/get, tasks/result, tasks/list, tasks/cancel).
-func IsTaskMethod(method string) bool { return LocalOf(method) == LocalTask }
 
 // InputRequired reports whether the server may answer method with
 // input_required.
