@@ -112,12 +112,8 @@ func (p *Prober) retrying(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 
 // DiscoverBody builds a server/discover request.
 func DiscoverBody(id []byte, meta rewrite.MetaBlock) []byte {
-	b := make([]byte, 0, 96+len(id)+len(meta.Raw()))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"method":"server/discover","params":{"_meta":{`...)
-	b = append(b, meta.Raw()...)
-	return append(b, "}}}"...)
+	params := append(append([]byte(`{"_meta":{`), meta.Raw()...), "}}"...)
+	return rewrite.RequestFrame(id, "server/discover", params)
 }
 
 func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {

@@ -11,10 +11,7 @@ import "strconv"
 // RequestFrame builds a JSON-RPC request. id is the raw id; params is a raw
 // JSON object, or empty for a request without params.
 func RequestFrame(id []byte, method string, params []byte) []byte {
-	b := make([]byte, 0, 48+len(id)+len(method)+len(params))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"method":`...)
+	b := envelope(id, "method", 16+len(method)+len(params))
 	b = AppendString(b, method)
 	return appendParams(b, params)
 }

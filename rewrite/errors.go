@@ -17,10 +17,8 @@ func ErrorFrame(id []byte, code int, message string, data []byte) []byte {
 		// when the request's id cannot be read.
 		id = NullID
 	}
-	b := make([]byte, 0, 64+len(id)+len(message)+len(data))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"error":{"code":`...)
+	b := envelope(id, "error", 32+len(message)+len(data))
+	b = append(b, `{"code":`...)
 	b = strconv.AppendInt(b, int64(code), 10)
 	b = append(b, `,"message":`...)
 	b = AppendString(b, message)
@@ -29,6 +27,17 @@ func ErrorFrame(id []byte, code int, message string, data []byte) []byte {
 		b = append(b, data...)
 	}
 	return append(b, "}}"...)
+}
+
+// envelope starts a JSON-RPC message to or with the raw id, up to its member
+// key: `{"jsonrpc":"2.0","id":ID,"KEY":`, with room for n more bytes.
+func envelope(id []byte, key string, n int) []byte {
+	b := make([]byte, 0, 32+len(id)+len(key)+n)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
 }
 
 // scalarID reports whether id is a string, a number or null: the only ids
@@ -46,12 +55,13 @@ func scalarID(id []byte) bool {
 
 // ResultFrame builds a JSON-RPC result response from a raw result object.
 func ResultFrame(id []byte, result []byte) []byte {
-	b := make([]byte, 0, 36+len(id)+len(result))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	return append(b, '}')
+	return append(append(envelope(id, "result", len(result)+1), result...), '}')
+}
+
+// ErrorFrameRaw builds an error response that carries a raw JSON-RPC error
+// object verbatim.
+func ErrorFrameRaw(id []byte, errObj []byte) []byte {
+	return append(append(envelope(id, "error", len(errObj)+1), errObj...), '}')
 }
 
 const hexDigits = "0123456789abcdef"

@@ -23,7 +23,7 @@ package rewrite
 import (
 	"bytes"
 	"errors"
-	"math/bits"
+	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -176,54 +176,27 @@ type top struct {
 }
 
 // readTop reads the top-level members of raw, a valid JSON object, into f
-// (id, params, result, error) and t.
+// (id, params, result, error) and t. A member named twice (or also in
+// another case) is refused (t.dup, see DuplicateKeyError); until then the
+// first one counts, as gjson (and so every later read of the frame) sees it.
 func readTop(raw []byte, f *Frame) (t top) {
 	var buf [8]member
-	// A member named twice (or also in another case) is refused (t.dup,
-	// see DuplicateKeyError); until then the first one counts, as gjson
-	// (and so every later read of the frame) sees it.
-	var seen uint8
-	first := func(bit uint8) bool {
-		if seen&bit != 0 {
-			if t.dup == nil {
-				name := topNames[bits.TrailingZeros8(bit)]
-				t.dup = &DuplicateKeyError{Name: name, Key: name}
-			}
-			return false
-		}
-		seen |= bit
-		return true
-	}
 	var ms []member
 	ms, t.paramsDup = scanMembers(view(raw), 0, buf[:0], paramsWatch)
+	var vals [len(topNames)]gjson.Result
+	var seen uint8
 	for _, m := range ms {
-		switch m.key.Str {
-		case "jsonrpc":
-			if first(1) {
-				t.jsonrpc = m.value
-			}
-		case "id":
-			if first(2) {
-				f.ID, t.hasID = m.value, true
-			}
-		case "method":
-			if first(4) {
-				t.method = m.value
-			}
-		case "params":
-			if first(8) {
-				f.Params = m.value
-			}
-		case "result":
-			if first(16) {
-				f.Result = m.value
-			}
-		case "error":
-			if first(32) {
-				f.Error = m.value
+		n := slices.Index(topNames[:], m.key.Str)
+		switch {
+		case n >= 0 && seen&(1<<n) == 0:
+			seen |= 1 << n
+			vals[n] = m.value
+		case n >= 0:
+			if t.dup == nil {
+				t.dup = &DuplicateKeyError{Name: topNames[n], Key: topNames[n]}
 			}
 		default:
-			if n := topVariant(m.key.Str); n >= 0 {
+			if n = topVariant(m.key.Str); n >= 0 {
 				t.idVariant = t.idVariant || n == 1
 				if t.dup == nil {
 					t.dup = &DuplicateKeyError{Name: topNames[n], Key: m.key.Str}
@@ -231,6 +204,8 @@ func readTop(raw []byte, f *Frame) (t top) {
 			}
 		}
 	}
+	t.jsonrpc, f.ID, t.method, f.Params, f.Result, f.Error = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
+	t.hasID = seen&2 != 0
 	return t
 }
 

@@ -100,46 +100,17 @@ func errorDown(e *edits, f *Frame, d Down) Downed {
 	return Downed{Frame: e.apply(f.Raw), ResultType: protocol.ResultComplete, IsError: true, Rewrites: rw}
 }
 
-// rule is what one protocol.Answer does to a complete result beyond the
-// edits every rule makes.
-type rule protocol.Answer
-
-// drop dispatches on the method table's answer rule: it reports whether the
-// rule removes member m of the result, and then the name of the rewrite,
-// for the trace. (A switch, not a func value: an indirect call would move
-// the members to the heap.)
-func (a rule) drop(m *member) (bool, string) {
-	switch protocol.Answer(a) {
-	case protocol.AnswerCacheable, protocol.AnswerToolsList:
-		return dropCacheFields(m)
-	case protocol.AnswerToolCall:
-		return dropNonObjectStructured(m)
-	}
-	return keepMember(m) // AnswerPlain, AnswerTaskView
-}
-
-// list reports whether the rule edits the tools array of a tools/list page.
-func (a rule) list() bool { return protocol.Answer(a) == protocol.AnswerToolsList }
-
-// keepMember is the rule of a plain result: nothing more goes.
-func keepMember(*member) (bool, string) { return false, "" }
-
-// dropCacheFields is the rule of a cacheable result (2026-07-28 caching,
-// unknown to 2025): ttlMs and
-// cacheScope go. Only these results lose them: a task's ttlMs is unrelated.
-func dropCacheFields(m *member) (bool, string) {
-	switch m.key.Str {
-	case "ttlMs", "cacheScope":
+// dropByRule reports whether the answer rule a removes member m of a
+// complete result beyond the edits every rule makes, and then the name of
+// the rewrite, for the trace: a cacheable result (and a tools/list page)
+// loses the 2026-07-28 cache fields, unknown to 2025 (a task's ttlMs is
+// unrelated); a tools/call result a structuredContent that is not an
+// object, which 2025 requires.
+func dropByRule(a protocol.Answer, m *member) (bool, string) {
+	switch {
+	case (a == protocol.AnswerCacheable || a == protocol.AnswerToolsList) && (m.key.Str == "ttlMs" || m.key.Str == "cacheScope"):
 		return true, "cache.strip"
-	}
-	return false, ""
-}
-
-// dropNonObjectStructured is the rule of a tools/call result: 2026 allows
-// any JSON value as structuredContent, 2025 requires an object, so a
-// non-object is dropped.
-func dropNonObjectStructured(m *member) (bool, string) {
-	if m.key.Str == "structuredContent" && !m.value.IsObject() {
+	case a == protocol.AnswerToolCall && m.key.Str == "structuredContent" && !m.value.IsObject():
 		return true, "structuredContent.drop"
 	}
 	return false, ""
@@ -183,7 +154,7 @@ func (d *Downed) note(name string) {
 // those every rule makes (resultType, serverInfo, the related task), and
 // the rule of d.Method's answer.
 func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) {
-	a := rule(protocol.AnswerOf(d.Method))
+	a := protocol.AnswerOf(d.Method)
 	meta := memberNamed(ms, "_meta")
 	var metaGone bool
 	if meta != nil && meta.value.IsObject() {
@@ -209,7 +180,7 @@ func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) 
 		case "_meta":
 			return metaGone || d.RelatedTask != "" && !m.value.IsObject()
 		}
-		drop, name := a.drop(m)
+		drop, name := dropByRule(a, m)
 		if drop {
 			out.note(name)
 		}
@@ -227,7 +198,7 @@ func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) 
 			e.replace(end, end, append(b, '}'))
 		}
 	}
-	if a.list() {
+	if a == protocol.AnswerToolsList {
 		toolsListDown(e, memberNamed(ms, "tools"), d.TaskSupport, out)
 	}
 }

@@ -159,12 +159,11 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	b = AppendString(b, updated)
 	b = append(b, `,"ttl":`...)
 	b = appendTTL(b, t.obj, o.TTLSeconds)
-	if ms, ok := millis(t.PollInterval); ok {
+	if _, ok := nonNegative(t.PollInterval); ok {
 		// Clamped like the proxy's own polling: a client that honours 0
 		// would otherwise poll the server through the proxy in a loop.
-		ms = max(min(ms, int64(MaxPollInterval/time.Millisecond)), int64(MinPollInterval/time.Millisecond))
 		b = append(b, `,"pollInterval":`...)
-		b = strconv.AppendInt(b, ms, 10)
+		b = strconv.AppendInt(b, PollInterval(t.PollInterval).Milliseconds(), 10)
 	}
 	return append(b, '}')
 }
@@ -173,32 +172,21 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 // then a stray ttl, read as milliseconds; otherwise null (unlimited, and the
 // 2025 field is required). A finite ttl is held to MaxTTL.
 func appendTTL(b []byte, obj gjson.Result, seconds bool) []byte {
-	var ms int64
-	switch v := firstOf(obj, "ttlMs"); {
-	case v.Exists():
-		if v.Type == gjson.Null {
-			return append(b, "null"...)
+	for _, k := range [...]string{"ttlMs", "ttlSeconds", "ttl"} {
+		v := obj.Get(k)
+		if !v.Exists() {
+			continue
 		}
-		ms, _ = TTLMillis(v, false)
-	case obj.Get("ttlSeconds").Exists():
-		v := obj.Get("ttlSeconds")
 		if v.Type == gjson.Null {
-			return append(b, "null"...)
+			break
 		}
-		ms, _ = TTLMillis(v, true)
-	case obj.Get("ttl").Exists():
-		v := obj.Get("ttl")
-		if v.Type == gjson.Null {
-			return append(b, "null"...)
+		ms, _ := TTLMillis(v, k == "ttlSeconds")
+		if seconds {
+			ms /= 1000
 		}
-		ms, _ = TTLMillis(v, false)
-	default:
-		return append(b, "null"...)
+		return strconv.AppendInt(b, ms, 10)
 	}
-	if seconds {
-		return strconv.AppendInt(b, ms/1000, 10)
-	}
-	return strconv.AppendInt(b, ms, 10)
+	return append(b, "null"...)
 }
 
 // MaxTTL is the longest task retention the proxy converts, shows or grants:
@@ -211,10 +199,10 @@ const MaxTTL = 365 * 24 * time.Hour
 // floored and held to 0 … MaxTTL. Negatives, NaN and non-numbers are not
 // ok. The arithmetic is done in float64, which cannot overflow here.
 func TTLMillis(v gjson.Result, seconds bool) (int64, bool) {
-	if v.Type != gjson.Number || v.Num < 0 || math.IsNaN(v.Num) {
+	ms, ok := nonNegative(v)
+	if !ok {
 		return 0, false
 	}
-	ms := v.Num
 	if seconds {
 		ms *= 1000
 	}
@@ -224,16 +212,9 @@ func TTLMillis(v gjson.Result, seconds bool) (int64, bool) {
 	return int64(math.Floor(ms)), true
 }
 
-// millis reads a non-negative integer number of milliseconds: fractions are
-// floored, negatives and non-numbers are not ok.
-func millis(v gjson.Result) (int64, bool) {
-	if v.Type != gjson.Number || v.Num < 0 || math.IsNaN(v.Num) {
-		return 0, false
-	}
-	if v.Num > math.MaxInt64/2 {
-		return math.MaxInt64 / 2, true
-	}
-	return int64(math.Floor(v.Num)), true
+// nonNegative is v's number when it is one and not negative (nor NaN).
+func nonNegative(v gjson.Result) (float64, bool) {
+	return v.Num, v.Type == gjson.Number && v.Num >= 0 && !math.IsNaN(v.Num)
 }
 
 func firstOf(obj gjson.Result, keys ...string) gjson.Result {
@@ -258,14 +239,14 @@ const (
 // A missing, null, negative or non-numeric value gives the 2 s default; 0
 // gives the 100 ms floor; 2^40 gives the 5 min ceiling.
 func PollInterval(v gjson.Result) time.Duration {
-	if v.Type != gjson.Number || v.Num < 0 || math.IsNaN(v.Num) {
+	ms, ok := nonNegative(v)
+	switch {
+	case !ok:
 		return DefaultPollInterval
-	}
-	if v.Num >= float64(MaxPollInterval/time.Millisecond) {
+	case ms >= float64(MaxPollInterval/time.Millisecond):
 		return MaxPollInterval
 	}
-	d := time.Duration(v.Num * float64(time.Millisecond))
-	return max(d, MinPollInterval)
+	return max(time.Duration(ms*float64(time.Millisecond)), MinPollInterval)
 }
 
 // CreateTaskResult turns a modern flat CreateTaskResult (the result object)
@@ -337,17 +318,6 @@ func ResultFrameFor(id []byte, method string, result gjson.Result, relatedTask s
 		return nil, rewriteError("the task's result has resultType " + d.ResultType)
 	}
 	return d.Frame, nil
-}
-
-// ErrorFrameRaw builds an error response that carries a raw JSON-RPC error
-// object verbatim.
-func ErrorFrameRaw(id []byte, errObj []byte) []byte {
-	b := make([]byte, 0, 36+len(id)+len(errObj))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"error":`...)
-	b = append(b, errObj...)
-	return append(b, '}')
 }
 
 // relatedTaskMember is `"io.modelcontextprotocol/related-task":{"taskId":…}`.

@@ -1,44 +1,26 @@
 // Package routing is the upstream HTTP face of mcp-tasks-proxy: it POSTs one
 // JSON-RPC request per HTTP request to a Streamable HTTP endpoint, derives
-// the MCP headers from the body (DeriveHeaders), and reads the answer as
-// application/json or text/event-stream, one message at a time.
-//
-// It owns connection reuse, proxies from the environment, TLS and timeouts,
-// the redirect policy (same origin only), the Auth hook that OAuth plugs
-// into, the 2025 session transport (LegacySession: session id, GET stream,
-// Last-Event-ID resumption, DELETE) and the 2024-11-05 HTTP+SSE transport
-// (OpenLegacy, SendTo), and an Observer hook that sees every exchange (the
-// trace). Every request goes through one door, Client.do. It also owns the
-// one bounded reader for messages of unknown length (reader.go), which the
-// bridge reads its stdin with too.
+// the MCP headers from the body, and reads the answer as application/json
+// or text/event-stream, one message at a time. It owns connection reuse,
+// proxies from the environment, TLS and timeouts, the redirect policy (same
+// origin only), the Auth hook that OAuth plugs into, the 2025 session
+// transport (LegacySession), the 2024-11-05 HTTP+SSE transport (OpenLegacy,
+// SendTo), the Observer hook that sees every exchange, and the one bounded
+// reader for messages of unknown length (reader.go), which the bridge reads
+// its stdin with too. Every request goes through one door, Client.do.
 //
 // It must never change JSON-RPC semantics: it reads an id only to find the
 // answer to a request (Response.Answer), never rewrites a body, and decides
-// no retry (its errors say what is safe; the
-// caller decides). Cancelling a request's context closes its stream, which
-// is how 2026-07-28 cancels a request over HTTP.
+// no retry: its errors say what is safe (a *TransportError's Kind; any
+// other error means bytes may have reached the server), the caller
+// decides. Cancelling a request's context closes its stream, which is how
+// 2026-07-28 cancels a request over HTTP.
 //
-// Errors are split into two families, so callers can decide on retries:
-//   - *TransportError with Kind KindDial: no byte of the request left the
-//     machine (connection refused, DNS, TLS handshake). Always safe to retry.
-//   - *TransportError with Kind KindRedirect: the server answered with a
-//     redirect the proxy refuses to follow (another origin, https to http,
-//     a POST that would become a GET; see RedirectError). The first server
-//     got the request; the target got nothing. Retrying cannot help: the
-//     fix is the URL.
-//   - *TransportError with Kind KindAuth: the Auth hook (Config.Auth) could
-//     not authorize the request: a sign-in that did not complete, a refresh
-//     the authorization server refused, a scope never granted. Its text is
-//     written for the end user and names the way out. Not retried: the
-//     hook has already done what it could.
-//   - every other error: bytes may have reached the server.
-//
-// With an Auth hook, every request (Post; Send's POST, GET and DELETE;
-// OpenLegacy's GET and SendTo's POST, see legacysse.go) carries the hook's Authorization header. A 401, or a 403 whose challenge
-// says insufficient_scope, is reported to the hook, and when it says so the
-// request is sent once more with the new header. This is the one exception
-// to "a tools/call is never replayed": the server's auth layer refused the
-// first copy before any processing.
+// With an Auth hook every request carries the hook's Authorization header.
+// A 401, or a 403 whose challenge says insufficient_scope, is reported to
+// the hook, and when it says so the request is sent once more with the new
+// header: the one exception to "a tools/call is never replayed", since the
+// server's auth layer refused the first copy before any processing.
 package routing
 
 import (
@@ -48,7 +30,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/tidwall/gjson"
 	"io"
 	"mime"
 	"net"
@@ -57,10 +38,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Config is the upstream client's configuration. Zero values take the
-// documented defaults.
+// defaults.
 type Config struct {
 	// URL is the modern server's Streamable HTTP endpoint.
 	URL string
@@ -90,7 +73,6 @@ type Config struct {
 	Auth Auth
 }
 
-// Defaults.
 const (
 	DefaultConnectTimeout        = 10 * time.Second
 	DefaultMaxIdleConnsPerHost   = 128
@@ -159,6 +141,10 @@ func New(cfg Config) (*Client, error) {
 	if h == nil {
 		h = http.Header{}
 	}
+	var ua []string
+	if cfg.UserAgent != "" {
+		ua = []string{cfg.UserAgent}
+	}
 	return &Client{
 		// No Client.Timeout: long tool calls and streams stay open for
 		// minutes; per-request deadlines come from the caller's context.
@@ -168,7 +154,7 @@ func New(cfg Config) (*Client, error) {
 		shown:  Redact(cfg.URL),
 		header: h,
 		max:    cfg.MaxMessageBytes,
-		ua:     headerValue(cfg.UserAgent),
+		ua:     ua,
 		auth:   cfg.Auth,
 	}, nil
 }
@@ -187,9 +173,9 @@ func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
 // Kind classifies a transport failure.
 type Kind int
 
-// Transport failure kinds.
 const (
-	// KindDial: the connection could not be made; nothing was sent.
+	// KindDial: the connection could not be made (refused, DNS, TLS
+	// handshake); nothing was sent, so it is always safe to retry.
 	KindDial Kind = iota + 1
 	// KindTimeout: the request timed out after it may have been sent.
 	KindTimeout
@@ -200,8 +186,10 @@ const (
 	// request gets the same redirect.
 	KindRedirect
 	// KindAuth: the Auth hook could not authorize the request (Err is its
-	// error). Nothing was sent, or the server refused the request before
-	// any processing. Not retried by callers.
+	// error, written for the end user: a sign-in that did not complete, a
+	// refresh refused, a scope never granted). Nothing was sent, or the
+	// server refused the request before any processing. Not retried: the
+	// hook has done what it could.
 	KindAuth
 )
 
@@ -218,10 +206,8 @@ func (e *TransportError) Error() string {
 		return fmt.Sprintf("cannot connect to %s: %v", e.URL, rootCause(e.Err))
 	case KindTimeout:
 		return fmt.Sprintf("request to %s timed out: %v", e.URL, rootCause(e.Err))
-	case KindRedirect:
-		return e.Err.Error() // names both URLs and the fix already
-	case KindAuth:
-		return e.Err.Error() // names the server, the cause and the way out
+	case KindRedirect, KindAuth:
+		return e.Err.Error() // it names the URLs or the server, the cause and the way out
 	}
 	return fmt.Sprintf("connection to %s failed: %v", e.URL, rootCause(e.Err))
 }
@@ -259,8 +245,7 @@ func (c *Client) Send(ctx context.Context, method string, body []byte, h http.He
 	return c.do(ctx, c.url, method, body, func(rh http.Header) {
 		switch method {
 		case http.MethodPost:
-			rh.Set("Content-Type", "application/json")
-			rh.Set("Accept", "application/json, text/event-stream")
+			postHeaders(rh)
 		case http.MethodGet:
 			rh.Set("Accept", "text/event-stream")
 		}
@@ -361,16 +346,13 @@ var (
 	acceptJSONOrSSE = []string{"application/json, text/event-stream"}
 )
 
-func headerValue(v string) []string {
-	if v == "" {
-		return nil
-	}
-	return []string{v}
+func postHeaders(h http.Header) {
+	h["Content-Type"] = jsonContentType
+	h["Accept"] = acceptJSONOrSSE
 }
 
 func writeHeaders(h http.Header, body []byte, params []ParamHeader, raw bool) {
-	h["Content-Type"] = jsonContentType
-	h["Accept"] = acceptJSONOrSSE
+	postHeaders(h)
 	deriveHeaders(h, body, params, raw)
 }
 
@@ -379,6 +361,7 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	var op *net.OpError
 	var ne net.Error
 	var re *RedirectError
+	var dns *net.DNSError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -386,19 +369,12 @@ func (c *Client) classify(ctx context.Context, err error) error {
 		// Not the *url.Error around it: its URL is the raw Location,
 		// query secrets included.
 		return &TransportError{Kind: KindRedirect, URL: c.URL(), Err: re}
-	case errors.As(err, &op) && op.Op == "dial":
-		kind = KindDial
-	case isDNSError(err):
+	case errors.As(err, &op) && op.Op == "dial", errors.As(err, &dns):
 		kind = KindDial
 	case errors.As(err, &ne) && ne.Timeout():
 		kind = KindTimeout
 	}
 	return &TransportError{Kind: kind, URL: c.URL(), Err: err}
-}
-
-func isDNSError(err error) bool {
-	var dns *net.DNSError
-	return errors.As(err, &dns)
 }
 
 // Response is one HTTP answer. Next yields its JSON-RPC messages: exactly one

@@ -37,13 +37,7 @@ type ParamHeader = protocol.ParamHeader
 // nothing and only reports that.
 func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, raw bool) (rawDiffers bool) {
 	method := gjson.GetBytes(body, "method").String()
-	// The version is read from _meta without an escaped path, which gjson
-	// would allocate to parse; only a body whose first _meta lacks it
-	// (duplicate keys) takes the path, so that the answer is the path's.
-	version := memberOf(gjson.GetBytes(body, "params._meta"), protocol.MetaProtocolVersion)
-	if !version.Exists() {
-		version = gjson.GetBytes(body, pathProtocolVersion)
-	}
+	version := gjson.GetBytes(body, pathProtocolVersion)
 	var name gjson.Result
 	if p := protocol.NamePath(method); p != "" {
 		name = gjson.GetBytes(body, p)
@@ -51,7 +45,7 @@ func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, ra
 	e := encoder{raw: raw, write: h != nil}
 	if version.Type == gjson.String {
 		if v, ok := e.value(version.Str); ok {
-			h[keyProtocolVersion] = versionValue(v)
+			h[keyProtocolVersion] = []string{v}
 		}
 	}
 	if v, ok := e.value(method); ok {
@@ -68,12 +62,8 @@ func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, ra
 		switch v.Type {
 		case gjson.String:
 			s = v.Str
-		case gjson.Number:
+		case gjson.Number, gjson.True, gjson.False:
 			s = v.Raw
-		case gjson.True:
-			s = "true"
-		case gjson.False:
-			s = "false"
 		default:
 			continue // null, absent, objects and arrays get no header
 		}
@@ -116,32 +106,6 @@ const keyProtocolVersion = "Mcp-Protocol-Version"
 // pathProtocolVersion is the gjson path of protocol.MetaProtocolVersion
 // from the top of a request (TestPathProtocolVersion holds it to the key).
 const pathProtocolVersion = `params._meta.io\.modelcontextprotocol/protocolVersion`
-
-// modernVersionValue is shared by every request that carries 2026-07-28,
-// which is all of them in a session; net/http only reads header values.
-var modernVersionValue = []string{protocol.ModernVersion}
-
-// versionValue is the header value of an encoded version v.
-func versionValue(v string) []string {
-	if v == modernVersionValue[0] {
-		return modernVersionValue
-	}
-	return []string{v}
-}
-
-// memberOf returns the first member key of obj, as gjson.Get(obj, escaped
-// key) would, without building a path.
-func memberOf(obj gjson.Result, key string) gjson.Result {
-	var out gjson.Result
-	obj.ForEach(func(k, v gjson.Result) bool {
-		if k.Str == key {
-			out = v
-			return false
-		}
-		return true
-	})
-	return out
-}
 
 const (
 	sentinelPrefix = "=?base64?"

@@ -171,10 +171,7 @@ func (c *Client) SendTo(ctx context.Context, endpoint string, body []byte) (*Res
 	if err != nil || !sameOrigin(origin, u) {
 		return nil, &TransportError{Kind: KindRedirect, URL: c.URL(), Err: &EndpointError{URL: c.URL(), Endpoint: Redact(endpoint), Reason: "on another origin (scheme, host or port)"}}
 	}
-	return c.do(ctx, endpoint, http.MethodPost, body, func(h http.Header) {
-		h["Content-Type"] = jsonContentType
-		h.Set("Accept", "application/json, text/event-stream")
-	})
+	return c.do(ctx, endpoint, http.MethodPost, body, postHeaders)
 }
 
 // Event is the type of the event Next last returned, "" for a "message"
