@@ -109,7 +109,7 @@ func topVariant(key string) int {
 		return -1
 	}
 	for i, n := range topNames {
-		if key != n && foldsTo(key, n) {
+		if key != n && strings.EqualFold(key, n) {
 			return i
 		}
 	}
@@ -128,33 +128,11 @@ func (w *watch) find(key string) (int, bool) {
 		}
 	}
 	for i, n := range w.names {
-		if foldsTo(key, n) {
+		if strings.EqualFold(key, n) { // as encoding/json matches names, Unicode folding included
 			return i, false
 		}
 	}
 	return -1, false
-}
-
-// foldsTo reports whether key equals the ASCII name under Unicode case
-// folding, as encoding/json matches names; an ASCII key is compared a
-// byte at a time.
-func foldsTo(key, name string) bool {
-	if len(key) != len(name) {
-		return nonASCII(key) && strings.EqualFold(key, name)
-	}
-	for i := 0; i < len(key); i++ {
-		a, b := key[i], name[i]
-		if a == b {
-			continue
-		}
-		if a >= utf8.RuneSelf {
-			return strings.EqualFold(key, name)
-		}
-		if a|0x20 != b|0x20 || b|0x20 < 'a' || b|0x20 > 'z' {
-			return false
-		}
-	}
-	return true
 }
 
 func nonASCII(s string) bool {

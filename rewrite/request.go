@@ -1,6 +1,8 @@
 package rewrite
 
 import (
+	"slices"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
@@ -37,15 +39,6 @@ type MetaPair struct {
 
 // Raw returns the members as they are spliced, `"k":v,...`.
 func (m MetaBlock) Raw() []byte { return m.raw }
-
-func (m MetaBlock) owns(key string) bool {
-	for _, k := range m.keys {
-		if k == key {
-			return true
-		}
-	}
-	return false
-}
 
 // Up says how to rewrite one request for the modern server.
 type Up struct {
@@ -86,13 +79,14 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 				break
 			}
 		}
+		kept := len(ms)
 		if len(up.DropParams) > 0 {
-			e.removeMembers(f.Params, ms, func(i int) bool { return contains(up.DropParams, ms[i].key.Str) })
+			kept = e.removeMembers(f.Params, ms, func(i int) bool { return slices.Contains(up.DropParams, ms[i].key.Str) })
 		}
 		switch {
 		case meta == nil:
 			sep := ","
-			if len(ms) == 0 || len(ms) == countDropped(ms, up.DropParams) {
+			if kept == 0 {
 				sep = ""
 			}
 			e.replace(f.Params.Index+1, f.Params.Index+1, wrapMeta(`"_meta":{`, up.Meta.raw, "}"+sep))
@@ -121,8 +115,8 @@ func spliceMeta(e *edits, obj gjson.Result, block MetaBlock) {
 	ms := members(obj, buf[:0])
 	kept := len(ms)
 	for i := range ms {
-		if block.owns(ms[i].key.Str) {
-			kept = e.removeMembers(obj, ms, func(i int) bool { return block.owns(ms[i].key.Str) })
+		if slices.Contains(block.keys, ms[i].key.Str) {
+			kept = e.removeMembers(obj, ms, func(i int) bool { return slices.Contains(block.keys, ms[i].key.Str) })
 			break
 		}
 	}
@@ -147,25 +141,6 @@ func wrapMeta(prefix string, raw []byte, suffix string) []byte {
 	b = append(b, prefix...)
 	b = append(b, raw...)
 	return append(b, suffix...)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func countDropped(ms []member, drop []string) int {
-	n := 0
-	for i := range ms {
-		if contains(drop, ms[i].key.Str) {
-			n++
-		}
-	}
-	return n
 }
 
 // UpFor is the Up of the legacy request f, sent under the upstream id with

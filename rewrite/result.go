@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -145,7 +146,7 @@ var pathServerInfo = gjson.Escape(protocol.MetaServerInfo)
 
 // note records a rewrite once.
 func (d *Downed) note(name string) {
-	if !contains(d.Rewrites, name) {
+	if !slices.Contains(d.Rewrites, name) {
 		d.Rewrites = append(d.Rewrites, name)
 	}
 }

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -284,7 +285,7 @@ func metaWithout(meta gjson.Result, drop ...string) []byte {
 	var buf [8]member
 	b := []byte{'{'}
 	for _, m := range members(meta, buf[:0]) {
-		if contains(drop, m.key.Str) {
+		if slices.Contains(drop, m.key.Str) {
 			continue
 		}
 		if len(b) > 1 {
