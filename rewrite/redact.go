@@ -1,9 +1,9 @@
 package rewrite
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 )
 
 // sensitiveKey matches the words that mark a JSON key as naming a secret;
@@ -76,67 +76,34 @@ func protocolKey(key string) bool {
 	return false
 }
 
-// secretWord is the word rule. It runs on every key of every logged or
-// traced frame, so an ASCII key (nearly all of them) is matched by hand; a
-// key with other bytes goes to the regular expression, whose Unicode case
-// folding (the Kelvin sign K, the long s) the hand matcher does not attempt.
+// secretWord is the word rule. An ASCII key (nearly all of them) is
+// lower-cased on the stack and searched for the words; a longer key, or
+// one with other bytes, goes to the regular expression, whose Unicode case
+// folding (the Kelvin sign K, the long s) this does not attempt.
 func secretWord(key string) bool {
-	for i := 0; i < len(key); i++ {
-		if key[i] >= utf8.RuneSelf {
-			return sensitiveKey.MatchString(key)
-		}
+	var low [64]byte
+	if len(key) > len(low) || nonASCII(key) {
+		return sensitiveKey.MatchString(key)
 	}
-	for i := 0; i < len(key); i++ {
-		rest := key[i:]
-		switch key[i] | 0x20 {
-		case 't':
-			if prefixFold(rest, "token") {
-				return true
-			}
-		case 's':
-			if prefixFold(rest, "secret") {
-				return true
-			}
-		case 'p':
-			if prefixFold(rest, "password") {
-				return true
-			}
-		case 'v':
-			if prefixFold(rest, "verifier") {
-				return true
-			}
-		case 'a':
-			if prefixFold(rest, "authorization") {
-				return true
-			}
-			if prefixFold(rest, "api") {
-				k := rest[3:]
-				if k != "" && (k[0] == '_' || k[0] == '-') {
-					k = k[1:]
-				}
-				if prefixFold(k, "key") {
-					return true
-				}
-			}
+	k := low[:len(key)]
+	for i := range k {
+		c := key[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		k[i] = c
+	}
+	for _, w := range secretWords {
+		if bytes.Contains(k, w) {
+			return true
 		}
 	}
 	return false
 }
 
-// prefixFold reports whether s starts with the lower-case ASCII word p, in
-// any case. For a letter p[j], s[j]|0x20 == p[j] only when s[j] is that
-// letter in either case.
-func prefixFold(s, p string) bool {
-	if len(s) < len(p) {
-		return false
-	}
-	for j := 0; j < len(p); j++ {
-		if s[j]|0x20 != p[j] {
-			return false
-		}
-	}
-	return true
-}
+// secretWords are the words of sensitiveKey, lower case.
+var secretWords = [...][]byte{[]byte("token"), []byte("secret"), []byte("password"), []byte("apikey"),
+	[]byte("api_key"), []byte("api-key"), []byte("authorization"), []byte("verifier")}
 
 // Redact returns a copy of frame for logs, with the value of every
 // sensitive key replaced by "[REDACTED]" at any depth. A frame that is not
