@@ -10,52 +10,30 @@ import "github.com/tidwall/gjson"
 // A frame the fast scan cannot read (a key with an escape, malformed JSON)
 // is read through gjson with the same rule.
 func MethodID(frame []byte) (method, id []byte) {
-	if m, i, ok := scanMethodID(view(frame)); ok {
-		return bytesOf(frame, m), bytesOf(frame, i)
-	}
-	return methodIDSlow(frame)
-}
-
-// span is a part of a frame, [start, end); end 0 for none.
-type span struct{ start, end int }
-
-func bytesOf(f []byte, s span) []byte {
-	if s.end == 0 {
-		return nil
-	}
-	return f[s.start:s.end:s.end]
-}
-
-// scanMethodID is MethodID's fast scan; ok is false for what it does not
-// read.
-func scanMethodID(s string) (method, id span, ok bool) {
-	answer := false
-	done := func() bool { return id.end != 0 && (method.end != 0 || answer) }
-	var bad bool
-	ok = topMembers(s, func(key string, v int) bool {
-		if key == "result" || key == "error" {
-			answer = true
-		}
-		if done() {
+	s := view(frame)
+	answer, bad := false, false
+	ok := topMembers(s, func(key string, v int) bool {
+		answer = answer || key == "result" || key == "error"
+		if id != nil && (method != nil || answer) {
 			return false
 		}
-		if key == "method" && method.end == 0 || key == "id" && id.end == 0 {
+		if key == "method" && method == nil || key == "id" && id == nil {
 			vend, valid := valueEnd(s, v)
 			if bad = !valid; bad {
 				return false
 			}
 			if key == "method" {
-				method = span{v, vend}
+				method = frame[v:vend:vend]
 			} else {
-				id = span{v, vend}
+				id = frame[v:vend:vend]
 			}
 		}
-		return !done()
+		return id == nil || method == nil && !answer
 	})
-	if !ok || bad {
-		return span{}, span{}, false
+	if ok && !bad {
+		return method, id
 	}
-	return method, id, true
+	return methodIDSlow(frame)
 }
 
 // topMembers calls visit with the key and the offset of the value of each
