@@ -99,7 +99,7 @@ var paramsWatch = newWatch("params", []string{
 })
 
 // topNames are the message's own members, in the order of the bits
-// parseValid keeps for them.
+// readTop keeps for them.
 var topNames = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // topVariant is the index in topNames of the name key spells in another

@@ -1,13 +1,12 @@
 // Package rewrite holds the pure frame transforms of mcp-tasks-proxy: legacy
 // (2025-11-25) requests up to the modern (2026-07-28) shape, modern results
 // down to the legacy shape (one small rule per protocol.Answer of the method
-// table), and every frame the proxy mints: ErrorFrame, ResultFrame,
-// RequestFrame, NotificationFrame, the MRTR retry's RetryParams, the
-// SyntheticTask, and the typed Error whose Hints name the settings a fix
-// involves (rendered by the caller's HintText; as text, by the one the
-// command layer installs with SetHintText). The log and trace
-// redaction rule (SensitiveKeys, CredentialHeader) lives here too. The protocol
-// vocabulary (versions, _meta keys, codes) is internal/protocol's.
+// table), every frame the proxy mints (ErrorFrame, ResultFrame,
+// RequestFrame, NotificationFrame, RetryParams, SyntheticTask), the typed
+// Error whose Hints name the settings a fix involves (rendered by the
+// caller's HintText, or as text by the one installed with SetHintText),
+// the JSON byte primitives (scan.go), and the log and trace redaction rule
+// (SensitiveKeys). The protocol vocabulary is internal/protocol's.
 //
 // Every function here is []byte in, []byte out. The package owns no state
 // but that one process setting, which changes no frame; it starts no
@@ -108,16 +107,8 @@ func TrimFrame(b []byte) []byte {
 // Frame still carries the id when one could be read, so the caller can answer
 // the request that was malformed.
 func Parse(raw []byte) (Frame, error) {
-	if len(raw) == 0 || !validJSON(raw) {
-		return Frame{Raw: raw}, ErrParse
-	}
-	return parseValid(raw)
-}
-
-// parseValid is Parse for raw found valid JSON.
-func parseValid(raw []byte) (Frame, error) {
 	f := Frame{Raw: raw}
-	if len(raw) == 0 {
+	if len(raw) == 0 || !validJSON(raw) {
 		return f, ErrParse
 	}
 	switch raw[0] {
@@ -165,8 +156,8 @@ func parseValid(raw []byte) (Frame, error) {
 	return f, nil
 }
 
-// top is what parseValid reads of a message's own members besides those
-// it keeps in the Frame.
+// top is what Parse reads of a message's own members besides those it
+// keeps in the Frame.
 type top struct {
 	jsonrpc, method gjson.Result
 	hasID           bool
@@ -209,7 +200,7 @@ func readTop(raw []byte, f *Frame) (t top) {
 	return t
 }
 
-// duplicateFrame is parseValid's answer for a message with a duplicated
+// duplicateFrame is Parse's answer for a message with a duplicated
 // top-level member: the error, with what can be read without doubt. The
 // id is kept only when it is unambiguous (the answer's id is null
 // otherwise, as JSON-RPC asks for an id that cannot be read); a message
