@@ -32,7 +32,7 @@ type ParamHeader = protocol.ParamHeader
 // Mcp-Name from the member protocol.NamePath names, and one
 // Mcp-Param-{Name} per annotated argument present in the body. A value
 // that is not header-safe takes the Base64 sentinel, or with raw, when it
-// is valid UTF-8 and otherwise header-safe (rawSafe), goes as it is. It
+// is valid UTF-8 and otherwise header-safe (headerSafe), goes as it is. It
 // reports whether raw changes any value (rawDiffers); with h nil it writes
 // nothing and only reports that.
 func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, raw bool) (rawDiffers bool) {
@@ -76,7 +76,7 @@ func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, ra
 
 // encoder encodes the values of one request's headers.
 type encoder struct {
-	raw     bool // values that are rawSafe are sent as they are
+	raw     bool // values safe as UTF-8 are sent as they are
 	write   bool // the values are wanted, not only differs
 	differs bool // a value is sent differently with raw than without
 }
@@ -84,10 +84,10 @@ type encoder struct {
 // value returns the header value for s, and false when the caller only
 // wants differs (nothing is encoded then).
 func (e *encoder) value(s string) (string, bool) {
-	if plainSafe(s) {
+	if headerSafe(s, false) {
 		return s, e.write
 	}
-	if rawSafe(s) {
+	if headerSafe(s, true) {
 		e.differs = true
 		if e.raw {
 			return s, e.write
@@ -112,45 +112,24 @@ const (
 	sentinelSuffix = "?="
 )
 
-// plainSafe reports whether s goes into an Mcp-Name or Mcp-Param-* header
-// as it is (the value encoding of the 2026-07-28 Streamable HTTP
-// transport): visible ASCII and inner spaces, not empty, and not itself a
-// lookalike of the sentinel. Anything else takes
-// =?base64?{standard padded Base64 of the UTF-8}?=.
-func plainSafe(s string) bool {
-	if s == "" {
-		// An empty header reads as a missing one to some servers (go-sdk
-		// v1.8.0): the sentinel keeps "present and empty" distinct.
+// headerSafe reports whether s goes into an Mcp-Name or Mcp-Param-*
+// header as it is (the value encoding of the 2026-07-28 Streamable HTTP
+// transport): visible ASCII and inner spaces, or with utf, printable valid
+// UTF-8 (bytes of 0x80 and above are obs-text, which net/http sends and
+// accepts). Anything else takes =?base64?{standard padded Base64 of the
+// UTF-8}?=: a control character (CR, LF and NUL above all, which must never
+// reach a header), a leading or trailing space (HTTP would strip it), a
+// lookalike of the sentinel, and the empty string, which reads as a
+// missing header to some servers (go-sdk v1.8.0).
+func headerSafe(s string, utf bool) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' || strings.HasPrefix(s, sentinelPrefix) && strings.HasSuffix(s, sentinelSuffix) {
 		return false
 	}
-	if s[0] == ' ' || s[len(s)-1] == ' ' {
-		return false
+	if utf {
+		return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e {
-			return false
-		}
-	}
-	return !(strings.HasPrefix(s, sentinelPrefix) && strings.HasSuffix(s, sentinelSuffix))
-}
-
-// rawSafe reports whether s, which is not plainSafe, may still be sent as
-// it is when raw UTF-8 is asked for (WithRawUTF8Headers): it is valid
-// UTF-8 made of printable characters, with no control character (C0, DEL
-// or C1: CR, LF and NUL above all, which must never reach a header), no
-// leading or trailing space (HTTP would strip it), and it is neither empty
-// nor a lookalike of the sentinel. Only non-ASCII letters and symbols pass
-// that plainSafe refused, as bytes 0x80 and above (obs-text, which
-// net/http sends and accepts).
-func rawSafe(s string) bool {
-	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' || !utf8.ValidString(s) {
-		return false
-	}
-	if strings.HasPrefix(s, sentinelPrefix) && strings.HasSuffix(s, sentinelSuffix) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
 			return false
 		}
 	}
@@ -162,16 +141,15 @@ func rawSafe(s string) bool {
 // (header mismatch), and a prompt named "grüße" fails there. A caller that
 // gets -32020 for a request whose headers used the sentinel (UsesBase64)
 // may send it once more under WithRawUTF8Headers: the values that are
-// valid UTF-8 and otherwise header-safe (rawSafe) then go as raw UTF-8.
+// valid UTF-8 and otherwise header-safe (headerSafe) then go as raw UTF-8.
 // CR, LF, NUL and other control characters keep the sentinel whatever the
 // mode, so they can never reach a header.
 
 type rawUTF8Key struct{}
 
-// WithRawUTF8Headers returns a context under which Client.Post derives Mcp-Method, Mcp-Name, Mcp-Param-* and
-// MCP-Protocol-Version with raw UTF-8 values instead of the Base64 sentinel
-// wherever the value allows it (see UsesBase64). Everything else about the
-// headers is as without it.
+// WithRawUTF8Headers returns a context under which Client.Post derives the
+// MCP headers with raw UTF-8 values instead of the Base64 sentinel wherever
+// the value allows it (see UsesBase64).
 func WithRawUTF8Headers(ctx context.Context) context.Context {
 	return context.WithValue(ctx, rawUTF8Key{}, true)
 }
