@@ -145,53 +145,36 @@ type member struct {
 	start, end int // from the key's opening quote to the end of the value
 }
 
-// removeMembers adds to e the deletions that drop every member m of obj for
-// whose index i has drop(i) true, keeping the object's commas well formed. It reports
-// how many members remain.
+// removeMembers adds to e the deletions that drop every member m of obj
+// whose index i has drop(i) true (called once for each, in order), keeping
+// the object's commas well formed, and reports how many members remain.
+// A run of dropped members goes up to the next kept member, taking the
+// comma with it; a run at the end goes back to the end of the last kept
+// member (taking its comma), or to just inside the '{'.
 func (e *edits) removeMembers(obj gjson.Result, ms []member, drop func(i int) bool) (kept int) {
-	dropped := make([]bool, len(ms))
+	prev, run := -1, -1 // the last kept member; the first of a run of dropped ones
 	for i := range ms {
-		dropped[i] = drop(i)
-		if !dropped[i] {
-			kept++
+		if drop(i) {
+			if run < 0 {
+				run = i
+			}
+			continue
 		}
+		if run >= 0 {
+			e.remove(ms[run].start, ms[i].start)
+			run = -1
+		}
+		prev = i
+		kept++
 	}
-	for i := range ms {
-		if !dropped[i] {
-			continue
-		}
-		if next := nextKept(dropped, i); next >= 0 {
-			// Delete up to the next kept member: takes the comma with it.
-			e.remove(ms[i].start, ms[next].start)
-			continue
-		}
-		// No kept member follows: delete back to the end of the previous
-		// kept member (taking its trailing comma), or to just inside '{'.
+	if run >= 0 {
 		from := obj.Index + 1
-		if prev := prevKept(dropped, i); prev >= 0 {
+		if prev >= 0 {
 			from = ms[prev].end
 		}
-		e.remove(from, ms[i].end)
+		e.remove(from, ms[len(ms)-1].end)
 	}
 	return kept
-}
-
-func nextKept(dropped []bool, i int) int {
-	for j := i + 1; j < len(dropped); j++ {
-		if !dropped[j] {
-			return j
-		}
-	}
-	return -1
-}
-
-func prevKept(dropped []bool, i int) int {
-	for j := i - 1; j >= 0; j-- {
-		if !dropped[j] {
-			return j
-		}
-	}
-	return -1
 }
 
 // objectIsEmpty reports whether a raw JSON object has no members.
