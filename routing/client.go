@@ -163,10 +163,6 @@ func New(cfg Config) (*Client, error) {
 // messages and logs.
 func (c *Client) URL() string { return c.shown }
 
-// UserHeader returns the user's extra headers (--header), for the trace,
-// which redacts them. The caller must not modify it.
-func (c *Client) UserHeader() http.Header { return c.header }
-
 // CloseIdle closes idle keep-alive connections (on exit).
 func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
 
@@ -426,7 +422,7 @@ func (r *Response) LastEventID() string {
 	if r.sse == nil {
 		return ""
 	}
-	return r.sse.LastEventID()
+	return r.sse.id
 }
 
 // Retry is the reconnection delay a stream asked for, 0 when none.
@@ -434,7 +430,7 @@ func (r *Response) Retry() time.Duration {
 	if r.sse == nil {
 		return 0
 	}
-	return r.sse.Retry()
+	return r.sse.retry
 }
 
 // ErrContentType is returned by Next for a body that is neither JSON nor SSE.

@@ -117,8 +117,8 @@ func (c *Client) OpenLegacy(ctx context.Context, wait time.Duration) (*LegacyStr
 			return nil, ctx.Err()
 		}
 		return nil, &NotLegacyError{URL: c.URL(), Status: resp.Status, ContentType: resp.ContentType, Reason: "reading the stream failed: " + err.Error()}
-	case resp.sse.Event() != "endpoint":
-		return fail(fmt.Sprintf("its first event is %q, not an endpoint event (a Streamable HTTP server's stream?)", orMessage(resp.sse.Event())))
+	case resp.sse.event != "endpoint":
+		return fail(fmt.Sprintf("its first event is %q, not an endpoint event (a Streamable HTTP server's stream?)", orMessage(resp.sse.event)))
 	}
 	base, _ := url.Parse(c.url)
 	if resp.final != nil {
@@ -180,5 +180,5 @@ func (r *Response) Event() string {
 	if r.sse == nil {
 		return ""
 	}
-	return r.sse.Event()
+	return r.sse.event
 }
