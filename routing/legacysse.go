@@ -97,10 +97,7 @@ func (c *Client) OpenLegacy(ctx context.Context, wait time.Duration) (*LegacyStr
 		resp.Close()
 		return nil, &NotLegacyError{URL: c.URL(), Status: resp.Status, ContentType: resp.ContentType, Reason: reason}
 	}
-	switch {
-	case resp.Status != http.StatusOK:
-		return fail("not an event stream")
-	case !resp.IsSSE():
+	if resp.Status != http.StatusOK || !resp.IsSSE() {
 		return fail("not an event stream")
 	}
 	timer := time.AfterFunc(wait, func() { resp.Close() })
