@@ -354,6 +354,7 @@ func InputRequestParams(params gjson.Result, relatedTask, elicitationID string) 
 		}
 	}
 	var add []byte
+	kept := len(ms)
 	if elicitationID != "" && !hasID {
 		add = append(AppendString([]byte(`"elicitationId":`), elicitationID), ',')
 	}
@@ -362,7 +363,7 @@ func InputRequestParams(params gjson.Result, relatedTask, elicitationID string) 
 			relatedTaskInto(&e, meta.value, relatedTask)
 		} else {
 			if meta != nil {
-				e.removeMembers(obj, ms, func(i int) bool { return &ms[i] == meta })
+				kept = e.removeMembers(obj, ms, func(i int) bool { return &ms[i] == meta })
 			}
 			add = append(add, `"_meta":{`...)
 			add = append(add, relatedTaskMember(relatedTask)...)
@@ -370,10 +371,6 @@ func InputRequestParams(params gjson.Result, relatedTask, elicitationID string) 
 		}
 	}
 	if len(add) > 0 {
-		kept := len(ms)
-		if meta != nil && relatedTask != "" && !meta.value.IsObject() {
-			kept--
-		}
 		if kept == 0 {
 			add = add[:len(add)-1] // no member follows: drop the last comma
 		}
