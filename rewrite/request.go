@@ -91,7 +91,7 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 			}
 			e.replace(f.Params.Index+1, f.Params.Index+1, wrapMeta(`"_meta":{`, up.Meta.raw, "}"+sep))
 		case meta.value.IsObject():
-			spliceMeta(&e, meta.value, up.Meta)
+			prependMembers(&e, meta.value, up.Meta.raw, up.Meta.keys...) // the client's members the block owns go
 		default:
 			// A non-object _meta cannot carry the required keys: replace it.
 			e.replace(meta.value.Index, meta.value.Index+len(meta.value.Raw), wrapMeta("{", up.Meta.raw, "}"))
@@ -108,22 +108,15 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 	return e.apply(f.Raw), nil
 }
 
-// spliceMeta puts block at the front of the _meta object obj, dropping the
-// client's members whose keys the block owns.
-func spliceMeta(e *edits, obj gjson.Result, block MetaBlock) {
+// prependMembers puts raw, members without braces, at the front of the
+// object obj, dropping its members named in drop.
+func prependMembers(e *edits, obj gjson.Result, raw []byte, drop ...string) {
 	var buf [8]member
 	ms := members(obj, buf[:0])
-	kept := len(ms)
-	for i := range ms {
-		if slices.Contains(block.keys, ms[i].key.Str) {
-			kept = e.removeMembers(obj, ms, func(i int) bool { return slices.Contains(block.keys, ms[i].key.Str) })
-			break
-		}
-	}
-	if kept > 0 {
-		e.replace(obj.Index+1, obj.Index+1, block.raw, comma)
+	if e.removeMembers(obj, ms, func(i int) bool { return slices.Contains(drop, ms[i].key.Str) }) > 0 {
+		e.replace(obj.Index+1, obj.Index+1, raw, comma)
 	} else {
-		e.replace(obj.Index+1, obj.Index+1, block.raw)
+		e.replace(obj.Index+1, obj.Index+1, raw)
 	}
 }
 

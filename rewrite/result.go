@@ -249,16 +249,7 @@ func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
 // relatedTaskInto puts the related-task member first in a _meta object,
 // dropping serverInfo and any related-task the server sent.
 func relatedTaskInto(e *edits, meta gjson.Result, taskID string) {
-	var buf [8]member
-	ms := members(meta, buf[:0])
-	kept := e.removeMembers(meta, ms, func(i int) bool {
-		return ms[i].key.Str == protocol.MetaServerInfo || ms[i].key.Str == protocol.MetaRelatedTask
-	})
-	if kept > 0 {
-		e.replace(meta.Index+1, meta.Index+1, relatedTaskMember(taskID), comma)
-	} else {
-		e.replace(meta.Index+1, meta.Index+1, relatedTaskMember(taskID))
-	}
+	prependMembers(e, meta, relatedTaskMember(taskID), protocol.MetaServerInfo, protocol.MetaRelatedTask)
 }
 
 // addErrorStatus records the HTTP status in error.data: it creates data when

@@ -445,9 +445,10 @@ func ListenNotification(f *Frame) []byte {
 	if kept == 0 {
 		// No params left: drop the member, with its comma.
 		var top [8]member
-		all := members(gjson.Result{Type: gjson.JSON, Raw: view(f.Raw)}, top[:0])
+		frame := gjson.Result{Type: gjson.JSON, Raw: view(f.Raw)}
+		all := members(frame, top[:0])
 		var only edits
-		only.removeMembers(gjson.Result{Type: gjson.JSON, Raw: view(f.Raw)}, all, func(i int) bool { return all[i].key.Str == "params" })
+		only.removeMembers(frame, all, func(i int) bool { return all[i].key.Str == "params" })
 		return only.apply(f.Raw)
 	}
 	return e.apply(f.Raw)
