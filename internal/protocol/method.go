@@ -151,19 +151,17 @@ func Lookup(method string) (Method, bool) {
 // Methods returns a copy of the table, in its order.
 func Methods() []Method { return append([]Method(nil), methods[:]...) }
 
+// The table's answers for one method; a method it does not know has the
+// zero Method's: no Mcp-Name, AnswerPlain, NotLocal.
+
 // NamePath is the gjson path of the member Mcp-Name mirrors for method
-// ("params.name"...), or "" when the method carries no Mcp-Name.
-func NamePath(method string) string {
-	if m := byName[method]; m != nil {
-		return m.NamePath
-	}
-	return ""
-}
+// ("params.name"...), or "".
+func NamePath(method string) string { m, _ := Lookup(method); return m.NamePath }
 
 // RequiredParam is the string param a request of method cannot do without
 // (its Mcp-Name), or "" when there is none to check before sending.
 func RequiredParam(method string) string {
-	if m := byName[method]; m != nil && m.NameRequired {
+	if m, _ := Lookup(method); m.NameRequired {
 		return m.NameParam
 	}
 	return ""
@@ -173,38 +171,21 @@ func RequiredParam(method string) string {
 // dial error or a broken stream. A method the table does not know is
 // repeatable only when it is a list call (its name ends in "/list").
 func Repeatable(method string) bool {
-	if m := byName[method]; m != nil {
+	if m, ok := Lookup(method); ok {
 		return m.Repeatable
 	}
 	return strings.HasSuffix(method, "/list")
 }
 
-// AnswerOf is the answer rule of method; AnswerPlain for one the table does
-// not know.
-func AnswerOf(method string) Answer {
-	if m := byName[method]; m != nil {
-		return m.Answer
-	}
-	return AnswerPlain
-}
+// AnswerOf is the answer rule of method.
+func AnswerOf(method string) Answer { m, _ := Lookup(method); return m.Answer }
 
 // LocalOf says whether and how the proxy answers method itself.
-func LocalOf(method string) Local {
-	if m := byName[method]; m != nil {
-		return m.Local
-	}
-	return NotLocal
-}
+func LocalOf(method string) Local { m, _ := Lookup(method); return m.Local }
 
 // InputRequired reports whether the server may answer method with
 // input_required.
-func InputRequired(method string) bool {
-	m := byName[method]
-	return m != nil && m.InputRequired
-}
+func InputRequired(method string) bool { m, _ := Lookup(method); return m.InputRequired }
 
 // MayBecomeTask reports whether the server may answer method with a task.
-func MayBecomeTask(method string) bool {
-	m := byName[method]
-	return m != nil && m.MayBecomeTask
-}
+func MayBecomeTask(method string) bool { m, _ := Lookup(method); return m.MayBecomeTask }
