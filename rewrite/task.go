@@ -2,7 +2,6 @@ package rewrite
 
 import (
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -256,49 +255,37 @@ func PollInterval(v gjson.Result) time.Duration {
 // without serverInfo.
 func CreateTaskResult(t Task, o TaskOptions) []byte {
 	b := append([]byte(`{"task":`), t.View(o, ViewOverride{Status: StatusWorking})...)
-	if meta := metaWithout(t.Meta, protocol.MetaServerInfo); meta != nil {
-		b = append(b, `,"_meta":`...)
-		b = append(b, meta...)
-	}
-	return append(b, '}')
+	return withMeta(append(b, '}'), t.Meta)
 }
 
 // TaskResult is the legacy answer to tasks/get or tasks/cancel: the task
 // view plus the result-level _meta without serverInfo.
 func TaskResult(t Task, o TaskOptions, ov ViewOverride) []byte {
-	v := t.View(o, ov)
-	meta := metaWithout(t.Meta, protocol.MetaServerInfo)
-	if meta == nil {
-		return v
-	}
-	v = append(v[:len(v)-1], `,"_meta":`...)
-	v = append(v, meta...)
-	return append(v, '}')
+	return withMeta(t.View(o, ov), t.Meta)
 }
 
-// metaWithout returns a _meta object without the named keys, or nil when
-// nothing is left.
-func metaWithout(meta gjson.Result, drop ...string) []byte {
+// withMeta adds to the object b the members of the _meta object meta but
+// serverInfo, as its _meta, when any are left.
+func withMeta(b []byte, meta gjson.Result) []byte {
 	if !meta.IsObject() {
-		return nil
+		return b
 	}
 	var buf [8]member
-	b := []byte{'{'}
+	n := len(b)
+	b = append(b[:n-1], `,"_meta":{`...)
 	for _, m := range members(meta, buf[:0]) {
-		if slices.Contains(drop, m.key.Str) {
+		if m.key.Str == protocol.MetaServerInfo {
 			continue
 		}
-		if len(b) > 1 {
+		if b[len(b)-1] != '{' {
 			b = append(b, ',')
 		}
-		b = append(b, m.key.Raw...)
-		b = append(b, ':')
-		b = append(b, m.value.Raw...)
+		b = append(append(append(b, m.key.Raw...), ':'), m.value.Raw...)
 	}
-	if len(b) == 1 {
-		return nil
+	if b[len(b)-1] == '{' {
+		return append(b[:n-1], '}') // nothing left
 	}
-	return append(b, '}')
+	return append(b, '}', '}')
 }
 
 // ResultFrameFor wraps a raw result object as a response to id and rewrites
