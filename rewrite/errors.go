@@ -18,13 +18,10 @@ func ErrorFrame(id []byte, code int, message string, data []byte) []byte {
 		id = NullID
 	}
 	b := envelope(id, "error", 32+len(message)+len(data))
-	b = append(b, `{"code":`...)
-	b = strconv.AppendInt(b, int64(code), 10)
-	b = append(b, `,"message":`...)
-	b = AppendString(b, message)
+	b = strconv.AppendInt(append(b, `{"code":`...), int64(code), 10)
+	b = AppendString(append(b, `,"message":`...), message)
 	if len(data) > 0 {
-		b = append(b, `,"data":`...)
-		b = append(b, data...)
+		b = append(append(b, `,"data":`...), data...)
 	}
 	return append(b, "}}"...)
 }
@@ -33,8 +30,7 @@ func ErrorFrame(id []byte, code int, message string, data []byte) []byte {
 // key: `{"jsonrpc":"2.0","id":ID,"KEY":`, with room for n more bytes.
 func envelope(id []byte, key string, n int) []byte {
 	b := make([]byte, 0, 32+len(id)+len(key)+n)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
+	b = append(append(b, `{"jsonrpc":"2.0","id":`...), id...)
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	return append(b, '"', ':')

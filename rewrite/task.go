@@ -137,13 +137,10 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 		msg = t.Error.Get("message").String()
 	}
 	b := make([]byte, 0, 256)
-	b = append(b, `{"taskId":`...)
-	b = AppendString(b, t.ID)
-	b = append(b, `,"status":`...)
-	b = AppendString(b, status)
+	b = AppendString(append(b, `{"taskId":`...), t.ID)
+	b = AppendString(append(b, `,"status":`...), status)
 	if msg != "" {
-		b = append(b, `,"statusMessage":`...)
-		b = AppendString(b, msg)
+		b = AppendString(append(b, `,"statusMessage":`...), msg)
 	}
 	updated := t.obj.Get("lastUpdatedAt").String()
 	if ov.LastUpdatedAt != "" {
@@ -153,17 +150,13 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	if created == "" {
 		created = updated
 	}
-	b = append(b, `,"createdAt":`...)
-	b = AppendString(b, created)
-	b = append(b, `,"lastUpdatedAt":`...)
-	b = AppendString(b, updated)
-	b = append(b, `,"ttl":`...)
-	b = appendTTL(b, t.obj, o.TTLSeconds)
+	b = AppendString(append(b, `,"createdAt":`...), created)
+	b = AppendString(append(b, `,"lastUpdatedAt":`...), updated)
+	b = appendTTL(append(b, `,"ttl":`...), t.obj, o.TTLSeconds)
 	if _, ok := nonNegative(t.PollInterval); ok {
 		// Clamped like the proxy's own polling: a client that honours 0
 		// would otherwise poll the server through the proxy in a loop.
-		b = append(b, `,"pollInterval":`...)
-		b = strconv.AppendInt(b, PollInterval(t.PollInterval).Milliseconds(), 10)
+		b = strconv.AppendInt(append(b, `,"pollInterval":`...), PollInterval(t.PollInterval).Milliseconds(), 10)
 	}
 	return append(b, '}')
 }
@@ -311,8 +304,7 @@ func ResultFrameFor(id []byte, method string, result gjson.Result, relatedTask s
 // relatedTaskMember is `"io.modelcontextprotocol/related-task":{"taskId":…}`.
 func relatedTaskMember(taskID string) []byte {
 	b := AppendString(nil, protocol.MetaRelatedTask)
-	b = append(b, `:{"taskId":`...)
-	b = AppendString(b, taskID)
+	b = AppendString(append(b, `:{"taskId":`...), taskID)
 	return append(b, '}')
 }
 
