@@ -23,9 +23,7 @@ func NewMetaBlock(pairs ...MetaPair) MetaBlock {
 		if i > 0 {
 			m.raw = append(m.raw, ',')
 		}
-		m.raw = AppendString(m.raw, p.Key)
-		m.raw = append(m.raw, ':')
-		m.raw = append(m.raw, p.Value...)
+		m.raw = append(append(AppendString(m.raw, p.Key), ':'), p.Value...)
 		m.keys = append(m.keys, p.Key)
 	}
 	return m
