@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -45,12 +46,7 @@ func SensitiveKeys(extra []string) func(key string) bool {
 // one whose value is a credential whatever it holds: Authorization,
 // Proxy-Authorization, Cookie and Set-Cookie.
 func CredentialHeader(name string) bool {
-	for _, h := range credentialHeaders {
-		if strings.EqualFold(name, h) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(credentialHeaders[:], func(h string) bool { return strings.EqualFold(name, h) })
 }
 
 var credentialHeaders = [...]string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"}
@@ -65,16 +61,8 @@ var protocolKeys = [...]string{
 	"maxTokens",     // sampling/createMessage's token budget
 }
 
-// protocolKey reports whether key is one of protocolKeys, exactly. It only
-// runs for keys the word rule matched.
-func protocolKey(key string) bool {
-	for _, k := range protocolKeys {
-		if key == k {
-			return true
-		}
-	}
-	return false
-}
+// protocolKey reports whether key is one of protocolKeys, exactly.
+func protocolKey(key string) bool { return slices.Contains(protocolKeys[:], key) }
 
 // secretWord is the word rule. An ASCII key (nearly all of them) is
 // lower-cased on the stack and searched for the words; a longer key, or
@@ -188,41 +176,18 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 		if q < 0 {
 			break
 		}
-		i += q
-		end, escaped, closed := stringEnd(s, i)
-		j, match, ok := keyMatch(s, i, end, escaped, closed, sensitive)
-		if !ok {
-			return nil, false
-		}
-		if match {
-			vstart := skipSpace(s, j+1)
-			vend := skipValue(s, vstart)
-			e.replace(vstart, vend, []byte(Redacted))
-			i = vend
-			continue
+		k := i + q
+		end, escaped, closed := stringEnd(s, k)
+		if !closed {
+			return nil, false // not JSON after all
 		}
 		i = end
+		// A string a colon follows is an object key.
+		if j := skipSpace(s, end); j < len(s) && s[j] == ':' && sensitive(keyText(s, k, end, escaped)) {
+			v := skipSpace(s, j+1)
+			i = skipValue(s, v)
+			e.replace(v, i, []byte(Redacted))
+		}
 	}
 	return e, true
-}
-
-// keyMatch looks at the string s[i:end], as stringEnd found it: ok is false
-// when it is not closed (the frame is not JSON after all); match, that it
-// is an object key (a colon follows it, at j) that sensitive matches. A key
-// without an escape is tested as it lies in s.
-func keyMatch(s string, i, end int, escaped, closed bool, sensitive func(key string) bool) (j int, match, ok bool) {
-	if !closed {
-		return end, false, false
-	}
-	j = end
-	if j < len(s) && s[j] <= ' ' {
-		j = skipSpace(s, j)
-	}
-	if j >= len(s) || s[j] != ':' {
-		return j, false, true
-	}
-	if escaped {
-		return j, sensitive(stringValue(s[i:end])), true
-	}
-	return j, sensitive(s[i+1 : end-1]), true
 }
