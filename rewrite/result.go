@@ -230,16 +230,10 @@ const errResultNotObject = rewriteError(`"result" must be a JSON object`)
 func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
 	var buf [8]member
 	ms := members(meta, buf[:0])
-	found := false
-	for i := range ms {
-		if ms[i].key.Str == protocol.MetaServerInfo {
-			found = true
-		}
-	}
-	if !found {
+	switch {
+	case !slices.ContainsFunc(ms, func(m member) bool { return m.key.Str == protocol.MetaServerInfo }):
 		return false
-	}
-	if len(ms) == 1 {
+	case len(ms) == 1:
 		return true
 	}
 	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == protocol.MetaServerInfo })
@@ -257,10 +251,7 @@ func relatedTaskInto(e *edits, meta gjson.Result, taskID string) {
 func addErrorStatus(e *edits, errObj gjson.Result, status int) {
 	var buf [8]member
 	ms := members(errObj, buf[:0])
-	for i := range ms {
-		if ms[i].key.Str != "data" {
-			continue
-		}
+	if i := slices.IndexFunc(ms, func(m member) bool { return m.key.Str == "data" }); i >= 0 {
 		data := ms[i].value
 		if !data.IsObject() || data.Get("httpStatus").Exists() {
 			return
