@@ -98,18 +98,10 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("upstream URL %q must be an absolute http:// or https:// URL", Redact(cfg.URL))
 	}
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = DefaultConnectTimeout
-	}
-	if cfg.MaxIdleConnsPerHost <= 0 {
-		cfg.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
-	}
-	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if cfg.ResponseHeaderTimeout <= 0 {
-		cfg.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
-	}
+	cfg.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
+	cfg.MaxIdleConnsPerHost = orDefault(cfg.MaxIdleConnsPerHost, DefaultMaxIdleConnsPerHost)
+	cfg.MaxMessageBytes = orDefault(cfg.MaxMessageBytes, DefaultMaxMessageBytes)
+	cfg.ResponseHeaderTimeout = orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	rt := cfg.Transport
 	if rt == nil {
 		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} // --insecure: the user's explicit, loudly logged choice
@@ -157,6 +149,13 @@ func New(cfg Config) (*Client, error) {
 		ua:     ua,
 		auth:   cfg.Auth,
 	}, nil
+}
+
+func orDefault[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 // URL returns the endpoint with credentials and query values redacted, for
