@@ -36,15 +36,10 @@ const (
 )
 
 func (e Era) String() string {
-	switch e {
-	case Modern:
-		return "modern"
-	case Legacy:
-		return "legacy"
-	case LegacySSE:
-		return "legacy-sse"
+	if e < Unknown || e > LegacySSE {
+		return "unknown"
 	}
-	return "unknown"
+	return [...]string{"unknown", "modern", "legacy", "legacy-sse"}[e]
 }
 
 // Verdict is the outcome of a server/discover probe.

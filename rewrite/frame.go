@@ -32,7 +32,6 @@ import (
 // Kind is what a JSON-RPC message is.
 type Kind int
 
-// The kinds of JSON-RPC message.
 const (
 	KindInvalid Kind = iota
 	KindRequest
@@ -41,15 +40,10 @@ const (
 )
 
 func (k Kind) String() string {
-	switch k {
-	case KindRequest:
-		return "request"
-	case KindNotification:
-		return "notification"
-	case KindResponse:
-		return "response"
+	if k < KindInvalid || k > KindResponse {
+		return "invalid"
 	}
-	return "invalid"
+	return [...]string{"invalid", "request", "notification", "response"}[k]
 }
 
 // Frame is a read-only view of one JSON-RPC message. The gjson results point
