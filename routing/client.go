@@ -500,12 +500,11 @@ func (r *Response) Close() error {
 }
 
 // Room returns the whole buffer of the message Next last returned when it
-// has BodyRoom spare bytes in front of it, else nil: a JSON body of RoomMin
-// bytes or more or of unknown length, or an event whose data was one line
-// longer than the stream's read buffer. The message sits at the end of it, so a rewrite that
-// grows the message by at most BodyRoom bytes can be done in place rather
-// than in a second copy (rewrite.Down.Room). The buffer is the caller's from
-// then on: a stream no longer reuses it.
+// has BodyRoom spare bytes in front of it (a JSON body of RoomMin bytes or
+// more or of unknown length, or an event whose data was one line longer
+// than the read buffer), else nil: a rewrite that grows the message by at
+// most BodyRoom can be done in place (rewrite.Down.Room). The buffer is the
+// caller's from then on.
 func (r *Response) Room() []byte {
 	if r.sse != nil {
 		return r.sse.takeRoom()

@@ -161,11 +161,8 @@ func RawUTF8Headers(ctx context.Context) bool {
 }
 
 // UsesBase64 reports whether the headers derived from body carry a value in
-// the Base64 sentinel form that WithRawUTF8Headers would send as raw UTF-8
-// instead: exactly when a retry under WithRawUTF8Headers sends different
-// headers. It is false for a body whose sentinel values must all stay
-// Base64 (control characters, leading or trailing spaces, invalid UTF-8,
-// the empty string), since a retry would change nothing. It allocates
+// the Base64 sentinel that WithRawUTF8Headers would send as raw UTF-8:
+// exactly when a retry under it sends different headers. It allocates
 // nothing beyond what reading the body takes.
 func UsesBase64(body []byte, params []protocol.ParamHeader) bool {
 	return deriveHeaders(nil, body, params, false)

@@ -11,18 +11,13 @@ import (
 	"time"
 )
 
-// The HTTP+SSE transport of MCP 2024-11-05, which Streamable HTTP replaced:
-// the client GETs the server's URL and keeps the event stream open; its
-// first event, "endpoint", names the URL to POST messages to (the session
-// usually rides its query); every server message, the answers to the
-// client's requests included, comes on that one stream, and each POST is
-// answered 202 Accepted. The stream cannot be resumed: a new GET is a new
-// session.
-//
-// OpenLegacy opens the stream and reads up to its endpoint; SendTo POSTs a
-// message to it. Both take the door every request takes (Client.do): the
-// user's headers, the Auth hook and the redirect policy apply. An endpoint
-// on another origin is refused, so that credentials stay with their origin.
+// The HTTP+SSE transport of MCP 2024-11-05: the client GETs the server's
+// URL and keeps the event stream open; its first event, "endpoint", names
+// the URL to POST messages to; every server message, the answers included,
+// comes on that one stream, and each POST is answered 202. A new GET is a
+// new session. OpenLegacy and SendTo take the door every request takes
+// (Client.do), and an endpoint on another origin is refused, so that
+// credentials stay with their origin.
 
 // DefaultEndpointWait bounds the wait for the endpoint event once the
 // stream is open.
