@@ -80,9 +80,7 @@ func ReadTask(obj gjson.Result) Task {
 		}
 	}
 	t.Status = t.RawStatus
-	switch t.RawStatus {
-	case StatusWorking, StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled:
-	default:
+	if !IsTerminal(t.Status) && t.Status != StatusInputRequired {
 		t.Status = StatusWorking
 	}
 	t.PollInterval = firstOf(obj, "pollIntervalMs", "pollIntervalMilliseconds", "pollInterval")

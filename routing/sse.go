@@ -91,22 +91,19 @@ func (s *SSEReader) field(line []byte) error {
 		value = value[1:]
 	}
 	switch string(name) {
-	case "data":
 	case "id":
 		// An id with NUL is ignored; an empty id resets it (the SSE spec).
 		if bytes.IndexByte(value, 0) < 0 {
 			s.next = string(value)
 		}
-		return nil
 	case "event":
 		s.typ = string(value)
-		return nil
 	case "retry":
 		if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
 			s.retry = time.Duration(ms) * time.Millisecond
 		}
-		return nil
-	default:
+	}
+	if string(name) != "data" {
 		return nil
 	}
 	if s.saw {
