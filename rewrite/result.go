@@ -27,10 +27,9 @@ type Down struct {
 	// = {"taskId": RelatedTask} to the result (a tasks/result payload).
 	RelatedTask string
 	// Room, when set, is the whole buffer the frame was read into, with
-	// spare bytes in front of it (routing.Response.Room). A complete result
-	// is then rewritten in that buffer rather than copied, when the edits
-	// fit; the frame's views (f.Raw, f.Result...) are invalid afterwards.
-	// A large result then has one copy in memory, not two.
+	// spare bytes in front of it (routing.Response.Room): a complete result
+	// is then rewritten in it when the edits fit, so that a large result
+	// has one copy in memory, not two; f's views are invalid afterwards.
 	Room []byte
 }
 
@@ -53,12 +52,9 @@ type Downed struct {
 }
 
 // ResponseDown rewrites a modern response f (an answer to d.Method) for the
-// legacy client: the id is restored, and resultType and the serverInfo _meta
-// are removed; what else goes is the method's answer rule
-// (protocol.AnswerOf): the cache fields of a cacheable result, the tools
-// of a tools/list page that the legacy client must not see, a non-object
-// structuredContent of a tools/call. Everything else is copied byte for
-// byte.
+// legacy client: the id is restored, resultType and the serverInfo _meta
+// go, and the method's answer rule applies (dropByRule, toolsListDown).
+// Everything else is copied byte for byte.
 func ResponseDown(f *Frame, d Down) (Downed, error) {
 	if f.Kind != KindResponse {
 		return Downed{}, ErrShape

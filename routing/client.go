@@ -221,11 +221,10 @@ func rootCause(err error) error {
 	return err
 }
 
-// Post sends body with the derived MCP headers and the user's headers. It
-// returns a Response for every HTTP status; the caller reads the messages and
-// must Close it. A *TransportError reports a failure before any status.
-// Under WithRawUTF8Headers(ctx) the MCP headers carry raw UTF-8 where the
-// Base64 sentinel would otherwise be used and the value allows it.
+// Post sends body with the MCP headers derived from it (see
+// WithRawUTF8Headers) and the user's headers. It returns a Response for
+// every HTTP status, which the caller must Close; a *TransportError reports
+// a failure before any status.
 func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*Response, error) {
 	raw := RawUTF8Headers(ctx)
 	return c.do(ctx, c.url, http.MethodPost, body, func(h http.Header) { writeHeaders(h, body, params, raw) })
