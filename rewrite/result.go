@@ -41,8 +41,7 @@ type Downed struct {
 	Frame []byte
 	// ResultType is the upstream resultType, "complete" when absent.
 	ResultType string
-	// IsError is true for a JSON-RPC error response.
-	IsError bool
+	IsError    bool // a JSON-RPC error response
 	// Tools lists the valid x-mcp-header annotations of a tools/list page.
 	Tools []ToolHeaders
 	// Rejected lists tools removed from a tools/list page, with the reason.

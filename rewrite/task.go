@@ -39,8 +39,7 @@ type TaskOptions struct {
 // tasks/get result or the params of notifications/tasks.
 type Task struct {
 	obj gjson.Result
-	// ID is the task id.
-	ID string
+	ID  string
 	// Status is the normalized status: an unknown value reads as working
 	// (keep polling); RawStatus keeps what the server said.
 	Status, RawStatus string

@@ -59,7 +59,6 @@ const (
 
 // Method is what the proxy knows about one MCP method.
 type Method struct {
-	// Name is the JSON-RPC method name.
 	Name string
 	// Eras are the eras the method exists in.
 	Eras Era
