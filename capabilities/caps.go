@@ -55,8 +55,7 @@ func ClientCapabilities(legacy []byte) []byte {
 			return true
 		})
 	}
-	ext := gjson.GetBytes(out, "extensions")
-	if !ext.IsObject() {
+	if !gjson.GetBytes(out, "extensions").IsObject() {
 		out, _ = sjson.SetRawBytes(out, "extensions", []byte(`{}`))
 	}
 	out, _ = sjson.SetRawBytes(out, "extensions."+gjson.Escape(protocol.TasksExtension), []byte(`{}`))

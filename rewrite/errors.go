@@ -40,14 +40,7 @@ func envelope(id []byte, key string, n int) []byte {
 // scalarID reports whether id is a string, a number or null: the only ids
 // JSON-RPC allows, none of which can hold a raw line break.
 func scalarID(id []byte) bool {
-	if len(id) == 0 {
-		return false
-	}
-	switch c := id[0]; {
-	case c == '"', c == '-', c >= '0' && c <= '9', c == 'n':
-		return true
-	}
-	return false
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] == 'n' || isDigit(id[0]))
 }
 
 // ResultFrame builds a JSON-RPC result response from a raw result object.

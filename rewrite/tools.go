@@ -134,26 +134,19 @@ func editExecution(e *edits, execution gjson.Result, taskSupport bool) {
 	var buf [4]member
 	ms := members(execution, buf[:0])
 	isTaskSupport := func(i int) bool { return ms[i].key.Str == "taskSupport" }
+	if !taskSupport {
+		e.removeMembers(execution, ms, isTaskSupport)
+		return
+	}
 	found := false
 	for i := range ms {
-		if !isTaskSupport(i) {
-			continue
-		}
-		found = true
-		if taskSupport {
-			v := ms[i].value
-			e.replace(v.Index, v.Index+len(v.Raw), []byte(`"optional"`))
+		if isTaskSupport(i) {
+			found = true
+			e.replace(ms[i].value.Index, ms[i].value.Index+len(ms[i].value.Raw), []byte(`"optional"`))
 		}
 	}
-	switch {
-	case taskSupport && !found:
-		b := []byte(`"taskSupport":"optional"`)
-		if len(ms) > 0 {
-			b = append(b, ',')
-		}
-		e.replace(execution.Index+1, execution.Index+1, b)
-	case !taskSupport && found:
-		e.removeMembers(execution, ms, isTaskSupport)
+	if !found {
+		prependMembers(e, execution, []byte(`"taskSupport":"optional"`))
 	}
 }
 
