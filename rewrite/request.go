@@ -71,11 +71,8 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 	case f.Params.IsObject():
 		ms := members(f.Params, buf[:0])
 		var meta *member
-		for i := range ms {
-			if ms[i].key.Str == "_meta" {
-				meta = &ms[i]
-				break
-			}
+		if i := slices.IndexFunc(ms, func(m member) bool { return m.key.Str == "_meta" }); i >= 0 {
+			meta = &ms[i]
 		}
 		kept := len(ms)
 		if len(up.DropParams) > 0 {
@@ -128,10 +125,7 @@ func extra(members []byte) string {
 }
 
 func wrapMeta(prefix string, raw []byte, suffix string) []byte {
-	b := make([]byte, 0, len(prefix)+len(raw)+len(suffix))
-	b = append(b, prefix...)
-	b = append(b, raw...)
-	return append(b, suffix...)
+	return append(append(append(make([]byte, 0, len(prefix)+len(raw)+len(suffix)), prefix...), raw...), suffix...)
 }
 
 // UpFor is the Up of the legacy request f, sent under the upstream id with
