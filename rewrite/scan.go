@@ -27,12 +27,12 @@ func skipSpace(s string, i int) int {
 // stringEnd returns the offset just past the string literal at s[i], or
 // len(s) and closed false when it is not terminated, and whether it holds a
 // backslash. The first bytes are read one at a time: most keys and many
-// values end there, before a search would pay for its call. Past them each
-// byte is read at most twice: once in the search for the next quote, once
-// in the search for a backslash before it.
+// values end there, before a search would pay for its call. Past them, the
+// next quote strings.IndexByte finds ends the string unless an odd run of
+// backslashes escapes it, and one more search looks for a backslash.
 func stringEnd(s string, i int) (end int, escaped, closed bool) {
 	j := i + 1
-	for ; j < len(s) && j <= i+32; j++ {
+	for ; j < len(s) && j <= i+16; j++ {
 		switch s[j] {
 		case '"':
 			return j + 1, escaped, true
@@ -41,22 +41,21 @@ func stringEnd(s string, i int) (end int, escaped, closed bool) {
 			j++
 		}
 	}
-	for q := j - 1; j < len(s); { // q: the next quote at or after j, once j <= q
-		if q < j {
-			k := strings.IndexByte(s[j:], '"')
-			if k < 0 {
-				return len(s), escaped || strings.IndexByte(s[j:], '\\') >= 0, false
-			}
-			q = j + k
+	for j = min(j, len(s)); ; {
+		k := strings.IndexByte(s[j:], '"')
+		if k < 0 {
+			return len(s), strings.IndexByte(s[i+1:], '\\') >= 0, false
 		}
-		b := strings.IndexByte(s[j:q], '\\')
-		if b < 0 {
-			return q + 1, escaped, true
+		q := j + k
+		p := q - 1
+		for p > i && s[p] == '\\' {
+			p--
 		}
-		escaped = true
-		j += b + 2 // the backslash and the byte it escapes
+		if (q-p)%2 == 1 { // an even run of backslashes before it, none escaping it
+			return q + 1, strings.IndexByte(s[i+1:q], '\\') >= 0, true
+		}
+		j = q + 1
 	}
-	return len(s), escaped, false
 }
 
 // skipValue returns the offset just past the value at s[i].
@@ -316,20 +315,18 @@ func validString(s string, i int) (int, bool) {
 // some byte of w is below 0x20.
 func hasControl(s string) bool {
 	const lsb, msb = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if (w-lsb*0x20)&^w&msb != 0 {
-			return true
-		}
+	var m uint64
+	for ; len(s) >= 8; s = s[8:] {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		m |= (w - lsb*0x20) &^ w
 	}
-	for ; i < len(s); i++ {
+	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 {
 			return true
 		}
 	}
-	return false
+	return m&msb != 0
 }
 
 func isHex(c byte) bool {
