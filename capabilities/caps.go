@@ -12,6 +12,7 @@ package capabilities
 
 import (
 	"net/url"
+	"slices"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -24,10 +25,8 @@ import (
 // that asked for requested: the same when the proxy supports it, otherwise
 // 2025-11-25, which the 2025 rules allow.
 func NegotiateLegacy(requested string) string {
-	for _, v := range protocol.LegacyVersions {
-		if v == requested {
-			return v
-		}
+	if slices.Contains(protocol.LegacyVersions, requested) {
+		return requested
 	}
 	return protocol.LegacyVersion
 }
@@ -56,8 +55,7 @@ func ClientCapabilities(legacy []byte) []byte {
 			return true
 		})
 	}
-	ext := gjson.GetBytes(out, "extensions")
-	if !ext.IsObject() {
+	if !gjson.GetBytes(out, "extensions").IsObject() {
 		out, _ = sjson.SetRawBytes(out, "extensions", []byte(`{}`))
 	}
 	out, _ = sjson.SetRawBytes(out, "extensions."+gjson.Escape(protocol.TasksExtension), []byte(`{}`))

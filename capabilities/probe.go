@@ -36,15 +36,10 @@ const (
 )
 
 func (e Era) String() string {
-	switch e {
-	case Modern:
-		return "modern"
-	case Legacy:
-		return "legacy"
-	case LegacySSE:
-		return "legacy-sse"
+	if e < Unknown || e > LegacySSE {
+		return "unknown"
 	}
-	return "unknown"
+	return [...]string{"unknown", "modern", "legacy", "legacy-sse"}[e]
 }
 
 // Verdict is the outcome of a server/discover probe.
@@ -74,16 +69,17 @@ type Prober struct {
 // answer: modern, legacy (passthrough), or a failure. A -32022 that names
 // 2026-07-28 as supported is retried once.
 func (p *Prober) Probe(ctx context.Context, meta rewrite.MetaBlock) Verdict {
-	v := p.retrying(ctx, meta)
-	if v.Era == Modern && v.Discover == nil && v.Err == nil {
-		// -32022 naming our version: corrective retry, once.
-		v = p.retrying(ctx, meta)
-		if v.Era == Modern && v.Discover == nil && v.Err == nil {
+	for try := 0; ; try++ {
+		v := p.retrying(ctx, meta)
+		if v.Era != Modern || v.Discover != nil || v.Err != nil {
+			return v
+		}
+		if try == 1 {
 			v.Era = Unknown
 			v.Err = fmt.Errorf("%s rejected protocol version %s twice while listing it as supported; the server is misbehaving", p.Client.URL(), protocol.ModernVersion)
+			return v
 		}
 	}
-	return v
 }
 
 // probeRetries bounds the retries of a probe that failed in transport
@@ -112,12 +108,8 @@ func (p *Prober) retrying(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 
 // DiscoverBody builds a server/discover request.
 func DiscoverBody(id []byte, meta rewrite.MetaBlock) []byte {
-	b := make([]byte, 0, 96+len(id)+len(meta.Raw()))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"method":"server/discover","params":{"_meta":{`...)
-	b = append(b, meta.Raw()...)
-	return append(b, "}}}"...)
+	params := append(append([]byte(`{"_meta":{`), meta.Raw()...), "}}"...)
+	return rewrite.RequestFrame(id, "server/discover", params)
 }
 
 func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
@@ -188,24 +180,25 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 }
 
 func classifyVersions(url string, status int, versions gjson.Result, discover []byte) Verdict {
-	var modern, legacy, others []string
+	var legacy []string
+	modern, others := false, false
 	for _, v := range versions.Array() {
 		switch {
 		case v.Str == protocol.ModernVersion:
-			modern = append(modern, v.Str)
-		case isLegacyVersion(v.Str):
+			modern = true
+		case strings.HasPrefix(v.Str, "2025-") || strings.HasPrefix(v.Str, "2024-"):
 			legacy = append(legacy, v.Str)
 		default:
-			others = append(others, v.Str)
+			others = true
 		}
 	}
 	switch {
-	case len(modern) > 0:
+	case modern:
 		if discover == nil {
 			return Verdict{Era: Modern, Status: status, Reason: "-32022 lists " + protocol.ModernVersion}
 		}
 		return Verdict{Era: Modern, Status: status, Discover: discover, Reason: "DiscoverResult supports " + protocol.ModernVersion}
-	case len(others) == 0 && len(legacy) > 0:
+	case !others && len(legacy) > 0:
 		return Verdict{Era: Legacy, Status: status, Reason: "supports only " + strings.Join(legacy, ", ")}
 	}
 	return Verdict{Era: Unknown, Status: status, Reason: "no common version",
@@ -226,10 +219,6 @@ func classifyError(url string, status int, e gjson.Result) Verdict {
 			Err: fmt.Errorf("%s is a modern MCP server but rejected the proxy's server/discover with %d %q; this is a proxy bug or a header added with %v; please report it", url, code, e.Get("message").String(), rewrite.HintHeader)}
 	}
 	return Verdict{Era: Legacy, Status: status, Reason: fmt.Sprintf("error %d to server/discover", code)}
-}
-
-func isLegacyVersion(v string) bool {
-	return strings.HasPrefix(v, "2025-") || strings.HasPrefix(v, "2024-")
 }
 
 func (p *Prober) transportErr(err error) error {

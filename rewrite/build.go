@@ -11,10 +11,7 @@ import "strconv"
 // RequestFrame builds a JSON-RPC request. id is the raw id; params is a raw
 // JSON object, or empty for a request without params.
 func RequestFrame(id []byte, method string, params []byte) []byte {
-	b := make([]byte, 0, 48+len(id)+len(method)+len(params))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"method":`...)
+	b := envelope(id, "method", 16+len(method)+len(params))
 	b = AppendString(b, method)
 	return appendParams(b, params)
 }
@@ -23,15 +20,13 @@ func RequestFrame(id []byte, method string, params []byte) []byte {
 // object, or empty for a notification without params.
 func NotificationFrame(method string, params []byte) []byte {
 	b := make([]byte, 0, 40+len(method)+len(params))
-	b = append(b, `{"jsonrpc":"2.0","method":`...)
-	b = AppendString(b, method)
+	b = AppendString(append(b, `{"jsonrpc":"2.0","method":`...), method)
 	return appendParams(b, params)
 }
 
 func appendParams(b, params []byte) []byte {
 	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
+		b = append(append(b, `,"params":`...), params...)
 	}
 	return append(b, '}')
 }
@@ -40,11 +35,9 @@ func appendParams(b, params []byte) []byte {
 // request id.
 func CancelledParams(requestID []byte, reason string) []byte {
 	b := make([]byte, 0, 32+len(requestID)+len(reason))
-	b = append(b, `{"requestId":`...)
-	b = append(b, requestID...)
+	b = append(append(b, `{"requestId":`...), requestID...)
 	if reason != "" {
-		b = append(b, `,"reason":`...)
-		b = AppendString(b, reason)
+		b = AppendString(append(b, `,"reason":`...), reason)
 	}
 	return append(b, '}')
 }
@@ -53,13 +46,10 @@ func CancelledParams(requestID []byte, reason string) []byte {
 // progress token, the progress count, and the message when not empty.
 func ProgressParams(token []byte, progress int64, message string) []byte {
 	b := make([]byte, 0, 48+len(token)+len(message))
-	b = append(b, `{"progressToken":`...)
-	b = append(b, token...)
-	b = append(b, `,"progress":`...)
-	b = strconv.AppendInt(b, progress, 10)
+	b = append(append(b, `{"progressToken":`...), token...)
+	b = strconv.AppendInt(append(b, `,"progress":`...), progress, 10)
 	if message != "" {
-		b = append(b, `,"message":`...)
-		b = AppendString(b, message)
+		b = AppendString(append(b, `,"message":`...), message)
 	}
 	return append(b, '}')
 }
@@ -98,8 +88,7 @@ func RetryParams(answers []InputAnswer, state []byte) []byte {
 		if len(b) > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `"requestState":`...)
-		b = append(b, state...)
+		b = append(append(b, `"requestState":`...), state...)
 	}
 	return b
 }
@@ -110,12 +99,9 @@ func RetryParams(answers []InputAnswer, state []byte) []byte {
 // extension's Task, which ReadTask reads.
 func SyntheticTask(taskID, at string, ttlMs int64, ttl bool) []byte {
 	b := make([]byte, 0, 112+len(taskID)+2*len(at))
-	b = append(b, `{"taskId":`...)
-	b = AppendString(b, taskID)
-	b = append(b, `,"status":"completed","createdAt":`...)
-	b = AppendString(b, at)
-	b = append(b, `,"lastUpdatedAt":`...)
-	b = AppendString(b, at)
+	b = AppendString(append(b, `{"taskId":`...), taskID)
+	b = AppendString(append(b, `,"status":"completed","createdAt":`...), at)
+	b = AppendString(append(b, `,"lastUpdatedAt":`...), at)
 	b = append(b, `,"ttlMs":`...)
 	if ttl {
 		b = strconv.AppendInt(b, ttlMs, 10)
@@ -129,7 +115,6 @@ func SyntheticTask(taskID, at string, ttlMs int64, ttl bool) []byte {
 // read: one text content and isError.
 func ToolErrorResult(message string) []byte {
 	b := make([]byte, 0, 64+len(message))
-	b = append(b, `{"content":[{"type":"text","text":`...)
-	b = AppendString(b, message)
+	b = AppendString(append(b, `{"content":[{"type":"text","text":`...), message)
 	return append(b, `}],"isError":true}`...)
 }

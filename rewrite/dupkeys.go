@@ -6,8 +6,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 )
 
@@ -101,7 +99,7 @@ var paramsWatch = newWatch("params", []string{
 })
 
 // topNames are the message's own members, in the order of the bits
-// parseValid keeps for them.
+// readTop keeps for them.
 var topNames = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // topVariant is the index in topNames of the name key spells in another
@@ -111,7 +109,7 @@ func topVariant(key string) int {
 		return -1
 	}
 	for i, n := range topNames {
-		if key != n && foldsTo(key, n) {
+		if key != n && strings.EqualFold(key, n) {
 			return i
 		}
 	}
@@ -130,33 +128,11 @@ func (w *watch) find(key string) (int, bool) {
 		}
 	}
 	for i, n := range w.names {
-		if foldsTo(key, n) {
+		if strings.EqualFold(key, n) { // as encoding/json matches names, Unicode folding included
 			return i, false
 		}
 	}
 	return -1, false
-}
-
-// foldsTo reports whether key equals the ASCII name under Unicode case
-// folding, as encoding/json matches names; an ASCII key is compared a
-// byte at a time.
-func foldsTo(key, name string) bool {
-	if len(key) != len(name) {
-		return nonASCII(key) && strings.EqualFold(key, name)
-	}
-	for i := 0; i < len(key); i++ {
-		a, b := key[i], name[i]
-		if a == b {
-			continue
-		}
-		if a >= utf8.RuneSelf {
-			return strings.EqualFold(key, name)
-		}
-		if a|0x20 != b|0x20 || b|0x20 < 'a' || b|0x20 > 'z' {
-			return false
-		}
-	}
-	return true
 }
 
 func nonASCII(s string) bool {
@@ -168,82 +144,33 @@ func nonASCII(s string) bool {
 	return false
 }
 
-// frameMembers is members for the message itself (raw, valid JSON), with
-// the duplicate check of its first params object (paramsWatch) done by
-// the same scan that steps over params: one pass over its bytes, where
-// members and then a check of params would take two. paramsDup is the
-// first member of params refused, for the caller to report once the
-// message's own members are found sound.
-func frameMembers(raw string, buf []member) (_ []member, paramsDup *DuplicateKeyError) {
-	s := raw
-	checked := false
-	for i := 1; i < len(s); {
-		i = skipSpace(s, i)
-		if i >= len(s) || s[i] == '}' {
-			break
-		}
-		if s[i] == ',' {
-			i++
-			continue
-		}
-		kstart := i
-		kend, escaped, _ := stringEnd(s, i)
-		key := gjson.Result{Type: gjson.String, Raw: s[kstart:kend], Index: kstart}
-		key.Str = s[kstart+1 : kend-1]
-		if escaped {
-			key.Str = stringValue(key.Raw)
-		}
-		i = skipSpace(s, skipSpace(s, kend)+1) // past the colon
-		var vend int
-		if key.Str == "params" && !checked && s[i] == '{' {
-			checked = true
-			vend, paramsDup = checkedEnd(s, i, paramsWatch)
-		} else {
-			vend = skipValue(s, i)
-		}
-		buf = append(buf, member{key: key, value: valueAt(s[i:vend], i), start: kstart, end: vend})
-		i = vend
-	}
-	return buf, paramsDup
-}
-
 // checkedEnd is the offset just past the object at s[i] (valid JSON), and
 // the first of its members that w refuses, depth first in the order of
 // the frame, or nil. It allocates nothing for a frame without one (a key
 // with an escape is unescaped).
 func checkedEnd(s string, i int, w *watch) (end int, dup *DuplicateKeyError) {
 	var seen uint32
-	for i++; i < len(s); {
-		i = skipSpace(s, i)
-		if i >= len(s) || s[i] == '}' {
-			return i + 1, dup
+	for i++; ; {
+		k, kend, v, escaped, ok := memberAt(s, i)
+		if !ok {
+			return k + 1, dup
 		}
-		if s[i] == ',' {
-			i++
-			continue
-		}
-		kend, escaped, _ := stringEnd(s, i)
-		key := s[i+1 : kend-1]
-		if escaped {
-			key = stringValue(s[i:kend])
-		}
-		i = skipSpace(s, skipSpace(s, kend)+1) // past the colon
 		n, exact := -1, false
 		if dup == nil {
-			n, exact = w.find(key)
+			n, exact = w.find(keyText(s, k, kend, escaped))
 		}
+		i = v
 		switch {
 		case n < 0:
 		case !exact, seen&(1<<n) != 0:
-			dup = &DuplicateKeyError{In: w.path, Name: w.names[n], Key: key}
-		case w.sub[n] != nil && s[i] == '{':
+			dup = &DuplicateKeyError{In: w.path, Name: w.names[n], Key: keyText(s, k, kend, escaped)}
+		case w.sub[n] != nil && s[v] == '{':
 			seen |= 1 << n
-			i, dup = checkedEnd(s, i, w.sub[n])
+			i, dup = checkedEnd(s, v, w.sub[n])
 			continue
 		default:
 			seen |= 1 << n
 		}
 		i = skipValue(s, i)
 	}
-	return len(s), dup
 }

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -17,41 +18,40 @@ func ErrorFrame(id []byte, code int, message string, data []byte) []byte {
 		// when the request's id cannot be read.
 		id = NullID
 	}
-	b := make([]byte, 0, 64+len(id)+len(message)+len(data))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"error":{"code":`...)
-	b = strconv.AppendInt(b, int64(code), 10)
-	b = append(b, `,"message":`...)
-	b = AppendString(b, message)
+	b := envelope(id, "error", 32+len(message)+len(data))
+	b = strconv.AppendInt(append(b, `{"code":`...), int64(code), 10)
+	b = AppendString(append(b, `,"message":`...), message)
 	if len(data) > 0 {
-		b = append(b, `,"data":`...)
-		b = append(b, data...)
+		b = append(append(b, `,"data":`...), data...)
 	}
 	return append(b, "}}"...)
+}
+
+// envelope starts a JSON-RPC message to or with the raw id, up to its member
+// key: `{"jsonrpc":"2.0","id":ID,"KEY":`, with room for n more bytes.
+func envelope(id []byte, key string, n int) []byte {
+	b := make([]byte, 0, 32+len(id)+len(key)+n)
+	b = append(append(b, `{"jsonrpc":"2.0","id":`...), id...)
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
 }
 
 // scalarID reports whether id is a string, a number or null: the only ids
 // JSON-RPC allows, none of which can hold a raw line break.
 func scalarID(id []byte) bool {
-	if len(id) == 0 {
-		return false
-	}
-	switch c := id[0]; {
-	case c == '"', c == '-', c >= '0' && c <= '9', c == 'n':
-		return true
-	}
-	return false
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] == 'n' || isDigit(id[0]))
 }
 
 // ResultFrame builds a JSON-RPC result response from a raw result object.
 func ResultFrame(id []byte, result []byte) []byte {
-	b := make([]byte, 0, 36+len(id)+len(result))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	return append(b, '}')
+	return append(append(envelope(id, "result", len(result)+1), result...), '}')
+}
+
+// ErrorFrameRaw builds an error response that carries a raw JSON-RPC error
+// object verbatim.
+func ErrorFrameRaw(id []byte, errObj []byte) []byte {
+	return append(append(envelope(id, "error", len(errObj)+1), errObj...), '}')
 }
 
 const hexDigits = "0123456789abcdef"
@@ -80,20 +80,9 @@ func AppendString(b []byte, s string) []byte {
 		}
 		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
+			if k := strings.IndexByte("\"\\\b\f\n\r\t", c); k >= 0 {
+				b = append(b, '\\', "\"\\bfnrt"[k])
+			} else {
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
 			i++

@@ -1,13 +1,12 @@
 // Package rewrite holds the pure frame transforms of mcp-tasks-proxy: legacy
 // (2025-11-25) requests up to the modern (2026-07-28) shape, modern results
 // down to the legacy shape (one small rule per protocol.Answer of the method
-// table), and every frame the proxy mints: ErrorFrame, ResultFrame,
-// RequestFrame, NotificationFrame, the MRTR retry's RetryParams, the
-// SyntheticTask, and the typed Error whose Hints name the settings a fix
-// involves (rendered by the caller's HintText; as text, by the one the
-// command layer installs with SetHintText). The log and trace
-// redaction rule (SensitiveKeys, SecretHeader) lives here too. The protocol
-// vocabulary (versions, _meta keys, codes) is internal/protocol's.
+// table), every frame the proxy mints (ErrorFrame, ResultFrame,
+// RequestFrame, NotificationFrame, RetryParams, SyntheticTask), the typed
+// Error whose Hints name the settings a fix involves (rendered by the
+// caller's HintText, or as text by the one installed with SetHintText),
+// the JSON byte primitives (scan.go), and the log and trace redaction rule
+// (SensitiveKeys). The protocol vocabulary is internal/protocol's.
 //
 // Every function here is []byte in, []byte out. The package owns no state
 // but that one process setting, which changes no frame; it starts no
@@ -23,7 +22,7 @@ package rewrite
 import (
 	"bytes"
 	"errors"
-	"math/bits"
+	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -33,7 +32,6 @@ import (
 // Kind is what a JSON-RPC message is.
 type Kind int
 
-// The kinds of JSON-RPC message.
 const (
 	KindInvalid Kind = iota
 	KindRequest
@@ -42,15 +40,10 @@ const (
 )
 
 func (k Kind) String() string {
-	switch k {
-	case KindRequest:
-		return "request"
-	case KindNotification:
-		return "notification"
-	case KindResponse:
-		return "response"
+	if k < KindInvalid || k > KindResponse {
+		return "invalid"
 	}
-	return "invalid"
+	return [...]string{"invalid", "request", "notification", "response"}[k]
 }
 
 // Frame is a read-only view of one JSON-RPC message. The gjson results point
@@ -108,16 +101,8 @@ func TrimFrame(b []byte) []byte {
 // Frame still carries the id when one could be read, so the caller can answer
 // the request that was malformed.
 func Parse(raw []byte) (Frame, error) {
-	if len(raw) == 0 || !validJSON(raw) {
-		return Frame{Raw: raw}, ErrParse
-	}
-	return parseValid(raw)
-}
-
-// parseValid is Parse for raw found valid JSON.
-func parseValid(raw []byte) (Frame, error) {
 	f := Frame{Raw: raw}
-	if len(raw) == 0 {
+	if len(raw) == 0 || !validJSON(raw) {
 		return f, ErrParse
 	}
 	switch raw[0] {
@@ -165,8 +150,8 @@ func parseValid(raw []byte) (Frame, error) {
 	return f, nil
 }
 
-// top is what parseValid reads of a message's own members besides those
-// it keeps in the Frame.
+// top is what Parse reads of a message's own members besides those it
+// keeps in the Frame.
 type top struct {
 	jsonrpc, method gjson.Result
 	hasID           bool
@@ -176,54 +161,27 @@ type top struct {
 }
 
 // readTop reads the top-level members of raw, a valid JSON object, into f
-// (id, params, result, error) and t.
+// (id, params, result, error) and t. A member named twice (or also in
+// another case) is refused (t.dup, see DuplicateKeyError); until then the
+// first one counts, as gjson (and so every later read of the frame) sees it.
 func readTop(raw []byte, f *Frame) (t top) {
 	var buf [8]member
-	// A member named twice (or also in another case) is refused (t.dup,
-	// see DuplicateKeyError); until then the first one counts, as gjson
-	// (and so every later read of the frame) sees it.
-	var seen uint8
-	first := func(bit uint8) bool {
-		if seen&bit != 0 {
-			if t.dup == nil {
-				name := topNames[bits.TrailingZeros8(bit)]
-				t.dup = &DuplicateKeyError{Name: name, Key: name}
-			}
-			return false
-		}
-		seen |= bit
-		return true
-	}
 	var ms []member
-	ms, t.paramsDup = frameMembers(view(raw), buf[:0])
+	ms, t.paramsDup = scanMembers(view(raw), 0, buf[:0], paramsWatch)
+	var vals [len(topNames)]gjson.Result
+	var seen uint8
 	for _, m := range ms {
-		switch m.key.Str {
-		case "jsonrpc":
-			if first(1) {
-				t.jsonrpc = m.value
-			}
-		case "id":
-			if first(2) {
-				f.ID, t.hasID = m.value, true
-			}
-		case "method":
-			if first(4) {
-				t.method = m.value
-			}
-		case "params":
-			if first(8) {
-				f.Params = m.value
-			}
-		case "result":
-			if first(16) {
-				f.Result = m.value
-			}
-		case "error":
-			if first(32) {
-				f.Error = m.value
+		n := slices.Index(topNames[:], m.key.Str)
+		switch {
+		case n >= 0 && seen&(1<<n) == 0:
+			seen |= 1 << n
+			vals[n] = m.value
+		case n >= 0:
+			if t.dup == nil {
+				t.dup = &DuplicateKeyError{Name: topNames[n], Key: topNames[n]}
 			}
 		default:
-			if n := topVariant(m.key.Str); n >= 0 {
+			if n = topVariant(m.key.Str); n >= 0 {
 				t.idVariant = t.idVariant || n == 1
 				if t.dup == nil {
 					t.dup = &DuplicateKeyError{Name: topNames[n], Key: m.key.Str}
@@ -231,10 +189,12 @@ func readTop(raw []byte, f *Frame) (t top) {
 			}
 		}
 	}
+	t.jsonrpc, f.ID, t.method, f.Params, f.Result, f.Error = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
+	t.hasID = seen&2 != 0
 	return t
 }
 
-// duplicateFrame is parseValid's answer for a message with a duplicated
+// duplicateFrame is Parse's answer for a message with a duplicated
 // top-level member: the error, with what can be read without doubt. The
 // id is kept only when it is unambiguous (the answer's id is null
 // otherwise, as JSON-RPC asks for an id that cannot be read); a message

@@ -1,9 +1,10 @@
 package rewrite
 
 import (
+	"bytes"
 	"regexp"
+	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // sensitiveKey matches the words that mark a JSON key as naming a secret;
@@ -45,20 +46,10 @@ func SensitiveKeys(extra []string) func(key string) bool {
 // one whose value is a credential whatever it holds: Authorization,
 // Proxy-Authorization, Cookie and Set-Cookie.
 func CredentialHeader(name string) bool {
-	for _, h := range credentialHeaders {
-		if strings.EqualFold(name, h) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(credentialHeaders[:], func(h string) bool { return strings.EqualFold(name, h) })
 }
 
 var credentialHeaders = [...]string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"}
-
-// SecretHeader reports whether the value of the HTTP header name is
-// redacted: a credential header, or a name that SensitiveKey matches
-// (X-Api-Key, X-Auth-Token).
-func SecretHeader(name string) bool { return CredentialHeader(name) || SensitiveKey(name) }
 
 // protocolKeys are the property names of the MCP schemas (2025-11-25,
 // 2026-07-28 and the tasks extension) that the word rule matches but that
@@ -70,78 +61,37 @@ var protocolKeys = [...]string{
 	"maxTokens",     // sampling/createMessage's token budget
 }
 
-// protocolKey reports whether key is one of protocolKeys, exactly. It only
-// runs for keys the word rule matched.
-func protocolKey(key string) bool {
-	for _, k := range protocolKeys {
-		if key == k {
+// protocolKey reports whether key is one of protocolKeys, exactly.
+func protocolKey(key string) bool { return slices.Contains(protocolKeys[:], key) }
+
+// secretWord is the word rule. An ASCII key (nearly all of them) is
+// lower-cased on the stack and searched for the words; a longer key, or
+// one with other bytes, goes to the regular expression, whose Unicode case
+// folding (the Kelvin sign K, the long s) this does not attempt.
+func secretWord(key string) bool {
+	var low [64]byte
+	if len(key) > len(low) || nonASCII(key) {
+		return sensitiveKey.MatchString(key)
+	}
+	k := low[:len(key)]
+	for i := range k {
+		c := key[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		k[i] = c
+	}
+	for _, w := range secretWords {
+		if bytes.Contains(k, w) {
 			return true
 		}
 	}
 	return false
 }
 
-// secretWord is the word rule. It runs on every key of every logged or
-// traced frame, so an ASCII key (nearly all of them) is matched by hand; a
-// key with other bytes goes to the regular expression, whose Unicode case
-// folding (the Kelvin sign K, the long s) the hand matcher does not attempt.
-func secretWord(key string) bool {
-	for i := 0; i < len(key); i++ {
-		if key[i] >= utf8.RuneSelf {
-			return sensitiveKey.MatchString(key)
-		}
-	}
-	for i := 0; i < len(key); i++ {
-		rest := key[i:]
-		switch key[i] | 0x20 {
-		case 't':
-			if prefixFold(rest, "token") {
-				return true
-			}
-		case 's':
-			if prefixFold(rest, "secret") {
-				return true
-			}
-		case 'p':
-			if prefixFold(rest, "password") {
-				return true
-			}
-		case 'v':
-			if prefixFold(rest, "verifier") {
-				return true
-			}
-		case 'a':
-			if prefixFold(rest, "authorization") {
-				return true
-			}
-			if prefixFold(rest, "api") {
-				k := rest[3:]
-				if k != "" && (k[0] == '_' || k[0] == '-') {
-					k = k[1:]
-				}
-				if prefixFold(k, "key") {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// prefixFold reports whether s starts with the lower-case ASCII word p, in
-// any case. For a letter p[j], s[j]|0x20 == p[j] only when s[j] is that
-// letter in either case.
-func prefixFold(s, p string) bool {
-	if len(s) < len(p) {
-		return false
-	}
-	for j := 0; j < len(p); j++ {
-		if s[j]|0x20 != p[j] {
-			return false
-		}
-	}
-	return true
-}
+// secretWords are the words of sensitiveKey, lower case.
+var secretWords = [...][]byte{[]byte("token"), []byte("secret"), []byte("password"), []byte("apikey"),
+	[]byte("api_key"), []byte("api-key"), []byte("authorization"), []byte("verifier")}
 
 // Redact returns a copy of frame for logs, with the value of every
 // sensitive key replaced by "[REDACTED]" at any depth. A frame that is not
@@ -226,41 +176,18 @@ func redactions(frame []byte, sensitive func(key string) bool, valid bool) (e ed
 		if q < 0 {
 			break
 		}
-		i += q
-		end, escaped, closed := stringEnd(s, i)
-		j, match, ok := keyMatch(s, i, end, escaped, closed, sensitive)
-		if !ok {
-			return nil, false
-		}
-		if match {
-			vstart := skipSpace(s, j+1)
-			vend := skipValue(s, vstart)
-			e.replace(vstart, vend, []byte(Redacted))
-			i = vend
-			continue
+		k := i + q
+		end, escaped, closed := stringEnd(s, k)
+		if !closed {
+			return nil, false // not JSON after all
 		}
 		i = end
+		// A string a colon follows is an object key.
+		if j := skipSpace(s, end); j < len(s) && s[j] == ':' && sensitive(keyText(s, k, end, escaped)) {
+			v := skipSpace(s, j+1)
+			i = skipValue(s, v)
+			e.replace(v, i, []byte(Redacted))
+		}
 	}
 	return e, true
-}
-
-// keyMatch looks at the string s[i:end], as stringEnd found it: ok is false
-// when it is not closed (the frame is not JSON after all); match, that it
-// is an object key (a colon follows it, at j) that sensitive matches. A key
-// without an escape is tested as it lies in s.
-func keyMatch(s string, i, end int, escaped, closed bool, sensitive func(key string) bool) (j int, match, ok bool) {
-	if !closed {
-		return end, false, false
-	}
-	j = end
-	if j < len(s) && s[j] <= ' ' {
-		j = skipSpace(s, j)
-	}
-	if j >= len(s) || s[j] != ':' {
-		return j, false, true
-	}
-	if escaped {
-		return j, sensitive(stringValue(s[i:end])), true
-	}
-	return j, sensitive(s[i+1 : end-1]), true
 }

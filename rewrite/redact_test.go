@@ -135,3 +135,7 @@ func TestSensitiveKeysAndSecretHeaders(t *testing.T) {
 		t.Error("CredentialHeader is not the four credential headers")
 	}
 }
+
+// SecretHeader is the header rule of the trace: a credential header, or a
+// name that SensitiveKey matches (X-Api-Key, X-Auth-Token).
+func SecretHeader(name string) bool { return CredentialHeader(name) || SensitiveKey(name) }

@@ -1,6 +1,8 @@
 package rewrite
 
 import (
+	"slices"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
@@ -21,9 +23,7 @@ func NewMetaBlock(pairs ...MetaPair) MetaBlock {
 		if i > 0 {
 			m.raw = append(m.raw, ',')
 		}
-		m.raw = AppendString(m.raw, p.Key)
-		m.raw = append(m.raw, ':')
-		m.raw = append(m.raw, p.Value...)
+		m.raw = append(append(AppendString(m.raw, p.Key), ':'), p.Value...)
 		m.keys = append(m.keys, p.Key)
 	}
 	return m
@@ -37,15 +37,6 @@ type MetaPair struct {
 
 // Raw returns the members as they are spliced, `"k":v,...`.
 func (m MetaBlock) Raw() []byte { return m.raw }
-
-func (m MetaBlock) owns(key string) bool {
-	for _, k := range m.keys {
-		if k == key {
-			return true
-		}
-	}
-	return false
-}
 
 // Up says how to rewrite one request for the modern server.
 type Up struct {
@@ -80,24 +71,22 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 	case f.Params.IsObject():
 		ms := members(f.Params, buf[:0])
 		var meta *member
-		for i := range ms {
-			if ms[i].key.Str == "_meta" {
-				meta = &ms[i]
-				break
-			}
+		if i := slices.IndexFunc(ms, func(m member) bool { return m.key.Str == "_meta" }); i >= 0 {
+			meta = &ms[i]
 		}
+		kept := len(ms)
 		if len(up.DropParams) > 0 {
-			e.removeMembers(f.Params, ms, func(i int) bool { return contains(up.DropParams, ms[i].key.Str) })
+			kept = e.removeMembers(f.Params, ms, func(i int) bool { return slices.Contains(up.DropParams, ms[i].key.Str) })
 		}
 		switch {
 		case meta == nil:
 			sep := ","
-			if len(ms) == 0 || len(ms) == countDropped(ms, up.DropParams) {
+			if kept == 0 {
 				sep = ""
 			}
 			e.replace(f.Params.Index+1, f.Params.Index+1, wrapMeta(`"_meta":{`, up.Meta.raw, "}"+sep))
 		case meta.value.IsObject():
-			spliceMeta(&e, meta.value, up.Meta)
+			prependMembers(&e, meta.value, up.Meta.raw, up.Meta.keys...) // the client's members the block owns go
 		default:
 			// A non-object _meta cannot carry the required keys: replace it.
 			e.replace(meta.value.Index, meta.value.Index+len(meta.value.Raw), wrapMeta("{", up.Meta.raw, "}"))
@@ -114,22 +103,15 @@ func RequestUp(f *Frame, up Up) ([]byte, error) {
 	return e.apply(f.Raw), nil
 }
 
-// spliceMeta puts block at the front of the _meta object obj, dropping the
-// client's members whose keys the block owns.
-func spliceMeta(e *edits, obj gjson.Result, block MetaBlock) {
+// prependMembers puts raw, members without braces, at the front of the
+// object obj, dropping its members named in drop.
+func prependMembers(e *edits, obj gjson.Result, raw []byte, drop ...string) {
 	var buf [8]member
 	ms := members(obj, buf[:0])
-	kept := len(ms)
-	for i := range ms {
-		if block.owns(ms[i].key.Str) {
-			kept = e.removeMembers(obj, ms, func(i int) bool { return block.owns(ms[i].key.Str) })
-			break
-		}
-	}
-	if kept > 0 {
-		e.replace(obj.Index+1, obj.Index+1, block.raw, comma)
+	if e.removeMembers(obj, ms, func(i int) bool { return slices.Contains(drop, ms[i].key.Str) }) > 0 {
+		e.replace(obj.Index+1, obj.Index+1, raw, comma)
 	} else {
-		e.replace(obj.Index+1, obj.Index+1, block.raw)
+		e.replace(obj.Index+1, obj.Index+1, raw)
 	}
 }
 
@@ -143,29 +125,7 @@ func extra(members []byte) string {
 }
 
 func wrapMeta(prefix string, raw []byte, suffix string) []byte {
-	b := make([]byte, 0, len(prefix)+len(raw)+len(suffix))
-	b = append(b, prefix...)
-	b = append(b, raw...)
-	return append(b, suffix...)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func countDropped(ms []member, drop []string) int {
-	n := 0
-	for i := range ms {
-		if contains(drop, ms[i].key.Str) {
-			n++
-		}
-	}
-	return n
+	return append(append(append(make([]byte, 0, len(prefix)+len(raw)+len(suffix)), prefix...), raw...), suffix...)
 }
 
 // UpFor is the Up of the legacy request f, sent under the upstream id with

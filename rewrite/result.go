@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -26,10 +27,9 @@ type Down struct {
 	// = {"taskId": RelatedTask} to the result (a tasks/result payload).
 	RelatedTask string
 	// Room, when set, is the whole buffer the frame was read into, with
-	// spare bytes in front of it (routing.Response.Room). A complete result
-	// is then rewritten in that buffer rather than copied, when the edits
-	// fit; the frame's views (f.Raw, f.Result...) are invalid afterwards.
-	// A large result then has one copy in memory, not two.
+	// spare bytes in front of it (routing.Response.Room): a complete result
+	// is then rewritten in it when the edits fit, so that a large result
+	// has one copy in memory, not two; f's views are invalid afterwards.
 	Room []byte
 }
 
@@ -41,8 +41,7 @@ type Downed struct {
 	Frame []byte
 	// ResultType is the upstream resultType, "complete" when absent.
 	ResultType string
-	// IsError is true for a JSON-RPC error response.
-	IsError bool
+	IsError    bool // a JSON-RPC error response
 	// Tools lists the valid x-mcp-header annotations of a tools/list page.
 	Tools []ToolHeaders
 	// Rejected lists tools removed from a tools/list page, with the reason.
@@ -52,12 +51,9 @@ type Downed struct {
 }
 
 // ResponseDown rewrites a modern response f (an answer to d.Method) for the
-// legacy client: the id is restored, and resultType and the serverInfo _meta
-// are removed; what else goes is the method's answer rule
-// (protocol.AnswerOf): the cache fields of a cacheable result, the tools
-// of a tools/list page that the legacy client must not see, a non-object
-// structuredContent of a tools/call. Everything else is copied byte for
-// byte.
+// legacy client: the id is restored, resultType and the serverInfo _meta
+// go, and the method's answer rule applies (dropByRule, toolsListDown).
+// Everything else is copied byte for byte.
 func ResponseDown(f *Frame, d Down) (Downed, error) {
 	if f.Kind != KindResponse {
 		return Downed{}, ErrShape
@@ -100,46 +96,17 @@ func errorDown(e *edits, f *Frame, d Down) Downed {
 	return Downed{Frame: e.apply(f.Raw), ResultType: protocol.ResultComplete, IsError: true, Rewrites: rw}
 }
 
-// rule is what one protocol.Answer does to a complete result beyond the
-// edits every rule makes.
-type rule protocol.Answer
-
-// drop dispatches on the method table's answer rule: it reports whether the
-// rule removes member m of the result, and then the name of the rewrite,
-// for the trace. (A switch, not a func value: an indirect call would move
-// the members to the heap.)
-func (a rule) drop(m *member) (bool, string) {
-	switch protocol.Answer(a) {
-	case protocol.AnswerCacheable, protocol.AnswerToolsList:
-		return dropCacheFields(m)
-	case protocol.AnswerToolCall:
-		return dropNonObjectStructured(m)
-	}
-	return keepMember(m) // AnswerPlain, AnswerTaskView
-}
-
-// list reports whether the rule edits the tools array of a tools/list page.
-func (a rule) list() bool { return protocol.Answer(a) == protocol.AnswerToolsList }
-
-// keepMember is the rule of a plain result: nothing more goes.
-func keepMember(*member) (bool, string) { return false, "" }
-
-// dropCacheFields is the rule of a cacheable result (2026-07-28 caching,
-// unknown to 2025): ttlMs and
-// cacheScope go. Only these results lose them: a task's ttlMs is unrelated.
-func dropCacheFields(m *member) (bool, string) {
-	switch m.key.Str {
-	case "ttlMs", "cacheScope":
+// dropByRule reports whether the answer rule a removes member m of a
+// complete result beyond the edits every rule makes, and then the name of
+// the rewrite, for the trace: a cacheable result (and a tools/list page)
+// loses the 2026-07-28 cache fields, unknown to 2025 (a task's ttlMs is
+// unrelated); a tools/call result a structuredContent that is not an
+// object, which 2025 requires.
+func dropByRule(a protocol.Answer, m *member) (bool, string) {
+	switch {
+	case (a == protocol.AnswerCacheable || a == protocol.AnswerToolsList) && (m.key.Str == "ttlMs" || m.key.Str == "cacheScope"):
 		return true, "cache.strip"
-	}
-	return false, ""
-}
-
-// dropNonObjectStructured is the rule of a tools/call result: 2026 allows
-// any JSON value as structuredContent, 2025 requires an object, so a
-// non-object is dropped.
-func dropNonObjectStructured(m *member) (bool, string) {
-	if m.key.Str == "structuredContent" && !m.value.IsObject() {
+	case a == protocol.AnswerToolCall && m.key.Str == "structuredContent" && !m.value.IsObject():
 		return true, "structuredContent.drop"
 	}
 	return false, ""
@@ -174,7 +141,7 @@ var pathServerInfo = gjson.Escape(protocol.MetaServerInfo)
 
 // note records a rewrite once.
 func (d *Downed) note(name string) {
-	if !contains(d.Rewrites, name) {
+	if !slices.Contains(d.Rewrites, name) {
 		d.Rewrites = append(d.Rewrites, name)
 	}
 }
@@ -183,7 +150,7 @@ func (d *Downed) note(name string) {
 // those every rule makes (resultType, serverInfo, the related task), and
 // the rule of d.Method's answer.
 func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) {
-	a := rule(protocol.AnswerOf(d.Method))
+	a := protocol.AnswerOf(d.Method)
 	meta := memberNamed(ms, "_meta")
 	var metaGone bool
 	if meta != nil && meta.value.IsObject() {
@@ -209,7 +176,7 @@ func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) 
 		case "_meta":
 			return metaGone || d.RelatedTask != "" && !m.value.IsObject()
 		}
-		drop, name := a.drop(m)
+		drop, name := dropByRule(a, m)
 		if drop {
 			out.note(name)
 		}
@@ -227,7 +194,7 @@ func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) 
 			e.replace(end, end, append(b, '}'))
 		}
 	}
-	if a.list() {
+	if a == protocol.AnswerToolsList {
 		toolsListDown(e, memberNamed(ms, "tools"), d.TaskSupport, out)
 	}
 }
@@ -258,16 +225,10 @@ const errResultNotObject = rewriteError(`"result" must be a JSON object`)
 func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
 	var buf [8]member
 	ms := members(meta, buf[:0])
-	found := false
-	for i := range ms {
-		if ms[i].key.Str == protocol.MetaServerInfo {
-			found = true
-		}
-	}
-	if !found {
+	switch {
+	case !slices.ContainsFunc(ms, func(m member) bool { return m.key.Str == protocol.MetaServerInfo }):
 		return false
-	}
-	if len(ms) == 1 {
+	case len(ms) == 1:
 		return true
 	}
 	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == protocol.MetaServerInfo })
@@ -277,16 +238,7 @@ func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
 // relatedTaskInto puts the related-task member first in a _meta object,
 // dropping serverInfo and any related-task the server sent.
 func relatedTaskInto(e *edits, meta gjson.Result, taskID string) {
-	var buf [8]member
-	ms := members(meta, buf[:0])
-	kept := e.removeMembers(meta, ms, func(i int) bool {
-		return ms[i].key.Str == protocol.MetaServerInfo || ms[i].key.Str == protocol.MetaRelatedTask
-	})
-	if kept > 0 {
-		e.replace(meta.Index+1, meta.Index+1, relatedTaskMember(taskID), comma)
-	} else {
-		e.replace(meta.Index+1, meta.Index+1, relatedTaskMember(taskID))
-	}
+	prependMembers(e, meta, relatedTaskMember(taskID), protocol.MetaServerInfo, protocol.MetaRelatedTask)
 }
 
 // addErrorStatus records the HTTP status in error.data: it creates data when
@@ -294,10 +246,7 @@ func relatedTaskInto(e *edits, meta gjson.Result, taskID string) {
 func addErrorStatus(e *edits, errObj gjson.Result, status int) {
 	var buf [8]member
 	ms := members(errObj, buf[:0])
-	for i := range ms {
-		if ms[i].key.Str != "data" {
-			continue
-		}
+	if i := slices.IndexFunc(ms, func(m member) bool { return m.key.Str == "data" }); i >= 0 {
 		data := ms[i].value
 		if !data.IsObject() || data.Get("httpStatus").Exists() {
 			return

@@ -103,8 +103,6 @@ type Error struct {
 	Args    []any
 	// Data is error.data, raw JSON, or nil.
 	Data []byte
-	// Hint is the setting the fix involves (the first Hint operand), or "".
-	Hint Hint
 }
 
 // Errorf builds an Error whose message is format with args; args that are
@@ -112,12 +110,6 @@ type Error struct {
 // raw JSON or nil.
 func Errorf(code int, data []byte, format string, args ...any) Error {
 	e := Error{Code: code, Message: format, Args: args, Data: data}
-	for _, a := range args {
-		if h, ok := a.(Hint); ok {
-			e.Hint = h
-			break
-		}
-	}
 	if args == nil {
 		e.Args = []any{} // a format still: "%%" is "%"
 	}

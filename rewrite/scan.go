@@ -6,45 +6,150 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// The JSON byte primitives of the bridge, in one place: a small scanner
-// over JSON that validJSON (gjson.Valid's grammar) has already accepted.
-// It lists an object's members (or an array's elements) with their byte
-// offsets without a callback, so the caller's member buffer can live on
-// the stack, and it skips strings with IndexByte, so a large result costs
-// one fast pass.
+// The JSON byte primitives of the proxy, in one place: one whitespace
+// skipper (skipSpace), one string-end scanner (stringEnd), one value
+// skipper (skipValue) and one member reader (memberAt). The validator
+// (validJSON) checks a frame with them; every other reader here runs over
+// JSON it has accepted. Strings, most of a frame's bytes, are crossed with
+// strings.IndexByte, so a large result costs one fast pass; a reader lists
+// members into the caller's buffer, without a callback, so that the
+// buffer can live on the stack.
+
+// skipSpace returns the offset of the first byte from s[i] that is not
+// JSON whitespace.
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the offset just past the string literal at s[i], or
+// len(s) and closed false when it is not terminated, and whether it holds a
+// backslash. The first bytes are read one at a time: most keys and many
+// values end there, before a search would pay for its call. Past them, the
+// next quote strings.IndexByte finds ends the string unless an odd run of
+// backslashes escapes it, and one more search looks for a backslash.
+func stringEnd(s string, i int) (end int, escaped, closed bool) {
+	j := i + 1
+	for ; j < len(s) && j <= i+16; j++ {
+		switch s[j] {
+		case '"':
+			return j + 1, escaped, true
+		case '\\':
+			escaped = true
+			j++
+		}
+	}
+	for j = min(j, len(s)); ; {
+		k := strings.IndexByte(s[j:], '"')
+		if k < 0 {
+			return len(s), strings.IndexByte(s[i+1:], '\\') >= 0, false
+		}
+		q := j + k
+		p := q - 1
+		for p > i && s[p] == '\\' {
+			p--
+		}
+		if (q-p)%2 == 1 { // an even run of backslashes before it, none escaping it
+			return q + 1, strings.IndexByte(s[i+1:q], '\\') >= 0, true
+		}
+		j = q + 1
+	}
+}
+
+// skipValue returns the offset just past the value at s[i].
+func skipValue(s string, i int) int {
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '"':
+		end, _, _ := stringEnd(s, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				j, _, _ = stringEnd(s, j)
+				j--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	j := i
+	for j < len(s) {
+		switch s[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// memberAt reads the member of an object that starts at or after s[i],
+// where i is just past the '{' or just past the previous member's value:
+// the span [k, kend) of its key, whether the key holds an escape, and the
+// offset v of its value. ok is false at the end of the object, k then the
+// offset of what ended it, and where s does not go on as an object does.
+func memberAt(s string, i int) (k, kend, v int, escaped, ok bool) {
+	if k = skipSpace(s, i); k < len(s) && s[k] == ',' {
+		k = skipSpace(s, k+1)
+	}
+	if k >= len(s) || s[k] != '"' {
+		return k, k, k, false, false
+	}
+	kend, escaped, closed := stringEnd(s, k)
+	c := skipSpace(s, kend)
+	if !closed || c >= len(s) || s[c] != ':' {
+		return k, kend, c, escaped, false
+	}
+	return k, kend, skipSpace(s, c+1), escaped, true
+}
+
+// keyText is the text of the key s[k:kend] as memberAt read it.
+func keyText(s string, k, kend int, escaped bool) string {
+	if escaped {
+		return stringValue(s[k:kend])
+	}
+	return s[k+1 : kend-1]
+}
 
 // members lists the members of the object obj in order, appending to buf.
 // obj.Index must be the offset of obj in the document.
 func members(obj gjson.Result, buf []member) []member {
-	s := obj.Raw
-	for i := 1; i < len(s); {
-		i = skipSpace(s, i)
-		if i >= len(s) || s[i] == '}' || s[i] != '"' && s[i] != ',' {
-			break
+	ms, _ := scanMembers(obj.Raw, obj.Index, buf, nil)
+	return ms
+}
+
+// scanMembers is members of the object s at offset base; with w, the first
+// member named w.path whose value is an object is checked against w by the
+// same scan that steps over it (checkedEnd), and dup is the first member
+// of it refused.
+func scanMembers(s string, base int, buf []member, w *watch) (_ []member, dup *DuplicateKeyError) {
+	for i := 1; ; {
+		k, kend, v, escaped, ok := memberAt(s, i)
+		if !ok {
+			return buf, dup
 		}
-		if s[i] == ',' {
-			i++
-			continue
+		key := gjson.Result{Type: gjson.String, Raw: s[k:kend], Str: keyText(s, k, kend, escaped), Index: base + k}
+		if w != nil && key.Str == w.path && s[v] == '{' {
+			i, dup = checkedEnd(s, v, w)
+			w = nil
+		} else {
+			i = skipValue(s, v)
 		}
-		kstart := i
-		kend := skipString(s, i)
-		key := gjson.Result{Type: gjson.String, Raw: s[kstart:kend], Index: obj.Index + kstart}
-		key.Str = stringValue(key.Raw)
-		i = skipSpace(s, kend)
-		if i >= len(s) || s[i] != ':' {
-			break
-		}
-		i = skipSpace(s, i+1)
-		vend := skipValue(s, i)
-		buf = append(buf, member{
-			key:   key,
-			value: valueAt(s[i:vend], obj.Index+i),
-			start: obj.Index + kstart,
-			end:   obj.Index + vend,
-		})
-		i = vend
+		buf = append(buf, member{key: key, value: valueAt(s[v:i], base+v), start: base + k, end: base + i})
 	}
-	return buf
 }
 
 // elements lists the elements of the array arr; start and end of each
@@ -95,234 +200,181 @@ func stringValue(raw string) string {
 	return gjson.Parse(raw).Str
 }
 
-// skipSpace returns the offset of the first byte from s[i] that is not
-// JSON whitespace.
-func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
-}
+// Valid reports whether data is one JSON value with optional surrounding
+// whitespace, as gjson.Valid does (see validJSON).
+func Valid(data []byte) bool { return validJSON(data) }
 
-// skipString returns the offset just past the string literal at s[i], or
-// len(s) when it is not terminated.
-func skipString(s string, i int) int {
-	end, _, _ := stringEnd(s, i)
-	return end
-}
-
-// stringEnd returns the offset just past the string literal at s[i], or
-// len(s) and closed false when it is not terminated, and whether it holds a
-// backslash. Each byte is read at most twice: once in the search for the
-// next quote, once in the search for a backslash before it.
-func stringEnd(s string, i int) (end int, escaped, closed bool) {
-	j, q := i+1, i // q: the next quote at or after j, once j <= q
-	for {
-		if q < j {
-			k := strings.IndexByte(s[j:], '"')
-			if k < 0 {
-				return len(s), escaped || strings.IndexByte(s[j:], '\\') >= 0, false
-			}
-			q = j + k
-		}
-		b := strings.IndexByte(s[j:q], '\\')
-		if b < 0 {
-			return q + 1, escaped, true
-		}
-		escaped = true
-		j += b + 2 // the backslash and the byte it escapes
-	}
-}
-
-// skipValue returns the offset just past the value at s[i].
-func skipValue(s string, i int) int {
-	if i >= len(s) {
-		return i
-	}
-	switch s[i] {
-	case '"':
-		return skipString(s, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(s); j++ {
-			switch s[j] {
-			case '"':
-				j = skipString(s, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(s)
-	}
-	j := i
-	for j < len(s) {
-		switch s[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j
-		}
-		j++
-	}
-	return j
-}
-
-// MethodID returns the raw values of the first top-level "method" and "id"
-// members of the object frame (nil for one it lacks), slices of frame. It
-// reads the members in order and stops once it has both (a request names
-// both first), or the id and a "result" or "error" member: a response
-// names no method, and its result, the bulk of a large frame, is not read.
-// A frame the fast scan cannot read (a key with an escape, malformed JSON)
-// is read through gjson with the same rule.
-func MethodID(frame []byte) (method, id []byte) {
-	if m, i, ok := scanMethodID(view(frame)); ok {
-		return bytesOf(frame, m), bytesOf(frame, i)
-	}
-	return methodIDSlow(frame)
-}
-
-// span is a part of a frame, [start, end); end 0 for none.
-type span struct{ start, end int }
-
-func bytesOf(f []byte, s span) []byte {
-	if s.end == 0 {
-		return nil
-	}
-	return f[s.start:s.end:s.end]
-}
-
-// scanMethodID is MethodID's fast scan; ok is false for what it does not
-// read.
-func scanMethodID(s string) (method, id span, ok bool) {
-	answer := false
-	done := func() bool { return id.end != 0 && (method.end != 0 || answer) }
-	var bad bool
-	ok = topMembers(s, func(key string, v int) bool {
-		if key == "result" || key == "error" {
-			answer = true
-		}
-		if done() {
-			return false
-		}
-		if key == "method" && method.end == 0 || key == "id" && id.end == 0 {
-			vend, valid := valueEnd(s, v)
-			if bad = !valid; bad {
-				return false
-			}
-			if key == "method" {
-				method = span{v, vend}
-			} else {
-				id = span{v, vend}
-			}
-		}
-		return !done()
-	})
-	if !ok || bad {
-		return span{}, span{}, false
-	}
-	return method, id, true
-}
-
-// topMembers calls visit with the key and the offset of the value of each
-// member of the object s, in order, until visit returns false. It reports
-// false when its fast scan cannot read s as far as it went (not an object,
-// a key with an escape, malformed JSON): the caller then reads it through
-// gjson.
-func topMembers(s string, visit func(key string, v int) bool) bool {
+// validJSON reports whether data is one JSON value with optional surrounding
+// whitespace. It accepts exactly what gjson.Valid accepts (RFC 8259
+// grammar; bytes of 0x80 and above are not checked as UTF-8), so every
+// later gjson read of an accepted frame sees what this check saw; FuzzValid
+// holds the two to the same answers.
+func validJSON(data []byte) bool {
+	s := view(data)
 	i := skipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
+	if i == len(s) {
 		return false
 	}
-	for i = skipSpace(s, i+1); i < len(s) && s[i] != '}'; {
-		if s[i] != '"' {
-			return false
+	i, ok := validValue(s, i)
+	return ok && skipSpace(s, i) == len(s)
+}
+
+// validValue checks the value at s[i] (i < len(s), not whitespace) and
+// returns the offset just past it.
+func validValue(s string, i int) (int, bool) {
+	switch c := s[i]; c {
+	case '{':
+		return validList(s, i+1, '}')
+	case '[':
+		return validList(s, i+1, ']')
+	case '"':
+		return validString(s, i)
+	case 't':
+		return validLiteral(s, i, "true")
+	case 'f':
+		return validLiteral(s, i, "false")
+	case 'n':
+		return validLiteral(s, i, "null")
+	default:
+		if c == '-' || isDigit(c) {
+			return validNumber(s, i)
 		}
-		end := skipString(s, i)
-		if end > len(s) || s[end-1] != '"' || end-1 == i {
-			return false
+		return i, false
+	}
+}
+
+// validList checks the members of an object (end '}') or the elements of
+// an array (end ']') from just past its opening bracket.
+func validList(s string, i int, end byte) (int, bool) {
+	if i = skipSpace(s, i); i < len(s) && s[i] == end {
+		return i + 1, true
+	}
+	for ok := true; ; {
+		if end == '}' {
+			if i >= len(s) || s[i] != '"' {
+				return i, false
+			}
+			if i, ok = validString(s, i); !ok {
+				return i, false
+			}
+			if i = skipSpace(s, i); i >= len(s) || s[i] != ':' {
+				return i, false
+			}
+			i = skipSpace(s, i+1)
 		}
-		key := s[i+1 : end-1]
-		if strings.IndexByte(key, '\\') >= 0 {
-			return false
+		if i >= len(s) {
+			return i, false
 		}
-		if i = skipSpace(s, end); i >= len(s) || s[i] != ':' {
-			return false
+		if i, ok = validValue(s, i); !ok {
+			return i, false
 		}
-		i = skipSpace(s, i+1)
-		if !visit(key, i) {
+		if i = skipSpace(s, i); i >= len(s) {
+			return i, false
+		}
+		switch s[i] {
+		case end:
+			return i + 1, true
+		case ',':
+			i = skipSpace(s, i+1)
+		default:
+			return i, false
+		}
+	}
+}
+
+// validString checks the string at s[i]: closed, without a control byte,
+// and with only the escapes JSON has.
+func validString(s string, i int) (int, bool) {
+	end, escaped, closed := stringEnd(s, i)
+	if !closed || hasControl(s[i+1:end-1]) {
+		return end, false
+	}
+	for j := i + 1; escaped; {
+		b := strings.IndexByte(s[j:end-1], '\\')
+		if b < 0 {
+			break
+		}
+		j += b + 1 // the escaped byte, inside the string: stringEnd read it so
+		switch s[j] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			j++
+		case 'u':
+			if j+5 > end-1 || !isHex(s[j+1]) || !isHex(s[j+2]) || !isHex(s[j+3]) || !isHex(s[j+4]) {
+				return end, false
+			}
+			j += 5
+		default:
+			return end, false
+		}
+	}
+	return end, true
+}
+
+// hasControl reports whether s holds a byte below 0x20, eight bytes at a
+// time: (w - 0x20 in each byte) &^ w has a byte's high bit set exactly when
+// some byte of w is below 0x20.
+func hasControl(s string) bool {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	var m uint64
+	for ; len(s) >= 8; s = s[8:] {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		m |= (w - lsb*0x20) &^ w
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 {
 			return true
 		}
-		vend, ok := valueEnd(s, i)
-		if !ok {
-			return false
-		}
-		if i = skipSpace(s, vend); i < len(s) && s[i] == ',' {
-			i = skipSpace(s, i+1)
-		} else if i >= len(s) || s[i] != '}' {
-			return false
-		}
 	}
-	return i < len(s)
+	return m&msb != 0
 }
 
-// valueEnd is the offset just past the value at s[v], and false when the
-// fast scan sees it is not one.
-func valueEnd(s string, v int) (int, bool) {
-	vend := skipValue(s, v)
-	if vend <= v || vend > len(s) || s[v] == '"' && (s[vend-1] != '"' || vend-1 == v) {
-		return vend, false
-	}
-	return vend, true
+func isHex(c byte) bool {
+	return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-// methodIDSlow is MethodID for any frame, through gjson (which has parsed
-// each member's value by the time the rule stops it).
-func methodIDSlow(f []byte) (method, id []byte) {
-	v := gjson.Parse(view(f))
-	if !v.IsObject() {
-		return nil, nil
-	}
-	var m, d gjson.Result
-	answer := false
-	v.ForEach(func(k, val gjson.Result) bool {
-		if k.Str == "result" || k.Str == "error" {
-			answer = true
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// validNumber checks the number at s[i] ('-' or a digit): an optional
+// minus, 0 or a run of digits, an optional fraction and exponent. What
+// follows it is the caller's to check, as in gjson.
+func validNumber(s string, i int) (int, bool) {
+	digits := func(i int) (int, bool) {
+		if i == len(s) || !isDigit(s[i]) {
+			return i, false
 		}
-		if d.Exists() && (m.Exists() || answer) {
-			return false
+		for i < len(s) && isDigit(s[i]) {
+			i++
 		}
-		switch {
-		case k.Str == "method" && !m.Exists():
-			m = val
-		case k.Str == "id" && !d.Exists():
-			d = val
+		return i, true
+	}
+	if s[i] == '-' {
+		i++
+	}
+	var ok bool
+	if i < len(s) && s[i] == '0' {
+		i++
+	} else if i, ok = digits(i); !ok {
+		return i, false
+	}
+	if i < len(s) && s[i] == '.' {
+		if i, ok = digits(i + 1); !ok {
+			return i, false
 		}
-		return !d.Exists() || !m.Exists() && !answer
-	})
-	if m.Exists() {
-		method = []byte(m.Raw)
 	}
-	if d.Exists() {
-		id = []byte(d.Raw)
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		if i++; i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		return digits(i)
 	}
-	return method, id
+	return i, true
 }
 
-// IsError reports whether the response frame is an error: its first
-// top-level "result" or "error" member is "error". It stops there, so a
-// large result is not read; a frame the scan cannot read goes to gjson.
-func IsError(frame []byte) bool {
-	s := view(frame)
-	found, isError := false, false
-	ok := topMembers(s, func(key string, _ int) bool {
-		found, isError = key == "result" || key == "error", key == "error"
-		return !found
-	})
-	if ok && found {
-		return isError
+// validLiteral checks true, false or null.
+func validLiteral(s string, i int, lit string) (int, bool) {
+	if !strings.HasPrefix(s[i:], lit) {
+		return i, false
 	}
-	return gjson.Get(s, "error").Exists()
+	return i + len(lit), true
 }

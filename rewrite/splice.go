@@ -7,14 +7,11 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// view returns b as a string without copying. gjson never mutates its input
-// and every Result.Raw it hands back points into b, so offsets (Result.Index)
-// are offsets into b. The caller must not modify b while views are alive.
-//
-// This is the package's one use of unsafe, for a need users feel in the
-// memory of large results: with string(b) here every frame read would be
-// copied first, a large result held twice. The allocations it saves are in
-// BENCHMARKS.md ("The one use of unsafe").
+// view returns b as a string without copying: gjson never mutates its input,
+// and every Result it returns points into b, its Index an offset into b. b
+// must not change while views live. The package's one use of unsafe, for a
+// need users feel: with string(b) every frame read would be copied first, a
+// large result held twice (BENCHMARKS.md, "The one use of unsafe").
 func view(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -95,17 +92,14 @@ func (e edits) normalize() edits {
 }
 
 // applyInPlace is apply without the second copy: it writes the output over
-// buf, the buffer src sits at the end of (src is buf[off:off+len(src)] for
-// some off, the room in front of it). Writing left to right is safe while
-// the output never runs ahead of the input still to be read, that is while
-// the growth so far never exceeds off; it returns nil, having left src as it
-// was, when that does not hold or when src is not inside buf that way. The
-// replacements are copied out first, as one of them may be a slice of buf
-// that the writing would overwrite before it is read. Every view into src
-// is invalid after a non-nil return. It normalizes *e in place, so that a
-// fallback to apply after a nil return reads the same, well-formed list:
-// normalize reuses the list's storage, and a merged list seen through the
-// old length would repeat its last edits.
+// buf, which src ends (src is buf[off:off+len(src)], the room in front of
+// it). Writing left to right is safe while the output never runs ahead of
+// the input still to be read, that is while the growth so far never
+// exceeds off; otherwise it returns nil, src untouched. The replacements
+// are copied out first, as one may be a slice of buf that the writing would
+// overwrite. Every view into src is invalid after a non-nil return. It
+// normalizes *e in place, so that a fallback to apply reads the same list
+// (a merged list seen through the old length would repeat its last edits).
 func (e *edits) applyInPlace(buf, src []byte) []byte {
 	off := cap(buf) - cap(src)
 	if len(src) == 0 || off < 0 || off+len(src) > len(buf) || &buf[off] != &src[0] {
@@ -145,53 +139,36 @@ type member struct {
 	start, end int // from the key's opening quote to the end of the value
 }
 
-// removeMembers adds to e the deletions that drop every member m of obj for
-// whose index i has drop(i) true, keeping the object's commas well formed. It reports
-// how many members remain.
+// removeMembers adds to e the deletions that drop every member m of obj
+// whose index i has drop(i) true (called once for each, in order), keeping
+// the object's commas well formed, and reports how many members remain.
+// A run of dropped members goes up to the next kept member, taking the
+// comma with it; a run at the end goes back to the end of the last kept
+// member (taking its comma), or to just inside the '{'.
 func (e *edits) removeMembers(obj gjson.Result, ms []member, drop func(i int) bool) (kept int) {
-	dropped := make([]bool, len(ms))
+	prev, run := -1, -1 // the last kept member; the first of a run of dropped ones
 	for i := range ms {
-		dropped[i] = drop(i)
-		if !dropped[i] {
-			kept++
+		if drop(i) {
+			if run < 0 {
+				run = i
+			}
+			continue
 		}
+		if run >= 0 {
+			e.remove(ms[run].start, ms[i].start)
+			run = -1
+		}
+		prev = i
+		kept++
 	}
-	for i := range ms {
-		if !dropped[i] {
-			continue
-		}
-		if next := nextKept(dropped, i); next >= 0 {
-			// Delete up to the next kept member: takes the comma with it.
-			e.remove(ms[i].start, ms[next].start)
-			continue
-		}
-		// No kept member follows: delete back to the end of the previous
-		// kept member (taking its trailing comma), or to just inside '{'.
+	if run >= 0 {
 		from := obj.Index + 1
-		if prev := prevKept(dropped, i); prev >= 0 {
+		if prev >= 0 {
 			from = ms[prev].end
 		}
-		e.remove(from, ms[i].end)
+		e.remove(from, ms[len(ms)-1].end)
 	}
 	return kept
-}
-
-func nextKept(dropped []bool, i int) int {
-	for j := i + 1; j < len(dropped); j++ {
-		if !dropped[j] {
-			return j
-		}
-	}
-	return -1
-}
-
-func prevKept(dropped []bool, i int) int {
-	for j := i - 1; j >= 0; j-- {
-		if !dropped[j] {
-			return j
-		}
-	}
-	return -1
 }
 
 // objectIsEmpty reports whether a raw JSON object has no members.

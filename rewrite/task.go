@@ -39,8 +39,7 @@ type TaskOptions struct {
 // tasks/get result or the params of notifications/tasks.
 type Task struct {
 	obj gjson.Result
-	// ID is the task id.
-	ID string
+	ID  string
 	// Status is the normalized status: an unknown value reads as working
 	// (keep polling); RawStatus keeps what the server said.
 	Status, RawStatus string
@@ -80,9 +79,7 @@ func ReadTask(obj gjson.Result) Task {
 		}
 	}
 	t.Status = t.RawStatus
-	switch t.RawStatus {
-	case StatusWorking, StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled:
-	default:
+	if !IsTerminal(t.Status) && t.Status != StatusInputRequired {
 		t.Status = StatusWorking
 	}
 	t.PollInterval = firstOf(obj, "pollIntervalMs", "pollIntervalMilliseconds", "pollInterval")
@@ -137,13 +134,10 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 		msg = t.Error.Get("message").String()
 	}
 	b := make([]byte, 0, 256)
-	b = append(b, `{"taskId":`...)
-	b = AppendString(b, t.ID)
-	b = append(b, `,"status":`...)
-	b = AppendString(b, status)
+	b = AppendString(append(b, `{"taskId":`...), t.ID)
+	b = AppendString(append(b, `,"status":`...), status)
 	if msg != "" {
-		b = append(b, `,"statusMessage":`...)
-		b = AppendString(b, msg)
+		b = AppendString(append(b, `,"statusMessage":`...), msg)
 	}
 	updated := t.obj.Get("lastUpdatedAt").String()
 	if ov.LastUpdatedAt != "" {
@@ -153,18 +147,13 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	if created == "" {
 		created = updated
 	}
-	b = append(b, `,"createdAt":`...)
-	b = AppendString(b, created)
-	b = append(b, `,"lastUpdatedAt":`...)
-	b = AppendString(b, updated)
-	b = append(b, `,"ttl":`...)
-	b = appendTTL(b, t.obj, o.TTLSeconds)
-	if ms, ok := millis(t.PollInterval); ok {
+	b = AppendString(append(b, `,"createdAt":`...), created)
+	b = AppendString(append(b, `,"lastUpdatedAt":`...), updated)
+	b = appendTTL(append(b, `,"ttl":`...), t.obj, o.TTLSeconds)
+	if _, ok := nonNegative(t.PollInterval); ok {
 		// Clamped like the proxy's own polling: a client that honours 0
 		// would otherwise poll the server through the proxy in a loop.
-		ms = max(min(ms, int64(MaxPollInterval/time.Millisecond)), int64(MinPollInterval/time.Millisecond))
-		b = append(b, `,"pollInterval":`...)
-		b = strconv.AppendInt(b, ms, 10)
+		b = strconv.AppendInt(append(b, `,"pollInterval":`...), PollInterval(t.PollInterval).Milliseconds(), 10)
 	}
 	return append(b, '}')
 }
@@ -173,32 +162,21 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 // then a stray ttl, read as milliseconds; otherwise null (unlimited, and the
 // 2025 field is required). A finite ttl is held to MaxTTL.
 func appendTTL(b []byte, obj gjson.Result, seconds bool) []byte {
-	var ms int64
-	switch v := firstOf(obj, "ttlMs"); {
-	case v.Exists():
-		if v.Type == gjson.Null {
-			return append(b, "null"...)
+	for _, k := range [...]string{"ttlMs", "ttlSeconds", "ttl"} {
+		v := obj.Get(k)
+		if !v.Exists() {
+			continue
 		}
-		ms, _ = TTLMillis(v, false)
-	case obj.Get("ttlSeconds").Exists():
-		v := obj.Get("ttlSeconds")
 		if v.Type == gjson.Null {
-			return append(b, "null"...)
+			break
 		}
-		ms, _ = TTLMillis(v, true)
-	case obj.Get("ttl").Exists():
-		v := obj.Get("ttl")
-		if v.Type == gjson.Null {
-			return append(b, "null"...)
+		ms, _ := TTLMillis(v, k == "ttlSeconds")
+		if seconds {
+			ms /= 1000
 		}
-		ms, _ = TTLMillis(v, false)
-	default:
-		return append(b, "null"...)
+		return strconv.AppendInt(b, ms, 10)
 	}
-	if seconds {
-		return strconv.AppendInt(b, ms/1000, 10)
-	}
-	return strconv.AppendInt(b, ms, 10)
+	return append(b, "null"...)
 }
 
 // MaxTTL is the longest task retention the proxy converts, shows or grants:
@@ -211,10 +189,10 @@ const MaxTTL = 365 * 24 * time.Hour
 // floored and held to 0 … MaxTTL. Negatives, NaN and non-numbers are not
 // ok. The arithmetic is done in float64, which cannot overflow here.
 func TTLMillis(v gjson.Result, seconds bool) (int64, bool) {
-	if v.Type != gjson.Number || v.Num < 0 || math.IsNaN(v.Num) {
+	ms, ok := nonNegative(v)
+	if !ok {
 		return 0, false
 	}
-	ms := v.Num
 	if seconds {
 		ms *= 1000
 	}
@@ -224,16 +202,9 @@ func TTLMillis(v gjson.Result, seconds bool) (int64, bool) {
 	return int64(math.Floor(ms)), true
 }
 
-// millis reads a non-negative integer number of milliseconds: fractions are
-// floored, negatives and non-numbers are not ok.
-func millis(v gjson.Result) (int64, bool) {
-	if v.Type != gjson.Number || v.Num < 0 || math.IsNaN(v.Num) {
-		return 0, false
-	}
-	if v.Num > math.MaxInt64/2 {
-		return math.MaxInt64 / 2, true
-	}
-	return int64(math.Floor(v.Num)), true
+// nonNegative is v's number when it is one and not negative (nor NaN).
+func nonNegative(v gjson.Result) (float64, bool) {
+	return v.Num, v.Type == gjson.Number && v.Num >= 0 && !math.IsNaN(v.Num)
 }
 
 func firstOf(obj gjson.Result, keys ...string) gjson.Result {
@@ -258,14 +229,14 @@ const (
 // A missing, null, negative or non-numeric value gives the 2 s default; 0
 // gives the 100 ms floor; 2^40 gives the 5 min ceiling.
 func PollInterval(v gjson.Result) time.Duration {
-	if v.Type != gjson.Number || v.Num < 0 || math.IsNaN(v.Num) {
+	ms, ok := nonNegative(v)
+	switch {
+	case !ok:
 		return DefaultPollInterval
-	}
-	if v.Num >= float64(MaxPollInterval/time.Millisecond) {
+	case ms >= float64(MaxPollInterval/time.Millisecond):
 		return MaxPollInterval
 	}
-	d := time.Duration(v.Num * float64(time.Millisecond))
-	return max(d, MinPollInterval)
+	return max(time.Duration(ms*float64(time.Millisecond)), MinPollInterval)
 }
 
 // CreateTaskResult turns a modern flat CreateTaskResult (the result object)
@@ -274,49 +245,37 @@ func PollInterval(v gjson.Result) time.Duration {
 // without serverInfo.
 func CreateTaskResult(t Task, o TaskOptions) []byte {
 	b := append([]byte(`{"task":`), t.View(o, ViewOverride{Status: StatusWorking})...)
-	if meta := metaWithout(t.Meta, protocol.MetaServerInfo); meta != nil {
-		b = append(b, `,"_meta":`...)
-		b = append(b, meta...)
-	}
-	return append(b, '}')
+	return withMeta(append(b, '}'), t.Meta)
 }
 
 // TaskResult is the legacy answer to tasks/get or tasks/cancel: the task
 // view plus the result-level _meta without serverInfo.
 func TaskResult(t Task, o TaskOptions, ov ViewOverride) []byte {
-	v := t.View(o, ov)
-	meta := metaWithout(t.Meta, protocol.MetaServerInfo)
-	if meta == nil {
-		return v
-	}
-	v = append(v[:len(v)-1], `,"_meta":`...)
-	v = append(v, meta...)
-	return append(v, '}')
+	return withMeta(t.View(o, ov), t.Meta)
 }
 
-// metaWithout returns a _meta object without the named keys, or nil when
-// nothing is left.
-func metaWithout(meta gjson.Result, drop ...string) []byte {
+// withMeta adds to the object b the members of the _meta object meta but
+// serverInfo, as its _meta, when any are left.
+func withMeta(b []byte, meta gjson.Result) []byte {
 	if !meta.IsObject() {
-		return nil
+		return b
 	}
 	var buf [8]member
-	b := []byte{'{'}
+	n := len(b)
+	b = append(b[:n-1], `,"_meta":{`...)
 	for _, m := range members(meta, buf[:0]) {
-		if contains(drop, m.key.Str) {
+		if m.key.Str == protocol.MetaServerInfo {
 			continue
 		}
-		if len(b) > 1 {
+		if b[len(b)-1] != '{' {
 			b = append(b, ',')
 		}
-		b = append(b, m.key.Raw...)
-		b = append(b, ':')
-		b = append(b, m.value.Raw...)
+		b = append(append(append(b, m.key.Raw...), ':'), m.value.Raw...)
 	}
-	if len(b) == 1 {
-		return nil
+	if b[len(b)-1] == '{' {
+		return append(b[:n-1], '}') // nothing left
 	}
-	return append(b, '}')
+	return append(b, '}', '}')
 }
 
 // ResultFrameFor wraps a raw result object as a response to id and rewrites
@@ -339,22 +298,10 @@ func ResultFrameFor(id []byte, method string, result gjson.Result, relatedTask s
 	return d.Frame, nil
 }
 
-// ErrorFrameRaw builds an error response that carries a raw JSON-RPC error
-// object verbatim.
-func ErrorFrameRaw(id []byte, errObj []byte) []byte {
-	b := make([]byte, 0, 36+len(id)+len(errObj))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"error":`...)
-	b = append(b, errObj...)
-	return append(b, '}')
-}
-
 // relatedTaskMember is `"io.modelcontextprotocol/related-task":{"taskId":…}`.
 func relatedTaskMember(taskID string) []byte {
 	b := AppendString(nil, protocol.MetaRelatedTask)
-	b = append(b, `:{"taskId":`...)
-	b = AppendString(b, taskID)
+	b = AppendString(append(b, `:{"taskId":`...), taskID)
 	return append(b, '}')
 }
 
@@ -383,6 +330,7 @@ func InputRequestParams(params gjson.Result, relatedTask, elicitationID string) 
 		}
 	}
 	var add []byte
+	kept := len(ms)
 	if elicitationID != "" && !hasID {
 		add = append(AppendString([]byte(`"elicitationId":`), elicitationID), ',')
 	}
@@ -391,7 +339,7 @@ func InputRequestParams(params gjson.Result, relatedTask, elicitationID string) 
 			relatedTaskInto(&e, meta.value, relatedTask)
 		} else {
 			if meta != nil {
-				e.removeMembers(obj, ms, func(i int) bool { return &ms[i] == meta })
+				kept = e.removeMembers(obj, ms, func(i int) bool { return &ms[i] == meta })
 			}
 			add = append(add, `"_meta":{`...)
 			add = append(add, relatedTaskMember(relatedTask)...)
@@ -399,10 +347,6 @@ func InputRequestParams(params gjson.Result, relatedTask, elicitationID string) 
 		}
 	}
 	if len(add) > 0 {
-		kept := len(ms)
-		if meta != nil && relatedTask != "" && !meta.value.IsObject() {
-			kept--
-		}
 		if kept == 0 {
 			add = add[:len(add)-1] // no member follows: drop the last comma
 		}
@@ -477,9 +421,10 @@ func ListenNotification(f *Frame) []byte {
 	if kept == 0 {
 		// No params left: drop the member, with its comma.
 		var top [8]member
-		all := members(gjson.Result{Type: gjson.JSON, Raw: view(f.Raw)}, top[:0])
+		frame := gjson.Result{Type: gjson.JSON, Raw: view(f.Raw)}
+		all := members(frame, top[:0])
 		var only edits
-		only.removeMembers(gjson.Result{Type: gjson.JSON, Raw: view(f.Raw)}, all, func(i int) bool { return all[i].key.Str == "params" })
+		only.removeMembers(frame, all, func(i int) bool { return all[i].key.Str == "params" })
 		return only.apply(f.Raw)
 	}
 	return e.apply(f.Raw)

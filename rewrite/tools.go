@@ -31,31 +31,25 @@ const taskSupportOptional = `"execution":{"taskSupport":"optional"}`
 // one), and execution.taskSupport is made what the legacy client must see
 // (docs/protocol.md, Tasks): "optional" on every tool with taskSupport (the
 // server declared the tasks extension), on none without it.
-func toolsList(e *edits, tools gjson.Result, taskSupport bool) ([]ToolHeaders, []RejectedTool) {
+func toolsList(e *edits, tools gjson.Result, taskSupport bool) (headers []ToolHeaders, rejected []RejectedTool) {
 	elems := elements(tools, nil)
-	var headers []ToolHeaders
-	var rejected []RejectedTool
-	drop := make(map[int]bool)
-	for i := range elems {
+	e.removeMembers(tools, elems, func(i int) bool {
 		tool := elems[i].value
 		if !tool.IsObject() {
-			continue
+			return false
 		}
 		name := tool.Get("name").String()
 		params, reason := xMCPHeaders(tool.Get("inputSchema"))
 		if reason != "" {
-			drop[i] = true
 			rejected = append(rejected, RejectedTool{Tool: name, Reason: reason})
-			continue
+			return true
 		}
 		if len(params) > 0 {
 			headers = append(headers, ToolHeaders{Tool: name, Params: params})
 		}
 		editTool(e, tool, taskSupport)
-	}
-	if len(drop) > 0 {
-		e.removeMembers(tools, elems, func(i int) bool { return drop[i] })
-	}
+		return false
+	})
 	return headers, rejected
 }
 
@@ -70,40 +64,28 @@ func toolsList(e *edits, tools gjson.Result, taskSupport bool) ([]ToolHeaders, [
 func editTool(e *edits, tool gjson.Result, taskSupport bool) {
 	var buf [16]member
 	ms := members(tool, buf[:0])
-	hasExecution, dropSome := false, false
-	for i := range ms {
+	hasExecution := false
+	// One call for all of the tool's removals, so that the commas of
+	// neighbouring removed members are handled together.
+	kept := e.removeMembers(tool, ms, func(i int) bool {
+		v := ms[i].value
 		switch ms[i].key.Str {
 		case "execution":
 			hasExecution = true
-			if dropExecution(ms[i].value, taskSupport) {
-				dropSome = true
-			} else {
-				editExecution(e, ms[i].value, taskSupport)
+			if dropExecution(v, taskSupport) {
+				return true
 			}
+			editExecution(e, v, taskSupport)
 		case "inputSchema":
-			objectProperties(e, ms[i].value)
+			objectProperties(e, v)
 		case "outputSchema":
-			if dropOutputSchema(ms[i].value) {
-				dropSome = true
-			} else {
-				objectProperties(e, ms[i].value)
+			if dropOutputSchema(v) {
+				return true
 			}
+			objectProperties(e, v)
 		}
-	}
-	kept := len(ms)
-	if dropSome {
-		// One call for all of the tool's removals, so that the commas of
-		// neighbouring removed members are handled together.
-		kept = e.removeMembers(tool, ms, func(i int) bool {
-			switch ms[i].key.Str {
-			case "execution":
-				return dropExecution(ms[i].value, taskSupport)
-			case "outputSchema":
-				return dropOutputSchema(ms[i].value)
-			}
-			return false
-		})
-	}
+		return false
+	})
 	if taskSupport && !hasExecution {
 		end := lastBrace(tool)
 		b := []byte(taskSupportOptional)
@@ -152,26 +134,19 @@ func editExecution(e *edits, execution gjson.Result, taskSupport bool) {
 	var buf [4]member
 	ms := members(execution, buf[:0])
 	isTaskSupport := func(i int) bool { return ms[i].key.Str == "taskSupport" }
+	if !taskSupport {
+		e.removeMembers(execution, ms, isTaskSupport)
+		return
+	}
 	found := false
 	for i := range ms {
-		if !isTaskSupport(i) {
-			continue
-		}
-		found = true
-		if taskSupport {
-			v := ms[i].value
-			e.replace(v.Index, v.Index+len(v.Raw), []byte(`"optional"`))
+		if isTaskSupport(i) {
+			found = true
+			e.replace(ms[i].value.Index, ms[i].value.Index+len(ms[i].value.Raw), []byte(`"optional"`))
 		}
 	}
-	switch {
-	case taskSupport && !found:
-		b := []byte(`"taskSupport":"optional"`)
-		if len(ms) > 0 {
-			b = append(b, ',')
-		}
-		e.replace(execution.Index+1, execution.Index+1, b)
-	case !taskSupport && found:
-		e.removeMembers(execution, ms, isTaskSupport)
+	if !found {
+		prependMembers(e, execution, []byte(`"taskSupport":"optional"`))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -51,11 +52,9 @@ func authRefused(resp *Response) bool {
 	case http.StatusUnauthorized:
 		return true
 	case http.StatusForbidden:
-		for _, v := range resp.Header.Values("WWW-Authenticate") {
-			if strings.Contains(strings.ToLower(v), "insufficient_scope") {
-				return true
-			}
-		}
+		return slices.ContainsFunc(resp.Header.Values("WWW-Authenticate"), func(v string) bool {
+			return strings.Contains(strings.ToLower(v), "insufficient_scope")
+		})
 	}
 	return false
 }

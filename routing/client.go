@@ -1,44 +1,26 @@
 // Package routing is the upstream HTTP face of mcp-tasks-proxy: it POSTs one
 // JSON-RPC request per HTTP request to a Streamable HTTP endpoint, derives
-// the MCP headers from the body (DeriveHeaders), and reads the answer as
-// application/json or text/event-stream, one message at a time.
-//
-// It owns connection reuse, proxies from the environment, TLS and timeouts,
-// the redirect policy (same origin only), the Auth hook that OAuth plugs
-// into, the 2025 session transport (LegacySession: session id, GET stream,
-// Last-Event-ID resumption, DELETE) and the 2024-11-05 HTTP+SSE transport
-// (OpenLegacy, SendTo), and an Observer hook that sees every exchange (the
-// trace). Every request goes through one door, Client.do. It also owns the
-// one bounded reader for messages of unknown length (reader.go), which the
-// bridge reads its stdin with too.
+// the MCP headers from the body, and reads the answer as application/json
+// or text/event-stream, one message at a time. It owns connection reuse,
+// proxies from the environment, TLS and timeouts, the redirect policy (same
+// origin only), the Auth hook that OAuth plugs into, the 2025 session
+// transport (LegacySession), the 2024-11-05 HTTP+SSE transport (OpenLegacy,
+// SendTo), the Observer hook that sees every exchange, and the one bounded
+// reader for messages of unknown length (reader.go), which the bridge reads
+// its stdin with too. Every request goes through one door, Client.do.
 //
 // It must never change JSON-RPC semantics: it reads an id only to find the
 // answer to a request (Response.Answer), never rewrites a body, and decides
-// no retry (its errors say what is safe; the
-// caller decides). Cancelling a request's context closes its stream, which
-// is how 2026-07-28 cancels a request over HTTP.
+// no retry: its errors say what is safe (a *TransportError's Kind; any
+// other error means bytes may have reached the server), the caller
+// decides. Cancelling a request's context closes its stream, which is how
+// 2026-07-28 cancels a request over HTTP.
 //
-// Errors are split into two families, so callers can decide on retries:
-//   - *TransportError with Kind KindDial: no byte of the request left the
-//     machine (connection refused, DNS, TLS handshake). Always safe to retry.
-//   - *TransportError with Kind KindRedirect: the server answered with a
-//     redirect the proxy refuses to follow (another origin, https to http,
-//     a POST that would become a GET; see RedirectError). The first server
-//     got the request; the target got nothing. Retrying cannot help: the
-//     fix is the URL.
-//   - *TransportError with Kind KindAuth: the Auth hook (Config.Auth) could
-//     not authorize the request: a sign-in that did not complete, a refresh
-//     the authorization server refused, a scope never granted. Its text is
-//     written for the end user and names the way out. Not retried: the
-//     hook has already done what it could.
-//   - every other error: bytes may have reached the server.
-//
-// With an Auth hook, every request (Post; Send's POST, GET and DELETE;
-// OpenLegacy's GET and SendTo's POST, see legacysse.go) carries the hook's Authorization header. A 401, or a 403 whose challenge
-// says insufficient_scope, is reported to the hook, and when it says so the
-// request is sent once more with the new header. This is the one exception
-// to "a tools/call is never replayed": the server's auth layer refused the
-// first copy before any processing.
+// With an Auth hook every request carries the hook's Authorization header.
+// A 401, or a 403 whose challenge says insufficient_scope, is reported to
+// the hook, and when it says so the request is sent once more with the new
+// header: the one exception to "a tools/call is never replayed", since the
+// server's auth layer refused the first copy before any processing.
 package routing
 
 import (
@@ -48,7 +30,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/tidwall/gjson"
 	"io"
 	"mime"
 	"net"
@@ -57,10 +38,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Config is the upstream client's configuration. Zero values take the
-// documented defaults.
+// defaults.
 type Config struct {
 	// URL is the modern server's Streamable HTTP endpoint.
 	URL string
@@ -90,7 +73,6 @@ type Config struct {
 	Auth Auth
 }
 
-// Defaults.
 const (
 	DefaultConnectTimeout        = 10 * time.Second
 	DefaultMaxIdleConnsPerHost   = 128
@@ -116,18 +98,10 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("upstream URL %q must be an absolute http:// or https:// URL", Redact(cfg.URL))
 	}
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = DefaultConnectTimeout
-	}
-	if cfg.MaxIdleConnsPerHost <= 0 {
-		cfg.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
-	}
-	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if cfg.ResponseHeaderTimeout <= 0 {
-		cfg.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
-	}
+	cfg.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
+	cfg.MaxIdleConnsPerHost = orDefault(cfg.MaxIdleConnsPerHost, DefaultMaxIdleConnsPerHost)
+	cfg.MaxMessageBytes = orDefault(cfg.MaxMessageBytes, DefaultMaxMessageBytes)
+	cfg.ResponseHeaderTimeout = orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	rt := cfg.Transport
 	if rt == nil {
 		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} // --insecure: the user's explicit, loudly logged choice
@@ -159,6 +133,10 @@ func New(cfg Config) (*Client, error) {
 	if h == nil {
 		h = http.Header{}
 	}
+	var ua []string
+	if cfg.UserAgent != "" {
+		ua = []string{cfg.UserAgent}
+	}
 	return &Client{
 		// No Client.Timeout: long tool calls and streams stay open for
 		// minutes; per-request deadlines come from the caller's context.
@@ -168,18 +146,21 @@ func New(cfg Config) (*Client, error) {
 		shown:  Redact(cfg.URL),
 		header: h,
 		max:    cfg.MaxMessageBytes,
-		ua:     headerValue(cfg.UserAgent),
+		ua:     ua,
 		auth:   cfg.Auth,
 	}, nil
+}
+
+func orDefault[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 // URL returns the endpoint with credentials and query values redacted, for
 // messages and logs.
 func (c *Client) URL() string { return c.shown }
-
-// UserHeader returns the user's extra headers (--header), for the trace,
-// which redacts them. The caller must not modify it.
-func (c *Client) UserHeader() http.Header { return c.header }
 
 // CloseIdle closes idle keep-alive connections (on exit).
 func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
@@ -187,9 +168,9 @@ func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
 // Kind classifies a transport failure.
 type Kind int
 
-// Transport failure kinds.
 const (
-	// KindDial: the connection could not be made; nothing was sent.
+	// KindDial: the connection could not be made (refused, DNS, TLS
+	// handshake); nothing was sent, so it is always safe to retry.
 	KindDial Kind = iota + 1
 	// KindTimeout: the request timed out after it may have been sent.
 	KindTimeout
@@ -200,8 +181,10 @@ const (
 	// request gets the same redirect.
 	KindRedirect
 	// KindAuth: the Auth hook could not authorize the request (Err is its
-	// error). Nothing was sent, or the server refused the request before
-	// any processing. Not retried by callers.
+	// error, written for the end user: a sign-in that did not complete, a
+	// refresh refused, a scope never granted). Nothing was sent, or the
+	// server refused the request before any processing. Not retried: the
+	// hook has done what it could.
 	KindAuth
 )
 
@@ -218,10 +201,8 @@ func (e *TransportError) Error() string {
 		return fmt.Sprintf("cannot connect to %s: %v", e.URL, rootCause(e.Err))
 	case KindTimeout:
 		return fmt.Sprintf("request to %s timed out: %v", e.URL, rootCause(e.Err))
-	case KindRedirect:
-		return e.Err.Error() // names both URLs and the fix already
-	case KindAuth:
-		return e.Err.Error() // names the server, the cause and the way out
+	case KindRedirect, KindAuth:
+		return e.Err.Error() // it names the URLs or the server, the cause and the way out
 	}
 	return fmt.Sprintf("connection to %s failed: %v", e.URL, rootCause(e.Err))
 }
@@ -240,11 +221,10 @@ func rootCause(err error) error {
 	return err
 }
 
-// Post sends body with the derived MCP headers and the user's headers. It
-// returns a Response for every HTTP status; the caller reads the messages and
-// must Close it. A *TransportError reports a failure before any status.
-// Under WithRawUTF8Headers(ctx) the MCP headers carry raw UTF-8 where the
-// Base64 sentinel would otherwise be used and the value allows it.
+// Post sends body with the MCP headers derived from it (see
+// WithRawUTF8Headers) and the user's headers. It returns a Response for
+// every HTTP status, which the caller must Close; a *TransportError reports
+// a failure before any status.
 func (c *Client) Post(ctx context.Context, body []byte, params []ParamHeader) (*Response, error) {
 	raw := RawUTF8Headers(ctx)
 	return c.do(ctx, c.url, http.MethodPost, body, func(h http.Header) { writeHeaders(h, body, params, raw) })
@@ -259,8 +239,7 @@ func (c *Client) Send(ctx context.Context, method string, body []byte, h http.He
 	return c.do(ctx, c.url, method, body, func(rh http.Header) {
 		switch method {
 		case http.MethodPost:
-			rh.Set("Content-Type", "application/json")
-			rh.Set("Accept", "application/json, text/event-stream")
+			postHeaders(rh)
 		case http.MethodGet:
 			rh.Set("Accept", "text/event-stream")
 		}
@@ -355,30 +334,19 @@ func Headers(body []byte, params []ParamHeader) http.Header {
 	return h.Clone() // the caller may change it; the shared values stay as they are
 }
 
-// HeadersFor is Headers as Post sends them under ctx: with raw UTF-8
-// values under WithRawUTF8Headers (for the trace of such a request).
-func HeadersFor(ctx context.Context, body []byte, params []ParamHeader) http.Header {
-	h := make(http.Header, 6)
-	writeHeaders(h, body, params, RawUTF8Headers(ctx))
-	return h.Clone()
-}
-
 // Header values every POST carries, shared: net/http only reads them.
 var (
 	jsonContentType = []string{"application/json"}
 	acceptJSONOrSSE = []string{"application/json, text/event-stream"}
 )
 
-func headerValue(v string) []string {
-	if v == "" {
-		return nil
-	}
-	return []string{v}
+func postHeaders(h http.Header) {
+	h["Content-Type"] = jsonContentType
+	h["Accept"] = acceptJSONOrSSE
 }
 
 func writeHeaders(h http.Header, body []byte, params []ParamHeader, raw bool) {
-	h["Content-Type"] = jsonContentType
-	h["Accept"] = acceptJSONOrSSE
+	postHeaders(h)
 	deriveHeaders(h, body, params, raw)
 }
 
@@ -387,6 +355,7 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	var op *net.OpError
 	var ne net.Error
 	var re *RedirectError
+	var dns *net.DNSError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -394,19 +363,12 @@ func (c *Client) classify(ctx context.Context, err error) error {
 		// Not the *url.Error around it: its URL is the raw Location,
 		// query secrets included.
 		return &TransportError{Kind: KindRedirect, URL: c.URL(), Err: re}
-	case errors.As(err, &op) && op.Op == "dial":
-		kind = KindDial
-	case isDNSError(err):
+	case errors.As(err, &op) && op.Op == "dial", errors.As(err, &dns):
 		kind = KindDial
 	case errors.As(err, &ne) && ne.Timeout():
 		kind = KindTimeout
 	}
 	return &TransportError{Kind: kind, URL: c.URL(), Err: err}
-}
-
-func isDNSError(err error) bool {
-	var dns *net.DNSError
-	return errors.As(err, &dns)
 }
 
 // Response is one HTTP answer. Next yields its JSON-RPC messages: exactly one
@@ -458,7 +420,7 @@ func (r *Response) LastEventID() string {
 	if r.sse == nil {
 		return ""
 	}
-	return r.sse.LastEventID()
+	return r.sse.id
 }
 
 // Retry is the reconnection delay a stream asked for, 0 when none.
@@ -466,7 +428,7 @@ func (r *Response) Retry() time.Duration {
 	if r.sse == nil {
 		return 0
 	}
-	return r.sse.Retry()
+	return r.sse.retry
 }
 
 // ErrContentType is returned by Next for a body that is neither JSON nor SSE.
@@ -537,12 +499,11 @@ func (r *Response) Close() error {
 }
 
 // Room returns the whole buffer of the message Next last returned when it
-// has BodyRoom spare bytes in front of it, else nil: a JSON body of RoomMin
-// bytes or more or of unknown length, or an event whose data was one line
-// longer than the stream's read buffer. The message sits at the end of it, so a rewrite that
-// grows the message by at most BodyRoom bytes can be done in place rather
-// than in a second copy (rewrite.Down.Room). The buffer is the caller's from
-// then on: a stream no longer reuses it.
+// has BodyRoom spare bytes in front of it (a JSON body of RoomMin bytes or
+// more or of unknown length, or an event whose data was one line longer
+// than the read buffer), else nil: a rewrite that grows the message by at
+// most BodyRoom can be done in place (rewrite.Down.Room). The buffer is the
+// caller's from then on.
 func (r *Response) Room() []byte {
 	if r.sse != nil {
 		return r.sse.takeRoom()

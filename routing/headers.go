@@ -26,30 +26,18 @@ const (
 // annotations go from one package to the other without a conversion.
 type ParamHeader = protocol.ParamHeader
 
-// DeriveHeaders sets the standard MCP headers of a request from its final
-// body, in one place, so that a header can never disagree with the body:
-// MCP-Protocol-Version from params._meta, Mcp-Method from method, Mcp-Name
-// from params.name, params.uri or params.taskId per method, and one
-// Mcp-Param-{Name} per annotated argument present in the body. Values that
-// are not header-safe use the Base64 sentinel (EncodeValue).
-func DeriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader) {
-	deriveHeaders(h, body, params, false)
-}
-
-// deriveHeaders is the one function that derives the MCP headers from a
-// body, so that headers and body cannot disagree. With raw, a value that is
-// valid UTF-8 and otherwise header-safe (rawSafe) is written as it is instead
-// of in the Base64 sentinel. It reports whether raw changes any value
-// (rawDiffers); with h nil it writes nothing and only reports that.
+// deriveHeaders sets the standard MCP headers of a request from its final
+// body, in this one function, so that a header can never disagree with the
+// body: MCP-Protocol-Version from params._meta, Mcp-Method from method,
+// Mcp-Name from the member protocol.NamePath names, and one
+// Mcp-Param-{Name} per annotated argument present in the body. A value
+// that is not header-safe takes the Base64 sentinel, or with raw, when it
+// is valid UTF-8 and otherwise header-safe (headerSafe), goes as it is. It
+// reports whether raw changes any value (rawDiffers); with h nil it writes
+// nothing and only reports that.
 func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, raw bool) (rawDiffers bool) {
 	method := gjson.GetBytes(body, "method").String()
-	// The version is read from _meta without an escaped path, which gjson
-	// would allocate to parse; only a body whose first _meta lacks it
-	// (duplicate keys) takes the path, so that the answer is the path's.
-	version := memberOf(gjson.GetBytes(body, "params._meta"), protocol.MetaProtocolVersion)
-	if !version.Exists() {
-		version = gjson.GetBytes(body, pathProtocolVersion)
-	}
+	version := gjson.GetBytes(body, pathProtocolVersion)
 	var name gjson.Result
 	if p := protocol.NamePath(method); p != "" {
 		name = gjson.GetBytes(body, p)
@@ -57,7 +45,7 @@ func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, ra
 	e := encoder{raw: raw, write: h != nil}
 	if version.Type == gjson.String {
 		if v, ok := e.value(version.Str); ok {
-			h[keyProtocolVersion] = versionValue(v)
+			h[keyProtocolVersion] = []string{v}
 		}
 	}
 	if v, ok := e.value(method); ok {
@@ -74,12 +62,8 @@ func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, ra
 		switch v.Type {
 		case gjson.String:
 			s = v.Str
-		case gjson.Number:
+		case gjson.Number, gjson.True, gjson.False:
 			s = v.Raw
-		case gjson.True:
-			s = "true"
-		case gjson.False:
-			s = "false"
 		default:
 			continue // null, absent, objects and arrays get no header
 		}
@@ -92,7 +76,7 @@ func deriveHeaders(h http.Header, body []byte, params []protocol.ParamHeader, ra
 
 // encoder encodes the values of one request's headers.
 type encoder struct {
-	raw     bool // values that are rawSafe are sent as they are
+	raw     bool // values safe as UTF-8 are sent as they are
 	write   bool // the values are wanted, not only differs
 	differs bool // a value is sent differently with raw than without
 }
@@ -100,10 +84,10 @@ type encoder struct {
 // value returns the header value for s, and false when the caller only
 // wants differs (nothing is encoded then).
 func (e *encoder) value(s string) (string, bool) {
-	if plainSafe(s) {
+	if headerSafe(s, false) {
 		return s, e.write
 	}
-	if rawSafe(s) {
+	if headerSafe(s, true) {
 		e.differs = true
 		if e.raw {
 			return s, e.write
@@ -123,101 +107,33 @@ const keyProtocolVersion = "Mcp-Protocol-Version"
 // from the top of a request (TestPathProtocolVersion holds it to the key).
 const pathProtocolVersion = `params._meta.io\.modelcontextprotocol/protocolVersion`
 
-// modernVersionValue is shared by every request that carries 2026-07-28,
-// which is all of them in a session; net/http only reads header values.
-var modernVersionValue = []string{protocol.ModernVersion}
-
-// versionValue is the header value of an encoded version v.
-func versionValue(v string) []string {
-	if v == modernVersionValue[0] {
-		return modernVersionValue
-	}
-	return []string{v}
-}
-
-// memberOf returns the first member key of obj, as gjson.Get(obj, escaped
-// key) would, without building a path.
-func memberOf(obj gjson.Result, key string) gjson.Result {
-	var out gjson.Result
-	obj.ForEach(func(k, v gjson.Result) bool {
-		if k.Str == key {
-			out = v
-			return false
-		}
-		return true
-	})
-	return out
-}
-
 const (
 	sentinelPrefix = "=?base64?"
 	sentinelSuffix = "?="
 )
 
-// EncodeValue makes s safe for an Mcp-Name or Mcp-Param-* header (the value
-// encoding of the 2026-07-28 Streamable HTTP transport). A value made only of
-// visible ASCII and inner spaces is sent as is; anything else (non-ASCII,
-// control characters including tab, CR and LF, leading or trailing whitespace,
-// a value that itself looks like the sentinel, or the empty string) is sent as
-// =?base64?{standard padded Base64 of the UTF-8}?=.
-func EncodeValue(s string) string {
-	if plainSafe(s) {
-		return s
-	}
-	return sentinelPrefix + base64.StdEncoding.EncodeToString([]byte(s)) + sentinelSuffix
-}
-
-func plainSafe(s string) bool {
-	if s == "" {
-		// An empty header reads as a missing one to some servers (go-sdk
-		// v1.8.0): the sentinel keeps "present and empty" distinct.
+// headerSafe reports whether s goes into an Mcp-Name or Mcp-Param-*
+// header as it is (the value encoding of the 2026-07-28 Streamable HTTP
+// transport): visible ASCII and inner spaces, or with utf, printable valid
+// UTF-8 (bytes of 0x80 and above are obs-text, which net/http sends and
+// accepts). Anything else takes =?base64?{standard padded Base64 of the
+// UTF-8}?=: a control character (CR, LF and NUL above all, which must never
+// reach a header), a leading or trailing space (HTTP would strip it), a
+// lookalike of the sentinel, and the empty string, which reads as a
+// missing header to some servers (go-sdk v1.8.0).
+func headerSafe(s string, utf bool) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' || strings.HasPrefix(s, sentinelPrefix) && strings.HasSuffix(s, sentinelSuffix) {
 		return false
 	}
-	if s[0] == ' ' || s[len(s)-1] == ' ' {
-		return false
+	if utf {
+		return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e {
 			return false
 		}
 	}
-	return !(strings.HasPrefix(s, sentinelPrefix) && strings.HasSuffix(s, sentinelSuffix))
-}
-
-// rawSafe reports whether s, which is not plainSafe, may still be sent as
-// it is when raw UTF-8 is asked for (WithRawUTF8Headers): it is valid
-// UTF-8 made of printable characters, with no control character (C0, DEL
-// or C1: CR, LF and NUL above all, which must never reach a header), no
-// leading or trailing space (HTTP would strip it), and it is neither empty
-// nor a lookalike of the sentinel. Only non-ASCII letters and symbols pass
-// that plainSafe refused, as bytes 0x80 and above (obs-text, which
-// net/http sends and accepts).
-func rawSafe(s string) bool {
-	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' || !utf8.ValidString(s) {
-		return false
-	}
-	if strings.HasPrefix(s, sentinelPrefix) && strings.HasSuffix(s, sentinelSuffix) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
 	return true
-}
-
-// DecodeValue reverses EncodeValue; it is what a server does before comparing
-// a header with the body.
-func DecodeValue(v string) (string, bool) {
-	if len(v) < len(sentinelPrefix)+len(sentinelSuffix) || !strings.HasPrefix(v, sentinelPrefix) || !strings.HasSuffix(v, sentinelSuffix) {
-		return v, true
-	}
-	b, err := base64.StdEncoding.DecodeString(v[len(sentinelPrefix) : len(v)-len(sentinelSuffix)])
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
 }
 
 // Raw UTF-8 headers: go-sdk v1.8.0 servers compare the raw Mcp-Name header
@@ -225,17 +141,15 @@ func DecodeValue(v string) (string, bool) {
 // (header mismatch), and a prompt named "grüße" fails there. A caller that
 // gets -32020 for a request whose headers used the sentinel (UsesBase64)
 // may send it once more under WithRawUTF8Headers: the values that are
-// valid UTF-8 and otherwise header-safe (rawSafe) then go as raw UTF-8.
+// valid UTF-8 and otherwise header-safe (headerSafe) then go as raw UTF-8.
 // CR, LF, NUL and other control characters keep the sentinel whatever the
 // mode, so they can never reach a header.
 
 type rawUTF8Key struct{}
 
-// WithRawUTF8Headers returns a context under which Client.Post (and
-// HeadersFor) derive Mcp-Method, Mcp-Name, Mcp-Param-* and
-// MCP-Protocol-Version with raw UTF-8 values instead of the Base64 sentinel
-// wherever the value allows it (see UsesBase64). Everything else about the
-// headers is as without it.
+// WithRawUTF8Headers returns a context under which Client.Post derives the
+// MCP headers with raw UTF-8 values instead of the Base64 sentinel wherever
+// the value allows it (see UsesBase64).
 func WithRawUTF8Headers(ctx context.Context) context.Context {
 	return context.WithValue(ctx, rawUTF8Key{}, true)
 }
@@ -247,11 +161,8 @@ func RawUTF8Headers(ctx context.Context) bool {
 }
 
 // UsesBase64 reports whether the headers derived from body carry a value in
-// the Base64 sentinel form that WithRawUTF8Headers would send as raw UTF-8
-// instead: exactly when a retry under WithRawUTF8Headers sends different
-// headers. It is false for a body whose sentinel values must all stay
-// Base64 (control characters, leading or trailing spaces, invalid UTF-8,
-// the empty string), since a retry would change nothing. It allocates
+// the Base64 sentinel that WithRawUTF8Headers would send as raw UTF-8:
+// exactly when a retry under it sends different headers. It allocates
 // nothing beyond what reading the body takes.
 func UsesBase64(body []byte, params []protocol.ParamHeader) bool {
 	return deriveHeaders(nil, body, params, false)

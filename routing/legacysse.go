@@ -11,18 +11,13 @@ import (
 	"time"
 )
 
-// The HTTP+SSE transport of MCP 2024-11-05, which Streamable HTTP replaced:
-// the client GETs the server's URL and keeps the event stream open; its
-// first event, "endpoint", names the URL to POST messages to (the session
-// usually rides its query); every server message, the answers to the
-// client's requests included, comes on that one stream, and each POST is
-// answered 202 Accepted. The stream cannot be resumed: a new GET is a new
-// session.
-//
-// OpenLegacy opens the stream and reads up to its endpoint; SendTo POSTs a
-// message to it. Both take the door every request takes (Client.do): the
-// user's headers, the Auth hook and the redirect policy apply. An endpoint
-// on another origin is refused, so that credentials stay with their origin.
+// The HTTP+SSE transport of MCP 2024-11-05: the client GETs the server's
+// URL and keeps the event stream open; its first event, "endpoint", names
+// the URL to POST messages to; every server message, the answers included,
+// comes on that one stream, and each POST is answered 202. A new GET is a
+// new session. OpenLegacy and SendTo take the door every request takes
+// (Client.do), and an endpoint on another origin is refused, so that
+// credentials stay with their origin.
 
 // DefaultEndpointWait bounds the wait for the endpoint event once the
 // stream is open.
@@ -97,10 +92,7 @@ func (c *Client) OpenLegacy(ctx context.Context, wait time.Duration) (*LegacyStr
 		resp.Close()
 		return nil, &NotLegacyError{URL: c.URL(), Status: resp.Status, ContentType: resp.ContentType, Reason: reason}
 	}
-	switch {
-	case resp.Status != http.StatusOK:
-		return fail("not an event stream")
-	case !resp.IsSSE():
+	if resp.Status != http.StatusOK || !resp.IsSSE() {
 		return fail("not an event stream")
 	}
 	timer := time.AfterFunc(wait, func() { resp.Close() })
@@ -117,8 +109,8 @@ func (c *Client) OpenLegacy(ctx context.Context, wait time.Duration) (*LegacyStr
 			return nil, ctx.Err()
 		}
 		return nil, &NotLegacyError{URL: c.URL(), Status: resp.Status, ContentType: resp.ContentType, Reason: "reading the stream failed: " + err.Error()}
-	case resp.sse.Event() != "endpoint":
-		return fail(fmt.Sprintf("its first event is %q, not an endpoint event (a Streamable HTTP server's stream?)", orMessage(resp.sse.Event())))
+	case resp.sse.event != "endpoint":
+		return fail(fmt.Sprintf("its first event is %q, not an endpoint event (a Streamable HTTP server's stream?)", orMessage(resp.sse.event)))
 	}
 	base, _ := url.Parse(c.url)
 	if resp.final != nil {
@@ -171,10 +163,7 @@ func (c *Client) SendTo(ctx context.Context, endpoint string, body []byte) (*Res
 	if err != nil || !sameOrigin(origin, u) {
 		return nil, &TransportError{Kind: KindRedirect, URL: c.URL(), Err: &EndpointError{URL: c.URL(), Endpoint: Redact(endpoint), Reason: "on another origin (scheme, host or port)"}}
 	}
-	return c.do(ctx, endpoint, http.MethodPost, body, func(h http.Header) {
-		h["Content-Type"] = jsonContentType
-		h.Set("Accept", "application/json, text/event-stream")
-	})
+	return c.do(ctx, endpoint, http.MethodPost, body, postHeaders)
 }
 
 // Event is the type of the event Next last returned, "" for a "message"
@@ -183,5 +172,5 @@ func (r *Response) Event() string {
 	if r.sse == nil {
 		return ""
 	}
-	return r.sse.Event()
+	return r.sse.event
 }

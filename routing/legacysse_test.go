@@ -174,8 +174,8 @@ func TestSSEReaderEventType(t *testing.T) {
 	r := NewSSEReader(strings.NewReader("event: endpoint\ndata: /m\n\nevent: ping\n\ndata: a\n\nevent: message\ndata: b"), 0)
 	for _, want := range []struct{ data, event string }{{"/m", "endpoint"}, {"a", ""}, {"b", "message"}} {
 		d, err := r.Next()
-		if err != nil || string(d) != want.data || r.Event() != want.event {
-			t.Errorf("Next = %q %v event %q, want %q event %q", d, err, r.Event(), want.data, want.event)
+		if err != nil || string(d) != want.data || r.event != want.event {
+			t.Errorf("Next = %q %v event %q, want %q event %q", d, err, r.event, want.data, want.event)
 		}
 	}
 }

@@ -10,28 +10,25 @@ import (
 
 // The one reader for messages of unknown length: a stdin line (NDJSON), an
 // SSE line longer than the stream's read buffer, a JSON body without a
-// Content-Length. Such a message is read once, into heap chunks, and joined
-// once at the end into a buffer of its own size, with room in front when
-// the caller asks for it. The limit is checked as the bytes arrive, so
+// Content-Length. Such a message is read once, into heap chunks, and
+// joined once at the end into a buffer of its own size (with room in front
+// when the caller asks). The limit is checked as the bytes arrive, so
 // memory grows with what arrives and stops at the limit, never with what a
-// peer declares beyond it.
+// peer declares.
 //
-// Joined, a message is held twice for a moment; a collection that starts
-// then finds both copies live, and sets a heap goal that lets two more
-// pile up before the next one. So a message that reaches largeMin goes on
-// in one buffer of the size of the last large message its owner read (a
-// Client, or the LineReader itself), and a sixty-fourth more: results of
-// one server tend to come in one size (give or take an id or a count), and
-// such a message is then held once, with nothing to join. A message that
-// outgrows that buffer goes on in chunks and is joined. The owner keeps
-// only that size: there is no package state and no pool.
-
+// Joined, a message is held twice for a moment, and a collection that
+// starts then sets a heap goal that lets two more pile up. Results of one
+// server tend to come in one size, so a message that reaches largeMin goes
+// on in one buffer of the size of the last large message its owner (a
+// Client, or the LineReader) read, and a sixty-fourth more: then it is
+// held once, with nothing to join. The owner keeps only that size: no
+// package state, no pool.
+//
 // Each new chunk is as large as the message so far (at least minChunk, or
-// the piece about to be copied in): a message takes one allocation each
-// time it doubles, and the heap grows in steps as large as what was read, so
-// that a collection tends to start while a message is read rather than
-// when it is joined and held twice (chunks of one size left that to the
-// join far more often).
+// the piece about to be copied in): one allocation each time the message
+// doubles, and the heap grows in steps as large as what was read, so that
+// a collection tends to start while a message is read rather than while
+// it is held twice.
 const (
 	minChunk = 512
 	largeMin = 1 << 20 // a message from this size on takes the last large one's size

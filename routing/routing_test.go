@@ -134,17 +134,17 @@ func TestSSEReaderEventIDs(t *testing.T) {
 		"retry: x\ndata: {\"b\":2}\n\n" + // no id field: the last one stays
 		"id: 3\ndata: {\"c\":" // cut mid-event
 	r := NewSSEReader(strings.NewReader(in), 0)
-	if r.LastEventID() != "" || r.Retry() != 0 {
-		t.Fatalf("before any event: id %q retry %v", r.LastEventID(), r.Retry())
+	if r.id != "" || r.retry != 0 {
+		t.Fatalf("before any event: id %q retry %v", r.id, r.retry)
 	}
 	for _, w := range []struct{ data, id string }{{`{"a":1}`, "1"}, {`{"b":2}`, "1"}, {`{"c":`, "1"}} {
 		got, err := r.Next()
-		if err != nil || string(got) != w.data || r.LastEventID() != w.id {
-			t.Fatalf("Next() = %q, %v, id %q; want %q, id %q", got, err, r.LastEventID(), w.data, w.id)
+		if err != nil || string(got) != w.data || r.id != w.id {
+			t.Fatalf("Next() = %q, %v, id %q; want %q, id %q", got, err, r.id, w.data, w.id)
 		}
 	}
-	if r.Retry() != 250*time.Millisecond {
-		t.Errorf("Retry() = %v, want 250ms (an invalid retry is ignored)", r.Retry())
+	if r.retry != 250*time.Millisecond {
+		t.Errorf("Retry() = %v, want 250ms (an invalid retry is ignored)", r.retry)
 	}
 	if _, err := r.Next(); err != io.EOF {
 		t.Fatalf("after the cut event: %v, want EOF", err)
@@ -434,8 +434,8 @@ func FuzzSSELongLines(f *testing.F) {
 		for range len(in) + 2 {
 			want, werr := short.Next()
 			got, gerr := long.Next()
-			if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) || long.LastEventID() != short.LastEventID() || long.Retry() != short.Retry() {
-				t.Fatalf("16-byte buffer: %q, %v (id %q); usual: %q, %v (id %q)", got, gerr, long.LastEventID(), want, werr, short.LastEventID())
+			if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) || long.id != short.id || long.retry != short.retry {
+				t.Fatalf("16-byte buffer: %q, %v (id %q); usual: %q, %v (id %q)", got, gerr, long.id, want, werr, short.id)
 			}
 			if werr != nil {
 				break

@@ -10,41 +10,26 @@ import (
 
 // SSEReader reads the data of Server-Sent Events (text/event-stream) one
 // event at a time. Every event carries one JSON-RPC message in its data
-// (multi-line data is joined with "\n"); comments and "event:" fields are
-// ignored. "id:" and "retry:" are kept for resumption, which 2025 streams
-// offer (LastEventID, Retry); 2026-07-28 streams are not resumable.
+// (multi-line data is joined with "\n"); comments are ignored. "id:" and
+// "retry:" are kept for resumption, which 2025 streams offer; 2026-07-28
+// streams are not resumable. "event:" names the 2024-11-05 endpoint event.
 type SSEReader struct {
 	lines *LineReader
 	max   int
 	data  []byte
-	own   []byte // the buffer of a line longer than the read buffer (LineReader.Next)
-	room  []byte // data's whole buffer, when data is a long line handed over whole
-	saw   bool   // the current event has at least one data line
-	id    string // the committed last event id
-	next  string // the id field of the event being read
-	retry time.Duration
-	event string // the type of the event Next last returned
-	typ   string // the event field of the event being read
+	own   []byte        // the buffer of a line longer than the read buffer (LineReader.Next)
+	room  []byte        // data's whole buffer, when data is a long line handed over whole
+	saw   bool          // the current event has at least one data line
+	id    string        // the last event id the stream set ("id:"), what a GET with Last-Event-ID resumes from
+	next  string        // the id field of the event being read
+	retry time.Duration // the reconnection delay the stream asked for ("retry:"), 0 for none
+	event string        // the type ("event:") of the event Next last returned, "" for "message"
+	typ   string        // the event field of the event being read
 }
 
-// LastEventID is the last event id the stream set (the SSE "id:" field),
-// or "" when it set none: what a GET with Last-Event-ID resumes from.
-func (s *SSEReader) LastEventID() string { return s.id }
-
-// Retry is the reconnection delay the stream asked for (the SSE "retry:"
-// field), or 0 when it asked for none.
-func (s *SSEReader) Retry() time.Duration { return s.retry }
-
-// Event is the type of the event Next last returned (its "event:" field),
-// "" when it named none (a "message" event).
-func (s *SSEReader) Event() string { return s.event }
-
-// NewSSEReader reads events from r; max bounds one event's data (0 means
-// unlimited).
-func NewSSEReader(r io.Reader, max int) *SSEReader { return newSSEReaderSize(r, max, 32<<10, nil) }
-
-// newSSEReaderSize is NewSSEReader with a given read buffer (tests make it
-// tiny so that every line takes the long-line path) and, unless nil, the
+// newSSEReaderSize reads events from r through a read buffer of size
+// bytes (tests make it tiny so that every line takes the long-line path);
+// max bounds one event's data (0: unlimited), and last, unless nil, is the
 // size of the last large message of the reader's owner (chunks.last).
 func newSSEReaderSize(r io.Reader, max, size int, last *atomic.Int64) *SSEReader {
 	lineMax := 0
@@ -106,22 +91,19 @@ func (s *SSEReader) field(line []byte) error {
 		value = value[1:]
 	}
 	switch string(name) {
-	case "data":
 	case "id":
 		// An id with NUL is ignored; an empty id resets it (the SSE spec).
 		if bytes.IndexByte(value, 0) < 0 {
 			s.next = string(value)
 		}
-		return nil
 	case "event":
 		s.typ = string(value)
-		return nil
 	case "retry":
 		if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
 			s.retry = time.Duration(ms) * time.Millisecond
 		}
-		return nil
-	default:
+	}
+	if string(name) != "data" {
 		return nil
 	}
 	if s.saw {

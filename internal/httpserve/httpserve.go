@@ -13,13 +13,11 @@ import (
 )
 
 // Serve serves h on ln until stop is called or ctx ends. Handlers see a
-// context that is cancelled when a graceful stop runs out of time, so
-// long-running calls end promptly.
-//
-// stop calls closeStreams, so long-lived streams do not hold the shutdown
-// up, shuts the server down gracefully, forcing it closed after timeout,
-// waits until it has stopped serving, then calls cleanup. It is
-// idempotent and safe for concurrent use.
+// context cancelled when a graceful stop runs out of time, so that long
+// calls end promptly. stop calls closeStreams (long-lived streams must not
+// hold the shutdown up), shuts the server down, forced after timeout, waits
+// until it has stopped serving, then calls cleanup; it is idempotent and
+// safe for concurrent use.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, timeout time.Duration, closeStreams, cleanup func()) (stop func()) {
 	base, cancelBase := context.WithCancel(context.Background())
 	hs := &http.Server{

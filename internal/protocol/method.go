@@ -37,20 +37,6 @@ const (
 	AnswerTaskView
 )
 
-func (a Answer) String() string {
-	switch a {
-	case AnswerCacheable:
-		return "cacheable"
-	case AnswerToolsList:
-		return "tools-list"
-	case AnswerToolCall:
-		return "tool-call"
-	case AnswerTaskView:
-		return "task-view"
-	}
-	return "plain"
-}
-
 // Local says whether and how the proxy answers a legacy request itself in
 // a bridged (modern) session instead of forwarding it as it is. A 2025
 // upstream (passthrough) gets every request as it is.
@@ -73,7 +59,6 @@ const (
 
 // Method is what the proxy knows about one MCP method.
 type Method struct {
-	// Name is the JSON-RPC method name.
 	Name string
 	// Eras are the eras the method exists in.
 	Eras Era
@@ -165,27 +150,17 @@ func Lookup(method string) (Method, bool) {
 // Methods returns a copy of the table, in its order.
 func Methods() []Method { return append([]Method(nil), methods[:]...) }
 
-// NameParam is the params member Mcp-Name mirrors for method, or "".
-func NameParam(method string) string {
-	if m := byName[method]; m != nil {
-		return m.NameParam
-	}
-	return ""
-}
+// The table's answers for one method; a method it does not know has the
+// zero Method's: no Mcp-Name, AnswerPlain, NotLocal.
 
 // NamePath is the gjson path of the member Mcp-Name mirrors for method
-// ("params.name"...), or "" when the method carries no Mcp-Name.
-func NamePath(method string) string {
-	if m := byName[method]; m != nil {
-		return m.NamePath
-	}
-	return ""
-}
+// ("params.name"...), or "".
+func NamePath(method string) string { m, _ := Lookup(method); return m.NamePath }
 
 // RequiredParam is the string param a request of method cannot do without
 // (its Mcp-Name), or "" when there is none to check before sending.
 func RequiredParam(method string) string {
-	if m := byName[method]; m != nil && m.NameRequired {
+	if m, _ := Lookup(method); m.NameRequired {
 		return m.NameParam
 	}
 	return ""
@@ -195,42 +170,21 @@ func RequiredParam(method string) string {
 // dial error or a broken stream. A method the table does not know is
 // repeatable only when it is a list call (its name ends in "/list").
 func Repeatable(method string) bool {
-	if m := byName[method]; m != nil {
+	if m, ok := Lookup(method); ok {
 		return m.Repeatable
 	}
 	return strings.HasSuffix(method, "/list")
 }
 
-// AnswerOf is the answer rule of method; AnswerPlain for one the table does
-// not know.
-func AnswerOf(method string) Answer {
-	if m := byName[method]; m != nil {
-		return m.Answer
-	}
-	return AnswerPlain
-}
+// AnswerOf is the answer rule of method.
+func AnswerOf(method string) Answer { m, _ := Lookup(method); return m.Answer }
 
 // LocalOf says whether and how the proxy answers method itself.
-func LocalOf(method string) Local {
-	if m := byName[method]; m != nil {
-		return m.Local
-	}
-	return NotLocal
-}
-
-// IsTaskMethod reports whether method is a 2025 tasks/* request that the
-// task code answers (tasks/get, tasks/result, tasks/list, tasks/cancel).
-func IsTaskMethod(method string) bool { return LocalOf(method) == LocalTask }
+func LocalOf(method string) Local { m, _ := Lookup(method); return m.Local }
 
 // InputRequired reports whether the server may answer method with
 // input_required.
-func InputRequired(method string) bool {
-	m := byName[method]
-	return m != nil && m.InputRequired
-}
+func InputRequired(method string) bool { m, _ := Lookup(method); return m.InputRequired }
 
 // MayBecomeTask reports whether the server may answer method with a task.
-func MayBecomeTask(method string) bool {
-	m := byName[method]
-	return m != nil && m.MayBecomeTask
-}
+func MayBecomeTask(method string) bool { m, _ := Lookup(method); return m.MayBecomeTask }

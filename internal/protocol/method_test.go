@@ -78,8 +78,8 @@ func TestTableMatchesTheOldRules(t *testing.T) {
 		if got, want := Repeatable(n), oldSafeToRepeat(n); got != want {
 			t.Errorf("Repeatable(%q) = %v, want %v", n, got, want)
 		}
-		if got, want := IsTaskMethod(n), oldIsTaskMethod(n); got != want {
-			t.Errorf("IsTaskMethod(%q) = %v, want %v", n, got, want)
+		if got, want := LocalOf(n) == LocalTask, oldIsTaskMethod(n); got != want {
+			t.Errorf("LocalOf(%q) == LocalTask = %v, want %v", n, got, want)
 		}
 		a := AnswerOf(n)
 		if got, want := a == AnswerCacheable || a == AnswerToolsList, oldCacheable(n); got != want {
@@ -123,14 +123,5 @@ func TestTableIsConsistent(t *testing.T) {
 	if LocalOf("ping") != LocalAnswer || LocalOf("logging/setLevel") != LocalAnswer || LocalOf("initialize") != LocalInitialize ||
 		LocalOf("resources/subscribe") != LocalSubscription || LocalOf("tools/call") != NotLocal {
 		t.Error("the local answers are not the session's")
-	}
-}
-
-func TestAnswerString(t *testing.T) {
-	for a, want := range map[Answer]string{AnswerPlain: "plain", AnswerCacheable: "cacheable", AnswerToolsList: "tools-list",
-		AnswerToolCall: "tool-call", AnswerTaskView: "task-view"} {
-		if a.String() != want {
-			t.Errorf("%d: %q, want %q", a, a.String(), want)
-		}
 	}
 }

@@ -1,14 +1,8 @@
 // Package protocol is the MCP vocabulary of mcp-tasks-proxy, defined once:
-// the protocol versions of both eras, the _meta keys, the JSON-RPC and MCP
-// error codes, the result types, the x-mcp-header annotation type, and the
-// method table (method.go) that says, per method, in which era it exists,
-// which param its Mcp-Name header mirrors, whether it may be repeated after a
-// broken stream, how its answer is rewritten for the legacy client and
-// whether the proxy answers it itself.
-//
-// It is a leaf: it imports only the standard library, holds no state beyond
-// constant tables, and does no I/O. rewrite, routing, capabilities and the
-// command layer read it; it reads none of them.
+// the protocol versions of both eras, the _meta keys, the error codes, the
+// result types, the x-mcp-header annotation type, and the method table
+// (method.go). It is a leaf: it imports only the standard library, holds
+// no state beyond constant tables, and does no I/O.
 package protocol
 
 // Protocol versions.

@@ -2,15 +2,13 @@
 // (the trace, the log, the lock files of the task state and the OAuth
 // store) so that they stay the user's:
 //
-//   - never through a symbolic link: a link planted at the path (say in
-//     /tmp) would send the write to its target, truncate it and change its
-//     mode. The last component is checked with Lstat and opened with
-//     O_NOFOLLOW where the system has it, so a link planted between the two
-//     is refused as well;
-//   - a file it creates has mode 0600, and a regular file that already
-//     exists with a looser mode is made 0600 before anything is written to
-//     it (when that chmod fails, for a file of another user, nothing is
-//     written and the error says so);
+//   - never through a symbolic link, which (planted say in /tmp) would send
+//     the write to its target: the last component is checked with Lstat
+//     and opened with O_NOFOLLOW, so a link planted between the two is
+//     refused as well;
+//   - a file it creates is 0600, and an existing regular file with a looser
+//     mode is made 0600 before anything is written to it (when that fails,
+//     nothing is written and the error says so);
 //   - only a regular file is truncated: a device such as /dev/null, or a
 //     named pipe, is written as it is, its mode left alone.
 //

@@ -3,17 +3,14 @@
 // document with a format version, read whole and replaced whole under an
 // exclusive lock on a sibling lock file.
 //
-// The lock is advisory (flock(2) on Unix, LockFileEx on Windows, through
-// github.com/gofrs/flock) and belongs to an open file, not to a process:
-// two locks taken on one path in one process exclude each other, as they
-// would in two processes. The lock file is never the document, which a
-// write replaces (the lock would stay with the old inode), and is never
-// deleted, which would let two holders lock two different inodes.
-//
-// The document is never read or written through a symbolic link: a link at
-// its path is refused on reading, and a write renames a new file of mode
-// 0600 over the path, replacing a link rather than following it. A reader
-// sees the old document or the new one, never a part.
+// The lock (flock(2), or LockFileEx on Windows) belongs to an open file,
+// not to a process: two locks on one path in one process exclude each
+// other. The lock file is never the document, which a write replaces (the
+// lock would stay with the old inode), and is never deleted, which would
+// let two holders lock two different inodes. The document is never read or
+// written through a symbolic link: reading refuses one, and a write renames
+// a new 0600 file over the path. A reader sees the old document or the new
+// one, never a part.
 package statefile
 
 import (
@@ -75,10 +72,9 @@ const retryDelay = 20 * time.Millisecond
 
 // Lock takes the document's lock, waiting at most until ctx ends (then it
 // returns ctx's error, wrapped, and holds nothing), and returns the
-// function that releases it; calling that more than once is harmless. The
-// lock file is created with mode 0600 if missing, and never opened
-// through a symbolic link (O_NOFOLLOW where the system has it, and an
-// Lstat check everywhere), which would create or open the link's target.
+// function that releases it, harmless to call twice. The lock file is
+// created 0600 if missing, never through a symbolic link, which would
+// create or open the link's target.
 func (f *File) Lock(ctx context.Context) (unlock func(), err error) {
 	if err := safefile.Check(f.LockPath); err != nil {
 		return nil, fmt.Errorf("cannot lock %s: %w", f.LockPath, err)

@@ -17,6 +17,37 @@ var validCases = []string{
 	"\r\n{\"jsonrpc\":\"2.0\"}\r\n", "{\"a\":\"\\u12", `{"a":"é😀"}`,
 }
 
+// stringEndByBytes is stringEnd read a byte at a time: a backslash escapes
+// the byte after it, and the first quote not escaped ends the string.
+func stringEndByBytes(s string, i int) (end int, escaped, closed bool) {
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '"':
+			return j + 1, escaped, true
+		case '\\':
+			escaped = true
+			j++
+		}
+	}
+	return len(s), escaped, false
+}
+
+// FuzzStringEnd holds the one string-end scanner, its byte-at-a-time
+// prefix, its searches and its reading of backslash runs, to the plain
+// reading.
+func FuzzStringEnd(f *testing.F) {
+	for _, c := range append(validCases, `"\\\\"x"`, `"`+strings.Repeat(`\\`, 20)+`\"`+`"`, `"`+strings.Repeat("a", 15)+`\"b"`) {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		s = "\"" + s
+		e, esc, ok := stringEnd(s, 0)
+		if we, wesc, wok := stringEndByBytes(s, 0); e != we || esc != wesc || ok != wok {
+			t.Fatalf("stringEnd(%q) = %d %v %v, want %d %v %v", s, e, esc, ok, we, wesc, wok)
+		}
+	})
+}
+
 func TestValidMatchesGJSON(t *testing.T) {
 	for _, c := range validCases {
 		if got, want := validJSON([]byte(c)), gjson.Valid(c); got != want {
