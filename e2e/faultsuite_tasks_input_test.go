@@ -151,7 +151,7 @@ func TestFaultSuiteTasksPollTimeout(t *testing.T) {
 		if got := res.Get("content.0.text").String(); got != "done pt-follow" {
 			t.Errorf("followed call answered %q, want the task's result", got)
 		}
-		fsHits(t, fs, "tasks/get pt-follow", 2)
+		fsHitsAtLeast(t, fs, "tasks/get pt-follow", 2)
 		fsDistinct(t, fs, "tasks/get pt-follow")
 	})
 	t.Run("the client's tasks/get", func(t *testing.T) {
@@ -163,9 +163,20 @@ func TestFaultSuiteTasksPollTimeout(t *testing.T) {
 		if view.Get("status").String() != "completed" {
 			t.Errorf("tasks/get after a hung poll: %s, want completed", view.Raw)
 		}
-		fsHits(t, fs, "tasks/get pt-get", 2)
+		fsHitsAtLeast(t, fs, "tasks/get pt-get", 2)
 		fsDistinct(t, fs, "tasks/get pt-get")
 	})
 	fsAlive(p, "hung tasks/get")
 	fsFinish(t, p)
+}
+
+// fsHitsAtLeast requires the server to have seen at least want requests key:
+// a poll the proxy gives up on is made again, and under load a later poll may
+// outlast its short test bound too; what the test pins is that the hung one
+// was given up and the call went on.
+func fsHitsAtLeast(t *testing.T, s *fsServer, key string, want int) {
+	t.Helper()
+	if got := s.count(key); got < want {
+		t.Errorf("the server saw %d requests %q, want at least %d", got, key, want)
+	}
 }
