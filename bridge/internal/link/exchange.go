@@ -151,17 +151,7 @@ func (e *Env) SendFailed(ctx, actx context.Context, c *Call, err error) ([]byte,
 		return frame, RetryNone
 	}
 	e.Warn("upstream request failed", zap.String("method", c.Method), zap.ByteString("id", c.ID), zap.Error(err))
-	again := RetryBroken
-	var te *routing.TransportError
-	if errors.As(err, &te) {
-		switch te.Kind {
-		case routing.KindDial:
-			again = RetryDial
-		case routing.KindTimeout, routing.KindRedirect, routing.KindAuth:
-			again = RetryNone
-		}
-	}
-	return e.TransportError(c.ID, c.Method, err), again
+	return e.transportError(c.ID, c.Method, err)
 }
 
 // TooLargeAnswer is the error for an upstream answer over the message size
@@ -196,30 +186,36 @@ func (e *Env) TimedOut(actx context.Context, c *Call) []byte {
 
 // TransportError is the error for an exchange that failed before any status.
 func (e *Env) TransportError(id []byte, method string, err error) []byte {
+	frame, _ := e.transportError(id, method, err)
+	return frame
+}
+
+// transportError is TransportError and whether the exchange may be retried.
+func (e *Env) transportError(id []byte, method string, err error) ([]byte, RetryKind) {
 	var te *routing.TransportError
 	msg := fmt.Sprintf("the request %s to the upstream server failed: %v", method, err)
-	cause := "network"
+	cause, again := "network", RetryBroken
 	if errors.As(err, &te) {
 		switch te.Kind {
 		case routing.KindDial:
-			cause = "connect"
+			cause, again = "connect", RetryDial
 			msg = fmt.Sprintf("cannot reach the upstream server for %s: %v; is the server running, and is the URL right?", method, err)
 		case routing.KindTimeout:
-			cause = "timeout"
+			cause, again = "timeout", RetryNone
 			msg = fmt.Sprintf("the upstream server did not answer %s in time: %v; raise %s if the server is that slow to start answering", method, err, e.Hint(rewrite.HintResponseHeaderTimeout))
 		case routing.KindRedirect:
-			cause = "redirect"
+			cause, again = "redirect", RetryNone
 			msg = fmt.Sprintf("%s was not sent: %v", method, te.Err)
 		case routing.KindAuth:
 			// The hook's text: it names the server, what did not happen
 			// and the way out (mcp-tasks-proxy auth login URL).
-			cause = "auth"
+			cause, again = "auth", RetryNone
 			msg = te.Err.Error()
 		default:
 			msg = fmt.Sprintf("the connection to the upstream server broke during %s: %v; the request may or may not have run", method, err)
 		}
 	}
-	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, ErrorData(e.URL(), 0, "cause", cause))
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, ErrorData(e.URL(), 0, "cause", cause)), again
 }
 
 // LogExchange writes the debug line of one upstream exchange.
