@@ -54,19 +54,21 @@ func (s *Session) ignoredBy(name string) string {
 	return ""
 }
 
-func (s *Session) ignoredCall(f *rewrite.Frame) bool {
-	if len(s.env.Cfg.IgnoreTools) == 0 {
-		return false
-	}
-	name := f.Params.Get("name")
-	return name.Type == gjson.String && s.ignoredBy(name.Str) != ""
-}
-
 // refuseIgnored answers a tools/call of a hidden tool, as a server answers
-// a tool it does not have; nothing is sent upstream.
+// a tool it does not have; nothing is sent upstream. It is nil for any
+// other request.
 func (s *Session) refuseIgnored(c *link.Call, f *rewrite.Frame) []byte {
-	name := f.Params.Get("name").Str
-	pattern := s.ignoredBy(name)
+	if f.Method != "tools/call" || len(s.env.Cfg.IgnoreTools) == 0 {
+		return nil
+	}
+	n := f.Params.Get("name")
+	name, pattern := n.Str, ""
+	if n.Type == gjson.String {
+		pattern = s.ignoredBy(name)
+	}
+	if pattern == "" {
+		return nil
+	}
 	s.env.Info("tools/call refused: the tool is hidden by "+s.env.Hint(rewrite.HintIgnoreTool), zap.String("tool", name), zap.String("pattern", pattern))
 	data := append(rewrite.AppendString([]byte(`{"tool":`), name), `,"ignoreTool":`...)
 	data = append(rewrite.AppendString(data, pattern), '}')

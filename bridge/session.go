@@ -121,6 +121,12 @@ type upstreamBox struct{ link.Upstream }
 
 func (s *Session) upstream() link.Upstream { return s.up.Load().Upstream }
 
+// Reached says how the session reaches its server, as its last successful
+// initialize chose: the era ("2026-07-28", bridged, or the 2025 version
+// passed through) and the transport ("streamable-http" or "http+sse"); ""
+// before. `mcp-tasks-proxy check` reports them, rather than work them out.
+func (s *Session) Reached() (era, transport string) { return s.upstream().Reached() }
+
 // New prepares a session.
 func New(cfg Config) *Session {
 	orDefault(&cfg.MaxInFlight, DefaultMaxInFlight)
@@ -228,13 +234,12 @@ func (s *Session) run(c *link.Call) {
 	f := &c.F
 	defer c.Cancel()
 	var out link.Outcome
-	switch {
-	case f.Method != "initialize" && !s.awaitInit(c.Ctx):
-		// The session ended while an initialize read before it ran.
-	case f.Method == "tools/call" && s.ignoredCall(f):
-		out = link.FrameOnly(s.refuseIgnored(c, f))
-	default:
-		out = s.upstream().Request(c.Ctx, c, f)
+	// Without awaitInit, the session ended while an initialize read before
+	// this request ran.
+	if f.Method == "initialize" || s.awaitInit(c.Ctx) {
+		if out.Frame = s.refuseIgnored(c, f); out.Frame == nil {
+			out = s.upstream().Request(c.Ctx, c, f)
+		}
 	}
 	if out.Next != nil {
 		// Before the answer goes out, so that every later client message
@@ -298,7 +303,10 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	case f.Kind == rewrite.KindResponse:
 		op = s.env.AskOp(f.ID.Raw) // an answer belongs to the op that asked
 	case f.Method == "notifications/cancelled":
-		if named = s.inflightCall(f.Params.Get("requestId").Raw); named != nil {
+		s.mu.Lock()
+		named = s.inflight[f.Params.Get("requestId").Raw]
+		s.mu.Unlock()
+		if named != nil {
 			op = named.Op
 		}
 	}
@@ -386,12 +394,6 @@ func (s *Session) refuseQueued(c *link.Call, n, size int) {
 		fmt.Sprintf("the proxy refused %s: %d requests (%d bytes) are already waiting for one of the %d in-flight slots; wait for answers before sending more (or %s)", c.Method, n, size, s.env.Cfg.MaxInFlight, raise),
 		fmt.Appendf(nil, `{"waiting":%d,"waitingBytes":%d,"maxInFlight":%d}`, n, size, s.env.Cfg.MaxInFlight))
 	s.finish(c, frame, nil)
-}
-
-func (s *Session) inflightCall(id string) *link.Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inflight[id]
 }
 
 // register records a request as in flight under the client's id, from the
@@ -498,17 +500,14 @@ func (s *Session) cancelled(c *link.Call, id string) func() {
 	}
 	c.Cancelled.Store(true)
 	s.env.Info("request cancelled by the client", zap.String("id", id), zap.String("method", c.Method))
-	return func() { s.cancelCall(c) }
-}
-
-// cancelCall ends a request the client cancelled (c.cancelled is set): its
-// context is cancelled, which closes its upstream stream, and a request
-// still waiting for a slot leaves the queue at once, so that cancelled
-// requests never fill the queue and get new ones refused.
-func (s *Session) cancelCall(c *link.Call) {
-	c.Cancel()
-	if s.queue.remove(c) {
-		s.finish(c, nil, nil) // no answer: the client cancelled it
+	// Its context's end closes its upstream stream; a request still
+	// waiting for a slot leaves the queue at once, so that cancelled
+	// requests never fill it and get new ones refused.
+	return func() {
+		c.Cancel()
+		if s.queue.remove(c) {
+			s.finish(c, nil, nil) // no answer: the client cancelled it
+		}
 	}
 }
 

@@ -231,16 +231,18 @@ func (e *Env) LogExchange(c *Call, upID []byte, status int, start time.Time, up,
 }
 
 // ErrorData builds error.data for proxy-made errors: the upstream URL
-// (secrets redacted), the HTTP status when there was one, and one extra
-// string member.
-func ErrorData(url string, status int, key, value string) []byte {
+// (secrets redacted), the HTTP status when there was one, and string
+// members given as key, value pairs (a pair with key "" is left out).
+func ErrorData(url string, status int, kv ...string) []byte {
 	b := rewrite.AppendString([]byte(`{"url":`), url)
 	if status != 0 {
 		b = fmt.Appendf(b, `,"httpStatus":%d`, status)
 	}
-	if key != "" {
-		b = append(rewrite.AppendString(append(b, ','), key), ':')
-		b = rewrite.AppendString(b, value)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] != "" {
+			b = append(rewrite.AppendString(append(b, ','), kv[i]), ':')
+			b = rewrite.AppendString(b, kv[i+1])
+		}
 	}
 	return append(b, '}')
 }
@@ -306,26 +308,22 @@ func HTTPFailure(url string, id []byte, method string, resp *routing.Response, b
 	if ct == "" {
 		ct = "no content type"
 	}
-	msg := fmt.Sprintf("upstream %s answered %s with HTTP %d (%s): %s", url, method, st, ct, hint)
-	data := ErrorData(url, st, "contentType", resp.ContentType)
-	data = data[:len(data)-1]
+	kv := []string{"contentType", resp.ContentType}
 	if len(body) > 0 {
-		data = rewrite.AppendString(append(data, `,"body":`...), string(capSnippet(body)))
+		kv = append(kv, "body", string(capSnippet(body)))
 	}
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		data = rewrite.AppendString(append(data, `,"retryAfter":`...), ra)
+		kv = append(kv, "retryAfter", ra)
 	}
-	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, append(data, '}'))
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, fmt.Sprintf("upstream %s answered %s with HTTP %d (%s): %s", url, method, st, ct, hint), ErrorData(url, st, kv...))
 }
 
 // InvalidBody is the error for a successful HTTP answer whose body is not a
 // JSON-RPC message.
 func InvalidBody(url string, c *Call, resp *routing.Response, body []byte, err error) []byte {
-	data := ErrorData(url, resp.Status, "contentType", resp.ContentType)
-	data = append(data[:len(data)-1], `,"body":`...)
-	data = append(rewrite.AppendString(data, string(capSnippet(body))), '}')
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-		fmt.Sprintf("the upstream server answered %s with HTTP %d but an invalid JSON-RPC body (%v); the server is misbehaving: check its logs", c.Method, resp.Status, err), data)
+		fmt.Sprintf("the upstream server answered %s with HTTP %d but an invalid JSON-RPC body (%v); the server is misbehaving: check its logs", c.Method, resp.Status, err),
+		ErrorData(url, resp.Status, "contentType", resp.ContentType, "body", string(capSnippet(body))))
 }
 
 // capSnippet is the start of a body for error.data.
