@@ -267,8 +267,8 @@ func (s *Session) read(ctx context.Context, conn Conn) error {
 		switch {
 		case errors.As(err, &tooLarge):
 			s.env.Warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
-			s.env.Emit(link.OutFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: s.env.ErrorFrame(nil, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
-				"message larger than %d bytes discarded; raise %s", tooLarge.Limit, rewrite.HintMaxMessageSize))}})
+			s.reply(s.env.ErrorFrame(nil, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
+				"message larger than %d bytes discarded; raise %s", tooLarge.Limit, rewrite.HintMaxMessageSize)), "", tooLarge.Stream, nil)
 			continue
 		case err == io.EOF:
 			return nil
@@ -364,10 +364,10 @@ func (s *Session) enqueue(ctx context.Context, c *link.Call, barrier <-chan stru
 		c.Cancel()
 		return false
 	}
-	switch a, n, size := s.queue.admit(c); a {
-	case admitSpawn:
+	switch spawn, n, size := s.queue.admit(c); {
+	case spawn:
 		go s.work(c)
-	case admitRefused:
+	case n > 0:
 		s.refuseQueued(c, n, size)
 	}
 	return true
@@ -414,7 +414,9 @@ func (s *Session) register(ctx context.Context, c *link.Call) bool {
 	}
 	c.Ctx, c.Cancel = context.WithCancel(link.WithOp(ctx, c.Op))
 	s.inflight[f.ID.Raw] = c
-	s.env.Streams.Add(c.Op, c.Stream)
+	if c.Stream != nil {
+		s.env.Streams.Store(c.Op, c.Stream)
+	}
 	if f.Method == "initialize" && s.initPending.Add(1) == 1 {
 		s.initWait = make(chan struct{})
 	}
@@ -441,7 +443,7 @@ func (s *Session) finish(c *link.Call, frame []byte, rewrites []string) {
 	s.mu.Lock()
 	delete(s.inflight, string(c.ID))
 	s.mu.Unlock()
-	s.env.Streams.Drop(c.Op)
+	s.env.Streams.Delete(c.Op)
 	if !c.Answered.CompareAndSwap(false, true) {
 		return // the drain's bound answered it at the end of input
 	}

@@ -108,27 +108,17 @@ func SSEFirst(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) 
 	switch {
 	case err == nil:
 		return out, true
-	case ctx.Err() != nil:
-		return link.Outcome{}, true
-	case only || isEndpointError(err) || capabilities.IsAuthError(err):
+	case only || capabilities.IsAuthError(err):
 		e.Warn("no HTTP+SSE stream", zap.String("url", url), zap.Error(err))
 		data := link.ErrorData(url, 0, "transport", "sse")
-		if isEndpointError(err) {
-			data = link.ErrorData(url, 0, "cause", "endpoint origin")
-		}
 		msg := rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; the next initialize will try again", err)
-		if only && !isEndpointError(err) {
+		if only {
 			msg = rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; %s sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use %[2]s http-first", err, rewrite.HintTransport)
 		}
 		return link.FrameOnly(e.ErrorFrame(c.ID, msg)), true
 	}
 	e.Info("no HTTP+SSE stream; trying Streamable HTTP", zap.Error(err))
 	return link.Outcome{}, false
-}
-
-func isEndpointError(err error) bool {
-	var ee *routing.EndpointError
-	return errors.As(err, &ee)
 }
 
 // Init forwards the client's initialize to a legacy server over
@@ -154,13 +144,8 @@ func Init(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) link
 	}
 	e.Info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(data, "httpStatus").Int())))
 	sout, err := sseInit(ctx, e, c, f)
-	switch {
-	case err == nil:
+	if err == nil {
 		return sout
-	case ctx.Err() != nil:
-		return link.Outcome{}
-	case isEndpointError(err):
-		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "cannot initialize: "+err.Error(), link.ErrorData(e.URL(), 0, "cause", "endpoint origin")))
 	}
 	e.Warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
 	return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("%s, and %v", msg, err), data))

@@ -60,12 +60,21 @@ type sseWaiter struct {
 
 // sseInit opens an HTTP+SSE stream and, when the server opens one with an
 // endpoint event, forwards the client's initialize over it. err says why
-// the server is not an HTTP+SSE server (the handshake's own failure is in
-// the frame).
+// the server is not an HTTP+SSE server (the handshake's own failure, or
+// an endpoint on another origin, is in the frame).
 func sseInit(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (link.Outcome, error) {
 	t := &sseCarrier{s: e, waiters: map[string]*sseWaiter{}, up: make(chan struct{})}
 	if err := t.open(ctx, false); err != nil {
-		return link.Outcome{}, err
+		var ee *routing.EndpointError
+		switch {
+		case ctx.Err() != nil:
+			return link.Outcome{}, nil
+		case !errors.As(err, &ee):
+			return link.Outcome{}, err
+		}
+		e.Warn("no HTTP+SSE stream", zap.String("url", e.URL()), zap.Error(err))
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("cannot initialize: %v; the next initialize will try again", err),
+			link.ErrorData(e.URL(), 0, "cause", "endpoint origin"))), nil
 	}
 	e.Verdict(link.OpOf(ctx), capabilities.LegacySSE.String(), "a GET opened an event stream with an endpoint event")
 	out, _ := start(ctx, e, c, f, func(p *passthrough) carrier {
