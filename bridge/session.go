@@ -108,9 +108,10 @@ type Session struct {
 	inflight map[string]*link.Call // by the client's raw id
 	// initWait (under mu) is closed when the initialize requests read and
 	// not answered yet (initPending) drop to zero. A request read behind
-	// an unanswered initialize (piped input) waits for it.
+	// an unanswered initialize (piped input) waits for it, so that piped
+	// input works as a client that waits would.
 	initWait    chan struct{}
-	initPending atomic.Int32
+	initPending int
 	// drainWait (under mu) is closed once the input ended and every
 	// request read has been answered (nil until the end of input).
 	drainWait chan struct{}
@@ -234,9 +235,7 @@ func (s *Session) run(c *link.Call) {
 	f := &c.F
 	defer c.Cancel()
 	var out link.Outcome
-	// Without awaitInit, the session ended while an initialize read before
-	// this request ran.
-	if f.Method == "initialize" || s.awaitInit(c.Ctx) {
+	if follow(c.Ctx, c.InitWait, c.Barrier) { // else c's context ended first
 		if out.Frame = s.refuseIgnored(c, f); out.Frame == nil {
 			out = s.upstream().Request(c.Ctx, c, f)
 		}
@@ -417,7 +416,9 @@ func (s *Session) register(ctx context.Context, c *link.Call) bool {
 	if c.Stream != nil {
 		s.env.Streams.Store(c.Op, c.Stream)
 	}
-	if f.Method == "initialize" && s.initPending.Add(1) == 1 {
+	if f.Method != "initialize" {
+		c.InitWait = s.initWait
+	} else if s.initPending++; s.initPending == 1 {
 		s.initWait = make(chan struct{})
 	}
 	return true
@@ -427,19 +428,24 @@ func (s *Session) register(ctx context.Context, c *link.Call) bool {
 // the session is ending.
 func (s *Session) finish(c *link.Call, frame []byte, rewrites []string) {
 	defer func() {
-		// Only once the answer is queued may the drain end the session:
-		// told before, Run could stop the writer and drop it. Outside a
-		// drain this costs one atomic load, not a second lock per request
-		// (drain sets the flag before it looks at what is in flight).
-		if s.draining.Load() {
-			s.mu.Lock()
-			s.drainedLocked()
-			s.mu.Unlock()
+		// Only once the answer is queued may the requests read behind an
+		// initialize go, and the drain end the session: told before, Run
+		// could stop the writer and drop it. Outside a drain this costs
+		// one atomic load, not a second lock per request (drain sets the
+		// flag before it looks at what is in flight).
+		if c.Method != "initialize" && !s.draining.Load() {
+			return
 		}
+		s.mu.Lock()
+		if c.Method == "initialize" {
+			if s.initPending--; s.initPending == 0 {
+				close(s.initWait)
+				s.initWait = nil
+			}
+		}
+		s.drainedLocked()
+		s.mu.Unlock()
 	}()
-	if c.Method == "initialize" {
-		defer s.initFinished() // after its answer is queued
-	}
 	s.mu.Lock()
 	delete(s.inflight, string(c.ID))
 	s.mu.Unlock()
@@ -460,36 +466,20 @@ func (s *Session) finish(c *link.Call, frame []byte, rewrites []string) {
 	s.reply(frame, c.Op, c.Stream, rewrites)
 }
 
-// awaitInit waits for the initialize requests read before this request to
-// be answered, so that piped input (initialize, then a call, without
-// waiting) works as a client that waits would. It reports false when ctx
-// ended first. A client that waits for initialize's answer never waits
-// here.
-func (s *Session) awaitInit(ctx context.Context) bool {
-	if s.initPending.Load() == 0 {
-		return true
+// follow waits for the gates a request must pass before it leaves (nil
+// ones are open), and reports false when ctx ended first.
+func follow(ctx context.Context, gates ...<-chan struct{}) bool {
+	for _, g := range gates {
+		if g == nil {
+			continue
+		}
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return false
+		}
 	}
-	s.mu.Lock()
-	ch := s.initWait
-	s.mu.Unlock()
-	if ch == nil {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (s *Session) initFinished() {
-	s.mu.Lock()
-	if s.initPending.Add(-1) == 0 && s.initWait != nil {
-		close(s.initWait)
-		s.initWait = nil
-	}
-	s.mu.Unlock()
+	return true
 }
 
 // cancelled marks c, the request a notifications/cancelled names by id, as

@@ -206,13 +206,6 @@ func (p *passthrough) Request(ctx context.Context, c *link.Call, f *rewrite.Fram
 
 func (p *passthrough) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
 	s := p.s
-	if c.Barrier != nil {
-		select {
-		case <-c.Barrier:
-		case <-ctx.Done():
-			return nil
-		}
-	}
 	if frame, ok := p.car.wait(ctx, c); !ok {
 		return frame
 	}
