@@ -37,6 +37,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,6 +117,8 @@ type Session struct {
 	// request read has been answered (nil until the end of input).
 	drainWait chan struct{}
 	draining  atomic.Bool // drain has started (set before drainWait)
+
+	ignore []*regexp.Regexp // Config.IgnoreTools, compiled
 }
 
 type upstreamBox struct{ link.Upstream }
@@ -158,6 +161,9 @@ func New(cfg Config) *Session {
 		queue:    newPending(cfg.MaxInFlight, cfg.MaxQueued, cfg.MaxMessageBytes),
 		stopped:  make(chan struct{}),
 		inflight: make(map[string]*link.Call),
+	}
+	for _, p := range cfg.IgnoreTools {
+		s.ignore = append(s.ignore, toolPattern(p))
 	}
 	s.up.Store(&upstreamBox{modern.New(e)})
 	return s

@@ -114,13 +114,6 @@ func (e *Env) LogFrame(b []byte) []byte {
 	return append(b[:debugFrameCap:debugFrameCap], "…(truncated)"...)
 }
 
-// Note tells the Observer of an event of the proxy itself.
-func (e *Env) Note(op, note string) {
-	if o := e.Cfg.Observer; o != nil {
-		o.Note(e.Cfg.SessionID, op, note)
-	}
-}
-
 // Verdict logs the upstream era once per initialize, at info, and tells
 // the Observer.
 func (e *Env) Verdict(op, era, reason string) {
@@ -132,7 +125,9 @@ func (e *Env) Verdict(op, era, reason string) {
 		mode = "passthrough over the HTTP+SSE transport (2024-11-05)"
 	}
 	e.Info("upstream era detected", zap.String("era", era), zap.String("mode", mode), zap.String("url", e.URL()), zap.String("reason", reason))
-	e.Note(op, "era: "+era+" ("+reason+"); mode: "+mode)
+	if o := e.Cfg.Observer; o != nil {
+		o.Note(e.Cfg.SessionID, op, "era: "+era+" ("+reason+"); mode: "+mode)
+	}
 }
 
 // Group runs a session's background goroutines; it is safe to start one

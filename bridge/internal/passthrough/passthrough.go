@@ -438,9 +438,6 @@ func (p *passthrough) enqueue(j clientPost) {
 func (p *passthrough) Barrier() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.lastPost == nil {
-		return nil
-	}
 	return p.lastPost
 }
 
