@@ -177,7 +177,6 @@ func orDefault[T int | time.Duration](v *T, def T) {
 }
 
 // Run serves the session over stdio: NDJSON lines from in, frames to out.
-// It is Serve with a Stdio Conn.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	return s.Serve(ctx, NewStdio(in, out, s.env.Cfg.MaxMessageBytes))
 }
@@ -353,18 +352,18 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 		s.reply(frame, op, stream, rw)
 		return true
 	}
-	return s.enqueue(ctx, c, up.Barrier())
+	c.Barrier = up.Barrier()
+	return s.enqueue(ctx, c)
 }
 
 // enqueue registers a request and starts it, or queues it for an in-flight
 // slot. It returns false when the session is over.
-func (s *Session) enqueue(ctx context.Context, c *link.Call, barrier <-chan struct{}) bool {
+func (s *Session) enqueue(ctx context.Context, c *link.Call) bool {
 	if !s.register(ctx, c) {
 		s.reply(rewrite.ErrorFrame(c.ID, protocol.CodeInvalidRequest,
 			"a request with this id is already in flight; ids must be unique among pending requests", nil), c.Op, c.Stream, nil)
 		return true
 	}
-	c.Barrier = barrier
 	if ctx.Err() != nil {
 		c.Cancel()
 		return false
@@ -511,7 +510,7 @@ func (s *Session) cancelled(c *link.Call, id string) func() {
 
 // reply queues a request's one answer (nil: its end without one).
 func (s *Session) reply(frame []byte, op string, stream any, rewrites []string) {
-	s.env.Emit(link.OutFrame{Out: Out{Frame: frame, Op: op, Stream: stream, Final: true}, Rewrites: rewrites})
+	s.env.Emit(Out{Frame: frame, Op: op, Stream: stream, Final: true, Rewrites: rewrites})
 }
 
 // write is the only code that writes to the Conn. It flushes whenever the
@@ -520,7 +519,7 @@ func (s *Session) reply(frame []byte, op string, stream any, rewrites []string) 
 func (s *Session) write(conn Conn) error {
 	var failed error
 	for {
-		var of link.OutFrame
+		var of Out
 		select {
 		case of = <-s.env.Out:
 		case <-s.stopped:
@@ -544,7 +543,7 @@ func (s *Session) write(conn Conn) error {
 				ce.Write(zap.ByteString("frame", s.env.LogFrame(of.Frame)))
 			}
 		}
-		err := conn.Write(of.Out)
+		err := conn.Write(of)
 		if err == nil && len(s.env.Out) == 0 {
 			err = conn.Flush()
 		}

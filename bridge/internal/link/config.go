@@ -191,11 +191,6 @@ type Out struct {
 	// Final marks the one answer to the request, or its end without one
 	// (Frame nil).
 	Final bool
-}
-
-// OutFrame is a frame for the client with the rewrites the Observer is told
-// of.
-type OutFrame struct {
-	Out
+	// Rewrites names what the proxy changed in Frame, for the Observer.
 	Rewrites []string
 }

@@ -27,7 +27,7 @@ type Env struct {
 	Client *routing.Client
 	Ctx    context.Context // the session's; cancelled when it ends (set by the core's Serve)
 
-	Out chan OutFrame // frames for the core's writer
+	Out chan Out // frames for the core's writer
 	// Streams holds the In.Stream of each request in flight, by op, so
 	// that what is sent while it runs reaches the same stream. A front
 	// without streams (stdio) never fills it.
@@ -51,7 +51,7 @@ func NewEnv(cfg Config) *Env {
 	if upID == nil {
 		upID = new(atomic.Int64)
 	}
-	return &Env{Cfg: cfg, Log: cfg.Logger, Client: cfg.Client, Ctx: context.Background(), Out: make(chan OutFrame, 256),
+	return &Env{Cfg: cfg, Log: cfg.Logger, Client: cfg.Client, Ctx: context.Background(), Out: make(chan Out, 256),
 		Sleep: Sleep, Now: time.Now, upID: upID}
 }
 
@@ -70,12 +70,12 @@ func (e *Env) Hint(h rewrite.Hint) string { return h.Text(e.Cfg.Hints) }
 // with streams gets it on that request's stream while it is in flight.
 func (e *Env) Send(frame []byte, op string, rewrites []string) {
 	stream, _ := e.Streams.Load(op)
-	e.Emit(OutFrame{Out: Out{Frame: frame, Op: op, Stream: stream}, Rewrites: rewrites})
+	e.Emit(Out{Frame: frame, Op: op, Stream: stream, Rewrites: rewrites})
 }
 
 // Emit queues a frame for the writer. Once the session is ending, a sender
 // that would block gives up: the client has gone or stopped reading.
-func (e *Env) Emit(of OutFrame) {
+func (e *Env) Emit(of Out) {
 	select {
 	case e.Out <- of:
 	case <-e.Ctx.Done():

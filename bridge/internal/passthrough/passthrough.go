@@ -72,8 +72,9 @@ type passthrough struct {
 	subs        map[string]bool
 	getCancel   context.CancelFunc // the GET stream of the current session
 	ownID       int64
-	lastPost    chan struct{} // closed when the last queued client message is POSTed
-	car         carrier       // how messages travel: Streamable HTTP or HTTP+SSE
+	car         carrier // how messages travel: Streamable HTTP or HTTP+SSE
+
+	lastPost chan struct{} // the reader's own: closed when the last queued client message is POSTed
 
 	reinitMu sync.Mutex // one re-initialization at a time
 }
@@ -388,7 +389,7 @@ func (t *streamable) read(ctx context.Context, c *link.Call, resp *routing.Respo
 	}
 }
 
-// passNotification POSTs a client notification, in order with the others.
+// Notified POSTs a client notification, in order with the others.
 // A cancel also closes the request's own stream once it is sent: 2025
 // cancels with the notification, not by disconnecting.
 func (p *passthrough) Notified(f *rewrite.Frame, op string, cancel func()) {
@@ -422,24 +423,18 @@ func (p *passthrough) Close()                           { p.car.end() }
 // only, so the queue is in the client's order.
 func (p *passthrough) enqueue(j clientPost) {
 	j.done = make(chan struct{})
-	p.mu.Lock()
 	p.lastPost = j.done
-	p.mu.Unlock()
 	select {
 	case p.posts <- j:
 	case <-p.s.Ctx.Done():
 	}
 }
 
-// barrier is closed once every client message queued so far is POSTed: a
+// Barrier is closed once every client message queued so far is POSTed: a
 // request waits for it, so a server never sees a request before a
 // notification the client sent first (a strict 2025 server refuses
 // requests before notifications/initialized).
-func (p *passthrough) Barrier() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.lastPost
-}
+func (p *passthrough) Barrier() <-chan struct{} { return p.lastPost }
 
 // poster POSTs the client's notifications and answers one at a time, so the
 // server sees them in the client's order. When the session ends (stdin
