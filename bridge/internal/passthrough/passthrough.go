@@ -192,12 +192,6 @@ type passResult struct {
 	refused bool
 }
 
-// refusal reports an HTTP status with which a 2024-11-05 server refuses a
-// POST to its event stream's URL.
-func refusal(status int) bool {
-	return status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusMethodNotAllowed
-}
-
 // Request forwards one client request to its one answer under the retry
 // policy (link.Retry); an expired session is re-initialized, and the
 // request is sent again only when it is safe to repeat.
@@ -290,7 +284,10 @@ func (t *streamable) exchange(ctx context.Context, c *link.Call, body []byte, st
 		resp.Close()
 		if done || ctx.Err() != nil {
 			res.frame = frame
-			res.refused = !server && refusal(resp.Status)
+			switch resp.Status {
+			case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+				res.refused = !server
+			}
 			if frame == nil && ctx.Err() == nil {
 				res.frame = s.TimedOut(actx, c)
 			}
