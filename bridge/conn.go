@@ -22,9 +22,9 @@ import (
 type Conn interface {
 	// Read returns the client's next message: one JSON-RPC message, its
 	// framing removed. It returns io.EOF at the end of input, after which
-	// the session drains and ends. An error that wraps ErrTooLarge reports
-	// a message over the size limit that was skipped: the session answers
-	// it and reads on. Any other error ends the session.
+	// the session drains and ends. A *TooLargeError reports a message over
+	// the size limit that was skipped: the session answers it and reads
+	// on. Any other error ends the session.
 	Read() (In, error)
 	// Write sends one frame to the client. An Out with a nil Frame and
 	// Final set tells that its request ended without an answer (the client
@@ -46,10 +46,6 @@ type In struct {
 	Stream any
 }
 
-// ErrTooLarge is wrapped by Conn.Read's error for a message over the size
-// limit (TooLargeError says which limit).
-var ErrTooLarge = errors.New("message too large")
-
 // TooLargeError reports a skipped message over Limit bytes.
 type TooLargeError struct {
 	Limit  int
@@ -59,8 +55,6 @@ type TooLargeError struct {
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("message larger than %d bytes", e.Limit)
 }
-
-func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
 
 // Stdio is the NDJSON Conn: one message per line in, one frame per line
 // out. stdin is read as the host handed it over.

@@ -63,7 +63,7 @@ func (s *Session) drain(ctx context.Context) {
 		s.env.Warn("request cancelled at the end of input: not answered within the drain bound", zap.ByteString("id", c.ID), zap.String("method", c.Method), zap.Duration("drainTimeout", s.env.Cfg.DrainTimeout))
 		s.logRequest(c.Op, c.Method, c.ID, c.Start, frame, false)
 		select {
-		case s.env.Out <- link.OutFrame{Out: Out{Frame: frame, Op: c.Op, Stream: c.Stream, Final: true}}:
+		case s.env.Out <- Out{Frame: frame, Op: c.Op, Stream: c.Stream, Final: true}:
 		case <-ctx.Done():
 			return
 		case <-grace.C:

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -12,61 +13,43 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// MatchTool reports whether the tool name matches an --ignore-tool
-// pattern. It matches as mcp-remote does: the whole name, ignoring case,
-// where * stands for any run of characters (none included) and every other
-// character for itself. "delete*" matches deleteFile and DELETE; "*_admin"
-// matches user_admin.
-func MatchTool(pattern, name string) bool {
-	p, n := strings.ToLower(pattern), strings.ToLower(name)
-	// The classic backtracking matcher: only the last * needs revisiting.
-	pi, ni := 0, 0
-	star, mark := -1, 0
-	for ni < len(n) {
-		switch {
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, ni
-			pi++
-		case pi < len(p) && p[pi] == n[ni]:
-			pi++
-			ni++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			ni = mark
-		default:
-			return false
-		}
+// toolPattern compiles an --ignore-tool pattern. It matches as mcp-remote
+// does: the whole name, ignoring case, where * stands for any run of
+// characters (none included) and every other character for itself.
+// "delete*" matches deleteFile and DELETE; "*_admin" matches user_admin.
+func toolPattern(pattern string) *regexp.Regexp {
+	parts := strings.Split(pattern, "*")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
 	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
+	return regexp.MustCompile("(?is)^" + strings.Join(parts, ".*") + "$")
 }
 
 // ignoredBy is the first --ignore-tool pattern that hides the tool, or "".
 func (s *Session) ignoredBy(name string) string {
-	for _, p := range s.env.Cfg.IgnoreTools {
-		if MatchTool(p, name) {
-			return p
+	for i, re := range s.ignore {
+		if re.MatchString(name) {
+			return s.env.Cfg.IgnoreTools[i]
 		}
 	}
 	return ""
 }
 
-func (s *Session) ignoredCall(f *rewrite.Frame) bool {
-	if len(s.env.Cfg.IgnoreTools) == 0 {
-		return false
-	}
-	name := f.Params.Get("name")
-	return name.Type == gjson.String && s.ignoredBy(name.Str) != ""
-}
-
 // refuseIgnored answers a tools/call of a hidden tool, as a server answers
-// a tool it does not have; nothing is sent upstream.
+// a tool it does not have; nothing is sent upstream. It is nil for any
+// other request.
 func (s *Session) refuseIgnored(c *link.Call, f *rewrite.Frame) []byte {
-	name := f.Params.Get("name").Str
-	pattern := s.ignoredBy(name)
+	if f.Method != "tools/call" || len(s.ignore) == 0 {
+		return nil
+	}
+	n := f.Params.Get("name")
+	name, pattern := n.Str, ""
+	if n.Type == gjson.String {
+		pattern = s.ignoredBy(name)
+	}
+	if pattern == "" {
+		return nil
+	}
 	s.env.Info("tools/call refused: the tool is hidden by "+s.env.Hint(rewrite.HintIgnoreTool), zap.String("tool", name), zap.String("pattern", pattern))
 	data := append(rewrite.AppendString([]byte(`{"tool":`), name), `,"ignoreTool":`...)
 	data = append(rewrite.AppendString(data, pattern), '}')
@@ -77,7 +60,7 @@ func (s *Session) refuseIgnored(c *link.Call, f *rewrite.Frame) []byte {
 // hideIgnored leaves the hidden tools out of a tools/list answer. The
 // tools kept, and everything else in the frame, keep their bytes.
 func (s *Session) hideIgnored(frame []byte) []byte {
-	if len(s.env.Cfg.IgnoreTools) == 0 || frame == nil {
+	if len(s.ignore) == 0 || frame == nil {
 		return frame
 	}
 	tools := gjson.GetBytes(frame, "result.tools")

@@ -25,11 +25,14 @@ func TestMatchTool(t *testing.T) {
 		{"*", "anything", true},
 		{"del?", "del?", true}, // only * is special
 		{"del?", "dele", false},
+		{"a.b", "axb", false},
+		{"(x)+", "(X)+", true},
+		{"a*", "a\nb", true},
 		{"", "", true},
 		{"", "x", false},
 	} {
-		if got := MatchTool(tc.pattern, tc.name); got != tc.want {
-			t.Errorf("MatchTool(%q, %q) = %v, want %v", tc.pattern, tc.name, got, tc.want)
+		if got := toolPattern(tc.pattern).MatchString(tc.name); got != tc.want {
+			t.Errorf("toolPattern(%q) matches %q: %v, want %v", tc.pattern, tc.name, got, tc.want)
 		}
 	}
 }

@@ -29,36 +29,28 @@ func newPending(maxRunning, maxCalls, maxBytes int) *pending {
 	return &pending{maxRunning: maxRunning, maxCalls: maxCalls, maxBytes: maxBytes}
 }
 
-// What admit did with a request.
-type admission int
-
-const (
-	admitQueued  admission = iota // it waits for a slot (or the session ended)
-	admitSpawn                    // it holds a slot and a new worker (counted) is to run it
-	admitRefused                  // the queue is full
-)
-
-// admit takes c, and for a refusal says how many calls of how many bytes
-// were waiting. The first waiting request is always taken, whatever its
-// size (it passed the per-message limit already).
-func (p *pending) admit(c *link.Call) (a admission, waiting, bytes int) {
+// admit takes c: spawn says that it holds a slot and a new worker (counted)
+// is to run it; otherwise it waits for a slot (or the session ended), or,
+// when waiting > 0, the queue is full and refuses it, and waiting calls of
+// bytes bytes were queued. The first waiting request is always taken,
+// whatever its size (it passed the per-message limit already).
+func (p *pending) admit(c *link.Call) (spawn bool, waiting, bytes int) {
 	n := len(c.F.Raw)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	waiting = len(p.calls)
-	switch {
+	switch w := len(p.calls); {
 	case p.closed:
-		return admitQueued, 0, 0
+		return false, 0, 0
 	case p.running < p.maxRunning:
 		p.running++
 		p.workers.Add(1)
-		return admitSpawn, 0, 0
-	case waiting > 0 && (waiting >= p.maxCalls || p.bytes+n > p.maxBytes):
-		return admitRefused, waiting, p.bytes
+		return true, 0, 0
+	case w > 0 && (w >= p.maxCalls || p.bytes+n > p.maxBytes):
+		return false, w, p.bytes
 	}
 	p.calls = append(p.calls, c)
 	p.bytes += n
-	return admitQueued, 0, 0
+	return false, 0, 0
 }
 
 // next is called by a worker whose request is done: it hands over the

@@ -16,21 +16,33 @@ func TestPendingAdmission(t *testing.T) {
 	p := newPending(2, 2, 100)
 	mk := func(size int) *link.Call { return &link.Call{F: rewrite.Frame{Raw: []byte(strings.Repeat("x", size))}} }
 	c1, c2, c3, c4, c5, c6, c7 := mk(10), mk(10), mk(90), mk(20), mk(5), mk(10), mk(10)
-	admit := func(c *link.Call, want admission) {
+	const admitSpawn, admitQueued, admitRefused = "spawn", "queued", "refused"
+	// what says what admit did with c.
+	what := func(c *link.Call) (string, int, int) {
+		spawn, n, size := p.admit(c)
+		switch {
+		case spawn:
+			return admitSpawn, n, size
+		case n > 0:
+			return admitRefused, n, size
+		}
+		return admitQueued, n, size
+	}
+	admit := func(c *link.Call, want string) {
 		t.Helper()
-		if got, _, _ := p.admit(c); got != want {
-			t.Fatalf("admit = %d, want %d", got, want)
+		if got, _, _ := what(c); got != want {
+			t.Fatalf("admit = %s, want %s", got, want)
 		}
 	}
 	admit(c1, admitSpawn)
 	admit(c2, admitSpawn)
 	admit(c3, admitQueued) // over nothing: the first waiting one is always taken
-	if got, n, size := p.admit(c4); got != admitRefused || n != 1 || size != 90 {
-		t.Fatalf("over the byte bound: admit = %d (%d waiting, %d bytes), want refused (1, 90)", got, n, size)
+	if got, n, size := what(c4); got != admitRefused || n != 1 || size != 90 {
+		t.Fatalf("over the byte bound: admit = %s (%d waiting, %d bytes), want refused (1, 90)", got, n, size)
 	}
 	admit(c5, admitQueued)
-	if got, n, _ := p.admit(c6); got != admitRefused || n != 2 {
-		t.Fatalf("over the count bound: admit = %d (%d waiting), want refused (2)", got, n)
+	if got, n, _ := what(c6); got != admitRefused || n != 2 {
+		t.Fatalf("over the count bound: admit = %s (%d waiting), want refused (2)", got, n)
 	}
 	if !p.remove(c3) || p.remove(c3) {
 		t.Fatal("a waiting call is removed once")
@@ -48,8 +60,8 @@ func TestPendingAdmission(t *testing.T) {
 	// no third starts for two slots.
 	admit(c7, admitSpawn)
 	admit(mk(1), admitSpawn)
-	if got, n, _ := p.admit(mk(1)); got != admitQueued || n != 0 {
-		t.Fatalf("a third request with both slots taken: admit = %d (%d waiting), want queued", got, n)
+	if got, n, _ := what(mk(1)); got != admitQueued || n != 0 {
+		t.Fatalf("a third request with both slots taken: admit = %s (%d waiting), want queued", got, n)
 	}
 	p.workers.Add(-4) // the four workers counted at spawn
 	p.close()

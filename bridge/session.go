@@ -37,6 +37,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,18 +109,27 @@ type Session struct {
 	inflight map[string]*link.Call // by the client's raw id
 	// initWait (under mu) is closed when the initialize requests read and
 	// not answered yet (initPending) drop to zero. A request read behind
-	// an unanswered initialize (piped input) waits for it.
+	// an unanswered initialize (piped input) waits for it, so that piped
+	// input works as a client that waits would.
 	initWait    chan struct{}
-	initPending atomic.Int32
+	initPending int
 	// drainWait (under mu) is closed once the input ended and every
 	// request read has been answered (nil until the end of input).
 	drainWait chan struct{}
 	draining  atomic.Bool // drain has started (set before drainWait)
+
+	ignore []*regexp.Regexp // Config.IgnoreTools, compiled
 }
 
 type upstreamBox struct{ link.Upstream }
 
 func (s *Session) upstream() link.Upstream { return s.up.Load().Upstream }
+
+// Reached says how the session reaches its server, as its last successful
+// initialize chose: the era ("2026-07-28", bridged, or the 2025 version
+// passed through) and the transport ("streamable-http" or "http+sse"); ""
+// before. `mcp-tasks-proxy check` reports them, rather than work them out.
+func (s *Session) Reached() (era, transport string) { return s.upstream().Reached() }
 
 // New prepares a session.
 func New(cfg Config) *Session {
@@ -152,6 +162,9 @@ func New(cfg Config) *Session {
 		stopped:  make(chan struct{}),
 		inflight: make(map[string]*link.Call),
 	}
+	for _, p := range cfg.IgnoreTools {
+		s.ignore = append(s.ignore, toolPattern(p))
+	}
 	s.up.Store(&upstreamBox{modern.New(e)})
 	return s
 }
@@ -164,7 +177,6 @@ func orDefault[T int | time.Duration](v *T, def T) {
 }
 
 // Run serves the session over stdio: NDJSON lines from in, frames to out.
-// It is Serve with a Stdio Conn.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	return s.Serve(ctx, NewStdio(in, out, s.env.Cfg.MaxMessageBytes))
 }
@@ -228,13 +240,10 @@ func (s *Session) run(c *link.Call) {
 	f := &c.F
 	defer c.Cancel()
 	var out link.Outcome
-	switch {
-	case f.Method != "initialize" && !s.awaitInit(c.Ctx):
-		// The session ended while an initialize read before it ran.
-	case f.Method == "tools/call" && s.ignoredCall(f):
-		out = link.FrameOnly(s.refuseIgnored(c, f))
-	default:
-		out = s.upstream().Request(c.Ctx, c, f)
+	if follow(c.Ctx, c.InitWait, c.Barrier) { // else c's context ended first
+		if out.Frame = s.refuseIgnored(c, f); out.Frame == nil {
+			out = s.upstream().Request(c.Ctx, c, f)
+		}
 	}
 	if out.Next != nil {
 		// Before the answer goes out, so that every later client message
@@ -262,8 +271,8 @@ func (s *Session) read(ctx context.Context, conn Conn) error {
 		switch {
 		case errors.As(err, &tooLarge):
 			s.env.Warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
-			s.env.Emit(link.OutFrame{Out: Out{Stream: tooLarge.Stream, Final: true, Frame: s.env.ErrorFrame(nil, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
-				"message larger than %d bytes discarded; raise %s", tooLarge.Limit, rewrite.HintMaxMessageSize))}})
+			s.reply(s.env.ErrorFrame(nil, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
+				"message larger than %d bytes discarded; raise %s", tooLarge.Limit, rewrite.HintMaxMessageSize)), "", tooLarge.Stream, nil)
 			continue
 		case err == io.EOF:
 			return nil
@@ -298,7 +307,10 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 	case f.Kind == rewrite.KindResponse:
 		op = s.env.AskOp(f.ID.Raw) // an answer belongs to the op that asked
 	case f.Method == "notifications/cancelled":
-		if named = s.inflightCall(f.Params.Get("requestId").Raw); named != nil {
+		s.mu.Lock()
+		named = s.inflight[f.Params.Get("requestId").Raw]
+		s.mu.Unlock()
+		if named != nil {
 			op = named.Op
 		}
 	}
@@ -340,26 +352,26 @@ func (s *Session) dispatch(ctx context.Context, line []byte, stream any) bool {
 		s.reply(frame, op, stream, rw)
 		return true
 	}
-	return s.enqueue(ctx, c, up.Barrier())
+	c.Barrier = up.Barrier()
+	return s.enqueue(ctx, c)
 }
 
 // enqueue registers a request and starts it, or queues it for an in-flight
 // slot. It returns false when the session is over.
-func (s *Session) enqueue(ctx context.Context, c *link.Call, barrier <-chan struct{}) bool {
+func (s *Session) enqueue(ctx context.Context, c *link.Call) bool {
 	if !s.register(ctx, c) {
 		s.reply(rewrite.ErrorFrame(c.ID, protocol.CodeInvalidRequest,
 			"a request with this id is already in flight; ids must be unique among pending requests", nil), c.Op, c.Stream, nil)
 		return true
 	}
-	c.Barrier = barrier
 	if ctx.Err() != nil {
 		c.Cancel()
 		return false
 	}
-	switch a, n, size := s.queue.admit(c); a {
-	case admitSpawn:
+	switch spawn, n, size := s.queue.admit(c); {
+	case spawn:
 		go s.work(c)
-	case admitRefused:
+	case n > 0:
 		s.refuseQueued(c, n, size)
 	}
 	return true
@@ -388,12 +400,6 @@ func (s *Session) refuseQueued(c *link.Call, n, size int) {
 	s.finish(c, frame, nil)
 }
 
-func (s *Session) inflightCall(id string) *link.Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inflight[id]
-}
-
 // register records a request as in flight under the client's id, from the
 // moment it is read, so that a cancel finds it even while it is queued.
 func (s *Session) register(ctx context.Context, c *link.Call) bool {
@@ -412,8 +418,12 @@ func (s *Session) register(ctx context.Context, c *link.Call) bool {
 	}
 	c.Ctx, c.Cancel = context.WithCancel(link.WithOp(ctx, c.Op))
 	s.inflight[f.ID.Raw] = c
-	s.env.Streams.Add(c.Op, c.Stream)
-	if f.Method == "initialize" && s.initPending.Add(1) == 1 {
+	if c.Stream != nil {
+		s.env.Streams.Store(c.Op, c.Stream)
+	}
+	if f.Method != "initialize" {
+		c.InitWait = s.initWait
+	} else if s.initPending++; s.initPending == 1 {
 		s.initWait = make(chan struct{})
 	}
 	return true
@@ -423,23 +433,28 @@ func (s *Session) register(ctx context.Context, c *link.Call) bool {
 // the session is ending.
 func (s *Session) finish(c *link.Call, frame []byte, rewrites []string) {
 	defer func() {
-		// Only once the answer is queued may the drain end the session:
-		// told before, Run could stop the writer and drop it. Outside a
-		// drain this costs one atomic load, not a second lock per request
-		// (drain sets the flag before it looks at what is in flight).
-		if s.draining.Load() {
-			s.mu.Lock()
-			s.drainedLocked()
-			s.mu.Unlock()
+		// Only once the answer is queued may the requests read behind an
+		// initialize go, and the drain end the session: told before, Run
+		// could stop the writer and drop it. Outside a drain this costs
+		// one atomic load, not a second lock per request (drain sets the
+		// flag before it looks at what is in flight).
+		if c.Method != "initialize" && !s.draining.Load() {
+			return
 		}
+		s.mu.Lock()
+		if c.Method == "initialize" {
+			if s.initPending--; s.initPending == 0 {
+				close(s.initWait)
+				s.initWait = nil
+			}
+		}
+		s.drainedLocked()
+		s.mu.Unlock()
 	}()
-	if c.Method == "initialize" {
-		defer s.initFinished() // after its answer is queued
-	}
 	s.mu.Lock()
 	delete(s.inflight, string(c.ID))
 	s.mu.Unlock()
-	s.env.Streams.Drop(c.Op)
+	s.env.Streams.Delete(c.Op)
 	if !c.Answered.CompareAndSwap(false, true) {
 		return // the drain's bound answered it at the end of input
 	}
@@ -456,36 +471,20 @@ func (s *Session) finish(c *link.Call, frame []byte, rewrites []string) {
 	s.reply(frame, c.Op, c.Stream, rewrites)
 }
 
-// awaitInit waits for the initialize requests read before this request to
-// be answered, so that piped input (initialize, then a call, without
-// waiting) works as a client that waits would. It reports false when ctx
-// ended first. A client that waits for initialize's answer never waits
-// here.
-func (s *Session) awaitInit(ctx context.Context) bool {
-	if s.initPending.Load() == 0 {
-		return true
+// follow waits for the gates a request must pass before it leaves (nil
+// ones are open), and reports false when ctx ended first.
+func follow(ctx context.Context, gates ...<-chan struct{}) bool {
+	for _, g := range gates {
+		if g == nil {
+			continue
+		}
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return false
+		}
 	}
-	s.mu.Lock()
-	ch := s.initWait
-	s.mu.Unlock()
-	if ch == nil {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (s *Session) initFinished() {
-	s.mu.Lock()
-	if s.initPending.Add(-1) == 0 && s.initWait != nil {
-		close(s.initWait)
-		s.initWait = nil
-	}
-	s.mu.Unlock()
+	return true
 }
 
 // cancelled marks c, the request a notifications/cancelled names by id, as
@@ -498,23 +497,20 @@ func (s *Session) cancelled(c *link.Call, id string) func() {
 	}
 	c.Cancelled.Store(true)
 	s.env.Info("request cancelled by the client", zap.String("id", id), zap.String("method", c.Method))
-	return func() { s.cancelCall(c) }
-}
-
-// cancelCall ends a request the client cancelled (c.cancelled is set): its
-// context is cancelled, which closes its upstream stream, and a request
-// still waiting for a slot leaves the queue at once, so that cancelled
-// requests never fill the queue and get new ones refused.
-func (s *Session) cancelCall(c *link.Call) {
-	c.Cancel()
-	if s.queue.remove(c) {
-		s.finish(c, nil, nil) // no answer: the client cancelled it
+	// Its context's end closes its upstream stream; a request still
+	// waiting for a slot leaves the queue at once, so that cancelled
+	// requests never fill it and get new ones refused.
+	return func() {
+		c.Cancel()
+		if s.queue.remove(c) {
+			s.finish(c, nil, nil) // no answer: the client cancelled it
+		}
 	}
 }
 
 // reply queues a request's one answer (nil: its end without one).
 func (s *Session) reply(frame []byte, op string, stream any, rewrites []string) {
-	s.env.Emit(link.OutFrame{Out: Out{Frame: frame, Op: op, Stream: stream, Final: true}, Rewrites: rewrites})
+	s.env.Emit(Out{Frame: frame, Op: op, Stream: stream, Final: true, Rewrites: rewrites})
 }
 
 // write is the only code that writes to the Conn. It flushes whenever the
@@ -523,7 +519,7 @@ func (s *Session) reply(frame []byte, op string, stream any, rewrites []string) 
 func (s *Session) write(conn Conn) error {
 	var failed error
 	for {
-		var of link.OutFrame
+		var of Out
 		select {
 		case of = <-s.env.Out:
 		case <-s.stopped:
@@ -547,7 +543,7 @@ func (s *Session) write(conn Conn) error {
 				ce.Write(zap.ByteString("frame", s.env.LogFrame(of.Frame)))
 			}
 		}
-		err := conn.Write(of.Out)
+		err := conn.Write(of)
 		if err == nil && len(s.env.Out) == 0 {
 			err = conn.Flush()
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tidwall/gjson"
 
@@ -15,12 +13,6 @@ import (
 // The proxy's own requests to the client (the 2025 face of 2026 input
 // requests). Their ids live in the proxy's own space ("mtp-N"), apart from
 // the client's ids.
-
-type asks struct {
-	mu   sync.Mutex
-	m    map[string]*PendingAsk // by the raw id
-	next atomic.Int64
-}
 
 // ClientError is a JSON-RPC error the client answered with.
 type ClientError struct{ raw gjson.Result }
@@ -40,20 +32,16 @@ type PendingAsk struct {
 // AskStart sends a request to the client without waiting, so several can
 // be sent in a fixed order and then awaited together.
 func (e *Env) AskStart(op, method string, params []byte) *PendingAsk {
-	p := &PendingAsk{e: e, id: append(strconv.AppendInt([]byte(`"mtp-`), e.asks.next.Add(1), 10), '"'), op: op, ch: make(chan []byte, 1)}
-	e.asks.mu.Lock()
-	e.asks.m[string(p.id)] = p
-	e.asks.mu.Unlock()
+	p := &PendingAsk{e: e, id: append(strconv.AppendInt([]byte(`"mtp-`), e.askID.Add(1), 10), '"'), op: op, ch: make(chan []byte, 1)}
+	e.asks.Store(string(p.id), p)
 	e.Send(rewrite.RequestFrame(p.id, method, params), op, RwAsk)
 	return p
 }
 
 // AskOp is the op of a pending request to the client, for its answer.
 func (e *Env) AskOp(id string) string {
-	e.asks.mu.Lock()
-	defer e.asks.mu.Unlock()
-	if p := e.asks.m[id]; p != nil {
-		return p.op
+	if p, ok := e.asks.Load(id); ok {
+		return p.(*PendingAsk).op
 	}
 	return ""
 }
@@ -61,12 +49,9 @@ func (e *Env) AskOp(id string) string {
 // ClientAnswered routes a response from the client to the request waiting
 // for it. It reports false for an id nobody waits for.
 func (e *Env) ClientAnswered(f *rewrite.Frame) bool {
-	e.asks.mu.Lock()
-	p, ok := e.asks.m[f.ID.Raw]
-	delete(e.asks.m, f.ID.Raw)
-	e.asks.mu.Unlock()
+	p, ok := e.asks.LoadAndDelete(f.ID.Raw)
 	if ok {
-		p.ch <- Clone(f.Raw)
+		p.(*PendingAsk).ch <- Clone(f.Raw)
 	}
 	return ok
 }
@@ -93,9 +78,7 @@ func (p *PendingAsk) Wait(ctx context.Context) (gjson.Result, error) {
 		}
 		return f.Result, nil
 	case <-ctx.Done():
-		e.asks.mu.Lock()
-		delete(e.asks.m, string(p.id))
-		e.asks.mu.Unlock()
+		e.asks.Delete(string(p.id))
 		if e.Ctx.Err() == nil {
 			e.Send(rewrite.NotificationFrame("notifications/cancelled", rewrite.CancelledParams(p.id, "no longer needed")), p.op, nil)
 		}

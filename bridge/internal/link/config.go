@@ -87,7 +87,8 @@ type Config struct {
 	DrainTimeout time.Duration
 	// IgnoreTools are glob patterns of tool names hidden from the client
 	// (--ignore-tool): tools/list answers leave them out and a tools/call
-	// of one is refused. See MatchTool.
+	// of one is refused. Only * is special: it stands for any run of
+	// characters; the whole name matches, ignoring case.
 	IgnoreTools []string
 	// OnInitialized, when set, is called after each successful initialize
 	// with the era found: "2026-07-28" (bridged) or the 2025 version the
@@ -190,11 +191,6 @@ type Out struct {
 	// Final marks the one answer to the request, or its end without one
 	// (Frame nil).
 	Final bool
-}
-
-// OutFrame is a frame for the client with the rewrites the Observer is told
-// of.
-type OutFrame struct {
-	Out
+	// Rewrites names what the proxy changed in Frame, for the Observer.
 	Rewrites []string
 }

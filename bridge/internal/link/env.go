@@ -27,18 +27,22 @@ type Env struct {
 	Client *routing.Client
 	Ctx    context.Context // the session's; cancelled when it ends (set by the core's Serve)
 
-	Out     chan OutFrame // frames for the core's writer
-	Streams Streams       // the In.Stream of each request in flight, by op
-	BG      Group         // listen streams, the passthrough poster and GET stream
+	Out chan Out // frames for the core's writer
+	// Streams holds the In.Stream of each request in flight, by op, so
+	// that what is sent while it runs reaches the same stream. A front
+	// without streams (stdio) never fills it.
+	Streams sync.Map
+	BG      Group // listen streams, the passthrough poster and GET stream
 
 	// Sleep and Now are the listen loops' clock: Sleep and time.Now, but
 	// for tests, which set them before the session runs.
 	Sleep func(ctx context.Context, d time.Duration) bool
 	Now   func() time.Time
 
-	asks asks          // the proxy's requests to the client, by id
-	upID *atomic.Int64 // proxy-owned upstream ids (Config.UpstreamIDs, or the session's own)
-	opID atomic.Int64  // trace op ids
+	asks  sync.Map      // the proxy's requests to the client (*PendingAsk), by raw id
+	askID atomic.Int64  // their ids
+	upID  *atomic.Int64 // proxy-owned upstream ids (Config.UpstreamIDs, or the session's own)
+	opID  atomic.Int64  // trace op ids
 }
 
 // NewEnv prepares the services of a session of cfg, whose defaults are set.
@@ -47,8 +51,8 @@ func NewEnv(cfg Config) *Env {
 	if upID == nil {
 		upID = new(atomic.Int64)
 	}
-	return &Env{Cfg: cfg, Log: cfg.Logger, Client: cfg.Client, Ctx: context.Background(), Out: make(chan OutFrame, 256),
-		Sleep: Sleep, Now: time.Now, asks: asks{m: map[string]*PendingAsk{}}, upID: upID}
+	return &Env{Cfg: cfg, Log: cfg.Logger, Client: cfg.Client, Ctx: context.Background(), Out: make(chan Out, 256),
+		Sleep: Sleep, Now: time.Now, upID: upID}
 }
 
 // URL is the upstream URL, secrets redacted.
@@ -65,12 +69,13 @@ func (e *Env) Hint(h rewrite.Hint) string { return h.Text(e.Cfg.Hints) }
 // request, op ""): the Observer is told its op and rewrites, and a front
 // with streams gets it on that request's stream while it is in flight.
 func (e *Env) Send(frame []byte, op string, rewrites []string) {
-	e.Emit(OutFrame{Out: Out{Frame: frame, Op: op, Stream: e.Streams.Of(op)}, Rewrites: rewrites})
+	stream, _ := e.Streams.Load(op)
+	e.Emit(Out{Frame: frame, Op: op, Stream: stream, Rewrites: rewrites})
 }
 
 // Emit queues a frame for the writer. Once the session is ending, a sender
 // that would block gives up: the client has gone or stopped reading.
-func (e *Env) Emit(of OutFrame) {
+func (e *Env) Emit(of Out) {
 	select {
 	case e.Out <- of:
 	case <-e.Ctx.Done():
@@ -109,13 +114,6 @@ func (e *Env) LogFrame(b []byte) []byte {
 	return append(b[:debugFrameCap:debugFrameCap], "…(truncated)"...)
 }
 
-// Note tells the Observer of an event of the proxy itself.
-func (e *Env) Note(op, note string) {
-	if o := e.Cfg.Observer; o != nil {
-		o.Note(e.Cfg.SessionID, op, note)
-	}
-}
-
 // Verdict logs the upstream era once per initialize, at info, and tells
 // the Observer.
 func (e *Env) Verdict(op, era, reason string) {
@@ -127,7 +125,9 @@ func (e *Env) Verdict(op, era, reason string) {
 		mode = "passthrough over the HTTP+SSE transport (2024-11-05)"
 	}
 	e.Info("upstream era detected", zap.String("era", era), zap.String("mode", mode), zap.String("url", e.URL()), zap.String("reason", reason))
-	e.Note(op, "era: "+era+" ("+reason+"); mode: "+mode)
+	if o := e.Cfg.Observer; o != nil {
+		o.Note(e.Cfg.SessionID, op, "era: "+era+" ("+reason+"); mode: "+mode)
+	}
 }
 
 // Group runs a session's background goroutines; it is safe to start one
@@ -155,24 +155,6 @@ func (g *Group) Close() {
 	g.closed = true
 	g.mu.Unlock()
 	g.wg.Wait()
-}
-
-// Streams maps the op of each request in flight to the In.Stream it came
-// from, so that what is sent while it runs reaches the same stream. A front
-// without streams (stdio) never fills it.
-type Streams struct{ m sync.Map }
-
-func (t *Streams) Add(op string, stream any) {
-	if stream != nil {
-		t.m.Store(op, stream)
-	}
-}
-
-func (t *Streams) Drop(op string) { t.m.Delete(op) }
-
-func (t *Streams) Of(op string) any {
-	v, _ := t.m.Load(op)
-	return v
 }
 
 type hopKey struct{}

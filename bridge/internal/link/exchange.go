@@ -151,17 +151,7 @@ func (e *Env) SendFailed(ctx, actx context.Context, c *Call, err error) ([]byte,
 		return frame, RetryNone
 	}
 	e.Warn("upstream request failed", zap.String("method", c.Method), zap.ByteString("id", c.ID), zap.Error(err))
-	again := RetryBroken
-	var te *routing.TransportError
-	if errors.As(err, &te) {
-		switch te.Kind {
-		case routing.KindDial:
-			again = RetryDial
-		case routing.KindTimeout, routing.KindRedirect, routing.KindAuth:
-			again = RetryNone
-		}
-	}
-	return e.TransportError(c.ID, c.Method, err), again
+	return e.transportError(c.ID, c.Method, err)
 }
 
 // TooLargeAnswer is the error for an upstream answer over the message size
@@ -196,30 +186,36 @@ func (e *Env) TimedOut(actx context.Context, c *Call) []byte {
 
 // TransportError is the error for an exchange that failed before any status.
 func (e *Env) TransportError(id []byte, method string, err error) []byte {
+	frame, _ := e.transportError(id, method, err)
+	return frame
+}
+
+// transportError is TransportError and whether the exchange may be retried.
+func (e *Env) transportError(id []byte, method string, err error) ([]byte, RetryKind) {
 	var te *routing.TransportError
 	msg := fmt.Sprintf("the request %s to the upstream server failed: %v", method, err)
-	cause := "network"
+	cause, again := "network", RetryBroken
 	if errors.As(err, &te) {
 		switch te.Kind {
 		case routing.KindDial:
-			cause = "connect"
+			cause, again = "connect", RetryDial
 			msg = fmt.Sprintf("cannot reach the upstream server for %s: %v; is the server running, and is the URL right?", method, err)
 		case routing.KindTimeout:
-			cause = "timeout"
+			cause, again = "timeout", RetryNone
 			msg = fmt.Sprintf("the upstream server did not answer %s in time: %v; raise %s if the server is that slow to start answering", method, err, e.Hint(rewrite.HintResponseHeaderTimeout))
 		case routing.KindRedirect:
-			cause = "redirect"
+			cause, again = "redirect", RetryNone
 			msg = fmt.Sprintf("%s was not sent: %v", method, te.Err)
 		case routing.KindAuth:
 			// The hook's text: it names the server, what did not happen
 			// and the way out (mcp-tasks-proxy auth login URL).
-			cause = "auth"
+			cause, again = "auth", RetryNone
 			msg = te.Err.Error()
 		default:
 			msg = fmt.Sprintf("the connection to the upstream server broke during %s: %v; the request may or may not have run", method, err)
 		}
 	}
-	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, ErrorData(e.URL(), 0, "cause", cause))
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, ErrorData(e.URL(), 0, "cause", cause)), again
 }
 
 // LogExchange writes the debug line of one upstream exchange.
@@ -235,16 +231,18 @@ func (e *Env) LogExchange(c *Call, upID []byte, status int, start time.Time, up,
 }
 
 // ErrorData builds error.data for proxy-made errors: the upstream URL
-// (secrets redacted), the HTTP status when there was one, and one extra
-// string member.
-func ErrorData(url string, status int, key, value string) []byte {
+// (secrets redacted), the HTTP status when there was one, and string
+// members given as key, value pairs (a pair with key "" is left out).
+func ErrorData(url string, status int, kv ...string) []byte {
 	b := rewrite.AppendString([]byte(`{"url":`), url)
 	if status != 0 {
 		b = fmt.Appendf(b, `,"httpStatus":%d`, status)
 	}
-	if key != "" {
-		b = append(rewrite.AppendString(append(b, ','), key), ':')
-		b = rewrite.AppendString(b, value)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] != "" {
+			b = append(rewrite.AppendString(append(b, ','), kv[i]), ':')
+			b = rewrite.AppendString(b, kv[i+1])
+		}
 	}
 	return append(b, '}')
 }
@@ -310,26 +308,22 @@ func HTTPFailure(url string, id []byte, method string, resp *routing.Response, b
 	if ct == "" {
 		ct = "no content type"
 	}
-	msg := fmt.Sprintf("upstream %s answered %s with HTTP %d (%s): %s", url, method, st, ct, hint)
-	data := ErrorData(url, st, "contentType", resp.ContentType)
-	data = data[:len(data)-1]
+	kv := []string{"contentType", resp.ContentType}
 	if len(body) > 0 {
-		data = rewrite.AppendString(append(data, `,"body":`...), string(capSnippet(body)))
+		kv = append(kv, "body", string(capSnippet(body)))
 	}
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		data = rewrite.AppendString(append(data, `,"retryAfter":`...), ra)
+		kv = append(kv, "retryAfter", ra)
 	}
-	return rewrite.ErrorFrame(id, protocol.CodeInternalError, msg, append(data, '}'))
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, fmt.Sprintf("upstream %s answered %s with HTTP %d (%s): %s", url, method, st, ct, hint), ErrorData(url, st, kv...))
 }
 
 // InvalidBody is the error for a successful HTTP answer whose body is not a
 // JSON-RPC message.
 func InvalidBody(url string, c *Call, resp *routing.Response, body []byte, err error) []byte {
-	data := ErrorData(url, resp.Status, "contentType", resp.ContentType)
-	data = append(data[:len(data)-1], `,"body":`...)
-	data = append(rewrite.AppendString(data, string(capSnippet(body))), '}')
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-		fmt.Sprintf("the upstream server answered %s with HTTP %d but an invalid JSON-RPC body (%v); the server is misbehaving: check its logs", c.Method, resp.Status, err), data)
+		fmt.Sprintf("the upstream server answered %s with HTTP %d but an invalid JSON-RPC body (%v); the server is misbehaving: check its logs", c.Method, resp.Status, err),
+		ErrorData(url, resp.Status, "contentType", resp.ContentType, "body", string(capSnippet(body))))
 }
 
 // capSnippet is the start of a body for error.data.

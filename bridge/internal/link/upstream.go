@@ -85,9 +85,10 @@ type Call struct {
 	ProgressToken []byte
 	// Task is the raw params.task of a task-augmented tools/call.
 	Task gjson.Result
-	// Barrier, when set, is closed once the client messages read before
-	// this request have been POSTed (passthrough keeps the client's order).
-	Barrier <-chan struct{}
+	// InitWait and Barrier, when set, are what the core waits for before
+	// the request leaves: the initialize requests read before it to be
+	// answered, and the upstream's Barrier when it was read.
+	InitWait, Barrier <-chan struct{}
 	// LastProgress is the last progress value sent to the client.
 	LastProgress float64
 	ProgressSeen bool

@@ -26,11 +26,8 @@ type carrier interface {
 	// exchange sends one request and returns its one answer.
 	exchange(ctx context.Context, c *link.Call, body []byte, st routing.Stamp) passResult
 	// fire sends a message that expects no answer and returns the HTTP
-	// status.
+	// status; errExpired when it means that the session st names has ended.
 	fire(ctx context.Context, op string, body []byte, st routing.Stamp) (int, error)
-	// expired reports whether a status fire returned for a message sent
-	// with the session headers h means that the session has ended.
-	expired(status int, st routing.Stamp) bool
 	// openGet starts receiving the server's own messages, after
 	// notifications/initialized.
 	openGet(ctx context.Context)
@@ -46,5 +43,3 @@ func (t *streamable) connect(context.Context) error { return nil }
 func (t *streamable) started()                      {}
 
 func (t *streamable) wait(context.Context, *link.Call) ([]byte, bool) { return nil, true }
-
-func (t *streamable) expired(status int, st routing.Stamp) bool { return st.Expired(status) }

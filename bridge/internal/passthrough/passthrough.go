@@ -72,8 +72,9 @@ type passthrough struct {
 	subs        map[string]bool
 	getCancel   context.CancelFunc // the GET stream of the current session
 	ownID       int64
-	lastPost    chan struct{} // closed when the last queued client message is POSTed
-	car         carrier       // how messages travel: Streamable HTTP or HTTP+SSE
+	car         carrier // how messages travel: Streamable HTTP or HTTP+SSE
+
+	lastPost chan struct{} // the reader's own: closed when the last queued client message is POSTed
 
 	reinitMu sync.Mutex // one re-initialization at a time
 }
@@ -108,27 +109,17 @@ func SSEFirst(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) 
 	switch {
 	case err == nil:
 		return out, true
-	case ctx.Err() != nil:
-		return link.Outcome{}, true
-	case only || isEndpointError(err) || capabilities.IsAuthError(err):
+	case only || capabilities.IsAuthError(err):
 		e.Warn("no HTTP+SSE stream", zap.String("url", url), zap.Error(err))
 		data := link.ErrorData(url, 0, "transport", "sse")
-		if isEndpointError(err) {
-			data = link.ErrorData(url, 0, "cause", "endpoint origin")
-		}
 		msg := rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; the next initialize will try again", err)
-		if only && !isEndpointError(err) {
+		if only {
 			msg = rewrite.Errorf(protocol.CodeInternalError, data, "cannot initialize: %s; %s sse-only allows only the old HTTP+SSE transport (MCP 2024-11-05): for a Streamable HTTP server drop it, or use %[2]s http-first", err, rewrite.HintTransport)
 		}
 		return link.FrameOnly(e.ErrorFrame(c.ID, msg)), true
 	}
 	e.Info("no HTTP+SSE stream; trying Streamable HTTP", zap.Error(err))
 	return link.Outcome{}, false
-}
-
-func isEndpointError(err error) bool {
-	var ee *routing.EndpointError
-	return errors.As(err, &ee)
 }
 
 // Init forwards the client's initialize to a legacy server over
@@ -154,13 +145,8 @@ func Init(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) link
 	}
 	e.Info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(data, "httpStatus").Int())))
 	sout, err := sseInit(ctx, e, c, f)
-	switch {
-	case err == nil:
+	if err == nil {
 		return sout
-	case ctx.Err() != nil:
-		return link.Outcome{}
-	case isEndpointError(err):
-		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "cannot initialize: "+err.Error(), link.ErrorData(e.URL(), 0, "cause", "endpoint origin")))
 	}
 	e.Warn("the upstream server is not an HTTP+SSE server either", zap.Error(err))
 	return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("%s, and %v", msg, err), data))
@@ -206,15 +192,8 @@ type passResult struct {
 	refused bool
 }
 
-// refusal reports an HTTP status with which a 2024-11-05 server refuses a
-// POST to its event stream's URL.
-func refusal(status int) bool {
-	return status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusMethodNotAllowed
-}
-
-// passRequest forwards one client request and returns its one answer. The
-// retry rules are the modern path's (dial errors always; broken streams for
-// methods safe to repeat); an expired session is re-initialized, and the
+// Request forwards one client request to its one answer under the retry
+// policy (link.Retry); an expired session is re-initialized, and the
 // request is sent again only when it is safe to repeat.
 func (p *passthrough) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
 	return link.Outcome{Frame: p.forward(ctx, c, f), Rewrites: link.RwPass}
@@ -222,13 +201,6 @@ func (p *passthrough) Request(ctx context.Context, c *link.Call, f *rewrite.Fram
 
 func (p *passthrough) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
 	s := p.s
-	if c.Barrier != nil {
-		select {
-		case <-c.Barrier:
-		case <-ctx.Done():
-			return nil
-		}
-	}
 	if frame, ok := p.car.wait(ctx, c); !ok {
 		return frame
 	}
@@ -312,7 +284,10 @@ func (t *streamable) exchange(ctx context.Context, c *link.Call, body []byte, st
 		resp.Close()
 		if done || ctx.Err() != nil {
 			res.frame = frame
-			res.refused = !server && refusal(resp.Status)
+			switch resp.Status {
+			case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+				res.refused = !server
+			}
 			if frame == nil && ctx.Err() == nil {
 				res.frame = s.TimedOut(actx, c)
 			}
@@ -328,8 +303,7 @@ func (t *streamable) exchange(ctx context.Context, c *link.Call, body []byte, st
 			last, resumes = id, 0
 		}
 		if last == "" || resumes >= MaxResumes {
-			res.frame = link.NoAnswer(s.URL(), c, resp, "")
-			res.again = link.RetryBroken
+			res.frame, res.again = link.NoAnswer(s.URL(), c, resp, ""), link.RetryBroken
 			return res
 		}
 		if r := resp.Retry(); r > 0 {
@@ -342,21 +316,19 @@ func (t *streamable) exchange(ctx context.Context, c *link.Call, body []byte, st
 		}
 		gst := p.sess.Stamp()
 		resp, err = p.sess.Stream(s.Observed(actx, c.Op, link.RwResume), gst, last)
-		if err != nil {
-			frame, _ := s.SendFailed(ctx, actx, c, err)
-			res.frame = frame
+		switch {
+		case err != nil:
+			res.frame, _ = s.SendFailed(ctx, actx, c, err)
 			return res
-		}
-		if gst.Expired(resp.Status) {
-			resp.Close()
+		case gst.Expired(resp.Status):
 			res.err = errExpired
-			return res
-		}
-		if resp.Status != http.StatusOK || !resp.IsSSE() {
+		case resp.Status != http.StatusOK || !resp.IsSSE():
 			res.frame = link.HTTPFailure(s.URL(), c.ID, c.Method+" (resuming its dropped stream)", resp, nil)
-			resp.Close()
-			return res
+		default:
+			continue
 		}
+		resp.Close()
+		return res
 	}
 }
 
@@ -414,7 +386,7 @@ func (t *streamable) read(ctx context.Context, c *link.Call, resp *routing.Respo
 	}
 }
 
-// passNotification POSTs a client notification, in order with the others.
+// Notified POSTs a client notification, in order with the others.
 // A cancel also closes the request's own stream once it is sent: 2025
 // cancels with the notification, not by disconnecting.
 func (p *passthrough) Notified(f *rewrite.Frame, op string, cancel func()) {
@@ -448,27 +420,18 @@ func (p *passthrough) Close()                           { p.car.end() }
 // only, so the queue is in the client's order.
 func (p *passthrough) enqueue(j clientPost) {
 	j.done = make(chan struct{})
-	p.mu.Lock()
 	p.lastPost = j.done
-	p.mu.Unlock()
 	select {
 	case p.posts <- j:
 	case <-p.s.Ctx.Done():
 	}
 }
 
-// barrier is closed once every client message queued so far is POSTed: a
+// Barrier is closed once every client message queued so far is POSTed: a
 // request waits for it, so a server never sees a request before a
 // notification the client sent first (a strict 2025 server refuses
 // requests before notifications/initialized).
-func (p *passthrough) Barrier() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.lastPost == nil {
-		return nil
-	}
-	return p.lastPost
-}
+func (p *passthrough) Barrier() <-chan struct{} { return p.lastPost }
 
 // poster POSTs the client's notifications and answers one at a time, so the
 // server sees them in the client's order. When the session ends (stdin
@@ -479,26 +442,21 @@ func (p *passthrough) poster(session context.Context) {
 	defer cancel()
 	stop := context.AfterFunc(session, func() { time.AfterFunc(drainTimeout, cancel) })
 	defer stop()
-	run := func(j clientPost) {
+	for {
+		var j clientPost
+		select {
+		case j = <-p.posts:
+		case <-session.Done():
+			select {
+			case j = <-p.posts:
+			default:
+				return
+			}
+		}
 		p.send(ctx, j)
 		close(j.done)
 		if j.after != nil {
 			j.after()
-		}
-	}
-	for {
-		select {
-		case j := <-p.posts:
-			run(j)
-		case <-session.Done():
-			for {
-				select {
-				case j := <-p.posts:
-					run(j)
-				default:
-					return
-				}
-			}
 		}
 	}
 }
@@ -524,7 +482,7 @@ func (p *passthrough) send(ctx context.Context, j clientPost) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case p.car.expired(status, st):
+		case errors.Is(err, errExpired):
 			if rerr := p.reinit(ctx, st.Gen); rerr != nil {
 				s.Warn("cannot start a new MCP session", zap.Error(rerr))
 				return
@@ -558,6 +516,9 @@ func (t *streamable) fire(ctx context.Context, op string, body []byte, st routin
 	defer resp.Close()
 	if resp.IsSSE() {
 		t.relay(pctx, op, resp)
+	}
+	if st.Expired(resp.Status) {
+		return resp.Status, errExpired
 	}
 	return resp.Status, nil
 }
@@ -679,41 +640,49 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	if err := p.car.connect(ctx); err != nil {
 		return err
 	}
-	body, id := p.own(p.initFrame)
-	c := &link.Call{ID: id, Method: "initialize", Op: op, Start: time.Now()}
+	// The proxy's own messages get ids no client uses.
+	own := func(method string) *link.Call {
+		p.mu.Lock()
+		p.ownID++
+		id := rewrite.AppendString(nil, "mcp-tasks-proxy-"+strconv.FormatInt(p.ownID, 10))
+		p.mu.Unlock()
+		return &link.Call{ID: id, Method: method, Op: op, Start: time.Now()}
+	}
+	c := own("initialize")
+	body, err := sjson.SetRawBytes(link.Clone(p.initFrame), "id", c.ID)
+	if err != nil {
+		return err
+	}
 	res := p.car.exchange(ctx, c, body, routing.Stamp{Header: http.Header{}})
-	frame, sid := res.frame, res.sessionID
 	if res.err != nil {
 		return res.err
 	}
-	if e := gjson.GetBytes(frame, "error"); e.Exists() || frame == nil {
+	if e := gjson.GetBytes(res.frame, "error"); e.Exists() || res.frame == nil {
 		return fmt.Errorf("the server refused the new initialize: %s", e.Get("message").String())
 	}
-	version := gjson.GetBytes(frame, "result.protocolVersion").String()
+	version := gjson.GetBytes(res.frame, "result.protocolVersion").String()
 	if version != oldVersion {
 		s.Warn("the new MCP session negotiated another protocol version than the client's", zap.String("was", oldVersion), zap.String("now", version))
 	}
-	p.sess.Begin(sid, version)
+	p.sess.Begin(res.sessionID, version)
 	st := p.sess.Stamp()
 	if initialized {
 		if status, err := p.car.fire(ctx, op, rewrite.NotificationFrame("notifications/initialized", nil), st); err != nil || status >= 300 {
 			return fmt.Errorf("the server refused notifications/initialized (HTTP %d, %v)", status, err)
 		}
 	}
-	var replays [][]byte
-	if level != nil {
-		replays = append(replays, rewrite.RequestFrame([]byte("0"), "logging/setLevel", level))
-	}
-	for _, u := range subs {
-		replays = append(replays, rewrite.RequestFrame([]byte("0"), "resources/subscribe", append(rewrite.AppendString([]byte(`{"uri":`), u), '}')))
-	}
-	for _, r := range replays {
-		body, id := p.own(r)
-		method := gjson.GetBytes(r, "method").String()
-		res := p.car.exchange(ctx, &link.Call{ID: id, Method: method, Op: op, Start: time.Now()}, body, st)
+	replay := func(method string, params []byte) {
+		c := own(method)
+		res := p.car.exchange(ctx, c, rewrite.RequestFrame(c.ID, method, params), st)
 		if res.frame == nil || gjson.GetBytes(res.frame, "error").Exists() {
 			s.Warn("replaying session state in the new MCP session failed", zap.String("method", method), zap.ByteString("answer", s.LogFrame(res.frame)))
 		}
+	}
+	if level != nil {
+		replay("logging/setLevel", level)
+	}
+	for _, u := range subs {
+		replay("resources/subscribe", append(rewrite.AppendString([]byte(`{"uri":`), u), '}'))
 	}
 	p.car.started()
 	if initialized {
@@ -721,20 +690,6 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	}
 	s.Info("new MCP session started", zap.String("protocolVersion", version))
 	return nil
-}
-
-// own gives a message of the proxy's own a fresh id, one no client uses.
-func (p *passthrough) own(msg []byte) ([]byte, []byte) {
-	p.mu.Lock()
-	p.ownID++
-	n := p.ownID
-	p.mu.Unlock()
-	id := rewrite.AppendString(nil, "mcp-tasks-proxy-"+strconv.FormatInt(n, 10))
-	b, err := sjson.SetRawBytes(link.Clone(msg), "id", id)
-	if err != nil {
-		return msg, id
-	}
-	return b, id
 }
 
 // end ends the session with DELETE on exit; a 405 (the server does not let

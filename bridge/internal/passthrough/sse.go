@@ -53,27 +53,28 @@ type sseCarrier struct {
 
 // sseWaiter is a request waiting for its answer on the stream.
 type sseWaiter struct {
-	ch    chan sseAnswer // buffered: one answer
-	touch func()         // restarts the request's idle timer
-}
-
-type sseAnswer struct {
-	frame []byte
-	err   error // the stream dropped, or the session was replaced
-}
-
-func newSSECarrier(s *link.Env) *sseCarrier {
-	return &sseCarrier{s: s, waiters: map[string]*sseWaiter{}, up: make(chan struct{})}
+	c     *link.Call
+	ch    chan []byte // buffered: the answer, or dropFrame's error
+	touch func()      // restarts the request's idle timer
 }
 
 // sseInit opens an HTTP+SSE stream and, when the server opens one with an
 // endpoint event, forwards the client's initialize over it. err says why
-// the server is not an HTTP+SSE server (the handshake's own failure is in
-// the frame).
+// the server is not an HTTP+SSE server (the handshake's own failure, or
+// an endpoint on another origin, is in the frame).
 func sseInit(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (link.Outcome, error) {
-	t := newSSECarrier(e)
+	t := &sseCarrier{s: e, waiters: map[string]*sseWaiter{}, up: make(chan struct{})}
 	if err := t.open(ctx, false); err != nil {
-		return link.Outcome{}, err
+		var ee *routing.EndpointError
+		switch {
+		case ctx.Err() != nil:
+			return link.Outcome{}, nil
+		case !errors.As(err, &ee):
+			return link.Outcome{}, err
+		}
+		e.Warn("no HTTP+SSE stream", zap.String("url", e.URL()), zap.Error(err))
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("cannot initialize: %v; the next initialize will try again", err),
+			link.ErrorData(e.URL(), 0, "cause", "endpoint origin"))), nil
 	}
 	e.Verdict(link.OpOf(ctx), capabilities.LegacySSE.String(), "a GET opened an event stream with an endpoint event")
 	out, _ := start(ctx, e, c, f, func(p *passthrough) carrier {
@@ -115,12 +116,7 @@ func (t *sseCarrier) open(ctx context.Context, reconnect bool) error {
 	t.gen++
 	gen := t.gen
 	t.stop, t.endpoint, t.down = cancel, st.Endpoint, nil
-	old := t.waiters
-	t.waiters = map[string]*sseWaiter{}
-	t.mu.Unlock()
-	for _, w := range old {
-		w.ch <- sseAnswer{err: errors.New("the upstream server ended the MCP session")}
-	}
+	t.failWaiters(errors.New("the upstream server ended the MCP session")) // unlocks t.mu
 	s.Debug("HTTP+SSE stream open", zap.String("endpoint", routing.Redact(st.Endpoint)))
 	if !s.BG.Start(func() { t.run(st, gen) }) {
 		st.Close()
@@ -141,7 +137,11 @@ func (t *sseCarrier) run(st *routing.LegacyStream, gen int) {
 			t.dropped(gen, err)
 			return
 		}
-		t.touchAll()
+		t.mu.Lock()
+		for _, w := range t.waiters {
+			w.touch()
+		}
+		t.mu.Unlock()
 		if ev := st.Event(); ev != "" && ev != "message" {
 			s.Debug("HTTP+SSE event skipped", zap.String("event", ev))
 			continue
@@ -151,31 +151,32 @@ func (t *sseCarrier) run(st *routing.LegacyStream, gen int) {
 		case perr != nil:
 			s.Warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.LogFrame(msg)))
 		case m.Kind == rewrite.KindResponse:
-			t.deliver(m.ID.Raw, link.Clone(m.Raw))
+			t.mu.Lock()
+			w := t.waiters[m.ID.Raw]
+			delete(t.waiters, m.ID.Raw)
+			t.mu.Unlock()
+			if w == nil {
+				s.Debug("upstream response for no waiting request dropped (cancelled or timed out)", zap.String("id", m.ID.Raw))
+				continue
+			}
+			w.ch <- link.Clone(m.Raw)
 		default:
 			s.Send(link.Clone(m.Raw), sseStreamOp, nil)
 		}
 	}
 }
 
-func (t *sseCarrier) deliver(id string, frame []byte) {
-	t.mu.Lock()
-	w := t.waiters[id]
-	delete(t.waiters, id)
+// failWaiters answers every request waiting on the stream with the error
+// for why, and returns how many there were. t.mu is held; it unlocks it
+// first.
+func (t *sseCarrier) failWaiters(why error) int {
+	old := t.waiters
+	t.waiters = map[string]*sseWaiter{}
 	t.mu.Unlock()
-	if w == nil {
-		t.s.Debug("upstream response for no waiting request dropped (cancelled or timed out)", zap.String("id", id))
-		return
+	for _, w := range old {
+		w.ch <- t.dropFrame(w.c, why)
 	}
-	w.ch <- sseAnswer{frame: frame}
-}
-
-func (t *sseCarrier) touchAll() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, w := range t.waiters {
-		w.touch()
-	}
+	return len(old)
 }
 
 // dropped fails the requests waiting on the stream of generation gen and
@@ -194,19 +195,13 @@ func (t *sseCarrier) dropped(gen int, err error) {
 		return // a newer stream replaced it
 	}
 	t.down = fmt.Errorf("the HTTP+SSE event stream from the upstream server dropped (%v)", err)
-	down := t.down
-	old := t.waiters
-	t.waiters = map[string]*sseWaiter{}
 	if t.ready {
 		t.up, t.ready = make(chan struct{}), false
 	}
 	reconnect := t.live && !t.reconnecting
 	t.reconnecting = t.reconnecting || reconnect
-	t.mu.Unlock()
-	s.Warn("the upstream HTTP+SSE stream dropped; requests waiting for answers fail, and the proxy reconnects with a new session", zap.Error(err), zap.Int("waiting", len(old)))
-	for _, w := range old {
-		w.ch <- sseAnswer{err: down}
-	}
+	n := t.failWaiters(t.down)
+	s.Warn("the upstream HTTP+SSE stream dropped; requests waiting for answers fail, and the proxy reconnects with a new session", zap.Error(err), zap.Int("waiting", n))
 	if reconnect {
 		s.BG.Start(t.reconnect)
 	}
@@ -289,7 +284,7 @@ func (t *sseCarrier) exchange(ctx context.Context, c *link.Call, body []byte, _ 
 	s := t.s
 	actx, dl := s.Deadlines(ctx, c)
 	defer dl.Stop()
-	w := &sseWaiter{ch: make(chan sseAnswer, 1), touch: dl.Touch}
+	w := &sseWaiter{c: c, ch: make(chan []byte, 1), touch: dl.Touch}
 	key := string(c.ID)
 	t.mu.Lock()
 	endpoint, down := t.endpoint, t.down
@@ -300,7 +295,13 @@ func (t *sseCarrier) exchange(ctx context.Context, c *link.Call, body []byte, _ 
 	if down != nil {
 		return passResult{frame: t.dropFrame(c, down)}
 	}
-	defer t.forget(key, w)
+	defer func() {
+		t.mu.Lock()
+		if t.waiters[key] == w {
+			delete(t.waiters, key)
+		}
+		t.mu.Unlock()
+	}()
 	start := time.Now()
 	resp, err := s.Client.SendTo(s.Observed(actx, c.Op, link.RwPassSSE), endpoint, body)
 	if err != nil {
@@ -316,11 +317,7 @@ func (t *sseCarrier) exchange(ctx context.Context, c *link.Call, body []byte, _ 
 		return passResult{frame: link.HTTPFailure(s.URL(), c.ID, c.Method, resp, msg)}
 	}
 	select {
-	case a := <-w.ch:
-		frame := a.frame
-		if a.err != nil {
-			frame = t.dropFrame(c, a.err)
-		}
+	case frame := <-w.ch:
 		s.LogExchange(c, nil, resp.Status, start, len(body), len(frame))
 		return passResult{frame: frame}
 	case <-actx.Done():
@@ -342,14 +339,6 @@ func (t *sseCarrier) dropFrame(c *link.Call, why error) []byte {
 		link.ErrorData(t.s.URL(), 0, "cause", "stream dropped"))
 }
 
-func (t *sseCarrier) forget(key string, w *sseWaiter) {
-	t.mu.Lock()
-	if t.waiters[key] == w {
-		delete(t.waiters, key)
-	}
-	t.mu.Unlock()
-}
-
 func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ routing.Stamp) (int, error) {
 	s := t.s
 	t.mu.Lock()
@@ -365,11 +354,11 @@ func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ routing
 		return 0, err
 	}
 	resp.Close()
+	if resp.Status == http.StatusNotFound { // a 2024-11-05 server's answer for a session it no longer has
+		return resp.Status, errExpired
+	}
 	return resp.Status, nil
 }
-
-// expired: a 2024-11-05 server answers 404 for a session it no longer has.
-func (t *sseCarrier) expired(status int, _ routing.Stamp) bool { return status == http.StatusNotFound }
 
 // openGet has nothing to do: the stream is the session.
 func (t *sseCarrier) openGet(context.Context) {}
