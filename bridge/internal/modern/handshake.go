@@ -81,9 +81,8 @@ func (s *modern) initialize(ctx context.Context, c *link.Call, f *rewrite.Frame)
 	st.serverCaps = []byte(gjson.GetBytes(v.Discover, "capabilities").Raw)
 	_, st.hasTasks = capabilities.ServerCapabilities(st.serverCaps, false)
 	s.srv.metaMu.Lock()
+	st.meta = capabilities.Meta(st.caps, st.clientInfo, s.srv.level) // the level may have changed during the probe
 	s.srv.state.Store(st)
-	m := capabilities.Meta(st.caps, st.clientInfo, s.srv.level) // the level may have changed during the probe
-	s.srv.meta.Store(&m)
 	s.srv.metaMu.Unlock()
 	return link.Outcome{Frame: rewrite.ResultFrame(id, res), Era: protocol.ModernVersion}
 }
@@ -103,8 +102,9 @@ func (s *server) setLevel(f *rewrite.Frame, id []byte) []byte {
 	s.metaMu.Lock()
 	s.level = lv.Str
 	if st := s.state.Load(); st != nil {
-		m := capabilities.Meta(st.caps, st.clientInfo, s.level)
-		s.meta.Store(&m)
+		next := *st
+		next.meta = capabilities.Meta(st.caps, st.clientInfo, s.level)
+		s.state.Store(&next)
 	}
 	s.metaMu.Unlock()
 	return rewrite.ResultFrame(id, []byte(`{}`))

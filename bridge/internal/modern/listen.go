@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -99,7 +100,7 @@ type listens struct {
 	env       *link.Env
 	srv       *server
 	mu        sync.Mutex
-	listening bool // the list-change stream was started
+	listening atomic.Bool // the list-change stream was started
 
 	// The resource subscriptions, under mu. want is the set the client
 	// asked for, each URI acknowledged or pending; gen counts its changes,
@@ -303,14 +304,11 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 }
 
 func (s *listens) subscription(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
-	if s.srv.meta.Load() == nil {
-		return notInitialized(c, f.Method)
-	}
 	uri := f.Params.Get("uri")
 	if uri.Type != gjson.String {
 		return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
 	}
-	canSubscribe := gjson.GetBytes(s.srv.state.Load().serverCaps, "resources.subscribe").Bool() // meta is set: initialized
+	canSubscribe := gjson.GetBytes(s.srv.state.Load().serverCaps, "resources.subscribe").Bool() // initialized
 	if !canSubscribe {
 		return rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.env.URL()), nil)

@@ -15,6 +15,7 @@ package modern
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -39,27 +40,25 @@ type modern struct {
 	rawHeadersNoted sync.Once  // the first raw UTF-8 header retry is logged
 }
 
-// server is what the parts of the modern bridge share: the session's Env,
-// what a successful initialize learned, and the _meta block every request
-// carries (with which it makes the proxy's own requests, internalCall).
+// server is what the parts of the modern bridge share: the session's Env
+// and what a successful initialize learned.
 type server struct {
 	env *link.Env
-	// state is the initialize result, stored once an initialize succeeded
-	// (nil before: requests are refused as not initialized).
-	state atomic.Pointer[modernState]
-	// metaMu guards level and the _meta block made from it and state.
-	metaMu sync.Mutex
-	level  string // logging/setLevel
-	meta   atomic.Pointer[rewrite.MetaBlock]
+	// state is the initialize result (nil before: requests are refused as
+	// not initialized), replaced whole when the log level changes its meta.
+	state  atomic.Pointer[modernState]
+	metaMu sync.Mutex // guards level and the replacing of state
+	level  string     // logging/setLevel
 }
 
-// modernState is what a successful initialize learned, stored once.
 type modernState struct {
 	caps       []byte // the client's capabilities, mapped to 2026
 	clientInfo []byte // the client's clientInfo
 	legacyCaps []byte // the client's own capabilities
 	serverCaps []byte // the server's 2026 capabilities, from discover
 	hasTasks   bool   // the server declares the tasks extension
+	// meta is the _meta block every request carries, the proxy's own too.
+	meta rewrite.MetaBlock
 }
 
 // New is the modern bridge of a session: its upstream until an initialize
@@ -74,6 +73,11 @@ func New(e *link.Env) link.Upstream {
 }
 
 func (s *server) ready() bool { return s.state.Load() != nil }
+
+func (s *server) tasksEnabled() bool {
+	st := s.state.Load()
+	return st != nil && st.hasTasks
+}
 
 // open opens the task state file, or keeps the registry in memory when
 // there is none. A file that cannot be used moves the session to memory,
@@ -104,9 +108,15 @@ func (s *modern) Local(f *rewrite.Frame) ([]byte, []string, bool) {
 // request runs one client request against the modern server, by what the
 // method table says the proxy does with it.
 func (s *modern) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
-	switch protocol.LocalOf(f.Method) {
-	case protocol.LocalInitialize:
+	local := protocol.LocalOf(f.Method)
+	if local == protocol.LocalInitialize {
 		return s.initialize(ctx, c, f)
+	}
+	if !s.srv.ready() {
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInvalidRequest,
+			fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", f.Method), nil))
+	}
+	switch local {
 	case protocol.LocalTask:
 		return s.tasks.taskMethod(ctx, c, f)
 	case protocol.LocalSubscription:
@@ -125,11 +135,7 @@ func (s *modern) Notified(f *rewrite.Frame, _ string, cancel func()) {
 		// The 2025 client signals readiness here: the list-change stream
 		// starts now, once: a 2025 server sends nothing but pings and
 		// logs before it.
-		s.listen.mu.Lock()
-		start := s.srv.ready() && !s.listen.listening
-		s.listen.listening = s.listen.listening || start
-		s.listen.mu.Unlock()
-		if start {
+		if s.srv.ready() && s.listen.listening.CompareAndSwap(false, true) {
 			s.listen.openListChanged()
 		}
 	case "notifications/cancelled":

@@ -92,17 +92,9 @@ const maxPollFailures = 5
 
 const taskListPage = 50
 
-func (s *server) tasksEnabled() bool {
-	st := s.state.Load()
-	return st != nil && st.hasTasks
-}
-
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 func (s *taskBridge) taskMethod(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
-	if s.srv.meta.Load() == nil {
-		return link.FrameOnly(notInitialized(c, f.Method))
-	}
 	if !s.srv.tasksEnabled() {
 		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.env.URL()), nil))

@@ -180,7 +180,7 @@ func (s *server) ownRequest(method string, params []byte) (body, id []byte, err 
 		return nil, nil, err
 	}
 	id = s.env.NextUpstreamID()
-	body, err = rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
+	body, err = rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: s.state.Load().meta})
 	return body, id, err
 }
 
