@@ -67,7 +67,7 @@ func New(e *link.Env) link.Upstream {
 	srv := &server{env: e}
 	return &modern{env: e, srv: srv,
 		tools:  &toolAnnotations{env: e, srv: srv, params: map[string][]protocol.ParamHeader{}},
-		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(openStore("", "", e.Log), e.Cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}},
+		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(openStore("", "", e.Log), e.Cfg.StateOwner), dispatched: map[[2]string]*inputKey{}, unanswered: map[string]bool{}},
 		listen: &listens{env: e, srv: srv, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})},
 	}
 }

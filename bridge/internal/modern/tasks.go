@@ -39,7 +39,7 @@ type taskBridge struct {
 	reg *ownedRegistry // the registry, scoped to Config.StateOwner
 
 	mu         sync.Mutex
-	dispatched map[string]map[string]*inputKey // by task id
+	dispatched map[[2]string]*inputKey // by task id and input key
 	// unanswered are the tasks whose server was told that the client
 	// cannot give the input they ask for (once per task).
 	unanswered map[string]bool
@@ -56,15 +56,7 @@ const SyntheticPrefix = "mcp-tasks-proxy-"
 // mintedID reports whether id has the shape of the ids the proxy mints.
 func mintedID(id string) bool {
 	hex, ok := strings.CutPrefix(id, SyntheticPrefix)
-	if !ok || len(hex) != 32 {
-		return false
-	}
-	for _, r := range hex {
-		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
-			return false
-		}
-	}
-	return true
+	return ok && len(hex) == 32 && strings.Trim(hex, "0123456789abcdef") == ""
 }
 
 // localTask looks a task up in the registry and says whether the proxy
@@ -140,12 +132,8 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 	return m.Result, gjson.Result{}, nil
 }
 
-// poll makes one tasks/get, bounded by Config.PollTimeout; the polling
-// loops count a failure (a timeout too) against maxPollFailures.
-func (s *taskBridge) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
-	return s.boundedTaskCall(ctx, "tasks/get", id, nil)
-}
-
+// boundedTaskCall is taskCall bounded by Config.PollTimeout. A -32602 to
+// tasks/get means the task is gone: it leaves the registry.
 func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
 	bctx, cancel := context.WithTimeout(ctx, s.env.Cfg.PollTimeout)
 	defer cancel()
@@ -153,7 +141,27 @@ func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, ext
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%s: %w within %v (raise %s if it is that slow)", method, errPollTimeout, s.env.Cfg.PollTimeout, s.env.Hint(rewrite.HintPollTimeout))
 	}
+	if method == "tasks/get" && rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
+		s.prune(id)
+	}
 	return res, rpcErr, err
+}
+
+// pollAfter waits d, then polls task id with tasks/get until the server
+// answers (its result or its error) or maxPollFailures polls in a row
+// failed, waiting retry between them.
+func (s *taskBridge) pollAfter(ctx context.Context, id string, d, retry time.Duration) (res, rpcErr gjson.Result, err error) {
+	for failures := 1; ; failures++ {
+		if !link.Sleep(ctx, d) {
+			return res, rpcErr, ctx.Err()
+		}
+		res, rpcErr, err = s.boundedTaskCall(ctx, "tasks/get", id, nil)
+		if err == nil || ctx.Err() != nil || failures == maxPollFailures {
+			return res, rpcErr, err
+		}
+		s.env.Warn("polling a task failed; retrying", zap.String("taskId", id), zap.Error(err))
+		d = retry
+	}
 }
 
 // errPollTimeout is a task request that got no answer within its bound.
@@ -202,8 +210,7 @@ func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, ext
 
 // forClient makes a tasks/get or tasks/cancel on the client's behalf. When
 // it fails, the second value is the client's answer (nil when the request
-// was cancelled): the server's error verbatim, or one naming the failure. A
-// -32602 to tasks/get means the task is gone: it leaves the registry.
+// was cancelled): the server's error verbatim, or one naming the failure.
 func (s *taskBridge) forClient(ctx context.Context, c *link.Call, method, id string) (gjson.Result, []byte, bool) {
 	do := s.taskCall
 	if method == "tasks/get" {
@@ -217,9 +224,6 @@ func (s *taskBridge) forClient(ctx context.Context, c *link.Call, method, id str
 		}
 		return res, s.unreachable(c, method, err), false
 	case rpcErr.Exists():
-		if method == "tasks/get" && rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
-			s.prune(id)
-		}
 		return res, rewrite.ErrorFrameRaw(c.ID, []byte(rpcErr.Raw)), false
 	}
 	return res, nil, true
@@ -369,31 +373,17 @@ func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []
 	} else if local {
 		return taskNotFound(c)
 	}
-	failures := 0
-	var wait time.Duration
-	for {
-		if !link.Sleep(ctx, wait) {
-			return nil
-		}
-		res, rpcErr, err := s.poll(ctx, id)
+	for wait := time.Duration(0); ; {
+		res, rpcErr, err := s.pollAfter(ctx, id, wait, rewrite.DefaultPollInterval)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil
 			}
-			if failures++; failures >= maxPollFailures {
-				return s.unreachable(c, "tasks/get", err)
-			}
-			s.env.Warn("polling the task failed; retrying", zap.String("taskId", id), zap.Error(err))
-			wait = rewrite.DefaultPollInterval
-			continue
+			return s.unreachable(c, "tasks/get", err)
 		case rpcErr.Exists():
-			if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
-				s.prune(id)
-			}
 			return rewrite.ErrorFrameRaw(c.ID, []byte(rpcErr.Raw))
 		}
-		failures = 0
 		t := rewrite.ReadTask(res)
 		var gaveUp []byte
 		if t.Status == rewrite.StatusInputRequired {
@@ -565,14 +555,13 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 			defer func() { <-sem }()
 			// One bounded poll, not retried: a listing should not wait,
 			// and a failure shows the last known state.
-			res, rpcErr, err := s.poll(ctx, rec.ID)
+			res, rpcErr, err := s.boundedTaskCall(ctx, "tasks/get", rec.ID, nil)
 			switch {
 			case err != nil:
 				s.env.Warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
 			case rpcErr.Exists():
 				if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
-					s.prune(rec.ID)
-					*rec = record{}
+					*rec = record{} // pruned
 					return
 				}
 				s.env.Warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
@@ -642,15 +631,10 @@ type inputKey struct {
 func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask string) {
 	for _, in := range inputRequests(t.InputRequests) {
 		s.mu.Lock()
-		keys := s.dispatched[t.ID]
-		if keys == nil {
-			keys = map[string]*inputKey{}
-			s.dispatched[t.ID] = keys
-		}
-		k := keys[in.key]
+		k := s.dispatched[[2]string{t.ID, in.key}]
 		if k == nil {
 			k = &inputKey{}
-			keys[in.key] = k
+			s.dispatched[[2]string{t.ID, in.key}] = k
 		}
 		start := !k.busy && !k.done
 		k.busy = k.busy || start
@@ -691,9 +675,6 @@ func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byt
 	errObj := []byte(gjson.GetBytes(rewrite.ErrorFrame(rewrite.NullID, code, msg, data), "error").Raw)
 	at := now()
 	s.mu.Lock()
-	if s.unanswered == nil {
-		s.unanswered = map[string]bool{}
-	}
 	first := !s.unanswered[t.ID]
 	s.unanswered[t.ID] = true
 	s.mu.Unlock()
@@ -834,10 +815,9 @@ func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
 // task's status message. A client cancel sends tasks/cancel upstream and
 // nothing to the client.
 func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) []byte {
-	failures, polls := 0, 0
 	// A task created already terminal carries no payload: fetch it at once.
 	fetch := t.Terminal() && t.Status != rewrite.StatusCancelled && !t.Result.Exists() && !t.Error.Exists()
-	for {
+	for polls := 1; ; polls++ {
 		switch {
 		case fetch:
 		case t.Status == rewrite.StatusCompleted:
@@ -863,34 +843,24 @@ func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) [
 		if fetch {
 			d, fetch = 0, false
 		}
-		if !link.Sleep(ctx, d) {
+		res, rpcErr, err := s.pollAfter(ctx, t.ID, d, rewrite.PollInterval(t.PollInterval))
+		switch {
+		case err != nil && ctx.Err() != nil:
 			if c.Cancelled.Load() {
 				s.cancelUpstream(c.Op, t.ID)
 			}
 			return nil
-		}
-		res, rpcErr, err := s.poll(ctx, t.ID)
-		switch {
 		case err != nil:
-			if ctx.Err() != nil {
-				continue // the next sleep sees it
-			}
-			if failures++; failures >= maxPollFailures {
-				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-					fmt.Sprintf("the server turned this call into task %s, and polling it failed %d times (%v); the task may still be running on the server", t.ID, failures, err),
-					append(rewrite.AppendString([]byte(`{"taskId":`), t.ID), '}'))
-			}
-			s.env.Warn("polling a followed task failed; retrying", zap.String("taskId", t.ID), zap.Error(err))
-			continue
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
+				fmt.Sprintf("the server turned this call into task %s, and polling it failed %d times (%v); the task may still be running on the server", t.ID, maxPollFailures, err),
+				append(rewrite.AppendString([]byte(`{"taskId":`), t.ID), '}'))
 		case rpcErr.Exists():
 			data := rewrite.AppendString([]byte(`{"taskId":`), t.ID)
 			data = append(append(append(data, `,"error":`...), rpcErr.Raw...), '}')
 			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()), data)
 		}
-		failures = 0
 		t = rewrite.ReadTask(res)
-		polls++
 		if len(c.ProgressToken) > 0 && !t.Terminal() && !c.Cancelled.Load() {
 			s.env.Send(rewrite.NotificationFrame("notifications/progress", rewrite.ProgressParams(c.ProgressToken, int64(polls), t.StatusMessage)), c.Op, nil)
 		}
