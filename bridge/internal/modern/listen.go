@@ -120,16 +120,9 @@ type listens struct {
 // acknowledged by the server (refused nil) or refused (and out of want).
 type subEntry struct {
 	done    chan struct{}
-	settled bool        // under listens.mu
-	waiters int         // the subscribes waiting for it, under listens.mu
-	refused *subRefusal // set before done is closed
-}
-
-// subRefusal is why a subscription was refused: the client's error.
-type subRefusal struct {
-	code int
-	msg  string
-	data []byte
+	settled bool           // under listens.mu
+	waiters int            // the subscribes waiting for it, under listens.mu
+	refused *rewrite.Error // the client's answer, set before done is closed
 }
 
 // openListChanged opens the list-change stream for the kinds the server
@@ -156,31 +149,23 @@ func (s *listens) openListChanged() {
 	}
 	// The stream is caused by notifications/initialized: its records get an
 	// op of their own.
-	l, ctx := s.newListener(append(filter, '}'), kinds, false, s.env.NextOp())
-	s.runListener(ctx, l)
+	s.startListener(append(filter, '}'), kinds, nil, s.env.NextOp())
 }
 
-// newListener prepares a listener whose stream ends with the session or
-// with its cancel. Callers that publish it do so under s.mu.
-func (s *listens) newListener(filter []byte, kinds []string, waited bool, op string) (*listener, context.Context) {
+// startListener starts a stream that ends with the session or with its
+// cancel, or returns nil when the session is closing. A resource stream
+// (uris) reports its first attempt's failure, which a subscribe waits for.
+func (s *listens) startListener(filter []byte, kinds, uris []string, op string) *listener {
 	ctx, cancel := context.WithCancel(link.WithOp(s.env.Ctx, op))
-	l := &listener{filter: filter, kinds: kinds, op: op, cancel: cancel, acked: make(chan gjson.Result, 1), done: make(chan struct{})}
-	if waited {
+	l := &listener{filter: filter, kinds: kinds, uris: uris, op: op, cancel: cancel, acked: make(chan gjson.Result, 1), done: make(chan struct{})}
+	if uris != nil {
 		l.failed = make(chan error, 1)
 	}
-	return l, ctx
-}
-
-// runListener starts l's loop; false when the session is closing.
-func (s *listens) runListener(ctx context.Context, l *listener) bool {
-	ok := s.env.BG.Start(func() {
-		defer close(l.done)
-		s.listenLoop(ctx, l)
-	})
-	if !ok {
-		l.cancel()
+	if !s.env.BG.Start(func() { defer close(l.done); s.listenLoop(ctx, l) }) {
+		cancel()
+		return nil
 	}
-	return ok
+	return l
 }
 
 // listenLoop keeps one listen stream open until ctx ends.
@@ -351,7 +336,7 @@ func (s *listens) subscribe(ctx context.Context, c *link.Call, uri string) []byt
 	select {
 	case <-e.done:
 		if r := e.refused; r != nil {
-			return rewrite.ErrorFrame(c.ID, r.code, r.msg, r.data)
+			return rewrite.ErrorFrame(c.ID, r.Code, r.Message, r.Data)
 		}
 		return rewrite.ResultFrame(c.ID, []byte(`{}`))
 	case <-ctx.Done():
@@ -362,7 +347,7 @@ func (s *listens) subscribe(ctx context.Context, c *link.Call, uri string) []byt
 		e.waiters--
 		if s.want[uri] == e && !e.settled && e.waiters == 0 {
 			delete(s.want, uri)
-			s.settleLocked(e, &subRefusal{code: protocol.CodeInternalError, msg: "the subscribe was cancelled"})
+			s.settleLocked(e, &rewrite.Error{Code: protocol.CodeInternalError, Message: "the subscribe was cancelled"})
 			s.changeLocked(c.Op)
 		}
 		s.mu.Unlock()
@@ -381,9 +366,9 @@ func (s *listens) unsubscribe(ctx context.Context, c *link.Call, uri string) []b
 	}
 	delete(s.want, uri)
 	if !e.settled {
-		s.settleLocked(e, &subRefusal{code: protocol.CodeInternalError,
-			msg:  fmt.Sprintf("subscribing to %s failed: unsubscribed before the server acknowledged the subscription", uri),
-			data: link.ErrorData(s.env.URL(), 0, "", "")})
+		s.settleLocked(e, &rewrite.Error{Code: protocol.CodeInternalError,
+			Message: fmt.Sprintf("subscribing to %s failed: unsubscribed before the server acknowledged the subscription", uri),
+			Data:    link.ErrorData(s.env.URL(), 0, "", "")})
 	}
 	gen := s.changeLocked(c.Op)
 	for s.applied < gen {
@@ -410,7 +395,7 @@ func (s *listens) changeLocked(op string) uint64 {
 }
 
 // settleLocked settles a pending entry: acknowledged (r nil) or refused.
-func (s *listens) settleLocked(e *subEntry, r *subRefusal) {
+func (s *listens) settleLocked(e *subEntry, r *rewrite.Error) {
 	e.settled = true
 	e.refused = r
 	close(e.done)
@@ -451,7 +436,7 @@ func (s *listens) reconcile() {
 		gen, op := s.gen, s.op
 		set := slices.Sorted(maps.Keys(s.want))
 		s.mu.Unlock()
-		var refusal *subRefusal // why the new stream did not take over
+		var refusal *rewrite.Error // why the new stream did not take over
 		var accepted map[string]bool
 		switch {
 		case slices.Equal(set, curSet):
@@ -472,7 +457,7 @@ func (s *listens) reconcile() {
 			}
 			if r != nil {
 				refusal = r
-				s.env.Warn("the stream of the new resource subscriptions failed; the previous one stays", zap.Int("uris", len(set)), zap.String("error", r.msg))
+				s.env.Warn("the stream of the new resource subscriptions failed; the previous one stays", zap.Int("uris", len(set)), zap.String("error", r.Message))
 				break
 			}
 			accepted = map[string]bool{}
@@ -529,7 +514,7 @@ func (s *listens) obsolete(added []string) bool {
 // set of generation gen: tried is the set it asked for, curSet what the
 // current stream serves, accepted the URIs its acknowledgement listed (nil
 // when no new stream was acknowledged), refusal why a new stream failed.
-func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string]bool, refusal *subRefusal) {
+func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string]bool, refusal *rewrite.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for uri, e := range s.want {
@@ -548,9 +533,9 @@ func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string
 		}
 		r := refusal
 		if r == nil {
-			r = &subRefusal{code: protocol.CodeInvalidParams, msg: fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri)}
+			r = &rewrite.Error{Code: protocol.CodeInvalidParams, Message: fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri)}
 		} else {
-			r = &subRefusal{code: r.code, msg: fmt.Sprintf("subscribing to %s failed: %s", uri, r.msg), data: r.data}
+			r = &rewrite.Error{Code: r.Code, Message: fmt.Sprintf("subscribing to %s failed: %s", uri, r.Message), Data: r.Data}
 		}
 		delete(s.want, uri)
 		s.settleLocked(e, r)
@@ -569,7 +554,7 @@ func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string
 // waits, a change of the set that drops one of the URIs added (those the
 // stream is opened for) supersedes it: it is stopped, and reported so; any
 // other change is left for the next round.
-func (s *listens) openResources(set, added []string, op string) (l *listener, ack gjson.Result, r *subRefusal, superseded bool) {
+func (s *listens) openResources(set, added []string, op string) (l *listener, ack gjson.Result, r *rewrite.Error, superseded bool) {
 	filter := []byte(`{"resourceSubscriptions":[`)
 	for i, u := range set {
 		if i > 0 {
@@ -577,10 +562,9 @@ func (s *listens) openResources(set, added []string, op string) (l *listener, ac
 		}
 		filter = rewrite.AppendString(filter, u)
 	}
-	l, ctx := s.newListener(append(filter, "]}"...), nil, true, op)
-	l.uris = set
-	if !s.runListener(ctx, l) {
-		return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
+	ending := &rewrite.Error{Code: protocol.CodeInternalError, Message: "the session is ending"}
+	if l = s.startListener(append(filter, "]}"...), nil, set, op); l == nil {
+		return nil, ack, ending, false
 	}
 	timer := time.NewTimer(s.env.Cfg.IdleTimeout)
 	defer timer.Stop()
@@ -596,7 +580,7 @@ func (s *listens) openResources(set, added []string, op string) (l *listener, ac
 			return l, ack, nil, false
 		case err := <-l.failed:
 			s.stop(l)
-			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: err.Error(), data: link.ErrorData(s.env.URL(), 0, "", "")}, false
+			return nil, ack, &rewrite.Error{Code: protocol.CodeInternalError, Message: err.Error(), Data: link.ErrorData(s.env.URL(), 0, "", "")}, false
 		case <-s.changed:
 			if s.obsolete(added) {
 				s.stop(l)
@@ -605,11 +589,11 @@ func (s *listens) openResources(set, added []string, op string) (l *listener, ac
 			changed = true
 		case <-s.env.Ctx.Done():
 			s.stop(l)
-			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
+			return nil, ack, ending, false
 		case <-timer.C:
 			s.stop(l)
-			return nil, ack, &subRefusal{code: protocol.CodeInternalError,
-				msg: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.env.Cfg.IdleTimeout, s.env.Hint(rewrite.HintIdleTimeout))}, false
+			return nil, ack, &rewrite.Error{Code: protocol.CodeInternalError,
+				Message: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.env.Cfg.IdleTimeout, s.env.Hint(rewrite.HintIdleTimeout))}, false
 		}
 	}
 }
