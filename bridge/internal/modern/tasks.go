@@ -367,7 +367,7 @@ func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []
 		// terminal, without its payload, which a tasks/get then brings.
 		t := rec.task()
 		final := rec.Synthetic || rec.settled() || t.Status == rewrite.StatusCancelled || len(rec.Result) > 0 || len(rec.Error) > 0
-		if frame := s.taskOutcome(c, rec, t, id); final && frame != nil {
+		if frame := s.taskOutcome(c, rec, t, id, id); final && frame != nil {
 			return frame
 		}
 	} else if local {
@@ -399,7 +399,7 @@ func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []
 			if t.Status == rewrite.StatusCancelled && !rec.settled() {
 				rec.CancelledAt = now()
 			}
-			if frame := s.taskOutcome(c, rec, t, id); frame != nil {
+			if frame := s.taskOutcome(c, rec, t, id, id); frame != nil {
 				return frame
 			}
 		}
@@ -413,9 +413,10 @@ func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []
 	}
 }
 
-// outcome is the tasks/result answer for a terminal record whose task is
-// t, or nil while the task is still running.
-func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id string) []byte {
+// taskOutcome is the answer for a terminal record whose task is t, or nil
+// while the task is still running. A tasks/result answer carries the
+// related-task _meta (related); a followed call's does not.
+func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id, related string) []byte {
 	switch {
 	case rec.CancelledAt != "":
 		return taskCancelled(c, id)
@@ -424,7 +425,7 @@ func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id st
 	case t.Status == rewrite.StatusCancelled:
 		return taskCancelled(c, id)
 	case len(rec.Result) > 0:
-		frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", gjson.ParseBytes(rec.Result), id)
+		frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", gjson.ParseBytes(rec.Result), related)
 		if err != nil {
 			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
 		}
@@ -820,19 +821,8 @@ func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) [
 	for polls := 1; ; polls++ {
 		switch {
 		case fetch:
-		case t.Status == rewrite.StatusCompleted:
-			if !t.Result.Exists() {
-				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
-			}
-			frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", t.Result, "")
-			if err != nil {
-				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
-			}
-			return frame
-		case t.Status == rewrite.StatusFailed:
-			return s.taskOutcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t, t.ID)
-		case t.Status == rewrite.StatusCancelled:
-			return taskCancelled(c, t.ID)
+		case t.Terminal():
+			return s.taskOutcome(c, record{Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}, t, t.ID, "")
 		case t.Status == rewrite.StatusInputRequired:
 			if errObj, _ := s.unanswerable(c.Op, t, "tools/call (the server runs it as task "+t.ID+")"); errObj != nil {
 				return rewrite.ErrorFrameRaw(c.ID, errObj)
