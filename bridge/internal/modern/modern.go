@@ -67,7 +67,7 @@ func New(e *link.Env) link.Upstream {
 	srv := &server{env: e}
 	return &modern{env: e, srv: srv,
 		tools:  &toolAnnotations{env: e, srv: srv, params: map[string][]protocol.ParamHeader{}},
-		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(openStore("", "", e.Log), e.Cfg.StateOwner), dispatched: map[[2]string]*inputKey{}, unanswered: map[string]bool{}},
+		tasks:  &taskBridge{env: e, srv: srv, reg: openStore("", "", e.Cfg.StateOwner, e.Log), dispatched: map[[2]string]*inputKey{}, unanswered: map[string]bool{}},
 		listen: &listens{env: e, srv: srv, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})},
 	}
 }
@@ -84,7 +84,7 @@ func (s *server) tasksEnabled() bool {
 // said once (tasks/list would forget tasks on restart).
 func (s *modern) Open() {
 	if s.env.Cfg.StatePath != "" {
-		s.tasks.reg = ownedBy(openStore(s.env.Cfg.StatePath, s.env.URL(), s.env.Log), s.env.Cfg.StateOwner)
+		s.tasks.reg = openStore(s.env.Cfg.StatePath, s.env.URL(), s.env.Cfg.StateOwner, s.env.Log)
 	}
 }
 

@@ -36,7 +36,7 @@ import (
 type taskBridge struct {
 	env *link.Env
 	srv *server
-	reg *ownedRegistry // the registry, scoped to Config.StateOwner
+	reg *store // the registry, scoped to Config.StateOwner
 
 	mu         sync.Mutex
 	dispatched map[[2]string]*inputKey // by task id and input key
@@ -64,14 +64,8 @@ func mintedID(id string) bool {
 // an id of the proxy's own shape it no longer knows, or a task recorded
 // under another owner (both not found).
 func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
-	rec, found = s.reg.get(id)
-	if found {
-		return rec, true, rec.Synthetic
-	}
-	if s.reg.foreign(id) {
-		return rec, false, true
-	}
-	return rec, false, mintedID(id)
+	rec, found, foreign := s.reg.get(id)
+	return rec, found, found && rec.Synthetic || foreign || !found && mintedID(id)
 }
 
 func taskNotFound(c *link.Call) []byte {
