@@ -137,7 +137,7 @@ func (e *missingCapabilityError) Error() string {
 // work that cannot finish ("tools/call", "task T"). data holds
 // requiredCapabilities (a ClientCapabilities object), missingCapability
 // (the path), the input's method, and taskId when there is a task.
-func (e *missingCapabilityError) rpcError(what, taskID string) (int, string, []byte) {
+func (e *missingCapabilityError) rpcError(what, taskID string) rewrite.Error {
 	msg := fmt.Sprintf("Missing required client capability: the server needs %s from the client to finish %s, but the client did not declare %s in initialize; a client that supports it must declare it, or use a tool that does not need it",
 		e.input, what, e.capability)
 	d := []byte(`{"requiredCapabilities":`)
@@ -150,13 +150,7 @@ func (e *missingCapabilityError) rpcError(what, taskID string) (int, string, []b
 		d = append(d, `,"taskId":`...)
 		d = rewrite.AppendString(d, taskID)
 	}
-	return protocol.CodeMissingRequiredCapability, msg, append(d, '}')
-}
-
-// frame is the client's answer for id (see rpcError).
-func (e *missingCapabilityError) frame(id []byte, what, taskID string) []byte {
-	code, msg, data := e.rpcError(what, taskID)
-	return rewrite.ErrorFrame(id, code, msg, data)
+	return rewrite.Error{Code: protocol.CodeMissingRequiredCapability, Message: msg, Data: append(d, '}')}
 }
 
 // requiredCapabilities is a capability path as the ClientCapabilities
@@ -192,7 +186,7 @@ func (s *server) inputAnswer(ctx context.Context, in inputRequest, p *link.Pendi
 			// Policy (docs/policies.md, Client input): an elicitation the
 			// client failed becomes a cancel, so the server can move on.
 			s.env.Warn("the client answered an elicitation with an error; sending cancel", zap.Error(err))
-			return []byte(`{"action":"cancel"}`), nil
+			return cancelAnswer, nil
 		}
 		return nil, err
 	}

@@ -316,7 +316,7 @@ func (s *modern) mrtrRound(ctx context.Context, c *link.Call, f *rewrite.Frame, 
 			// server MUST NOT): the round cannot be completed, and the
 			// request ends with the error a capability check gives.
 			s.env.Warn("input request not sent", zap.ByteString("id", c.ID), zap.Error(err))
-			return nil, err.frame(c.ID, f.Method, "")
+			return nil, err.rpcError(f.Method, "").Frame(c.ID, nil)
 		}
 		pend := make([]*link.PendingAsk, len(reqs))
 		for i, in := range reqs {

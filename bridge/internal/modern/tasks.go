@@ -106,10 +106,7 @@ func (s *taskBridge) taskMethod(ctx context.Context, c *link.Call, f *rewrite.Fr
 // taskCall makes a tasks/* request of the proxy's own. It returns the
 // result, or the server's JSON-RPC error, or a transport error.
 func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra []byte) (gjson.Result, gjson.Result, error) {
-	p := rewrite.AppendString([]byte(`{"taskId":`), taskID)
-	p = append(p, extra...)
-	p = append(p, '}')
-	msg, err := s.srv.internalCall(ctx, method, p)
+	msg, err := s.srv.internalCall(ctx, method, taskIDObject(taskID, extra...))
 	if err != nil {
 		return gjson.Result{}, gjson.Result{}, err
 	}
@@ -276,10 +273,6 @@ func (s *taskBridge) prune(id string) {
 	s.reg.update(id, func(*record) bool { return false })
 }
 
-func cancelledView(at string) rewrite.ViewOverride {
-	return rewrite.ViewOverride{Status: rewrite.StatusCancelled, StatusMessage: "The task was cancelled by request.", LastUpdatedAt: at}
-}
-
 // settled reports whether the proxy decided the task's status for the
 // client, whatever the server says later: cancelled by the client, or
 // failed because it asked for input the client cannot give.
@@ -289,17 +282,13 @@ func (r record) settled() bool { return r.CancelledAt != "" || r.UnanswerableAt 
 func (r record) override() rewrite.ViewOverride {
 	switch {
 	case r.CancelledAt != "":
-		return cancelledView(r.CancelledAt)
+		return rewrite.ViewOverride{Status: rewrite.StatusCancelled, StatusMessage: "The task was cancelled by request.", LastUpdatedAt: r.CancelledAt}
 	case r.UnanswerableAt != "":
-		return unanswerableView(r.Unanswerable, r.UnanswerableAt)
+		// Failed because it asked for input the client cannot give: the
+		// statusMessage is the error's message.
+		return rewrite.ViewOverride{Status: rewrite.StatusFailed, StatusMessage: gjson.GetBytes(r.Unanswerable, "message").String(), LastUpdatedAt: r.UnanswerableAt}
 	}
 	return rewrite.ViewOverride{}
-}
-
-// unanswerableView is a task failed for the client because it asked for
-// input the client cannot give: the statusMessage is the error's message.
-func unanswerableView(errObj []byte, at string) rewrite.ViewOverride {
-	return rewrite.ViewOverride{Status: rewrite.StatusFailed, StatusMessage: gjson.GetBytes(errObj, "message").String(), LastUpdatedAt: at}
 }
 
 // taskGet answers tasks/get with the 2025 Task view of the server's task.
@@ -322,7 +311,7 @@ func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.
 		if errObj, at := s.unanswerable(c.Op, t, "task "+id); errObj != nil {
 			// The client cannot give what the task waits for: it sees
 			// the task failed at once, not input_required forever.
-			ov = unanswerableView(errObj, at)
+			ov = record{Unanswerable: errObj, UnanswerableAt: at}.override()
 		} else {
 			// Ask after the answer is out (2025 order: the client learns
 			// the status, then gets the requests).
@@ -440,8 +429,12 @@ func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id, r
 
 // taskCancelled is the POLICY answer for the result of a cancelled task.
 func taskCancelled(c *link.Call, id string) []byte {
-	data := append(rewrite.AppendString([]byte(`{"taskId":`), id), '}')
-	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "Task was cancelled", data)
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "Task was cancelled", taskIDObject(id))
+}
+
+// taskIDObject is {"taskId":id}, with the members in extra (`,"k":v`).
+func taskIDObject(id string, extra ...byte) []byte {
+	return append(append(rewrite.AppendString([]byte(`{"taskId":`), id), extra...), '}')
 }
 
 // taskCancel answers tasks/cancel, sending it upstream for a server task.
@@ -490,7 +483,7 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *link.Call, id string) []
 		return true
 	})
 	s.env.Info("task cancelled by the client", zap.String("taskId", id))
-	return rewrite.ResultFrame(c.ID, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.env.Cfg.Tasks, cancelledView(at)))
+	return rewrite.ResultFrame(c.ID, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.env.Cfg.Tasks, record{CancelledAt: at}.override()))
 }
 
 func alreadyTerminal(c *link.Call, status string) []byte {
@@ -666,8 +659,7 @@ func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byt
 	if merr == nil {
 		return nil, ""
 	}
-	code, msg, data := merr.rpcError(what, t.ID)
-	errObj := []byte(gjson.GetBytes(rewrite.ErrorFrame(rewrite.NullID, code, msg, data), "error").Raw)
+	errObj := []byte(gjson.GetBytes(merr.rpcError(what, t.ID).Frame(rewrite.NullID, nil), "error").Raw)
 	at := now()
 	s.mu.Lock()
 	first := !s.unanswered[t.ID]
@@ -837,12 +829,11 @@ func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) [
 		case err != nil:
 			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 				fmt.Sprintf("the server turned this call into task %s, and polling it failed %d times (%v); the task may still be running on the server", t.ID, maxPollFailures, err),
-				append(rewrite.AppendString([]byte(`{"taskId":`), t.ID), '}'))
+				taskIDObject(t.ID))
 		case rpcErr.Exists():
-			data := rewrite.AppendString([]byte(`{"taskId":`), t.ID)
-			data = append(append(append(data, `,"error":`...), rpcErr.Raw...), '}')
 			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()), data)
+				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()),
+				taskIDObject(t.ID, append([]byte(`,"error":`), rpcErr.Raw...)...))
 		}
 		t = rewrite.ReadTask(res)
 		if len(c.ProgressToken) > 0 && !t.Terminal() && !c.Cancelled.Load() {
