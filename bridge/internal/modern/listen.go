@@ -21,15 +21,14 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// Subscriptions: the legacy client's unsolicited list_changed
-// and resources/subscribe map onto 2026 subscriptions/listen streams.
+// Subscriptions: the legacy client's unsolicited list_changed and
+// resources/subscribe map onto 2026 subscriptions/listen streams.
 //
 //   - After notifications/initialized, one stream asks for the list changes
 //     the server declared (listChanged in discover). None is opened when
 //     the server declares none.
 //   - All of the session's resource subscriptions share one more stream,
-//     whose filter lists every subscribed URI (resourceSubscriptions is a
-//     set, and one stream may carry them all). When the set
+//     whose filter lists every subscribed URI. When the set
 //     changes, one goroutine (reconcile) opens a stream for the new set
 //     and, once the server acknowledges it, closes the old one: make before
 //     break. A subscribe is answered once an acknowledgement lists its URI;
@@ -62,12 +61,8 @@ import (
 // four times a second (each reopening sends the client list_changed).
 const ListenStableAfter = 30 * time.Second
 
-// nextListenDelay returns the delay before reopening a listen stream: prev
-// is the delay before the previous attempt (0 when there was none) and up
-// how long the stream that just ended stayed up after its acknowledgement
-// (0 when it was never acknowledged). The delay doubles from
-// link.BackoffMin up to link.BackoffMax, and starts again from the
-// minimum after a stream that stayed up for ListenStableAfter.
+// nextListenDelay is the delay before reopening a listen stream, after prev
+// (0 for none) and a stream that stayed up for up after its acknowledgement.
 func nextListenDelay(prev, up time.Duration) time.Duration {
 	if prev <= 0 || up >= ListenStableAfter {
 		return link.BackoffMin
@@ -75,7 +70,6 @@ func nextListenDelay(prev, up time.Duration) time.Duration {
 	return min(prev*2, link.BackoffMax)
 }
 
-// errListenUnsupported: the server answered -32601 to subscriptions/listen.
 var errListenUnsupported = errors.New("subscriptions/listen is not implemented by the server")
 
 // listener is one subscriptions/listen stream, reopened until stopped.
@@ -86,16 +80,12 @@ type listener struct {
 	acked  chan gjson.Result  // the first acknowledgement's notifications
 	failed chan error         // the first attempt failed (resource subscriptions)
 	done   chan struct{}      // closed when the stream's loop has ended
-	// kinds are the list_changed methods to emit after a reconnect.
-	kinds []string
-	// uris are the resource URIs the stream asks for, sorted (nil for the
-	// list-change stream).
-	uris []string
+	kinds  []string           // the list_changed methods to emit after a reconnect
+	uris   []string           // the resource URIs asked for, sorted (nil: list changes)
 }
 
-// listens are the modern session's subscriptions/listen streams: the
-// list-change stream, and the one stream of its resource subscriptions.
-// They run in the session's background group.
+// listens are the modern session's subscriptions/listen streams, run in
+// the session's background group.
 type listens struct {
 	env       *link.Env
 	srv       *server
@@ -126,7 +116,7 @@ type subEntry struct {
 }
 
 // openListChanged opens the list-change stream for the kinds the server
-// declared. It runs once, after notifications/initialized.
+// declared, once, after notifications/initialized.
 func (s *listens) openListChanged() {
 	caps := gjson.ParseBytes(s.srv.state.Load().serverCaps) // after a successful initialize
 	filter := []byte(`{`)
@@ -145,10 +135,9 @@ func (s *listens) openListChanged() {
 		}
 	}
 	if len(kinds) == 0 {
-		return // nothing to listen for: no stream
+		return
 	}
-	// The stream is caused by notifications/initialized: its records get an
-	// op of their own.
+	// Caused by notifications/initialized: its records get an op of their own.
 	s.startListener(append(filter, '}'), kinds, nil, s.env.NextOp())
 }
 
@@ -173,7 +162,8 @@ func (s *listens) listenLoop(ctx context.Context, l *listener) {
 	var delay time.Duration
 	first := true
 	for ctx.Err() == nil {
-		opened, up, err := s.listenOnce(ctx, l, first)
+		ackedAt, err := s.listenOnce(ctx, l, first)
+		opened := !ackedAt.IsZero()
 		if first && !opened && l.failed != nil {
 			// A subscribe waits for this: report, do not retry.
 			if ctx.Err() != nil {
@@ -189,8 +179,9 @@ func (s *listens) listenLoop(ctx context.Context, l *listener) {
 			s.env.Warn("the server declares change notifications but does not implement subscriptions/listen; no change notifications will reach the client")
 			return
 		}
+		var up time.Duration
 		if opened {
-			first = false
+			first, up = false, s.env.Now().Sub(ackedAt)
 		}
 		delay = nextListenDelay(delay, up)
 		s.env.Warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err),
@@ -202,20 +193,12 @@ func (s *listens) listenLoop(ctx context.Context, l *listener) {
 }
 
 // listenOnce opens the stream and forwards its notifications until it
-// ends. opened reports whether it was acknowledged, and up how long it
-// stayed open after that.
-func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (opened bool, up time.Duration, err error) {
-	var ackedAt time.Time
-	defer func() {
-		if opened {
-			up = s.env.Now().Sub(ackedAt)
-		}
-	}()
+// ends; ackedAt is when it was first acknowledged (zero: never).
+func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (ackedAt time.Time, err error) {
 	body, _, err := s.srv.ownRequest("subscriptions/listen", append(append([]byte(`{"notifications":`), l.filter...), '}'))
 	if err != nil {
-		return false, 0, err
+		return ackedAt, err
 	}
-	op := l.op
 	pctx := s.env.Observed(ctx, "", link.RwOwn)
 	if !first || l.failed == nil {
 		// No request of the client's waits for this stream: it may not
@@ -224,15 +207,15 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 	}
 	resp, err := s.env.Client.Post(pctx, body, nil)
 	if err != nil {
-		return false, 0, err
+		return ackedAt, err
 	}
 	defer resp.Close()
 	if resp.Status >= 300 {
 		msg, _ := resp.Next()
 		if gjson.GetBytes(msg, "error.code").Int() == protocol.CodeMethodNotFound {
-			return false, 0, errListenUnsupported
+			return ackedAt, errListenUnsupported
 		}
-		return false, 0, fmt.Errorf("HTTP %d: %.200s", resp.Status, msg)
+		return ackedAt, fmt.Errorf("HTTP %d: %.200s", resp.Status, msg)
 	}
 	for {
 		msg, err := resp.Next()
@@ -240,7 +223,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 			if errors.Is(err, io.EOF) {
 				err = errors.New("the stream closed")
 			}
-			return opened, 0, err
+			return ackedAt, err
 		}
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
@@ -251,14 +234,13 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 		case m.Kind == rewrite.KindResponse:
 			// A listen result (graceful end) or an error: the stream is over.
 			if m.Error.Exists() {
-				return opened, 0, fmt.Errorf("the server refused subscriptions/listen: %s", m.Error.Raw)
+				return ackedAt, fmt.Errorf("the server refused subscriptions/listen: %s", m.Error.Raw)
 			}
-			return opened, 0, errors.New("the server ended the subscription")
+			return ackedAt, errors.New("the server ended the subscription")
 		case m.Method == "notifications/subscriptions/acknowledged":
-			if !opened {
+			if ackedAt.IsZero() {
 				ackedAt = s.env.Now()
 			}
-			opened = true
 			if first {
 				select {
 				case l.acked <- m.Params.Get("notifications"):
@@ -268,22 +250,22 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 				// Reconnected: changes may have been missed while the
 				// stream was down.
 				for _, k := range l.kinds {
-					s.env.Send(rewrite.NotificationFrame(k, nil), op, []string{"listen.reconnected"})
+					s.env.Send(rewrite.NotificationFrame(k, nil), l.op, []string{"listen.reconnected"})
 				}
 			}
 		case m.Method == "notifications/cancelled":
-			return opened, 0, errors.New("the server cancelled the subscription")
+			return ackedAt, errors.New("the server cancelled the subscription")
 		case m.Kind == rewrite.KindNotification:
 			if ctx.Err() != nil {
 				// Replaced by a newer stream (which delivers from its
 				// acknowledgement on), or ended: nothing more from here.
-				return opened, 0, ctx.Err()
+				return ackedAt, ctx.Err()
 			}
 			if l.uris != nil && m.Method == "notifications/resources/updated" && s.unsubscribed(l, m.Params.Get("uri").String()) {
 				s.env.Debug("resources/updated of an unsubscribed URI dropped", zap.String("uri", m.Params.Get("uri").String()))
 				continue
 			}
-			s.env.Send(rewrite.ListenNotification(&m), op, []string{"subscriptionId.strip"})
+			s.env.Send(rewrite.ListenNotification(&m), l.op, []string{"subscriptionId.strip"})
 		}
 	}
 }
@@ -450,10 +432,7 @@ func (s *listens) reconcile() {
 				return
 			}
 			if superseded {
-				// A URI it was opened for is no longer wanted: start over
-				// with the set as it is now.
-				s.wake()
-				continue
+				continue // woken: start over with the set as it is now
 			}
 			if r != nil {
 				refusal = r
@@ -531,11 +510,9 @@ func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string
 		if _, ok := slices.BinarySearch(tried, uri); !ok {
 			continue // added since: the next round asks for it
 		}
-		r := refusal
-		if r == nil {
-			r = &rewrite.Error{Code: protocol.CodeInvalidParams, Message: fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri)}
-		} else {
-			r = &rewrite.Error{Code: r.Code, Message: fmt.Sprintf("subscribing to %s failed: %s", uri, r.Message), Data: r.Data}
+		r := &rewrite.Error{Code: protocol.CodeInvalidParams, Message: fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri)}
+		if refusal != nil {
+			r = &rewrite.Error{Code: refusal.Code, Message: fmt.Sprintf("subscribing to %s failed: %s", uri, refusal.Message), Data: refusal.Data}
 		}
 		delete(s.want, uri)
 		s.settleLocked(e, r)
@@ -550,10 +527,9 @@ func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string
 // openResources opens a stream for the sorted URIs in set and waits for its
 // acknowledgement (within the idle timeout), or its first attempt's
 // failure. It returns the running stream and the acknowledged
-// notifications, or why it failed (the stream is then stopped). While it
-// waits, a change of the set that drops one of the URIs added (those the
-// stream is opened for) supersedes it: it is stopped, and reported so; any
-// other change is left for the next round.
+// notifications, or why it failed (the stream is then stopped). A change
+// of the set that drops one of the URIs added supersedes it (stopped too);
+// any other change is left for the next round.
 func (s *listens) openResources(set, added []string, op string) (l *listener, ack gjson.Result, r *rewrite.Error, superseded bool) {
 	filter := []byte(`{"resourceSubscriptions":[`)
 	for i, u := range set {
@@ -571,29 +547,24 @@ func (s *listens) openResources(set, added []string, op string) (l *listener, ac
 	changed := false
 	defer func() {
 		if changed {
-			s.wake() // for the next round
+			s.wake() // for the next round (or a superseded one's restart)
 		}
 	}()
-	for {
+	for r == nil && !superseded {
 		select {
 		case ack := <-l.acked:
 			return l, ack, nil, false
 		case err := <-l.failed:
-			s.stop(l)
-			return nil, ack, &rewrite.Error{Code: protocol.CodeInternalError, Message: err.Error(), Data: link.ErrorData(s.env.URL(), 0, "", "")}, false
+			r = &rewrite.Error{Code: protocol.CodeInternalError, Message: err.Error(), Data: link.ErrorData(s.env.URL(), 0, "", "")}
 		case <-s.changed:
-			if s.obsolete(added) {
-				s.stop(l)
-				return nil, ack, nil, true
-			}
-			changed = true
+			superseded, changed = s.obsolete(added), true
 		case <-s.env.Ctx.Done():
-			s.stop(l)
-			return nil, ack, ending, false
+			r = ending
 		case <-timer.C:
-			s.stop(l)
-			return nil, ack, &rewrite.Error{Code: protocol.CodeInternalError,
-				Message: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.env.Cfg.IdleTimeout, s.env.Hint(rewrite.HintIdleTimeout))}, false
+			r = &rewrite.Error{Code: protocol.CodeInternalError,
+				Message: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.env.Cfg.IdleTimeout, s.env.Hint(rewrite.HintIdleTimeout))}
 		}
 	}
+	s.stop(l)
+	return nil, ack, r, superseded
 }
