@@ -1,6 +1,7 @@
 package modern
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -13,9 +14,9 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// Requests from the proxy to the legacy client: the 2025
-// face of 2026 input requests. Their ids live in the proxy's own space
-// ("mtp-N"), apart from the client's ids.
+// Requests from the proxy to the legacy client: the 2025 face of 2026 input
+// requests. Their ids live in the proxy's own space ("mtp-N"), apart from
+// the client's ids.
 
 // clientCan reports whether the client declared the capability an input
 // request needs, and names the missing one when not (2026 servers MUST NOT
@@ -58,19 +59,6 @@ func (s *server) clientCan(method string, params gjson.Result) (bool, string) {
 	return false, method
 }
 
-// inputMode names an input request for people: the method, and for an
-// elicitation its mode ("elicitation/create (form)").
-func inputMode(method string, params gjson.Result) string {
-	if method != "elicitation/create" {
-		return method
-	}
-	mode := params.Get("mode").String()
-	if mode == "" {
-		mode = "form"
-	}
-	return method + " (" + mode + ")"
-}
-
 // inputRequest is one entry of a modern inputRequests map.
 type inputRequest struct {
 	key    string
@@ -99,10 +87,15 @@ func (s *server) askInput(ctx context.Context, in inputRequest, relatedTask stri
 // cannotAsk is the error for an input request the client did not declare
 // the capability for, or nil when it may be sent.
 func (s *server) cannotAsk(in inputRequest) *missingCapabilityError {
-	if ok, missing := s.clientCan(in.method, in.params); !ok {
-		return &missingCapabilityError{method: in.method, input: inputMode(in.method, in.params), capability: missing}
+	ok, missing := s.clientCan(in.method, in.params)
+	if ok {
+		return nil
 	}
-	return nil
+	input := in.method // for people: with an elicitation's mode
+	if in.method == "elicitation/create" {
+		input += " (" + cmp.Or(in.params.Get("mode").String(), "form") + ")"
+	}
+	return &missingCapabilityError{method: in.method, input: input, capability: missing}
 }
 
 // firstUnaskable is the error for the first of reqs the client cannot be

@@ -87,16 +87,13 @@ func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 
 // tries is what one request carries from one attempt to the next.
 type tries struct {
-	// retry holds the params members of the next MRTR retry.
-	retry []byte
-	// sentBase64 is set when the server refused the headers with -32020
-	// and they carried a value in the Base64 form; rawHeaders, once the
-	// request is retried with raw UTF-8 values instead (for good).
+	retry []byte // the params members of the next MRTR retry
+	// sentBase64: the server refused headers that carried a value in the
+	// Base64 form (-32020); rawHeaders: retried with raw UTF-8 values (for good).
 	sentBase64, rawHeaders bool
 }
 
-// probe runs the server/discover probe, bounded by --discover-timeout; its
-// exchanges are observed like any other.
+// probe runs the server/discover probe, bounded by --discover-timeout.
 func (s *modern) probe(ctx context.Context, meta rewrite.MetaBlock) capabilities.Verdict {
 	pctx, cancel := context.WithTimeout(ctx, s.env.Cfg.DiscoverTimeout)
 	defer cancel()
@@ -105,7 +102,7 @@ func (s *modern) probe(ctx context.Context, meta rewrite.MetaBlock) capabilities
 }
 
 // versionGone answers a request the server rejected with -32022 for good:
-// -32603, carrying the server's original error data.
+// -32603, with the server's error data.
 func (s *modern) versionGone(c *link.Call, method string, frame []byte) []byte {
 	if frame == nil {
 		return nil

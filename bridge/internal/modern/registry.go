@@ -25,12 +25,9 @@ import (
 
 // The task registry: the tasks this client created through the proxy, for
 // tasks/list (which the 2026 extension does not have), sticky cancels and
-// cached outcomes. It is a
-// state file, so tasks outlive a client or proxy restart, shared safely by
-// concurrent proxies through a file lock; with --no-state it lives in memory.
-// A state file that cannot be used (a directory that cannot be created, a
-// file that cannot be read, locked or written, or one of a newer format)
-// moves the session to memory, with one warning (store).
+// cached outcomes. It is a state file, so tasks outlive a client or proxy
+// restart, shared safely by concurrent proxies through a file lock; with
+// --no-state, or once the file cannot be used, it lives in memory.
 
 // record is one registered task.
 type record struct {
@@ -66,9 +63,8 @@ type record struct {
 const maxRecords = 1000
 
 // store keeps the records: in the state file while it can be used, in
-// memory otherwise (--no-state, or for the rest of a session once the file
-// failed). Every operation on the file is read-modify-write under an
-// exclusive lock on a sibling .lock file, and the file is replaced
+// memory otherwise. Every operation on the file is read-modify-write under
+// an exclusive lock on a sibling .lock file, and the file is replaced
 // atomically, so concurrent proxies never lose each other's tasks and a
 // crash never leaves a torn file. A file of a newer format is never written
 // (nor read: its records may mean what this version cannot know), so a
@@ -94,7 +90,6 @@ type store struct {
 	recs     map[string]record // the records, while file is nil
 }
 
-// stateFile is the on-disk format.
 type stateFile struct {
 	Version  int      `json:"version"`
 	Upstream string   `json:"upstream,omitempty"`
@@ -168,7 +163,6 @@ func (r *store) do(fn func(recs map[string]record) (changed bool)) {
 	}
 }
 
-// stateFileAt is the state file at path; its lock is path.lock.
 func stateFileAt(path string) statefile.File {
 	return statefile.File{Path: path, LockPath: path + ".lock", Version: stateVersion}
 }

@@ -31,18 +31,15 @@ import (
 //	tasks/list         ─▶ the registry, refreshed with tasks/get
 
 // taskBridge is the modern session's tasks: the registry of the tasks the
-// client created through the proxy, and the input keys already asked of
-// the client, by task.
+// client created through the proxy, and what was done with their input.
 type taskBridge struct {
 	env *link.Env
 	srv *server
-	reg *store // the registry, scoped to Config.StateOwner
+	reg *store
 
 	mu         sync.Mutex
 	dispatched map[[2]string]*inputKey // by task id and input key
-	// unanswered are the tasks whose server was told that the client
-	// cannot give the input they ask for (once per task).
-	unanswered map[string]bool
+	unanswered map[string]bool         // the tasks whose server was told the client cannot give their input
 }
 
 // SyntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
@@ -53,7 +50,6 @@ type taskBridge struct {
 // answered locally and never sent upstream.
 const SyntheticPrefix = "mcp-tasks-proxy-"
 
-// mintedID reports whether id has the shape of the ids the proxy mints.
 func mintedID(id string) bool {
 	hex, ok := strings.CutPrefix(id, SyntheticPrefix)
 	return ok && len(hex) == 32 && strings.Trim(hex, "0123456789abcdef") == ""
@@ -72,8 +68,7 @@ func taskNotFound(c *link.Call) []byte {
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
 }
 
-// Poll failure bound: after this many failed polls in a row a waiting
-// request gets an error instead of waiting forever.
+// maxPollFailures failed polls in a row end a wait with an error.
 const maxPollFailures = 5
 
 const taskListPage = 50
@@ -103,8 +98,8 @@ func (s *taskBridge) taskMethod(ctx context.Context, c *link.Call, f *rewrite.Fr
 	return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound, "Method not found: "+f.Method, nil))
 }
 
-// taskCall makes a tasks/* request of the proxy's own. It returns the
-// result, or the server's JSON-RPC error, or a transport error.
+// taskCall makes a tasks/* request of the proxy's own: the result, or the
+// server's JSON-RPC error, or why there is neither.
 func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra []byte) (gjson.Result, gjson.Result, error) {
 	msg, err := s.srv.internalCall(ctx, method, taskIDObject(taskID, extra...))
 	if err != nil {
@@ -155,7 +150,6 @@ func (s *taskBridge) pollAfter(ctx context.Context, id string, d, retry time.Dur
 	}
 }
 
-// errPollTimeout is a task request that got no answer within its bound.
 var errPollTimeout = errors.New("the server did not answer")
 
 // transient reports whether a failed task request of the proxy's own may be
@@ -177,9 +171,8 @@ func transient(method string, err error) bool {
 
 // retriedTaskCall makes a tasks/get or tasks/update of the proxy's own
 // (both safe to repeat) under link.Retry's policy (docs/reliability.md,
-// Retries), each attempt bounded by Config.PollTimeout: a transient failure
-// (see transient) is made again, as a dial error when the connection could
-// not be made. The server's JSON-RPC error is its answer: never retried.
+// Retries): a transient failure is made again. The server's JSON-RPC error
+// is its answer: never retried.
 func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (res, rpcErr gjson.Result, err error) {
 	var te *routing.TransportError
 	if !link.Retry(ctx, true, func() link.RetryKind {
@@ -220,11 +213,10 @@ func (s *taskBridge) forClient(ctx context.Context, c *link.Call, method, id str
 	return res, nil, true
 }
 
-// unreachable is the error for a task request that did not reach the server.
+// unreachable is the error for a task request that did not reach the
+// server. A refusal's message names the fix: trying again cannot help.
 func (s *taskBridge) unreachable(c *link.Call, method string, err error) []byte {
 	if refused(err) {
-		// The message names what was refused and the fix; trying again
-		// cannot help.
 		return s.env.TransportError(c.ID, method, err)
 	}
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
@@ -322,8 +314,6 @@ func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.
 	return out
 }
 
-// task is the record's task, read from its stored bytes: the one place
-// that parses them.
 func (r record) task() rewrite.Task { return rewrite.ReadTask(gjson.ParseBytes(r.Task)) }
 
 // recordTask reads a record's task, with the cached result inlined (a
@@ -336,7 +326,6 @@ func recordTask(rec record) rewrite.Task {
 	return t
 }
 
-// recordView is the legacy view of a registered task's last known state.
 func (s *taskBridge) recordView(rec record) []byte {
 	return rewrite.TaskResult(recordTask(rec), s.env.Cfg.Tasks, rec.override())
 }
@@ -427,7 +416,7 @@ func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id, r
 	return nil
 }
 
-// taskCancelled is the POLICY answer for the result of a cancelled task.
+// taskCancelled is the policy's answer for the result of a cancelled task.
 func taskCancelled(c *link.Call, id string) []byte {
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "Task was cancelled", taskIDObject(id))
 }
@@ -437,7 +426,6 @@ func taskIDObject(id string, extra ...byte) []byte {
 	return append(append(rewrite.AppendString([]byte(`{"taskId":`), id), extra...), '}')
 }
 
-// taskCancel answers tasks/cancel, sending it upstream for a server task.
 func (s *taskBridge) taskCancel(ctx context.Context, c *link.Call, id string) []byte {
 	rec, ok, local := s.localTask(id)
 	if !ok && local {
@@ -597,15 +585,13 @@ func decodeCursor(c string) (int, bool) {
 }
 
 // inputKey is what the proxy did with one input request key of a task
-// (guarded by Session.mu). Keys are unique for a task's life: the client is
+// (under taskBridge.mu). Keys are unique for a task's life: the client is
 // asked once per key, and a tasks/update that answers a key is idempotent,
 // so the proxy sends a held answer as often as it takes to be accepted.
 type inputKey struct {
 	busy   bool   // a goroutine is asking the client or sending the answer
 	answer []byte // the client's answer, held until the server accepts it
-	// done: the server accepted the answer, or the key cannot be answered
-	// (the client lacks the capability or failed the request).
-	done bool
+	done   bool   // accepted, or it cannot be answered
 }
 
 // dispatchInput asks the client for every input request of t not asked
@@ -760,18 +746,17 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 	}
 	extra := append([]byte{','}, rewrite.RetryParams([]rewrite.InputAnswer{{Key: in.key, Answer: answer}}, nil)...)
 	_, rpcErr, err := s.retriedTaskCall(ctx, "tasks/update", taskID, extra)
-	switch {
-	case err != nil:
+	if err != nil {
 		if ctx.Err() == nil {
 			s.env.Warn("tasks/update failed; the client's answer is kept and sent again when a poll shows the request still open", append(log, zap.Error(err))...)
 		}
 		settle(answer, false)
-	case rpcErr.Exists():
-		s.env.Warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
-		settle(nil, true)
-	default:
-		settle(nil, true)
+		return
 	}
+	if rpcErr.Exists() {
+		s.env.Warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
+	}
+	settle(nil, true)
 }
 
 // taskCreated handles a task-augmented tools/call: a task from the server
@@ -784,16 +769,14 @@ func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
 		return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(t, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
 	}
 	id := SyntheticPrefix + randomHex(16)
-	at := now()
 	rec := record{ID: id, Synthetic: true, Result: []byte(m.Result.Raw)}
 	ms, ok := rewrite.TTLMillis(c.Task.Get("ttl"), s.env.Cfg.Tasks.TTLSeconds)
 	if ok {
 		rec.Expires = time.Now().Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339Nano)
 	}
-	rec.Task = rewrite.SyntheticTask(id, at, ms, ok)
+	rec.Task = rewrite.SyntheticTask(id, now(), ms, ok)
 	s.registerTask(rec)
-	view := rec.task()
-	return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(view, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.synthetic"}}
+	return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(rec.task(), s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.synthetic"}}
 }
 
 // follow drives a task the server made of a plain tools/call until it ends,
