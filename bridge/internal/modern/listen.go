@@ -121,24 +121,18 @@ func (s *listens) openListChanged() {
 	caps := gjson.ParseBytes(s.srv.state.Load().serverCaps) // after a successful initialize
 	filter := []byte(`{`)
 	var kinds []string
-	for _, k := range []struct{ cap, field, method string }{
-		{"tools", "toolsListChanged", "notifications/tools/list_changed"},
-		{"prompts", "promptsListChanged", "notifications/prompts/list_changed"},
-		{"resources", "resourcesListChanged", "notifications/resources/list_changed"},
-	} {
-		if caps.Get(k.cap + ".listChanged").Bool() {
-			if len(kinds) > 0 {
-				filter = append(filter, ',')
-			}
-			filter = append(filter, `"`+k.field+`":true`...)
-			kinds = append(kinds, k.method)
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		if caps.Get(k + ".listChanged").Bool() {
+			filter = append(filter, `"`+k+`ListChanged":true,`...)
+			kinds = append(kinds, "notifications/"+k+"/list_changed")
 		}
 	}
 	if len(kinds) == 0 {
 		return
 	}
+	filter[len(filter)-1] = '}' // the last ','
 	// Caused by notifications/initialized: its records get an op of their own.
-	s.startListener(append(filter, '}'), kinds, nil, s.env.NextOp())
+	s.startListener(filter, kinds, nil, s.env.NextOp())
 }
 
 // startListener starts a stream that ends with the session or with its
@@ -532,14 +526,12 @@ func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string
 // any other change is left for the next round.
 func (s *listens) openResources(set, added []string, op string) (l *listener, ack gjson.Result, r *rewrite.Error, superseded bool) {
 	filter := []byte(`{"resourceSubscriptions":[`)
-	for i, u := range set {
-		if i > 0 {
-			filter = append(filter, ',')
-		}
-		filter = rewrite.AppendString(filter, u)
+	for _, u := range set {
+		filter = append(rewrite.AppendString(filter, u), ',')
 	}
+	filter = append(filter[:len(filter)-1], "]}"...) // set is never empty
 	ending := &rewrite.Error{Code: protocol.CodeInternalError, Message: "the session is ending"}
-	if l = s.startListener(append(filter, "]}"...), nil, set, op); l == nil {
+	if l = s.startListener(filter, nil, set, op); l == nil {
 		return nil, ack, ending, false
 	}
 	timer := time.NewTimer(s.env.Cfg.IdleTimeout)

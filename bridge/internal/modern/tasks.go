@@ -1,6 +1,7 @@
 package modern
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -496,18 +497,12 @@ func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Fram
 	page := append([]record(nil), recs[off:end]...)
 	s.refresh(ctx, page)
 	b := []byte(`{"tasks":[`)
-	first := true
 	for _, rec := range page {
-		if rec.ID == "" {
-			continue // pruned
+		if rec.ID != "" { // not pruned
+			b = append(append(b, recordTask(rec).View(s.env.Cfg.Tasks, rec.override())...), ',')
 		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, recordTask(rec).View(s.env.Cfg.Tasks, rec.override())...)
 	}
-	b = append(b, ']')
+	b = append(bytes.TrimSuffix(b, []byte{','}), ']')
 	if end < len(recs) {
 		b = append(b, `,"nextCursor":`...)
 		b = rewrite.AppendString(b, encodeCursor(end))
