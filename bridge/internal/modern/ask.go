@@ -37,14 +37,11 @@ func (s *server) clientCan(method string, params gjson.Result) (bool, string) {
 		if !e.IsObject() {
 			return false, "elicitation"
 		}
-		switch mode := params.Get("mode"); {
-		case !mode.Exists() || mode.Str == "form":
-			form, url := e.Get("form"), e.Get("url")
-			return form.Exists() || !url.Exists(), "elicitation.form"
-		default:
+		if mode := params.Get("mode"); mode.Exists() && mode.Str != "form" {
 			// "url", or a mode 2025 does not know: declared only by name.
 			return e.Get(gjson.Escape(mode.String())).Exists(), "elicitation." + mode.String()
 		}
+		return e.Get("form").Exists() || !e.Get("url").Exists(), "elicitation.form"
 	case "sampling/createMessage":
 		if !caps.Get("sampling").IsObject() {
 			return false, "sampling"

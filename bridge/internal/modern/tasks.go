@@ -432,10 +432,7 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *link.Call, id string) []
 	if !ok && local {
 		return taskNotFound(c)
 	}
-	var t rewrite.Task
-	if ok {
-		t = rec.task()
-	}
+	t := rec.task() // read afresh below when not found
 	if !ok || !t.Terminal() && !rec.settled() && !rec.Synthetic {
 		// Fresh state first: a task that finished meanwhile cannot be
 		// cancelled (2025 MUST answer -32602).
