@@ -54,11 +54,10 @@ import (
 //     kind may have changed, since changes may have been missed.
 
 // ListenStableAfter is how long a stream must have stayed up, from its
-// acknowledgement, for its end to count as a fresh failure rather than
-// one more of a run: only then does the delay start again from the
-// minimum. A server that acknowledges each stream and closes it at once
-// is so reopened ever more slowly, up to link.BackoffMax, instead of
-// four times a second (each reopening sends the client list_changed).
+// acknowledgement, for the reopening delay to start again from the
+// minimum. A server that acknowledges each stream and closes it at once is
+// so reopened ever more slowly, up to link.BackoffMax, instead of four
+// times a second (each reopening sends the client list_changed).
 const ListenStableAfter = 30 * time.Second
 
 // nextListenDelay is the delay before reopening a listen stream, after prev
@@ -93,10 +92,9 @@ type listens struct {
 	listening atomic.Bool // the list-change stream was started
 
 	// The resource subscriptions, under mu. want is the set the client
-	// asked for, each URI acknowledged or pending; gen counts its changes,
-	// op is the trace op of the latest (the next stream's); changed wakes
-	// reconcile (started once, reconciling). applied is the gen reconcile
-	// last acted on; appliedCh is closed (and replaced) when it moves.
+	// asked for; gen counts its changes, op is the trace op of the latest
+	// (the next stream's); changed wakes reconcile. applied is the gen
+	// reconcile last acted on; appliedCh is closed (and replaced) when it moves.
 	want        map[string]*subEntry
 	gen         uint64
 	op          string
@@ -388,12 +386,9 @@ func (s *listens) unsubscribed(l *listener, uri string) bool {
 	return s.want[uri] == nil
 }
 
-// reconcile keeps one stream serving the set of subscribed URIs, until the
-// session ends. Each time the set changes it opens a stream for the whole
-// new set, and once that one is acknowledged, closes the one it replaces
-// (the overview above says what this does to notifications). A new stream
-// that fails leaves the old one in place. It runs in the session's
-// background group, started by the first subscribe.
+// reconcile keeps one stream serving the set of subscribed URIs (make
+// before break, as the overview above says), until the session ends. It is
+// started by the first subscribe.
 func (s *listens) reconcile() {
 	var cur *listener   // the acknowledged stream, or nil
 	var curSet []string // the URIs cur serves, sorted
@@ -452,9 +447,8 @@ func (s *listens) reconcile() {
 
 // stop ends a resource stream and waits until its loop has let go of the
 // connection, so that a session never holds more than two of them and an
-// answer that follows the change follows the close. The wait is short: a
-// cancelled stream stops reading at once; only a client that stopped
-// reading its frames could hold it, until the session ends.
+// answer that follows the change follows the close. Only a client that
+// stopped reading its frames could make the wait long (until the session ends).
 func (s *listens) stop(l *listener) {
 	l.cancel()
 	select {

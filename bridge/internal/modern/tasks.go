@@ -226,11 +226,10 @@ func (s *taskBridge) unreachable(c *link.Call, method string, err error) []byte 
 }
 
 // observe records what a poll showed about a registered task: the latest
-// task object and a terminal outcome for tasks/result. With notify, a status
-// change is told to the client as notifications/tasks/status (polls the
-// client did not ask for: tasks/result waits and tasks/list refreshes; a
-// tasks/get answer says it already). It returns the record and whether the
-// task is registered. op is the trace op of the request that polled.
+// task object and a terminal outcome for tasks/result. With notify (polls
+// the client did not ask for, unlike tasks/get), a status change is told to
+// the client as notifications/tasks/status. It returns the record and
+// whether the task is registered; op is the trace op of the poll's request.
 func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
 	var rec record
 	var registered, changed bool
@@ -587,13 +586,11 @@ type inputKey struct {
 }
 
 // dispatchInput asks the client for every input request of t not asked
-// before (deduplicated across polls), and sends each answer upstream with
-// tasks/update. A key a poll shows again is left alone while it is being
-// asked or sent and once it is done; an answer the server has not accepted
-// yet is sent again (the client is never asked twice for an answer the
-// proxy holds), and a key whose answer never came (the wait timed out) is
-// asked again. relatedTask ties the requests to a task the client knows; a
-// task the proxy follows on the client's behalf sends none.
+// before (deduplicated across polls by inputKey), and sends each answer
+// upstream with tasks/update. A held answer the server has not accepted is
+// sent again (never asked twice); a key whose answer never came (the wait
+// timed out) is asked again. relatedTask ties the requests to a task the
+// client knows (none for a task the proxy follows for the client).
 func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask string) {
 	for _, in := range inputRequests(t.InputRequests) {
 		s.mu.Lock()
@@ -614,23 +611,15 @@ func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedT
 }
 
 // unanswerable handles a poll that shows task t input_required. When an
-// input request asks for what the client declared it cannot give
-// (elicitation without elicitation or its mode, sampling without
-// sampling, roots without roots; 2026 forbids the server to ask), nobody
-// waits for an answer that cannot come (docs/policies.md, Client input):
-//
-//   - the server is answered at once, once per task, in the background
-//     (answerUnaskable);
-//   - a task the client created through the proxy is recorded failed for
-//     the client from then on (record.Unanswerable): tasks/get shows it
-//     failed, with the error's message as statusMessage, and tasks/result
-//     answers the error;
-//   - the error is returned, for the call that waits (what names the work
-//     that cannot finish).
-//
-// It returns the JSON-RPC error object and when the task was given up
-// (the recorded ones, for a task given up before), or nil when every input
-// request can be asked.
+// input request asks for what the client declared it cannot give (2026
+// forbids the server to ask), nobody waits for an answer that cannot come
+// (docs/policies.md, Client input): the server is told at once, once per
+// task, in the background (answerUnaskable); a task the client created
+// through the proxy is failed for the client from then on
+// (record.Unanswerable: tasks/get shows it failed, tasks/result answers the
+// error); and the JSON-RPC error object (what names the work that cannot
+// finish) is returned with when the task was given up, for the call that
+// waits. It returns nil when every input request can be asked.
 func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byte, string) {
 	reqs := inputRequests(t.InputRequests)
 	merr := s.srv.firstUnaskable(reqs)
@@ -669,13 +658,10 @@ var cancelAnswer = []byte(`{"action":"cancel"}`)
 // answerUnaskable tells the server of task taskID that its input requests
 // reqs will not be answered as asked. When every one is an elicitation the
 // client cannot show, each is answered {"action":"cancel"} with one
-// tasks/update: the answer the proxy gives for any elicitation the client
-// cannot answer (docs/policies.md, Client input), which servers must handle;
-// the task goes on, to the outcome the server chooses. Otherwise (sampling
-// or roots, for which no result means "cannot", or keys the client would
-// be asked in vain since the task is given up) the task is abandoned with
-// tasks/cancel (abandon rather than send an unsupported request). A
-// tasks/update the server does not take falls back to tasks/cancel.
+// tasks/update (docs/policies.md, Client input: servers must handle it),
+// and the task goes on. Otherwise (sampling or roots have no "cannot"
+// result), or when the server does not take the update, the task is
+// abandoned with tasks/cancel rather than sent an unsupported request.
 func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, reqs []inputRequest) {
 	answers := make([]rewrite.InputAnswer, 0, len(reqs))
 	for _, in := range reqs {
@@ -701,10 +687,8 @@ func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, req
 }
 
 // deliverInput asks the client for one input request (unless its answer is
-// held) and sends the answer with tasks/update, under the retry rules of
-// retriedTaskCall: tasks/update is idempotent per input key, since keys are
-// unique for a task's life. The wait for the client's answer ends after
-// --request-timeout: every wait ends.
+// held), within --request-timeout, and sends the answer with tasks/update
+// (retried: idempotent per input key, since keys are unique for a task's life).
 func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRequest, relatedTask string, k *inputKey, answer []byte) {
 	settle := func(held []byte, done bool) {
 		s.mu.Lock()
