@@ -464,19 +464,6 @@ func (s *listens) wake() {
 	}
 }
 
-// obsolete reports whether one of the URIs a new stream is opened for is no
-// longer wanted (its subscribe was cancelled, or it was unsubscribed).
-func (s *listens) obsolete(added []string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, u := range added {
-		if s.want[u] == nil {
-			return true
-		}
-	}
-	return false
-}
-
 // settle answers the pending subscriptions after reconcile acted on the
 // set of generation gen: tried is the set it asked for, curSet what the
 // current stream serves, accepted the URIs its acknowledgement listed (nil
@@ -543,7 +530,12 @@ func (s *listens) openResources(set, added []string, op string) (l *listener, ac
 		case err := <-l.failed:
 			r = &rewrite.Error{Code: protocol.CodeInternalError, Message: err.Error(), Data: link.ErrorData(s.env.URL(), 0, "", "")}
 		case <-s.changed:
-			superseded, changed = s.obsolete(added), true
+			// Superseded when a URI added is no longer wanted (its subscribe
+			// was cancelled, or it was unsubscribed).
+			s.mu.Lock()
+			superseded = slices.ContainsFunc(added, func(u string) bool { return s.want[u] == nil })
+			s.mu.Unlock()
+			changed = true
 		case <-s.env.Ctx.Done():
 			r = ending
 		case <-timer.C:

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,14 +48,9 @@ type taskBridge struct {
 // random hex digits. The proxy knows its tasks by their registry record
 // (record.Synthetic), not by the id: a server's task id may start the same
 // way. Only an id the registry does not know is judged by its shape
-// (mintedID), so that a proxy-made id that expired or was trimmed is
+// (localTask), so that a proxy-made id that expired or was trimmed is
 // answered locally and never sent upstream.
 const SyntheticPrefix = "mcp-tasks-proxy-"
-
-func mintedID(id string) bool {
-	hex, ok := strings.CutPrefix(id, SyntheticPrefix)
-	return ok && len(hex) == 32 && strings.Trim(hex, "0123456789abcdef") == ""
-}
 
 // localTask looks a task up in the registry and says whether the proxy
 // answers for it: a proxy-made task (found, and the answer is the record),
@@ -62,7 +58,9 @@ func mintedID(id string) bool {
 // under another owner (both not found).
 func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
 	rec, found, foreign := s.reg.get(id)
-	return rec, found, found && rec.Synthetic || foreign || !found && mintedID(id)
+	hex, minted := strings.CutPrefix(id, SyntheticPrefix) // the shape of the ids the proxy mints
+	minted = minted && len(hex) == 32 && strings.Trim(hex, "0123456789abcdef") == ""
+	return rec, found, found && rec.Synthetic || foreign || !found && minted
 }
 
 func taskNotFound(c *link.Call) []byte {
@@ -289,7 +287,7 @@ func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.
 		if !found {
 			return link.FrameOnly(taskNotFound(c))
 		}
-		return link.FrameOnly(rewrite.ResultFrame(c.ID, s.recordView(rec)))
+		return link.FrameOnly(rewrite.ResultFrame(c.ID, rewrite.TaskResult(recordTask(rec), s.env.Cfg.Tasks, rec.override())))
 	}
 	res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
 	if !ok {
@@ -324,10 +322,6 @@ func recordTask(rec record) rewrite.Task {
 		t.Result = gjson.ParseBytes(rec.Result)
 	}
 	return t
-}
-
-func (s *taskBridge) recordView(rec record) []byte {
-	return rewrite.TaskResult(recordTask(rec), s.env.Cfg.Tasks, rec.override())
 }
 
 // taskResult answers tasks/result (never sent upstream): from the cached
@@ -480,7 +474,14 @@ func alreadyTerminal(c *link.Call, status string) []byte {
 // none), newest first, refreshing the page's running tasks with tasks/get.
 // Only a -32602 prunes an entry; any other failure keeps its last state.
 func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
-	recs := s.dropExpired(s.reg.list())
+	recs := slices.DeleteFunc(s.reg.list(), func(r record) bool {
+		exp, err := time.Parse(time.RFC3339Nano, r.Expires)
+		if r.Expires != "" && err == nil && time.Now().After(exp) {
+			s.prune(r.ID)
+			return true
+		}
+		return false
+	})
 	off := 0
 	if cur := f.Params.Get("cursor"); cur.Exists() {
 		n, ok := decodeCursor(cur.String())
@@ -501,7 +502,7 @@ func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Fram
 	b = append(bytes.TrimSuffix(b, []byte{','}), ']')
 	if end < len(recs) {
 		b = append(b, `,"nextCursor":`...)
-		b = rewrite.AppendString(b, encodeCursor(end))
+		b = rewrite.AppendString(b, base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix+strconv.Itoa(end))))
 	}
 	return rewrite.ResultFrame(c.ID, append(b, '}'))
 }
@@ -548,23 +549,7 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 	wg.Wait()
 }
 
-func (s *taskBridge) dropExpired(recs []record) []record {
-	out := recs[:0]
-	for _, r := range recs {
-		if exp, err := time.Parse(time.RFC3339Nano, r.Expires); r.Expires != "" && err == nil && time.Now().After(exp) {
-			s.prune(r.ID)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
 const cursorPrefix = "mtp-tasks:"
-
-func encodeCursor(off int) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(off)))
-}
 
 func decodeCursor(c string) (int, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
