@@ -87,15 +87,12 @@ func (s *modern) initialize(ctx context.Context, c *link.Call, f *rewrite.Frame)
 	return link.Outcome{Frame: rewrite.ResultFrame(id, res), Era: protocol.ModernVersion}
 }
 
-// logLevels are the log levels, the same in both eras.
-var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
 // setLevel answers logging/setLevel locally and remembers the level; it rides
 // every later upstream request as _meta logLevel, since 2026 has no
 // logging/setLevel.
 func (s *server) setLevel(f *rewrite.Frame, id []byte) []byte {
 	lv := f.Params.Get("level")
-	if lv.Type != gjson.String || !slices.Contains(logLevels, lv.Str) {
+	if lv.Type != gjson.String || !slices.Contains([]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}, lv.Str) {
 		return rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
 			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil)
 	}

@@ -79,7 +79,7 @@ func (s *server) tasksEnabled() bool {
 	return st != nil && st.hasTasks
 }
 
-// open opens the task state file, or keeps the registry in memory when
+// Open opens the task state file, or keeps the registry in memory when
 // there is none. A file that cannot be used moves the session to memory,
 // said once (tasks/list would forget tasks on restart).
 func (s *modern) Open() {
@@ -88,7 +88,7 @@ func (s *modern) Open() {
 	}
 }
 
-// local answers what the method table says is answered as soon as it is
+// Local answers what the method table says is answered as soon as it is
 // read (ping, logging/setLevel), and refuses a request without the string
 // param that names it (it is also what Mcp-Name carries).
 func (s *modern) Local(f *rewrite.Frame) ([]byte, []string, bool) {
@@ -105,8 +105,6 @@ func (s *modern) Local(f *rewrite.Frame) ([]byte, []string, bool) {
 	return nil, nil, false
 }
 
-// request runs one client request against the modern server, by what the
-// method table says the proxy does with it.
 func (s *modern) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
 	local := protocol.LocalOf(f.Method)
 	if local == protocol.LocalInitialize {
@@ -125,9 +123,8 @@ func (s *modern) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 	return s.forward(ctx, c, f)
 }
 
-// notified: no client notification is forwarded to a 2026-07-28 server
-// (2026 has none of them). notifications/initialized opens the list-change
-// stream.
+// Notified forwards no client notification to a 2026-07-28 server (2026
+// has none of them).
 func (s *modern) Notified(f *rewrite.Frame, _ string, cancel func()) {
 	switch f.Method {
 	case "notifications/initialized":
@@ -147,8 +144,6 @@ func (s *modern) Notified(f *rewrite.Frame, _ string, cancel func()) {
 	}
 }
 
-// answered routes the client's answer to the proxy's request that waits
-// for it.
 func (s *modern) Answered(f *rewrite.Frame, _ string) bool { return s.env.ClientAnswered(f) }
 
 func (s *modern) Reached() (era, transport string) {

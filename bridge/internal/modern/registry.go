@@ -34,9 +34,8 @@ type record struct {
 	ID string `json:"id"`
 	// Synthetic marks a proxy-made task for a server that answered a
 	// task-augmented call synchronously; it is served locally.
-	Synthetic bool `json:"synthetic,omitempty"`
-	// Seq orders tasks by creation (newest first in tasks/list).
-	Seq int64 `json:"seq"`
+	Synthetic bool  `json:"synthetic,omitempty"`
+	Seq       int64 `json:"seq"` // orders tasks by creation (newest first in tasks/list)
 	// Task is the last modern task object seen (synthetic: a modern-shaped
 	// object made by the proxy).
 	Task json.RawMessage `json:"task"`
@@ -52,11 +51,8 @@ type record struct {
 	// and tasks/result answers that error.
 	Unanswerable   json.RawMessage `json:"unanswerable,omitempty"`
 	UnanswerableAt string          `json:"unanswerableAt,omitempty"`
-	// Expires (RFC 3339) drops a synthetic task once its ttl has passed.
-	Expires string `json:"expires,omitempty"`
-	// Owner is the Config.StateOwner the task was recorded under (serve:
-	// the client's identity and session); empty for stdio.
-	Owner string `json:"owner,omitempty"`
+	Expires        string          `json:"expires,omitempty"` // RFC 3339: a synthetic task goes once its ttl has passed
+	Owner          string          `json:"owner,omitempty"`   // the Config.StateOwner it was recorded under (see store)
 }
 
 // maxRecords bounds the registry; the oldest records go first.

@@ -254,11 +254,6 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 	return rec, registered
 }
 
-func (s *taskBridge) registerTask(rec record) {
-	rec.Seq = time.Now().UnixNano()
-	s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true })
-}
-
 func (s *taskBridge) prune(id string) {
 	s.reg.update(id, func(*record) bool { return false })
 }
@@ -724,20 +719,21 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 // becomes the nested 2025 CreateTaskResult; a synchronous result becomes a
 // synthetic local task holding it.
 func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
-	if rt := m.Result.Get("resultType").String(); rt == protocol.ResultTask {
-		t := rewrite.ReadTask(m.Result)
-		s.registerTask(record{ID: t.ID, Task: []byte(m.Result.Raw)})
-		return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(t, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
+	rec := record{Seq: time.Now().UnixNano(), Task: []byte(m.Result.Raw)}
+	rw := []string{"task.drop", "task.nest", "ttl.rename"}
+	if m.Result.Get("resultType").String() == protocol.ResultTask {
+		rec.ID = rewrite.ReadTask(m.Result).ID
+	} else {
+		rec.ID, rec.Synthetic, rec.Result = SyntheticPrefix+randomHex(16), true, rec.Task
+		ms, ok := rewrite.TTLMillis(c.Task.Get("ttl"), s.env.Cfg.Tasks.TTLSeconds)
+		if ok {
+			rec.Expires = time.Now().Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339Nano)
+		}
+		rec.Task = rewrite.SyntheticTask(rec.ID, now(), ms, ok)
+		rw = []string{"task.drop", "task.synthetic"}
 	}
-	id := SyntheticPrefix + randomHex(16)
-	rec := record{ID: id, Synthetic: true, Result: []byte(m.Result.Raw)}
-	ms, ok := rewrite.TTLMillis(c.Task.Get("ttl"), s.env.Cfg.Tasks.TTLSeconds)
-	if ok {
-		rec.Expires = time.Now().Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339Nano)
-	}
-	rec.Task = rewrite.SyntheticTask(id, now(), ms, ok)
-	s.registerTask(rec)
-	return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(rec.task(), s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.synthetic"}}
+	s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true })
+	return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(rec.task(), s.env.Cfg.Tasks)), Rewrites: rw}
 }
 
 // follow drives a task the server made of a plain tools/call until it ends,
