@@ -97,8 +97,7 @@ type tries struct {
 func (s *modern) probe(ctx context.Context, meta rewrite.MetaBlock) capabilities.Verdict {
 	pctx, cancel := context.WithTimeout(ctx, s.env.Cfg.DiscoverTimeout)
 	defer cancel()
-	p := capabilities.Prober{Client: s.env.Client, NextID: s.env.NextUpstreamID}
-	return p.Probe(s.env.Observed(pctx, "", link.RwOwn), meta)
+	return (&capabilities.Prober{Client: s.env.Client, NextID: s.env.NextUpstreamID}).Probe(s.env.Observed(pctx, "", link.RwOwn), meta)
 }
 
 // versionGone answers a request the server rejected with -32022 for good:

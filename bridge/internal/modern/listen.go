@@ -267,8 +267,7 @@ func (s *listens) subscription(ctx context.Context, c *link.Call, f *rewrite.Fra
 	if uri.Type != gjson.String {
 		return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
 	}
-	canSubscribe := gjson.GetBytes(s.srv.state.Load().serverCaps, "resources.subscribe").Bool() // initialized
-	if !canSubscribe {
+	if !gjson.GetBytes(s.srv.state.Load().serverCaps, "resources.subscribe").Bool() {
 		return rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.env.URL()), nil)
 	}
@@ -370,8 +369,7 @@ func (s *listens) changeLocked(op string) uint64 {
 
 // settleLocked settles a pending entry: acknowledged (r nil) or refused.
 func (s *listens) settleLocked(e *subEntry, r *rewrite.Error) {
-	e.settled = true
-	e.refused = r
+	e.settled, e.refused = true, r
 	close(e.done)
 }
 
