@@ -19,13 +19,11 @@ import (
 // the client's ids.
 
 // clientCan reports whether the client declared the capability an input
-// request needs, and names the missing one when not (2026 servers MUST NOT
-// ask for what the request's clientCapabilities do not declare: MRTR,
-// multi round-trip requests). The names are the 2025 capability paths:
-// "elicitation" (nothing of it declared), "elicitation.form" (an elicitation
-// object that names only other modes; a bare {} means form, as 2025 reads it),
-// "elicitation.url", "sampling", "sampling.tools" (a request that offers
-// tools), "roots".
+// request needs (2026 servers MUST NOT ask for what the request's
+// clientCapabilities do not declare), and names the missing one by its 2025
+// path: "elicitation", "elicitation.form" (a bare {} means form, as 2025
+// reads it), "elicitation.url", "sampling", "sampling.tools" (a request
+// that offers tools), "roots".
 func (s *server) clientCan(method string, params gjson.Result) (bool, string) {
 	var caps gjson.Result
 	if st := s.state.Load(); st != nil {

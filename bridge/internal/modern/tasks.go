@@ -276,7 +276,6 @@ func (r record) override() rewrite.ViewOverride {
 	return rewrite.ViewOverride{}
 }
 
-// taskGet answers tasks/get with the 2025 Task view of the server's task.
 func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.Outcome {
 	if rec, found, local := s.localTask(id); local {
 		if !found {
