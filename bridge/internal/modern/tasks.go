@@ -306,6 +306,7 @@ func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.
 	return out
 }
 
+// task is the record's task: the one place that parses its stored bytes.
 func (r record) task() rewrite.Task { return rewrite.ReadTask(gjson.ParseBytes(r.Task)) }
 
 // recordTask reads a record's task, with the cached result inlined (a
