@@ -1,6 +1,7 @@
 package modern
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -13,18 +14,16 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
-// Requests from the proxy to the legacy client: the 2025
-// face of 2026 input requests. Their ids live in the proxy's own space
-// ("mtp-N"), apart from the client's ids.
+// Requests from the proxy to the legacy client: the 2025 face of 2026 input
+// requests. Their ids live in the proxy's own space ("mtp-N"), apart from
+// the client's ids.
 
 // clientCan reports whether the client declared the capability an input
-// request needs, and names the missing one when not (2026 servers MUST NOT
-// ask for what the request's clientCapabilities do not declare: MRTR,
-// multi round-trip requests). The names are the 2025 capability paths:
-// "elicitation" (nothing of it declared), "elicitation.form" (an elicitation
-// object that names only other modes; a bare {} means form, as 2025 reads it),
-// "elicitation.url", "sampling", "sampling.tools" (a request that offers
-// tools), "roots".
+// request needs (2026 servers MUST NOT ask for what the request's
+// clientCapabilities do not declare), and names the missing one by its 2025
+// path: "elicitation", "elicitation.form" (a bare {} means form, as 2025
+// reads it), "elicitation.url", "sampling", "sampling.tools" (a request
+// that offers tools), "roots".
 func (s *server) clientCan(method string, params gjson.Result) (bool, string) {
 	var caps gjson.Result
 	if st := s.state.Load(); st != nil {
@@ -36,14 +35,11 @@ func (s *server) clientCan(method string, params gjson.Result) (bool, string) {
 		if !e.IsObject() {
 			return false, "elicitation"
 		}
-		switch mode := params.Get("mode"); {
-		case !mode.Exists() || mode.Str == "form":
-			form, url := e.Get("form"), e.Get("url")
-			return form.Exists() || !url.Exists(), "elicitation.form"
-		default:
+		if mode := params.Get("mode"); mode.Exists() && mode.Str != "form" {
 			// "url", or a mode 2025 does not know: declared only by name.
 			return e.Get(gjson.Escape(mode.String())).Exists(), "elicitation." + mode.String()
 		}
+		return e.Get("form").Exists() || !e.Get("url").Exists(), "elicitation.form"
 	case "sampling/createMessage":
 		if !caps.Get("sampling").IsObject() {
 			return false, "sampling"
@@ -56,19 +52,6 @@ func (s *server) clientCan(method string, params gjson.Result) (bool, string) {
 		return caps.Get("roots").IsObject(), "roots"
 	}
 	return false, method
-}
-
-// inputMode names an input request for people: the method, and for an
-// elicitation its mode ("elicitation/create (form)").
-func inputMode(method string, params gjson.Result) string {
-	if method != "elicitation/create" {
-		return method
-	}
-	mode := params.Get("mode").String()
-	if mode == "" {
-		mode = "form"
-	}
-	return method + " (" + mode + ")"
 }
 
 // inputRequest is one entry of a modern inputRequests map.
@@ -99,10 +82,15 @@ func (s *server) askInput(ctx context.Context, in inputRequest, relatedTask stri
 // cannotAsk is the error for an input request the client did not declare
 // the capability for, or nil when it may be sent.
 func (s *server) cannotAsk(in inputRequest) *missingCapabilityError {
-	if ok, missing := s.clientCan(in.method, in.params); !ok {
-		return &missingCapabilityError{method: in.method, input: inputMode(in.method, in.params), capability: missing}
+	ok, missing := s.clientCan(in.method, in.params)
+	if ok {
+		return nil
 	}
-	return nil
+	input := in.method // for people: with an elicitation's mode
+	if in.method == "elicitation/create" {
+		input += " (" + cmp.Or(in.params.Get("mode").String(), "form") + ")"
+	}
+	return &missingCapabilityError{method: in.method, input: input, capability: missing}
 }
 
 // firstUnaskable is the error for the first of reqs the client cannot be
@@ -137,7 +125,7 @@ func (e *missingCapabilityError) Error() string {
 // work that cannot finish ("tools/call", "task T"). data holds
 // requiredCapabilities (a ClientCapabilities object), missingCapability
 // (the path), the input's method, and taskId when there is a task.
-func (e *missingCapabilityError) rpcError(what, taskID string) (int, string, []byte) {
+func (e *missingCapabilityError) rpcError(what, taskID string) rewrite.Error {
 	msg := fmt.Sprintf("Missing required client capability: the server needs %s from the client to finish %s, but the client did not declare %s in initialize; a client that supports it must declare it, or use a tool that does not need it",
 		e.input, what, e.capability)
 	d := []byte(`{"requiredCapabilities":`)
@@ -150,13 +138,7 @@ func (e *missingCapabilityError) rpcError(what, taskID string) (int, string, []b
 		d = append(d, `,"taskId":`...)
 		d = rewrite.AppendString(d, taskID)
 	}
-	return protocol.CodeMissingRequiredCapability, msg, append(d, '}')
-}
-
-// frame is the client's answer for id (see rpcError).
-func (e *missingCapabilityError) frame(id []byte, what, taskID string) []byte {
-	code, msg, data := e.rpcError(what, taskID)
-	return rewrite.ErrorFrame(id, code, msg, data)
+	return rewrite.Error{Code: protocol.CodeMissingRequiredCapability, Message: msg, Data: append(d, '}')}
 }
 
 // requiredCapabilities is a capability path as the ClientCapabilities
@@ -192,7 +174,7 @@ func (s *server) inputAnswer(ctx context.Context, in inputRequest, p *link.Pendi
 			// Policy (docs/policies.md, Client input): an elicitation the
 			// client failed becomes a cancel, so the server can move on.
 			s.env.Warn("the client answered an elicitation with an error; sending cancel", zap.Error(err))
-			return []byte(`{"action":"cancel"}`), nil
+			return cancelAnswer, nil
 		}
 		return nil, err
 	}

@@ -32,9 +32,6 @@ import (
 // All of these are answered by the server before it runs anything, so the
 // retry is safe.
 func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
-	if s.srv.meta.Load() == nil {
-		return link.FrameOnly(notInitialized(c, f.Method))
-	}
 	if f.Method == "tools/call" {
 		if err := s.tools.ensure(ctx); refused(err) {
 			return link.FrameOnly(s.env.TransportError(c.ID, f.Method, err))
@@ -74,9 +71,10 @@ func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 			_ = s.tools.fetch(ctx) // a failure leaves the annotations as they were
 		case r.Code == protocol.CodeUnsupportedProtocolVersion:
 			recovered = true
-			if !s.stillModern(ctx, c) {
+			if s.probe(ctx, s.srv.state.Load().meta).Era != capabilities.Modern {
 				return link.FrameOnly(s.versionGone(c, f.Method, r.Frame))
 			}
+			s.env.Info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.ID))
 		default:
 			return r.Outcome()
 		}
@@ -89,68 +87,41 @@ func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 
 // tries is what one request carries from one attempt to the next.
 type tries struct {
-	// retry holds the params members of the next MRTR retry.
-	retry []byte
-	// sentBase64 is set when the server refused the headers with -32020
-	// and they carried a value in the Base64 form; rawHeaders, once the
-	// request is retried with raw UTF-8 values instead (for good).
+	retry []byte // the params members of the next MRTR retry
+	// sentBase64: the server refused headers that carried a value in the
+	// Base64 form (-32020); rawHeaders: retried with raw UTF-8 values (for good).
 	sentBase64, rawHeaders bool
 }
 
-func notInitialized(c *link.Call, method string) []byte {
-	return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidRequest,
-		fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", method), nil)
-}
-
-// probe runs the server/discover probe, bounded by --discover-timeout; its
-// exchanges are observed like any other.
+// probe runs the server/discover probe, bounded by --discover-timeout.
 func (s *modern) probe(ctx context.Context, meta rewrite.MetaBlock) capabilities.Verdict {
 	pctx, cancel := context.WithTimeout(ctx, s.env.Cfg.DiscoverTimeout)
 	defer cancel()
-	p := capabilities.Prober{Client: s.env.Client, NextID: s.env.NextUpstreamID}
-	return p.Probe(s.env.Observed(pctx, "", link.RwOwn), meta)
-}
-
-// stillModern probes the server again after a -32022 on a request.
-func (s *modern) stillModern(ctx context.Context, c *link.Call) bool {
-	if v := s.probe(ctx, *s.srv.meta.Load()); v.Era == capabilities.Modern {
-		s.env.Info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.ID))
-		return true
-	}
-	return false
+	return (&capabilities.Prober{Client: s.env.Client, NextID: s.env.NextUpstreamID}).Probe(s.env.Observed(pctx, "", link.RwOwn), meta)
 }
 
 // versionGone answers a request the server rejected with -32022 for good:
-// -32603, carrying the server's original error data.
+// -32603, with the server's error data.
 func (s *modern) versionGone(c *link.Call, method string, frame []byte) []byte {
 	if frame == nil {
 		return nil
 	}
-	data := gjson.GetBytes(frame, "error.data").Raw
+	data := []byte(gjson.GetBytes(frame, "error.data").Raw)
+	if len(data) == 0 {
+		data = []byte(`{}`)
+	}
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 		fmt.Sprintf("the upstream server at %s no longer accepts protocol %s for %s (%s); restart the client session so the proxy detects the server again",
-			s.env.URL(), protocol.ModernVersion, method, gjson.GetBytes(frame, "error.message").String()),
-		[]byte(orEmptyObject(data)))
-}
-
-func orEmptyObject(raw string) string {
-	if raw == "" {
-		return "{}"
-	}
-	return raw
+			s.env.URL(), protocol.ModernVersion, method, gjson.GetBytes(frame, "error.message").String()), data)
 }
 
 func (s *modern) exchange(ctx context.Context, c *link.Call, f *rewrite.Frame, t *tries) link.Result {
 	upID := s.env.NextUpstreamID()
-	mb := s.srv.meta.Load()
-	up := rewrite.UpFor(f, upID, *mb, t.retry)
-	if c.Task.Exists() {
-		if !s.srv.tasksEnabled() {
-			s.env.Warn("task-augmented tools/call processed normally: the server does not support the tasks extension, so no tasks capability was advertised",
-				zap.ByteString("id", c.ID))
-		}
+	if c.Task.Exists() && !s.srv.tasksEnabled() {
+		s.env.Warn("task-augmented tools/call processed normally: the server does not support the tasks extension, so no tasks capability was advertised",
+			zap.ByteString("id", c.ID))
 	}
-	body, err := rewrite.RequestUp(f, up)
+	body, err := rewrite.RequestUp(f, rewrite.UpFor(f, upID, s.srv.state.Load().meta, t.retry))
 	if err != nil {
 		return link.Failed(rewrite.ErrorFrame(c.ID, rewrite.Code(err), link.InvalidMessage(err), nil), link.RetryNone)
 	}
@@ -313,18 +284,14 @@ func (s *modern) down(ctx context.Context, c *link.Call, method string, m *rewri
 func (s *modern) mrtrRound(ctx context.Context, c *link.Call, f *rewrite.Frame, ir []byte, round int) ([]byte, []byte) {
 	wctx, cancel := s.env.RequestBound(ctx, c)
 	defer cancel()
-	retry, failed := s.mrtrAsk(wctx, c, f, ir, round)
-	if retry == nil && failed == nil && ctx.Err() == nil {
+	timedOut := func() []byte {
+		if ctx.Err() != nil {
+			return nil
+		}
 		// The request's time ran out while the client was deciding: its
 		// asks are cancelled (wait told the client), and the request ends.
-		failed = s.env.TimedOut(wctx, c)
+		return s.env.TimedOut(wctx, c)
 	}
-	return retry, failed
-}
-
-// mrtrAsk is one MRTR round; wctx bounds its waits. It returns nil and nil
-// when a wait ended with wctx.
-func (s *modern) mrtrAsk(wctx context.Context, c *link.Call, f *rewrite.Frame, ir []byte, round int) ([]byte, []byte) {
 	res := gjson.ParseBytes(ir)
 	reqs := inputRequests(res.Get("inputRequests"))
 	state := res.Get("requestState")
@@ -337,7 +304,7 @@ func (s *modern) mrtrAsk(wctx context.Context, c *link.Call, f *rewrite.Frame, i
 		// requestState only: an out-of-band step is still running. Pace
 		// the retries (250 ms, doubling, at most 4 s).
 		if !link.Sleep(wctx, 250*time.Millisecond<<min(round, 4)) {
-			return nil, nil
+			return nil, timedOut()
 		}
 	default:
 		if err := s.srv.firstUnaskable(reqs); err != nil {
@@ -345,7 +312,7 @@ func (s *modern) mrtrAsk(wctx context.Context, c *link.Call, f *rewrite.Frame, i
 			// server MUST NOT): the round cannot be completed, and the
 			// request ends with the error a capability check gives.
 			s.env.Warn("input request not sent", zap.ByteString("id", c.ID), zap.Error(err))
-			return nil, err.frame(c.ID, f.Method, "")
+			return nil, err.rpcError(f.Method, "").Frame(c.ID, nil)
 		}
 		pend := make([]*link.PendingAsk, len(reqs))
 		for i, in := range reqs {
@@ -359,29 +326,21 @@ func (s *modern) mrtrAsk(wctx context.Context, c *link.Call, f *rewrite.Frame, i
 					p.Abandon()
 				}
 				if wctx.Err() != nil {
-					return nil, nil
+					return nil, timedOut()
 				}
-				return nil, s.inputFailed(c, f.Method, in, err)
+				// The client failed a sampling or roots request
+				// (docs/policies.md, Client input): a tool reports it as a
+				// tool error the model can read; other methods get -32603.
+				msg := fmt.Sprintf("the client could not answer %s, which the server needs to finish %s: %v", in.method, f.Method, err)
+				if f.Method == "tools/call" {
+					return nil, rewrite.ResultFrame(c.ID, rewrite.ToolErrorResult(msg))
+				}
+				return nil, rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, msg, nil)
 			}
 			answers = append(answers, rewrite.InputAnswer{Key: in.key, Answer: answer})
 		}
 	}
-	var echo []byte // requestState, byte for byte
-	if state.Exists() {
-		echo = []byte(state.Raw)
-	}
-	return rewrite.RetryParams(answers, echo), nil
-}
-
-// inputFailed is the answer when the client failed a sampling or roots
-// request (docs/policies.md, Client input): a tool reports it as a tool error
-// the model can read; other methods get -32603.
-func (s *modern) inputFailed(c *link.Call, method string, in inputRequest, err error) []byte {
-	msg := fmt.Sprintf("the client could not answer %s, which the server needs to finish %s: %v", in.method, method, err)
-	if method == "tools/call" {
-		return rewrite.ResultFrame(c.ID, rewrite.ToolErrorResult(msg))
-	}
-	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, msg, nil)
+	return rewrite.RetryParams(answers, []byte(state.Raw)), nil // requestState, byte for byte
 }
 
 // streamNotification forwards request-scoped notifications (progress, log

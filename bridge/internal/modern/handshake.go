@@ -81,30 +81,27 @@ func (s *modern) initialize(ctx context.Context, c *link.Call, f *rewrite.Frame)
 	st.serverCaps = []byte(gjson.GetBytes(v.Discover, "capabilities").Raw)
 	_, st.hasTasks = capabilities.ServerCapabilities(st.serverCaps, false)
 	s.srv.metaMu.Lock()
+	st.meta = capabilities.Meta(st.caps, st.clientInfo, s.srv.level) // the level may have changed during the probe
 	s.srv.state.Store(st)
-	m := capabilities.Meta(st.caps, st.clientInfo, s.srv.level) // the level may have changed during the probe
-	s.srv.meta.Store(&m)
 	s.srv.metaMu.Unlock()
 	return link.Outcome{Frame: rewrite.ResultFrame(id, res), Era: protocol.ModernVersion}
 }
-
-// logLevels are the log levels, the same in both eras.
-var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // setLevel answers logging/setLevel locally and remembers the level; it rides
 // every later upstream request as _meta logLevel, since 2026 has no
 // logging/setLevel.
 func (s *server) setLevel(f *rewrite.Frame, id []byte) []byte {
 	lv := f.Params.Get("level")
-	if lv.Type != gjson.String || !slices.Contains(logLevels, lv.Str) {
+	if lv.Type != gjson.String || !slices.Contains([]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}, lv.Str) {
 		return rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
 			fmt.Sprintf("Invalid params: unknown log level %s; use one of debug, info, notice, warning, error, critical, alert, emergency", lv.Raw), nil)
 	}
 	s.metaMu.Lock()
 	s.level = lv.Str
 	if st := s.state.Load(); st != nil {
-		m := capabilities.Meta(st.caps, st.clientInfo, s.level)
-		s.meta.Store(&m)
+		next := *st
+		next.meta = capabilities.Meta(st.caps, st.clientInfo, s.level)
+		s.state.Store(&next)
 	}
 	s.metaMu.Unlock()
 	return rewrite.ResultFrame(id, []byte(`{}`))

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -20,15 +21,14 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// Subscriptions: the legacy client's unsolicited list_changed
-// and resources/subscribe map onto 2026 subscriptions/listen streams.
+// Subscriptions: the legacy client's unsolicited list_changed and
+// resources/subscribe map onto 2026 subscriptions/listen streams.
 //
 //   - After notifications/initialized, one stream asks for the list changes
 //     the server declared (listChanged in discover). None is opened when
 //     the server declares none.
 //   - All of the session's resource subscriptions share one more stream,
-//     whose filter lists every subscribed URI (resourceSubscriptions is a
-//     set, and one stream may carry them all). When the set
+//     whose filter lists every subscribed URI. When the set
 //     changes, one goroutine (reconcile) opens a stream for the new set
 //     and, once the server acknowledges it, closes the old one: make before
 //     break. A subscribe is answered once an acknowledgement lists its URI;
@@ -54,19 +54,14 @@ import (
 //     kind may have changed, since changes may have been missed.
 
 // ListenStableAfter is how long a stream must have stayed up, from its
-// acknowledgement, for its end to count as a fresh failure rather than
-// one more of a run: only then does the delay start again from the
-// minimum. A server that acknowledges each stream and closes it at once
-// is so reopened ever more slowly, up to link.BackoffMax, instead of
-// four times a second (each reopening sends the client list_changed).
+// acknowledgement, for the reopening delay to start again from the
+// minimum. A server that acknowledges each stream and closes it at once is
+// so reopened ever more slowly, up to link.BackoffMax, instead of four
+// times a second (each reopening sends the client list_changed).
 const ListenStableAfter = 30 * time.Second
 
-// nextListenDelay returns the delay before reopening a listen stream: prev
-// is the delay before the previous attempt (0 when there was none) and up
-// how long the stream that just ended stayed up after its acknowledgement
-// (0 when it was never acknowledged). The delay doubles from
-// link.BackoffMin up to link.BackoffMax, and starts again from the
-// minimum after a stream that stayed up for ListenStableAfter.
+// nextListenDelay is the delay before reopening a listen stream, after prev
+// (0 for none) and a stream that stayed up for up after its acknowledgement.
 func nextListenDelay(prev, up time.Duration) time.Duration {
 	if prev <= 0 || up >= ListenStableAfter {
 		return link.BackoffMin
@@ -74,7 +69,6 @@ func nextListenDelay(prev, up time.Duration) time.Duration {
 	return min(prev*2, link.BackoffMax)
 }
 
-// errListenUnsupported: the server answered -32601 to subscriptions/listen.
 var errListenUnsupported = errors.New("subscriptions/listen is not implemented by the server")
 
 // listener is one subscriptions/listen stream, reopened until stopped.
@@ -85,27 +79,22 @@ type listener struct {
 	acked  chan gjson.Result  // the first acknowledgement's notifications
 	failed chan error         // the first attempt failed (resource subscriptions)
 	done   chan struct{}      // closed when the stream's loop has ended
-	// kinds are the list_changed methods to emit after a reconnect.
-	kinds []string
-	// uris are the resource URIs the stream asks for, sorted (nil for the
-	// list-change stream).
-	uris []string
+	kinds  []string           // the list_changed methods to emit after a reconnect
+	uris   []string           // the resource URIs asked for, sorted (nil: list changes)
 }
 
-// listens are the modern session's subscriptions/listen streams: the
-// list-change stream, and the one stream of its resource subscriptions.
-// They run in the session's background group.
+// listens are the modern session's subscriptions/listen streams, run in
+// the session's background group.
 type listens struct {
 	env       *link.Env
 	srv       *server
 	mu        sync.Mutex
-	listening bool // the list-change stream was started
+	listening atomic.Bool // the list-change stream was started
 
 	// The resource subscriptions, under mu. want is the set the client
-	// asked for, each URI acknowledged or pending; gen counts its changes,
-	// op is the trace op of the latest (the next stream's); changed wakes
-	// reconcile (started once, reconciling). applied is the gen reconcile
-	// last acted on; appliedCh is closed (and replaced) when it moves.
+	// asked for; gen counts its changes, op is the trace op of the latest
+	// (the next stream's); changed wakes reconcile. applied is the gen
+	// reconcile last acted on; appliedCh is closed (and replaced) when it moves.
 	want        map[string]*subEntry
 	gen         uint64
 	op          string
@@ -119,67 +108,45 @@ type listens struct {
 // acknowledged by the server (refused nil) or refused (and out of want).
 type subEntry struct {
 	done    chan struct{}
-	settled bool        // under listens.mu
-	waiters int         // the subscribes waiting for it, under listens.mu
-	refused *subRefusal // set before done is closed
-}
-
-// subRefusal is why a subscription was refused: the client's error.
-type subRefusal struct {
-	code int
-	msg  string
-	data []byte
+	settled bool           // under listens.mu
+	waiters int            // the subscribes waiting for it, under listens.mu
+	refused *rewrite.Error // the client's answer, set before done is closed
 }
 
 // openListChanged opens the list-change stream for the kinds the server
-// declared. It runs once, after notifications/initialized.
+// declared, once, after notifications/initialized.
 func (s *listens) openListChanged() {
 	caps := gjson.ParseBytes(s.srv.state.Load().serverCaps) // after a successful initialize
 	filter := []byte(`{`)
 	var kinds []string
-	for _, k := range []struct{ cap, field, method string }{
-		{"tools", "toolsListChanged", "notifications/tools/list_changed"},
-		{"prompts", "promptsListChanged", "notifications/prompts/list_changed"},
-		{"resources", "resourcesListChanged", "notifications/resources/list_changed"},
-	} {
-		if caps.Get(k.cap + ".listChanged").Bool() {
-			if len(kinds) > 0 {
-				filter = append(filter, ',')
-			}
-			filter = append(filter, `"`+k.field+`":true`...)
-			kinds = append(kinds, k.method)
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		if caps.Get(k + ".listChanged").Bool() {
+			filter = append(filter, `"`+k+`ListChanged":true,`...)
+			kinds = append(kinds, "notifications/"+k+"/list_changed")
 		}
 	}
 	if len(kinds) == 0 {
-		return // nothing to listen for: no stream
+		return
 	}
-	// The stream is caused by notifications/initialized: its records get an
-	// op of their own.
-	l, ctx := s.newListener(append(filter, '}'), kinds, false, s.env.NextOp())
-	s.runListener(ctx, l)
+	filter[len(filter)-1] = '}' // the last ','
+	// Caused by notifications/initialized: its records get an op of their own.
+	s.startListener(filter, kinds, nil, s.env.NextOp())
 }
 
-// newListener prepares a listener whose stream ends with the session or
-// with its cancel. Callers that publish it do so under s.mu.
-func (s *listens) newListener(filter []byte, kinds []string, waited bool, op string) (*listener, context.Context) {
+// startListener starts a stream that ends with the session or with its
+// cancel, or returns nil when the session is closing. A resource stream
+// (uris) reports its first attempt's failure, which a subscribe waits for.
+func (s *listens) startListener(filter []byte, kinds, uris []string, op string) *listener {
 	ctx, cancel := context.WithCancel(link.WithOp(s.env.Ctx, op))
-	l := &listener{filter: filter, kinds: kinds, op: op, cancel: cancel, acked: make(chan gjson.Result, 1), done: make(chan struct{})}
-	if waited {
+	l := &listener{filter: filter, kinds: kinds, uris: uris, op: op, cancel: cancel, acked: make(chan gjson.Result, 1), done: make(chan struct{})}
+	if uris != nil {
 		l.failed = make(chan error, 1)
 	}
-	return l, ctx
-}
-
-// runListener starts l's loop; false when the session is closing.
-func (s *listens) runListener(ctx context.Context, l *listener) bool {
-	ok := s.env.BG.Start(func() {
-		defer close(l.done)
-		s.listenLoop(ctx, l)
-	})
-	if !ok {
-		l.cancel()
+	if !s.env.BG.Start(func() { defer close(l.done); s.listenLoop(ctx, l) }) {
+		cancel()
+		return nil
 	}
-	return ok
+	return l
 }
 
 // listenLoop keeps one listen stream open until ctx ends.
@@ -187,7 +154,8 @@ func (s *listens) listenLoop(ctx context.Context, l *listener) {
 	var delay time.Duration
 	first := true
 	for ctx.Err() == nil {
-		opened, up, err := s.listenOnce(ctx, l, first)
+		ackedAt, err := s.listenOnce(ctx, l, first)
+		opened := !ackedAt.IsZero()
 		if first && !opened && l.failed != nil {
 			// A subscribe waits for this: report, do not retry.
 			if ctx.Err() != nil {
@@ -203,8 +171,9 @@ func (s *listens) listenLoop(ctx context.Context, l *listener) {
 			s.env.Warn("the server declares change notifications but does not implement subscriptions/listen; no change notifications will reach the client")
 			return
 		}
+		var up time.Duration
 		if opened {
-			first = false
+			first, up = false, s.env.Now().Sub(ackedAt)
 		}
 		delay = nextListenDelay(delay, up)
 		s.env.Warn("subscriptions/listen stream ended; reconnecting", zap.ByteString("filter", l.filter), zap.Error(err),
@@ -216,20 +185,12 @@ func (s *listens) listenLoop(ctx context.Context, l *listener) {
 }
 
 // listenOnce opens the stream and forwards its notifications until it
-// ends. opened reports whether it was acknowledged, and up how long it
-// stayed open after that.
-func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (opened bool, up time.Duration, err error) {
-	var ackedAt time.Time
-	defer func() {
-		if opened {
-			up = s.env.Now().Sub(ackedAt)
-		}
-	}()
+// ends; ackedAt is when it was first acknowledged (zero: never).
+func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (ackedAt time.Time, err error) {
 	body, _, err := s.srv.ownRequest("subscriptions/listen", append(append([]byte(`{"notifications":`), l.filter...), '}'))
 	if err != nil {
-		return false, 0, err
+		return ackedAt, err
 	}
-	op := l.op
 	pctx := s.env.Observed(ctx, "", link.RwOwn)
 	if !first || l.failed == nil {
 		// No request of the client's waits for this stream: it may not
@@ -238,15 +199,15 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 	}
 	resp, err := s.env.Client.Post(pctx, body, nil)
 	if err != nil {
-		return false, 0, err
+		return ackedAt, err
 	}
 	defer resp.Close()
 	if resp.Status >= 300 {
 		msg, _ := resp.Next()
 		if gjson.GetBytes(msg, "error.code").Int() == protocol.CodeMethodNotFound {
-			return false, 0, errListenUnsupported
+			return ackedAt, errListenUnsupported
 		}
-		return false, 0, fmt.Errorf("HTTP %d: %.200s", resp.Status, msg)
+		return ackedAt, fmt.Errorf("HTTP %d: %.200s", resp.Status, msg)
 	}
 	for {
 		msg, err := resp.Next()
@@ -254,7 +215,7 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 			if errors.Is(err, io.EOF) {
 				err = errors.New("the stream closed")
 			}
-			return opened, 0, err
+			return ackedAt, err
 		}
 		m, perr := rewrite.Parse(rewrite.TrimFrame(msg))
 		if perr != nil {
@@ -265,14 +226,13 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 		case m.Kind == rewrite.KindResponse:
 			// A listen result (graceful end) or an error: the stream is over.
 			if m.Error.Exists() {
-				return opened, 0, fmt.Errorf("the server refused subscriptions/listen: %s", m.Error.Raw)
+				return ackedAt, fmt.Errorf("the server refused subscriptions/listen: %s", m.Error.Raw)
 			}
-			return opened, 0, errors.New("the server ended the subscription")
+			return ackedAt, errors.New("the server ended the subscription")
 		case m.Method == "notifications/subscriptions/acknowledged":
-			if !opened {
+			if ackedAt.IsZero() {
 				ackedAt = s.env.Now()
 			}
-			opened = true
 			if first {
 				select {
 				case l.acked <- m.Params.Get("notifications"):
@@ -282,36 +242,32 @@ func (s *listens) listenOnce(ctx context.Context, l *listener, first bool) (open
 				// Reconnected: changes may have been missed while the
 				// stream was down.
 				for _, k := range l.kinds {
-					s.env.Send(rewrite.NotificationFrame(k, nil), op, []string{"listen.reconnected"})
+					s.env.Send(rewrite.NotificationFrame(k, nil), l.op, []string{"listen.reconnected"})
 				}
 			}
 		case m.Method == "notifications/cancelled":
-			return opened, 0, errors.New("the server cancelled the subscription")
+			return ackedAt, errors.New("the server cancelled the subscription")
 		case m.Kind == rewrite.KindNotification:
 			if ctx.Err() != nil {
 				// Replaced by a newer stream (which delivers from its
 				// acknowledgement on), or ended: nothing more from here.
-				return opened, 0, ctx.Err()
+				return ackedAt, ctx.Err()
 			}
 			if l.uris != nil && m.Method == "notifications/resources/updated" && s.unsubscribed(l, m.Params.Get("uri").String()) {
 				s.env.Debug("resources/updated of an unsubscribed URI dropped", zap.String("uri", m.Params.Get("uri").String()))
 				continue
 			}
-			s.env.Send(rewrite.ListenNotification(&m), op, []string{"subscriptionId.strip"})
+			s.env.Send(rewrite.ListenNotification(&m), l.op, []string{"subscriptionId.strip"})
 		}
 	}
 }
 
 func (s *listens) subscription(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
-	if s.srv.meta.Load() == nil {
-		return notInitialized(c, f.Method)
-	}
 	uri := f.Params.Get("uri")
 	if uri.Type != gjson.String {
 		return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, fmt.Sprintf("Invalid params: %s needs params.uri, a string", f.Method), nil)
 	}
-	canSubscribe := gjson.GetBytes(s.srv.state.Load().serverCaps, "resources.subscribe").Bool() // meta is set: initialized
-	if !canSubscribe {
+	if !gjson.GetBytes(s.srv.state.Load().serverCaps, "resources.subscribe").Bool() {
 		return rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: the server at %s does not support resource subscriptions", s.env.URL()), nil)
 	}
@@ -353,7 +309,7 @@ func (s *listens) subscribe(ctx context.Context, c *link.Call, uri string) []byt
 	select {
 	case <-e.done:
 		if r := e.refused; r != nil {
-			return rewrite.ErrorFrame(c.ID, r.code, r.msg, r.data)
+			return rewrite.ErrorFrame(c.ID, r.Code, r.Message, r.Data)
 		}
 		return rewrite.ResultFrame(c.ID, []byte(`{}`))
 	case <-ctx.Done():
@@ -364,7 +320,7 @@ func (s *listens) subscribe(ctx context.Context, c *link.Call, uri string) []byt
 		e.waiters--
 		if s.want[uri] == e && !e.settled && e.waiters == 0 {
 			delete(s.want, uri)
-			s.settleLocked(e, &subRefusal{code: protocol.CodeInternalError, msg: "the subscribe was cancelled"})
+			s.settleLocked(e, &rewrite.Error{Code: protocol.CodeInternalError, Message: "the subscribe was cancelled"})
 			s.changeLocked(c.Op)
 		}
 		s.mu.Unlock()
@@ -383,9 +339,9 @@ func (s *listens) unsubscribe(ctx context.Context, c *link.Call, uri string) []b
 	}
 	delete(s.want, uri)
 	if !e.settled {
-		s.settleLocked(e, &subRefusal{code: protocol.CodeInternalError,
-			msg:  fmt.Sprintf("subscribing to %s failed: unsubscribed before the server acknowledged the subscription", uri),
-			data: link.ErrorData(s.env.URL(), 0, "", "")})
+		s.settleLocked(e, &rewrite.Error{Code: protocol.CodeInternalError,
+			Message: fmt.Sprintf("subscribing to %s failed: unsubscribed before the server acknowledged the subscription", uri),
+			Data:    link.ErrorData(s.env.URL(), 0, "", "")})
 	}
 	gen := s.changeLocked(c.Op)
 	for s.applied < gen {
@@ -412,9 +368,8 @@ func (s *listens) changeLocked(op string) uint64 {
 }
 
 // settleLocked settles a pending entry: acknowledged (r nil) or refused.
-func (s *listens) settleLocked(e *subEntry, r *subRefusal) {
-	e.settled = true
-	e.refused = r
+func (s *listens) settleLocked(e *subEntry, r *rewrite.Error) {
+	e.settled, e.refused = true, r
 	close(e.done)
 }
 
@@ -429,12 +384,9 @@ func (s *listens) unsubscribed(l *listener, uri string) bool {
 	return s.want[uri] == nil
 }
 
-// reconcile keeps one stream serving the set of subscribed URIs, until the
-// session ends. Each time the set changes it opens a stream for the whole
-// new set, and once that one is acknowledged, closes the one it replaces
-// (the overview above says what this does to notifications). A new stream
-// that fails leaves the old one in place. It runs in the session's
-// background group, started by the first subscribe.
+// reconcile keeps one stream serving the set of subscribed URIs (make
+// before break, as the overview above says), until the session ends. It is
+// started by the first subscribe.
 func (s *listens) reconcile() {
 	var cur *listener   // the acknowledged stream, or nil
 	var curSet []string // the URIs cur serves, sorted
@@ -453,7 +405,7 @@ func (s *listens) reconcile() {
 		gen, op := s.gen, s.op
 		set := slices.Sorted(maps.Keys(s.want))
 		s.mu.Unlock()
-		var refusal *subRefusal // why the new stream did not take over
+		var refusal *rewrite.Error // why the new stream did not take over
 		var accepted map[string]bool
 		switch {
 		case slices.Equal(set, curSet):
@@ -467,14 +419,11 @@ func (s *listens) reconcile() {
 				return
 			}
 			if superseded {
-				// A URI it was opened for is no longer wanted: start over
-				// with the set as it is now.
-				s.wake()
-				continue
+				continue // woken: start over with the set as it is now
 			}
 			if r != nil {
 				refusal = r
-				s.env.Warn("the stream of the new resource subscriptions failed; the previous one stays", zap.Int("uris", len(set)), zap.String("error", r.msg))
+				s.env.Warn("the stream of the new resource subscriptions failed; the previous one stays", zap.Int("uris", len(set)), zap.String("error", r.Message))
 				break
 			}
 			accepted = map[string]bool{}
@@ -496,9 +445,8 @@ func (s *listens) reconcile() {
 
 // stop ends a resource stream and waits until its loop has let go of the
 // connection, so that a session never holds more than two of them and an
-// answer that follows the change follows the close. The wait is short: a
-// cancelled stream stops reading at once; only a client that stopped
-// reading its frames could hold it, until the session ends.
+// answer that follows the change follows the close. Only a client that
+// stopped reading its frames could make the wait long (until the session ends).
 func (s *listens) stop(l *listener) {
 	l.cancel()
 	select {
@@ -514,24 +462,11 @@ func (s *listens) wake() {
 	}
 }
 
-// obsolete reports whether one of the URIs a new stream is opened for is no
-// longer wanted (its subscribe was cancelled, or it was unsubscribed).
-func (s *listens) obsolete(added []string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, u := range added {
-		if s.want[u] == nil {
-			return true
-		}
-	}
-	return false
-}
-
 // settle answers the pending subscriptions after reconcile acted on the
 // set of generation gen: tried is the set it asked for, curSet what the
 // current stream serves, accepted the URIs its acknowledgement listed (nil
 // when no new stream was acknowledged), refusal why a new stream failed.
-func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string]bool, refusal *subRefusal) {
+func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string]bool, refusal *rewrite.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for uri, e := range s.want {
@@ -548,11 +483,9 @@ func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string
 		if _, ok := slices.BinarySearch(tried, uri); !ok {
 			continue // added since: the next round asks for it
 		}
-		r := refusal
-		if r == nil {
-			r = &subRefusal{code: protocol.CodeInvalidParams, msg: fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri)}
-		} else {
-			r = &subRefusal{code: r.code, msg: fmt.Sprintf("subscribing to %s failed: %s", uri, r.msg), data: r.data}
+		r := &rewrite.Error{Code: protocol.CodeInvalidParams, Message: fmt.Sprintf("subscription not accepted: the server did not acknowledge %s", uri)}
+		if refusal != nil {
+			r = &rewrite.Error{Code: refusal.Code, Message: fmt.Sprintf("subscribing to %s failed: %s", uri, refusal.Message), Data: refusal.Data}
 		}
 		delete(s.want, uri)
 		s.settleLocked(e, r)
@@ -567,51 +500,47 @@ func (s *listens) settle(gen uint64, tried, curSet []string, accepted map[string
 // openResources opens a stream for the sorted URIs in set and waits for its
 // acknowledgement (within the idle timeout), or its first attempt's
 // failure. It returns the running stream and the acknowledged
-// notifications, or why it failed (the stream is then stopped). While it
-// waits, a change of the set that drops one of the URIs added (those the
-// stream is opened for) supersedes it: it is stopped, and reported so; any
-// other change is left for the next round.
-func (s *listens) openResources(set, added []string, op string) (l *listener, ack gjson.Result, r *subRefusal, superseded bool) {
+// notifications, or why it failed (the stream is then stopped). A change
+// of the set that drops one of the URIs added supersedes it (stopped too);
+// any other change is left for the next round.
+func (s *listens) openResources(set, added []string, op string) (l *listener, ack gjson.Result, r *rewrite.Error, superseded bool) {
 	filter := []byte(`{"resourceSubscriptions":[`)
-	for i, u := range set {
-		if i > 0 {
-			filter = append(filter, ',')
-		}
-		filter = rewrite.AppendString(filter, u)
+	for _, u := range set {
+		filter = append(rewrite.AppendString(filter, u), ',')
 	}
-	l, ctx := s.newListener(append(filter, "]}"...), nil, true, op)
-	l.uris = set
-	if !s.runListener(ctx, l) {
-		return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
+	filter = append(filter[:len(filter)-1], "]}"...) // set is never empty
+	ending := &rewrite.Error{Code: protocol.CodeInternalError, Message: "the session is ending"}
+	if l = s.startListener(filter, nil, set, op); l == nil {
+		return nil, ack, ending, false
 	}
 	timer := time.NewTimer(s.env.Cfg.IdleTimeout)
 	defer timer.Stop()
 	changed := false
 	defer func() {
 		if changed {
-			s.wake() // for the next round
+			s.wake() // for the next round (or a superseded one's restart)
 		}
 	}()
-	for {
+	for r == nil && !superseded {
 		select {
 		case ack := <-l.acked:
 			return l, ack, nil, false
 		case err := <-l.failed:
-			s.stop(l)
-			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: err.Error(), data: link.ErrorData(s.env.URL(), 0, "", "")}, false
+			r = &rewrite.Error{Code: protocol.CodeInternalError, Message: err.Error(), Data: link.ErrorData(s.env.URL(), 0, "", "")}
 		case <-s.changed:
-			if s.obsolete(added) {
-				s.stop(l)
-				return nil, ack, nil, true
-			}
+			// Superseded when a URI added is no longer wanted (its subscribe
+			// was cancelled, or it was unsubscribed).
+			s.mu.Lock()
+			superseded = slices.ContainsFunc(added, func(u string) bool { return s.want[u] == nil })
+			s.mu.Unlock()
 			changed = true
 		case <-s.env.Ctx.Done():
-			s.stop(l)
-			return nil, ack, &subRefusal{code: protocol.CodeInternalError, msg: "the session is ending"}, false
+			r = ending
 		case <-timer.C:
-			s.stop(l)
-			return nil, ack, &subRefusal{code: protocol.CodeInternalError,
-				msg: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.env.Cfg.IdleTimeout, s.env.Hint(rewrite.HintIdleTimeout))}, false
+			r = &rewrite.Error{Code: protocol.CodeInternalError,
+				Message: fmt.Sprintf("the server did not acknowledge the subscription within %v (%s)", s.env.Cfg.IdleTimeout, s.env.Hint(rewrite.HintIdleTimeout))}
 		}
 	}
+	s.stop(l)
+	return nil, ack, r, superseded
 }

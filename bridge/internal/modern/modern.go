@@ -15,6 +15,7 @@ package modern
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -39,27 +40,25 @@ type modern struct {
 	rawHeadersNoted sync.Once  // the first raw UTF-8 header retry is logged
 }
 
-// server is what the parts of the modern bridge share: the session's Env,
-// what a successful initialize learned, and the _meta block every request
-// carries (with which it makes the proxy's own requests, internalCall).
+// server is what the parts of the modern bridge share: the session's Env
+// and what a successful initialize learned.
 type server struct {
 	env *link.Env
-	// state is the initialize result, stored once an initialize succeeded
-	// (nil before: requests are refused as not initialized).
-	state atomic.Pointer[modernState]
-	// metaMu guards level and the _meta block made from it and state.
-	metaMu sync.Mutex
-	level  string // logging/setLevel
-	meta   atomic.Pointer[rewrite.MetaBlock]
+	// state is the initialize result (nil before: requests are refused as
+	// not initialized), replaced whole when the log level changes its meta.
+	state  atomic.Pointer[modernState]
+	metaMu sync.Mutex // guards level and the replacing of state
+	level  string     // logging/setLevel
 }
 
-// modernState is what a successful initialize learned, stored once.
 type modernState struct {
 	caps       []byte // the client's capabilities, mapped to 2026
 	clientInfo []byte // the client's clientInfo
 	legacyCaps []byte // the client's own capabilities
 	serverCaps []byte // the server's 2026 capabilities, from discover
 	hasTasks   bool   // the server declares the tasks extension
+	// meta is the _meta block every request carries, the proxy's own too.
+	meta rewrite.MetaBlock
 }
 
 // New is the modern bridge of a session: its upstream until an initialize
@@ -68,23 +67,28 @@ func New(e *link.Env) link.Upstream {
 	srv := &server{env: e}
 	return &modern{env: e, srv: srv,
 		tools:  &toolAnnotations{env: e, srv: srv, params: map[string][]protocol.ParamHeader{}},
-		tasks:  &taskBridge{env: e, srv: srv, reg: ownedBy(openStore("", "", e.Log), e.Cfg.StateOwner), dispatched: map[string]map[string]*inputKey{}},
+		tasks:  &taskBridge{env: e, srv: srv, reg: openStore("", "", e.Cfg.StateOwner, e.Log), dispatched: map[[2]string]*inputKey{}, unanswered: map[string]bool{}},
 		listen: &listens{env: e, srv: srv, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})},
 	}
 }
 
 func (s *server) ready() bool { return s.state.Load() != nil }
 
-// open opens the task state file, or keeps the registry in memory when
+func (s *server) tasksEnabled() bool {
+	st := s.state.Load()
+	return st != nil && st.hasTasks
+}
+
+// Open opens the task state file, or keeps the registry in memory when
 // there is none. A file that cannot be used moves the session to memory,
 // said once (tasks/list would forget tasks on restart).
 func (s *modern) Open() {
 	if s.env.Cfg.StatePath != "" {
-		s.tasks.reg = ownedBy(openStore(s.env.Cfg.StatePath, s.env.URL(), s.env.Log), s.env.Cfg.StateOwner)
+		s.tasks.reg = openStore(s.env.Cfg.StatePath, s.env.URL(), s.env.Cfg.StateOwner, s.env.Log)
 	}
 }
 
-// local answers what the method table says is answered as soon as it is
+// Local answers what the method table says is answered as soon as it is
 // read (ping, logging/setLevel), and refuses a request without the string
 // param that names it (it is also what Mcp-Name carries).
 func (s *modern) Local(f *rewrite.Frame) ([]byte, []string, bool) {
@@ -101,12 +105,16 @@ func (s *modern) Local(f *rewrite.Frame) ([]byte, []string, bool) {
 	return nil, nil, false
 }
 
-// request runs one client request against the modern server, by what the
-// method table says the proxy does with it.
 func (s *modern) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
-	switch protocol.LocalOf(f.Method) {
-	case protocol.LocalInitialize:
+	local := protocol.LocalOf(f.Method)
+	if local == protocol.LocalInitialize {
 		return s.initialize(ctx, c, f)
+	}
+	if !s.srv.ready() {
+		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInvalidRequest,
+			fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", f.Method), nil))
+	}
+	switch local {
 	case protocol.LocalTask:
 		return s.tasks.taskMethod(ctx, c, f)
 	case protocol.LocalSubscription:
@@ -115,9 +123,8 @@ func (s *modern) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 	return s.forward(ctx, c, f)
 }
 
-// notified: no client notification is forwarded to a 2026-07-28 server
-// (2026 has none of them). notifications/initialized opens the list-change
-// stream.
+// Notified forwards no client notification to a 2026-07-28 server (2026
+// has none of them).
 func (s *modern) Notified(f *rewrite.Frame, _ string, cancel func()) {
 	switch f.Method {
 	case "notifications/initialized":
@@ -125,11 +132,7 @@ func (s *modern) Notified(f *rewrite.Frame, _ string, cancel func()) {
 		// The 2025 client signals readiness here: the list-change stream
 		// starts now, once: a 2025 server sends nothing but pings and
 		// logs before it.
-		s.listen.mu.Lock()
-		start := s.srv.ready() && !s.listen.listening
-		s.listen.listening = s.listen.listening || start
-		s.listen.mu.Unlock()
-		if start {
+		if s.srv.ready() && s.listen.listening.CompareAndSwap(false, true) {
 			s.listen.openListChanged()
 		}
 	case "notifications/cancelled":
@@ -141,8 +144,6 @@ func (s *modern) Notified(f *rewrite.Frame, _ string, cancel func()) {
 	}
 }
 
-// answered routes the client's answer to the proxy's request that waits
-// for it.
 func (s *modern) Answered(f *rewrite.Frame, _ string) bool { return s.env.ClientAnswered(f) }
 
 func (s *modern) Reached() (era, transport string) {

@@ -25,21 +25,17 @@ import (
 
 // The task registry: the tasks this client created through the proxy, for
 // tasks/list (which the 2026 extension does not have), sticky cancels and
-// cached outcomes. It is a
-// state file, so tasks outlive a client or proxy restart, shared safely by
-// concurrent proxies through a file lock; with --no-state it lives in memory.
-// A state file that cannot be used (a directory that cannot be created, a
-// file that cannot be read, locked or written, or one of a newer format)
-// moves the session to memory, with one warning (store).
+// cached outcomes. It is a state file, so tasks outlive a client or proxy
+// restart, shared safely by concurrent proxies through a file lock; with
+// --no-state, or once the file cannot be used, it lives in memory.
 
 // record is one registered task.
 type record struct {
 	ID string `json:"id"`
 	// Synthetic marks a proxy-made task for a server that answered a
 	// task-augmented call synchronously; it is served locally.
-	Synthetic bool `json:"synthetic,omitempty"`
-	// Seq orders tasks by creation (newest first in tasks/list).
-	Seq int64 `json:"seq"`
+	Synthetic bool  `json:"synthetic,omitempty"`
+	Seq       int64 `json:"seq"` // orders tasks by creation (newest first in tasks/list)
 	// Task is the last modern task object seen (synthetic: a modern-shaped
 	// object made by the proxy).
 	Task json.RawMessage `json:"task"`
@@ -55,34 +51,41 @@ type record struct {
 	// and tasks/result answers that error.
 	Unanswerable   json.RawMessage `json:"unanswerable,omitempty"`
 	UnanswerableAt string          `json:"unanswerableAt,omitempty"`
-	// Expires (RFC 3339) drops a synthetic task once its ttl has passed.
-	Expires string `json:"expires,omitempty"`
-	// Owner is the Config.StateOwner the task was recorded under (serve:
-	// the client's identity and session); empty for stdio.
-	Owner string `json:"owner,omitempty"`
+	Expires        string          `json:"expires,omitempty"` // RFC 3339: a synthetic task goes once its ttl has passed
+	Owner          string          `json:"owner,omitempty"`   // the Config.StateOwner it was recorded under (see store)
 }
 
 // maxRecords bounds the registry; the oldest records go first.
 const maxRecords = 1000
 
 // store keeps the records: in the state file while it can be used, in
-// memory otherwise (--no-state, or for the rest of a session once the file
-// failed). Every operation on the file is read-modify-write under an
-// exclusive lock on a sibling .lock file, and the file is replaced
+// memory otherwise. Every operation on the file is read-modify-write under
+// an exclusive lock on a sibling .lock file, and the file is replaced
 // atomically, so concurrent proxies never lose each other's tasks and a
 // crash never leaves a torn file. A file of a newer format is never written
 // (nor read: its records may mean what this version cannot know), so a
 // newer proxy's fields survive.
+//
+// A store is scoped to one owner (Config.StateOwner), so that the sessions
+// of a serve process, which share the state file, share nothing a client
+// can see. An owner is "IDENTITY/SESSION": tasks/list shows the tasks
+// recorded under the whole owner (this session's); a task is read or
+// updated by id under the same IDENTITY (the client's bearer), so that a
+// client that lost its session (a replica that died) re-reads its tasks by
+// id from a new one. A task recorded under another identity is foreign:
+// not found, never changed. Stdio's owner is empty: it sees the tasks
+// recorded without an owner, as every task was before owners.
 type store struct {
 	mu       sync.Mutex // held over each operation, so a fallback sees every write that succeeded
 	file     *statefile.File
 	path     string
 	upstream string // recorded in the file, for people who look
+	owner    string
+	identity string // the owner's IDENTITY
 	log      *zap.Logger
 	recs     map[string]record // the records, while file is nil
 }
 
-// stateFile is the on-disk format.
 type stateFile struct {
 	Version  int      `json:"version"`
 	Upstream string   `json:"upstream,omitempty"`
@@ -91,11 +94,12 @@ type stateFile struct {
 
 const stateVersion = 1
 
-// openStore opens the state file at path ("" keeps the records in memory).
-// A file that is not valid JSON is left for the user to fix, loudly; any
-// other problem moves the session to memory with one warning.
-func openStore(path, upstream string, log *zap.Logger) *store {
-	r := &store{path: path, upstream: upstream, log: log, recs: map[string]record{}}
+// openStore opens owner's view of the state file at path ("" keeps the
+// records in memory). A file that is not valid JSON is left for the user to
+// fix, loudly; any other problem moves the session to memory with one
+// warning.
+func openStore(path, upstream, owner string, log *zap.Logger) *store {
+	r := &store{path: path, upstream: upstream, owner: owner, identity: identityOf(owner), log: log, recs: map[string]record{}}
 	if path == "" {
 		return r
 	}
@@ -155,7 +159,6 @@ func (r *store) do(fn func(recs map[string]record) (changed bool)) {
 	}
 }
 
-// stateFileAt is the state file at path; its lock is path.lock.
 func stateFileAt(path string) statefile.File {
 	return statefile.File{Path: path, LockPath: path + ".lock", Version: stateVersion}
 }
@@ -202,23 +205,52 @@ func readState(f statefile.File) (stateFile, error) {
 	return st, err
 }
 
-func (r *store) get(id string) (rec record, ok bool) {
-	r.do(func(recs map[string]record) bool {
-		rec, ok = recs[id]
-		return false
-	})
-	return rec, ok
+// readable reports whether a stored record is this owner's to read by id.
+func (r *store) readable(rec *record) bool {
+	if rec.Owner == r.owner {
+		return true
+	}
+	return r.owner != "" && rec.Owner != "" && identityOf(rec.Owner) == r.identity
 }
 
-// update applies fn to the record with id (a zero record with that id when
-// absent); fn returns false to delete it or leave it absent.
+// identityOf is the IDENTITY of an owner "IDENTITY/SESSION" (the whole
+// owner when it has no session part).
+func identityOf(owner string) string {
+	if i := strings.LastIndexByte(owner, '/'); i >= 0 {
+		return owner[:i]
+	}
+	return owner
+}
+
+// get looks a task up: found when this owner may read it, foreign when it
+// is recorded under another owner.
+func (r *store) get(id string) (rec record, found, foreign bool) {
+	r.do(func(recs map[string]record) bool {
+		rec, found = recs[id]
+		return false
+	})
+	if found && !r.readable(&rec) {
+		return record{}, false, true
+	}
+	return rec, found, false
+}
+
+// update applies fn to this owner's record with id (a zero record with
+// that id when absent); fn returns false to delete it or leave it absent.
+// Another owner's record is left as it is.
 func (r *store) update(id string, fn func(*record) bool) {
 	r.do(func(recs map[string]record) bool {
 		rec, ok := recs[id]
-		if !ok {
-			rec = record{ID: id}
+		switch {
+		case !ok:
+			rec = record{ID: id, Owner: r.owner}
+		case !r.readable(&rec):
+			return false
 		}
-		switch keep := fn(&rec); {
+		owner := rec.Owner
+		keep := fn(&rec)
+		rec.Owner = owner
+		switch {
 		case keep:
 			recs[id] = rec
 		case ok:
@@ -230,9 +262,10 @@ func (r *store) update(id string, fn func(*record) bool) {
 	})
 }
 
+// list is the tasks recorded under this owner, newest first.
 func (r *store) list() (out []record) {
 	r.do(func(recs map[string]record) bool {
-		out = sorted(recs)
+		out = slices.DeleteFunc(sorted(recs), func(rec record) bool { return rec.Owner != r.owner })
 		return false
 	})
 	return out
@@ -269,80 +302,6 @@ func randomHex(n int) string {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return hex.EncodeToString(b)
-}
-
-// ownedRegistry scopes a registry to one owner (Config.StateOwner), so that
-// the sessions of a serve process, which share the state file, share
-// nothing a client can see. An owner is "IDENTITY/SESSION": tasks/list
-// shows the tasks recorded under the whole owner (this session's); a task
-// is read or updated by id under the same IDENTITY (the client's bearer),
-// so that a client that lost its session (a replica that died) re-reads
-// its tasks by id from a new one. A task recorded under another identity
-// is absent: not found, never changed. Stdio's owner is empty: it sees
-// the tasks recorded without an owner, as every task was before owners.
-type ownedRegistry struct {
-	inner    *store
-	owner    string
-	identity string
-}
-
-func ownedBy(r *store, owner string) *ownedRegistry {
-	return &ownedRegistry{inner: r, owner: owner, identity: identityOf(owner)}
-}
-
-// identityOf is the IDENTITY of an owner "IDENTITY/SESSION" (the whole
-// owner when it has no session part).
-func identityOf(owner string) string {
-	if i := strings.LastIndexByte(owner, '/'); i >= 0 {
-		return owner[:i]
-	}
-	return owner
-}
-
-// readable reports whether a stored record is this owner's to read by id.
-func (o *ownedRegistry) readable(r *record) bool {
-	if r.Owner == o.owner {
-		return true
-	}
-	if o.owner == "" || r.Owner == "" {
-		return false
-	}
-	return identityOf(r.Owner) == o.identity
-}
-
-func (o *ownedRegistry) get(id string) (record, bool) {
-	rec, ok := o.inner.get(id)
-	if !ok || !o.readable(&rec) {
-		return record{}, false
-	}
-	return rec, true
-}
-
-// foreign reports whether a task with this id is recorded under another
-// owner, one this owner may not read.
-func (o *ownedRegistry) foreign(id string) bool {
-	rec, ok := o.inner.get(id)
-	return ok && !o.readable(&rec)
-}
-
-func (o *ownedRegistry) update(id string, fn func(*record) bool) {
-	o.inner.update(id, func(r *record) bool {
-		stored := r.Seq != 0 || r.Owner != "" || r.Task != nil
-		if stored && !o.readable(r) {
-			return true // another owner's: left as it is
-		}
-		if !stored {
-			r.Owner = o.owner
-		}
-		owner := r.Owner
-		keep := fn(r)
-		r.Owner = owner
-		return keep
-	})
-}
-
-func (o *ownedRegistry) list() []record {
-	return slices.DeleteFunc(o.inner.list(), func(r record) bool { return r.Owner != o.owner })
 }
 
 func stateHints() string {

@@ -1,10 +1,12 @@
 package modern
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,78 +33,48 @@ import (
 //	tasks/list         ─▶ the registry, refreshed with tasks/get
 
 // taskBridge is the modern session's tasks: the registry of the tasks the
-// client created through the proxy, and the input keys already asked of
-// the client, by task.
+// client created through the proxy, and what was done with their input.
 type taskBridge struct {
 	env *link.Env
 	srv *server
-	reg *ownedRegistry // the registry, scoped to Config.StateOwner
+	reg *store
 
 	mu         sync.Mutex
-	dispatched map[string]map[string]*inputKey // by task id
-	// unanswered are the tasks whose server was told that the client
-	// cannot give the input they ask for (once per task).
-	unanswered map[string]bool
+	dispatched map[[2]string]*inputKey // by task id and input key
+	unanswered map[string]bool         // the tasks whose server was told the client cannot give their input
 }
 
 // SyntheticPrefix starts the ids of proxy-made tasks: the prefix, then 32
 // random hex digits. The proxy knows its tasks by their registry record
 // (record.Synthetic), not by the id: a server's task id may start the same
 // way. Only an id the registry does not know is judged by its shape
-// (mintedID), so that a proxy-made id that expired or was trimmed is
+// (localTask), so that a proxy-made id that expired or was trimmed is
 // answered locally and never sent upstream.
 const SyntheticPrefix = "mcp-tasks-proxy-"
-
-// mintedID reports whether id has the shape of the ids the proxy mints.
-func mintedID(id string) bool {
-	hex, ok := strings.CutPrefix(id, SyntheticPrefix)
-	if !ok || len(hex) != 32 {
-		return false
-	}
-	for _, r := range hex {
-		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
-			return false
-		}
-	}
-	return true
-}
 
 // localTask looks a task up in the registry and says whether the proxy
 // answers for it: a proxy-made task (found, and the answer is the record),
 // an id of the proxy's own shape it no longer knows, or a task recorded
 // under another owner (both not found).
 func (s *taskBridge) localTask(id string) (rec record, found, local bool) {
-	rec, found = s.reg.get(id)
-	if found {
-		return rec, true, rec.Synthetic
-	}
-	if s.reg.foreign(id) {
-		return rec, false, true
-	}
-	return rec, false, mintedID(id)
+	rec, found, foreign := s.reg.get(id)
+	hex, minted := strings.CutPrefix(id, SyntheticPrefix) // the shape of the ids the proxy mints
+	minted = minted && len(hex) == 32 && strings.Trim(hex, "0123456789abcdef") == ""
+	return rec, found, found && rec.Synthetic || foreign || !found && minted
 }
 
 func taskNotFound(c *link.Call) []byte {
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Failed to retrieve task: Task not found", nil)
 }
 
-// Poll failure bound: after this many failed polls in a row a waiting
-// request gets an error instead of waiting forever.
+// maxPollFailures failed polls in a row end a wait with an error.
 const maxPollFailures = 5
 
 const taskListPage = 50
 
-func (s *server) tasksEnabled() bool {
-	st := s.state.Load()
-	return st != nil && st.hasTasks
-}
-
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 func (s *taskBridge) taskMethod(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
-	if s.srv.meta.Load() == nil {
-		return link.FrameOnly(notInitialized(c, f.Method))
-	}
 	if !s.srv.tasksEnabled() {
 		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound,
 			fmt.Sprintf("Method not found: %s is not available because the server at %s does not support the tasks extension (io.modelcontextprotocol/tasks)", f.Method, s.env.URL()), nil))
@@ -125,13 +97,10 @@ func (s *taskBridge) taskMethod(ctx context.Context, c *link.Call, f *rewrite.Fr
 	return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeMethodNotFound, "Method not found: "+f.Method, nil))
 }
 
-// taskCall makes a tasks/* request of the proxy's own. It returns the
-// result, or the server's JSON-RPC error, or a transport error.
+// taskCall makes a tasks/* request of the proxy's own: the result, or the
+// server's JSON-RPC error, or why there is neither.
 func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra []byte) (gjson.Result, gjson.Result, error) {
-	p := rewrite.AppendString([]byte(`{"taskId":`), taskID)
-	p = append(p, extra...)
-	p = append(p, '}')
-	msg, err := s.srv.internalCall(ctx, method, p)
+	msg, err := s.srv.internalCall(ctx, method, taskIDObject(taskID, extra...))
 	if err != nil {
 		return gjson.Result{}, gjson.Result{}, err
 	}
@@ -148,12 +117,8 @@ func (s *taskBridge) taskCall(ctx context.Context, method, taskID string, extra 
 	return m.Result, gjson.Result{}, nil
 }
 
-// poll makes one tasks/get, bounded by Config.PollTimeout; the polling
-// loops count a failure (a timeout too) against maxPollFailures.
-func (s *taskBridge) poll(ctx context.Context, id string) (gjson.Result, gjson.Result, error) {
-	return s.boundedTaskCall(ctx, "tasks/get", id, nil)
-}
-
+// boundedTaskCall is taskCall bounded by Config.PollTimeout. A -32602 to
+// tasks/get means the task is gone: it leaves the registry.
 func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, extra []byte) (gjson.Result, gjson.Result, error) {
 	bctx, cancel := context.WithTimeout(ctx, s.env.Cfg.PollTimeout)
 	defer cancel()
@@ -161,10 +126,29 @@ func (s *taskBridge) boundedTaskCall(ctx context.Context, method, id string, ext
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%s: %w within %v (raise %s if it is that slow)", method, errPollTimeout, s.env.Cfg.PollTimeout, s.env.Hint(rewrite.HintPollTimeout))
 	}
+	if method == "tasks/get" && rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
+		s.prune(id)
+	}
 	return res, rpcErr, err
 }
 
-// errPollTimeout is a task request that got no answer within its bound.
+// pollAfter waits d, then polls task id with tasks/get until the server
+// answers (its result or its error) or maxPollFailures polls in a row
+// failed, waiting retry between them.
+func (s *taskBridge) pollAfter(ctx context.Context, id string, d, retry time.Duration) (res, rpcErr gjson.Result, err error) {
+	for failures := 1; ; failures++ {
+		if !link.Sleep(ctx, d) {
+			return res, rpcErr, ctx.Err()
+		}
+		res, rpcErr, err = s.boundedTaskCall(ctx, "tasks/get", id, nil)
+		if err == nil || ctx.Err() != nil || failures == maxPollFailures {
+			return res, rpcErr, err
+		}
+		s.env.Warn("polling a task failed; retrying", zap.String("taskId", id), zap.Error(err))
+		d = retry
+	}
+}
+
 var errPollTimeout = errors.New("the server did not answer")
 
 // transient reports whether a failed task request of the proxy's own may be
@@ -186,9 +170,8 @@ func transient(method string, err error) bool {
 
 // retriedTaskCall makes a tasks/get or tasks/update of the proxy's own
 // (both safe to repeat) under link.Retry's policy (docs/reliability.md,
-// Retries), each attempt bounded by Config.PollTimeout: a transient failure
-// (see transient) is made again, as a dial error when the connection could
-// not be made. The server's JSON-RPC error is its answer: never retried.
+// Retries): a transient failure is made again. The server's JSON-RPC error
+// is its answer: never retried.
 func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, extra []byte) (res, rpcErr gjson.Result, err error) {
 	var te *routing.TransportError
 	if !link.Retry(ctx, true, func() link.RetryKind {
@@ -210,8 +193,7 @@ func (s *taskBridge) retriedTaskCall(ctx context.Context, method, id string, ext
 
 // forClient makes a tasks/get or tasks/cancel on the client's behalf. When
 // it fails, the second value is the client's answer (nil when the request
-// was cancelled): the server's error verbatim, or one naming the failure. A
-// -32602 to tasks/get means the task is gone: it leaves the registry.
+// was cancelled): the server's error verbatim, or one naming the failure.
 func (s *taskBridge) forClient(ctx context.Context, c *link.Call, method, id string) (gjson.Result, []byte, bool) {
 	do := s.taskCall
 	if method == "tasks/get" {
@@ -225,19 +207,15 @@ func (s *taskBridge) forClient(ctx context.Context, c *link.Call, method, id str
 		}
 		return res, s.unreachable(c, method, err), false
 	case rpcErr.Exists():
-		if method == "tasks/get" && rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
-			s.prune(id)
-		}
 		return res, rewrite.ErrorFrameRaw(c.ID, []byte(rpcErr.Raw)), false
 	}
 	return res, nil, true
 }
 
-// unreachable is the error for a task request that did not reach the server.
+// unreachable is the error for a task request that did not reach the
+// server. A refusal's message names the fix: trying again cannot help.
 func (s *taskBridge) unreachable(c *link.Call, method string, err error) []byte {
 	if refused(err) {
-		// The message names what was refused and the fix; trying again
-		// cannot help.
 		return s.env.TransportError(c.ID, method, err)
 	}
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
@@ -246,11 +224,10 @@ func (s *taskBridge) unreachable(c *link.Call, method string, err error) []byte 
 }
 
 // observe records what a poll showed about a registered task: the latest
-// task object and a terminal outcome for tasks/result. With notify, a status
-// change is told to the client as notifications/tasks/status (polls the
-// client did not ask for: tasks/result waits and tasks/list refreshes; a
-// tasks/get answer says it already). It returns the record and whether the
-// task is registered. op is the trace op of the request that polled.
+// task object and a terminal outcome for tasks/result. With notify (polls
+// the client did not ask for, unlike tasks/get), a status change is told to
+// the client as notifications/tasks/status. It returns the record and
+// whether the task is registered; op is the trace op of the poll's request.
 func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify bool) (record, bool) {
 	var rec record
 	var registered, changed bool
@@ -277,17 +254,8 @@ func (s *taskBridge) observe(op string, t rewrite.Task, raw gjson.Result, notify
 	return rec, registered
 }
 
-func (s *taskBridge) registerTask(rec record) {
-	rec.Seq = time.Now().UnixNano()
-	s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true })
-}
-
 func (s *taskBridge) prune(id string) {
 	s.reg.update(id, func(*record) bool { return false })
-}
-
-func cancelledView(at string) rewrite.ViewOverride {
-	return rewrite.ViewOverride{Status: rewrite.StatusCancelled, StatusMessage: "The task was cancelled by request.", LastUpdatedAt: at}
 }
 
 // settled reports whether the proxy decided the task's status for the
@@ -299,26 +267,21 @@ func (r record) settled() bool { return r.CancelledAt != "" || r.UnanswerableAt 
 func (r record) override() rewrite.ViewOverride {
 	switch {
 	case r.CancelledAt != "":
-		return cancelledView(r.CancelledAt)
+		return rewrite.ViewOverride{Status: rewrite.StatusCancelled, StatusMessage: "The task was cancelled by request.", LastUpdatedAt: r.CancelledAt}
 	case r.UnanswerableAt != "":
-		return unanswerableView(r.Unanswerable, r.UnanswerableAt)
+		// Failed because it asked for input the client cannot give: the
+		// statusMessage is the error's message.
+		return rewrite.ViewOverride{Status: rewrite.StatusFailed, StatusMessage: gjson.GetBytes(r.Unanswerable, "message").String(), LastUpdatedAt: r.UnanswerableAt}
 	}
 	return rewrite.ViewOverride{}
 }
 
-// unanswerableView is a task failed for the client because it asked for
-// input the client cannot give: the statusMessage is the error's message.
-func unanswerableView(errObj []byte, at string) rewrite.ViewOverride {
-	return rewrite.ViewOverride{Status: rewrite.StatusFailed, StatusMessage: gjson.GetBytes(errObj, "message").String(), LastUpdatedAt: at}
-}
-
-// taskGet answers tasks/get with the 2025 Task view of the server's task.
 func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.Outcome {
 	if rec, found, local := s.localTask(id); local {
 		if !found {
 			return link.FrameOnly(taskNotFound(c))
 		}
-		return link.FrameOnly(rewrite.ResultFrame(c.ID, s.recordView(rec)))
+		return link.FrameOnly(rewrite.ResultFrame(c.ID, rewrite.TaskResult(recordTask(rec), s.env.Cfg.Tasks, rec.override())))
 	}
 	res, failed, ok := s.forClient(ctx, c, "tasks/get", id)
 	if !ok {
@@ -332,7 +295,7 @@ func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.
 		if errObj, at := s.unanswerable(c.Op, t, "task "+id); errObj != nil {
 			// The client cannot give what the task waits for: it sees
 			// the task failed at once, not input_required forever.
-			ov = unanswerableView(errObj, at)
+			ov = record{Unanswerable: errObj, UnanswerableAt: at}.override()
 		} else {
 			// Ask after the answer is out (2025 order: the client learns
 			// the status, then gets the requests).
@@ -343,8 +306,7 @@ func (s *taskBridge) taskGet(ctx context.Context, c *link.Call, id string) link.
 	return out
 }
 
-// task is the record's task, read from its stored bytes: the one place
-// that parses them.
+// task is the record's task: the one place that parses its stored bytes.
 func (r record) task() rewrite.Task { return rewrite.ReadTask(gjson.ParseBytes(r.Task)) }
 
 // recordTask reads a record's task, with the cached result inlined (a
@@ -357,11 +319,6 @@ func recordTask(rec record) rewrite.Task {
 	return t
 }
 
-// recordView is the legacy view of a registered task's last known state.
-func (s *taskBridge) recordView(rec record) []byte {
-	return rewrite.TaskResult(recordTask(rec), s.env.Cfg.Tasks, rec.override())
-}
-
 // taskResult answers tasks/result (never sent upstream): from the cached
 // outcome, or by polling tasks/get until the task is terminal. A client
 // cancel stops the wait, not the task.
@@ -371,37 +328,23 @@ func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []
 		// terminal, without its payload, which a tasks/get then brings.
 		t := rec.task()
 		final := rec.Synthetic || rec.settled() || t.Status == rewrite.StatusCancelled || len(rec.Result) > 0 || len(rec.Error) > 0
-		if frame := s.taskOutcome(c, rec, t, id); final && frame != nil {
+		if frame := s.taskOutcome(c, rec, t, id, id); final && frame != nil {
 			return frame
 		}
 	} else if local {
 		return taskNotFound(c)
 	}
-	failures := 0
-	var wait time.Duration
-	for {
-		if !link.Sleep(ctx, wait) {
-			return nil
-		}
-		res, rpcErr, err := s.poll(ctx, id)
+	for wait := time.Duration(0); ; {
+		res, rpcErr, err := s.pollAfter(ctx, id, wait, rewrite.DefaultPollInterval)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil
 			}
-			if failures++; failures >= maxPollFailures {
-				return s.unreachable(c, "tasks/get", err)
-			}
-			s.env.Warn("polling the task failed; retrying", zap.String("taskId", id), zap.Error(err))
-			wait = rewrite.DefaultPollInterval
-			continue
+			return s.unreachable(c, "tasks/get", err)
 		case rpcErr.Exists():
-			if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
-				s.prune(id)
-			}
 			return rewrite.ErrorFrameRaw(c.ID, []byte(rpcErr.Raw))
 		}
-		failures = 0
 		t := rewrite.ReadTask(res)
 		var gaveUp []byte
 		if t.Status == rewrite.StatusInputRequired {
@@ -417,7 +360,7 @@ func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []
 			if t.Status == rewrite.StatusCancelled && !rec.settled() {
 				rec.CancelledAt = now()
 			}
-			if frame := s.taskOutcome(c, rec, t, id); frame != nil {
+			if frame := s.taskOutcome(c, rec, t, id, id); frame != nil {
 				return frame
 			}
 		}
@@ -431,9 +374,10 @@ func (s *taskBridge) taskResult(ctx context.Context, c *link.Call, id string) []
 	}
 }
 
-// outcome is the tasks/result answer for a terminal record whose task is
-// t, or nil while the task is still running.
-func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id string) []byte {
+// taskOutcome is the answer for a terminal record whose task is t, or nil
+// while the task is still running. A tasks/result answer carries the
+// related-task _meta (related); a followed call's does not.
+func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id, related string) []byte {
 	switch {
 	case rec.CancelledAt != "":
 		return taskCancelled(c, id)
@@ -442,7 +386,7 @@ func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id st
 	case t.Status == rewrite.StatusCancelled:
 		return taskCancelled(c, id)
 	case len(rec.Result) > 0:
-		frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", gjson.ParseBytes(rec.Result), id)
+		frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", gjson.ParseBytes(rec.Result), related)
 		if err != nil {
 			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
 		}
@@ -461,22 +405,22 @@ func (s *taskBridge) taskOutcome(c *link.Call, rec record, t rewrite.Task, id st
 	return nil
 }
 
-// taskCancelled is the POLICY answer for the result of a cancelled task.
+// taskCancelled is the policy's answer for the result of a cancelled task.
 func taskCancelled(c *link.Call, id string) []byte {
-	data := append(rewrite.AppendString([]byte(`{"taskId":`), id), '}')
-	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "Task was cancelled", data)
+	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "Task was cancelled", taskIDObject(id))
 }
 
-// taskCancel answers tasks/cancel, sending it upstream for a server task.
+// taskIDObject is {"taskId":id}, with the members in extra (`,"k":v`).
+func taskIDObject(id string, extra ...byte) []byte {
+	return append(append(rewrite.AppendString([]byte(`{"taskId":`), id), extra...), '}')
+}
+
 func (s *taskBridge) taskCancel(ctx context.Context, c *link.Call, id string) []byte {
 	rec, ok, local := s.localTask(id)
 	if !ok && local {
 		return taskNotFound(c)
 	}
-	var t rewrite.Task
-	if ok {
-		t = rec.task()
-	}
+	t := rec.task() // read afresh below when not found
 	if !ok || !t.Terminal() && !rec.settled() && !rec.Synthetic {
 		// Fresh state first: a task that finished meanwhile cannot be
 		// cancelled (2025 MUST answer -32602).
@@ -513,7 +457,7 @@ func (s *taskBridge) taskCancel(ctx context.Context, c *link.Call, id string) []
 		return true
 	})
 	s.env.Info("task cancelled by the client", zap.String("taskId", id))
-	return rewrite.ResultFrame(c.ID, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.env.Cfg.Tasks, cancelledView(at)))
+	return rewrite.ResultFrame(c.ID, rewrite.TaskResult(rewrite.ReadTask(gjson.ParseBytes(task)), s.env.Cfg.Tasks, record{CancelledAt: at}.override()))
 }
 
 func alreadyTerminal(c *link.Call, status string) []byte {
@@ -525,7 +469,14 @@ func alreadyTerminal(c *link.Call, status string) []byte {
 // none), newest first, refreshing the page's running tasks with tasks/get.
 // Only a -32602 prunes an entry; any other failure keeps its last state.
 func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
-	recs := s.dropExpired(s.reg.list())
+	recs := slices.DeleteFunc(s.reg.list(), func(r record) bool {
+		exp, err := time.Parse(time.RFC3339Nano, r.Expires)
+		if r.Expires != "" && err == nil && time.Now().After(exp) {
+			s.prune(r.ID)
+			return true
+		}
+		return false
+	})
 	off := 0
 	if cur := f.Params.Get("cursor"); cur.Exists() {
 		n, ok := decodeCursor(cur.String())
@@ -538,21 +489,15 @@ func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Fram
 	page := append([]record(nil), recs[off:end]...)
 	s.refresh(ctx, page)
 	b := []byte(`{"tasks":[`)
-	first := true
 	for _, rec := range page {
-		if rec.ID == "" {
-			continue // pruned
+		if rec.ID != "" { // not pruned
+			b = append(append(b, recordTask(rec).View(s.env.Cfg.Tasks, rec.override())...), ',')
 		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, recordTask(rec).View(s.env.Cfg.Tasks, rec.override())...)
 	}
-	b = append(b, ']')
+	b = append(bytes.TrimSuffix(b, []byte{','}), ']')
 	if end < len(recs) {
 		b = append(b, `,"nextCursor":`...)
-		b = rewrite.AppendString(b, encodeCursor(end))
+		b = rewrite.AppendString(b, base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix+strconv.Itoa(end))))
 	}
 	return rewrite.ResultFrame(c.ID, append(b, '}'))
 }
@@ -573,14 +518,13 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 			defer func() { <-sem }()
 			// One bounded poll, not retried: a listing should not wait,
 			// and a failure shows the last known state.
-			res, rpcErr, err := s.poll(ctx, rec.ID)
+			res, rpcErr, err := s.boundedTaskCall(ctx, "tasks/get", rec.ID, nil)
 			switch {
 			case err != nil:
 				s.env.Warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.Error(err))
 			case rpcErr.Exists():
 				if rpcErr.Get("code").Int() == protocol.CodeInvalidParams {
-					s.prune(rec.ID)
-					*rec = record{}
+					*rec = record{} // pruned
 					return
 				}
 				s.env.Warn("refreshing a listed task failed; showing its last known state", zap.String("taskId", rec.ID), zap.String("error", rpcErr.Raw))
@@ -600,23 +544,7 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 	wg.Wait()
 }
 
-func (s *taskBridge) dropExpired(recs []record) []record {
-	out := recs[:0]
-	for _, r := range recs {
-		if exp, err := time.Parse(time.RFC3339Nano, r.Expires); r.Expires != "" && err == nil && time.Now().After(exp) {
-			s.prune(r.ID)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
 const cursorPrefix = "mtp-tasks:"
-
-func encodeCursor(off int) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(off)))
-}
 
 func decodeCursor(c string) (int, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
@@ -628,37 +556,28 @@ func decodeCursor(c string) (int, bool) {
 }
 
 // inputKey is what the proxy did with one input request key of a task
-// (guarded by Session.mu). Keys are unique for a task's life: the client is
+// (under taskBridge.mu). Keys are unique for a task's life: the client is
 // asked once per key, and a tasks/update that answers a key is idempotent,
 // so the proxy sends a held answer as often as it takes to be accepted.
 type inputKey struct {
 	busy   bool   // a goroutine is asking the client or sending the answer
 	answer []byte // the client's answer, held until the server accepts it
-	// done: the server accepted the answer, or the key cannot be answered
-	// (the client lacks the capability or failed the request).
-	done bool
+	done   bool   // accepted, or it cannot be answered
 }
 
 // dispatchInput asks the client for every input request of t not asked
-// before (deduplicated across polls), and sends each answer upstream with
-// tasks/update. A key a poll shows again is left alone while it is being
-// asked or sent and once it is done; an answer the server has not accepted
-// yet is sent again (the client is never asked twice for an answer the
-// proxy holds), and a key whose answer never came (the wait timed out) is
-// asked again. relatedTask ties the requests to a task the client knows; a
-// task the proxy follows on the client's behalf sends none.
+// before (deduplicated across polls by inputKey), and sends each answer
+// upstream with tasks/update. A held answer the server has not accepted is
+// sent again (never asked twice); a key whose answer never came (the wait
+// timed out) is asked again. relatedTask ties the requests to a task the
+// client knows (none for a task the proxy follows for the client).
 func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedTask string) {
 	for _, in := range inputRequests(t.InputRequests) {
 		s.mu.Lock()
-		keys := s.dispatched[t.ID]
-		if keys == nil {
-			keys = map[string]*inputKey{}
-			s.dispatched[t.ID] = keys
-		}
-		k := keys[in.key]
+		k := s.dispatched[[2]string{t.ID, in.key}]
 		if k == nil {
 			k = &inputKey{}
-			keys[in.key] = k
+			s.dispatched[[2]string{t.ID, in.key}] = k
 		}
 		start := !k.busy && !k.done
 		k.busy = k.busy || start
@@ -672,36 +591,24 @@ func (s *taskBridge) dispatchInput(ctx context.Context, t rewrite.Task, relatedT
 }
 
 // unanswerable handles a poll that shows task t input_required. When an
-// input request asks for what the client declared it cannot give
-// (elicitation without elicitation or its mode, sampling without
-// sampling, roots without roots; 2026 forbids the server to ask), nobody
-// waits for an answer that cannot come (docs/policies.md, Client input):
-//
-//   - the server is answered at once, once per task, in the background
-//     (answerUnaskable);
-//   - a task the client created through the proxy is recorded failed for
-//     the client from then on (record.Unanswerable): tasks/get shows it
-//     failed, with the error's message as statusMessage, and tasks/result
-//     answers the error;
-//   - the error is returned, for the call that waits (what names the work
-//     that cannot finish).
-//
-// It returns the JSON-RPC error object and when the task was given up
-// (the recorded ones, for a task given up before), or nil when every input
-// request can be asked.
+// input request asks for what the client declared it cannot give (2026
+// forbids the server to ask), nobody waits for an answer that cannot come
+// (docs/policies.md, Client input): the server is told at once, once per
+// task, in the background (answerUnaskable); a task the client created
+// through the proxy is failed for the client from then on
+// (record.Unanswerable: tasks/get shows it failed, tasks/result answers the
+// error); and the JSON-RPC error object (what names the work that cannot
+// finish) is returned with when the task was given up, for the call that
+// waits. It returns nil when every input request can be asked.
 func (s *taskBridge) unanswerable(op string, t rewrite.Task, what string) ([]byte, string) {
 	reqs := inputRequests(t.InputRequests)
 	merr := s.srv.firstUnaskable(reqs)
 	if merr == nil {
 		return nil, ""
 	}
-	code, msg, data := merr.rpcError(what, t.ID)
-	errObj := []byte(gjson.GetBytes(rewrite.ErrorFrame(rewrite.NullID, code, msg, data), "error").Raw)
+	errObj := []byte(gjson.GetBytes(merr.rpcError(what, t.ID).Frame(rewrite.NullID, nil), "error").Raw)
 	at := now()
 	s.mu.Lock()
-	if s.unanswered == nil {
-		s.unanswered = map[string]bool{}
-	}
 	first := !s.unanswered[t.ID]
 	s.unanswered[t.ID] = true
 	s.mu.Unlock()
@@ -731,13 +638,10 @@ var cancelAnswer = []byte(`{"action":"cancel"}`)
 // answerUnaskable tells the server of task taskID that its input requests
 // reqs will not be answered as asked. When every one is an elicitation the
 // client cannot show, each is answered {"action":"cancel"} with one
-// tasks/update: the answer the proxy gives for any elicitation the client
-// cannot answer (docs/policies.md, Client input), which servers must handle;
-// the task goes on, to the outcome the server chooses. Otherwise (sampling
-// or roots, for which no result means "cannot", or keys the client would
-// be asked in vain since the task is given up) the task is abandoned with
-// tasks/cancel (abandon rather than send an unsupported request). A
-// tasks/update the server does not take falls back to tasks/cancel.
+// tasks/update (docs/policies.md, Client input: servers must handle it),
+// and the task goes on. Otherwise (sampling or roots have no "cannot"
+// result), or when the server does not take the update, the task is
+// abandoned with tasks/cancel rather than sent an unsupported request.
 func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, reqs []inputRequest) {
 	answers := make([]rewrite.InputAnswer, 0, len(reqs))
 	for _, in := range reqs {
@@ -763,10 +667,8 @@ func (s *taskBridge) answerUnaskable(ctx context.Context, op, taskID string, req
 }
 
 // deliverInput asks the client for one input request (unless its answer is
-// held) and sends the answer with tasks/update, under the retry rules of
-// retriedTaskCall: tasks/update is idempotent per input key, since keys are
-// unique for a task's life. The wait for the client's answer ends after
-// --request-timeout: every wait ends.
+// held), within --request-timeout, and sends the answer with tasks/update
+// (retried: idempotent per input key, since keys are unique for a task's life).
 func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRequest, relatedTask string, k *inputKey, answer []byte) {
 	settle := func(held []byte, done bool) {
 		s.mu.Lock()
@@ -800,40 +702,38 @@ func (s *taskBridge) deliverInput(ctx context.Context, taskID string, in inputRe
 	}
 	extra := append([]byte{','}, rewrite.RetryParams([]rewrite.InputAnswer{{Key: in.key, Answer: answer}}, nil)...)
 	_, rpcErr, err := s.retriedTaskCall(ctx, "tasks/update", taskID, extra)
-	switch {
-	case err != nil:
+	if err != nil {
 		if ctx.Err() == nil {
 			s.env.Warn("tasks/update failed; the client's answer is kept and sent again when a poll shows the request still open", append(log, zap.Error(err))...)
 		}
 		settle(answer, false)
-	case rpcErr.Exists():
-		s.env.Warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
-		settle(nil, true)
-	default:
-		settle(nil, true)
+		return
 	}
+	if rpcErr.Exists() {
+		s.env.Warn("the server refused tasks/update", append(log, zap.String("error", rpcErr.Raw))...)
+	}
+	settle(nil, true)
 }
 
 // taskCreated handles a task-augmented tools/call: a task from the server
 // becomes the nested 2025 CreateTaskResult; a synchronous result becomes a
 // synthetic local task holding it.
 func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
-	if rt := m.Result.Get("resultType").String(); rt == protocol.ResultTask {
-		t := rewrite.ReadTask(m.Result)
-		s.registerTask(record{ID: t.ID, Task: []byte(m.Result.Raw)})
-		return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(t, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.nest", "ttl.rename"}}
+	rec := record{Seq: time.Now().UnixNano(), Task: []byte(m.Result.Raw)}
+	rw := []string{"task.drop", "task.nest", "ttl.rename"}
+	if m.Result.Get("resultType").String() == protocol.ResultTask {
+		rec.ID = rewrite.ReadTask(m.Result).ID
+	} else {
+		rec.ID, rec.Synthetic, rec.Result = SyntheticPrefix+randomHex(16), true, rec.Task
+		ms, ok := rewrite.TTLMillis(c.Task.Get("ttl"), s.env.Cfg.Tasks.TTLSeconds)
+		if ok {
+			rec.Expires = time.Now().Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339Nano)
+		}
+		rec.Task = rewrite.SyntheticTask(rec.ID, now(), ms, ok)
+		rw = []string{"task.drop", "task.synthetic"}
 	}
-	id := SyntheticPrefix + randomHex(16)
-	at := now()
-	rec := record{ID: id, Synthetic: true, Result: []byte(m.Result.Raw)}
-	ms, ok := rewrite.TTLMillis(c.Task.Get("ttl"), s.env.Cfg.Tasks.TTLSeconds)
-	if ok {
-		rec.Expires = time.Now().Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339Nano)
-	}
-	rec.Task = rewrite.SyntheticTask(id, at, ms, ok)
-	s.registerTask(rec)
-	view := rec.task()
-	return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(view, s.env.Cfg.Tasks)), Rewrites: []string{"task.drop", "task.synthetic"}}
+	s.reg.update(rec.ID, func(r *record) bool { *r = rec; return true })
+	return link.Result{Frame: rewrite.ResultFrame(c.ID, rewrite.CreateTaskResult(rec.task(), s.env.Cfg.Tasks)), Rewrites: rw}
 }
 
 // follow drives a task the server made of a plain tools/call until it ends,
@@ -842,25 +742,13 @@ func (s *taskBridge) taskCreated(c *link.Call, m *rewrite.Frame) link.Result {
 // task's status message. A client cancel sends tasks/cancel upstream and
 // nothing to the client.
 func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) []byte {
-	failures, polls := 0, 0
 	// A task created already terminal carries no payload: fetch it at once.
 	fetch := t.Terminal() && t.Status != rewrite.StatusCancelled && !t.Result.Exists() && !t.Error.Exists()
-	for {
+	for polls := 1; ; polls++ {
 		switch {
 		case fetch:
-		case t.Status == rewrite.StatusCompleted:
-			if !t.Result.Exists() {
-				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, "the server reported the task completed without a result", nil)
-			}
-			frame, err := rewrite.ResultFrameFor(c.ID, "tools/call", t.Result, "")
-			if err != nil {
-				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("the task's result is invalid: %v", err), nil)
-			}
-			return frame
-		case t.Status == rewrite.StatusFailed:
-			return s.taskOutcome(c, record{Task: []byte(t.Raw()), Error: []byte(t.Error.Raw)}, t, t.ID)
-		case t.Status == rewrite.StatusCancelled:
-			return taskCancelled(c, t.ID)
+		case t.Terminal():
+			return s.taskOutcome(c, record{Result: []byte(t.Result.Raw), Error: []byte(t.Error.Raw)}, t, t.ID, "")
 		case t.Status == rewrite.StatusInputRequired:
 			if errObj, _ := s.unanswerable(c.Op, t, "tools/call (the server runs it as task "+t.ID+")"); errObj != nil {
 				return rewrite.ErrorFrameRaw(c.ID, errObj)
@@ -871,34 +759,23 @@ func (s *taskBridge) follow(ctx context.Context, c *link.Call, t rewrite.Task) [
 		if fetch {
 			d, fetch = 0, false
 		}
-		if !link.Sleep(ctx, d) {
+		res, rpcErr, err := s.pollAfter(ctx, t.ID, d, rewrite.PollInterval(t.PollInterval))
+		switch {
+		case err != nil && ctx.Err() != nil:
 			if c.Cancelled.Load() {
 				s.cancelUpstream(c.Op, t.ID)
 			}
 			return nil
-		}
-		res, rpcErr, err := s.poll(ctx, t.ID)
-		switch {
 		case err != nil:
-			if ctx.Err() != nil {
-				continue // the next sleep sees it
-			}
-			if failures++; failures >= maxPollFailures {
-				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-					fmt.Sprintf("the server turned this call into task %s, and polling it failed %d times (%v); the task may still be running on the server", t.ID, failures, err),
-					append(rewrite.AppendString([]byte(`{"taskId":`), t.ID), '}'))
-			}
-			s.env.Warn("polling a followed task failed; retrying", zap.String("taskId", t.ID), zap.Error(err))
-			continue
-		case rpcErr.Exists():
-			data := rewrite.AppendString([]byte(`{"taskId":`), t.ID)
-			data = append(append(append(data, `,"error":`...), rpcErr.Raw...), '}')
 			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()), data)
+				fmt.Sprintf("the server turned this call into task %s, and polling it failed %d times (%v); the task may still be running on the server", t.ID, maxPollFailures, err),
+				taskIDObject(t.ID))
+		case rpcErr.Exists():
+			return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
+				fmt.Sprintf("the server lost the task it made of this call: %s", rpcErr.Get("message").String()),
+				taskIDObject(t.ID, append([]byte(`,"error":`), rpcErr.Raw...)...))
 		}
-		failures = 0
 		t = rewrite.ReadTask(res)
-		polls++
 		if len(c.ProgressToken) > 0 && !t.Terminal() && !c.Cancelled.Load() {
 			s.env.Send(rewrite.NotificationFrame("notifications/progress", rewrite.ProgressParams(c.ProgressToken, int64(polls), t.StatusMessage)), c.Op, nil)
 		}

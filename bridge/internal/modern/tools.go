@@ -16,22 +16,19 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
-// The x-mcp-header bookkeeping (2026-07-28 Streamable HTTP): the annotations of
-// every listed tool are kept, so that tools/call can mirror the annotated
-// arguments into Mcp-Param-* headers.
-
 // maxToolPages bounds a proxy-made tools/list walk.
 const maxToolPages = 100
 
 // toolAnnotations are the x-mcp-header params of the server's tools, by
-// tool: learned from the client's own tools/list pages, or fetched lazily
-// when a tools/call comes first (with srv's requests of the proxy's own).
+// tool (2026-07-28 Streamable HTTP), so that tools/call can mirror the
+// annotated arguments into Mcp-Param-* headers: learned from the client's
+// own tools/list pages, or fetched lazily when a tools/call comes first.
 type toolAnnotations struct {
 	env *link.Env
 	srv *server
 
-	// mu guards the params by tool, whether they reflect a tools/list, and
-	// the lazy fetches made.
+	// mu guards the params, whether they reflect a tools/list, and the
+	// count and outcome of the lazy fetches.
 	mu       sync.Mutex
 	params   map[string][]protocol.ParamHeader
 	listed   bool
@@ -107,8 +104,7 @@ func (s *toolAnnotations) fetch(ctx context.Context) error {
 	for range maxToolPages {
 		p := []byte(`{}`)
 		if cursor != nil {
-			p = rewrite.AppendString([]byte(`{"cursor":`), *cursor)
-			p = append(p, '}')
+			p = append(rewrite.AppendString([]byte(`{"cursor":`), *cursor), '}')
 		}
 		msg, err := s.srv.internalCall(ctx, "tools/list", p)
 		if err != nil {
@@ -129,8 +125,7 @@ func (s *toolAnnotations) fetch(ctx context.Context) error {
 			params[t.Tool] = t.Params
 		}
 		next := m.Result.Get("nextCursor")
-		// An empty string is a valid cursor in 2026; a repeated one
-		// would loop.
+		// An empty string is a valid cursor in 2026; a repeated one would loop.
 		if next.Type != gjson.String || (cursor != nil && next.Str == *cursor) {
 			break
 		}
@@ -180,7 +175,7 @@ func (s *server) ownRequest(method string, params []byte) (body, id []byte, err 
 		return nil, nil, err
 	}
 	id = s.env.NextUpstreamID()
-	body, err = rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: *s.meta.Load()})
+	body, err = rewrite.RequestUp(&f, rewrite.Up{ID: id, Meta: s.state.Load().meta})
 	return body, id, err
 }
 
