@@ -377,11 +377,10 @@ func (c *configCmd) entry() (hostconfig.Entry, error) {
 func configCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c, err := parseConfigArgs(args, getenv, os.Getwd)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
 		if errors.As(err, new(usageError)) {
-			return 2
+			return fail(stderr, 2, "%v", err)
 		}
-		return 1
+		return fail(stderr, 1, "%v", err)
 	}
 	if c.help {
 		fmt.Fprint(stdout, configHelpText)

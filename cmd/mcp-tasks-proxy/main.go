@@ -175,14 +175,12 @@ func startBridge(cfg *config, stdin io.Reader, stderr io.Writer, getenv func(str
 func startLog(cfg *config, stderr io.Writer, getenv func(string) string) (*zap.Logger, func(), int) {
 	if cfg.debugDefault {
 		if err := os.MkdirAll(filepath.Dir(cfg.logFile), 0o700); err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --debug: %v; pass --log-file PATH as well\n", err)
-			return nil, nil, 2
+			return nil, nil, fail(stderr, 2, "--debug: %v; pass --log-file PATH as well", err)
 		}
 	}
 	logger, closeLog, err := newLogger(cfg, stderr, colorOK(stderr, getenv))
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return nil, nil, 2
+		return nil, nil, fail(stderr, 2, "%v", err)
 	}
 	if cfg.debug {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: debug log: %s\n", cfg.logFile)
@@ -205,8 +203,7 @@ func startDemoServer(cfg *config, logger *zap.Logger, stderr io.Writer) (string,
 	}
 	if err != nil {
 		logger.Error("cannot start the demo server", zap.Error(err))
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot start the demo server: %v\n", err)
-		return "", nil, 1
+		return "", nil, fail(stderr, 1, "cannot start the demo server: %v", err)
 	}
 	logger.Info("demo server started", zap.String("url", url), zap.Bool("oauth", cfg.demoOAuth))
 	return url, stopDemo, 0
@@ -221,8 +218,7 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 	if cfg.caFile != "" {
 		var err error
 		if caPEM, err = os.ReadFile(cfg.caFile); err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
-			return nil, nil, 2
+			return nil, nil, fail(stderr, 2, "--ca-file: %v", err)
 		}
 	}
 	if cfg.insecure {
@@ -257,8 +253,7 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 	})
 	if err != nil {
 		closeAuth()
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return nil, nil, 2
+		return nil, nil, fail(stderr, 2, "%v", err)
 	}
 	return client, func() { client.CloseIdle(); closeAuth() }, 0
 }
@@ -278,8 +273,7 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 	if cfg.trace != "" {
 		tw, err := trace.Open(cfg.trace, trace.Options{SecretHeaders: cfg.secretHeaders, RedactKeys: cfg.redactKeys, NoRedact: cfg.noRedact})
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --trace: %v\n", err)
-			return bridge.Config{}, nil, 2
+			return bridge.Config{}, nil, fail(stderr, 2, "--trace: %v", err)
 		}
 		observer = tw
 		closeTW = func() { closeTrace(tw, logger) }
@@ -362,8 +356,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 		// the user's store.
 		dir, err := os.MkdirTemp("", "mcp-tasks-proxy-demo-oauth-")
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot make a store for the demo sign-in: %v\n", err)
-			return nil, nil, 1
+			return nil, nil, fail(stderr, 1, "cannot make a store for the demo sign-in: %v", err)
 		}
 		o.StoreDir = dir
 		cleanup = func() { _ = os.RemoveAll(dir) }
@@ -371,8 +364,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 	hc, err := oauthHTTPClient(caPEM, cfg.insecure, cfg.connectTimeout)
 	if err != nil {
 		cleanup()
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
-		return nil, nil, 2
+		return nil, nil, fail(stderr, 2, "--ca-file: %v", err)
 	}
 	out := &userLines{stderr: stderr}
 	if cfg.logFile != "" {
@@ -386,8 +378,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 			loud(stderr, logger, cfg, fmt.Sprintf("OAuth sign-in is unavailable (%v); a server that asks for it will be refused", err))
 			return nil, func() {}, 0
 		}
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return nil, nil, 1
+		return nil, nil, fail(stderr, 1, "%v", err)
 	}
 	return a, func() { _ = a.Close(); cleanup() }, 0
 }
