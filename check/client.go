@@ -45,11 +45,9 @@ func start(ctx context.Context, sess *bridge.Session) *client {
 // end (it ends its upstream session too).
 func (c *client) end(bound time.Duration) {
 	close(c.inEnd)
-	t := time.NewTimer(bound)
-	defer t.Stop()
 	select {
 	case <-c.done:
-	case <-t.C:
+	case <-time.After(bound):
 	}
 }
 

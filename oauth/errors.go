@@ -77,8 +77,8 @@ func (e *tokenError) Error() string {
 }
 
 func isOAuthError(err error, code string) bool {
-	var te *tokenError
-	return errors.As(err, &te) && te.Code == code
+	te, ok := errors.AsType[*tokenError](err)
+	return ok && te.Code == code
 }
 
 // clip shortens s to n bytes, for text that comes from a server.

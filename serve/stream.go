@@ -162,12 +162,7 @@ const postEventPrefix = "p"
 // line (conn.Write made it so), as its data line, not copied behind the
 // event's head.
 func writeEvent(w io.Writer, prefix string, id int64, frame []byte) error {
-	var head [64]byte
-	b := append(head[:0], "id: "...)
-	b = append(b, prefix...)
-	b = strconv.AppendInt(b, id, 10)
-	b = append(b, "\nevent: message\ndata: "...)
-	if _, err := w.Write(b); err != nil {
+	if _, err := fmt.Fprintf(w, "id: %s%d\nevent: message\ndata: ", prefix, id); err != nil {
 		return err
 	}
 	if _, err := w.Write(frame); err != nil {
@@ -185,13 +180,7 @@ const retryMillis = 1000
 // event with an id and empty data, so that the client holds an id to
 // resume from before any frame comes, and the retry field.
 func writePriming(w io.Writer, id string) error {
-	var head [96]byte
-	b := append(head[:0], "id: "...)
-	b = append(b, id...)
-	b = append(b, "\nretry: "...)
-	b = strconv.AppendInt(b, retryMillis, 10)
-	b = append(b, "\ndata:\n\n"...)
-	_, err := w.Write(b)
+	_, err := fmt.Fprintf(w, "id: %s\nretry: %d\ndata:\n\n", id, retryMillis)
 	return err
 }
 

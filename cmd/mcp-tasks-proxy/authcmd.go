@@ -173,7 +173,7 @@ func authLogin(ctx context.Context, c *authConfig, cl *oauth.Client, stdin io.Re
 		}
 	}
 	if err := cl.Login(ctx, paste); err != nil {
-		if se := (*oauth.SignInError)(nil); errors.As(err, &se) {
+		if se, ok := errors.AsType[*oauth.SignInError](err); ok {
 			// Not the SignInError's own text: its way out is this command.
 			return fail(stderr, 1, "auth login: sign-in to %s did not complete: %s", se.Host, se.Reason)
 		}

@@ -434,19 +434,17 @@ const traceFlushGrace = time.Second
 
 // closeTrace flushes the trace and reports what was lost.
 func closeTrace(tw *trace.Writer, logger *zap.Logger) {
-	type result struct {
-		dropped int64
-		err     error
-	}
-	done := make(chan result, 1)
+	var dropped int64
+	var err error
+	done := make(chan struct{})
 	go func() {
-		d, err := tw.Close()
-		done <- result{d, err}
+		dropped, err = tw.Close()
+		close(done)
 	}()
 	select {
-	case r := <-done:
-		if r.dropped > 0 || r.err != nil {
-			logger.Warn("trace incomplete: records were dropped because the trace could not keep up, or writing failed", zap.Int64("dropped", r.dropped), zap.Error(r.err))
+	case <-done:
+		if dropped > 0 || err != nil {
+			logger.Warn("trace incomplete: records were dropped because the trace could not keep up, or writing failed", zap.Int64("dropped", dropped), zap.Error(err))
 		}
 	case <-time.After(traceFlushGrace):
 		logger.Warn("trace incomplete: records were dropped because the trace's reader stopped reading", zap.Int64("dropped", tw.Dropped()), zap.Duration("waited", traceFlushGrace))

@@ -105,12 +105,10 @@ func jsonFlag(flagName, v string) ([]byte, error) {
 // jsonProblem says what is wrong with JSON without quoting it (it may hold
 // a client secret).
 func jsonProblem(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		return "a JSON " + te.Value + ", not an object"
 	}
 	return "invalid JSON"
