@@ -50,13 +50,6 @@ func (a *Auth) Retry(ctx context.Context, status int, h http.Header, sent string
 	return a.oauth.Retry(routing.Unattended(ctx), status, h, sent)
 }
 
-// lastChallenge is the headers of the last refusal (nil: none).
-func (a *Auth) lastChallenge() http.Header {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.challenge
-}
-
 // signedIn reports whether a token for the server is in the store.
 func (a *Auth) signedIn() bool {
 	if a == nil || a.oauth == nil {
@@ -86,7 +79,9 @@ type AuthReport struct {
 // session with status (401 or 403): the challenge of the refusal, what a
 // sign-in would find (oauth's Discover), the reason and the next step.
 func (c *checker) signIn(ctx context.Context, status int) {
-	r, h := c.rep, c.cfg.Auth.lastChallenge()
+	c.cfg.Auth.mu.Lock()
+	r, h := c.rep, c.cfg.Auth.challenge // the last refusal's headers
+	c.cfg.Auth.mu.Unlock()
 	a := &AuthReport{Required: true, SignedIn: c.cfg.Auth.signedIn(), Challenge: strings.Join(h.Values("WWW-Authenticate"), ", ")}
 	r.Auth = a
 	if chs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate")); err == nil {

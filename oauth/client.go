@@ -83,7 +83,15 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{target: tgt, cfg: cfg, hc: newHTTPClient(cfg.HTTPClient), now: time.Now, store: st}
+	// A copy of the given client (or a default one) with the package's
+	// redirect policy.
+	hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second}}
+	if cfg.HTTPClient != nil {
+		cp := *cfg.HTTPClient
+		hc = &cp
+	}
+	hc.CheckRedirect = sameOriginRedirect
+	c := &Client{target: tgt, cfg: cfg, hc: hc, now: time.Now, store: st}
 	c.log = cmp.Or(cfg.Logger, zap.NewNop()).With(zap.String("server", server.Host))
 	clock := func() time.Time { return c.now() }
 	c.disc = &discoverer{target: tgt, hc: c.hc, resource: cfg.Resource, allowHTTP: cfg.AllowHTTP}
@@ -92,7 +100,8 @@ func New(cfg Config) (*Client, error) {
 		hc: c.hc, now: clock, log: c.log, store: st, redirectURIs: c.cb.redirectURIs}
 	c.ep = &tokenEndpoint{hc: c.hc, now: clock}
 	c.user = newConsole(cfg, c.host, c.log)
-	c.fl = newFlights(tgt, cfg.AuthTimeout)
+	c.fl = &flights{target: tgt, timeout: cfg.AuthTimeout, m: map[string]*flight{}}
+	c.fl.base, c.fl.stop = context.WithCancel(context.Background())
 	c.ren = renewals{stepUps: map[string]int{}, mine: map[string]bool{}}
 	return c, nil
 }
@@ -110,18 +119,6 @@ func checkURLs(cfg Config) error {
 		}
 	}
 	return nil
-}
-
-// newHTTPClient is a copy of given (or a default client) with the
-// package's redirect policy.
-func newHTTPClient(given *http.Client) *http.Client {
-	hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second}}
-	if given != nil {
-		cp := *given
-		hc = &cp
-	}
-	hc.CheckRedirect = sameOriginRedirect
-	return hc
 }
 
 // Close ends the renewals in flight (their waiters get an error) and waits

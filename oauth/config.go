@@ -219,19 +219,15 @@ func (m *discoverer) checkEndpoint(what, raw string) error {
 // keeping the method, at most 10 times.
 func sameOriginRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
+	ca, errA := canonicalURL(first.URL.String())
+	cb, errB := canonicalURL(req.URL.String())
 	switch {
 	case len(via) >= 10:
 		return fmt.Errorf("more than 10 redirects from %s", displayURL(first.URL))
 	case req.Method != via[len(via)-1].Method:
 		return fmt.Errorf("%s redirected a %s to a %s; not followed", displayURL(first.URL), first.Method, req.Method)
-	case !sameOrigin(first.URL, req.URL):
+	case errA != nil || errB != nil || ca.Scheme != cb.Scheme || ca.Host != cb.Host:
 		return fmt.Errorf("%s redirected to another origin, %s; not followed, so credentials stay with their origin", displayURL(first.URL), displayURL(req.URL))
 	}
 	return nil
-}
-
-func sameOrigin(a, b *url.URL) bool {
-	ca, errA := canonicalURL(a.String())
-	cb, errB := canonicalURL(b.String())
-	return errA == nil && errB == nil && ca.Scheme == cb.Scheme && ca.Host == cb.Host
 }

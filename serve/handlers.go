@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -240,7 +241,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		// (a request is answered with JSON or an event stream, never 202),
 		// which ends without its response.
 		if !streaming && (len(frames) > 0 || done || keep) {
-			if startSSE(w, postPrimingID(&sess.nextID)) != nil {
+			if startSSE(w, postEventPrefix+strconv.FormatInt(sess.nextID.Add(1), 10)) != nil {
 				return
 			}
 			streaming = true

@@ -184,10 +184,6 @@ func writePriming(w io.Writer, id string) error {
 	return err
 }
 
-func postPrimingID(ids *atomic.Int64) string {
-	return postEventPrefix + strconv.FormatInt(ids.Add(1), 10)
-}
-
 // getPrimingID is the id of the GET stream's priming event. It names the
 // stream's position, cursor (the last event before what this connection
 // sends), then a new id of the session that keeps it unique: "12.40". A

@@ -155,8 +155,6 @@ func (g *group) span() time.Duration {
 var arrows = map[Dir]string{ClientToProxy: "← client", ProxyToClient: "→ client",
 	ProxyToServer: "→ server", ServerToProxy: "← server", Proxy: "• proxy"}
 
-func arrow(d Dir) string { return cmp.Or(arrows[d], printable(string(d))) }
-
 // ms formats milliseconds: 0.42ms, 12.3ms, 1.25s.
 func ms(v float64) string {
 	switch {
@@ -243,7 +241,7 @@ func View(w io.Writer, r io.Reader, color bool) error {
 				hop = ansiCyan
 			}
 			add(ansiDim, fmt.Sprintf("%-10s", "+"+ms(durMs(rec.Time.Sub(start)))))
-			add(hop, fmt.Sprintf("%-8s", arrow(rec.Dir)))
+			add(hop, fmt.Sprintf("%-8s", cmp.Or(arrows[rec.Dir], printable(string(rec.Dir)))))
 			add(map[string]string{"error": ansiRed, "response": ansiGreen}[label], printable(label))
 			if h := rec.HTTP; h != nil && h.Status != 0 {
 				c := ansiGreen

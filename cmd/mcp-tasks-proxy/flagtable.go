@@ -179,17 +179,12 @@ func shared[T any](table []flagSpec[config], name string, field func(*T) *config
 func sharedAll[T any](table []flagSpec[config], field func(*T) *config) []flagSpec[T] {
 	out := make([]flagSpec[T], len(table))
 	for i, s := range table {
-		out[i] = flagSpec[T]{s.flagDoc, liftBind(s.bind, field)}
+		out[i].flagDoc = s.flagDoc
+		if s.bind != nil {
+			out[i].bind = func(fs *flag.FlagSet, name string, c *T) { s.bind(fs, name, field(c)) }
+		}
 	}
 	return out
-}
-
-// liftBind binds a proxy flag into the config held at field.
-func liftBind[T any](bind func(*flag.FlagSet, string, *config), field func(*T) *config) func(*flag.FlagSet, string, *T) {
-	if bind == nil {
-		return nil
-	}
-	return func(fs *flag.FlagSet, name string, c *T) { bind(fs, name, field(c)) }
 }
 
 // --help's flag texts start at helpColumn; its lines stop at helpWidth.
