@@ -93,11 +93,6 @@ type tokenResponse struct {
 	Scope        string          `json:"scope"`
 }
 
-type errorResponse struct {
-	Error       string `json:"error"`
-	Description string `json:"error_description"`
-}
-
 // refresh spends t's refresh token at the token endpoint, with the
 // resource (x/oauth2 cannot send it on a refresh, hence this request).
 // The new token keeps the old refresh token and scopes when the answer
@@ -196,7 +191,10 @@ func roundTrip(hc *http.Client, req *http.Request, reach, answer string) ([]byte
 		return nil, fmt.Errorf("the authorization server at %s broke off its %s: %v", req.URL.Host, answer, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var er errorResponse
+		var er struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
 		_ = json.Unmarshal(body, &er)
 		return nil, &tokenError{Code: er.Error, Description: er.Description, Status: resp.StatusCode}
 	}

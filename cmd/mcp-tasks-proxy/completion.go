@@ -82,7 +82,7 @@ func flagWords(fs *flag.FlagSet) []flagWord {
 		if f.Usage == hiddenUsage {
 			return
 		}
-		out = append(out, flagWord{dashes(f.Name), f.Name, !isBool(f)})
+		out = append(out, flagWord{dashes(f.Name), f.Name, !isBool(f.Value)})
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].word < out[j].word })
 	return out

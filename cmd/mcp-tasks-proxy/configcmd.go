@@ -167,10 +167,7 @@ type entryArg struct {
 	getwd func() (string, error)
 }
 
-func (a *entryArg) IsBoolFlag() bool {
-	b, ok := a.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
+func (a *entryArg) IsBoolFlag() bool { return isBool(a.Value) }
 
 func (a *entryArg) Set(v string) error {
 	if err := a.Value.Set(v); err != nil {

@@ -34,7 +34,7 @@ func flagProblem(err error, fs *flag.FlagSet, helpCmd string) string {
 			switch problem {
 			case "parse error", "value out of range":
 				problem = "use a whole number"
-				if f := fs.Lookup(name); f != nil && isBool(f) {
+				if f := fs.Lookup(name); f != nil && isBool(f.Value) {
 					problem = "use true or false"
 				}
 			}
@@ -58,8 +58,8 @@ func dashes(name string) string {
 	return "--" + name
 }
 
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+func isBool(v flag.Value) bool {
+	b, ok := v.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
 }
 

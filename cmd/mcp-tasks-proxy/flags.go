@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
@@ -304,9 +305,21 @@ var authFlags = []flagSpec[authConfig]{
 	proxyFlag("help", "", ""),
 }
 
-// proxyFlag shares a proxy flag with auth (see shared).
+// proxyFlag is the proxy's flag name for auth, whose config holds the
+// proxy's: the same parser and words, unless help or doc is given (help
+// alone also stands for the README). It is listed in auth's one --help
+// section.
 func proxyFlag(name, help, doc string) flagSpec[authConfig] {
-	return shared(proxyFlags, name, func(a *authConfig) *config { return &a.config }, help, doc)
+	i := slices.IndexFunc(proxyFlags, func(s flagSpec[config]) bool { return s.Name == name })
+	s := sharedAll(proxyFlags[i:i+1], func(a *authConfig) *config { return &a.config })[0] // i is -1, and this panics, for a name the proxy has not
+	s.Group = ""
+	if help != "" {
+		s.Help, s.Doc = help, doc
+	}
+	if doc != "" {
+		s.Doc = doc
+	}
+	return s
 }
 
 // checkFlagTable is check's own flags; checkFlagSet adds the proxy's.

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 )
@@ -22,9 +21,8 @@ import (
 //	go test ./cmd/mcp-tasks-proxy -run TestReadmeFlagTables -update
 //
 // to write its README row. A subcommand whose config embeds the proxy's
-// shares one of the proxy's flags with shared(proxyFlags, name, field),
-// which may give it words of its own, or all of them with
-// sharedAll(proxyFlags, field), and appends its own rows.
+// shares the proxy's flags with sharedAll(proxyFlags, field) (auth picks
+// some with proxyFlag, which may give them words of their own).
 
 // flagDoc is how one flag is documented and listed.
 type flagDoc struct {
@@ -154,23 +152,6 @@ func durationFlag[T any](p func(*T) *time.Duration, def time.Duration, zeroOK bo
 // valueFlag binds a flag.Value of the config's (a list, a header list).
 func valueFlag[T any](v func(*T) flag.Value) func(*flag.FlagSet, string, *T) {
 	return func(fs *flag.FlagSet, name string, c *T) { fs.Var(v(c), name, "") }
-}
-
-// shared is the proxy's flag name for a subcommand whose config holds the
-// proxy's (at field): the same parser and words, unless help or doc is
-// given (help alone also stands for the README). It is listed in the
-// subcommand's first --help section.
-func shared[T any](table []flagSpec[config], name string, field func(*T) *config, help, doc string) flagSpec[T] {
-	i := slices.IndexFunc(table, func(s flagSpec[config]) bool { return s.Name == name })
-	s := sharedAll(table[i:i+1], field)[0] // i is -1, and this panics, for a name the proxy has not
-	s.Group = ""
-	if help != "" {
-		s.Help, s.Doc = help, doc
-	}
-	if doc != "" {
-		s.Doc = doc
-	}
-	return s
 }
 
 // sharedAll is every row of the proxy's table for a subcommand whose config

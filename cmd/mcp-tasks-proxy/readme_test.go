@@ -280,7 +280,7 @@ func TestHelpWrap(t *testing.T) {
 func TestHelpShowsDefaults(t *testing.T) {
 	check := func(cmd string, rows []flagDoc, fs *flag.FlagSet) {
 		for _, d := range rows {
-			if d.Name == "" || d.Default != "" || d.Action || isBool(fs.Lookup(d.Name)) {
+			if d.Name == "" || d.Default != "" || d.Action || isBool(fs.Lookup(d.Name).Value) {
 				continue
 			}
 			v := parserDefault(fs.Lookup(d.Name))
@@ -581,7 +581,7 @@ func defaultText(d flagDoc, fs *flag.FlagSet) string {
 		return ""
 	}
 	f := fs.Lookup(d.Name)
-	if isBool(f) {
+	if isBool(f.Value) {
 		if f.DefValue == "false" {
 			return "off"
 		}
