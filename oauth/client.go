@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -99,7 +100,9 @@ func New(cfg Config) (*Client, error) {
 	c.reg = &registrar{target: tgt, static: static, meta: meta, metadataURL: cfg.ClientMetadataURL,
 		hc: c.hc, now: clock, log: c.log, store: st, redirectURIs: c.cb.redirectURIs}
 	c.ep = &tokenEndpoint{hc: c.hc, now: clock}
-	c.user = newConsole(cfg, c.host, c.log)
+	argv := browserCommand(cfg.Browser)
+	c.user = &console{host: c.host, noBrowser: cfg.NoBrowser, timeout: cfg.AuthTimeout, log: c.log,
+		open: func(u string) error { return openBrowser(argv, u) }, out: cmp.Or(cfg.Out, io.Discard)}
 	c.fl = &flights{target: tgt, timeout: cfg.AuthTimeout, m: map[string]*flight{}}
 	c.fl.base, c.fl.stop = context.WithCancel(context.Background())
 	c.ren = renewals{stepUps: map[string]int{}, mine: map[string]bool{}}
@@ -192,25 +195,19 @@ func (c *Client) Login(ctx context.Context, paste func() (string, error)) error 
 	return c.signIn(ctx, rec, ch, nil, paste)
 }
 
-// Status is what the store holds for a server: never a token.
+// Status is what the store holds for a server (never a token): the
+// server's URL (without userinfo or query) and its file; whether a token
+// is stored, its issuer, the client that got it and how that client came
+// to be ("static", "metadata-document" or "dynamic"), the scopes granted,
+// when it expires (zero: not said), and whether it can be refreshed.
 type Status struct {
-	// Server is the MCP server URL (without userinfo or query).
-	Server string
-	// StoreFile is the file that holds it.
-	StoreFile string
-	// SignedIn: a token is stored.
-	SignedIn bool
-	// Issuer is the authorization server that issued the token.
-	Issuer string
-	// ClientID is the client that got it, and ClientSource how that client
-	// came to be: "static", "metadata-document" or "dynamic".
+	Server, StoreFile      string
+	SignedIn               bool
+	Issuer                 string
 	ClientID, ClientSource string
-	// Scopes are the scopes granted.
-	Scopes []string
-	// Expiry is when the access token expires (zero: not said).
-	Expiry time.Time
-	// Refreshable: a refresh token is stored.
-	Refreshable bool
+	Scopes                 []string
+	Expiry                 time.Time
+	Refreshable            bool
 }
 
 // Status reads the store, not the network.

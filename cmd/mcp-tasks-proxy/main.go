@@ -115,11 +115,17 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	}
 	logger := sessCfg.Logger
 	if cfg.cpuProfile != "" {
-		stopProfile, err := startCPUProfile(cfg.cpuProfile)
+		f, err := safefile.OpenWrite(cfg.cpuProfile, safefile.Truncate)
+		if err == nil {
+			if err = pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+			}
+		}
 		if err != nil {
 			return fail(stderr, 2, "--cpuprofile: %v", err)
 		}
-		defer stopProfile()
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	gogc, memLimit := stdioGC(getenv)
 	sess := bridge.New(sessCfg)
@@ -410,22 +416,6 @@ func stdioGC(getenv func(string) string) (gogc, memLimit string) {
 		memLimit = strconv.Itoa(stdioMemLimit>>20) + "MiB"
 	}
 	return gogc, memLimit
-}
-
-// startCPUProfile profiles the process until the returned func runs.
-func startCPUProfile(path string) (func(), error) {
-	f, err := safefile.OpenWrite(path, safefile.Truncate)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 // traceFlushGrace bounds the final flush of the trace: a reader that stopped
