@@ -221,7 +221,7 @@ func (w *Writer) Dropped() int64 {
 }
 
 // Emit records r without blocking or I/O (see the package doc), keeping
-// nothing of r. When the buffer is full (Options.Buffer records or
+// nothing of r; lines are written in the order Emit buffered them. When the buffer is full (Options.Buffer records or
 // Options.BufferBytes bytes), after a write error, or for a record
 // encoding/json cannot encode (a time outside years 0-9999, a latency that
 // is not a finite number), the record is dropped and counted. Records
