@@ -137,7 +137,7 @@ func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	if c.insecure {
 		fmt.Fprintln(stderr, "mcp-tasks-proxy: warning: --insecure: TLS certificates are NOT verified")
 	}
-	hc, err := oauthHTTPClient(caPEM, c.insecure, 0)
+	hc, err := oauthHTTPClient(caPEM, c.insecure, routing.DefaultConnectTimeout)
 	if err != nil {
 		return fail(stderr, 2, "--ca-file: %v", err)
 	}

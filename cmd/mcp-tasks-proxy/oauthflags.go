@@ -136,9 +136,6 @@ func oauthHTTPClient(caPEM []byte, insecure bool, connectTimeout time.Duration) 
 		}
 		tlsCfg.RootCAs = pool
 	}
-	if connectTimeout <= 0 {
-		connectTimeout = 10 * time.Second
-	}
 	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 	return &http.Client{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,

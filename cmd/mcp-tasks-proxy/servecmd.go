@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -229,11 +230,7 @@ func (c *serveConfig) check() error {
 		}
 	}
 	if c.token == "" && !serve.IsLoopbackListen(c.listen) {
-		where := host
-		if where == "" {
-			where = "every interface"
-		}
-		return usagef("--listen %s binds %s, beyond this machine: pass --auth-token-file FILE so that only clients with the token get in, or listen on 127.0.0.1", c.listen, where)
+		return usagef("--listen %s binds %s, beyond this machine: pass --auth-token-file FILE so that only clients with the token get in, or listen on 127.0.0.1", c.listen, cmp.Or(host, "every interface"))
 	}
 	return nil
 }
