@@ -64,8 +64,14 @@ func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, er
 	found := func(resource string, scopes []string, as *oauthex.AuthServerMeta) (*discovery, error) {
 		return &discovery{resource: cmp.Or(m.resource, resource), scopes: scopes, as: as}, nil
 	}
-	var tried []string
-	for _, cand := range m.prmURLs(ch["resource_metadata"]) {
+	var tried, cands []string
+	if u := ch["resource_metadata"]; u != "" {
+		cands = append(cands, u)
+	}
+	if p := strings.Trim(m.server.Path, "/"); p != "" {
+		cands = append(cands, at(m.server, "/.well-known/oauth-protected-resource/"+p))
+	}
+	for _, cand := range append(cands, at(m.server, "/.well-known/oauth-protected-resource")) {
 		if err := m.checkEndpoint("the resource metadata URL", cand); err != nil {
 			tried = append(tried, err.Error())
 			continue
@@ -111,17 +117,6 @@ func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, er
 		return nil, errors.New(reason)
 	}
 	return found(m.server.String(), nil, as)
-}
-
-func (m *discoverer) prmURLs(fromChallenge string) []string {
-	var urls []string
-	if fromChallenge != "" {
-		urls = append(urls, fromChallenge)
-	}
-	if p := strings.Trim(m.server.Path, "/"); p != "" {
-		urls = append(urls, at(m.server, "/.well-known/oauth-protected-resource/"+p))
-	}
-	return append(urls, at(m.server, "/.well-known/oauth-protected-resource"))
 }
 
 // at is path on u's origin.

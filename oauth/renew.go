@@ -40,22 +40,6 @@ type renewals struct {
 	lastProbe time.Time       // when a proactive refresh last failed
 }
 
-// refusal counts a refusal of sent when this process signed in for it:
-// refused is how many came in a row before it, and over is true (and the
-// count left alone) when that is already the most allowed.
-func (r *renewals) refusal(sent string) (refused int, over bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.mine[strings.TrimPrefix(sent, "Bearer ")] {
-		return 0, false
-	}
-	if r.refused >= maxRefusedSignIns {
-		return r.refused, true
-	}
-	r.refused++
-	return r.refused, false
-}
-
 func (r *renewals) note(f func(r *renewals)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -110,7 +94,16 @@ func (c *Client) retryUnauthorized(ctx context.Context, ch challenge, sent strin
 // successful refresh between): a server that never accepts the tokens its
 // authorization server issues must not open a browser tab per request.
 func (c *Client) againAfterRefusal(sent string, rec *record) error {
-	refused, over := c.ren.refusal(sent)
+	refused, over := 0, false
+	c.ren.note(func(r *renewals) {
+		switch {
+		case !r.mine[strings.TrimPrefix(sent, "Bearer ")]:
+		case r.refused >= maxRefusedSignIns:
+			refused, over = r.refused, true
+		default:
+			r.refused++
+		}
+	})
 	if !over {
 		return nil
 	}

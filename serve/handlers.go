@@ -359,7 +359,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		writing(w)
 		if lost {
 			sess.log.Warn("a GET stream missed events dropped from the session's event log for its bound", zap.Int64("after", cursor), zap.Int("bytes", s.cfg.EventLogBytes))
-			if writeLost(w, cursor, s.cfg.EventLogBytes) != nil {
+			if _, err := fmt.Fprintf(w, ": events after id %d were dropped from this session's event log (it keeps the newest %d bytes, %v); the replay starts at the oldest event kept\n\n",
+				cursor, s.cfg.EventLogBytes, rewrite.HintEventLogBytes); err != nil {
 				return
 			}
 		}

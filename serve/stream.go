@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // postStream is one POST that carried a request: the frames the bridge
@@ -213,12 +212,4 @@ func lastEventID(v string) (cursor int64, resume, post bool) {
 		}
 	}
 	return int64(n), true, false
-}
-
-// writeLost tells a GET stream, in a comment, that events it was to get
-// were dropped from the session's event log for its bound: the replay
-// starts at the oldest event kept.
-func writeLost(w io.Writer, after int64, bound int) error {
-	_, err := fmt.Fprintf(w, ": events after id %d were dropped from this session's event log (it keeps the newest %d bytes, %v); the replay starts at the oldest event kept\n\n", after, bound, rewrite.HintEventLogBytes)
-	return err
 }

@@ -299,8 +299,42 @@ func Stats(w io.Writer, r io.Reader) error {
 	for _, g := range groups {
 		g.tally(stats)
 	}
+	// One row per method, most requests first, then TOTAL.
 	bw := bufio.NewWriter(w)
-	printStats(bw, stats)
+	methods := slices.Collect(maps.Keys(stats))
+	slices.SortFunc(methods, func(a, b string) int {
+		if c := stats[b].count - stats[a].count; c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	width := len("METHOD")
+	for _, m := range methods {
+		width = max(width, utf8.RuneCountInString(printable(m)))
+	}
+	row := func(name string, count, rpcErrs, httpErrs any, p50, p99 string) {
+		fmt.Fprintf(bw, "%-*s  %7v  %7v  %9v  %9s  %9s\n", width, name, count, rpcErrs, httpErrs, p50, p99)
+	}
+	pcts := func(lat []float64) (string, string) {
+		if len(lat) == 0 {
+			return "-", "-"
+		}
+		slices.Sort(lat)
+		return ms(percentile(lat, 50)), ms(percentile(lat, 99))
+	}
+	row("METHOD", "COUNT", "ERRORS", "HTTP>=400", "P50", "P99")
+	var total methodStats
+	for _, m := range methods {
+		s := stats[m]
+		p50, p99 := pcts(s.lat)
+		row(printable(m), s.count, s.rpcErrs, s.httpErrs, p50, p99)
+		total.count += s.count
+		total.rpcErrs += s.rpcErrs
+		total.httpErrs += s.httpErrs
+		total.lat = append(total.lat, s.lat...)
+	}
+	p50, p99 := pcts(total.lat)
+	row("TOTAL", total.count, total.rpcErrs, total.httpErrs, p50, p99)
 	fmt.Fprintf(bw, "\n%d records, %d ops", len(recs), len(groups))
 	if malformed > 0 {
 		fmt.Fprintf(bw, ", %d malformed line(s) skipped", malformed)
@@ -356,45 +390,6 @@ func (g *group) tally(stats map[string]*methodStats) {
 			s.lat = append(s.lat, l)
 		}
 	}
-}
-
-// printStats writes the table: one row per method, most requests first,
-// then TOTAL.
-func printStats(bw *bufio.Writer, stats map[string]*methodStats) {
-	methods := slices.Collect(maps.Keys(stats))
-	slices.SortFunc(methods, func(a, b string) int {
-		if c := stats[b].count - stats[a].count; c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
-	width := len("METHOD")
-	for _, m := range methods {
-		width = max(width, utf8.RuneCountInString(printable(m)))
-	}
-	row := func(name string, count, rpcErrs, httpErrs any, p50, p99 string) {
-		fmt.Fprintf(bw, "%-*s  %7v  %7v  %9v  %9s  %9s\n", width, name, count, rpcErrs, httpErrs, p50, p99)
-	}
-	pcts := func(lat []float64) (string, string) {
-		if len(lat) == 0 {
-			return "-", "-"
-		}
-		slices.Sort(lat)
-		return ms(percentile(lat, 50)), ms(percentile(lat, 99))
-	}
-	row("METHOD", "COUNT", "ERRORS", "HTTP>=400", "P50", "P99")
-	var total methodStats
-	for _, m := range methods {
-		s := stats[m]
-		p50, p99 := pcts(s.lat)
-		row(printable(m), s.count, s.rpcErrs, s.httpErrs, p50, p99)
-		total.count += s.count
-		total.rpcErrs += s.rpcErrs
-		total.httpErrs += s.httpErrs
-		total.lat = append(total.lat, s.lat...)
-	}
-	p50, p99 := pcts(total.lat)
-	row("TOTAL", total.count, total.rpcErrs, total.httpErrs, p50, p99)
 }
 
 // printable returns s with everything that could drive the reader's
