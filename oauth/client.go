@@ -7,11 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // Client is the OAuth client toward one MCP server. It implements
@@ -75,9 +79,11 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	if cfg.StoreDir == "" {
-		if cfg.StoreDir, err = defaultStoreDir(); err != nil {
-			return nil, err
+		d, err := os.UserConfigDir()
+		if err != nil {
+			return nil, fmt.Errorf("no directory for the OAuth store (%v): pass one with %v", err, rewrite.HintOAuthStore)
 		}
+		cfg.StoreDir = filepath.Join(d, "mcp-tasks-proxy", "oauth")
 	}
 	tgt := target{server: server, serverText: displayURL(server), host: server.Host}
 	st, err := openTokenStore(cfg.StoreDir, tgt, cfg.AuthTimeout)
@@ -153,7 +159,10 @@ func (c *Client) Authorization(ctx context.Context) (string, error) {
 	if t == nil || t.AccessToken == "" {
 		return "", nil
 	}
-	if c.dueForRefresh(t) {
+	// Refreshed ahead when due, unless a refresh ahead failed in the last 30s.
+	now, quiet := c.now(), false
+	c.ren.note(func(r *renewals) { quiet = r.lastProbe.IsZero() || now.Sub(r.lastProbe) > 30*time.Second })
+	if due(t, now) && quiet {
 		held := t.AccessToken
 		_ = c.fl.fly(ctx, keyProactive, func(fctx context.Context) error { return c.refreshAhead(fctx, held) })
 		t = c.store.current()

@@ -46,14 +46,6 @@ func (r *renewals) note(f func(r *renewals)) {
 	f(r)
 }
 
-// dueForRefresh: a refreshable token that is due (see due), and no
-// refresh ahead failed in the last 30s.
-func (c *Client) dueForRefresh(t *token) bool {
-	now, quiet := c.now(), false
-	c.ren.note(func(r *renewals) { quiet = r.lastProbe.IsZero() || now.Sub(r.lastProbe) > 30*time.Second })
-	return due(t, now) && quiet
-}
-
 // due: a refreshable token within a minute (or a quarter of its lifetime,
 // when shorter) of its expiry.
 func due(t *token, now time.Time) bool {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -193,15 +192,6 @@ func (s *tokenStore) remove() error {
 	}
 	s.publish(&record{Version: storeVersion, Server: s.server.String()})
 	return nil
-}
-
-// defaultStoreDir is os.UserConfigDir()/mcp-tasks-proxy/oauth.
-func defaultStoreDir() (string, error) {
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("no directory for the OAuth store (%v): pass one with %v", err, rewrite.HintOAuthStore)
-	}
-	return filepath.Join(d, "mcp-tasks-proxy", "oauth"), nil
 }
 
 // checkPrivate refuses a store directory or file that group or others may

@@ -37,20 +37,6 @@ func authStyle(reg *registration, as *oauthex.AuthServerMeta) oauth2.AuthStyle {
 	return oauth2.AuthStyleInHeader // RFC 6749 §2.3.1's default
 }
 
-func oauth2Config(reg *registration, as *oauthex.AuthServerMeta, redirectURI string, scopes []string) *oauth2.Config {
-	return &oauth2.Config{
-		ClientID:     reg.ClientID,
-		ClientSecret: reg.ClientSecret,
-		Endpoint: oauth2.Endpoint{
-			AuthURL:   as.AuthorizationEndpoint,
-			TokenURL:  as.TokenEndpoint,
-			AuthStyle: authStyle(reg, as),
-		},
-		RedirectURL: redirectURI,
-		Scopes:      scopes,
-	}
-}
-
 // tokenEndpoint speaks to an authorization server's token and revocation
 // endpoints: it redeems codes, spends refresh tokens and revokes.
 type tokenEndpoint struct {
@@ -65,23 +51,18 @@ func (e *tokenEndpoint) exchange(ctx context.Context, cfg *oauth2.Config, code, 
 	defer cancel()
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, e.hc)
 	t, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
-	if err != nil {
-		return nil, scrubOAuth2Error(err)
+	if err == nil {
+		return t, nil
 	}
-	return t, nil
-}
-
-// scrubOAuth2Error turns x/oauth2's errors into ours: its RetrieveError
-// quotes the whole response body.
-func scrubOAuth2Error(err error) error {
+	// Not x/oauth2's RetrieveError: it quotes the whole response body.
 	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
 		te := &tokenError{Code: re.ErrorCode, Description: re.ErrorDescription}
 		if re.Response != nil {
 			te.Status = re.Response.StatusCode
 		}
-		return te
+		return nil, te
 	}
-	return fmt.Errorf("the token request failed: %v", rootCause(err))
+	return nil, fmt.Errorf("the token request failed: %v", rootCause(err))
 }
 
 // tokenResponse is a token endpoint's success (RFC 6749 §5.1).

@@ -61,7 +61,10 @@ func newAccess(listenHost string, allowOrigins []string, token bool) access {
 }
 
 func (a access) check(r *http.Request) string {
-	port := localPort(r)
+	port := 0 // of the listener r came in on; 0 for a handler called directly
+	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		port = addr.Port
+	}
 	if !a.hostOK(r.Host, port) {
 		at := ""
 		if port != 0 {
@@ -73,15 +76,6 @@ func (a access) check(r *http.Request) string {
 		return "Forbidden: the Origin " + quoteShort(o) + " is not allowed; only loopback origins are, unless " + rewrite.HintAllowOrigin.String() + " lists it"
 	}
 	return ""
-}
-
-// localPort is the port of the listener r came in on, or 0 (a handler
-// called directly).
-func localPort(r *http.Request) int {
-	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
-		return addr.Port
-	}
-	return 0
 }
 
 // hostOK checks a Host header against the listener on port (0: unknown,

@@ -73,7 +73,7 @@ type Config struct {
 	// it the oldest events are dropped, and a GET that resumes from before
 	// them is told so and gets what was kept. Default 1 MiB.
 	EventLogBytes int
-	Version string // the proxy's, in the health probe's clientInfo
+	Version       string // the proxy's, in the health probe's clientInfo
 	// SessionPrefix, when set, starts every session id ("PREFIX.<hex>"),
 	// so that a balancer can route a session to the replica that made it.
 	SessionPrefix string

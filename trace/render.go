@@ -145,12 +145,6 @@ func (g *group) clientRequest() (Record, bool) {
 	return Record{}, false
 }
 
-// span returns the time from the first to the last record of g.
-func (g *group) span() time.Duration {
-	cmpTime := func(a, b Record) int { return a.Time.Compare(b.Time) }
-	return slices.MaxFunc(g.recs, cmpTime).Time.Sub(slices.MinFunc(g.recs, cmpTime).Time)
-}
-
 // arrows show the hops from the proxy's side.
 var arrows = map[Dir]string{ClientToProxy: "← client", ProxyToClient: "→ client",
 	ProxyToServer: "→ server", ServerToProxy: "← server", Proxy: "• proxy"}
@@ -224,7 +218,9 @@ func View(w io.Writer, r io.Reader, color bool) error {
 		if len(g.recs) == 1 {
 			noun = "record"
 		}
-		head = append(head, fmt.Sprintf("(%d %s, %s)", len(g.recs), noun, ms(durMs(g.span()))))
+		byTime := func(a, b Record) int { return a.Time.Compare(b.Time) }
+		span := slices.MaxFunc(g.recs, byTime).Time.Sub(slices.MinFunc(g.recs, byTime).Time)
+		head = append(head, fmt.Sprintf("(%d %s, %s)", len(g.recs), noun, ms(durMs(span))))
 		fmt.Fprintln(bw, paint(ansiBold, strings.Join(head, "  ")))
 
 		start := g.recs[0].Time
