@@ -79,9 +79,6 @@ func (f flagWord) Fish() string {
 func flagWords(fs *flag.FlagSet) []flagWord {
 	var out []flagWord
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Usage == hiddenUsage {
-			return
-		}
 		out = append(out, flagWord{dashes(f.Name), f.Name, !isBool(f.Value)})
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].word < out[j].word })

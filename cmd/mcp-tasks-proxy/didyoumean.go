@@ -63,9 +63,9 @@ func isBool(v flag.Value) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// nearestFlag is the flag of fs closest to the mistyped name (hidden flags
-// aside), or "" when none is close: within a third of the name's length in
-// edits (at least two), or a flag the name is the start of.
+// nearestFlag is the flag of fs closest to the mistyped name, or "" when
+// none is close: within a third of the name's length in edits (at least
+// two), or a flag the name is the start of.
 func nearestFlag(fs *flag.FlagSet, typed string) string {
 	typed = strings.ToLower(strings.TrimLeft(typed, "-"))
 	if typed == "" {
@@ -73,7 +73,7 @@ func nearestFlag(fs *flag.FlagSet, typed string) string {
 	}
 	best, bestD := "", -1
 	fs.VisitAll(func(f *flag.Flag) {
-		if len(f.Name) == 1 || f.Usage == hiddenUsage {
+		if len(f.Name) == 1 {
 			return
 		}
 		d := levenshtein(typed, f.Name)

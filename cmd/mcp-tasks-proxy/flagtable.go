@@ -39,9 +39,6 @@ type flagDoc struct {
 	Doc     string // the README text (markdown); empty means Help
 	Group   string // the --help section: a key of the command's flagGroups
 	Note    string // a line printed before the flag in --help (what D means)
-	// Hidden flags are parsed but listed nowhere: not in --help, the
-	// README, completion or "did you mean".
-	Hidden bool
 	Action bool // prints something and exits (--help): no default shown
 	// Path values name a file, which `config` makes absolute for a host's
 	// entry; NotInEntry flags make no sense there, and config refuses them.
@@ -64,9 +61,6 @@ type flagGroup struct {
 	After string // a line after the section's rows
 }
 
-// hiddenUsage marks a hidden flag in a flag set, for "did you mean".
-const hiddenUsage = "\x00hidden"
-
 // newTableFlagSet builds the parser of a table, writing into c. Errors are
 // the caller's to print (flagProblem).
 func newTableFlagSet[T any](name string, table []flagSpec[T], c *T) *flag.FlagSet {
@@ -79,11 +73,7 @@ func newTableFlagSet[T any](name string, table []flagSpec[T], c *T) *flag.FlagSe
 		}
 		for _, n := range s.names() {
 			s.bind(fs, n, c)
-			f := fs.Lookup(n)
-			f.Usage = s.Help
-			if s.Hidden {
-				f.Usage = hiddenUsage
-			}
+			fs.Lookup(n).Usage = s.Help
 		}
 	}
 	return fs
@@ -186,7 +176,7 @@ func helpFlags(groups []flagGroup, rows []flagDoc) string {
 			b.WriteString(g.Title + "\n")
 		}
 		for _, d := range rows {
-			if d.Group != g.Key || d.Hidden {
+			if d.Group != g.Key {
 				continue
 			}
 			if d.Note != "" {
