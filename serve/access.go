@@ -72,7 +72,10 @@ func (a access) check(r *http.Request) string {
 		}
 		return "Forbidden: the Host header " + quoteShort(r.Host) + " does not name this server; reach it by a loopback name or its listen address" + at + " or allow the name with " + rewrite.HintAllowOrigin.String()
 	}
-	if o := r.Header.Get("Origin"); o != "" && !a.originOK(o) {
+	if o := r.Header.Get("Origin"); o != "" {
+		if n, host, ok := NormalizeOrigin(o); ok && (isLoopbackName(host) || a.origins[n]) {
+			return ""
+		}
 		return "Forbidden: the Origin " + quoteShort(o) + " is not allowed; only loopback origins are, unless " + rewrite.HintAllowOrigin.String() + " lists it"
 	}
 	return ""
@@ -95,14 +98,6 @@ func (a access) hostOK(hostport string, port int) bool {
 	}
 	ports, ok := a.originHosts[host]
 	return ok && (portOK || slices.Contains(ports, hp))
-}
-
-func (a access) originOK(origin string) bool {
-	n, host, ok := NormalizeOrigin(origin)
-	if !ok {
-		return false
-	}
-	return isLoopbackName(host) || a.origins[n]
 }
 
 // NormalizeOrigin reads an origin (scheme://host[:port], as browsers send

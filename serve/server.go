@@ -212,7 +212,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
-		cors(w.Header(), origin)
+		// A browser page of an accepted origin may use the endpoint: its
+		// requests with their MCP headers, and the session id in the answers.
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+		h.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id")
+		h.Set("Access-Control-Max-Age", "600")
 		if r.Method == http.MethodOptions { // a preflight carries no token
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -357,15 +365,4 @@ func (s *Server) closeTable() []*session {
 		s.metrics.sessions.Dec()
 	}
 	return live
-}
-
-// cors lets a browser page of an accepted origin use the endpoint: its
-// requests with their MCP headers, and the session id in the answers.
-func cors(h http.Header, origin string) {
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-	h.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
-	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id")
-	h.Set("Access-Control-Max-Age", "600")
 }
