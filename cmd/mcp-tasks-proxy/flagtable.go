@@ -39,7 +39,7 @@ type flagDoc struct {
 	Doc     string // the README text (markdown); empty means Help
 	Group   string // the --help section: a key of the command's flagGroups
 	Note    string // a line printed before the flag in --help (what D means)
-	Action bool // prints something and exits (--help): no default shown
+	Action  bool   // prints something and exits (--help): no default shown
 	// Path values name a file, which `config` makes absolute for a host's
 	// entry; NotInEntry flags make no sense there, and config refuses them.
 	Path, NotInEntry bool
