@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
-
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -84,13 +82,8 @@ func (c *checker) signIn(ctx context.Context, status int) {
 	c.cfg.Auth.mu.Unlock()
 	a := &AuthReport{Required: true, SignedIn: c.cfg.Auth.signedIn(), Challenge: strings.Join(h.Values("WWW-Authenticate"), ", ")}
 	r.Auth = a
-	if chs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate")); err == nil {
-		for _, ch := range chs {
-			if ch.Scheme == "bearer" {
-				a.ResourceMetadata, a.Scopes = ch.Params["resource_metadata"], strings.Fields(ch.Params["scope"])
-			}
-		}
-	}
+	ch := oauth.ParseChallenge(h)
+	a.ResourceMetadata, a.Scopes = ch["resource_metadata"], strings.Fields(ch["scope"])
 	if c.cfg.StaticToken {
 		a.StaticToken = true
 		r.Reason = fmt.Sprintf("the server refused the Authorization header given with %v (HTTP %d): check the token", rewrite.HintHeader, status)

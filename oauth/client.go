@@ -178,7 +178,7 @@ func (c *Client) Authorization(ctx context.Context) (string, error) {
 // when the request should go once more; a request whose token another
 // request has already replaced goes again at once.
 func (c *Client) Retry(ctx context.Context, status int, h http.Header, sent string) (bool, error) {
-	ch := parseChallenge(h)
+	ch := ParseChallenge(h)
 	switch {
 	case status == http.StatusUnauthorized:
 		return c.retryUnauthorized(ctx, ch, sent)

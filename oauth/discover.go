@@ -40,7 +40,9 @@ type discovery struct {
 // challenge is the Bearer challenge of a refusal, parameters lower-cased.
 type challenge map[string]string
 
-func parseChallenge(h http.Header) challenge {
+// ParseChallenge is the Bearer challenge of a refusal's headers (its
+// WWW-Authenticate), parameter names lower-cased; nil when there is none.
+func ParseChallenge(h http.Header) map[string]string {
 	cs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
 	if err != nil {
 		return nil
@@ -269,5 +271,5 @@ func (m *discoverer) probe(ctx context.Context) challenge {
 	if resp.StatusCode != http.StatusUnauthorized {
 		return nil
 	}
-	return parseChallenge(resp.Header)
+	return ParseChallenge(resp.Header)
 }
