@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -152,15 +151,13 @@ func oauthHTTPClient(caPEM []byte, insecure bool, connectTimeout time.Duration) 
 // sign-in address and what to do): stderr always, since that is what hosts
 // show, even with --log-file; with --log-file they are logged too, so the
 // log tells the whole story. Never stdout, which carries only JSON-RPC.
+// The OAuth client writes its lines one at a time.
 type userLines struct {
-	mu     sync.Mutex
 	stderr io.Writer
 	logger *zap.Logger // nil: stderr is the log already
 }
 
 func (u *userLines) Write(p []byte) (int, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
 	n, err := u.stderr.Write(p)
 	if u.logger != nil {
 		if msg := strings.Join(strings.Fields(string(p)), " "); msg != "" {
