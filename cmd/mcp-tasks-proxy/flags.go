@@ -254,12 +254,8 @@ var proxyFlags = []flagSpec[config]{
 // isOAuthFlag reports whether the proxy's flag name only matters when OAuth
 // is on: the flags of the OAuth group, but --host, which is named last.
 func isOAuthFlag(name string) bool {
-	for _, s := range proxyFlags {
-		if s.Name == name {
-			return s.Group == groupOAuth && name != "host"
-		}
-	}
-	return false
+	i := slices.IndexFunc(proxyFlags, func(s flagSpec[config]) bool { return s.Name == name })
+	return i >= 0 && proxyFlags[i].Group == groupOAuth && name != "host"
 }
 
 // authConfig is the parsed command line of `auth`: some of the proxy's
