@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,8 +49,10 @@ func (t target) fail(reason string, err error) *SignInError {
 	return &SignInError{Host: t.host, Server: t.serverText, Reason: reason, Err: err}
 }
 
-// New validates cfg, opens the store (creating its directory) and reads
-// the server's record. It does not touch the network.
+// New reads cfg, opens the store (creating its directory) and reads the
+// server's record. It does not touch the network. The callback port and
+// the metadata and resource URLs are the caller's to check (the command
+// line does, naming its flags).
 func New(cfg Config) (*Client, error) {
 	server, err := canonicalURL(cfg.ServerURL)
 	if err != nil {
@@ -59,9 +60,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.AuthTimeout <= 0 {
 		cfg.AuthTimeout = DefaultAuthTimeout
-	}
-	if cfg.CallbackPort < 0 || cfg.CallbackPort > 65535 {
-		return nil, fmt.Errorf("the OAuth callback port %d is not a port number (1-65535, or 0 to derive one)", cfg.CallbackPort)
 	}
 	listen, urlHost, err := normalizeCallbackHost(cfg.CallbackHost)
 	if err != nil {
@@ -73,9 +71,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	meta, err := parseClientMetadata(cfg.ClientMetadata)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkURLs(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.StoreDir == "" {
@@ -113,21 +108,6 @@ func New(cfg Config) (*Client, error) {
 	c.fl.base, c.fl.stop = context.WithCancel(context.Background())
 	c.ren = renewals{stepUps: map[string]int{}, mine: map[string]bool{}}
 	return c, nil
-}
-
-func checkURLs(cfg Config) error {
-	if cfg.ClientMetadataURL != "" {
-		u, err := url.Parse(cfg.ClientMetadataURL)
-		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-			return fmt.Errorf("the OAuth client metadata URL %q must be an https:// URL with a path", clip(cfg.ClientMetadataURL, 200))
-		}
-	}
-	if cfg.Resource != "" {
-		if _, err := canonicalURL(cfg.Resource); err != nil {
-			return fmt.Errorf("the OAuth resource %q must be an absolute http:// or https:// URL", clip(cfg.Resource, 200))
-		}
-	}
-	return nil
 }
 
 // Close ends the renewals in flight (their waiters get an error) and waits
