@@ -106,9 +106,7 @@ type Writer struct {
 	dropped  atomic.Int64 // dropped records, including those lost to a write error
 	finished atomic.Int64 // accepted records written out or lost to a write error
 
-	// Owned by the goroutine.
-	spare []byte // the previous batch, reused as the next lines
-	err   error  // first write error; read by Close after done
+	err error // first write error, the goroutine's; read by Close after done
 
 	closeOnce sync.Once
 	closeErr  error
@@ -351,8 +349,8 @@ func (w *Writer) run() {
 // the count of those held as its write begins.
 func (w *Writer) flush() {
 	w.mu.Lock()
-	batch, records := w.lines, w.nLines
-	w.lines, w.nLines = w.spare[:0], 0
+	batch := w.lines
+	w.lines, w.nLines = nil, 0
 	w.kicked = false
 	w.mu.Unlock()
 	for rest := batch; len(rest) > 0; {
@@ -365,11 +363,7 @@ func (w *Writer) flush() {
 			chunk = chunk[:end+1]
 		}
 		rest = rest[len(chunk):]
-		n := records // the last chunk's
-		if len(rest) > 0 {
-			n = int64(bytes.Count(chunk, []byte{'\n'})) // a line's only newline ends it
-		}
-		records -= n
+		n := int64(bytes.Count(chunk, []byte{'\n'})) // a line's only newline ends it
 		w.mu.Lock()
 		w.held -= n
 		w.heldBytes -= int64(len(chunk))
@@ -384,10 +378,6 @@ func (w *Writer) flush() {
 		}
 		w.finished.Add(n)
 	}
-	if cap(batch) > writeSize { // after a burst
-		batch = nil
-	}
-	w.spare = batch[:0]
 }
 
 // redact redacts r and caps its frame, writing to nothing r points to.
