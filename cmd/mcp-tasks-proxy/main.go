@@ -455,9 +455,9 @@ func loud(stderr io.Writer, logger *zap.Logger, cfg *config, msg string) {
 	}
 }
 
-// isTerminal reports whether w is a character device (colour output).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether v is a character device (colour output).
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
 	if !ok {
 		return false
 	}
