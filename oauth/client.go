@@ -188,15 +188,18 @@ func (c *Client) Login(ctx context.Context, paste func() (string, error)) error 
 // server's URL (without userinfo or query) and its file; whether a token
 // is stored, its issuer, the client that got it and how that client came
 // to be ("static", "metadata-document" or "dynamic"), the scopes granted,
-// when it expires (zero: not said), and whether it can be refreshed.
+// when it expires (zero: not said), and whether it can be refreshed. Its
+// JSON form is what `auth status --json` prints, with the expiry its own.
 type Status struct {
-	Server, StoreFile      string
-	SignedIn               bool
-	Issuer                 string
-	ClientID, ClientSource string
-	Scopes                 []string
-	Expiry                 time.Time
-	Refreshable            bool
+	Server       string    `json:"server"`
+	StoreFile    string    `json:"storeFile"`
+	SignedIn     bool      `json:"signedIn"`
+	Issuer       string    `json:"issuer,omitempty"`
+	ClientID     string    `json:"clientId,omitempty"`
+	ClientSource string    `json:"clientSource,omitempty"`
+	Scopes       []string  `json:"scopes,omitempty"`
+	Expiry       time.Time `json:"-"`
+	Refreshable  bool      `json:"refreshable"`
 }
 
 // Status reads the store, not the network.

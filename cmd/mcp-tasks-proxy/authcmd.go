@@ -187,20 +187,6 @@ func authLogin(ctx context.Context, c *authConfig, cl *oauth.Client, stdin io.Re
 	return 0
 }
 
-// statusJSON is `auth status --json`: never a token.
-type statusJSON struct {
-	Server       string   `json:"server"`
-	StoreFile    string   `json:"storeFile"`
-	SignedIn     bool     `json:"signedIn"`
-	Issuer       string   `json:"issuer,omitempty"`
-	ClientID     string   `json:"clientId,omitempty"`
-	ClientSource string   `json:"clientSource,omitempty"`
-	Scopes       []string `json:"scopes,omitempty"`
-	Expiry       string   `json:"expiry,omitempty"`
-	Expired      bool     `json:"expired,omitempty"`
-	Refreshable  bool     `json:"refreshable"`
-}
-
 func authStatus(c *authConfig, cl *oauth.Client, stdout, stderr io.Writer) int {
 	st, err := cl.Status()
 	if err != nil {
@@ -209,8 +195,12 @@ func authStatus(c *authConfig, cl *oauth.Client, stdout, stderr io.Writer) int {
 	now := time.Now()
 	expired := !st.Expiry.IsZero() && !now.Before(st.Expiry)
 	if c.json {
-		j := statusJSON{Server: st.Server, StoreFile: st.StoreFile, SignedIn: st.SignedIn, Issuer: st.Issuer,
-			ClientID: st.ClientID, ClientSource: st.ClientSource, Scopes: st.Scopes, Expired: expired, Refreshable: st.Refreshable}
+		j := struct { // never a token; the members in the order scripts have seen
+			oauth.Status
+			Expiry      string `json:"expiry,omitempty"`
+			Expired     bool   `json:"expired,omitempty"`
+			Refreshable bool   `json:"refreshable"`
+		}{Status: st, Expired: expired, Refreshable: st.Refreshable}
 		if !st.Expiry.IsZero() {
 			j.Expiry = st.Expiry.UTC().Format(time.RFC3339)
 		}

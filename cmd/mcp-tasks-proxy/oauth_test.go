@@ -366,7 +366,16 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 	noSecret("auth status", r.stdout+r.stderr)
 
 	r = runBounded(t, []string{"auth", "status", "--json", "--oauth-store", store, url}, strings.NewReader(""), env())
-	var st statusJSON
+	var st struct { // what auth status --json prints
+		SignedIn     bool     `json:"signedIn"`
+		Issuer       string   `json:"issuer"`
+		ClientID     string   `json:"clientId"`
+		ClientSource string   `json:"clientSource"`
+		StoreFile    string   `json:"storeFile"`
+		Scopes       []string `json:"scopes"`
+		Expiry       string   `json:"expiry"`
+		Refreshable  bool     `json:"refreshable"`
+	}
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 {
 		t.Fatalf("auth status --json: exit %d %q (%v)", r.code, r.stdout, err)
 	}
