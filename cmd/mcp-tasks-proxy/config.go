@@ -27,38 +27,32 @@ const envURL = "MCP_TASKS_PROXY_URL"
 // config is the parsed command line. Each flag's documentation is in its
 // table (flags.go), which binds it to its field here.
 type config struct {
-	url                      string
-	header                   http.Header // what the --header flags (headers) and --header-file hold
-	headers                  headerList
-	headerFile               string
-	demo, demoLegacy         bool
-	demoOAuth                bool
-	protocol                 string
-	transport                string
-	logLevel, logFormat      string
-	logFile                  string
-	maxInFlight, maxMessage  int
-	maxRounds                int
-	maxSubscriptions         int
-	taskIsError              string
-	legacyTTLUnit            string
-	stateFile                string
-	noState                  bool
-	trace                    string
-	redactKeys, ignoreTools  stringList
-	noRedact                 bool
-	caFile                   string
-	insecure, allowHTTP      bool
-	connectTimeout           time.Duration
-	discoverTimeout          time.Duration
-	responseHeaderTimeout    time.Duration
-	idleTimeout, pollTimeout time.Duration
-	requestTimeout           time.Duration
-	drainTimeout             time.Duration
-	cpuProfile               string
-	oauth                    oauthFlags
-	debug, silent            bool
-	version, help            bool
+	url                   string
+	header                http.Header // what the --header flags (headers) and --header-file hold
+	headers               headerList
+	headerFile            string
+	demo, demoLegacy      bool
+	demoOAuth             bool
+	logLevel, logFormat   string
+	logFile               string
+	taskIsError           string
+	legacyTTLUnit         string
+	stateFile             string
+	noState               bool
+	trace                 string
+	redactKeys            stringList
+	noRedact              bool
+	caFile                string
+	insecure, allowHTTP   bool
+	connectTimeout        time.Duration
+	responseHeaderTimeout time.Duration
+	cpuProfile            string
+	oauth                 oauthFlags
+	// sess is the sessions' configuration as the flags set it; the rest of
+	// it is set at start (sessionConfig).
+	sess          bridge.Config
+	debug, silent bool
+	version, help bool
 	// secretHeaders name the headers whose values came from ${VAR} or
 	// --header-file: never shown.
 	secretHeaders []string
@@ -350,9 +344,9 @@ func (c *config) checkChoices() error {
 		value, problem string
 		allowed        []string
 	}{
-		{c.protocol, "--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)",
+		{c.sess.Protocol, "--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)",
 			[]string{bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy}},
-		{c.transport, "--transport %q: use http-first (the default: Streamable HTTP, then the old HTTP+SSE transport when the server refuses the POST), http-only, sse-first or sse-only",
+		{c.sess.Transport, "--transport %q: use http-first (the default: Streamable HTTP, then the old HTTP+SSE transport when the server refuses the POST), http-only, sse-first or sse-only",
 			[]string{bridge.TransportHTTPFirst, bridge.TransportHTTPOnly, bridge.TransportSSEFirst, bridge.TransportSSEOnly}},
 		{c.logLevel, "--log-level %q: use debug, info, warn or error", []string{"debug", "info", "warn", "error"}},
 		{c.logFormat, "--log-format %q: use console or json", []string{"console", "json"}},
@@ -417,12 +411,12 @@ func (c *config) checkBounds() error {
 		bad     bool
 		problem string
 	}{
-		{c.maxInFlight < 1, "--max-in-flight must be at least 1"},
+		{c.sess.MaxInFlight < 1, "--max-in-flight must be at least 1"},
 		{c.responseHeaderTimeout <= 0, "--response-header-timeout must be a positive duration such as 10m"},
-		{c.maxRounds < 1, "--max-mrtr-rounds must be at least 1"},
-		{c.maxSubscriptions < 1, "--max-subscriptions must be at least 1"},
-		{c.idleTimeout <= 0 || c.requestTimeout < 0, "--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none"},
-		{c.connectTimeout <= 0 || c.discoverTimeout <= 0 || c.pollTimeout <= 0, "timeouts must be positive durations such as 10s or 2m"},
+		{c.sess.MaxRounds < 1, "--max-mrtr-rounds must be at least 1"},
+		{c.sess.MaxSubscriptions < 1, "--max-subscriptions must be at least 1"},
+		{c.sess.IdleTimeout <= 0 || c.sess.RequestTimeout < 0, "--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none"},
+		{c.connectTimeout <= 0 || c.sess.DiscoverTimeout <= 0 || c.sess.PollTimeout <= 0, "timeouts must be positive durations such as 10s or 2m"},
 	} {
 		if b.bad {
 			return usageError{b.problem}
@@ -518,7 +512,7 @@ func (c *config) mcpRemoteFlags(set map[string]bool) error {
 	case c.silent:
 		c.logLevel = "error"
 	}
-	for _, p := range c.ignoreTools {
+	for _, p := range c.sess.IgnoreTools {
 		if strings.TrimSpace(p) == "" {
 			return usagef("--ignore-tool needs a tool name or a pattern such as 'delete*'")
 		}

@@ -253,8 +253,8 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 		Header:                cfg.header,
 		ConnectTimeout:        cfg.connectTimeout,
 		// Enough idle connections for every request in flight.
-		MaxIdleConnsPerHost: max(cfg.maxInFlight, routing.DefaultMaxIdleConnsPerHost),
-		MaxMessageBytes:     cfg.maxMessage,
+		MaxIdleConnsPerHost: max(cfg.sess.MaxInFlight, routing.DefaultMaxIdleConnsPerHost),
+		MaxMessageBytes:     cfg.sess.MaxMessageBytes,
 		UserAgent:           "mcp-tasks-proxy/" + versionString(),
 	})
 	if err != nil {
@@ -287,29 +287,12 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 	if cfg.noRedact {
 		loud(stderr, logger, cfg, "--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
 	}
-	return bridge.Config{
-		Observer:         observer,
-		Redact:           rewrite.SensitiveKeys(cfg.redactKeys),
-		Hints:            flagHint,
-		NoRedact:         cfg.noRedact,
-		Client:           client,
-		Logger:           logger,
-		MaxInFlight:      cfg.maxInFlight,
-		MaxMessageBytes:  cfg.maxMessage,
-		DiscoverTimeout:  cfg.discoverTimeout,
-		Tasks:            rewrite.TaskOptions{IsErrorFailed: cfg.taskIsError == "failed", TTLSeconds: cfg.legacyTTLUnit == "s"},
-		StatePath:        statePath,
-		MaxRounds:        cfg.maxRounds,
-		IdleTimeout:      cfg.idleTimeout,
-		PollTimeout:      cfg.pollTimeout,
-		RequestTimeout:   cfg.requestTimeout,
-		Protocol:         cfg.protocol,
-		DrainTimeout:     cfg.drainTimeout,
-		IgnoreTools:      cfg.ignoreTools,
-		OnInitialized:    eraLine(isTTY(stdin) && !cfg.silent, stderr),
-		Transport:        cfg.transport,
-		MaxSubscriptions: cfg.maxSubscriptions,
-	}, closeTW, 0
+	b := cfg.sess
+	b.Observer, b.Redact, b.Hints, b.NoRedact = observer, rewrite.SensitiveKeys(cfg.redactKeys), flagHint, cfg.noRedact
+	b.Client, b.Logger, b.StatePath = client, logger, statePath
+	b.Tasks = rewrite.TaskOptions{IsErrorFailed: cfg.taskIsError == "failed", TTLSeconds: cfg.legacyTTLUnit == "s"}
+	b.OnInitialized = eraLine(isTTY(stdin) && !cfg.silent, stderr)
+	return b, closeTW, 0
 }
 
 // flagHint names a setting an error message points at by its flag: the

@@ -539,8 +539,8 @@ func TestSharedAll(t *testing.T) {
 			stringFlag(func(s *serveConfig) *string { return &s.listen }, "127.0.0.1:0")})
 	var s serveConfig
 	fs := newTableFlagSet("serve", table, &s)
-	if s.maxInFlight != bridge.DefaultMaxInFlight || s.listen != "127.0.0.1:0" {
-		t.Errorf("defaults: max-in-flight %d, listen %q", s.maxInFlight, s.listen)
+	if s.sess.MaxInFlight != bridge.DefaultMaxInFlight || s.listen != "127.0.0.1:0" {
+		t.Errorf("defaults: max-in-flight %d, listen %q", s.sess.MaxInFlight, s.listen)
 	}
 	if _, err := parseInterspersed(fs, []string{"--listen", ":8080", "--log-level", "info", "--header", "X-A: b", "-h"}); err != nil {
 		t.Fatal(err)

@@ -199,10 +199,10 @@ func (c *serveConfig) check() error {
 	}
 	switch {
 	case c.maxBodyMemory == 0:
-		c.maxBodyMemory = int(min(serve.DefaultBodyMemory(c.maxMessage), math.MaxInt))
-	case c.maxBodyMemory < c.maxMessage:
+		c.maxBodyMemory = int(min(serve.DefaultBodyMemory(c.sess.MaxMessageBytes), math.MaxInt))
+	case c.maxBodyMemory < c.sess.MaxMessageBytes:
 		return usagef("--max-body-memory (%d bytes) is less than --max-message-size (%d bytes): a message that large could never be read; raise --max-body-memory or lower --max-message-size",
-			c.maxBodyMemory, c.maxMessage)
+			c.maxBodyMemory, c.sess.MaxMessageBytes)
 	}
 	if !sessionPrefix.MatchString(c.srv.SessionPrefix) {
 		return usagef("--session-id-prefix %q: use 1 to 32 letters, digits, - or _", c.srv.SessionPrefix)

@@ -17,7 +17,7 @@ func TestServeConnFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.srv.ReadTimeout != serve.DefaultReadTimeout || int64(c.maxBodyMemory) != serve.DefaultBodyMemory(c.maxMessage) || c.maxBodyMemory != 512<<20 {
+	if c.srv.ReadTimeout != serve.DefaultReadTimeout || int64(c.maxBodyMemory) != serve.DefaultBodyMemory(c.sess.MaxMessageBytes) || c.maxBodyMemory != 512<<20 {
 		t.Errorf("defaults: --read-timeout %v, --max-body-memory %d; want %v and 512MiB", c.srv.ReadTimeout, c.maxBodyMemory, serve.DefaultReadTimeout)
 	}
 	c, err = parseServeArgs([]string{"--demo", "--max-message-size", "1MiB", "--read-timeout", "5s"}, env)
