@@ -150,8 +150,8 @@ func TestDurationsTakeBareSeconds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]time.Duration{"connect-timeout": c.connectTimeout, "discover-timeout": c.sess.DiscoverTimeout,
-			"response-header-timeout": c.responseHeaderTimeout, "idle-timeout": c.sess.IdleTimeout, "request-timeout": c.sess.RequestTimeout,
+		got := map[string]time.Duration{"connect-timeout": c.up.ConnectTimeout, "discover-timeout": c.sess.DiscoverTimeout,
+			"response-header-timeout": c.up.ResponseHeaderTimeout, "idle-timeout": c.sess.IdleTimeout, "request-timeout": c.sess.RequestTimeout,
 			"drain-timeout": c.sess.DrainTimeout, "auth-timeout": c.oauth.AuthTimeout, "poll-timeout": c.sess.PollTimeout}[name]
 		if got != 7*time.Second {
 			t.Errorf("--%s 7 = %v, want 7s", name, got)

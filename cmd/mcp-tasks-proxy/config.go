@@ -27,29 +27,28 @@ const envURL = "MCP_TASKS_PROXY_URL"
 // config is the parsed command line. Each flag's documentation is in its
 // table (flags.go), which binds it to its field here.
 type config struct {
-	url                   string
-	header                http.Header // what the --header flags (headers) and --header-file hold
-	headers               headerList
-	headerFile            string
-	demo, demoLegacy      bool
-	demoOAuth             bool
-	logLevel, logFormat   string
-	logFile               string
-	taskIsError           string
-	legacyTTLUnit         string
-	stateFile             string
-	noState               bool
-	trace                 string
-	redactKeys            stringList
-	noRedact              bool
-	caFile                string
-	insecure, allowHTTP   bool
-	connectTimeout        time.Duration
-	responseHeaderTimeout time.Duration
-	cpuProfile            string
-	oauth                 oauthFlags
-	// sess is the sessions' configuration as the flags set it; the rest of
-	// it is set at start (sessionConfig).
+	url                 string
+	header              http.Header // what the --header flags (headers) and --header-file hold
+	headers             headerList
+	headerFile          string
+	demo, demoLegacy    bool
+	demoOAuth           bool
+	logLevel, logFormat string
+	logFile             string
+	taskIsError         string
+	legacyTTLUnit       string
+	stateFile           string
+	noState             bool
+	trace               string
+	redactKeys          stringList
+	noRedact            bool
+	caFile              string
+	insecure, allowHTTP bool
+	cpuProfile          string
+	oauth               oauthFlags
+	// up and sess are the upstream client's and the sessions'
+	// configurations as the flags set them; the rest is set at start.
+	up            routing.Config
 	sess          bridge.Config
 	debug, silent bool
 	version, help bool
@@ -412,11 +411,11 @@ func (c *config) checkBounds() error {
 		problem string
 	}{
 		{c.sess.MaxInFlight < 1, "--max-in-flight must be at least 1"},
-		{c.responseHeaderTimeout <= 0, "--response-header-timeout must be a positive duration such as 10m"},
+		{c.up.ResponseHeaderTimeout <= 0, "--response-header-timeout must be a positive duration such as 10m"},
 		{c.sess.MaxRounds < 1, "--max-mrtr-rounds must be at least 1"},
 		{c.sess.MaxSubscriptions < 1, "--max-subscriptions must be at least 1"},
 		{c.sess.IdleTimeout <= 0 || c.sess.RequestTimeout < 0, "--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none"},
-		{c.connectTimeout <= 0 || c.sess.DiscoverTimeout <= 0 || c.sess.PollTimeout <= 0, "timeouts must be positive durations such as 10s or 2m"},
+		{c.up.ConnectTimeout <= 0 || c.sess.DiscoverTimeout <= 0 || c.sess.PollTimeout <= 0, "timeouts must be positive durations such as 10s or 2m"},
 	} {
 		if b.bad {
 			return usageError{b.problem}

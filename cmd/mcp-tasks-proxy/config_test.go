@@ -86,8 +86,8 @@ func TestParseArgsDefaults(t *testing.T) {
 	if c.sess.MaxMessageBytes != routing.DefaultMaxMessageBytes {
 		t.Errorf("maxMessage = %d, want %d", c.sess.MaxMessageBytes, routing.DefaultMaxMessageBytes)
 	}
-	if c.connectTimeout != routing.DefaultConnectTimeout || c.sess.DiscoverTimeout != bridge.DefaultDiscoverTimeout {
-		t.Errorf("timeouts %v %v", c.connectTimeout, c.sess.DiscoverTimeout)
+	if c.up.ConnectTimeout != routing.DefaultConnectTimeout || c.sess.DiscoverTimeout != bridge.DefaultDiscoverTimeout {
+		t.Errorf("timeouts %v %v", c.up.ConnectTimeout, c.sess.DiscoverTimeout)
 	}
 	if len(c.header) != 0 {
 		t.Errorf("headers %v, want none", c.header)
@@ -163,7 +163,7 @@ func TestParseArgsFlagsAfterURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.logFormat != "json" || c.logLevel != "debug" || c.sess.MaxInFlight != 3 || c.connectTimeout != 2*time.Second ||
+	if c.logFormat != "json" || c.logLevel != "debug" || c.sess.MaxInFlight != 3 || c.up.ConnectTimeout != 2*time.Second ||
 		c.sess.DiscoverTimeout != time.Minute || c.logFile != "/tmp/x.log" {
 		t.Errorf("config %+v", c)
 	}

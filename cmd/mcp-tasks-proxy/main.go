@@ -244,19 +244,11 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 	if wrap != nil {
 		routingAuth = wrap(auth)
 	}
-	client, err := routing.New(routing.Config{
-		Auth:                  routingAuth,
-		URL:                   url,
-		RootCAs:               caPEM,
-		Insecure:              cfg.insecure,
-		ResponseHeaderTimeout: cfg.responseHeaderTimeout,
-		Header:                cfg.header,
-		ConnectTimeout:        cfg.connectTimeout,
-		// Enough idle connections for every request in flight.
-		MaxIdleConnsPerHost: max(cfg.sess.MaxInFlight, routing.DefaultMaxIdleConnsPerHost),
-		MaxMessageBytes:     cfg.sess.MaxMessageBytes,
-		UserAgent:           "mcp-tasks-proxy/" + versionString(),
-	})
+	up := cfg.up
+	up.Auth, up.URL, up.RootCAs, up.Insecure, up.Header = routingAuth, url, caPEM, cfg.insecure, cfg.header
+	up.MaxIdleConnsPerHost = max(cfg.sess.MaxInFlight, routing.DefaultMaxIdleConnsPerHost) // one for every request in flight
+	up.MaxMessageBytes, up.UserAgent = cfg.sess.MaxMessageBytes, "mcp-tasks-proxy/"+versionString()
+	client, err := routing.New(up)
 	if err != nil {
 		closeAuth()
 		return nil, nil, fail(stderr, 2, "%v", err)
@@ -350,7 +342,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 		o.StoreDir = dir
 		cleanup = func() { _ = os.RemoveAll(dir) }
 	}
-	hc, err := oauthHTTPClient(caPEM, cfg.insecure, cfg.connectTimeout)
+	hc, err := oauthHTTPClient(caPEM, cfg.insecure, cfg.up.ConnectTimeout)
 	if err != nil {
 		cleanup()
 		return nil, nil, fail(stderr, 2, "--ca-file: %v", err)
