@@ -179,7 +179,7 @@ func TestMCPRemoteFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.url != testURL || c.oauth.CallbackPort != 9696 || c.oauth.CallbackHost != "localhost" || !c.allowHTTP ||
-		strings.Join(c.sess.IgnoreTools, ",") != "delete*,rm" || c.oauth.Resource != "https://mcp.example.com/" || c.header.Get("X-A") != "1" {
+		strings.Join(c.sess.IgnoreTools, ",") != "delete*,rm" || c.oauth.Resource != "https://mcp.example.com/" || c.up.Header.Get("X-A") != "1" {
 		t.Errorf("parsed %+v", c)
 	}
 	c, err = parseArgs([]string{"--url", testURL, "8080"}, env())

@@ -28,8 +28,7 @@ const envURL = "MCP_TASKS_PROXY_URL"
 // table (flags.go), which binds it to its field here.
 type config struct {
 	url                 string
-	header              http.Header // what the --header flags (headers) and --header-file hold
-	headers             headerList
+	headers             headerList // the --header flags, into up.Header, with --header-file's
 	headerFile          string
 	demo, demoLegacy    bool
 	demoOAuth           bool
@@ -261,7 +260,6 @@ func (c *config) parse(fs *flag.FlagSet, args []string, getenv func(string) stri
 	if err != nil {
 		return usagef("%s", flagProblem(err, fs, helpCmd))
 	}
-	c.header = c.headers.h
 	if c.help || c.version {
 		return nil
 	}
@@ -366,7 +364,7 @@ func (c *config) checkChoices() error {
 // OAuth flags, and where the credentials may go.
 func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	if c.headerFile != "" {
-		names, err := readHeaderFile(c.headerFile, c.header)
+		names, err := readHeaderFile(c.headerFile, c.up.Header)
 		if err != nil {
 			return usagef("--header-file %s: %v", c.headerFile, err)
 		}
@@ -391,7 +389,7 @@ func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	if c.callbackPort != 0 {
 		c.oauth.given = append(c.oauth.given, "the callback port "+strconv.Itoa(c.callbackPort))
 	}
-	if c.header.Get("Authorization") != "" {
+	if c.up.Header.Get("Authorization") != "" {
 		if c.demoOAuth {
 			return usagef("--demo-oauth shows the OAuth sign-in, which an Authorization header turns off; drop the header")
 		}
@@ -437,13 +435,13 @@ func plainHTTPCredential(c *config) string {
 	if u.User != nil {
 		return "the user name and password in the URL"
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.header)) {
+	for _, name := range slices.Sorted(maps.Keys(c.up.Header)) {
 		if secretHeader(name) {
 			return "the --header " + name
 		}
 	}
 	for _, name := range c.secretHeaders {
-		if c.header.Get(name) != "" {
+		if c.up.Header.Get(name) != "" {
 			return "the header " + name + " (from ${VAR} or --header-file)"
 		}
 	}

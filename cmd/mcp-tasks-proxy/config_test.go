@@ -89,8 +89,8 @@ func TestParseArgsDefaults(t *testing.T) {
 	if c.up.ConnectTimeout != routing.DefaultConnectTimeout || c.sess.DiscoverTimeout != bridge.DefaultDiscoverTimeout {
 		t.Errorf("timeouts %v %v", c.up.ConnectTimeout, c.sess.DiscoverTimeout)
 	}
-	if len(c.header) != 0 {
-		t.Errorf("headers %v, want none", c.header)
+	if len(c.up.Header) != 0 {
+		t.Errorf("headers %v, want none", c.up.Header)
 	}
 	if c.sess.Protocol != bridge.ProtocolAuto || c.demoLegacy {
 		t.Errorf("protocol %q demoLegacy %v, want auto and no legacy demo", c.sess.Protocol, c.demoLegacy)
@@ -365,11 +365,11 @@ func TestParseArgsHeaders(t *testing.T) {
 		"X-Two":         {"2"},
 		"Authorization": {"Bearer tok-123"},
 	}
-	if len(c.header) != len(want) {
-		t.Errorf("headers %v, want %v", c.header, want)
+	if len(c.up.Header) != len(want) {
+		t.Errorf("headers %v, want %v", c.up.Header, want)
 	}
 	for k, vs := range want {
-		got := c.header.Values(k)
+		got := c.up.Header.Values(k)
 		if strings.Join(got, "|") != strings.Join(vs, "|") {
 			t.Errorf("header %s = %q, want %q", k, got, vs)
 		}
@@ -712,7 +712,7 @@ func TestHeaderFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, want := range map[string]string{"Authorization": "Bearer tok", "X-Team": "blue", "X-Cli": "1"} {
-		if got := c.header.Get(k); got != want {
+		if got := c.up.Header.Get(k); got != want {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}

@@ -40,7 +40,8 @@ var proxyFlags = []flagSpec[config]{
 		Help: "extra HTTP header on every upstream request; repeatable; ${VAR} in the value is read from the environment; an Authorization header turns OAuth off",
 		Doc:  "an extra HTTP header on every upstream request; repeatable; the space after the colon is optional; `${VAR}` is expanded. An `Authorization` header turns OAuth off"},
 		func(fs *flag.FlagSet, name string, c *config) {
-			c.headers = headerList{h: http.Header{}, secrets: &c.secretHeaders}
+			c.up.Header = http.Header{}
+			c.headers = headerList{h: c.up.Header, secrets: &c.secretHeaders}
 			fs.Var(&c.headers, name, "")
 		}},
 	{flagDoc{Name: "header-file", Arg: "PATH", Path: true,

@@ -245,7 +245,7 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 		routingAuth = wrap(auth)
 	}
 	up := cfg.up
-	up.Auth, up.URL, up.RootCAs, up.Insecure, up.Header = routingAuth, url, caPEM, cfg.insecure, cfg.header
+	up.Auth, up.URL, up.RootCAs, up.Insecure = routingAuth, url, caPEM, cfg.insecure
 	up.MaxIdleConnsPerHost = max(cfg.sess.MaxInFlight, routing.DefaultMaxIdleConnsPerHost) // one for every request in flight
 	up.MaxMessageBytes, up.UserAgent = cfg.sess.MaxMessageBytes, "mcp-tasks-proxy/"+versionString()
 	client, err := routing.New(up)
