@@ -53,15 +53,10 @@ type Config struct {
 	// Token, when set, is the bearer token every request to /mcp and
 	// /metrics must carry (/healthz stays open, for balancers).
 	Token string
-	// ReadTimeout bounds the read of a request's body: it must have
-	// arrived whole within this long of the headers, or the request gets
-	// 408 and its connection is closed (see conn.go). Default
-	// DefaultReadTimeout (1m). The headers' bound is the http.Server's.
-	ReadTimeout time.Duration
-	// MaxBodyMemory bounds the bytes of request bodies held at once, read
-	// or being read, across every connection; a body that would take more
-	// gets 503 with Retry-After. Default BodyMemoryMessages times
-	// Bridge.MaxMessageBytes.
+	// ReadTimeout bounds the read of a request's body after its headers
+	// (whose bound is the http.Server's), and MaxBodyMemory the bytes of
+	// request bodies held at once across every connection: see conn.go.
+	ReadTimeout   time.Duration
 	MaxBodyMemory int64
 	// IdleTimeout ends a session that has no HTTP request open for this
 	// long; MaxSessions bounds the sessions (one more initialize gets 503
@@ -69,9 +64,7 @@ type Config struct {
 	IdleTimeout time.Duration
 	MaxSessions int
 	// EventLogBytes bounds each session's GET stream event log, kept for
-	// Last-Event-ID, in bytes (frames, and 64 bytes for each event): past
-	// it the oldest events are dropped, and a GET that resumes from before
-	// them is told so and gets what was kept. Default 1 MiB.
+	// Last-Event-ID (see eventLog).
 	EventLogBytes int
 	Version       string // the proxy's, in the health probe's clientInfo
 	// SessionPrefix, when set, starts every session id ("PREFIX.<hex>"),
