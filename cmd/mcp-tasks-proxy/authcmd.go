@@ -141,7 +141,9 @@ func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	if err != nil {
 		return fail(stderr, 2, "--ca-file: %v", err)
 	}
-	cl, err := oauth.New(c.oauth.oauthConfig(c.url, c.allowHTTP, hc, nil, &userLines{stderr: stderr}))
+	o := c.oauth.Config
+	o.ServerURL, o.AllowHTTP, o.HTTPClient, o.Out = c.url, c.allowHTTP, hc, &userLines{stderr: stderr}
+	cl, err := oauth.New(o)
 	if err != nil {
 		return fail(stderr, 1, "auth %s: %v", c.verb, err)
 	}

@@ -351,7 +351,8 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 	if cfg.logFile != "" {
 		out.logger = logger
 	}
-	a, err := oauth.New(o.oauthConfig(url, cfg.allowHTTP, hc, logger, out))
+	o.ServerURL, o.AllowHTTP, o.HTTPClient, o.Logger, o.Out = url, cfg.allowHTTP, hc, logger, out
+	a, err := oauth.New(o.Config)
 	if err != nil {
 		cleanup()
 		if len(cfg.oauth.given) == 0 && !cfg.demoOAuth {

@@ -57,11 +57,6 @@ func TestParseArgsOAuthFlags(t *testing.T) {
 	if c.oauthOff || len(o.given) != 11 {
 		t.Errorf("oauthOff %v, given %q", c.oauthOff, o.given)
 	}
-	cfg := o.oauthConfig(testURL, true, nil, nil, nil)
-	if cfg.ServerURL != testURL || cfg.StoreDir != "/tmp/store" || cfg.CallbackPort != 33418 || cfg.AuthTimeout != 30*time.Second ||
-		!cfg.AllowHTTP || !cfg.NoBrowser || cfg.Scope != "read write" || cfg.Resource != "https://mcp.example.com" {
-		t.Errorf("oauth.Config %+v", cfg)
-	}
 
 	// Defaults.
 	c, err = parseArgs([]string{testURL}, env())

@@ -113,13 +113,6 @@ func jsonProblem(err error) string {
 	return "invalid JSON"
 }
 
-// oauthConfig is the oauth.Config for serverURL under these flags.
-func (o *oauthFlags) oauthConfig(serverURL string, allowHTTP bool, hc *http.Client, logger *zap.Logger, out io.Writer) oauth.Config {
-	cfg := o.Config
-	cfg.ServerURL, cfg.AllowHTTP, cfg.HTTPClient, cfg.Logger, cfg.Out = serverURL, allowHTTP, hc, logger, out
-	return cfg
-}
-
 // oauthHTTPClient carries the authorization server's traffic with the
 // upstream's TLS settings (--ca-file, --insecure) and proxies from the
 // environment.
