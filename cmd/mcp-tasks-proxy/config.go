@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 // envURL names the environment variable that can carry the upstream URL.
@@ -39,8 +40,6 @@ type config struct {
 	stateFile           string
 	noState             bool
 	trace               string
-	redactKeys          stringList
-	noRedact            bool
 	caFile              string
 	insecure, allowHTTP bool
 	cpuProfile          string
@@ -51,9 +50,10 @@ type config struct {
 	sess          bridge.Config
 	debug, silent bool
 	version, help bool
-	// secretHeaders name the headers whose values came from ${VAR} or
-	// --header-file: never shown.
-	secretHeaders []string
+	// tr is the trace's options as the flags set them; its SecretHeaders
+	// are the headers whose values came from ${VAR} or --header-file,
+	// never shown anywhere.
+	tr trace.Options
 	// oauthOff: an Authorization header given with --header or
 	// --header-file turns OAuth off.
 	oauthOff bool
@@ -368,7 +368,7 @@ func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 		if err != nil {
 			return usagef("--header-file %s: %v", c.headerFile, err)
 		}
-		c.secretHeaders = append(c.secretHeaders, names...)
+		c.tr.SecretHeaders = append(c.tr.SecretHeaders, names...)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
@@ -440,7 +440,7 @@ func plainHTTPCredential(c *config) string {
 			return "the --header " + name
 		}
 	}
-	for _, name := range c.secretHeaders {
+	for _, name := range c.tr.SecretHeaders {
 		if c.up.Header.Get(name) != "" {
 			return "the header " + name + " (from ${VAR} or --header-file)"
 		}

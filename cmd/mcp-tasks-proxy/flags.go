@@ -41,7 +41,7 @@ var proxyFlags = []flagSpec[config]{
 		Doc:  "an extra HTTP header on every upstream request; repeatable; the space after the colon is optional; `${VAR}` is expanded. An `Authorization` header turns OAuth off"},
 		func(fs *flag.FlagSet, name string, c *config) {
 			c.up.Header = http.Header{}
-			c.headers = headerList{h: c.up.Header, secrets: &c.secretHeaders}
+			c.headers = headerList{h: c.up.Header, secrets: &c.tr.SecretHeaders}
 			fs.Var(&c.headers, name, "")
 		}},
 	{flagDoc{Name: "header-file", Arg: "PATH", Path: true,
@@ -55,11 +55,11 @@ var proxyFlags = []flagSpec[config]{
 	{flagDoc{Name: "redact-key", Arg: "NAME",
 		Help: "also redact this JSON key in logs and the trace; repeatable",
 		Doc:  "also redact this JSON key in logs and the trace; repeatable (see [Redaction](#redaction))"},
-		valueFlag(func(c *config) flag.Value { return &c.redactKeys })},
+		valueFlag(func(c *config) flag.Value { return (*stringList)(&c.tr.RedactKeys) })},
 	{flagDoc{Name: "no-redact",
 		Help: "show secrets in logs and the trace (dangerous; logged loudly)",
 		Doc:  "show secrets in logs and the trace; logged loudly"},
-		boolFlag(func(c *config) *bool { return &c.noRedact })},
+		boolFlag(func(c *config) *bool { return &c.tr.NoRedact })},
 	{flagDoc{Name: "ca-file", Arg: "PATH", Default: "system roots", Path: true,
 		Help: "PEM certificates to trust besides the system roots"},
 		stringFlag(func(c *config) *string { return &c.caFile }, "")},

@@ -269,18 +269,18 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 	var observer bridge.Observer // the trace, with --trace; nil (not a nil *trace.Writer) without
 	closeTW := func() {}
 	if cfg.trace != "" {
-		tw, err := trace.Open(cfg.trace, trace.Options{SecretHeaders: cfg.secretHeaders, RedactKeys: cfg.redactKeys, NoRedact: cfg.noRedact})
+		tw, err := trace.Open(cfg.trace, cfg.tr)
 		if err != nil {
 			return bridge.Config{}, nil, fail(stderr, 2, "--trace: %v", err)
 		}
 		observer = tw
 		closeTW = func() { closeTrace(tw, logger) }
 	}
-	if cfg.noRedact {
+	if cfg.tr.NoRedact {
 		loud(stderr, logger, cfg, "--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
 	}
 	b := cfg.sess
-	b.Observer, b.Redact, b.Hints, b.NoRedact = observer, rewrite.SensitiveKeys(cfg.redactKeys), flagHint, cfg.noRedact
+	b.Observer, b.Redact, b.Hints, b.NoRedact = observer, rewrite.SensitiveKeys(cfg.tr.RedactKeys), flagHint, cfg.tr.NoRedact
 	b.Client, b.Logger, b.StatePath = client, logger, statePath
 	b.Tasks = rewrite.TaskOptions{IsErrorFailed: cfg.taskIsError == "failed", TTLSeconds: cfg.legacyTTLUnit == "s"}
 	b.OnInitialized = eraLine(isTTY(stdin) && !cfg.silent, stderr)
