@@ -44,16 +44,15 @@ type config struct {
 	insecure, allowHTTP bool
 	cpuProfile          string
 	oauth               oauthFlags
-	// up and sess are the upstream client's and the sessions'
-	// configurations as the flags set them; the rest is set at start.
-	up            routing.Config
-	sess          bridge.Config
-	debug, silent bool
-	version, help bool
-	// tr is the trace's options as the flags set them; its SecretHeaders
-	// are the headers whose values came from ${VAR} or --header-file,
-	// never shown anywhere.
-	tr trace.Options
+	debug, silent       bool
+	version, help       bool
+	// up, sess and tr are the upstream client's, the sessions' and the
+	// trace's configurations as the flags set them; the rest is set at
+	// start (tr.SecretHeaders: the headers from ${VAR} or --header-file,
+	// never shown).
+	up   routing.Config
+	sess bridge.Config
+	tr   trace.Options
 	// oauthOff: an Authorization header given with --header or
 	// --header-file turns OAuth off.
 	oauthOff bool
