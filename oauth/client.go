@@ -1,8 +1,10 @@
 package oauth
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,9 +71,11 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	meta, err := parseClientMetadata(cfg.ClientMetadata)
-	if err != nil {
-		return nil, err
+	var meta map[string]json.RawMessage
+	if len(bytes.TrimSpace(cfg.ClientMetadata)) > 0 {
+		if err := json.Unmarshal(cfg.ClientMetadata, &meta); err != nil {
+			return nil, fmt.Errorf("the static OAuth client metadata is not a JSON object (%v)", syntaxOnly(err))
+		}
 	}
 	if cfg.StoreDir == "" {
 		d, err := os.UserConfigDir()

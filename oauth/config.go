@@ -183,17 +183,6 @@ func parseStaticClient(b []byte) (*staticClient, error) {
 	return &s, nil
 }
 
-func parseClientMetadata(b []byte) (map[string]json.RawMessage, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("the static OAuth client metadata is not a JSON object (%v)", syntaxOnly(err))
-	}
-	return m, nil
-}
-
 // checkEndpoint refuses an endpoint URL that is not https (or http to
 // this machine, or http anywhere under AllowHTTP).
 func (m *discoverer) checkEndpoint(what, raw string) error {

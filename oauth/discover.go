@@ -153,7 +153,12 @@ func (m *discoverer) authServerMeta(ctx context.Context, issuer string) (*oauthe
 		return nil, fmt.Errorf("the authorization server %q is not a URL", clip(issuer, 200))
 	}
 	var problems []string
-	for _, cand := range asMetaURLs(iu) {
+	cands := []string{at(iu, "/.well-known/oauth-authorization-server"), at(iu, "/.well-known/openid-configuration")}
+	if p := strings.Trim(iu.Path, "/"); p != "" {
+		cands = []string{at(iu, "/.well-known/oauth-authorization-server/"+p), at(iu, "/.well-known/openid-configuration/"+p),
+			at(iu, "/"+p+"/.well-known/openid-configuration")}
+	}
+	for _, cand := range cands {
 		var as oauthex.AuthServerMeta
 		status, err := m.getJSON(ctx, cand, &as)
 		if err != nil {
@@ -199,15 +204,6 @@ func (m *discoverer) authServerMeta(ctx context.Context, issuer string) (*oauthe
 		return nil, errors.New(reason + ": " + strings.Join(problems, "; "))
 	}
 	return nil, fmt.Errorf("%w for %s", errNoASMetadata, issuer)
-}
-
-func asMetaURLs(iu *url.URL) []string {
-	p := strings.Trim(iu.Path, "/")
-	if p == "" {
-		return []string{at(iu, "/.well-known/oauth-authorization-server"), at(iu, "/.well-known/openid-configuration")}
-	}
-	return []string{at(iu, "/.well-known/oauth-authorization-server/"+p), at(iu, "/.well-known/openid-configuration/"+p),
-		at(iu, "/"+p+"/.well-known/openid-configuration")}
 }
 
 // maxMetadata bounds a metadata or token response.
