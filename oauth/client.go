@@ -67,9 +67,15 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	static, err := parseStaticClient(cfg.ClientInfo)
-	if err != nil {
-		return nil, err
+	var static *staticClient // the parsed ClientInfo
+	if len(bytes.TrimSpace(cfg.ClientInfo)) > 0 {
+		static = &staticClient{}
+		if err := json.Unmarshal(cfg.ClientInfo, static); err != nil {
+			return nil, fmt.Errorf("the static OAuth client info is not a JSON object with client_id (%v)", syntaxOnly(err))
+		}
+		if static.ClientID == "" {
+			return nil, fmt.Errorf("the static OAuth client info has no client_id")
+		}
 	}
 	var meta map[string]json.RawMessage
 	if len(bytes.TrimSpace(cfg.ClientMetadata)) > 0 {

@@ -1,8 +1,6 @@
 package oauth
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -167,20 +165,6 @@ func normalizeCallbackHost(h string) (listen, inURL string, err error) {
 		return "::1", "::1", nil
 	}
 	return "", "", fmt.Errorf("the OAuth callback host %q is not a loopback name: use 127.0.0.1, localhost or ::1", h)
-}
-
-func parseStaticClient(b []byte) (*staticClient, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil
-	}
-	var s staticClient
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("the static OAuth client info is not a JSON object with client_id (%v)", syntaxOnly(err))
-	}
-	if s.ClientID == "" {
-		return nil, fmt.Errorf("the static OAuth client info has no client_id")
-	}
-	return &s, nil
 }
 
 // checkEndpoint refuses an endpoint URL that is not https (or http to
