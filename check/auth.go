@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
-
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -50,13 +48,6 @@ func (a *Auth) Retry(ctx context.Context, status int, h http.Header, sent string
 	return a.oauth.Retry(routing.Unattended(ctx), status, h, sent)
 }
 
-// lastChallenge is the headers of the last refusal (nil: none).
-func (a *Auth) lastChallenge() http.Header {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.challenge
-}
-
 // signedIn reports whether a token for the server is in the store.
 func (a *Auth) signedIn() bool {
 	if a == nil || a.oauth == nil {
@@ -86,16 +77,13 @@ type AuthReport struct {
 // session with status (401 or 403): the challenge of the refusal, what a
 // sign-in would find (oauth's Discover), the reason and the next step.
 func (c *checker) signIn(ctx context.Context, status int) {
-	r, h := c.rep, c.cfg.Auth.lastChallenge()
+	c.cfg.Auth.mu.Lock()
+	r, h := c.rep, c.cfg.Auth.challenge // the last refusal's headers
+	c.cfg.Auth.mu.Unlock()
 	a := &AuthReport{Required: true, SignedIn: c.cfg.Auth.signedIn(), Challenge: strings.Join(h.Values("WWW-Authenticate"), ", ")}
 	r.Auth = a
-	if chs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate")); err == nil {
-		for _, ch := range chs {
-			if ch.Scheme == "bearer" {
-				a.ResourceMetadata, a.Scopes = ch.Params["resource_metadata"], strings.Fields(ch.Params["scope"])
-			}
-		}
-	}
+	ch := oauth.ParseChallenge(h)
+	a.ResourceMetadata, a.Scopes = ch["resource_metadata"], strings.Fields(ch["scope"])
 	if c.cfg.StaticToken {
 		a.StaticToken = true
 		r.Reason = fmt.Sprintf("the server refused the Authorization header given with %v (HTTP %d): check the token", rewrite.HintHeader, status)

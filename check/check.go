@@ -49,7 +49,11 @@ func Run(ctx context.Context, cfg Config) *Report {
 	bcfg := cfg.Bridge
 	bcfg.StatePath, bcfg.OnInitialized = "", nil
 	sess := bridge.New(bcfg)
-	cl := start(routing.Unattended(routing.WithObserver(ctx, c.wire)), sess)
+	cl := &client{in: make(chan []byte), out: make(chan []byte), inEnd: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(cl.done)
+		_ = sess.Serve(routing.Unattended(routing.WithObserver(ctx, c.wire)), cl)
+	}()
 	defer cl.end(endBound)
 	c.run(ctx, cl, sess)
 	return c.rep

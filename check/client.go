@@ -31,25 +31,13 @@ var errEnded = errors.New("the session ended before it answered")
 // clientResults are the check's answers to the server's requests it takes.
 var clientResults = map[string]string{"ping": `{}`, "roots/list": `{"roots":[]}`}
 
-// start serves sess over a new client until end.
-func start(ctx context.Context, sess *bridge.Session) *client {
-	c := &client{in: make(chan []byte), out: make(chan []byte), inEnd: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		_ = sess.Serve(ctx, c)
-	}()
-	return c
-}
-
 // end ends the session's input and waits, up to bound, for the session to
 // end (it ends its upstream session too).
 func (c *client) end(bound time.Duration) {
 	close(c.inEnd)
-	t := time.NewTimer(bound)
-	defer t.Stop()
 	select {
 	case <-c.done:
-	case <-t.C:
+	case <-time.After(bound):
 	}
 }
 

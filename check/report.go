@@ -1,6 +1,7 @@
 package check
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -163,10 +164,10 @@ func (l *reportLines) identity(r *Report, color bool) {
 			}
 			return true
 		})
-		l.add("capabilities", orNone(strings.Join(names, ", ")))
+		l.add("capabilities", cmp.Or(strings.Join(names, ", "), "none"))
 	}
 	if r.Era == protocol.ModernVersion {
-		l.add("extensions", orNone(strings.Join(r.Extensions, ", ")))
+		l.add("extensions", cmp.Or(strings.Join(r.Extensions, ", "), "none"))
 	}
 	if r.Usable {
 		tasks := "no: tools/call runs without tasks"
@@ -227,11 +228,4 @@ func (l *reportLines) auth(r *Report) {
 	}
 	l.add("auth server", as)
 	l.add("scopes", strings.Join(a.Scopes, " "))
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,18 +26,6 @@ type console struct {
 
 	mu  sync.Mutex // one line at a time
 	out io.Writer
-}
-
-func newConsole(cfg Config, host string, log *zap.Logger) *console {
-	argv := browserCommand(cfg.Browser)
-	return &console{
-		host:      host,
-		noBrowser: cfg.NoBrowser,
-		timeout:   cfg.AuthTimeout,
-		log:       log,
-		open:      func(u string) error { return openBrowser(argv, u) },
-		out:       cmp.Or(cfg.Out, io.Discard),
-	}
 }
 
 func (u *console) announce(authURL string) {

@@ -1,16 +1,22 @@
 package oauth
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // Client is the OAuth client toward one MCP server. It implements
@@ -45,8 +51,10 @@ func (t target) fail(reason string, err error) *SignInError {
 	return &SignInError{Host: t.host, Server: t.serverText, Reason: reason, Err: err}
 }
 
-// New validates cfg, opens the store (creating its directory) and reads
-// the server's record. It does not touch the network.
+// New reads cfg, opens the store (creating its directory) and reads the
+// server's record. It does not touch the network. The callback port and
+// the metadata and resource URLs are the caller's to check (the command
+// line does, naming its flags).
 func New(cfg Config) (*Client, error) {
 	server, err := canonicalURL(cfg.ServerURL)
 	if err != nil {
@@ -55,35 +63,47 @@ func New(cfg Config) (*Client, error) {
 	if cfg.AuthTimeout <= 0 {
 		cfg.AuthTimeout = DefaultAuthTimeout
 	}
-	if cfg.CallbackPort < 0 || cfg.CallbackPort > 65535 {
-		return nil, fmt.Errorf("the OAuth callback port %d is not a port number (1-65535, or 0 to derive one)", cfg.CallbackPort)
-	}
 	listen, urlHost, err := normalizeCallbackHost(cfg.CallbackHost)
 	if err != nil {
 		return nil, err
 	}
-	static, err := parseStaticClient(cfg.ClientInfo)
-	if err != nil {
-		return nil, err
+	var static *staticClient // the parsed ClientInfo
+	if len(bytes.TrimSpace(cfg.ClientInfo)) > 0 {
+		static = &staticClient{}
+		if err := json.Unmarshal(cfg.ClientInfo, static); err != nil {
+			return nil, fmt.Errorf("the static OAuth client info is not a JSON object with client_id (%v)", syntaxOnly(err))
+		}
+		if static.ClientID == "" {
+			return nil, fmt.Errorf("the static OAuth client info has no client_id")
+		}
 	}
-	meta, err := parseClientMetadata(cfg.ClientMetadata)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkURLs(cfg); err != nil {
-		return nil, err
+	var meta map[string]json.RawMessage
+	if len(bytes.TrimSpace(cfg.ClientMetadata)) > 0 {
+		if err := json.Unmarshal(cfg.ClientMetadata, &meta); err != nil {
+			return nil, fmt.Errorf("the static OAuth client metadata is not a JSON object (%v)", syntaxOnly(err))
+		}
 	}
 	if cfg.StoreDir == "" {
-		if cfg.StoreDir, err = defaultStoreDir(); err != nil {
-			return nil, err
+		d, err := os.UserConfigDir()
+		if err != nil {
+			return nil, fmt.Errorf("no directory for the OAuth store (%v): pass one with %v", err, rewrite.HintOAuthStore)
 		}
+		cfg.StoreDir = filepath.Join(d, "mcp-tasks-proxy", "oauth")
 	}
 	tgt := target{server: server, serverText: displayURL(server), host: server.Host}
 	st, err := openTokenStore(cfg.StoreDir, tgt, cfg.AuthTimeout)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{target: tgt, cfg: cfg, hc: newHTTPClient(cfg.HTTPClient), now: time.Now, store: st}
+	// A copy of the given client (or a default one) with the package's
+	// redirect policy.
+	hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second}}
+	if cfg.HTTPClient != nil {
+		cp := *cfg.HTTPClient
+		hc = &cp
+	}
+	hc.CheckRedirect = sameOriginRedirect
+	c := &Client{target: tgt, cfg: cfg, hc: hc, now: time.Now, store: st}
 	c.log = cmp.Or(cfg.Logger, zap.NewNop()).With(zap.String("server", server.Host))
 	clock := func() time.Time { return c.now() }
 	c.disc = &discoverer{target: tgt, hc: c.hc, resource: cfg.Resource, allowHTTP: cfg.AllowHTTP}
@@ -91,37 +111,13 @@ func New(cfg Config) (*Client, error) {
 	c.reg = &registrar{target: tgt, static: static, meta: meta, metadataURL: cfg.ClientMetadataURL,
 		hc: c.hc, now: clock, log: c.log, store: st, redirectURIs: c.cb.redirectURIs}
 	c.ep = &tokenEndpoint{hc: c.hc, now: clock}
-	c.user = newConsole(cfg, c.host, c.log)
-	c.fl = newFlights(tgt, cfg.AuthTimeout)
+	argv := browserCommand(cfg.Browser)
+	c.user = &console{host: c.host, noBrowser: cfg.NoBrowser, timeout: cfg.AuthTimeout, log: c.log,
+		open: func(u string) error { return openBrowser(argv, u) }, out: cmp.Or(cfg.Out, io.Discard)}
+	c.fl = &flights{target: tgt, timeout: cfg.AuthTimeout, m: map[string]*flight{}}
+	c.fl.base, c.fl.stop = context.WithCancel(context.Background())
 	c.ren = renewals{stepUps: map[string]int{}, mine: map[string]bool{}}
 	return c, nil
-}
-
-func checkURLs(cfg Config) error {
-	if cfg.ClientMetadataURL != "" {
-		u, err := url.Parse(cfg.ClientMetadataURL)
-		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-			return fmt.Errorf("the OAuth client metadata URL %q must be an https:// URL with a path", clip(cfg.ClientMetadataURL, 200))
-		}
-	}
-	if cfg.Resource != "" {
-		if _, err := canonicalURL(cfg.Resource); err != nil {
-			return fmt.Errorf("the OAuth resource %q must be an absolute http:// or https:// URL", clip(cfg.Resource, 200))
-		}
-	}
-	return nil
-}
-
-// newHTTPClient is a copy of given (or a default client) with the
-// package's redirect policy.
-func newHTTPClient(given *http.Client) *http.Client {
-	hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second}}
-	if given != nil {
-		cp := *given
-		hc = &cp
-	}
-	hc.CheckRedirect = sameOriginRedirect
-	return hc
 }
 
 // Close ends the renewals in flight (their waiters get an error) and waits
@@ -153,7 +149,10 @@ func (c *Client) Authorization(ctx context.Context) (string, error) {
 	if t == nil || t.AccessToken == "" {
 		return "", nil
 	}
-	if c.dueForRefresh(t) {
+	// Refreshed ahead when due, unless a refresh ahead failed in the last 30s.
+	now, quiet := c.now(), false
+	c.ren.note(func(r *renewals) { quiet = r.lastProbe.IsZero() || now.Sub(r.lastProbe) > 30*time.Second })
+	if due(t, now) && quiet {
 		held := t.AccessToken
 		_ = c.fl.fly(ctx, keyProactive, func(fctx context.Context) error { return c.refreshAhead(fctx, held) })
 		t = c.store.current()
@@ -169,7 +168,7 @@ func (c *Client) Authorization(ctx context.Context) (string, error) {
 // when the request should go once more; a request whose token another
 // request has already replaced goes again at once.
 func (c *Client) Retry(ctx context.Context, status int, h http.Header, sent string) (bool, error) {
-	ch := parseChallenge(h)
+	ch := ParseChallenge(h)
 	switch {
 	case status == http.StatusUnauthorized:
 		return c.retryUnauthorized(ctx, ch, sent)
@@ -195,25 +194,22 @@ func (c *Client) Login(ctx context.Context, paste func() (string, error)) error 
 	return c.signIn(ctx, rec, ch, nil, paste)
 }
 
-// Status is what the store holds for a server: never a token.
+// Status is what the store holds for a server (never a token): the
+// server's URL (without userinfo or query) and its file; whether a token
+// is stored, its issuer, the client that got it and how that client came
+// to be ("static", "metadata-document" or "dynamic"), the scopes granted,
+// when it expires (zero: not said), and whether it can be refreshed. Its
+// JSON form is what `auth status --json` prints, with the expiry its own.
 type Status struct {
-	// Server is the MCP server URL (without userinfo or query).
-	Server string
-	// StoreFile is the file that holds it.
-	StoreFile string
-	// SignedIn: a token is stored.
-	SignedIn bool
-	// Issuer is the authorization server that issued the token.
-	Issuer string
-	// ClientID is the client that got it, and ClientSource how that client
-	// came to be: "static", "metadata-document" or "dynamic".
-	ClientID, ClientSource string
-	// Scopes are the scopes granted.
-	Scopes []string
-	// Expiry is when the access token expires (zero: not said).
-	Expiry time.Time
-	// Refreshable: a refresh token is stored.
-	Refreshable bool
+	Server       string    `json:"server"`
+	StoreFile    string    `json:"storeFile"`
+	SignedIn     bool      `json:"signedIn"`
+	Issuer       string    `json:"issuer,omitempty"`
+	ClientID     string    `json:"clientId,omitempty"`
+	ClientSource string    `json:"clientSource,omitempty"`
+	Scopes       []string  `json:"scopes,omitempty"`
+	Expiry       time.Time `json:"-"`
+	Refreshable  bool      `json:"refreshable"`
 }
 
 // Status reads the store, not the network.

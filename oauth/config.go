@@ -1,8 +1,6 @@
 package oauth
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -169,31 +167,6 @@ func normalizeCallbackHost(h string) (listen, inURL string, err error) {
 	return "", "", fmt.Errorf("the OAuth callback host %q is not a loopback name: use 127.0.0.1, localhost or ::1", h)
 }
 
-func parseStaticClient(b []byte) (*staticClient, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil
-	}
-	var s staticClient
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("the static OAuth client info is not a JSON object with client_id (%v)", syntaxOnly(err))
-	}
-	if s.ClientID == "" {
-		return nil, fmt.Errorf("the static OAuth client info has no client_id")
-	}
-	return &s, nil
-}
-
-func parseClientMetadata(b []byte) (map[string]json.RawMessage, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("the static OAuth client metadata is not a JSON object (%v)", syntaxOnly(err))
-	}
-	return m, nil
-}
-
 // checkEndpoint refuses an endpoint URL that is not https (or http to
 // this machine, or http anywhere under AllowHTTP).
 func (m *discoverer) checkEndpoint(what, raw string) error {
@@ -219,19 +192,15 @@ func (m *discoverer) checkEndpoint(what, raw string) error {
 // keeping the method, at most 10 times.
 func sameOriginRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
+	ca, errA := canonicalURL(first.URL.String())
+	cb, errB := canonicalURL(req.URL.String())
 	switch {
 	case len(via) >= 10:
 		return fmt.Errorf("more than 10 redirects from %s", displayURL(first.URL))
 	case req.Method != via[len(via)-1].Method:
 		return fmt.Errorf("%s redirected a %s to a %s; not followed", displayURL(first.URL), first.Method, req.Method)
-	case !sameOrigin(first.URL, req.URL):
+	case errA != nil || errB != nil || ca.Scheme != cb.Scheme || ca.Host != cb.Host:
 		return fmt.Errorf("%s redirected to another origin, %s; not followed, so credentials stay with their origin", displayURL(first.URL), displayURL(req.URL))
 	}
 	return nil
-}
-
-func sameOrigin(a, b *url.URL) bool {
-	ca, errA := canonicalURL(a.String())
-	cb, errB := canonicalURL(b.String())
-	return errA == nil && errB == nil && ca.Scheme == cb.Scheme && ca.Host == cb.Host
 }

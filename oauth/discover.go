@@ -40,7 +40,9 @@ type discovery struct {
 // challenge is the Bearer challenge of a refusal, parameters lower-cased.
 type challenge map[string]string
 
-func parseChallenge(h http.Header) challenge {
+// ParseChallenge is the Bearer challenge of a refusal's headers (its
+// WWW-Authenticate), parameter names lower-cased; nil when there is none.
+func ParseChallenge(h http.Header) map[string]string {
 	cs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
 	if err != nil {
 		return nil
@@ -64,8 +66,14 @@ func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, er
 	found := func(resource string, scopes []string, as *oauthex.AuthServerMeta) (*discovery, error) {
 		return &discovery{resource: cmp.Or(m.resource, resource), scopes: scopes, as: as}, nil
 	}
-	var tried []string
-	for _, cand := range m.prmURLs(ch["resource_metadata"]) {
+	var tried, cands []string
+	if u := ch["resource_metadata"]; u != "" {
+		cands = append(cands, u)
+	}
+	if p := strings.Trim(m.server.Path, "/"); p != "" {
+		cands = append(cands, at(m.server, "/.well-known/oauth-protected-resource/"+p))
+	}
+	for _, cand := range append(cands, at(m.server, "/.well-known/oauth-protected-resource")) {
 		if err := m.checkEndpoint("the resource metadata URL", cand); err != nil {
 			tried = append(tried, err.Error())
 			continue
@@ -113,17 +121,6 @@ func (m *discoverer) discover(ctx context.Context, ch challenge) (*discovery, er
 	return found(m.server.String(), nil, as)
 }
 
-func (m *discoverer) prmURLs(fromChallenge string) []string {
-	var urls []string
-	if fromChallenge != "" {
-		urls = append(urls, fromChallenge)
-	}
-	if p := strings.Trim(m.server.Path, "/"); p != "" {
-		urls = append(urls, at(m.server, "/.well-known/oauth-protected-resource/"+p))
-	}
-	return append(urls, at(m.server, "/.well-known/oauth-protected-resource"))
-}
-
 // at is path on u's origin.
 func at(u *url.URL, path string) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: path}).String()
@@ -156,7 +153,12 @@ func (m *discoverer) authServerMeta(ctx context.Context, issuer string) (*oauthe
 		return nil, fmt.Errorf("the authorization server %q is not a URL", clip(issuer, 200))
 	}
 	var problems []string
-	for _, cand := range asMetaURLs(iu) {
+	cands := []string{at(iu, "/.well-known/oauth-authorization-server"), at(iu, "/.well-known/openid-configuration")}
+	if p := strings.Trim(iu.Path, "/"); p != "" {
+		cands = []string{at(iu, "/.well-known/oauth-authorization-server/"+p), at(iu, "/.well-known/openid-configuration/"+p),
+			at(iu, "/"+p+"/.well-known/openid-configuration")}
+	}
+	for _, cand := range cands {
 		var as oauthex.AuthServerMeta
 		status, err := m.getJSON(ctx, cand, &as)
 		if err != nil {
@@ -202,15 +204,6 @@ func (m *discoverer) authServerMeta(ctx context.Context, issuer string) (*oauthe
 		return nil, errors.New(reason + ": " + strings.Join(problems, "; "))
 	}
 	return nil, fmt.Errorf("%w for %s", errNoASMetadata, issuer)
-}
-
-func asMetaURLs(iu *url.URL) []string {
-	p := strings.Trim(iu.Path, "/")
-	if p == "" {
-		return []string{at(iu, "/.well-known/oauth-authorization-server"), at(iu, "/.well-known/openid-configuration")}
-	}
-	return []string{at(iu, "/.well-known/oauth-authorization-server/"+p), at(iu, "/.well-known/openid-configuration/"+p),
-		at(iu, "/"+p+"/.well-known/openid-configuration")}
 }
 
 // maxMetadata bounds a metadata or token response.
@@ -274,5 +267,5 @@ func (m *discoverer) probe(ctx context.Context) challenge {
 	if resp.StatusCode != http.StatusUnauthorized {
 		return nil
 	}
-	return parseChallenge(resp.Header)
+	return ParseChallenge(resp.Header)
 }

@@ -13,16 +13,14 @@ import (
 // refresh the authorization server refused, a scope it never grants. Its
 // text is for the end user: it names the server, the cause and the way
 // out. It never holds a secret.
+//
+// Host is the MCP server's host (and port, when not the default), Server
+// its URL without userinfo or query; Reason says what happened, in a
+// phrase; Err is the cause, when there is one (context.DeadlineExceeded
+// for a sign-in that timed out), whose text is already in Reason.
 type SignInError struct {
-	// Host is the MCP server's host (and port, when not the default).
-	Host string
-	// Server is the MCP server URL, without userinfo or query.
-	Server string
-	// Reason says what happened, in a phrase.
-	Reason string
-	// Err is the cause, when there is one (context.DeadlineExceeded for a
-	// sign-in that timed out). Its text is already in Reason.
-	Err error
+	Host, Server, Reason string
+	Err                  error
 }
 
 func (e *SignInError) Error() string {
@@ -77,8 +75,8 @@ func (e *tokenError) Error() string {
 }
 
 func isOAuthError(err error, code string) bool {
-	var te *tokenError
-	return errors.As(err, &te) && te.Code == code
+	te, ok := errors.AsType[*tokenError](err)
+	return ok && te.Code == code
 }
 
 // clip shortens s to n bytes, for text that comes from a server.

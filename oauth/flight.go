@@ -28,11 +28,6 @@ type flight struct {
 	err  error
 }
 
-func newFlights(t target, timeout time.Duration) *flights {
-	base, stop := context.WithCancel(context.Background())
-	return &flights{target: t, timeout: timeout, base: base, stop: stop, m: map[string]*flight{}}
-}
-
 func (fs *flights) close() {
 	fs.stop()
 	fs.wg.Wait()

@@ -27,7 +27,7 @@ type Discovery struct {
 // no token and stores nothing. The error says what was missing;
 // IsNotOAuth tells a server that publishes no OAuth metadata at all.
 func (c *Client) Discover(ctx context.Context, h http.Header) (*Discovery, error) {
-	d, err := c.disc.discover(ctx, parseChallenge(h))
+	d, err := c.disc.discover(ctx, ParseChallenge(h))
 	if err != nil {
 		return nil, err
 	}

@@ -689,12 +689,9 @@ func TestConfigChecks(t *testing.T) {
 		{Config{ServerURL: "ftp://x"}, "absolute http"},
 		{Config{ServerURL: "https://x/mcp", CallbackHost: "0.0.0.0"}, "not a loopback name"},
 		{Config{ServerURL: "https://x/mcp", CallbackHost: "example.com"}, "not a loopback name"},
-		{Config{ServerURL: "https://x/mcp", CallbackPort: 70000}, "not a port number"},
 		{Config{ServerURL: "https://x/mcp", ClientInfo: []byte(`{"client_secret":"s3cr3t"}`)}, "no client_id"},
 		{Config{ServerURL: "https://x/mcp", ClientInfo: []byte(`{"client_id": s3cr3t}`)}, "not a JSON object"},
 		{Config{ServerURL: "https://x/mcp", ClientMetadata: []byte(`[1]`)}, "not a JSON object"},
-		{Config{ServerURL: "https://x/mcp", ClientMetadataURL: "http://x/client.json"}, "https:// URL with a path"},
-		{Config{ServerURL: "https://x/mcp", ClientMetadataURL: "https://x/"}, "https:// URL with a path"},
 	} {
 		tc.cfg.StoreDir = storeDir(t)
 		_, err := New(tc.cfg)

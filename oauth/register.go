@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -110,28 +110,16 @@ func (r *registrar) register(ctx context.Context, as *oauthex.AuthServerMeta, re
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, as.RegistrationEndpoint, bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	resp, err := r.hc.Do(hr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot register with the authorization server at %s: %v", hostOf(as.RegistrationEndpoint), rootCause(err))
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
-	if err != nil {
-		return nil, fmt.Errorf("the authorization server at %s broke off its registration answer: %v", hostOf(as.RegistrationEndpoint), err)
-	}
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		var er errorResponse
-		_ = json.Unmarshal(body, &er)
-		te := &tokenError{Code: er.Error, Description: er.Description, Status: resp.StatusCode}
+	body, err := roundTrip(r.hc, hr, "register with", "registration answer")
+	if te, ok := errors.AsType[*tokenError](err); ok {
 		return nil, fmt.Errorf("the authorization server %s refused to register the proxy: %v", as.Issuer, te)
+	} else if err != nil {
+		return nil, err
 	}
 	var rr oauthex.ClientRegistrationResponse
 	if err := json.Unmarshal(body, &rr); err != nil || rr.ClientID == "" {

@@ -40,34 +40,10 @@ type renewals struct {
 	lastProbe time.Time       // when a proactive refresh last failed
 }
 
-// refusal counts a refusal of sent when this process signed in for it:
-// refused is how many came in a row before it, and over is true (and the
-// count left alone) when that is already the most allowed.
-func (r *renewals) refusal(sent string) (refused int, over bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.mine[strings.TrimPrefix(sent, "Bearer ")] {
-		return 0, false
-	}
-	if r.refused >= maxRefusedSignIns {
-		return r.refused, true
-	}
-	r.refused++
-	return r.refused, false
-}
-
 func (r *renewals) note(f func(r *renewals)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f(r)
-}
-
-// dueForRefresh: a refreshable token that is due (see due), and no
-// refresh ahead failed in the last 30s.
-func (c *Client) dueForRefresh(t *token) bool {
-	now, quiet := c.now(), false
-	c.ren.note(func(r *renewals) { quiet = r.lastProbe.IsZero() || now.Sub(r.lastProbe) > 30*time.Second })
-	return due(t, now) && quiet
 }
 
 // due: a refreshable token within a minute (or a quarter of its lifetime,
@@ -110,7 +86,16 @@ func (c *Client) retryUnauthorized(ctx context.Context, ch challenge, sent strin
 // successful refresh between): a server that never accepts the tokens its
 // authorization server issues must not open a browser tab per request.
 func (c *Client) againAfterRefusal(sent string, rec *record) error {
-	refused, over := c.ren.refusal(sent)
+	refused, over := 0, false
+	c.ren.note(func(r *renewals) {
+		switch {
+		case !r.mine[strings.TrimPrefix(sent, "Bearer ")]:
+		case r.refused >= maxRefusedSignIns:
+			refused, over = r.refused, true
+		default:
+			r.refused++
+		}
+	})
 	if !over {
 		return nil
 	}

@@ -89,7 +89,8 @@ func (c *Client) start(ctx context.Context, rec *record, d *discovery, scopes []
 		return nil, c.fail(err.Error(), err)
 	}
 	a.reg, a.reused = reg, reused
-	a.cfg = oauth2Config(reg, d.as, a.redirectURI, scopes)
+	a.cfg = &oauth2.Config{ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, RedirectURL: a.redirectURI, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: d.as.AuthorizationEndpoint, TokenURL: d.as.TokenEndpoint, AuthStyle: authStyle(reg, d.as)}}
 	a.authURL = a.cfg.AuthCodeURL(a.state, oauth2.S256ChallengeOption(a.verifier), oauth2.SetAuthURLParam("resource", d.resource))
 	c.log.Info("oauth: signing in", zap.String("issuer", d.as.Issuer), zap.String("client_id", reg.ClientID),
 		zap.Strings("scopes", scopes), zap.String("resource", d.resource), zap.String("redirect_uri", a.redirectURI))

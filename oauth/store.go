@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -164,14 +163,11 @@ func (s *tokenStore) locked(ctx context.Context) (rec *record, unlock func(), er
 func (s *tokenStore) load() (*record, error) {
 	var r record
 	_, err := s.doc.Read(&r)
-	var invalid *statefile.InvalidError
-	var newer *statefile.NewerError
-	switch {
-	case errors.As(err, &invalid):
+	if invalid, ok := errors.AsType[*statefile.InvalidError](err); ok {
 		return nil, fmt.Errorf("the OAuth store file %s is not valid JSON (%v); delete it to sign in again", s.path(), syntaxOnly(invalid.Err))
-	case errors.As(err, &newer):
+	} else if newer, ok := errors.AsType[*statefile.NewerError](err); ok {
 		return nil, fmt.Errorf("the OAuth store file %s has version %d, newer than this mcp-tasks-proxy knows (%d); upgrade, or delete it", s.path(), newer.Version, storeVersion)
-	case err != nil:
+	} else if err != nil {
 		return nil, err
 	}
 	r.Version, r.Server = storeVersion, s.server.String()
@@ -196,15 +192,6 @@ func (s *tokenStore) remove() error {
 	}
 	s.publish(&record{Version: storeVersion, Server: s.server.String()})
 	return nil
-}
-
-// defaultStoreDir is os.UserConfigDir()/mcp-tasks-proxy/oauth.
-func defaultStoreDir() (string, error) {
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("no directory for the OAuth store (%v): pass one with %v", err, rewrite.HintOAuthStore)
-	}
-	return filepath.Join(d, "mcp-tasks-proxy", "oauth"), nil
 }
 
 // checkPrivate refuses a store directory or file that group or others may

@@ -37,20 +37,6 @@ func authStyle(reg *registration, as *oauthex.AuthServerMeta) oauth2.AuthStyle {
 	return oauth2.AuthStyleInHeader // RFC 6749 §2.3.1's default
 }
 
-func oauth2Config(reg *registration, as *oauthex.AuthServerMeta, redirectURI string, scopes []string) *oauth2.Config {
-	return &oauth2.Config{
-		ClientID:     reg.ClientID,
-		ClientSecret: reg.ClientSecret,
-		Endpoint: oauth2.Endpoint{
-			AuthURL:   as.AuthorizationEndpoint,
-			TokenURL:  as.TokenEndpoint,
-			AuthStyle: authStyle(reg, as),
-		},
-		RedirectURL: redirectURI,
-		Scopes:      scopes,
-	}
-}
-
 // tokenEndpoint speaks to an authorization server's token and revocation
 // endpoints: it redeems codes, spends refresh tokens and revokes.
 type tokenEndpoint struct {
@@ -65,23 +51,18 @@ func (e *tokenEndpoint) exchange(ctx context.Context, cfg *oauth2.Config, code, 
 	defer cancel()
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, e.hc)
 	t, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
-	if err != nil {
-		return nil, scrubOAuth2Error(err)
+	if err == nil {
+		return t, nil
 	}
-	return t, nil
-}
-
-// scrubOAuth2Error turns x/oauth2's errors into ours: its RetrieveError
-// quotes the whole response body.
-func scrubOAuth2Error(err error) error {
+	// Not x/oauth2's RetrieveError: it quotes the whole response body.
 	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
 		te := &tokenError{Code: re.ErrorCode, Description: re.ErrorDescription}
 		if re.Response != nil {
 			te.Status = re.Response.StatusCode
 		}
-		return te
+		return nil, te
 	}
-	return fmt.Errorf("the token request failed: %v", rootCause(err))
+	return nil, fmt.Errorf("the token request failed: %v", rootCause(err))
 }
 
 // tokenResponse is a token endpoint's success (RFC 6749 §5.1).
@@ -91,11 +72,6 @@ type tokenResponse struct {
 	RefreshToken string          `json:"refresh_token"`
 	ExpiresIn    json.RawMessage `json:"expires_in"`
 	Scope        string          `json:"scope"`
-}
-
-type errorResponse struct {
-	Error       string `json:"error"`
-	Description string `json:"error_description"`
 }
 
 // refresh spends t's refresh token at the token endpoint, with the
@@ -155,8 +131,6 @@ func (e *tokenEndpoint) revoke(ctx context.Context, as *oauthex.AuthServerMeta, 
 // and decodes a JSON success into out (when not nil). An OAuth error
 // answer is a *tokenError.
 func (e *tokenEndpoint) postForm(ctx context.Context, endpoint string, reg *registration, as *oauthex.AuthServerMeta, form url.Values, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	basic := authStyle(reg, as) == oauth2.AuthStyleInHeader && reg.ClientSecret != ""
 	form.Set("client_id", reg.ClientID)
 	if reg.ClientSecret != "" && !basic {
@@ -167,37 +141,43 @@ func (e *tokenEndpoint) postForm(ctx context.Context, endpoint string, reg *regi
 		return fmt.Errorf("the token request failed: %v", rootCause(err))
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
 	if basic {
 		req.SetBasicAuth(url.QueryEscape(reg.ClientID), url.QueryEscape(reg.ClientSecret))
 	}
-	resp, err := e.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the authorization server at %s: %v", hostOf(endpoint), rootCause(err))
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
-	if err != nil {
-		return fmt.Errorf("the authorization server at %s broke off its answer: %v", hostOf(endpoint), err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var er errorResponse
-		_ = json.Unmarshal(body, &er)
-		return &tokenError{Code: er.Error, Description: er.Description, Status: resp.StatusCode}
-	}
-	if out == nil {
-		return nil
+	body, err := roundTrip(e.hc, req, "reach", "answer")
+	if err != nil || out == nil {
+		return err
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("the authorization server at %s answered invalid JSON (%v)", hostOf(endpoint), syntaxOnly(err))
+		return fmt.Errorf("the authorization server at %s answered invalid JSON (%v)", req.URL.Host, syntaxOnly(err))
 	}
 	return nil
 }
 
-func hostOf(raw string) string {
-	u, err := url.Parse(raw)
+// roundTrip sends req to an endpoint of an authorization server, within
+// requestTimeout, and returns the body of a 2xx answer; any other status
+// is a *tokenError. reach and answer word its failures: "cannot reach the
+// authorization server at HOST", "... broke off its answer".
+func roundTrip(hc *http.Client, req *http.Request, reach, answer string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(req.Context(), requestTimeout)
+	defer cancel()
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req.WithContext(ctx))
 	if err != nil {
-		return "?"
+		return nil, fmt.Errorf("cannot %s the authorization server at %s: %v", reach, req.URL.Host, rootCause(err))
 	}
-	return u.Host
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
+	if err != nil {
+		return nil, fmt.Errorf("the authorization server at %s broke off its %s: %v", req.URL.Host, answer, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		var er struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		_ = json.Unmarshal(body, &er)
+		return nil, &tokenError{Code: er.Error, Description: er.Description, Status: resp.StatusCode}
+	}
+	return body, nil
 }

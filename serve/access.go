@@ -61,7 +61,10 @@ func newAccess(listenHost string, allowOrigins []string, token bool) access {
 }
 
 func (a access) check(r *http.Request) string {
-	port := localPort(r)
+	port := 0 // of the listener r came in on; 0 for a handler called directly
+	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		port = addr.Port
+	}
 	if !a.hostOK(r.Host, port) {
 		at := ""
 		if port != 0 {
@@ -69,19 +72,13 @@ func (a access) check(r *http.Request) string {
 		}
 		return "Forbidden: the Host header " + quoteShort(r.Host) + " does not name this server; reach it by a loopback name or its listen address" + at + " or allow the name with " + rewrite.HintAllowOrigin.String()
 	}
-	if o := r.Header.Get("Origin"); o != "" && !a.originOK(o) {
+	if o := r.Header.Get("Origin"); o != "" {
+		if n, host, ok := NormalizeOrigin(o); ok && (isLoopbackName(host) || a.origins[n]) {
+			return ""
+		}
 		return "Forbidden: the Origin " + quoteShort(o) + " is not allowed; only loopback origins are, unless " + rewrite.HintAllowOrigin.String() + " lists it"
 	}
 	return ""
-}
-
-// localPort is the port of the listener r came in on, or 0 (a handler
-// called directly).
-func localPort(r *http.Request) int {
-	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
-		return addr.Port
-	}
-	return 0
 }
 
 // hostOK checks a Host header against the listener on port (0: unknown,
@@ -101,14 +98,6 @@ func (a access) hostOK(hostport string, port int) bool {
 	}
 	ports, ok := a.originHosts[host]
 	return ok && (portOK || slices.Contains(ports, hp))
-}
-
-func (a access) originOK(origin string) bool {
-	n, host, ok := NormalizeOrigin(origin)
-	if !ok {
-		return false
-	}
-	return isLoopbackName(host) || a.origins[n]
 }
 
 // NormalizeOrigin reads an origin (scheme://host[:port], as browsers send

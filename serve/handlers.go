@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -240,7 +241,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session, s
 		// (a request is answered with JSON or an event stream, never 202),
 		// which ends without its response.
 		if !streaming && (len(frames) > 0 || done || keep) {
-			if startSSE(w, postPrimingID(&sess.nextID)) != nil {
+			if startSSE(w, postEventPrefix+strconv.FormatInt(sess.nextID.Add(1), 10)) != nil {
 				return
 			}
 			streaming = true
@@ -358,7 +359,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		writing(w)
 		if lost {
 			sess.log.Warn("a GET stream missed events dropped from the session's event log for its bound", zap.Int64("after", cursor), zap.Int("bytes", s.cfg.EventLogBytes))
-			if writeLost(w, cursor, s.cfg.EventLogBytes) != nil {
+			if _, err := fmt.Fprintf(w, ": events after id %d were dropped from this session's event log (it keeps the newest %d bytes, %v); the replay starts at the oldest event kept\n\n",
+				cursor, s.cfg.EventLogBytes, rewrite.HintEventLogBytes); err != nil {
 				return
 			}
 		}

@@ -37,51 +37,38 @@ const (
 	RetryAfter = 5
 )
 
+var retryAfter = strconv.Itoa(RetryAfter)
+
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
-	// Bridge is the template of every session's configuration (the
-	// upstream client, the trace, the bounds and policies). Each session
-	// gets its own copy with SessionID, StateOwner and Logger set.
+	// Bridge is the template of every session's configuration; each
+	// session's copy gets its SessionID, StateOwner and Logger.
 	Bridge bridge.Config
-	// Logger receives the server's diagnostics; each session logs with a
-	// "session" field. Default: no logs.
-	Logger *zap.Logger
-	// ListenHost is the host the server listens on: a Host header naming
-	// it is accepted besides the loopback names.
-	ListenHost string
-	// AllowOrigins are the origins (scheme://host[:port]) accepted besides
-	// the loopback ones; their hosts are accepted as Host too.
+	Logger *zap.Logger // the server's diagnostics, sessions' with a "session" field
+	// ListenHost is accepted as the Host besides the loopback names;
+	// AllowOrigins (scheme://host[:port]) as origins besides the loopback
+	// ones, and their hosts as the Host.
+	ListenHost   string
 	AllowOrigins []string
 	// Token, when set, is the bearer token every request to /mcp and
 	// /metrics must carry (/healthz stays open, for balancers).
 	Token string
-	// ReadTimeout bounds the read of a request's body: it must have
-	// arrived whole within this long of the headers, or the request gets
-	// 408 and its connection is closed (see conn.go). Default
-	// DefaultReadTimeout (1m). The headers' bound is the http.Server's.
-	ReadTimeout time.Duration
-	// MaxBodyMemory bounds the bytes of request bodies held at once, read
-	// or being read, across every connection; a body that would take more
-	// gets 503 with Retry-After. Default BodyMemoryMessages times
-	// Bridge.MaxMessageBytes.
+	// ReadTimeout bounds the read of a request's body after its headers
+	// (whose bound is the http.Server's), and MaxBodyMemory the bytes of
+	// request bodies held at once across every connection: see conn.go.
+	ReadTimeout   time.Duration
 	MaxBodyMemory int64
 	// IdleTimeout ends a session that has no HTTP request open for this
-	// long. Default 30m.
+	// long; MaxSessions bounds the sessions (one more initialize gets 503
+	// with Retry-After).
 	IdleTimeout time.Duration
-	// MaxSessions bounds the sessions; one more initialize gets 503 with
-	// Retry-After. Default 256.
 	MaxSessions int
 	// EventLogBytes bounds each session's GET stream event log, kept for
-	// Last-Event-ID, in bytes (frames, and 64 bytes for each event): past
-	// it the oldest events are dropped, and a GET that resumes from before
-	// them is told so and gets what was kept. Default 1 MiB.
+	// Last-Event-ID (see eventLog).
 	EventLogBytes int
-	// Version is the proxy's version, named in the clientInfo of the
-	// health probe.
-	Version string
+	Version       string // the proxy's, in the health probe's clientInfo
 	// SessionPrefix, when set, starts every session id ("PREFIX.<hex>"),
-	// so that a balancer can route a session to the replica that made it
-	// by its prefix.
+	// so that a balancer can route a session to the replica that made it.
 	SessionPrefix string
 }
 
@@ -122,6 +109,7 @@ func New(cfg Config) *Server {
 	cfg.EventLogBytes = positive(cfg.EventLogBytes, DefaultEventLogBytes)
 	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
 	cfg.Bridge.MaxMessageBytes = positive(cfg.Bridge.MaxMessageBytes, routing.DefaultMaxMessageBytes)
+	cfg.Bridge.DiscoverTimeout = positive(cfg.Bridge.DiscoverTimeout, bridge.DefaultDiscoverTimeout)
 	cfg.ReadTimeout = positive(cfg.ReadTimeout, DefaultReadTimeout)
 	cfg.MaxBodyMemory = positive(cfg.MaxBodyMemory, DefaultBodyMemory(cfg.Bridge.MaxMessageBytes))
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), sessions: map[string]*session{}}
@@ -150,11 +138,7 @@ func positive[T int | int64 | time.Duration](v, def T) T {
 // transport failure, a 5xx, a 401/403 or an answer that is not MCP is not,
 // while a client's initialize refused for its own params says nothing.
 func (s *Server) CheckUpstream(ctx context.Context) error {
-	timeout := s.cfg.Bridge.DiscoverTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Bridge.DiscoverTimeout)
 	defer cancel()
 	// Its ids come from the counter the sessions share: no two requests of
 	// the process carry the same id.
@@ -221,7 +205,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
-		cors(w.Header(), origin)
+		// A browser page of an accepted origin may use the endpoint: its
+		// requests with their MCP headers, and the session id in the answers.
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+		h.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id")
+		h.Set("Access-Control-Max-Age", "600")
 		if r.Method == http.MethodOptions { // a preflight carries no token
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -296,12 +288,6 @@ func (s *Server) newSession() (*session, error) {
 	return sess, nil
 }
 
-func (s *Server) lookup(id string) *session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[id]
-}
-
 // forget takes a session out of the table (ended: DELETE, idle, its end);
 // it reports whether it was there.
 func (s *Server) forget(sess *session) bool {
@@ -320,6 +306,12 @@ func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.sessions)
+}
+
+func (s *Server) lookup(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
 }
 
 // Shutdown refuses new sessions and ends every session's input, so that
@@ -366,17 +358,4 @@ func (s *Server) closeTable() []*session {
 		s.metrics.sessions.Dec()
 	}
 	return live
-}
-
-var retryAfter = strconv.Itoa(RetryAfter)
-
-// cors lets a browser page of an accepted origin use the endpoint: its
-// requests with their MCP headers, and the session id in the answers.
-func cors(h http.Header, origin string) {
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-	h.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
-	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id")
-	h.Set("Access-Control-Max-Age", "600")
 }

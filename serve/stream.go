@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
-	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
 // postStream is one POST that carried a request: the frames the bridge
@@ -162,12 +161,7 @@ const postEventPrefix = "p"
 // line (conn.Write made it so), as its data line, not copied behind the
 // event's head.
 func writeEvent(w io.Writer, prefix string, id int64, frame []byte) error {
-	var head [64]byte
-	b := append(head[:0], "id: "...)
-	b = append(b, prefix...)
-	b = strconv.AppendInt(b, id, 10)
-	b = append(b, "\nevent: message\ndata: "...)
-	if _, err := w.Write(b); err != nil {
+	if _, err := fmt.Fprintf(w, "id: %s%d\nevent: message\ndata: ", prefix, id); err != nil {
 		return err
 	}
 	if _, err := w.Write(frame); err != nil {
@@ -185,18 +179,8 @@ const retryMillis = 1000
 // event with an id and empty data, so that the client holds an id to
 // resume from before any frame comes, and the retry field.
 func writePriming(w io.Writer, id string) error {
-	var head [96]byte
-	b := append(head[:0], "id: "...)
-	b = append(b, id...)
-	b = append(b, "\nretry: "...)
-	b = strconv.AppendInt(b, retryMillis, 10)
-	b = append(b, "\ndata:\n\n"...)
-	_, err := w.Write(b)
+	_, err := fmt.Fprintf(w, "id: %s\nretry: %d\ndata:\n\n", id, retryMillis)
 	return err
-}
-
-func postPrimingID(ids *atomic.Int64) string {
-	return postEventPrefix + strconv.FormatInt(ids.Add(1), 10)
 }
 
 // getPrimingID is the id of the GET stream's priming event. It names the
@@ -228,12 +212,4 @@ func lastEventID(v string) (cursor int64, resume, post bool) {
 		}
 	}
 	return int64(n), true, false
-}
-
-// writeLost tells a GET stream, in a comment, that events it was to get
-// were dropped from the session's event log for its bound: the replay
-// starts at the oldest event kept.
-func writeLost(w io.Writer, after int64, bound int) error {
-	_, err := fmt.Fprintf(w, ": events after id %d were dropped from this session's event log (it keeps the newest %d bytes, %v); the replay starts at the oldest event kept\n\n", after, bound, rewrite.HintEventLogBytes)
-	return err
 }

@@ -87,12 +87,11 @@ func BenchmarkTraceEncode64KB(b *testing.B) { benchEncode(b, 64<<10) }
 
 func benchEncode(b *testing.B, size int) {
 	frame := benchFrame(size)
-	e := newLineEncoder()
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
 	for b.Loop() {
 		r := Record{Time: time.Now(), Dir: ClientToProxy, Op: "op-7", Method: "tools/call", ID: []byte("42"), Frame: frame}
-		if _, err := e.encode(&r); err != nil {
+		if _, err := encodeLine(&r); err != nil {
 			b.Fatal(err)
 		}
 	}

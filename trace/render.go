@@ -145,17 +145,9 @@ func (g *group) clientRequest() (Record, bool) {
 	return Record{}, false
 }
 
-// span returns the time from the first to the last record of g.
-func (g *group) span() time.Duration {
-	cmpTime := func(a, b Record) int { return a.Time.Compare(b.Time) }
-	return slices.MaxFunc(g.recs, cmpTime).Time.Sub(slices.MinFunc(g.recs, cmpTime).Time)
-}
-
 // arrows show the hops from the proxy's side.
 var arrows = map[Dir]string{ClientToProxy: "← client", ProxyToClient: "→ client",
 	ProxyToServer: "→ server", ServerToProxy: "← server", Proxy: "• proxy"}
-
-func arrow(d Dir) string { return cmp.Or(arrows[d], printable(string(d))) }
 
 // ms formats milliseconds: 0.42ms, 12.3ms, 1.25s.
 func ms(v float64) string {
@@ -226,7 +218,9 @@ func View(w io.Writer, r io.Reader, color bool) error {
 		if len(g.recs) == 1 {
 			noun = "record"
 		}
-		head = append(head, fmt.Sprintf("(%d %s, %s)", len(g.recs), noun, ms(durMs(g.span()))))
+		byTime := func(a, b Record) int { return a.Time.Compare(b.Time) }
+		span := slices.MaxFunc(g.recs, byTime).Time.Sub(slices.MinFunc(g.recs, byTime).Time)
+		head = append(head, fmt.Sprintf("(%d %s, %s)", len(g.recs), noun, ms(durMs(span))))
 		fmt.Fprintln(bw, paint(ansiBold, strings.Join(head, "  ")))
 
 		start := g.recs[0].Time
@@ -243,7 +237,7 @@ func View(w io.Writer, r io.Reader, color bool) error {
 				hop = ansiCyan
 			}
 			add(ansiDim, fmt.Sprintf("%-10s", "+"+ms(durMs(rec.Time.Sub(start)))))
-			add(hop, fmt.Sprintf("%-8s", arrow(rec.Dir)))
+			add(hop, fmt.Sprintf("%-8s", cmp.Or(arrows[rec.Dir], printable(string(rec.Dir)))))
 			add(map[string]string{"error": ansiRed, "response": ansiGreen}[label], printable(label))
 			if h := rec.HTTP; h != nil && h.Status != 0 {
 				c := ansiGreen
@@ -301,8 +295,42 @@ func Stats(w io.Writer, r io.Reader) error {
 	for _, g := range groups {
 		g.tally(stats)
 	}
+	// One row per method, most requests first, then TOTAL.
 	bw := bufio.NewWriter(w)
-	printStats(bw, stats)
+	methods := slices.Collect(maps.Keys(stats))
+	slices.SortFunc(methods, func(a, b string) int {
+		if c := stats[b].count - stats[a].count; c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	width := len("METHOD")
+	for _, m := range methods {
+		width = max(width, utf8.RuneCountInString(printable(m)))
+	}
+	row := func(name string, count, rpcErrs, httpErrs any, p50, p99 string) {
+		fmt.Fprintf(bw, "%-*s  %7v  %7v  %9v  %9s  %9s\n", width, name, count, rpcErrs, httpErrs, p50, p99)
+	}
+	pcts := func(lat []float64) (string, string) {
+		if len(lat) == 0 {
+			return "-", "-"
+		}
+		slices.Sort(lat)
+		return ms(percentile(lat, 50)), ms(percentile(lat, 99))
+	}
+	row("METHOD", "COUNT", "ERRORS", "HTTP>=400", "P50", "P99")
+	var total methodStats
+	for _, m := range methods {
+		s := stats[m]
+		p50, p99 := pcts(s.lat)
+		row(printable(m), s.count, s.rpcErrs, s.httpErrs, p50, p99)
+		total.count += s.count
+		total.rpcErrs += s.rpcErrs
+		total.httpErrs += s.httpErrs
+		total.lat = append(total.lat, s.lat...)
+	}
+	p50, p99 := pcts(total.lat)
+	row("TOTAL", total.count, total.rpcErrs, total.httpErrs, p50, p99)
 	fmt.Fprintf(bw, "\n%d records, %d ops", len(recs), len(groups))
 	if malformed > 0 {
 		fmt.Fprintf(bw, ", %d malformed line(s) skipped", malformed)
@@ -358,45 +386,6 @@ func (g *group) tally(stats map[string]*methodStats) {
 			s.lat = append(s.lat, l)
 		}
 	}
-}
-
-// printStats writes the table: one row per method, most requests first,
-// then TOTAL.
-func printStats(bw *bufio.Writer, stats map[string]*methodStats) {
-	methods := slices.Collect(maps.Keys(stats))
-	slices.SortFunc(methods, func(a, b string) int {
-		if c := stats[b].count - stats[a].count; c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
-	width := len("METHOD")
-	for _, m := range methods {
-		width = max(width, utf8.RuneCountInString(printable(m)))
-	}
-	row := func(name string, count, rpcErrs, httpErrs any, p50, p99 string) {
-		fmt.Fprintf(bw, "%-*s  %7v  %7v  %9v  %9s  %9s\n", width, name, count, rpcErrs, httpErrs, p50, p99)
-	}
-	pcts := func(lat []float64) (string, string) {
-		if len(lat) == 0 {
-			return "-", "-"
-		}
-		slices.Sort(lat)
-		return ms(percentile(lat, 50)), ms(percentile(lat, 99))
-	}
-	row("METHOD", "COUNT", "ERRORS", "HTTP>=400", "P50", "P99")
-	var total methodStats
-	for _, m := range methods {
-		s := stats[m]
-		p50, p99 := pcts(s.lat)
-		row(printable(m), s.count, s.rpcErrs, s.httpErrs, p50, p99)
-		total.count += s.count
-		total.rpcErrs += s.rpcErrs
-		total.httpErrs += s.httpErrs
-		total.lat = append(total.lat, s.lat...)
-	}
-	p50, p99 := pcts(total.lat)
-	row("TOTAL", total.count, total.rpcErrs, total.httpErrs, p50, p99)
 }
 
 // printable returns s with everything that could drive the reader's

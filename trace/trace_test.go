@@ -692,7 +692,7 @@ func readN(t *testing.T, pr *io.PipeReader, n int) []byte {
 func lineSize(t *testing.T, r Record) int {
 	t.Helper()
 	(&Writer{frameCap: DefaultFrameCap, sensitive: func(string) bool { return false }}).redact(&r)
-	line, err := newLineEncoder().encode(&r)
+	line, err := encodeLine(&r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,10 +56,8 @@ type Options struct {
 	// dropped.
 	BufferBytes int
 	// FlushInterval is how long a record may wait in memory before it is
-	// written out (default 100 ms), sooner once 64 KiB or a quarter of
-	// Buffer is buffered, and on Close. A crash loses at most the records
-	// of the last FlushInterval (and whatever a stalled reader has not
-	// taken).
+	// written out (default 100 ms; sooner once 64 KiB or a quarter of
+	// Buffer is buffered): what a crash may lose.
 	FlushInterval time.Duration
 	// SecretHeaders names headers whose values are always redacted, in
 	// addition to Authorization, Proxy-Authorization, Cookie and Set-Cookie
@@ -92,8 +90,6 @@ type Writer struct {
 	done  chan struct{} // closed when the goroutine has flushed and ended
 	timer *time.Timer
 
-	encoders sync.Pool // of *lineEncoder
-
 	mu     sync.Mutex // guards what follows, up to the atomics
 	lines  []byte     // encoded lines not yet taken by the goroutine
 	nLines int64      // records in lines
@@ -110,9 +106,7 @@ type Writer struct {
 	dropped  atomic.Int64 // dropped records, including those lost to a write error
 	finished atomic.Int64 // accepted records written out or lost to a write error
 
-	// Owned by the goroutine.
-	spare []byte // the previous batch, reused as the next lines
-	err   error  // first write error; read by Close after done
+	err error // first write error, the goroutine's; read by Close after done
 
 	closeOnce sync.Once
 	closeErr  error
@@ -197,7 +191,6 @@ func New(w io.Writer, o Options) *Writer {
 		secretHdr:  map[string]bool{},
 	}
 	tw.timer.Stop()
-	tw.encoders.New = func() any { return newLineEncoder() }
 	for _, h := range o.SecretHeaders {
 		tw.secretHdr[strings.ToLower(h)] = true
 	}
@@ -225,13 +218,11 @@ func (w *Writer) Dropped() int64 {
 	return w.dropped.Load() + accepted - finished
 }
 
-// Emit records r without blocking or I/O: on the caller's goroutine it
-// redacts the record, caps its frame and encodes its line, then appends the
-// line to the buffer. It keeps nothing of r. When the buffer is full
-// (Options.Buffer records or Options.BufferBytes bytes), after a write
-// error, or for a record encoding/json cannot encode (a time outside years
-// 0-9999, a latency that is not a finite number), the record is dropped and
-// counted. Lines are written in the order Emit buffered them. Records
+// Emit records r without blocking or I/O (see the package doc), keeping
+// nothing of r; lines are written in the order Emit buffered them. When the buffer is full (Options.Buffer records or
+// Options.BufferBytes bytes), after a write error, or for a record
+// encoding/json cannot encode (a time outside years 0-9999, a latency that
+// is not a finite number), the record is dropped and counted. Records
 // emitted after Close, and all records of a nil Writer, are discarded.
 func (w *Writer) Emit(r Record) {
 	if w == nil || w.closed.Load() {
@@ -245,9 +236,7 @@ func (w *Writer) Emit(r Record) {
 		r.Time = time.Now()
 	}
 	w.redact(&r)
-	e := w.encoders.Get().(*lineEncoder)
-	w.buffer(e.encode(&r))
-	w.encoders.Put(e) // buffer copied its line
+	w.buffer(encodeLine(&r))
 }
 
 // buffer appends an encoded line, or counts it dropped: when it does not
@@ -283,48 +272,36 @@ func (w *Writer) buffer(line []byte, err error) {
 	}
 }
 
-// lineEncoder encodes a record's small members with encoding/json, HTML
-// escaping off (a frame's <, > and & stay as they were sent), and splices
-// its frame, already valid JSON, in as the last member: encoding/json
-// would validate and compact the frame once more as a json.RawMessage.
-type lineEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-func newLineEncoder() *lineEncoder {
-	e := &lineEncoder{}
-	e.enc = json.NewEncoder(&e.buf)
-	e.enc.SetEscapeHTML(false)
-	return e
-}
-
 // maxDepth is encoding/json's nesting limit: a reader's json.Unmarshal
 // refuses a line nested deeper.
 const maxDepth = 10000
 
-// encode returns the line of r, redacted, which is e's until its next
-// record. The frame is spliced as it is, but for one that spans lines or
-// has more brackets than maxDepth: that one is compacted with
-// encoding/json, and withheld when it nests deeper than a reader takes.
-func (e *lineEncoder) encode(r *Record) ([]byte, error) {
+// encodeLine returns the line of r, redacted: its small members by
+// encoding/json, HTML escaping off (a frame's <, > and & stay as they were
+// sent), and its frame, already valid JSON, spliced in as the last member
+// (encoding/json would validate and compact it once more). A frame that
+// spans lines or has more brackets than maxDepth is compacted instead, and
+// withheld when it nests deeper than a reader takes.
+func encodeLine(r *Record) ([]byte, error) {
 	frame := r.Frame
 	r.Frame = nil
-	e.buf.Reset()
-	if err := e.enc.Encode(r); err != nil || len(frame) == 0 {
-		return e.buf.Bytes(), err
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil || len(frame) == 0 {
+		return buf.Bytes(), err
 	}
-	e.buf.Truncate(e.buf.Len() - len("}\n"))
-	e.buf.WriteString(`,"frame":`)
+	buf.Truncate(buf.Len() - len("}\n"))
+	buf.WriteString(`,"frame":`)
 	switch {
 	case bytes.IndexByte(frame, '\n') < 0 && bytes.IndexByte(frame, '\r') < 0 &&
 		bytes.Count(frame, []byte{'{'})+bytes.Count(frame, []byte{'['}) <= maxDepth:
-		e.buf.Write(frame)
-	case json.Compact(&e.buf, frame) != nil: // leaves buf as it was
-		e.buf.WriteString(withheld)
+		buf.Write(frame)
+	case json.Compact(&buf, frame) != nil: // leaves buf as it was
+		buf.WriteString(withheld)
 	}
-	e.buf.WriteString("}\n")
-	return e.buf.Bytes(), nil
+	buf.WriteString("}\n")
+	return buf.Bytes(), nil
 }
 
 // Close writes out what was buffered, stops the goroutine, closes the file
@@ -372,8 +349,8 @@ func (w *Writer) run() {
 // the count of those held as its write begins.
 func (w *Writer) flush() {
 	w.mu.Lock()
-	batch, records := w.lines, w.nLines
-	w.lines, w.nLines = w.spare[:0], 0
+	batch := w.lines
+	w.lines, w.nLines = nil, 0
 	w.kicked = false
 	w.mu.Unlock()
 	for rest := batch; len(rest) > 0; {
@@ -386,11 +363,7 @@ func (w *Writer) flush() {
 			chunk = chunk[:end+1]
 		}
 		rest = rest[len(chunk):]
-		n := records // the last chunk's
-		if len(rest) > 0 {
-			n = int64(bytes.Count(chunk, []byte{'\n'})) // a line's only newline ends it
-		}
-		records -= n
+		n := int64(bytes.Count(chunk, []byte{'\n'})) // a line's only newline ends it
 		w.mu.Lock()
 		w.held -= n
 		w.heldBytes -= int64(len(chunk))
@@ -405,10 +378,6 @@ func (w *Writer) flush() {
 		}
 		w.finished.Add(n)
 	}
-	if cap(batch) > writeSize { // after a burst
-		batch = nil
-	}
-	w.spare = batch[:0]
 }
 
 // redact redacts r and caps its frame, writing to nothing r points to.

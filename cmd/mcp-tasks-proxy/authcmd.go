@@ -137,11 +137,13 @@ func authCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	if c.insecure {
 		fmt.Fprintln(stderr, "mcp-tasks-proxy: warning: --insecure: TLS certificates are NOT verified")
 	}
-	hc, err := oauthHTTPClient(caPEM, c.insecure, 0)
+	hc, err := oauthHTTPClient(caPEM, c.insecure, routing.DefaultConnectTimeout)
 	if err != nil {
 		return fail(stderr, 2, "--ca-file: %v", err)
 	}
-	cl, err := oauth.New(c.oauth.oauthConfig(c.url, c.allowHTTP, hc, nil, &userLines{stderr: stderr}))
+	o := c.oauth.Config
+	o.ServerURL, o.AllowHTTP, o.HTTPClient, o.Out = c.url, c.allowHTTP, hc, &userLines{stderr: stderr}
+	cl, err := oauth.New(o)
 	if err != nil {
 		return fail(stderr, 1, "auth %s: %v", c.verb, err)
 	}
@@ -173,7 +175,7 @@ func authLogin(ctx context.Context, c *authConfig, cl *oauth.Client, stdin io.Re
 		}
 	}
 	if err := cl.Login(ctx, paste); err != nil {
-		if se := (*oauth.SignInError)(nil); errors.As(err, &se) {
+		if se, ok := errors.AsType[*oauth.SignInError](err); ok {
 			// Not the SignInError's own text: its way out is this command.
 			return fail(stderr, 1, "auth login: sign-in to %s did not complete: %s", se.Host, se.Reason)
 		}
@@ -187,20 +189,6 @@ func authLogin(ctx context.Context, c *authConfig, cl *oauth.Client, stdin io.Re
 	return 0
 }
 
-// statusJSON is `auth status --json`: never a token.
-type statusJSON struct {
-	Server       string   `json:"server"`
-	StoreFile    string   `json:"storeFile"`
-	SignedIn     bool     `json:"signedIn"`
-	Issuer       string   `json:"issuer,omitempty"`
-	ClientID     string   `json:"clientId,omitempty"`
-	ClientSource string   `json:"clientSource,omitempty"`
-	Scopes       []string `json:"scopes,omitempty"`
-	Expiry       string   `json:"expiry,omitempty"`
-	Expired      bool     `json:"expired,omitempty"`
-	Refreshable  bool     `json:"refreshable"`
-}
-
 func authStatus(c *authConfig, cl *oauth.Client, stdout, stderr io.Writer) int {
 	st, err := cl.Status()
 	if err != nil {
@@ -209,8 +197,12 @@ func authStatus(c *authConfig, cl *oauth.Client, stdout, stderr io.Writer) int {
 	now := time.Now()
 	expired := !st.Expiry.IsZero() && !now.Before(st.Expiry)
 	if c.json {
-		j := statusJSON{Server: st.Server, StoreFile: st.StoreFile, SignedIn: st.SignedIn, Issuer: st.Issuer,
-			ClientID: st.ClientID, ClientSource: st.ClientSource, Scopes: st.Scopes, Expired: expired, Refreshable: st.Refreshable}
+		j := struct { // never a token; the members in the order scripts have seen
+			oauth.Status
+			Expiry      string `json:"expiry,omitempty"`
+			Expired     bool   `json:"expired,omitempty"`
+			Refreshable bool   `json:"refreshable"`
+		}{Status: st, Expired: expired, Refreshable: st.Refreshable}
 		if !st.Expiry.IsZero() {
 			j.Expiry = st.Expiry.UTC().Format(time.RFC3339)
 		}

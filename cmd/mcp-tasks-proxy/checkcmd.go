@@ -76,11 +76,6 @@ func checkCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv f
 	if c.helpOrVersion(checkHelpText, stdout) {
 		return 0
 	}
-	return checkServer(c, stdout, stderr, getenv)
-}
-
-// checkServer runs the check under a parsed command line.
-func checkServer(c *checkConfig, stdout, stderr io.Writer, getenv func(string) string) int {
 	cfg := &c.config
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()

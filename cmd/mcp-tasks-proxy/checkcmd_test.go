@@ -285,8 +285,8 @@ func TestCheckUsage(t *testing.T) {
 		t.Errorf("--help: exit %d", code)
 	}
 	var c checkConfig
-	if err := c.parse(checkFlagSet(&c), []string{"--header", "--json: x", "--json", testURL}, env(), ""); err != nil || !c.json || c.header.Get("--json") != "x" {
-		t.Errorf("a --header value is not check's flag: json %v, header %q, %v", c.json, c.header, err)
+	if err := c.parse(checkFlagSet(&c), []string{"--header", "--json: x", "--json", testURL}, env(), ""); err != nil || !c.json || c.up.Header.Get("--json") != "x" {
+		t.Errorf("a --header value is not check's flag: json %v, header %q, %v", c.json, c.up.Header, err)
 	}
 	if code, _, errs := runCheck(t, "--nope", "http://127.0.0.1:1/mcp"); code != 2 || !strings.Contains(errs, "unknown flag --nope") {
 		t.Errorf("unknown flag: exit %d, %s", code, errs)

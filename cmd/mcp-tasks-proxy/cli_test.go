@@ -150,9 +150,9 @@ func TestDurationsTakeBareSeconds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]time.Duration{"connect-timeout": c.connectTimeout, "discover-timeout": c.discoverTimeout,
-			"response-header-timeout": c.responseHeaderTimeout, "idle-timeout": c.idleTimeout, "request-timeout": c.requestTimeout,
-			"drain-timeout": c.drainTimeout, "auth-timeout": c.oauth.AuthTimeout, "poll-timeout": c.pollTimeout}[name]
+		got := map[string]time.Duration{"connect-timeout": c.up.ConnectTimeout, "discover-timeout": c.sess.DiscoverTimeout,
+			"response-header-timeout": c.up.ResponseHeaderTimeout, "idle-timeout": c.sess.IdleTimeout, "request-timeout": c.sess.RequestTimeout,
+			"drain-timeout": c.sess.DrainTimeout, "auth-timeout": c.oauth.AuthTimeout, "poll-timeout": c.sess.PollTimeout}[name]
 		if got != 7*time.Second {
 			t.Errorf("--%s 7 = %v, want 7s", name, got)
 		}
@@ -179,7 +179,7 @@ func TestMCPRemoteFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.url != testURL || c.oauth.CallbackPort != 9696 || c.oauth.CallbackHost != "localhost" || !c.allowHTTP ||
-		strings.Join(c.ignoreTools, ",") != "delete*,rm" || c.oauth.Resource != "https://mcp.example.com/" || c.header.Get("X-A") != "1" {
+		strings.Join(c.sess.IgnoreTools, ",") != "delete*,rm" || c.oauth.Resource != "https://mcp.example.com/" || c.up.Header.Get("X-A") != "1" {
 		t.Errorf("parsed %+v", c)
 	}
 	c, err = parseArgs([]string{"--url", testURL, "8080"}, env())

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"text/template"
 )
@@ -79,12 +78,9 @@ func (f flagWord) Fish() string {
 func flagWords(fs *flag.FlagSet) []flagWord {
 	var out []flagWord
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Usage == hiddenUsage {
-			return
-		}
-		out = append(out, flagWord{dashes(f.Name), f.Name, !isBool(f)})
+		out = append(out, flagWord{dashes(f.Name), f.Name, !isBool(f.Value)})
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].word < out[j].word })
+	slices.SortFunc(out, func(a, b flagWord) int { return strings.Compare(a.word, b.word) })
 	return out
 }
 

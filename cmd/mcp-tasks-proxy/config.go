@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/trace"
 )
 
 // envURL names the environment variable that can carry the upstream URL.
@@ -27,41 +28,31 @@ const envURL = "MCP_TASKS_PROXY_URL"
 // config is the parsed command line. Each flag's documentation is in its
 // table (flags.go), which binds it to its field here.
 type config struct {
-	url                      string
-	header                   http.Header // what the --header flags (headers) and --header-file hold
-	headers                  headerList
-	headerFile               string
-	demo, demoLegacy         bool
-	demoOAuth                bool
-	protocol                 string
-	transport                string
-	logLevel, logFormat      string
-	logFile                  string
-	maxInFlight, maxMessage  int
-	maxRounds                int
-	maxSubscriptions         int
-	taskIsError              string
-	legacyTTLUnit            string
-	stateFile                string
-	noState                  bool
-	trace                    string
-	redactKeys, ignoreTools  stringList
-	noRedact                 bool
-	caFile                   string
-	insecure, allowHTTP      bool
-	connectTimeout           time.Duration
-	discoverTimeout          time.Duration
-	responseHeaderTimeout    time.Duration
-	idleTimeout, pollTimeout time.Duration
-	requestTimeout           time.Duration
-	drainTimeout             time.Duration
-	cpuProfile               string
-	oauth                    oauthFlags
-	debug, silent            bool
-	version, help            bool
-	// secretHeaders name the headers whose values came from ${VAR} or
-	// --header-file: never shown.
-	secretHeaders []string
+	url                 string
+	headers             headerList // the --header flags, into up.Header, with --header-file's
+	headerFile          string
+	demo, demoLegacy    bool
+	demoOAuth           bool
+	logLevel, logFormat string
+	logFile             string
+	taskIsError         string
+	legacyTTLUnit       string
+	stateFile           string
+	noState             bool
+	trace               string
+	caFile              string
+	insecure, allowHTTP bool
+	cpuProfile          string
+	oauth               oauthFlags
+	debug, silent       bool
+	version, help       bool
+	// up, sess and tr are the upstream client's, the sessions' and the
+	// trace's configurations as the flags set them; the rest is set at
+	// start (tr.SecretHeaders: the headers from ${VAR} or --header-file,
+	// never shown).
+	up   routing.Config
+	sess bridge.Config
+	tr   trace.Options
 	// oauthOff: an Authorization header given with --header or
 	// --header-file turns OAuth off.
 	oauthOff bool
@@ -268,7 +259,6 @@ func (c *config) parse(fs *flag.FlagSet, args []string, getenv func(string) stri
 	if err != nil {
 		return usagef("%s", flagProblem(err, fs, helpCmd))
 	}
-	c.header = c.headers.h
 	if c.help || c.version {
 		return nil
 	}
@@ -350,9 +340,9 @@ func (c *config) checkChoices() error {
 		value, problem string
 		allowed        []string
 	}{
-		{c.protocol, "--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)",
+		{c.sess.Protocol, "--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)",
 			[]string{bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy}},
-		{c.transport, "--transport %q: use http-first (the default: Streamable HTTP, then the old HTTP+SSE transport when the server refuses the POST), http-only, sse-first or sse-only",
+		{c.sess.Transport, "--transport %q: use http-first (the default: Streamable HTTP, then the old HTTP+SSE transport when the server refuses the POST), http-only, sse-first or sse-only",
 			[]string{bridge.TransportHTTPFirst, bridge.TransportHTTPOnly, bridge.TransportSSEFirst, bridge.TransportSSEOnly}},
 		{c.logLevel, "--log-level %q: use debug, info, warn or error", []string{"debug", "info", "warn", "error"}},
 		{c.logFormat, "--log-format %q: use console or json", []string{"console", "json"}},
@@ -373,11 +363,11 @@ func (c *config) checkChoices() error {
 // OAuth flags, and where the credentials may go.
 func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	if c.headerFile != "" {
-		names, err := readHeaderFile(c.headerFile, c.header)
+		names, err := readHeaderFile(c.headerFile, c.up.Header)
 		if err != nil {
 			return usagef("--header-file %s: %v", c.headerFile, err)
 		}
-		c.secretHeaders = append(c.secretHeaders, names...)
+		c.tr.SecretHeaders = append(c.tr.SecretHeaders, names...)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
@@ -398,7 +388,7 @@ func (c *config) checkOAuthAndCredentials(fs *flag.FlagSet) error {
 	if c.callbackPort != 0 {
 		c.oauth.given = append(c.oauth.given, "the callback port "+strconv.Itoa(c.callbackPort))
 	}
-	if c.header.Get("Authorization") != "" {
+	if c.up.Header.Get("Authorization") != "" {
 		if c.demoOAuth {
 			return usagef("--demo-oauth shows the OAuth sign-in, which an Authorization header turns off; drop the header")
 		}
@@ -417,12 +407,12 @@ func (c *config) checkBounds() error {
 		bad     bool
 		problem string
 	}{
-		{c.maxInFlight < 1, "--max-in-flight must be at least 1"},
-		{c.responseHeaderTimeout <= 0, "--response-header-timeout must be a positive duration such as 10m"},
-		{c.maxRounds < 1, "--max-mrtr-rounds must be at least 1"},
-		{c.maxSubscriptions < 1, "--max-subscriptions must be at least 1"},
-		{c.idleTimeout <= 0 || c.requestTimeout < 0, "--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none"},
-		{c.connectTimeout <= 0 || c.discoverTimeout <= 0 || c.pollTimeout <= 0, "timeouts must be positive durations such as 10s or 2m"},
+		{c.sess.MaxInFlight < 1, "--max-in-flight must be at least 1"},
+		{c.up.ResponseHeaderTimeout <= 0, "--response-header-timeout must be a positive duration such as 10m"},
+		{c.sess.MaxRounds < 1, "--max-mrtr-rounds must be at least 1"},
+		{c.sess.MaxSubscriptions < 1, "--max-subscriptions must be at least 1"},
+		{c.sess.IdleTimeout <= 0 || c.sess.RequestTimeout < 0, "--idle-timeout must be a positive duration such as 10m; --request-timeout a duration, or 0 for none"},
+		{c.up.ConnectTimeout <= 0 || c.sess.DiscoverTimeout <= 0 || c.sess.PollTimeout <= 0, "timeouts must be positive durations such as 10s or 2m"},
 	} {
 		if b.bad {
 			return usageError{b.problem}
@@ -444,13 +434,13 @@ func plainHTTPCredential(c *config) string {
 	if u.User != nil {
 		return "the user name and password in the URL"
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.header)) {
+	for _, name := range slices.Sorted(maps.Keys(c.up.Header)) {
 		if secretHeader(name) {
 			return "the --header " + name
 		}
 	}
-	for _, name := range c.secretHeaders {
-		if c.header.Get(name) != "" {
+	for _, name := range c.tr.SecretHeaders {
+		if c.up.Header.Get(name) != "" {
 			return "the header " + name + " (from ${VAR} or --header-file)"
 		}
 	}
@@ -518,7 +508,7 @@ func (c *config) mcpRemoteFlags(set map[string]bool) error {
 	case c.silent:
 		c.logLevel = "error"
 	}
-	for _, p := range c.ignoreTools {
+	for _, p := range c.sess.IgnoreTools {
 		if strings.TrimSpace(p) == "" {
 			return usagef("--ignore-tool needs a tool name or a pattern such as 'delete*'")
 		}

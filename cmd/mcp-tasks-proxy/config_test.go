@@ -80,27 +80,27 @@ func TestParseArgsDefaults(t *testing.T) {
 	if c.logLevel != "warn" || c.logFormat != "console" || c.logFile != "" {
 		t.Errorf("log defaults %q %q %q, want warn console and no file", c.logLevel, c.logFormat, c.logFile)
 	}
-	if c.maxInFlight != bridge.DefaultMaxInFlight {
-		t.Errorf("maxInFlight = %d, want %d", c.maxInFlight, bridge.DefaultMaxInFlight)
+	if c.sess.MaxInFlight != bridge.DefaultMaxInFlight {
+		t.Errorf("maxInFlight = %d, want %d", c.sess.MaxInFlight, bridge.DefaultMaxInFlight)
 	}
-	if c.maxMessage != routing.DefaultMaxMessageBytes {
-		t.Errorf("maxMessage = %d, want %d", c.maxMessage, routing.DefaultMaxMessageBytes)
+	if c.sess.MaxMessageBytes != routing.DefaultMaxMessageBytes {
+		t.Errorf("maxMessage = %d, want %d", c.sess.MaxMessageBytes, routing.DefaultMaxMessageBytes)
 	}
-	if c.connectTimeout != routing.DefaultConnectTimeout || c.discoverTimeout != bridge.DefaultDiscoverTimeout {
-		t.Errorf("timeouts %v %v", c.connectTimeout, c.discoverTimeout)
+	if c.up.ConnectTimeout != routing.DefaultConnectTimeout || c.sess.DiscoverTimeout != bridge.DefaultDiscoverTimeout {
+		t.Errorf("timeouts %v %v", c.up.ConnectTimeout, c.sess.DiscoverTimeout)
 	}
-	if len(c.header) != 0 {
-		t.Errorf("headers %v, want none", c.header)
+	if len(c.up.Header) != 0 {
+		t.Errorf("headers %v, want none", c.up.Header)
 	}
-	if c.protocol != bridge.ProtocolAuto || c.demoLegacy {
-		t.Errorf("protocol %q demoLegacy %v, want auto and no legacy demo", c.protocol, c.demoLegacy)
+	if c.sess.Protocol != bridge.ProtocolAuto || c.demoLegacy {
+		t.Errorf("protocol %q demoLegacy %v, want auto and no legacy demo", c.sess.Protocol, c.demoLegacy)
 	}
 }
 
 func TestParseArgsProtocolAndLegacyDemo(t *testing.T) {
 	for _, p := range []string{bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy} {
 		c, err := parseArgs([]string{"--protocol", p, testURL}, env())
-		if err != nil || c.protocol != p {
+		if err != nil || c.sess.Protocol != p {
 			t.Errorf("--protocol %s: %v, %+v", p, err, c)
 		}
 	}
@@ -163,8 +163,8 @@ func TestParseArgsFlagsAfterURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.logFormat != "json" || c.logLevel != "debug" || c.maxInFlight != 3 || c.connectTimeout != 2*time.Second ||
-		c.discoverTimeout != time.Minute || c.logFile != "/tmp/x.log" {
+	if c.logFormat != "json" || c.logLevel != "debug" || c.sess.MaxInFlight != 3 || c.up.ConnectTimeout != 2*time.Second ||
+		c.sess.DiscoverTimeout != time.Minute || c.logFile != "/tmp/x.log" {
 		t.Errorf("config %+v", c)
 	}
 }
@@ -254,8 +254,8 @@ func TestParseArgsMaxMessageSize(t *testing.T) {
 			t.Errorf("parseArgs(%q): %v", args, err)
 			continue
 		}
-		if c.maxMessage != want {
-			t.Errorf("--max-message-size %q = %d, want %d", in, c.maxMessage, want)
+		if c.sess.MaxMessageBytes != want {
+			t.Errorf("--max-message-size %q = %d, want %d", in, c.sess.MaxMessageBytes, want)
 		}
 	}
 	for _, in := range []string{"0", "-5", "lots", "", "KiB", "1.5MiB", "1MB", "1kib", "-1GiB", "0KiB", "1 GiB extra"} {
@@ -276,7 +276,7 @@ func TestParseArgsMaxMessageSizeOverflow(t *testing.T) {
 		args := []string{"--max-message-size", in, testURL}
 		c, err := parseArgs(args, env())
 		if err == nil {
-			t.Errorf("--max-message-size %s accepted as %d bytes, want a usage error (the size overflows)", in, c.maxMessage)
+			t.Errorf("--max-message-size %s accepted as %d bytes, want a usage error (the size overflows)", in, c.sess.MaxMessageBytes)
 			continue
 		}
 		wantUsageError(t, args, err, "max-message-size")
@@ -365,11 +365,11 @@ func TestParseArgsHeaders(t *testing.T) {
 		"X-Two":         {"2"},
 		"Authorization": {"Bearer tok-123"},
 	}
-	if len(c.header) != len(want) {
-		t.Errorf("headers %v, want %v", c.header, want)
+	if len(c.up.Header) != len(want) {
+		t.Errorf("headers %v, want %v", c.up.Header, want)
 	}
 	for k, vs := range want {
-		got := c.header.Values(k)
+		got := c.up.Header.Values(k)
 		if strings.Join(got, "|") != strings.Join(vs, "|") {
 			t.Errorf("header %s = %q, want %q", k, got, vs)
 		}
@@ -712,7 +712,7 @@ func TestHeaderFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, want := range map[string]string{"Authorization": "Bearer tok", "X-Team": "blue", "X-Cli": "1"} {
-		if got := c.header.Get(k); got != want {
+		if got := c.up.Header.Get(k); got != want {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -129,9 +130,7 @@ func parseConfigArgs(args []string, getenv func(string) string, getwd func() (st
 	if _, err := parseArgs(append(check, c.url), func(string) string { return "" }); err != nil {
 		return nil, err
 	}
-	if c.name == "" {
-		c.name = defaultServerName(c.url)
-	}
+	c.name = cmp.Or(c.name, defaultServerName(c.url))
 	if strings.TrimSpace(c.name) == "" || strings.ContainsAny(c.name, "\x00\r\n") {
 		return nil, usagef("--name %q: give a name without control characters", c.name)
 	}
@@ -167,10 +166,7 @@ type entryArg struct {
 	getwd func() (string, error)
 }
 
-func (a *entryArg) IsBoolFlag() bool {
-	b, ok := a.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
+func (a *entryArg) IsBoolFlag() bool { return isBool(a.Value) }
 
 func (a *entryArg) Set(v string) error {
 	if err := a.Value.Set(v); err != nil {
@@ -273,11 +269,7 @@ func (c *configCmd) secureHeaders() {
 		if !secretHeader(hname) {
 			continue
 		}
-		name := c.name
-		if name == "" {
-			name = defaultServerName(c.url)
-		}
-		vn := envName(name, hname)
+		vn := envName(cmp.Or(c.name, defaultServerName(c.url)), hname)
 		hval = strings.TrimSpace(hval)
 		ref := "${" + vn + "}"
 		if scheme, _, found := strings.Cut(hval, " "); found && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic") || strings.EqualFold(scheme, "Token")) {
@@ -377,11 +369,10 @@ func (c *configCmd) entry() (hostconfig.Entry, error) {
 func configCommand(args []string, _ io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c, err := parseConfigArgs(args, getenv, os.Getwd)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
 		if errors.As(err, new(usageError)) {
-			return 2
+			return fail(stderr, 2, "%v", err)
 		}
-		return 1
+		return fail(stderr, 1, "%v", err)
 	}
 	if c.help {
 		fmt.Fprint(stdout, configHelpText)
@@ -414,10 +405,7 @@ func (c *configCmd) run(stdout, stderr io.Writer) int {
 	home, _ := os.UserHomeDir()
 	configDir, _ := os.UserConfigDir()
 	wd, _ := os.Getwd()
-	path := c.file
-	if path == "" {
-		path = hostconfig.File(c.host, runtime.GOOS, home, configDir, wd, c.workspace)
-	}
+	path := cmp.Or(c.file, hostconfig.File(c.host, runtime.GOOS, home, configDir, wd, c.workspace))
 	if path == "" || (home == "" && configDir == "") {
 		return fail(stderr, 1, "cannot tell where %s keeps its configuration on this machine; pass --file PATH", c.host)
 	}

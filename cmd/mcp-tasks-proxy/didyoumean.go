@@ -34,7 +34,7 @@ func flagProblem(err error, fs *flag.FlagSet, helpCmd string) string {
 			switch problem {
 			case "parse error", "value out of range":
 				problem = "use a whole number"
-				if f := fs.Lookup(name); f != nil && isBool(f) {
+				if f := fs.Lookup(name); f != nil && isBool(f.Value) {
 					problem = "use true or false"
 				}
 			}
@@ -58,14 +58,14 @@ func dashes(name string) string {
 	return "--" + name
 }
 
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+func isBool(v flag.Value) bool {
+	b, ok := v.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
 }
 
-// nearestFlag is the flag of fs closest to the mistyped name (hidden flags
-// aside), or "" when none is close: within a third of the name's length in
-// edits (at least two), or a flag the name is the start of.
+// nearestFlag is the flag of fs closest to the mistyped name, or "" when
+// none is close: within a third of the name's length in edits (at least
+// two), or a flag the name is the start of.
 func nearestFlag(fs *flag.FlagSet, typed string) string {
 	typed = strings.ToLower(strings.TrimLeft(typed, "-"))
 	if typed == "" {
@@ -73,7 +73,7 @@ func nearestFlag(fs *flag.FlagSet, typed string) string {
 	}
 	best, bestD := "", -1
 	fs.VisitAll(func(f *flag.Flag) {
-		if len(f.Name) == 1 || f.Usage == hiddenUsage {
+		if len(f.Name) == 1 {
 			return
 		}
 		d := levenshtein(typed, f.Name)

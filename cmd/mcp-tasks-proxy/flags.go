@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge"
@@ -39,7 +40,8 @@ var proxyFlags = []flagSpec[config]{
 		Help: "extra HTTP header on every upstream request; repeatable; ${VAR} in the value is read from the environment; an Authorization header turns OAuth off",
 		Doc:  "an extra HTTP header on every upstream request; repeatable; the space after the colon is optional; `${VAR}` is expanded. An `Authorization` header turns OAuth off"},
 		func(fs *flag.FlagSet, name string, c *config) {
-			c.headers = headerList{h: http.Header{}, secrets: &c.secretHeaders}
+			c.up.Header = http.Header{}
+			c.headers = headerList{h: c.up.Header, secrets: &c.tr.SecretHeaders}
 			fs.Var(&c.headers, name, "")
 		}},
 	{flagDoc{Name: "header-file", Arg: "PATH", Path: true,
@@ -53,11 +55,11 @@ var proxyFlags = []flagSpec[config]{
 	{flagDoc{Name: "redact-key", Arg: "NAME",
 		Help: "also redact this JSON key in logs and the trace; repeatable",
 		Doc:  "also redact this JSON key in logs and the trace; repeatable (see [Redaction](#redaction))"},
-		valueFlag(func(c *config) flag.Value { return &c.redactKeys })},
+		valueFlag(func(c *config) flag.Value { return (*stringList)(&c.tr.RedactKeys) })},
 	{flagDoc{Name: "no-redact",
 		Help: "show secrets in logs and the trace (dangerous; logged loudly)",
 		Doc:  "show secrets in logs and the trace; logged loudly"},
-		boolFlag(func(c *config) *bool { return &c.noRedact })},
+		boolFlag(func(c *config) *bool { return &c.tr.NoRedact })},
 	{flagDoc{Name: "ca-file", Arg: "PATH", Default: "system roots", Path: true,
 		Help: "PEM certificates to trust besides the system roots"},
 		stringFlag(func(c *config) *string { return &c.caFile }, "")},
@@ -72,11 +74,11 @@ var proxyFlags = []flagSpec[config]{
 	{flagDoc{Name: "protocol", Arg: "ERA",
 		Help: "the server's era: auto (default: probe with server/discover at initialize), modern (2026-07-28 only; a 2025 server is an error) or legacy (pass 2025 through, no probe)",
 		Doc:  "the server's era: `auto` probes at `initialize` (see [Two modes](docs/protocol.md#two-modes)); `modern` accepts only a 2026-07-28 server and answers a 2025 one with a clear error; `legacy` passes 2025 through without probing"},
-		stringFlag(func(c *config) *string { return &c.protocol }, bridge.ProtocolAuto)},
+		stringFlag(func(c *config) *string { return &c.sess.Protocol }, bridge.ProtocolAuto)},
 	{flagDoc{Name: "transport", Arg: "MODE",
 		Help: "http-first (default: Streamable HTTP, then the old HTTP+SSE transport of 2024-11-05 when the POST is refused), http-only, sse-first or sse-only (mcp-remote's values)",
 		Doc:  "which upstream transport to try (mcp-remote's values): `http-first` uses Streamable HTTP and falls back to the old HTTP+SSE transport (MCP 2024-11-05) when the server refuses the POST with 400, 404 or 405; `http-only` never tries HTTP+SSE; `sse-first` opens the HTTP+SSE event stream first and falls back to Streamable HTTP when the GET brings no `endpoint` event; `sse-only` never tries Streamable HTTP (see [Old HTTP+SSE servers](docs/protocol.md#old-httpsse-servers-mcp-2024-11-05))"},
-		stringFlag(func(c *config) *string { return &c.transport }, bridge.TransportHTTPFirst)},
+		stringFlag(func(c *config) *string { return &c.sess.Transport }, bridge.TransportHTTPFirst)},
 	{flagDoc{Name: "demo", NotInEntry: true,
 		Help: "start the embedded 2026-07-28 demo server and bridge to it",
 		Doc:  "start the embedded 2026-07-28 demo server on a free loopback port and bridge to it"},
@@ -112,51 +114,51 @@ var proxyFlags = []flagSpec[config]{
 	{flagDoc{Name: "max-in-flight", Arg: "N",
 		Help: "concurrent forwarded requests; stdin waits beyond it (default 64)",
 		Doc:  "how many requests may run upstream at once; beyond that, up to 1024 (or 16 per slot, if that is more) wait in a queue, and one more is refused with an error; stdin is always read (see [Invariants](docs/reliability.md#invariants-you-can-rely-on))"},
-		intFlag(func(c *config) *int { return &c.maxInFlight }, bridge.DefaultMaxInFlight)},
+		intFlag(func(c *config) *int { return &c.sess.MaxInFlight }, bridge.DefaultMaxInFlight)},
 	{flagDoc{Name: "max-message-size", Arg: "SIZE",
 		Help: "largest message on stdin or from the server (default 128MiB)",
 		Doc:  "the largest message on stdin or from the server (`64KiB`, `2MiB` and so on)"},
 		func(fs *flag.FlagSet, name string, c *config) {
-			c.maxMessage = routing.DefaultMaxMessageBytes
-			fs.Var(byteSize{&c.maxMessage}, name, "")
+			c.sess.MaxMessageBytes = routing.DefaultMaxMessageBytes
+			fs.Var(byteSize{&c.sess.MaxMessageBytes}, name, "")
 		}},
 	{flagDoc{Name: "connect-timeout", Arg: "D",
 		Note: "Durations (D) are seconds (10) or a number with a unit (10s, 2m, 1h30m).",
 		Help: "dial and TLS handshake timeout (default 10s)",
 		Doc:  "dial and TLS handshake timeout"},
-		durationFlag(func(c *config) *time.Duration { return &c.connectTimeout }, routing.DefaultConnectTimeout, false)},
+		durationFlag(func(c *config) *time.Duration { return &c.up.ConnectTimeout }, routing.DefaultConnectTimeout, false)},
 	{flagDoc{Name: "discover-timeout", Arg: "D",
 		Help: "server/discover probe timeout at initialize (default 30s)",
 		Doc:  "timeout for the `server/discover` probe at `initialize`"},
-		durationFlag(func(c *config) *time.Duration { return &c.discoverTimeout }, bridge.DefaultDiscoverTimeout, false)},
+		durationFlag(func(c *config) *time.Duration { return &c.sess.DiscoverTimeout }, bridge.DefaultDiscoverTimeout, false)},
 	{flagDoc{Name: "response-header-timeout", Arg: "D",
 		Help: "give up when the server has not started answering after D (default 10m)",
 		Doc:  "give up when the server has not started answering after D; a server that answers a long call as plain JSON sends its headers only at the end"},
-		durationFlag(func(c *config) *time.Duration { return &c.responseHeaderTimeout }, routing.DefaultResponseHeaderTimeout, false)},
+		durationFlag(func(c *config) *time.Duration { return &c.up.ResponseHeaderTimeout }, routing.DefaultResponseHeaderTimeout, false)},
 	{flagDoc{Name: "idle-timeout", Arg: "D",
 		Help: "give up on a request when the server sends nothing for D; progress and log messages restart it (default 10m)",
 		Doc:  "give up on a request whose server sends nothing for D; progress restarts it"},
-		durationFlag(func(c *config) *time.Duration { return &c.idleTimeout }, bridge.DefaultIdleTimeout, false)},
+		durationFlag(func(c *config) *time.Duration { return &c.sess.IdleTimeout }, bridge.DefaultIdleTimeout, false)},
 	{flagDoc{Name: "request-timeout", Arg: "D",
 		Help: "hard maximum for one request, 0 for none (default 2h); task polling is governed by the task, not by these",
 		Doc:  "hard maximum for one request, from when it is read, waits for the client's answers included; `0` for none"},
-		durationFlag(func(c *config) *time.Duration { return &c.requestTimeout }, bridge.DefaultRequestTimeout, true)},
+		durationFlag(func(c *config) *time.Duration { return &c.sess.RequestTimeout }, bridge.DefaultRequestTimeout, true)},
 	{flagDoc{Name: "max-mrtr-rounds", Arg: "N",
 		Help: "rounds of client input a request may need (default 16)",
 		Doc:  "rounds of client input one request may need"},
-		intFlag(func(c *config) *int { return &c.maxRounds }, bridge.DefaultMaxRounds)},
+		intFlag(func(c *config) *int { return &c.sess.MaxRounds }, bridge.DefaultMaxRounds)},
 	{flagDoc{Name: "max-subscriptions", Arg: "N",
 		Help: "resources a client may subscribe to at once (resources/subscribe); one more gets an error until it unsubscribes from one (default 256)",
 		Doc:  "how many resources one client session may subscribe to at once (`resources/subscribe`, distinct URIs); they share one upstream `subscriptions/listen` stream, and one more subscribe gets an error naming this flag until the client unsubscribes from one"},
-		intFlag(func(c *config) *int { return &c.maxSubscriptions }, bridge.DefaultMaxSubscriptions)},
+		intFlag(func(c *config) *int { return &c.sess.MaxSubscriptions }, bridge.DefaultMaxSubscriptions)},
 	{flagDoc{Name: "drain-timeout", Arg: "D",
 		Help: "when stdin ends, answer the requests already read for at most D, then give those left an error and exit; 0 cancels them at once (default 3s: the exit stays within 5 s)",
 		Doc:  "when stdin ends, answer the requests already read (running or queued) for at most D, then give those left an error naming the flag and exit; `0` cancels them at once"},
-		durationFlag(func(c *config) *time.Duration { return &c.drainTimeout }, DefaultDrainTimeout, true)},
+		durationFlag(func(c *config) *time.Duration { return &c.sess.DrainTimeout }, DefaultDrainTimeout, true)},
 	{flagDoc{Name: "ignore-tool", Arg: "PATTERN",
 		Help: "hide the tools whose name matches PATTERN from tools/list, and refuse tools/call of them; * matches any run of characters, case is ignored (as mcp-remote); repeatable",
 		Doc:  "hide tools whose name matches from `tools/list` and refuse `tools/call` of them (-32602); `*` matches any run of characters, case is ignored (as mcp-remote); repeatable"},
-		valueFlag(func(c *config) flag.Value { return &c.ignoreTools })},
+		valueFlag(func(c *config) flag.Value { return (*stringList)(&c.sess.IgnoreTools) })},
 	{flagDoc{Name: "cpuprofile", Arg: "FILE", Path: true, NotInEntry: true,
 		Help: "write a Go CPU profile of the whole run to FILE, for performance reports (go tool pprof FILE)",
 		Doc:  "write a Go CPU profile of the whole run to FILE, for performance reports (`go tool pprof FILE`)"},
@@ -173,7 +175,7 @@ var proxyFlags = []flagSpec[config]{
 	{flagDoc{Name: "poll-timeout", Arg: "D", Group: groupTasks,
 		Help: "give up on one tasks/get or tasks/update the proxy makes of its own after D, and make it again (both are safe to repeat); a task's whole wait is not bounded by this (default 10s, at most --idle-timeout)",
 		Doc:  "bound of one `tasks/get` or `tasks/update` the proxy makes of its own (following a task, `tasks/result`, the client's `tasks/get`); one that hangs is given up and made again under the retry rules; at most `--idle-timeout`"},
-		durationFlag(func(c *config) *time.Duration { return &c.pollTimeout }, bridge.DefaultPollTimeout, false)},
+		durationFlag(func(c *config) *time.Duration { return &c.sess.PollTimeout }, bridge.DefaultPollTimeout, false)},
 	{flagDoc{Name: "state-file", Arg: "PATH", Group: groupTasks, Default: "user cache dir", Path: true,
 		Help: "task registry for tasks/list and tasks/result across restarts (default: the user cache dir, one file per upstream URL; in memory with --demo)",
 		Doc:  "the task registry file, one per upstream URL; in memory with `--demo` (see [The state file](docs/protocol.md#the-state-file))"},
@@ -253,12 +255,8 @@ var proxyFlags = []flagSpec[config]{
 // isOAuthFlag reports whether the proxy's flag name only matters when OAuth
 // is on: the flags of the OAuth group, but --host, which is named last.
 func isOAuthFlag(name string) bool {
-	for _, s := range proxyFlags {
-		if s.Name == name {
-			return s.Group == groupOAuth && name != "host"
-		}
-	}
-	return false
+	i := slices.IndexFunc(proxyFlags, func(s flagSpec[config]) bool { return s.Name == name })
+	return i >= 0 && proxyFlags[i].Group == groupOAuth && name != "host"
 }
 
 // authConfig is the parsed command line of `auth`: some of the proxy's
@@ -304,9 +302,21 @@ var authFlags = []flagSpec[authConfig]{
 	proxyFlag("help", "", ""),
 }
 
-// proxyFlag shares a proxy flag with auth (see shared).
+// proxyFlag is the proxy's flag name for auth, whose config holds the
+// proxy's: the same parser and words, unless help or doc is given (help
+// alone also stands for the README). It is listed in auth's one --help
+// section.
 func proxyFlag(name, help, doc string) flagSpec[authConfig] {
-	return shared(proxyFlags, name, func(a *authConfig) *config { return &a.config }, help, doc)
+	i := slices.IndexFunc(proxyFlags, func(s flagSpec[config]) bool { return s.Name == name })
+	s := sharedAll(proxyFlags[i:i+1], func(a *authConfig) *config { return &a.config })[0] // i is -1, and this panics, for a name the proxy has not
+	s.Group = ""
+	if help != "" {
+		s.Help, s.Doc = help, doc
+	}
+	if doc != "" {
+		s.Doc = doc
+	}
+	return s
 }
 
 // checkFlagTable is check's own flags; checkFlagSet adds the proxy's.

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 )
@@ -22,9 +21,8 @@ import (
 //	go test ./cmd/mcp-tasks-proxy -run TestReadmeFlagTables -update
 //
 // to write its README row. A subcommand whose config embeds the proxy's
-// shares one of the proxy's flags with shared(proxyFlags, name, field),
-// which may give it words of its own, or all of them with
-// sharedAll(proxyFlags, field), and appends its own rows.
+// shares the proxy's flags with sharedAll(proxyFlags, field) (auth picks
+// some with proxyFlag, which may give them words of their own).
 
 // flagDoc is how one flag is documented and listed.
 type flagDoc struct {
@@ -41,10 +39,7 @@ type flagDoc struct {
 	Doc     string // the README text (markdown); empty means Help
 	Group   string // the --help section: a key of the command's flagGroups
 	Note    string // a line printed before the flag in --help (what D means)
-	// Hidden flags are parsed but listed nowhere: not in --help, the
-	// README, completion or "did you mean".
-	Hidden bool
-	Action bool // prints something and exits (--help): no default shown
+	Action  bool   // prints something and exits (--help): no default shown
 	// Path values name a file, which `config` makes absolute for a host's
 	// entry; NotInEntry flags make no sense there, and config refuses them.
 	Path, NotInEntry bool
@@ -66,9 +61,6 @@ type flagGroup struct {
 	After string // a line after the section's rows
 }
 
-// hiddenUsage marks a hidden flag in a flag set, for "did you mean".
-const hiddenUsage = "\x00hidden"
-
 // newTableFlagSet builds the parser of a table, writing into c. Errors are
 // the caller's to print (flagProblem).
 func newTableFlagSet[T any](name string, table []flagSpec[T], c *T) *flag.FlagSet {
@@ -81,11 +73,7 @@ func newTableFlagSet[T any](name string, table []flagSpec[T], c *T) *flag.FlagSe
 		}
 		for _, n := range s.names() {
 			s.bind(fs, n, c)
-			f := fs.Lookup(n)
-			f.Usage = s.Help
-			if s.Hidden {
-				f.Usage = hiddenUsage
-			}
+			fs.Lookup(n).Usage = s.Help
 		}
 	}
 	return fs
@@ -156,40 +144,18 @@ func valueFlag[T any](v func(*T) flag.Value) func(*flag.FlagSet, string, *T) {
 	return func(fs *flag.FlagSet, name string, c *T) { fs.Var(v(c), name, "") }
 }
 
-// shared is the proxy's flag name for a subcommand whose config holds the
-// proxy's (at field): the same parser and words, unless help or doc is
-// given (help alone also stands for the README). It is listed in the
-// subcommand's first --help section.
-func shared[T any](table []flagSpec[config], name string, field func(*T) *config, help, doc string) flagSpec[T] {
-	i := slices.IndexFunc(table, func(s flagSpec[config]) bool { return s.Name == name })
-	s := sharedAll(table[i:i+1], field)[0] // i is -1, and this panics, for a name the proxy has not
-	s.Group = ""
-	if help != "" {
-		s.Help, s.Doc = help, doc
-	}
-	if doc != "" {
-		s.Doc = doc
-	}
-	return s
-}
-
 // sharedAll is every row of the proxy's table for a subcommand whose config
 // holds the proxy's (at field), in its --help sections: a subcommand that
 // takes all of the proxy's flags appends its own to these.
 func sharedAll[T any](table []flagSpec[config], field func(*T) *config) []flagSpec[T] {
 	out := make([]flagSpec[T], len(table))
 	for i, s := range table {
-		out[i] = flagSpec[T]{s.flagDoc, liftBind(s.bind, field)}
+		out[i].flagDoc = s.flagDoc
+		if s.bind != nil {
+			out[i].bind = func(fs *flag.FlagSet, name string, c *T) { s.bind(fs, name, field(c)) }
+		}
 	}
 	return out
-}
-
-// liftBind binds a proxy flag into the config held at field.
-func liftBind[T any](bind func(*flag.FlagSet, string, *config), field func(*T) *config) func(*flag.FlagSet, string, *T) {
-	if bind == nil {
-		return nil
-	}
-	return func(fs *flag.FlagSet, name string, c *T) { bind(fs, name, field(c)) }
 }
 
 // --help's flag texts start at helpColumn; its lines stop at helpWidth.
@@ -210,7 +176,7 @@ func helpFlags(groups []flagGroup, rows []flagDoc) string {
 			b.WriteString(g.Title + "\n")
 		}
 		for _, d := range rows {
-			if d.Group != g.Key || d.Hidden {
+			if d.Group != g.Key {
 				continue
 			}
 			if d.Note != "" {

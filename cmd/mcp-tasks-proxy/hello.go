@@ -11,10 +11,7 @@ import (
 
 // isTTY reports whether the proxy's input is a terminal: a person started
 // it, not a client. A variable so that tests can stand in for a terminal.
-var isTTY = func(r io.Reader) bool {
-	w, ok := r.(io.Writer)
-	return ok && isTerminal(w)
-}
+var isTTY = func(r io.Reader) bool { return isTerminal(r) }
 
 // helloLine is the one line on stderr when a person starts the proxy from a
 // terminal: what this is, the upstream, and how to type frames. stdout

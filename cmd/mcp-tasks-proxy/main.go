@@ -115,11 +115,17 @@ func runProxy(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv fun
 	}
 	logger := sessCfg.Logger
 	if cfg.cpuProfile != "" {
-		stopProfile, err := startCPUProfile(cfg.cpuProfile)
+		f, err := safefile.OpenWrite(cfg.cpuProfile, safefile.Truncate)
+		if err == nil {
+			if err = pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+			}
+		}
 		if err != nil {
 			return fail(stderr, 2, "--cpuprofile: %v", err)
 		}
-		defer stopProfile()
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	gogc, memLimit := stdioGC(getenv)
 	sess := bridge.New(sessCfg)
@@ -175,14 +181,12 @@ func startBridge(cfg *config, stdin io.Reader, stderr io.Writer, getenv func(str
 func startLog(cfg *config, stderr io.Writer, getenv func(string) string) (*zap.Logger, func(), int) {
 	if cfg.debugDefault {
 		if err := os.MkdirAll(filepath.Dir(cfg.logFile), 0o700); err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --debug: %v; pass --log-file PATH as well\n", err)
-			return nil, nil, 2
+			return nil, nil, fail(stderr, 2, "--debug: %v; pass --log-file PATH as well", err)
 		}
 	}
 	logger, closeLog, err := newLogger(cfg, stderr, colorOK(stderr, getenv))
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return nil, nil, 2
+		return nil, nil, fail(stderr, 2, "%v", err)
 	}
 	if cfg.debug {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy: debug log: %s\n", cfg.logFile)
@@ -205,8 +209,7 @@ func startDemoServer(cfg *config, logger *zap.Logger, stderr io.Writer) (string,
 	}
 	if err != nil {
 		logger.Error("cannot start the demo server", zap.Error(err))
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot start the demo server: %v\n", err)
-		return "", nil, 1
+		return "", nil, fail(stderr, 1, "cannot start the demo server: %v", err)
 	}
 	logger.Info("demo server started", zap.String("url", url), zap.Bool("oauth", cfg.demoOAuth))
 	return url, stopDemo, 0
@@ -221,8 +224,7 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 	if cfg.caFile != "" {
 		var err error
 		if caPEM, err = os.ReadFile(cfg.caFile); err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
-			return nil, nil, 2
+			return nil, nil, fail(stderr, 2, "--ca-file: %v", err)
 		}
 	}
 	if cfg.insecure {
@@ -242,23 +244,14 @@ func newUpstream(cfg *config, url string, logger *zap.Logger, stderr io.Writer, 
 	if wrap != nil {
 		routingAuth = wrap(auth)
 	}
-	client, err := routing.New(routing.Config{
-		Auth:                  routingAuth,
-		URL:                   url,
-		RootCAs:               caPEM,
-		Insecure:              cfg.insecure,
-		ResponseHeaderTimeout: cfg.responseHeaderTimeout,
-		Header:                cfg.header,
-		ConnectTimeout:        cfg.connectTimeout,
-		// Enough idle connections for every request in flight.
-		MaxIdleConnsPerHost: max(cfg.maxInFlight, routing.DefaultMaxIdleConnsPerHost),
-		MaxMessageBytes:     cfg.maxMessage,
-		UserAgent:           "mcp-tasks-proxy/" + versionString(),
-	})
+	up := cfg.up
+	up.Auth, up.URL, up.RootCAs, up.Insecure = routingAuth, url, caPEM, cfg.insecure
+	up.MaxIdleConnsPerHost = max(cfg.sess.MaxInFlight, routing.DefaultMaxIdleConnsPerHost) // one for every request in flight
+	up.MaxMessageBytes, up.UserAgent = cfg.sess.MaxMessageBytes, "mcp-tasks-proxy/"+versionString()
+	client, err := routing.New(up)
 	if err != nil {
 		closeAuth()
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return nil, nil, 2
+		return nil, nil, fail(stderr, 2, "%v", err)
 	}
 	return client, func() { client.CloseIdle(); closeAuth() }, 0
 }
@@ -276,40 +269,22 @@ func sessionConfig(cfg *config, url string, client *routing.Client, logger *zap.
 	var observer bridge.Observer // the trace, with --trace; nil (not a nil *trace.Writer) without
 	closeTW := func() {}
 	if cfg.trace != "" {
-		tw, err := trace.Open(cfg.trace, trace.Options{SecretHeaders: cfg.secretHeaders, RedactKeys: cfg.redactKeys, NoRedact: cfg.noRedact})
+		tw, err := trace.Open(cfg.trace, cfg.tr)
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: --trace: %v\n", err)
-			return bridge.Config{}, nil, 2
+			return bridge.Config{}, nil, fail(stderr, 2, "--trace: %v", err)
 		}
 		observer = tw
 		closeTW = func() { closeTrace(tw, logger) }
 	}
-	if cfg.noRedact {
+	if cfg.tr.NoRedact {
 		loud(stderr, logger, cfg, "--no-redact: secrets (tokens, passwords, API keys) will appear in logs and the trace")
 	}
-	return bridge.Config{
-		Observer:         observer,
-		Redact:           rewrite.SensitiveKeys(cfg.redactKeys),
-		Hints:            flagHint,
-		NoRedact:         cfg.noRedact,
-		Client:           client,
-		Logger:           logger,
-		MaxInFlight:      cfg.maxInFlight,
-		MaxMessageBytes:  cfg.maxMessage,
-		DiscoverTimeout:  cfg.discoverTimeout,
-		Tasks:            rewrite.TaskOptions{IsErrorFailed: cfg.taskIsError == "failed", TTLSeconds: cfg.legacyTTLUnit == "s"},
-		StatePath:        statePath,
-		MaxRounds:        cfg.maxRounds,
-		IdleTimeout:      cfg.idleTimeout,
-		PollTimeout:      cfg.pollTimeout,
-		RequestTimeout:   cfg.requestTimeout,
-		Protocol:         cfg.protocol,
-		DrainTimeout:     cfg.drainTimeout,
-		IgnoreTools:      cfg.ignoreTools,
-		OnInitialized:    eraLine(isTTY(stdin) && !cfg.silent, stderr),
-		Transport:        cfg.transport,
-		MaxSubscriptions: cfg.maxSubscriptions,
-	}, closeTW, 0
+	b := cfg.sess
+	b.Observer, b.Redact, b.Hints, b.NoRedact = observer, rewrite.SensitiveKeys(cfg.tr.RedactKeys), flagHint, cfg.tr.NoRedact
+	b.Client, b.Logger, b.StatePath = client, logger, statePath
+	b.Tasks = rewrite.TaskOptions{IsErrorFailed: cfg.taskIsError == "failed", TTLSeconds: cfg.legacyTTLUnit == "s"}
+	b.OnInitialized = eraLine(isTTY(stdin) && !cfg.silent, stderr)
+	return b, closeTW, 0
 }
 
 // flagHint names a setting an error message points at by its flag: the
@@ -362,23 +337,22 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 		// the user's store.
 		dir, err := os.MkdirTemp("", "mcp-tasks-proxy-demo-oauth-")
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-tasks-proxy: cannot make a store for the demo sign-in: %v\n", err)
-			return nil, nil, 1
+			return nil, nil, fail(stderr, 1, "cannot make a store for the demo sign-in: %v", err)
 		}
 		o.StoreDir = dir
 		cleanup = func() { _ = os.RemoveAll(dir) }
 	}
-	hc, err := oauthHTTPClient(caPEM, cfg.insecure, cfg.connectTimeout)
+	hc, err := oauthHTTPClient(caPEM, cfg.insecure, cfg.up.ConnectTimeout)
 	if err != nil {
 		cleanup()
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: --ca-file: %v\n", err)
-		return nil, nil, 2
+		return nil, nil, fail(stderr, 2, "--ca-file: %v", err)
 	}
 	out := &userLines{stderr: stderr}
 	if cfg.logFile != "" {
 		out.logger = logger
 	}
-	a, err := oauth.New(o.oauthConfig(url, cfg.allowHTTP, hc, logger, out))
+	o.ServerURL, o.AllowHTTP, o.HTTPClient, o.Logger, o.Out = url, cfg.allowHTTP, hc, logger, out
+	a, err := oauth.New(o.Config)
 	if err != nil {
 		cleanup()
 		if len(cfg.oauth.given) == 0 && !cfg.demoOAuth {
@@ -386,8 +360,7 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 			loud(stderr, logger, cfg, fmt.Sprintf("OAuth sign-in is unavailable (%v); a server that asks for it will be refused", err))
 			return nil, func() {}, 0
 		}
-		fmt.Fprintf(stderr, "mcp-tasks-proxy: %v\n", err)
-		return nil, nil, 1
+		return nil, nil, fail(stderr, 1, "%v", err)
 	}
 	return a, func() { _ = a.Close(); cleanup() }, 0
 }
@@ -421,41 +394,23 @@ func stdioGC(getenv func(string) string) (gogc, memLimit string) {
 	return gogc, memLimit
 }
 
-// startCPUProfile profiles the process until the returned func runs.
-func startCPUProfile(path string) (func(), error) {
-	f, err := safefile.OpenWrite(path, safefile.Truncate)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
-}
-
 // traceFlushGrace bounds the final flush of the trace: a reader that stopped
 // reading must not hold the exit past its 5 s budget.
 const traceFlushGrace = time.Second
 
 // closeTrace flushes the trace and reports what was lost.
 func closeTrace(tw *trace.Writer, logger *zap.Logger) {
-	type result struct {
-		dropped int64
-		err     error
-	}
-	done := make(chan result, 1)
+	var dropped int64
+	var err error
+	done := make(chan struct{})
 	go func() {
-		d, err := tw.Close()
-		done <- result{d, err}
+		dropped, err = tw.Close()
+		close(done)
 	}()
 	select {
-	case r := <-done:
-		if r.dropped > 0 || r.err != nil {
-			logger.Warn("trace incomplete: records were dropped because the trace could not keep up, or writing failed", zap.Int64("dropped", r.dropped), zap.Error(r.err))
+	case <-done:
+		if dropped > 0 || err != nil {
+			logger.Warn("trace incomplete: records were dropped because the trace could not keep up, or writing failed", zap.Int64("dropped", dropped), zap.Error(err))
 		}
 	case <-time.After(traceFlushGrace):
 		logger.Warn("trace incomplete: records were dropped because the trace's reader stopped reading", zap.Int64("dropped", tw.Dropped()), zap.Duration("waited", traceFlushGrace))
@@ -476,9 +431,9 @@ func loud(stderr io.Writer, logger *zap.Logger, cfg *config, msg string) {
 	}
 }
 
-// isTerminal reports whether w is a character device (colour output).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether v is a character device (colour output).
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
 	if !ok {
 		return false
 	}

@@ -57,11 +57,6 @@ func TestParseArgsOAuthFlags(t *testing.T) {
 	if c.oauthOff || len(o.given) != 11 {
 		t.Errorf("oauthOff %v, given %q", c.oauthOff, o.given)
 	}
-	cfg := o.oauthConfig(testURL, true, nil, nil, nil)
-	if cfg.ServerURL != testURL || cfg.StoreDir != "/tmp/store" || cfg.CallbackPort != 33418 || cfg.AuthTimeout != 30*time.Second ||
-		!cfg.AllowHTTP || !cfg.NoBrowser || cfg.Scope != "read write" || cfg.Resource != "https://mcp.example.com" {
-		t.Errorf("oauth.Config %+v", cfg)
-	}
 
 	// Defaults.
 	c, err = parseArgs([]string{testURL}, env())
@@ -366,7 +361,16 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 	noSecret("auth status", r.stdout+r.stderr)
 
 	r = runBounded(t, []string{"auth", "status", "--json", "--oauth-store", store, url}, strings.NewReader(""), env())
-	var st statusJSON
+	var st struct { // what auth status --json prints
+		SignedIn     bool     `json:"signedIn"`
+		Issuer       string   `json:"issuer"`
+		ClientID     string   `json:"clientId"`
+		ClientSource string   `json:"clientSource"`
+		StoreFile    string   `json:"storeFile"`
+		Scopes       []string `json:"scopes"`
+		Expiry       string   `json:"expiry"`
+		Refreshable  bool     `json:"refreshable"`
+	}
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 {
 		t.Fatalf("auth status --json: exit %d %q (%v)", r.code, r.stdout, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -105,22 +104,13 @@ func jsonFlag(flagName, v string) ([]byte, error) {
 // jsonProblem says what is wrong with JSON without quoting it (it may hold
 // a client secret).
 func jsonProblem(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		return "a JSON " + te.Value + ", not an object"
 	}
 	return "invalid JSON"
-}
-
-// oauthConfig is the oauth.Config for serverURL under these flags.
-func (o *oauthFlags) oauthConfig(serverURL string, allowHTTP bool, hc *http.Client, logger *zap.Logger, out io.Writer) oauth.Config {
-	cfg := o.Config
-	cfg.ServerURL, cfg.AllowHTTP, cfg.HTTPClient, cfg.Logger, cfg.Out = serverURL, allowHTTP, hc, logger, out
-	return cfg
 }
 
 // oauthHTTPClient carries the authorization server's traffic with the
@@ -138,9 +128,6 @@ func oauthHTTPClient(caPEM []byte, insecure bool, connectTimeout time.Duration) 
 		}
 		tlsCfg.RootCAs = pool
 	}
-	if connectTimeout <= 0 {
-		connectTimeout = 10 * time.Second
-	}
 	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 	return &http.Client{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -157,15 +144,13 @@ func oauthHTTPClient(caPEM []byte, insecure bool, connectTimeout time.Duration) 
 // sign-in address and what to do): stderr always, since that is what hosts
 // show, even with --log-file; with --log-file they are logged too, so the
 // log tells the whole story. Never stdout, which carries only JSON-RPC.
+// The OAuth client writes its lines one at a time.
 type userLines struct {
-	mu     sync.Mutex
 	stderr io.Writer
 	logger *zap.Logger // nil: stderr is the log already
 }
 
 func (u *userLines) Write(p []byte) (int, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
 	n, err := u.stderr.Write(p)
 	if u.logger != nil {
 		if msg := strings.Join(strings.Fields(string(p)), " "); msg != "" {

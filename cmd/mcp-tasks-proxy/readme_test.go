@@ -211,7 +211,6 @@ func TestMarkdownFlagsRow(t *testing.T) {
 		{flagDoc{Name: "on", Help: "a switch"}, boolFlag(func(c *opts) *bool { return &c.on })},
 		{flagDoc{Name: "pattern", Arg: "JSON|@FILE", Default: "the server's", Help: "prose default"},
 			stringFlag(func(c *opts) *string { return &c.pattern }, "")},
-		{flagDoc{Name: "secret", Hidden: true, Help: "never listed"}, boolFlag(func(c *opts) *bool { return &c.on })},
 		{flagDoc{Arg: "URL PORT", Help: "a row that is not a flag"}, nil},
 		helpFlag[opts](func(c *opts) *bool { return &c.help }),
 	}
@@ -229,17 +228,8 @@ func TestMarkdownFlagsRow(t *testing.T) {
 		t.Errorf("markdownFlags:\n%s\nwant:\n%s", got, want)
 	}
 	help := helpFlags([]flagGroup{{Key: "", Title: "Flags:"}}, docs(table))
-	if strings.Contains(help, "secret") || !strings.Contains(help, "\n  --help, -h                print this help and exit\n") {
-		t.Errorf("helpFlags lists a hidden flag, or not --help, -h:\n%s", help)
-	}
-	fs := newTableFlagSet("t", table, &opts{})
-	if nearestFlag(fs, "secre") != "" {
-		t.Error("a hidden flag is suggested by did-you-mean")
-	}
-	for _, w := range flagWords(fs) {
-		if w.name == "secret" {
-			t.Error("a hidden flag is completed")
-		}
+	if !strings.Contains(help, "\n  --help, -h                print this help and exit\n") {
+		t.Errorf("helpFlags does not list --help, -h:\n%s", help)
 	}
 }
 
@@ -280,7 +270,7 @@ func TestHelpWrap(t *testing.T) {
 func TestHelpShowsDefaults(t *testing.T) {
 	check := func(cmd string, rows []flagDoc, fs *flag.FlagSet) {
 		for _, d := range rows {
-			if d.Name == "" || d.Default != "" || d.Action || isBool(fs.Lookup(d.Name)) {
+			if d.Name == "" || d.Default != "" || d.Action || isBool(fs.Lookup(d.Name).Value) {
 				continue
 			}
 			v := parserDefault(fs.Lookup(d.Name))
@@ -549,8 +539,8 @@ func TestSharedAll(t *testing.T) {
 			stringFlag(func(s *serveConfig) *string { return &s.listen }, "127.0.0.1:0")})
 	var s serveConfig
 	fs := newTableFlagSet("serve", table, &s)
-	if s.maxInFlight != bridge.DefaultMaxInFlight || s.listen != "127.0.0.1:0" {
-		t.Errorf("defaults: max-in-flight %d, listen %q", s.maxInFlight, s.listen)
+	if s.sess.MaxInFlight != bridge.DefaultMaxInFlight || s.listen != "127.0.0.1:0" {
+		t.Errorf("defaults: max-in-flight %d, listen %q", s.sess.MaxInFlight, s.listen)
 	}
 	if _, err := parseInterspersed(fs, []string{"--listen", ":8080", "--log-level", "info", "--header", "X-A: b", "-h"}); err != nil {
 		t.Fatal(err)
@@ -581,7 +571,7 @@ func defaultText(d flagDoc, fs *flag.FlagSet) string {
 		return ""
 	}
 	f := fs.Lookup(d.Name)
-	if isBool(f) {
+	if isBool(f.Value) {
 		if f.DefValue == "false" {
 			return "off"
 		}
@@ -636,9 +626,6 @@ func markdownFlags(rows []flagDoc, fs *flag.FlagSet) string {
 	var b strings.Builder
 	b.WriteString("| flag | default | what it does |\n|---|---|---|\n")
 	for _, d := range rows {
-		if d.Hidden {
-			continue
-		}
 		var names []string
 		if d.Name == "" {
 			names = []string{d.Arg}

@@ -44,22 +44,16 @@ Examples:
     mcp-tasks-proxy rewrite --down --task-augmented --id 1
 `
 
-// rewriteOpts are rewrite's flags.
-type rewriteOpts struct {
-	up, down, augmented, help                        bool
-	caps, info, level, discover, method, id, isError string
-}
-
 // rewriteFlagSet is rewrite's flag set (also read by completion).
-func rewriteFlagSet() (*flag.FlagSet, *rewriteOpts) {
+func rewriteFlagSet() (*flag.FlagSet, *rewriter) {
 	fs := flag.NewFlagSet("rewrite", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	o := &rewriteOpts{}
+	o := &rewriter{}
 	for name, p := range map[string]*bool{"up": &o.up, "down": &o.down, "task-augmented": &o.augmented, "help": &o.help, "h": &o.help} {
 		fs.BoolVar(p, name, false, "")
 	}
-	for name, p := range map[string]*string{"client-caps": &o.caps, "client-info": &o.info, "log-level": &o.level,
+	for name, p := range map[string]*string{"client-caps": &o.capsFlag, "client-info": &o.info, "log-level": &o.level,
 		"discover": &o.discover, "method": &o.method, "id": &o.id, "task-iserror": &o.isError} {
 		fs.StringVar(p, name, rewriteDefaults[name], "")
 	}
@@ -71,7 +65,7 @@ var rewriteDefaults = map[string]string{"client-caps": "{}", "client-info": `{"n
 
 // rewriteCommand runs `mcp-tasks-proxy rewrite`.
 func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, _ func(string) string) int {
-	fs, o := rewriteFlagSet()
+	fs, r := rewriteFlagSet()
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "mcp-tasks-proxy rewrite: "+format+"\n", a...)
 		return 2
@@ -79,17 +73,17 @@ func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, _ 
 	if err := fs.Parse(args); err != nil {
 		return fail("%s", flagProblem(err, fs, "mcp-tasks-proxy rewrite --help"))
 	}
-	if o.help {
+	if r.help {
 		fmt.Fprint(stdout, rewriteHelp)
 		return 0
 	}
 	if fs.NArg() > 0 {
 		return fail("unexpected argument %q: the frames come on stdin; run mcp-tasks-proxy rewrite --help", fs.Arg(0))
 	}
-	if o.up == o.down {
+	if r.up == r.down {
 		return fail("give exactly one of --up and --down")
 	}
-	values := map[string]*string{"--client-caps": &o.caps, "--client-info": &o.info, "--discover": &o.discover}
+	values := map[string]*string{"--client-caps": &r.capsFlag, "--client-info": &r.info, "--discover": &r.discover}
 	for name, v := range values {
 		b, err := jsonFlag(name, *v) // JSON, or @FILE holding it
 		switch {
@@ -100,21 +94,12 @@ func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, _ 
 		}
 		*v = string(rewrite.TrimFrame(b))
 	}
-	if o.id != "" && !gjson.Valid(o.id) {
-		return fail("--id %s is not a JSON value (a string id needs quotes: --id '\"abc\"')", o.id)
+	if r.id != "" && !gjson.Valid(r.id) {
+		return fail("--id %s is not a JSON value (a string id needs quotes: --id '\"abc\"')", r.id)
 	}
-	r := rewriter{
-		out:       bufio.NewWriter(stdout),
-		caps:      capabilities.ClientCapabilities([]byte(o.caps)),
-		info:      []byte(o.info),
-		level:     o.level,
-		discover:  []byte(o.discover),
-		method:    o.method,
-		id:        []byte(o.id),
-		augmented: o.augmented,
-		tasks:     rewrite.TaskOptions{IsErrorFailed: o.isError == "failed"},
-	}
-	r.meta = capabilities.Meta(r.caps, r.info, r.level)
+	r.out, r.caps = bufio.NewWriter(stdout), capabilities.ClientCapabilities([]byte(r.capsFlag))
+	r.tasks = rewrite.TaskOptions{IsErrorFailed: r.isError == "failed"}
+	r.meta = capabilities.Meta(r.caps, []byte(r.info), r.level)
 	defer r.out.Flush()
 	lr := bufio.NewReaderSize(stdin, 1<<20)
 	for n := 1; ; n++ {
@@ -123,8 +108,8 @@ func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, _ 
 			if n > 1 {
 				fmt.Fprintln(r.out)
 			}
-			if o.up {
-				r.up(t)
+			if r.up {
+				r.upFrame(t)
 			} else {
 				r.downFrame(t)
 			}
@@ -135,18 +120,16 @@ func rewriteCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, _ 
 	}
 }
 
+// rewriter is rewrite's command line, and what the frames it has read
+// have changed of it, as in a session.
 type rewriter struct {
-	out       *bufio.Writer
-	caps      []byte // mapped client capabilities
-	info      []byte
-	level     string
-	meta      rewrite.MetaBlock
-	discover  []byte
-	method    string
-	id        []byte
-	augmented bool
-	tasks     rewrite.TaskOptions
-	upID      int64
+	up, down, augmented, help                            bool
+	capsFlag, info, level, discover, method, id, isError string
+	out                                                  *bufio.Writer
+	caps                                                 []byte // mapped client capabilities
+	meta                                                 rewrite.MetaBlock
+	tasks                                                rewrite.TaskOptions
+	upID                                                 int64
 }
 
 func (r *rewriter) mint() []byte {
@@ -164,7 +147,7 @@ func (r *rewriter) post(body []byte) {
 	fmt.Fprintf(r.out, "\n%s\n", body)
 }
 
-func (r *rewriter) up(line []byte) {
+func (r *rewriter) upFrame(line []byte) {
 	f, err := rewrite.Parse(line)
 	if err != nil {
 		fmt.Fprintf(r.out, "→ client (error): %s\n", rewrite.ErrorFrame([]byte(f.ID.Raw), rewrite.Code(err), err.Error(), nil))
@@ -181,7 +164,7 @@ func (r *rewriter) up(line []byte) {
 	case local == protocol.LocalAnswer:
 		if f.Method == "logging/setLevel" {
 			r.level = f.Params.Get("level").String()
-			r.meta = capabilities.Meta(r.caps, r.info, r.level)
+			r.meta = capabilities.Meta(r.caps, []byte(r.info), r.level)
 		}
 		fmt.Fprintf(r.out, "answered locally: %s\n", rewrite.ResultFrame(id, []byte(`{}`)))
 	case local == protocol.LocalInitialize:
@@ -189,12 +172,12 @@ func (r *rewriter) up(line []byte) {
 		// as in a session; the log level carries over.
 		r.caps = capabilities.ClientCapabilities([]byte(f.Params.Get("capabilities").Raw))
 		if ci := f.Params.Get("clientInfo"); ci.IsObject() {
-			r.info = []byte(ci.Raw)
+			r.info = ci.Raw
 		}
-		r.meta = capabilities.Meta(r.caps, r.info, r.level)
+		r.meta = capabilities.Meta(r.caps, []byte(r.info), r.level)
 		r.post(capabilities.DiscoverBody(r.mint(), r.meta))
 		if len(r.discover) > 0 {
-			res := capabilities.InitializeResult(r.discover, capabilities.InitializeOptions{
+			res := capabilities.InitializeResult([]byte(r.discover), capabilities.InitializeOptions{
 				RequestedVersion: f.Params.Get("protocolVersion").String(), Tasks: true, Subscriptions: true})
 			fmt.Fprintf(r.out, "answered locally from the DiscoverResult: %s\n", rewrite.ResultFrame(id, res))
 		}
@@ -226,11 +209,11 @@ func (r *rewriter) downFrame(line []byte) {
 		fmt.Fprintf(r.out, "→ client: %s\n", f.Raw)
 		return
 	}
-	id := r.id
+	id := []byte(r.id)
 	if len(id) == 0 {
 		id = []byte(f.ID.Raw)
 	}
-	tasks := gjson.GetBytes(r.discover, "capabilities.extensions."+gjson.Escape(protocol.TasksExtension)).Exists()
+	tasks := gjson.Get(r.discover, "capabilities.extensions."+gjson.Escape(protocol.TasksExtension)).Exists()
 	d, err := rewrite.ResponseDown(&f, rewrite.Down{ID: id, Method: r.method, TaskSupport: tasks})
 	if err != nil {
 		fmt.Fprintf(r.out, "invalid upstream result: %v\n", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -25,16 +26,10 @@ import (
 // the sessions, and serve's own.
 type serveConfig struct {
 	config
-	listen             string
-	allowOrigins       stringList
-	authTokenFile      string
-	sessionIdleTimeout time.Duration
-	maxSessions        int
-	sessionPrefix      string
-	eventLogBytes      int
-	readTimeout        time.Duration
-	maxBodyMemory      int    // 0: serve.DefaultBodyMemory of --max-message-size
-	token              string // read from authTokenFile
+	srv           serve.Config // what serve's flags set; Token is read from authTokenFile
+	listen        string
+	authTokenFile string
+	maxBodyMemory int // 0: serve.DefaultBodyMemory of --max-message-size
 }
 
 // DefaultListen is --listen's default.
@@ -58,7 +53,7 @@ var serveOwnFlags = []flagSpec[serveConfig]{
 	{flagDoc{Name: "allow-origin", Arg: "ORIGIN", Group: groupServe,
 		Help: "also accept requests from this browser origin (scheme://host[:port]), and its host in the Host header; repeatable; loopback origins are always accepted, others get 403",
 		Doc:  "also accept requests from this browser origin (`scheme://host[:port]`), and its host in the `Host` header; repeatable. Loopback origins are always accepted; any other `Origin` gets 403 (DNS-rebinding protection)"},
-		valueFlag(func(c *serveConfig) flag.Value { return &c.allowOrigins })},
+		valueFlag(func(c *serveConfig) flag.Value { return (*stringList)(&c.srv.AllowOrigins) })},
 	{flagDoc{Name: "auth-token-file", Arg: "PATH", Group: groupServe, Path: true,
 		Help: "every request must carry Authorization: Bearer TOKEN, the first line of PATH, or get 401 (/healthz stays open); required to listen beyond loopback",
 		Doc:  "every request must carry `Authorization: Bearer TOKEN`, with the first line of the file as TOKEN, or get 401 (`/healthz` stays open, for balancers); required to listen beyond loopback"},
@@ -66,7 +61,7 @@ var serveOwnFlags = []flagSpec[serveConfig]{
 	{flagDoc{Name: "read-timeout", Arg: "D", Group: groupServe,
 		Help: "a client must send a request's headers within D, then its body within D, or the connection is closed (a late body gets 408); raise it for large messages over a slow link (default 1m)",
 		Doc:  "a client must send a request's headers within D, then its body within D, or its connection is closed (a body that is late gets 408 first); before and after `--auth-token-file`'s check. Raise it for large messages over a slow link. An idle keep-alive connection is closed after 2m; SSE answers are not bounded by it"},
-		durationFlag(func(c *serveConfig) *time.Duration { return &c.readTimeout }, serve.DefaultReadTimeout, false)},
+		durationFlag(func(c *serveConfig) *time.Duration { return &c.srv.ReadTimeout }, serve.DefaultReadTimeout, false)},
 	{flagDoc{Name: "max-body-memory", Arg: "SIZE", Group: groupServe, Default: "4 × --max-message-size",
 		Help: "most memory the request bodies in progress may hold at once, across every client; a body that would take more gets 503 with Retry-After (default 4 × --max-message-size, 512MiB)",
 		Doc:  "the most memory the request bodies in progress may hold at once, across every client (a body's memory grows with the bytes that arrive, whatever its `Content-Length` says); a body that would take more gets 503 with `Retry-After`. At least `--max-message-size`"},
@@ -74,21 +69,21 @@ var serveOwnFlags = []flagSpec[serveConfig]{
 	{flagDoc{Name: "session-idle-timeout", Arg: "D", Group: groupServe,
 		Help: "end a client session that has no request open for D (default 30m)",
 		Doc:  "end a client session that has had no HTTP request open for D; its client gets 404 and initializes again"},
-		durationFlag(func(c *serveConfig) *time.Duration { return &c.sessionIdleTimeout }, serve.DefaultIdleTimeout, false)},
+		durationFlag(func(c *serveConfig) *time.Duration { return &c.srv.IdleTimeout }, serve.DefaultIdleTimeout, false)},
 	{flagDoc{Name: "max-sessions", Arg: "N", Group: groupServe,
 		Help: "most client sessions at once; one more initialize gets 503 with Retry-After (default 256)",
 		Doc:  "the most client sessions at once; one more `initialize` gets 503 with `Retry-After`"},
-		intFlag(func(c *serveConfig) *int { return &c.maxSessions }, serve.DefaultMaxSessions)},
+		intFlag(func(c *serveConfig) *int { return &c.srv.MaxSessions }, serve.DefaultMaxSessions)},
 	{flagDoc{Name: "session-id-prefix", Arg: "NAME", Group: groupServe,
 		Help: "start every Mcp-Session-Id with NAME. (letters, digits, - and _), so that a balancer can route each session to the replica that made it",
 		Doc:  "start every `Mcp-Session-Id` with `NAME.` (letters, digits, `-` and `_`), so that a balancer can send each session to the replica that made it (see [Serve mode](#serve-mode))"},
-		stringFlag(func(c *serveConfig) *string { return &c.sessionPrefix }, "")},
+		stringFlag(func(c *serveConfig) *string { return &c.srv.SessionPrefix }, "")},
 	{flagDoc{Name: "event-log-bytes", Arg: "SIZE", Group: groupServe,
 		Help: "what each session keeps of its GET stream for a client that resumes it with Last-Event-ID (default 1MiB); past it the oldest events are dropped",
 		Doc:  "what each session keeps of its GET stream for a client that resumes it with `Last-Event-ID` (`512KiB`, `4MiB`); past it the oldest events are dropped, and a resume from before them gets what was kept, after an SSE comment saying so"},
 		func(fs *flag.FlagSet, name string, c *serveConfig) {
-			c.eventLogBytes = serve.DefaultEventLogBytes
-			fs.Var(byteSize{&c.eventLogBytes}, name, "")
+			c.srv.EventLogBytes = serve.DefaultEventLogBytes
+			fs.Var(byteSize{&c.srv.EventLogBytes}, name, "")
 		}},
 }
 
@@ -196,23 +191,23 @@ func (c *serveConfig) check() error {
 	if err != nil {
 		return usagef("--listen %q: use HOST:PORT, such as 127.0.0.1:8931, or 0.0.0.0:8931 for every interface", c.listen)
 	}
-	if c.maxSessions < 1 {
+	if c.srv.MaxSessions < 1 {
 		return usagef("--max-sessions must be at least 1")
 	}
-	if c.sessionIdleTimeout <= 0 {
+	if c.srv.IdleTimeout <= 0 {
 		return usagef("--session-idle-timeout must be a positive duration such as 30m")
 	}
 	switch {
 	case c.maxBodyMemory == 0:
-		c.maxBodyMemory = int(min(serve.DefaultBodyMemory(c.maxMessage), math.MaxInt))
-	case c.maxBodyMemory < c.maxMessage:
+		c.maxBodyMemory = int(min(serve.DefaultBodyMemory(c.sess.MaxMessageBytes), math.MaxInt))
+	case c.maxBodyMemory < c.sess.MaxMessageBytes:
 		return usagef("--max-body-memory (%d bytes) is less than --max-message-size (%d bytes): a message that large could never be read; raise --max-body-memory or lower --max-message-size",
-			c.maxBodyMemory, c.maxMessage)
+			c.maxBodyMemory, c.sess.MaxMessageBytes)
 	}
-	if !sessionPrefix.MatchString(c.sessionPrefix) {
-		return usagef("--session-id-prefix %q: use 1 to 32 letters, digits, - or _", c.sessionPrefix)
+	if !sessionPrefix.MatchString(c.srv.SessionPrefix) {
+		return usagef("--session-id-prefix %q: use 1 to 32 letters, digits, - or _", c.srv.SessionPrefix)
 	}
-	for _, o := range c.allowOrigins {
+	for _, o := range c.srv.AllowOrigins {
 		if _, _, ok := serve.NormalizeOrigin(o); !ok {
 			return usagef("--allow-origin %q: use an origin, scheme://host[:port], such as https://app.example.com", o)
 		}
@@ -223,17 +218,13 @@ func (c *serveConfig) check() error {
 			return usagef("--auth-token-file: %v", err)
 		}
 		first, _, _ := strings.Cut(string(b), "\n")
-		c.token = strings.TrimSpace(first)
-		if c.token == "" {
+		c.srv.Token = strings.TrimSpace(first)
+		if c.srv.Token == "" {
 			return usagef("--auth-token-file %s: its first line is empty; put the token there", c.authTokenFile)
 		}
 	}
-	if c.token == "" && !serve.IsLoopbackListen(c.listen) {
-		where := host
-		if where == "" {
-			where = "every interface"
-		}
-		return usagef("--listen %s binds %s, beyond this machine: pass --auth-token-file FILE so that only clients with the token get in, or listen on 127.0.0.1", c.listen, where)
+	if c.srv.Token == "" && !serve.IsLoopbackListen(c.listen) {
+		return usagef("--listen %s binds %s, beyond this machine: pass --auth-token-file FILE so that only clients with the token get in, or listen on 127.0.0.1", c.listen, cmp.Or(host, "every interface"))
 	}
 	return nil
 }
@@ -255,18 +246,17 @@ func runServe(ctx context.Context, c *serveConfig, stderr io.Writer, getenv func
 	}
 	// A loopback name is resolved by the system, which may send it beyond
 	// this machine: without a token, what was bound must be loopback.
-	if tcp, ok := ln.Addr().(*net.TCPAddr); c.token == "" && (!ok || !tcp.IP.IsLoopback()) {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); c.srv.Token == "" && (!ok || !tcp.IP.IsLoopback()) {
 		ln.Close()
 		fmt.Fprintf(stderr, "mcp-tasks-proxy serve: --listen %s bound %s, which is not loopback: pass --auth-token-file FILE, or listen on 127.0.0.1\n", c.listen, ln.Addr())
 		return 2
 	}
-	host, _, _ := net.SplitHostPort(c.listen)
-	srv := serve.New(serve.Config{Bridge: bcfg, Logger: logger, ListenHost: host, AllowOrigins: c.allowOrigins, EventLogBytes: c.eventLogBytes, Version: versionString(),
-		Token: c.token, IdleTimeout: c.sessionIdleTimeout, MaxSessions: c.maxSessions, SessionPrefix: c.sessionPrefix,
-		ReadTimeout: c.readTimeout, MaxBodyMemory: int64(c.maxBodyMemory)})
+	c.srv.Bridge, c.srv.Logger, c.srv.Version, c.srv.MaxBodyMemory = bcfg, logger, versionString(), int64(c.maxBodyMemory)
+	c.srv.ListenHost, _, _ = net.SplitHostPort(c.listen)
+	srv := serve.New(c.srv)
 	// No ReadTimeout: srv bounds each body itself, so that a refusal does
 	// not wait for a body (serve/conn.go).
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: c.readTimeout, IdleTimeout: serve.ConnIdleTimeout, ErrorLog: zap.NewStdLog(logger)}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: c.srv.ReadTimeout, IdleTimeout: serve.ConnIdleTimeout, ErrorLog: zap.NewStdLog(logger)}
 	logger.Info("mcp-tasks-proxy serve started", zap.String("version", versionString()), zap.String("url", client.URL()), zap.String("listen", ln.Addr().String()))
 	fmt.Fprintf(stderr, "listening on http://%s%s\n", ln.Addr().String(), serve.Path)
 	probed := make(chan struct{})

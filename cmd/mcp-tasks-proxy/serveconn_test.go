@@ -17,15 +17,15 @@ func TestServeConnFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.readTimeout != serve.DefaultReadTimeout || int64(c.maxBodyMemory) != serve.DefaultBodyMemory(c.maxMessage) || c.maxBodyMemory != 512<<20 {
-		t.Errorf("defaults: --read-timeout %v, --max-body-memory %d; want %v and 512MiB", c.readTimeout, c.maxBodyMemory, serve.DefaultReadTimeout)
+	if c.srv.ReadTimeout != serve.DefaultReadTimeout || int64(c.maxBodyMemory) != serve.DefaultBodyMemory(c.sess.MaxMessageBytes) || c.maxBodyMemory != 512<<20 {
+		t.Errorf("defaults: --read-timeout %v, --max-body-memory %d; want %v and 512MiB", c.srv.ReadTimeout, c.maxBodyMemory, serve.DefaultReadTimeout)
 	}
 	c, err = parseServeArgs([]string{"--demo", "--max-message-size", "1MiB", "--read-timeout", "5s"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.readTimeout != 5*time.Second || c.maxBodyMemory != 4<<20 {
-		t.Errorf("--read-timeout 5s, --max-message-size 1MiB: %v and --max-body-memory %d; want 5s and 4MiB", c.readTimeout, c.maxBodyMemory)
+	if c.srv.ReadTimeout != 5*time.Second || c.maxBodyMemory != 4<<20 {
+		t.Errorf("--read-timeout 5s, --max-message-size 1MiB: %v and --max-body-memory %d; want 5s and 4MiB", c.srv.ReadTimeout, c.maxBodyMemory)
 	}
 	c, err = parseServeArgs([]string{"--demo", "--max-message-size", "1MiB", "--max-body-memory", "1MiB"}, env)
 	if err != nil || c.maxBodyMemory != 1<<20 {

@@ -14,12 +14,12 @@ import (
 // (TestHintsNameFlags checks that the bridge's error names it).
 func TestMaxSubscriptionsFlag(t *testing.T) {
 	c, err := parseArgs([]string{testURL}, env())
-	if err != nil || c.maxSubscriptions != bridge.DefaultMaxSubscriptions {
-		t.Errorf("default: maxSubscriptions %d, %v; want %d", c.maxSubscriptions, err, bridge.DefaultMaxSubscriptions)
+	if err != nil || c.sess.MaxSubscriptions != bridge.DefaultMaxSubscriptions {
+		t.Errorf("default: maxSubscriptions %d, %v; want %d", c.sess.MaxSubscriptions, err, bridge.DefaultMaxSubscriptions)
 	}
 	c, err = parseArgs([]string{"--max-subscriptions", "3", "--no-state", testURL}, env())
-	if err != nil || c.maxSubscriptions != 3 {
-		t.Fatalf("--max-subscriptions 3: %d, %v", c.maxSubscriptions, err)
+	if err != nil || c.sess.MaxSubscriptions != 3 {
+		t.Fatalf("--max-subscriptions 3: %d, %v", c.sess.MaxSubscriptions, err)
 	}
 	bcfg, done, code := sessionConfig(c, testURL, nil, zap.NewNop(), nil, io.Discard)
 	if done != nil {

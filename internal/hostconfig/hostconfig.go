@@ -96,10 +96,7 @@ func (e Entry) object() []byte {
 	out, _ = sjson.SetBytes(out, "command", e.Command)
 	out, _ = sjson.SetBytes(out, "args", e.Args)
 	if len(e.Vars) > 0 {
-		form, env := h.env, []byte(`{}`)
-		if form == "" {
-			form = placeholder
-		}
+		form, env := cmp.Or(h.env, placeholder), []byte(`{}`)
 		for _, v := range e.Vars { // in the order the variables came
 			env, _ = sjson.SetBytes(env, gjson.Escape(v), fmt.Sprintf(form, v))
 		}
@@ -165,10 +162,7 @@ func shellQuote(s string) string {
 // VarNote says where the variables' values go ("" without variables);
 // path is the file written, if any.
 func (e Entry) VarNote(path string) string {
-	vars := strings.Join(e.Vars, ", ")
-	if path == "" {
-		path = "the file"
-	}
+	vars, path := strings.Join(e.Vars, ", "), cmp.Or(path, "the file")
 	switch {
 	case len(e.Vars) == 0:
 		return ""
