@@ -157,7 +157,7 @@ func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) 
 		if d.RelatedTask != "" {
 			relatedTaskInto(e, meta.value, d.RelatedTask)
 		} else {
-			metaGone = stripServerInfo(e, meta.value)
+			metaGone = dropMetaKey(e, meta.value, protocol.MetaServerInfo)
 		}
 	}
 	if out.Rewrites == nil {
@@ -219,21 +219,6 @@ type rewriteError string
 func (e rewriteError) Error() string { return string(e) }
 
 const errResultNotObject = rewriteError(`"result" must be a JSON object`)
-
-// stripServerInfo removes _meta["io.modelcontextprotocol/serverInfo"]. It
-// reports true when the whole _meta should go because nothing else is left.
-func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
-	var buf [8]member
-	ms := members(meta, buf[:0])
-	switch {
-	case !slices.ContainsFunc(ms, func(m member) bool { return m.key.Str == protocol.MetaServerInfo }):
-		return false
-	case len(ms) == 1:
-		return true
-	}
-	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == protocol.MetaServerInfo })
-	return false
-}
 
 // relatedTaskInto puts the related-task member first in a _meta object,
 // dropping serverInfo and any related-task the server sent.
