@@ -1,6 +1,7 @@
 package link
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -304,10 +305,6 @@ func HTTPFailure(url string, id []byte, method string, resp *routing.Response, b
 	default:
 		hint = "the URL may point at a web page rather than an MCP endpoint"
 	}
-	ct := resp.ContentType
-	if ct == "" {
-		ct = "no content type"
-	}
 	kv := []string{"contentType", resp.ContentType}
 	if len(body) > 0 {
 		kv = append(kv, "body", string(capSnippet(body)))
@@ -315,7 +312,7 @@ func HTTPFailure(url string, id []byte, method string, resp *routing.Response, b
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
 		kv = append(kv, "retryAfter", ra)
 	}
-	return rewrite.ErrorFrame(id, protocol.CodeInternalError, fmt.Sprintf("upstream %s answered %s with HTTP %d (%s): %s", url, method, st, ct, hint), ErrorData(url, st, kv...))
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, fmt.Sprintf("upstream %s answered %s with HTTP %d (%s): %s", url, method, st, cmp.Or(resp.ContentType, "no content type"), hint), ErrorData(url, st, kv...))
 }
 
 // InvalidBody is the error for a successful HTTP answer whose body is not a
