@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -242,12 +243,7 @@ func (p *passthrough) forward(ctx context.Context, c *link.Call, f *rewrite.Fram
 // the log level and the resource subscriptions, once the server accepted
 // them. Other answers are not looked at (a large result is not scanned).
 func (p *passthrough) remember(f *rewrite.Frame, answer []byte) {
-	switch f.Method {
-	case "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
-	default:
-		return
-	}
-	if answer == nil || gjson.GetBytes(answer, "error").Exists() {
+	if !slices.Contains([]string{"logging/setLevel", "resources/subscribe", "resources/unsubscribe"}, f.Method) || answer == nil || gjson.GetBytes(answer, "error").Exists() {
 		return
 	}
 	p.mu.Lock()
