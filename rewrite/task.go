@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"time"
@@ -121,15 +122,9 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	status, msg := t.Status, t.StatusMessage
 	switch {
 	case ov.Status != "":
-		status = ov.Status
-		if ov.StatusMessage != "" {
-			msg = ov.StatusMessage
-		}
+		status, msg = ov.Status, cmp.Or(ov.StatusMessage, msg)
 	case t.IsError() && o.IsErrorFailed:
-		status = StatusFailed
-		if msg == "" {
-			msg = "Tool execution returned isError: true"
-		}
+		status, msg = StatusFailed, cmp.Or(msg, "Tool execution returned isError: true")
 	case status == StatusFailed && msg == "":
 		msg = t.Error.Get("message").String()
 	}
@@ -139,15 +134,8 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	if msg != "" {
 		b = AppendString(append(b, `,"statusMessage":`...), msg)
 	}
-	updated := t.obj.Get("lastUpdatedAt").String()
-	if ov.LastUpdatedAt != "" {
-		updated = ov.LastUpdatedAt
-	}
-	created := t.obj.Get("createdAt").String()
-	if created == "" {
-		created = updated
-	}
-	b = AppendString(append(b, `,"createdAt":`...), created)
+	updated := cmp.Or(ov.LastUpdatedAt, t.obj.Get("lastUpdatedAt").String())
+	b = AppendString(append(b, `,"createdAt":`...), cmp.Or(t.obj.Get("createdAt").String(), updated))
 	b = AppendString(append(b, `,"lastUpdatedAt":`...), updated)
 	b = appendTTL(append(b, `,"ttl":`...), t.obj, o.TTLSeconds)
 	if _, ok := nonNegative(t.PollInterval); ok {

@@ -266,15 +266,14 @@ func (c *Client) do(ctx context.Context, target, method string, body []byte, set
 		return resp, err
 	}
 	again, err := c.auth.Retry(ctx, resp.Status, resp.Header, authz)
-	if err != nil || !again {
-		if err != nil {
-			resp.discard()
-			return nil, c.authError(err)
-		}
+	if err == nil && !again {
 		return resp, nil // the refusal, for the caller to report
 	}
 	resp.discard()
-	if authz, err = c.auth.Authorization(ctx); err != nil {
+	if err == nil {
+		authz, err = c.auth.Authorization(ctx)
+	}
+	if err != nil {
 		return nil, c.authError(err)
 	}
 	return c.send(ctx, target, method, body, set, authz) // a second refusal goes to the caller as it is

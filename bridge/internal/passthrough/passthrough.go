@@ -23,6 +23,7 @@
 package passthrough
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -462,10 +463,7 @@ func (p *passthrough) poster(session context.Context) {
 // has no one left to read it.
 func (p *passthrough) send(ctx context.Context, j clientPost) {
 	s := p.s
-	what := j.method
-	if what == "" {
-		what = "an answer to a server request"
-	}
+	what := cmp.Or(j.method, "an answer to a server request")
 	if _, ok := p.car.wait(ctx, nil); !ok {
 		if ctx.Err() == nil {
 			s.Warn("the upstream connection is down; a client message was dropped", zap.String("message", what))
