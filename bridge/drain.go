@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -46,10 +47,7 @@ func (s *Session) drain(ctx context.Context) {
 	case <-bound.C:
 	}
 	s.mu.Lock()
-	left := make([]*link.Call, 0, len(s.inflight))
-	for _, c := range s.inflight {
-		left = append(left, c)
-	}
+	left := slices.Collect(maps.Values(s.inflight))
 	s.mu.Unlock()
 	slices.SortFunc(left, func(a, b *link.Call) int { return a.Start.Compare(b.Start) })
 	grace := time.NewTimer(drainSendGrace)

@@ -155,7 +155,7 @@ func New(cfg Config) *Session {
 	e := link.NewEnv(cfg)
 	s := &Session{
 		env:      e,
-		queue:    newPending(cfg.MaxInFlight, cfg.MaxQueued, cfg.MaxMessageBytes),
+		queue:    &pending{maxRunning: cfg.MaxInFlight, maxCalls: cfg.MaxQueued, maxBytes: cfg.MaxMessageBytes},
 		stopped:  make(chan struct{}),
 		inflight: make(map[string]*link.Call),
 	}

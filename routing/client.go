@@ -210,12 +210,10 @@ func (e *TransportError) Error() string {
 func (e *TransportError) Unwrap() error { return e.Err }
 
 func rootCause(err error) error {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Err != nil {
 		return op.Err
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) && ue.Err != nil {
+	if ue, ok := errors.AsType[*url.Error](err); ok && ue.Err != nil {
 		return ue.Err
 	}
 	return err

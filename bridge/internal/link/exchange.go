@@ -193,10 +193,9 @@ func (e *Env) TransportError(id []byte, method string, err error) []byte {
 
 // transportError is TransportError and whether the exchange may be retried.
 func (e *Env) transportError(id []byte, method string, err error) ([]byte, RetryKind) {
-	var te *routing.TransportError
 	msg := fmt.Sprintf("the request %s to the upstream server failed: %v", method, err)
 	cause, again := "network", RetryBroken
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*routing.TransportError](err); ok {
 		switch te.Kind {
 		case routing.KindDial:
 			cause, again = "connect", RetryDial
