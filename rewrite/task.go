@@ -83,7 +83,11 @@ func ReadTask(obj gjson.Result) Task {
 	if !IsTerminal(t.Status) && t.Status != StatusInputRequired {
 		t.Status = StatusWorking
 	}
-	t.PollInterval = firstOf(obj, "pollIntervalMs", "pollIntervalMilliseconds", "pollInterval")
+	for _, k := range [...]string{"pollIntervalMs", "pollIntervalMilliseconds", "pollInterval"} {
+		if t.PollInterval = obj.Get(k); t.PollInterval.Exists() {
+			break
+		}
+	}
 	return t
 }
 
@@ -193,15 +197,6 @@ func TTLMillis(v gjson.Result, seconds bool) (int64, bool) {
 // nonNegative is v's number when it is one and not negative (nor NaN).
 func nonNegative(v gjson.Result) (float64, bool) {
 	return v.Num, v.Type == gjson.Number && v.Num >= 0 && !math.IsNaN(v.Num)
-}
-
-func firstOf(obj gjson.Result, keys ...string) gjson.Result {
-	for _, k := range keys {
-		if v := obj.Get(k); v.Exists() {
-			return v
-		}
-	}
-	return gjson.Result{}
 }
 
 // Poll interval bounds: a server's pollIntervalMs, whatever it is, is held
