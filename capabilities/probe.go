@@ -95,11 +95,9 @@ func (p *Prober) retrying(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 		if !v.transport || try >= probeRetries || ctx.Err() != nil {
 			return v
 		}
-		t := time.NewTimer(backoff)
 		select {
-		case <-t.C:
+		case <-time.After(backoff):
 		case <-ctx.Done():
-			t.Stop()
 			return v
 		}
 		backoff *= 2

@@ -258,14 +258,12 @@ func (t *sseCarrier) wait(ctx context.Context, c *link.Call) ([]byte, bool) {
 		return nil, true
 	default:
 	}
-	timer := time.NewTimer(t.s.Cfg.DiscoverTimeout)
-	defer timer.Stop()
 	select {
 	case <-up:
 		return nil, true
 	case <-ctx.Done():
 		return nil, false
-	case <-timer.C:
+	case <-time.After(t.s.Cfg.DiscoverTimeout):
 	}
 	if c == nil {
 		return nil, false
