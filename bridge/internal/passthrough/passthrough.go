@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -622,10 +623,7 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	}
 	oldVersion := p.sess.Version()
 	initialized, level := p.initialized, p.level
-	subs := make([]string, 0, len(p.subs))
-	for u := range p.subs {
-		subs = append(subs, u)
-	}
+	subs := slices.Collect(maps.Keys(p.subs))
 	p.mu.Unlock()
 	s := p.s
 	op := "reinit-" + strconv.Itoa(gen) // generations count from 1: the first re-initialization is reinit-1
