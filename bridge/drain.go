@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -36,24 +37,18 @@ func (s *Session) drain(ctx context.Context) {
 	if n > 0 {
 		s.env.Info("end of input: answering the requests already read", zap.Int("requests", n), zap.Duration("drainTimeout", s.env.Cfg.DrainTimeout))
 	}
-	bound := time.NewTimer(s.env.Cfg.DrainTimeout)
-	defer bound.Stop()
 	select {
 	case <-wait:
 		return
 	case <-ctx.Done():
 		return
-	case <-bound.C:
+	case <-time.After(s.env.Cfg.DrainTimeout):
 	}
 	s.mu.Lock()
-	left := make([]*link.Call, 0, len(s.inflight))
-	for _, c := range s.inflight {
-		left = append(left, c)
-	}
+	left := slices.Collect(maps.Values(s.inflight))
 	s.mu.Unlock()
 	slices.SortFunc(left, func(a, b *link.Call) int { return a.Start.Compare(b.Start) })
-	grace := time.NewTimer(drainSendGrace)
-	defer grace.Stop()
+	grace := time.After(drainSendGrace)
 	for _, c := range left {
 		if c.Cancelled.Load() || !c.Answered.CompareAndSwap(false, true) {
 			continue
@@ -66,7 +61,7 @@ func (s *Session) drain(ctx context.Context) {
 		case s.env.Out <- Out{Frame: frame, Op: c.Op, Stream: c.Stream, Final: true}:
 		case <-ctx.Done():
 			return
-		case <-grace.C:
+		case <-grace:
 			s.env.Warn("the client is not reading its answers; the remaining drain answers are dropped")
 			return
 		}

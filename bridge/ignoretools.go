@@ -67,8 +67,7 @@ func (s *Session) hideIgnored(frame []byte) []byte {
 	if !tools.IsArray() {
 		return frame
 	}
-	kept := make([]byte, 0, len(tools.Raw))
-	kept = append(kept, '[')
+	kept := append(make([]byte, 0, len(tools.Raw)), '[')
 	hidden := 0
 	tools.ForEach(func(_, t gjson.Result) bool {
 		if name := t.Get("name"); name.Type == gjson.String && s.ignoredBy(name.Str) != "" {

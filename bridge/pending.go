@@ -25,10 +25,6 @@ type pending struct {
 	maxRunning, maxCalls, maxBytes int
 }
 
-func newPending(maxRunning, maxCalls, maxBytes int) *pending {
-	return &pending{maxRunning: maxRunning, maxCalls: maxCalls, maxBytes: maxBytes}
-}
-
 // admit takes c: spawn says that it holds a slot and a new worker (counted)
 // is to run it; otherwise it waits for a slot (or the session ended), or,
 // when waiting > 0, the queue is full and refuses it, and waiting calls of

@@ -13,7 +13,7 @@ import (
 // bounds, and a worker that is done takes the oldest waiting one before it
 // gives its slot back.
 func TestPendingAdmission(t *testing.T) {
-	p := newPending(2, 2, 100)
+	p := &pending{maxRunning: 2, maxCalls: 2, maxBytes: 100}
 	mk := func(size int) *link.Call { return &link.Call{F: rewrite.Frame{Raw: []byte(strings.Repeat("x", size))}} }
 	c1, c2, c3, c4, c5, c6, c7 := mk(10), mk(10), mk(90), mk(20), mk(5), mk(10), mk(10)
 	const admitSpawn, admitQueued, admitRefused = "spawn", "queued", "refused"

@@ -29,6 +29,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -143,12 +144,8 @@ func New(cfg Config) *Session {
 	orDefault(&cfg.MaxSubscriptions, DefaultMaxSubscriptions)
 	cfg.RequestTimeout = max(cfg.RequestTimeout, 0)
 	cfg.PollTimeout = min(cfg.PollTimeout, cfg.IdleTimeout)
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	if cfg.Protocol == "" {
-		cfg.Protocol = ProtocolAuto
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
+	cfg.Protocol = cmp.Or(cfg.Protocol, ProtocolAuto)
 	switch {
 	case cfg.NoRedact:
 		cfg.Redact = nil
@@ -158,7 +155,7 @@ func New(cfg Config) *Session {
 	e := link.NewEnv(cfg)
 	s := &Session{
 		env:      e,
-		queue:    newPending(cfg.MaxInFlight, cfg.MaxQueued, cfg.MaxMessageBytes),
+		queue:    &pending{maxRunning: cfg.MaxInFlight, maxCalls: cfg.MaxQueued, maxBytes: cfg.MaxMessageBytes},
 		stopped:  make(chan struct{}),
 		inflight: make(map[string]*link.Call),
 	}

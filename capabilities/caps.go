@@ -113,7 +113,9 @@ func InitializeResult(discover []byte, o InitializeOptions) []byte {
 	d := gjson.ParseBytes(discover)
 	caps, _ := ServerCapabilities([]byte(d.Get("capabilities").Raw), o.Tasks)
 	if !o.Subscriptions {
-		caps = withoutChangeNotifications(caps)
+		for _, p := range []string{"tools.listChanged", "prompts.listChanged", "resources.listChanged", "resources.subscribe"} {
+			caps, _ = sjson.DeleteBytes(caps, p)
+		}
 	}
 	out := []byte(`{}`)
 	out, _ = sjson.SetBytes(out, "protocolVersion", NegotiateLegacy(o.RequestedVersion))
@@ -135,15 +137,6 @@ func InitializeResult(discover []byte, o InitializeOptions) []byte {
 		out, _ = sjson.SetRawBytes(out, "instructions", []byte(ins.Raw))
 	}
 	return out
-}
-
-// withoutChangeNotifications removes tools/prompts/resources listChanged and
-// resources.subscribe from legacy server capabilities.
-func withoutChangeNotifications(caps []byte) []byte {
-	for _, p := range []string{"tools.listChanged", "prompts.listChanged", "resources.listChanged", "resources.subscribe"} {
-		caps, _ = sjson.DeleteBytes(caps, p)
-	}
-	return caps
 }
 
 func validImplementation(v gjson.Result) bool {

@@ -95,11 +95,9 @@ func (p *Prober) retrying(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 		if !v.transport || try >= probeRetries || ctx.Err() != nil {
 			return v
 		}
-		t := time.NewTimer(backoff)
 		select {
-		case <-t.C:
+		case <-time.After(backoff):
 		case <-ctx.Done():
-			t.Stop()
 			return v
 		}
 		backoff *= 2
@@ -117,9 +115,9 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 	body := DiscoverBody(id, meta)
 	resp, err := p.Client.Post(ctx, body, nil)
 	if err != nil {
-		if errors.Is(err, routing.ErrRedirect) {
+		if re, ok := errors.AsType[*routing.RedirectError](err); ok {
 			// A refused redirect stays refused: no retry.
-			return Verdict{Era: Unknown, Reason: "redirect refused", Err: err, Status: redirectStatus(err)}
+			return Verdict{Era: Unknown, Reason: "redirect refused", Err: err, Status: re.Status}
 		}
 		if IsAuthError(err) {
 			// The sign-in did not complete: the hook has done what it
@@ -222,8 +220,7 @@ func classifyError(url string, status int, e gjson.Result) Verdict {
 }
 
 func (p *Prober) transportErr(err error) error {
-	var te *routing.TransportError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*routing.TransportError](err); ok {
 		switch te.Kind {
 		case routing.KindDial:
 			return fmt.Errorf("%w: is the server running, and is the URL right?", err)
@@ -273,17 +270,8 @@ func insufficientScope(h http.Header) string {
 // a request (routing.KindAuth): a sign-in that did not complete. Its text
 // names the server and the way out; it is never retried.
 func IsAuthError(err error) bool {
-	var te *routing.TransportError
-	return errors.As(err, &te) && te.Kind == routing.KindAuth
-}
-
-// redirectStatus is the 3xx status of a refused redirect.
-func redirectStatus(err error) int {
-	var re *routing.RedirectError
-	if errors.As(err, &re) {
-		return re.Status
-	}
-	return 0
+	te, ok := errors.AsType[*routing.TransportError](err)
+	return ok && te.Kind == routing.KindAuth
 }
 
 // StatusText formats an HTTP status for messages ("HTTP 503", or "no HTTP

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -40,10 +41,7 @@ type DuplicateKeyError struct {
 }
 
 func (e *DuplicateKeyError) Error() string {
-	where := "the message"
-	if e.In != "" {
-		where = e.In
-	}
+	where := cmp.Or(e.In, "the message")
 	if e.Key == e.Name {
 		return fmt.Sprintf("%s has the member %q more than once; JSON readers differ on which one counts (the first or the last), so the message is refused: send each member once", where, e.Name)
 	}

@@ -52,7 +52,7 @@ type Downed struct {
 
 // ResponseDown rewrites a modern response f (an answer to d.Method) for the
 // legacy client: the id is restored, resultType and the serverInfo _meta
-// go, and the method's answer rule applies (dropByRule, toolsListDown).
+// go, and the method's answer rule applies (dropByRule, toolsList).
 // Everything else is copied byte for byte.
 func ResponseDown(f *Frame, d Down) (Downed, error) {
 	if f.Kind != KindResponse {
@@ -157,7 +157,7 @@ func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) 
 		if d.RelatedTask != "" {
 			relatedTaskInto(e, meta.value, d.RelatedTask)
 		} else {
-			metaGone = stripServerInfo(e, meta.value)
+			metaGone = dropMetaKey(e, meta.value, protocol.MetaServerInfo)
 		}
 	}
 	if out.Rewrites == nil {
@@ -194,23 +194,19 @@ func completeDown(e *edits, res gjson.Result, ms []member, d Down, out *Downed) 
 			e.replace(end, end, append(b, '}'))
 		}
 	}
-	if a == protocol.AnswerToolsList {
-		toolsListDown(e, memberNamed(ms, "tools"), d.TaskSupport, out)
-	}
-}
-
-// toolsListDown is the tools/list part of AnswerToolsList: taskSupport,
-// x-mcp-header annotations and output schemas made 2025's.
-func toolsListDown(e *edits, tools *member, taskSupport bool, out *Downed) {
-	if tools == nil || !tools.value.IsArray() {
+	// tools/list: taskSupport, x-mcp-header annotations and output schemas
+	// made 2025's.
+	if a != protocol.AnswerToolsList {
 		return
 	}
-	out.Tools, out.Rejected = toolsList(e, tools.value, taskSupport)
-	if len(out.Rejected) > 0 {
-		out.note("tools.filter")
-	}
-	if taskSupport {
-		out.note("tools.taskSupport")
+	if tools := memberNamed(ms, "tools"); tools != nil && tools.value.IsArray() {
+		out.Tools, out.Rejected = toolsList(e, tools.value, d.TaskSupport)
+		if len(out.Rejected) > 0 {
+			out.note("tools.filter")
+		}
+		if d.TaskSupport {
+			out.note("tools.taskSupport")
+		}
 	}
 }
 
@@ -219,21 +215,6 @@ type rewriteError string
 func (e rewriteError) Error() string { return string(e) }
 
 const errResultNotObject = rewriteError(`"result" must be a JSON object`)
-
-// stripServerInfo removes _meta["io.modelcontextprotocol/serverInfo"]. It
-// reports true when the whole _meta should go because nothing else is left.
-func stripServerInfo(e *edits, meta gjson.Result) (dropAll bool) {
-	var buf [8]member
-	ms := members(meta, buf[:0])
-	switch {
-	case !slices.ContainsFunc(ms, func(m member) bool { return m.key.Str == protocol.MetaServerInfo }):
-		return false
-	case len(ms) == 1:
-		return true
-	}
-	e.removeMembers(meta, ms, func(i int) bool { return ms[i].key.Str == protocol.MetaServerInfo })
-	return false
-}
 
 // relatedTaskInto puts the related-task member first in a _meta object,
 // dropping serverInfo and any related-task the server sent.

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"time"
@@ -82,7 +83,11 @@ func ReadTask(obj gjson.Result) Task {
 	if !IsTerminal(t.Status) && t.Status != StatusInputRequired {
 		t.Status = StatusWorking
 	}
-	t.PollInterval = firstOf(obj, "pollIntervalMs", "pollIntervalMilliseconds", "pollInterval")
+	for _, k := range [...]string{"pollIntervalMs", "pollIntervalMilliseconds", "pollInterval"} {
+		if t.PollInterval = obj.Get(k); t.PollInterval.Exists() {
+			break
+		}
+	}
 	return t
 }
 
@@ -121,15 +126,9 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	status, msg := t.Status, t.StatusMessage
 	switch {
 	case ov.Status != "":
-		status = ov.Status
-		if ov.StatusMessage != "" {
-			msg = ov.StatusMessage
-		}
+		status, msg = ov.Status, cmp.Or(ov.StatusMessage, msg)
 	case t.IsError() && o.IsErrorFailed:
-		status = StatusFailed
-		if msg == "" {
-			msg = "Tool execution returned isError: true"
-		}
+		status, msg = StatusFailed, cmp.Or(msg, "Tool execution returned isError: true")
 	case status == StatusFailed && msg == "":
 		msg = t.Error.Get("message").String()
 	}
@@ -139,15 +138,8 @@ func (t Task) View(o TaskOptions, ov ViewOverride) []byte {
 	if msg != "" {
 		b = AppendString(append(b, `,"statusMessage":`...), msg)
 	}
-	updated := t.obj.Get("lastUpdatedAt").String()
-	if ov.LastUpdatedAt != "" {
-		updated = ov.LastUpdatedAt
-	}
-	created := t.obj.Get("createdAt").String()
-	if created == "" {
-		created = updated
-	}
-	b = AppendString(append(b, `,"createdAt":`...), created)
+	updated := cmp.Or(ov.LastUpdatedAt, t.obj.Get("lastUpdatedAt").String())
+	b = AppendString(append(b, `,"createdAt":`...), cmp.Or(t.obj.Get("createdAt").String(), updated))
 	b = AppendString(append(b, `,"lastUpdatedAt":`...), updated)
 	b = appendTTL(append(b, `,"ttl":`...), t.obj, o.TTLSeconds)
 	if _, ok := nonNegative(t.PollInterval); ok {
@@ -205,15 +197,6 @@ func TTLMillis(v gjson.Result, seconds bool) (int64, bool) {
 // nonNegative is v's number when it is one and not negative (nor NaN).
 func nonNegative(v gjson.Result) (float64, bool) {
 	return v.Num, v.Type == gjson.Number && v.Num >= 0 && !math.IsNaN(v.Num)
-}
-
-func firstOf(obj gjson.Result, keys ...string) gjson.Result {
-	for _, k := range keys {
-		if v := obj.Get(k); v.Exists() {
-			return v
-		}
-	}
-	return gjson.Result{}
 }
 
 // Poll interval bounds: a server's pollIntervalMs, whatever it is, is held
@@ -363,35 +346,43 @@ func InputResponse(result gjson.Result) []byte {
 	if !result.IsObject() {
 		return raw
 	}
-	obj := gjson.Result{Type: gjson.JSON, Raw: view(raw)}
 	var e edits
-	var buf [16]member
-	ms := members(obj, buf[:0])
-	for i := range ms {
-		if ms[i].key.Str != "_meta" || !ms[i].value.IsObject() {
-			continue
-		}
-		var mbuf [8]member
-		mm := members(ms[i].value, mbuf[:0])
-		if kept := countKept(mm, protocol.MetaRelatedTask); kept == len(mm) {
-			return raw
-		} else if kept == 0 {
-			e.removeMembers(obj, ms, func(j int) bool { return j == i })
-		} else {
-			e.removeMembers(ms[i].value, mm, func(j int) bool { return mm[j].key.Str == protocol.MetaRelatedTask })
-		}
-	}
+	e.dropMetaMember(gjson.Result{Type: gjson.JSON, Raw: view(raw)}, protocol.MetaRelatedTask, false)
 	return e.apply(raw)
 }
 
-func countKept(ms []member, drop string) int {
+// dropMetaMember removes key from the _meta object of obj, and _meta itself
+// when nothing else is left in it (or, with empty, when it was empty). It
+// returns how many members of obj are left.
+func (e *edits) dropMetaMember(obj gjson.Result, key string, empty bool) (kept int) {
+	var buf [16]member
+	ms := members(obj, buf[:0])
+	return e.removeMembers(obj, ms, func(i int) bool {
+		m := ms[i].value
+		return ms[i].key.Str == "_meta" && m.IsObject() && (empty && objectIsEmpty(m.Raw) || dropMetaKey(e, m, key))
+	})
+}
+
+// dropMetaKey removes key from the _meta object meta. It reports true, and
+// edits nothing, when key is all meta holds: the caller drops the _meta.
+func dropMetaKey(e *edits, meta gjson.Result, key string) (dropAll bool) {
+	var buf [8]member
+	ms := members(meta, buf[:0])
+	isKey := func(i int) bool { return ms[i].key.Str == key }
 	n := 0
 	for i := range ms {
-		if ms[i].key.Str != drop {
+		if isKey(i) {
 			n++
 		}
 	}
-	return n
+	switch {
+	case n == 0:
+		return false
+	case n == len(ms):
+		return true
+	}
+	e.removeMembers(meta, ms, isKey)
+	return false
 }
 
 // ListenNotification prepares a notification from a subscriptions/listen
@@ -402,23 +393,7 @@ func ListenNotification(f *Frame) []byte {
 		return f.Raw
 	}
 	var e edits
-	var buf [8]member
-	ms := members(f.Params, buf[:0])
-	metaGone := false
-	for i := range ms {
-		if ms[i].key.Str != "_meta" || !ms[i].value.IsObject() {
-			continue
-		}
-		var mbuf [8]member
-		mm := members(ms[i].value, mbuf[:0])
-		if countKept(mm, protocol.MetaSubscriptionID) == 0 {
-			metaGone = true
-		} else {
-			e.removeMembers(ms[i].value, mm, func(j int) bool { return mm[j].key.Str == protocol.MetaSubscriptionID })
-		}
-	}
-	kept := e.removeMembers(f.Params, ms, func(i int) bool { return metaGone && ms[i].key.Str == "_meta" })
-	if kept == 0 {
+	if e.dropMetaMember(f.Params, protocol.MetaSubscriptionID, true) == 0 {
 		// No params left: drop the member, with its comma.
 		var top [8]member
 		frame := gjson.Result{Type: gjson.JSON, Raw: view(f.Raw)}

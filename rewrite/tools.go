@@ -79,8 +79,8 @@ func editTool(e *edits, tool gjson.Result, taskSupport bool) {
 		case "inputSchema":
 			objectProperties(e, v)
 		case "outputSchema":
-			if dropOutputSchema(v) {
-				return true
+			if v.Get("type").String() != "object" {
+				return true // 2025 requires type "object"
 			}
 			objectProperties(e, v)
 		}
@@ -94,12 +94,6 @@ func editTool(e *edits, tool gjson.Result, taskSupport bool) {
 		}
 		e.replace(end, end, b)
 	}
-}
-
-// dropOutputSchema reports whether an outputSchema must go: 2025 requires
-// type "object".
-func dropOutputSchema(schema gjson.Result) bool {
-	return schema.Get("type").String() != "object"
 }
 
 // dropExecution reports whether a tool's execution member must go: without

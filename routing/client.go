@@ -210,12 +210,10 @@ func (e *TransportError) Error() string {
 func (e *TransportError) Unwrap() error { return e.Err }
 
 func rootCause(err error) error {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Err != nil {
 		return op.Err
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) && ue.Err != nil {
+	if ue, ok := errors.AsType[*url.Error](err); ok && ue.Err != nil {
 		return ue.Err
 	}
 	return err
@@ -266,15 +264,14 @@ func (c *Client) do(ctx context.Context, target, method string, body []byte, set
 		return resp, err
 	}
 	again, err := c.auth.Retry(ctx, resp.Status, resp.Header, authz)
-	if err != nil || !again {
-		if err != nil {
-			resp.discard()
-			return nil, c.authError(err)
-		}
+	if err == nil && !again {
 		return resp, nil // the refusal, for the caller to report
 	}
 	resp.discard()
-	if authz, err = c.auth.Authorization(ctx); err != nil {
+	if err == nil {
+		authz, err = c.auth.Authorization(ctx)
+	}
+	if err != nil {
 		return nil, c.authError(err)
 	}
 	return c.send(ctx, target, method, body, set, authz) // a second refusal goes to the caller as it is

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,14 +50,7 @@ func (e *NotLegacyError) Error() string {
 	if e.Status == 0 {
 		return fmt.Sprintf("%s did not open an HTTP+SSE (2024-11-05) event stream: %s", e.URL, e.Reason)
 	}
-	return fmt.Sprintf("%s did not open an HTTP+SSE (2024-11-05) event stream: the GET was answered HTTP %d (%s): %s", e.URL, e.Status, orNone(e.ContentType), e.Reason)
-}
-
-func orNone(ct string) string {
-	if ct == "" {
-		return "no content type"
-	}
-	return ct
+	return fmt.Sprintf("%s did not open an HTTP+SSE (2024-11-05) event stream: the GET was answered HTTP %d (%s): %s", e.URL, e.Status, cmp.Or(e.ContentType, "no content type"), e.Reason)
 }
 
 // EndpointError is an endpoint event that names a URL on another origin
@@ -103,14 +97,13 @@ func (c *Client) OpenLegacy(ctx context.Context, wait time.Duration) (*LegacyStr
 	switch {
 	case errors.Is(err, io.EOF):
 		return fail("the stream ended before an endpoint event")
-	case err != nil:
+	case err != nil && ctx.Err() != nil:
 		resp.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &NotLegacyError{URL: c.URL(), Status: resp.Status, ContentType: resp.ContentType, Reason: "reading the stream failed: " + err.Error()}
+		return nil, ctx.Err()
+	case err != nil:
+		return fail("reading the stream failed: " + err.Error())
 	case resp.sse.event != "endpoint":
-		return fail(fmt.Sprintf("its first event is %q, not an endpoint event (a Streamable HTTP server's stream?)", orMessage(resp.sse.event)))
+		return fail(fmt.Sprintf("its first event is %q, not an endpoint event (a Streamable HTTP server's stream?)", cmp.Or(resp.sse.event, "message")))
 	}
 	base, _ := url.Parse(c.url)
 	if resp.final != nil {
@@ -122,13 +115,6 @@ func (c *Client) OpenLegacy(ctx context.Context, wait time.Duration) (*LegacyStr
 		return nil, err
 	}
 	return &LegacyStream{Response: resp, Endpoint: endpoint}, nil
-}
-
-func orMessage(event string) string {
-	if event == "" {
-		return "message"
-	}
-	return event
 }
 
 // endpoint resolves the endpoint event's URI against the stream's URL and

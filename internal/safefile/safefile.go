@@ -62,19 +62,16 @@ func OpenWrite(path string, mode Mode) (*os.File, error) {
 	if !st.Mode().IsRegular() {
 		return f, nil // a device's or a pipe's mode is the system's or its owner's
 	}
-	if err := checkOwner(path, st); err != nil {
+	err = checkOwner(path, st)
+	if err == nil {
+		err = private(f, path, st)
+	}
+	if err == nil && mode == Truncate && st.Size() > 0 {
+		err = f.Truncate(0)
+	}
+	if err != nil {
 		f.Close()
 		return nil, err
-	}
-	if err := private(f, path, st); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if mode == Truncate && st.Size() > 0 {
-		if err := f.Truncate(0); err != nil {
-			f.Close()
-			return nil, err
-		}
 	}
 	return f, nil
 }

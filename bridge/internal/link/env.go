@@ -1,6 +1,7 @@
 package link
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strconv"
@@ -47,12 +48,8 @@ type Env struct {
 
 // NewEnv prepares the services of a session of cfg, whose defaults are set.
 func NewEnv(cfg Config) *Env {
-	upID := cfg.UpstreamIDs
-	if upID == nil {
-		upID = new(atomic.Int64)
-	}
 	return &Env{Cfg: cfg, Log: cfg.Logger, Client: cfg.Client, Ctx: context.Background(), Out: make(chan Out, 256),
-		Sleep: Sleep, Now: time.Now, upID: upID}
+		Sleep: Sleep, Now: time.Now, upID: cmp.Or(cfg.UpstreamIDs, new(atomic.Int64))}
 }
 
 // URL is the upstream URL, secrets redacted.

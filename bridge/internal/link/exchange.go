@@ -1,6 +1,7 @@
 package link
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -192,10 +193,9 @@ func (e *Env) TransportError(id []byte, method string, err error) []byte {
 
 // transportError is TransportError and whether the exchange may be retried.
 func (e *Env) transportError(id []byte, method string, err error) ([]byte, RetryKind) {
-	var te *routing.TransportError
 	msg := fmt.Sprintf("the request %s to the upstream server failed: %v", method, err)
 	cause, again := "network", RetryBroken
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*routing.TransportError](err); ok {
 		switch te.Kind {
 		case routing.KindDial:
 			cause, again = "connect", RetryDial
@@ -304,10 +304,6 @@ func HTTPFailure(url string, id []byte, method string, resp *routing.Response, b
 	default:
 		hint = "the URL may point at a web page rather than an MCP endpoint"
 	}
-	ct := resp.ContentType
-	if ct == "" {
-		ct = "no content type"
-	}
 	kv := []string{"contentType", resp.ContentType}
 	if len(body) > 0 {
 		kv = append(kv, "body", string(capSnippet(body)))
@@ -315,7 +311,7 @@ func HTTPFailure(url string, id []byte, method string, resp *routing.Response, b
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
 		kv = append(kv, "retryAfter", ra)
 	}
-	return rewrite.ErrorFrame(id, protocol.CodeInternalError, fmt.Sprintf("upstream %s answered %s with HTTP %d (%s): %s", url, method, st, ct, hint), ErrorData(url, st, kv...))
+	return rewrite.ErrorFrame(id, protocol.CodeInternalError, fmt.Sprintf("upstream %s answered %s with HTTP %d (%s): %s", url, method, st, cmp.Or(resp.ContentType, "no content type"), hint), ErrorData(url, st, kv...))
 }
 
 // InvalidBody is the error for a successful HTTP answer whose body is not a

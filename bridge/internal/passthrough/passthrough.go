@@ -23,11 +23,14 @@
 package passthrough
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -242,12 +245,7 @@ func (p *passthrough) forward(ctx context.Context, c *link.Call, f *rewrite.Fram
 // the log level and the resource subscriptions, once the server accepted
 // them. Other answers are not looked at (a large result is not scanned).
 func (p *passthrough) remember(f *rewrite.Frame, answer []byte) {
-	switch f.Method {
-	case "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
-	default:
-		return
-	}
-	if answer == nil || gjson.GetBytes(answer, "error").Exists() {
+	if !slices.Contains([]string{"logging/setLevel", "resources/subscribe", "resources/unsubscribe"}, f.Method) || answer == nil || gjson.GetBytes(answer, "error").Exists() {
 		return
 	}
 	p.mu.Lock()
@@ -466,10 +464,7 @@ func (p *passthrough) poster(session context.Context) {
 // has no one left to read it.
 func (p *passthrough) send(ctx context.Context, j clientPost) {
 	s := p.s
-	what := j.method
-	if what == "" {
-		what = "an answer to a server request"
-	}
+	what := cmp.Or(j.method, "an answer to a server request")
 	if _, ok := p.car.wait(ctx, nil); !ok {
 		if ctx.Err() == nil {
 			s.Warn("the upstream connection is down; a client message was dropped", zap.String("message", what))
@@ -628,10 +623,7 @@ func (p *passthrough) reinit(ctx context.Context, gen int) error {
 	}
 	oldVersion := p.sess.Version()
 	initialized, level := p.initialized, p.level
-	subs := make([]string, 0, len(p.subs))
-	for u := range p.subs {
-		subs = append(subs, u)
-	}
+	subs := slices.Collect(maps.Keys(p.subs))
 	p.mu.Unlock()
 	s := p.s
 	op := "reinit-" + strconv.Itoa(gen) // generations count from 1: the first re-initialization is reinit-1

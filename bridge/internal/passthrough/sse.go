@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -257,24 +258,19 @@ func (t *sseCarrier) wait(ctx context.Context, c *link.Call) ([]byte, bool) {
 		return nil, true
 	default:
 	}
-	timer := time.NewTimer(t.s.Cfg.DiscoverTimeout)
-	defer timer.Stop()
 	select {
 	case <-up:
 		return nil, true
 	case <-ctx.Done():
 		return nil, false
-	case <-timer.C:
+	case <-time.After(t.s.Cfg.DiscoverTimeout):
 	}
 	if c == nil {
 		return nil, false
 	}
 	t.mu.Lock()
-	why := t.down
+	why := cmp.Or(t.down, errors.New("the upstream HTTP+SSE session is being re-established"))
 	t.mu.Unlock()
-	if why == nil {
-		why = errors.New("the upstream HTTP+SSE session is being re-established")
-	}
 	return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
 		fmt.Sprintf("%v, and the proxy could not start a new session within %v; it keeps trying: send %s again later", why, t.s.Cfg.DiscoverTimeout, c.Method),
 		link.ErrorData(t.s.URL(), 0, "cause", "stream dropped")), false
