@@ -108,9 +108,9 @@ type listens struct {
 // acknowledged by the server (refused nil) or refused (and out of want).
 type subEntry struct {
 	done    chan struct{}
-	settled bool           // under listens.mu
-	waiters int            // the subscribes waiting for it, under listens.mu
-	refused *rewrite.Error // the client's answer, set before done is closed
+	settled bool              // under listens.mu
+	waiters []context.Context // of the subscribes waiting for it, under listens.mu
+	refused *rewrite.Error    // the client's answer, set before done is closed
 }
 
 // openListChanged opens the list-change stream for the kinds the server
@@ -284,6 +284,9 @@ func (s *listens) subscribe(ctx context.Context, c *link.Call, uri string) []byt
 	s.mu.Lock()
 	e := s.want[uri]
 	if e == nil {
+		if len(s.want) >= s.env.Cfg.MaxSubscriptions {
+			s.dropCancelledLocked(c.Op)
+		}
 		if n, limit := len(s.want), s.env.Cfg.MaxSubscriptions; n >= limit {
 			s.mu.Unlock()
 			s.env.Warn("resources/subscribe refused: the session holds its maximum of subscriptions", zap.String("uri", uri), zap.Int("max", limit))
@@ -304,7 +307,7 @@ func (s *listens) subscribe(ctx context.Context, c *link.Call, uri string) []byt
 		s.want[uri] = e
 		s.changeLocked(c.Op)
 	}
-	e.waiters++
+	e.waiters = append(e.waiters, ctx)
 	s.mu.Unlock()
 	select {
 	case <-e.done:
@@ -317,14 +320,30 @@ func (s *listens) subscribe(ctx context.Context, c *link.Call, uri string) []byt
 		// unless the server acknowledged it meanwhile or another subscribe
 		// of the URI still waits for it.
 		s.mu.Lock()
-		e.waiters--
-		if s.want[uri] == e && !e.settled && e.waiters == 0 {
+		e.waiters = slices.DeleteFunc(e.waiters, func(w context.Context) bool { return w == ctx })
+		if s.want[uri] == e && !e.settled && len(e.waiters) == 0 {
 			delete(s.want, uri)
-			s.settleLocked(e, &rewrite.Error{Code: protocol.CodeInternalError, Message: "the subscribe was cancelled"})
+			s.settleLocked(e, errSubscribeCancelled)
 			s.changeLocked(c.Op)
 		}
 		s.mu.Unlock()
 		return nil
+	}
+}
+
+var errSubscribeCancelled = &rewrite.Error{Code: protocol.CodeInternalError, Message: "the subscribe was cancelled"}
+
+// dropCancelledLocked frees the slots of subscribes every waiter of which
+// was cancelled: the client's cancel ends the wait on the reader, before
+// the next request is read, while the waiting goroutine may not have run
+// yet, and a subscribe read after the cancel must find the slot free.
+func (s *listens) dropCancelledLocked(op string) {
+	for uri, e := range s.want {
+		if !e.settled && len(e.waiters) > 0 && !slices.ContainsFunc(e.waiters, func(w context.Context) bool { return w.Err() == nil }) {
+			delete(s.want, uri)
+			s.settleLocked(e, errSubscribeCancelled)
+			s.changeLocked(op)
+		}
 	}
 }
 
