@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"syscall"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
@@ -57,16 +59,57 @@ func (e *TooLargeError) Error() string {
 }
 
 // Stdio is the NDJSON Conn: one message per line in, one frame per line
-// out. stdin is read as the host handed it over.
+// out. A pipe is read through a description of its own (see ownPipe).
 type Stdio struct {
 	lines *routing.LineReader
 	max   int
 	out   *bufio.Writer
+	own   *os.File // the pipe's description of our own, if opened
 }
 
 // NewStdio reads lines of at most maxBytes from in and writes frames to out.
 func NewStdio(in io.Reader, out io.Writer, maxBytes int) *Stdio {
-	return &Stdio{lines: routing.NewLineReader(in, 64<<10, maxBytes, 0), max: maxBytes, out: bufio.NewWriterSize(out, 64<<10)}
+	own := ownPipe(in)
+	if own != nil {
+		in = own
+	}
+	return &Stdio{lines: routing.NewLineReader(in, 64<<10, maxBytes, 0), max: maxBytes, out: bufio.NewWriterSize(out, 64<<10), own: own}
+}
+
+// ownPipe opens a pipe anew (Linux), non-blocking, so that its reads park
+// in the runtime's poller: a blocking read(2) holds a thread that hands
+// every line over to another, a wake-up on every call's path (BENCHMARKS.md
+// has the figures). The host's description, which it may share, keeps its
+// mode, so nothing is left behind for whoever shares the pipe. nil for
+// anything else.
+func ownPipe(in io.Reader) *os.File {
+	f, ok := in.(*os.File)
+	if !ok {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var fd uintptr
+	_ = rc.Control(func(d uintptr) { fd = d })
+	own, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	return own
+}
+
+// Close releases what NewStdio opened; a Read still waiting ends.
+func (c *Stdio) Close() error {
+	if c.own == nil {
+		return nil
+	}
+	return c.own.Close()
 }
 
 // Read returns the next line, in a slice of its own: the frame outlives

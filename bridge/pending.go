@@ -8,8 +8,10 @@ import (
 )
 
 // pending admits the client's requests to the in-flight slots. One that
-// finds a slot free goes straight from the reader to a new worker; one that
-// finds none waits in a FIFO, and a worker whose request is done takes the
+// finds a slot free goes straight from the reader to a worker (at most one
+// per slot, kept between requests: a new goroutine would grow its stack
+// anew for every request, which BENCHMARKS.md shows users pay for); one
+// that finds none waits in a FIFO, and a worker whose request is done takes the
 // oldest waiting one before it gives its slot back, under the same lock, so
 // no request waits while a slot is free.
 // The reader never waits for room: what waits is bounded, in count and in
@@ -18,35 +20,47 @@ type pending struct {
 	mu      sync.Mutex
 	calls   []*link.Call // waiting, oldest first
 	bytes   int          // the frame bytes of the waiting calls
-	running int          // calls holding a slot: one worker each
-	closed  bool         // the session ended: nothing starts any more
+	running int          // calls holding a slot
+	nworker int          // workers started; those beyond running wait on idle
+	idle    chan *link.Call
+	closed  bool // the session ended: nothing starts any more
 	workers sync.WaitGroup
 
 	maxRunning, maxCalls, maxBytes int
 }
 
-// admit takes c: spawn says that it holds a slot and a new worker (counted)
-// is to run it; otherwise it waits for a slot (or the session ended), or,
-// when waiting > 0, the queue is full and refuses it, and waiting calls of
-// bytes bytes were queued. The first waiting request is always taken,
-// whatever its size (it passed the per-message limit already).
-func (p *pending) admit(c *link.Call) (spawn bool, waiting, bytes int) {
+// What admit did with a request.
+type admission int
+
+const (
+	admitQueued  admission = iota // it waits for a slot (or the session ended)
+	admitHandOff                  // it holds a slot: send it to idle, where a worker waits
+	admitSpawn                    // it holds a slot and a new worker (counted) is to run it
+	admitRefused                  // the queue is full: waiting calls of bytes bytes are queued
+)
+
+// admit takes c. The first waiting request is always taken, whatever its
+// size (it passed the per-message limit already).
+func (p *pending) admit(c *link.Call) (a admission, waiting, bytes int) {
 	n := len(c.F.Raw)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch w := len(p.calls); {
 	case p.closed:
-		return false, 0, 0
+		return admitQueued, 0, 0
 	case p.running < p.maxRunning:
-		p.running++
+		if p.running++; p.nworker >= p.running {
+			return admitHandOff, 0, 0
+		}
+		p.nworker++
 		p.workers.Add(1)
-		return true, 0, 0
+		return admitSpawn, 0, 0
 	case w > 0 && (w >= p.maxCalls || p.bytes+n > p.maxBytes):
-		return false, w, p.bytes
+		return admitRefused, w, p.bytes
 	}
 	p.calls = append(p.calls, c)
 	p.bytes += n
-	return false, 0, 0
+	return admitQueued, 0, 0
 }
 
 // next is called by a worker whose request is done: it hands over the

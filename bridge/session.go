@@ -155,7 +155,7 @@ func New(cfg Config) *Session {
 	e := link.NewEnv(cfg)
 	s := &Session{
 		env:      e,
-		queue:    &pending{maxRunning: cfg.MaxInFlight, maxCalls: cfg.MaxQueued, maxBytes: cfg.MaxMessageBytes},
+		queue:    &pending{idle: make(chan *link.Call), maxRunning: cfg.MaxInFlight, maxCalls: cfg.MaxQueued, maxBytes: cfg.MaxMessageBytes},
 		stopped:  make(chan struct{}),
 		inflight: make(map[string]*link.Call),
 	}
@@ -175,7 +175,9 @@ func orDefault[T int | time.Duration](v *T, def T) {
 
 // Run serves the session over stdio: NDJSON lines from in, frames to out.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return s.Serve(ctx, NewStdio(in, out, s.env.Cfg.MaxMessageBytes))
+	conn := NewStdio(in, out, s.env.Cfg.MaxMessageBytes)
+	defer conn.Close()
+	return s.Serve(ctx, conn)
 }
 
 // Serve serves the session over conn until its input ends or ctx is
@@ -222,14 +224,21 @@ func (s *Session) Serve(ctx context.Context, conn Conn) error {
 // any.
 func (s *Session) work(c *link.Call) {
 	defer s.queue.workers.Done()
-	for ; c != nil; c = s.queue.next() {
-		// Cancelled while queued, or the session ended: the session's
-		// cancel reaches each request's context in turn, not at once.
-		if c.Ctx.Err() != nil || s.env.Ctx.Err() != nil {
-			s.finish(c, nil, nil)
-			continue
+	for {
+		for ; c != nil; c = s.queue.next() {
+			// Cancelled while queued, or the session ended: the session's
+			// cancel reaches each request's context in turn, not at once.
+			if c.Ctx.Err() != nil || s.env.Ctx.Err() != nil {
+				s.finish(c, nil, nil)
+				continue
+			}
+			s.run(c)
 		}
-		s.run(c)
+		select {
+		case c = <-s.queue.idle: // the reader hands this worker the next request
+		case <-s.env.Ctx.Done():
+			return
+		}
 	}
 }
 
@@ -365,10 +374,15 @@ func (s *Session) enqueue(ctx context.Context, c *link.Call) bool {
 		c.Cancel()
 		return false
 	}
-	switch spawn, n, size := s.queue.admit(c); {
-	case spawn:
+	switch a, n, size := s.queue.admit(c); a {
+	case admitSpawn:
 		go s.work(c)
-	case n > 0:
+	case admitHandOff: // a worker between requests is about to take it
+		select {
+		case s.queue.idle <- c:
+		case <-ctx.Done():
+		}
+	case admitRefused:
 		s.refuseQueued(c, n, size)
 	}
 	return true
