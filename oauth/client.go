@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -63,9 +64,15 @@ func New(cfg Config) (*Client, error) {
 	if cfg.AuthTimeout <= 0 {
 		cfg.AuthTimeout = DefaultAuthTimeout
 	}
-	listen, urlHost, err := normalizeCallbackHost(cfg.CallbackHost)
-	if err != nil {
-		return nil, err
+	listen, urlHost := "127.0.0.1", "127.0.0.1"
+	switch strings.Trim(cfg.CallbackHost, "[]") {
+	case "", "127.0.0.1":
+	case "localhost":
+		urlHost = "localhost"
+	case "::1":
+		listen, urlHost = "::1", "::1"
+	default:
+		return nil, fmt.Errorf("the OAuth callback host %q is not a loopback name: use 127.0.0.1, localhost or ::1", cfg.CallbackHost)
 	}
 	var static *staticClient // the parsed ClientInfo
 	if len(bytes.TrimSpace(cfg.ClientInfo)) > 0 {
