@@ -119,8 +119,7 @@ func New(cfg Config) (*Client, error) {
 		hc: c.hc, now: clock, log: c.log, store: st, redirectURIs: c.cb.redirectURIs}
 	c.ep = &tokenEndpoint{hc: c.hc, now: clock}
 	argv := browserCommand(cfg.Browser)
-	c.user = &console{host: c.host, noBrowser: cfg.NoBrowser, timeout: cfg.AuthTimeout, log: c.log,
-		open: func(u string) error { return openBrowser(argv, u) }, out: cmp.Or(cfg.Out, io.Discard)}
+	c.user = &console{open: func(u string) error { return openBrowser(argv, u) }, out: cmp.Or(cfg.Out, io.Discard)}
 	c.fl = &flights{target: tgt, timeout: cfg.AuthTimeout, m: map[string]*flight{}}
 	c.fl.base, c.fl.stop = context.WithCancel(context.Background())
 	c.ren = renewals{stepUps: map[string]int{}, mine: map[string]bool{}}
