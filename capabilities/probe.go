@@ -167,7 +167,19 @@ func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 			Err: fmt.Errorf("%s answered server/discover with HTTP %d and no JSON-RPC message; check the URL", url, status)}
 	}
 	if e := res.Get("error"); e.Exists() {
-		return classifyError(url, status, e)
+		code := e.Get("code").Int()
+		switch code {
+		case protocol.CodeUnsupportedProtocolVersion:
+			sup := e.Get("data.supported")
+			if !sup.IsArray() || len(sup.Array()) == 0 {
+				return Verdict{Era: Legacy, Status: status, Reason: "-32022 without data.supported"}
+			}
+			return classifyVersions(url, status, sup, nil)
+		case protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredCapability:
+			return Verdict{Era: Unknown, Status: status, Reason: "modern server rejected the probe",
+				Err: fmt.Errorf("%s is a modern MCP server but rejected the proxy's server/discover with %d %q; this is a proxy bug or a header added with %v; please report it", url, code, e.Get("message").String(), rewrite.HintHeader)}
+		}
+		return Verdict{Era: Legacy, Status: status, Reason: fmt.Sprintf("error %d to server/discover", code)}
 	}
 	result := res.Get("result")
 	versions := result.Get("supportedVersions")
@@ -201,22 +213,6 @@ func classifyVersions(url string, status int, versions gjson.Result, discover []
 	}
 	return Verdict{Era: Unknown, Status: status, Reason: "no common version",
 		Err: fmt.Errorf("%s supports protocol versions %s but not %s, the only modern version this proxy speaks; upgrade mcp-tasks-proxy", url, versions.Raw, protocol.ModernVersion)}
-}
-
-func classifyError(url string, status int, e gjson.Result) Verdict {
-	code := e.Get("code").Int()
-	switch code {
-	case protocol.CodeUnsupportedProtocolVersion:
-		sup := e.Get("data.supported")
-		if !sup.IsArray() || len(sup.Array()) == 0 {
-			return Verdict{Era: Legacy, Status: status, Reason: "-32022 without data.supported"}
-		}
-		return classifyVersions(url, status, sup, nil)
-	case protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredCapability:
-		return Verdict{Era: Unknown, Status: status, Reason: "modern server rejected the probe",
-			Err: fmt.Errorf("%s is a modern MCP server but rejected the proxy's server/discover with %d %q; this is a proxy bug or a header added with %v; please report it", url, code, e.Get("message").String(), rewrite.HintHeader)}
-	}
-	return Verdict{Era: Legacy, Status: status, Reason: fmt.Sprintf("error %d to server/discover", code)}
 }
 
 func (p *Prober) transportErr(err error) error {

@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,57 +9,21 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"time"
-
-	"go.uber.org/zap"
 )
 
 // console is the person at the keyboard: the lines on Config.Out (never
-// stdout), the browser it opens, and the address it pastes.
+// stdout) and the browser it opens.
 type console struct {
-	host      string
-	noBrowser bool
-	timeout   time.Duration // AuthTimeout, how long a sign-in waits
-	log       *zap.Logger
-	open      func(url string) error
+	open func(url string) error
 
 	mu  sync.Mutex // one line at a time
 	out io.Writer
-}
-
-func (u *console) announce(authURL string) {
-	if u.noBrowser {
-		u.say("mcp-tasks-proxy: %s needs you to sign in. Open this address in a browser (waiting up to %v):\n\n  %s\n\n", u.host, u.timeout, authURL)
-		return
-	}
-	u.say("mcp-tasks-proxy: %s needs you to sign in; opening a browser. If none opens, open this address (waiting up to %v):\n\n  %s\n\n", u.host, u.timeout, authURL)
-	if err := u.open(authURL); err != nil {
-		u.log.Warn("oauth: cannot open a browser; open the printed address", zap.Error(err))
-	}
 }
 
 func (u *console) say(format string, args ...any) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	fmt.Fprintf(u.out, format, args...)
-}
-
-func (u *console) readPaste(ctx context.Context, paste func() (string, error), redirectURI, state string) callbackResult {
-	got := make(chan callbackResult, 1)
-	go func() {
-		s, err := paste()
-		if err != nil {
-			got <- callbackResult{err: fmt.Errorf("no address was pasted (%v)", err)}
-			return
-		}
-		got <- parsePasted(s, redirectURI, state)
-	}()
-	select {
-	case r := <-got:
-		return r
-	case <-ctx.Done():
-		return callbackResult{err: fmt.Errorf("nothing was pasted within %v", u.timeout)}
-	}
 }
 
 // browserCommand is the command line that opens a URL: Config.Browser,

@@ -47,13 +47,6 @@ type callbackResult struct {
 	verdict chan error
 }
 
-func (r callbackResult) tell(err error) {
-	select {
-	case r.verdict <- err: // a nil verdict (no page waits) takes nothing
-	default:
-	}
-}
-
 // pageWait bounds how long the callback page waits for the sign-in's
 // outcome (the issuer check and the code exchange) before it says the
 // sign-in is still finishing.

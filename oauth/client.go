@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -63,9 +64,15 @@ func New(cfg Config) (*Client, error) {
 	if cfg.AuthTimeout <= 0 {
 		cfg.AuthTimeout = DefaultAuthTimeout
 	}
-	listen, urlHost, err := normalizeCallbackHost(cfg.CallbackHost)
-	if err != nil {
-		return nil, err
+	listen, urlHost := "127.0.0.1", "127.0.0.1"
+	switch strings.Trim(cfg.CallbackHost, "[]") {
+	case "", "127.0.0.1":
+	case "localhost":
+		urlHost = "localhost"
+	case "::1":
+		listen, urlHost = "::1", "::1"
+	default:
+		return nil, fmt.Errorf("the OAuth callback host %q is not a loopback name: use 127.0.0.1, localhost or ::1", cfg.CallbackHost)
 	}
 	var static *staticClient // the parsed ClientInfo
 	if len(bytes.TrimSpace(cfg.ClientInfo)) > 0 {
@@ -112,8 +119,7 @@ func New(cfg Config) (*Client, error) {
 		hc: c.hc, now: clock, log: c.log, store: st, redirectURIs: c.cb.redirectURIs}
 	c.ep = &tokenEndpoint{hc: c.hc, now: clock}
 	argv := browserCommand(cfg.Browser)
-	c.user = &console{host: c.host, noBrowser: cfg.NoBrowser, timeout: cfg.AuthTimeout, log: c.log,
-		open: func(u string) error { return openBrowser(argv, u) }, out: cmp.Or(cfg.Out, io.Discard)}
+	c.user = &console{open: func(u string) error { return openBrowser(argv, u) }, out: cmp.Or(cfg.Out, io.Discard)}
 	c.fl = &flights{target: tgt, timeout: cfg.AuthTimeout, m: map[string]*flight{}}
 	c.fl.base, c.fl.stop = context.WithCancel(context.Background())
 	c.ren = renewals{stepUps: map[string]int{}, mine: map[string]bool{}}

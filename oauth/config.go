@@ -155,18 +155,6 @@ func displayURL(u *url.URL) string {
 	return c.String()
 }
 
-func normalizeCallbackHost(h string) (listen, inURL string, err error) {
-	switch strings.Trim(h, "[]") {
-	case "", "127.0.0.1":
-		return "127.0.0.1", "127.0.0.1", nil
-	case "localhost":
-		return "127.0.0.1", "localhost", nil
-	case "::1":
-		return "::1", "::1", nil
-	}
-	return "", "", fmt.Errorf("the OAuth callback host %q is not a loopback name: use 127.0.0.1, localhost or ::1", h)
-}
-
 // checkEndpoint refuses an endpoint URL that is not https (or http to
 // this machine, or http anywhere under AllowHTTP).
 func (m *discoverer) checkEndpoint(what, raw string) error {

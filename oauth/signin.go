@@ -65,7 +65,10 @@ func (c *Client) signIn(ctx context.Context, rec *record, ch challenge, extra []
 		err = c.redeem(ctx, rec, a, res.code)
 	}
 	// The browser's page waits for this: it says "Signed in" only now.
-	res.tell(err)
+	select {
+	case res.verdict <- err: // a nil verdict (no page waits) takes nothing
+	default:
+	}
 	return err
 }
 
@@ -103,11 +106,33 @@ func (c *Client) start(ctx context.Context, rec *record, d *discovery, scopes []
 // the callback page waits for) in any case.
 func (c *Client) awaitCode(ctx context.Context, rec *record, a *attempt, paste func() (string, error)) (callbackResult, error) {
 	var res callbackResult
-	if paste != nil {
+	timeout := c.cfg.AuthTimeout
+	switch {
+	case paste != nil:
 		c.user.say("To sign in to %s, open this address in a browser:\n\n  %s\n\nAfter you sign in, the browser goes to an address starting with %s that will not load. Copy that whole address from the address bar and paste it here.\n", c.host, a.authURL, a.redirectURI)
-		res = c.user.readPaste(ctx, paste, a.redirectURI, a.state)
-	} else {
-		c.user.announce(a.authURL)
+		got := make(chan callbackResult, 1)
+		go func() {
+			s, err := paste()
+			if err != nil {
+				got <- callbackResult{err: fmt.Errorf("no address was pasted (%v)", err)}
+				return
+			}
+			got <- parsePasted(s, a.redirectURI, a.state)
+		}()
+		select {
+		case res = <-got:
+		case <-ctx.Done():
+			res = callbackResult{err: fmt.Errorf("nothing was pasted within %v", timeout)}
+		}
+	case c.cfg.NoBrowser:
+		c.user.say("mcp-tasks-proxy: %s needs you to sign in. Open this address in a browser (waiting up to %v):\n\n  %s\n\n", c.host, timeout, a.authURL)
+	default:
+		c.user.say("mcp-tasks-proxy: %s needs you to sign in; opening a browser. If none opens, open this address (waiting up to %v):\n\n  %s\n\n", c.host, timeout, a.authURL)
+		if err := c.user.open(a.authURL); err != nil {
+			c.log.Warn("oauth: cannot open a browser; open the printed address", zap.Error(err))
+		}
+	}
+	if paste == nil {
 		select {
 		case res = <-a.cb.results:
 		case <-ctx.Done():
@@ -118,7 +143,7 @@ func (c *Client) awaitCode(ctx context.Context, rec *record, a *attempt, paste f
 				_ = c.store.save(rec)
 			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return res, c.fail(fmt.Sprintf("nobody finished signing in within %v (the sign-in page was printed on stderr)", c.cfg.AuthTimeout), ctx.Err())
+				return res, c.fail(fmt.Sprintf("nobody finished signing in within %v (the sign-in page was printed on stderr)", timeout), ctx.Err())
 			}
 			return res, c.fail("the sign-in was stopped", ctx.Err())
 		}

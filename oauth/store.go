@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/hostconfig"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/statefile"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
@@ -205,17 +206,7 @@ func checkPrivate(path string, mode fs.FileMode, want string) error {
 		kind = "directory"
 	}
 	return fmt.Errorf("the OAuth store %s %s can be read by other users (mode %04o), so it is not used; fix it with: chmod %s %s",
-		kind, path, mode.Perm(), want, shellQuote(path))
-}
-
-func shellQuote(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '\\' ||
-			('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		kind, path, mode.Perm(), want, hostconfig.ShellQuote(path))
 }
 
 // storeName names a server's NAME.json and NAME.lock: its host (':' made

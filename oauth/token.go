@@ -105,20 +105,11 @@ func (e *tokenEndpoint) refresh(ctx context.Context, as *oauthex.AuthServerMeta,
 	if nt.Scopes == nil {
 		nt.Scopes = t.Scopes
 	}
-	if n := expiresIn(tr.ExpiresIn); n > 0 {
-		nt.Expiry = nt.Obtained.Add(time.Duration(n * float64(time.Second)))
+	// expires_in is a number or (from some servers) a string holding one.
+	if f, err := strconv.ParseFloat(strings.Trim(string(tr.ExpiresIn), `"`), 64); err == nil && f > 0 && f <= 10*365*24*3600 {
+		nt.Expiry = nt.Obtained.Add(time.Duration(f * float64(time.Second)))
 	}
 	return nt, nil
-}
-
-// expiresIn reads expires_in, a number or (from some servers) a string
-// holding one; 0 when absent or unreadable.
-func expiresIn(raw json.RawMessage) float64 {
-	f, err := strconv.ParseFloat(strings.Trim(string(raw), `"`), 64)
-	if err != nil || !(f > 0 && f <= 10*365*24*3600) {
-		return 0
-	}
-	return f
 }
 
 // revoke asks the revocation endpoint (RFC 7009) to forget tok.

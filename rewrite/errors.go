@@ -12,7 +12,7 @@ var NullID = []byte("null")
 // ErrorFrame builds a JSON-RPC error response. id is the raw id (NullID when
 // unknown); data is raw JSON or nil.
 func ErrorFrame(id []byte, code int, message string, data []byte) []byte {
-	if !scalarID(id) {
+	if len(id) == 0 || id[0] != '"' && id[0] != '-' && id[0] != 'n' && !isDigit(id[0]) {
 		// No id, or one JSON-RPC does not allow (an array or object, which
 		// may hold a raw CR): the answer's id is null, as JSON-RPC asks
 		// when the request's id cannot be read.
@@ -35,12 +35,6 @@ func envelope(id []byte, key string, n int) []byte {
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	return append(b, '"', ':')
-}
-
-// scalarID reports whether id is a string, a number or null: the only ids
-// JSON-RPC allows, none of which can hold a raw line break.
-func scalarID(id []byte) bool {
-	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] == 'n' || isDigit(id[0]))
 }
 
 // ResultFrame builds a JSON-RPC result response from a raw result object.

@@ -2,7 +2,6 @@ package routing
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -57,13 +56,6 @@ func authRefused(resp *Response) bool {
 		})
 	}
 	return false
-}
-
-// discard drains a little of a refused answer and closes it, so that the
-// connection can be reused for the retry.
-func (r *Response) discard() {
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.body, 64<<10))
-	_ = r.Close()
 }
 
 // authError wraps an error of the Auth hook. Its text is the hook's own:

@@ -104,30 +104,13 @@ func New(cfg Config) (*Client, error) {
 	cfg.ResponseHeaderTimeout = orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	rt := cfg.Transport
 	if rt == nil {
-		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} // --insecure: the user's explicit, loudly logged choice
-		if len(cfg.RootCAs) > 0 {
-			pool, err := x509.SystemCertPool()
-			if err != nil || pool == nil {
-				pool = x509.NewCertPool()
-			}
-			if !pool.AppendCertsFromPEM(cfg.RootCAs) {
-				return nil, errors.New("the CA file holds no PEM certificate")
-			}
-			tlsCfg.RootCAs = pool
+		t, err := NewTransport(cfg.RootCAs, cfg.Insecure, cfg.ConnectTimeout)
+		if err != nil {
+			return nil, err
 		}
-		dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-		rt = &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           dialer.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          cfg.MaxIdleConnsPerHost * 2,
-			MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   cfg.ConnectTimeout,
-			ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
-			ExpectContinueTimeout: time.Second,
-			TLSClientConfig:       tlsCfg,
-		}
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = cfg.MaxIdleConnsPerHost*2, cfg.MaxIdleConnsPerHost
+		t.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
+		rt = t
 	}
 	h := cfg.Header.Clone()
 	if h == nil {
@@ -148,6 +131,33 @@ func New(cfg Config) (*Client, error) {
 		max:    cfg.MaxMessageBytes,
 		ua:     ua,
 		auth:   cfg.Auth,
+	}, nil
+}
+
+// NewTransport is the upstream's HTTP transport, which the OAuth client's
+// traffic shares too: proxies from the environment, and TLS with caPEM
+// added to the system roots (--ca-file) or no verification (--insecure).
+func NewTransport(caPEM []byte, insecure bool, connectTimeout time.Duration) (*http.Transport, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} // --insecure: the user's explicit, loudly logged choice
+	if len(caPEM) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, errors.New("the CA file holds no PEM certificate")
+		}
+		tlsCfg.RootCAs = pool
+	}
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   connectTimeout,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       tlsCfg,
 	}, nil
 }
 
@@ -267,7 +277,9 @@ func (c *Client) do(ctx context.Context, target, method string, body []byte, set
 	if err == nil && !again {
 		return resp, nil // the refusal, for the caller to report
 	}
-	resp.discard()
+	// Drain a little of the refusal, so that the connection can be reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.body, 64<<10))
+	_ = resp.Close()
 	if err == nil {
 		authz, err = c.auth.Authorization(ctx)
 	}
@@ -317,8 +329,23 @@ func (c *Client) send(ctx context.Context, target, method string, body []byte, s
 		}
 		return nil, err
 	}
-	r := newResponse(resp, c.max, &c.last)
-	r.watch = w
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	r := &Response{
+		Status:      resp.StatusCode,
+		ContentType: strings.ToLower(mt),
+		Header:      resp.Header,
+		body:        resp.Body,
+		max:         c.max,
+		size:        resp.ContentLength,
+		last:        &c.last,
+		watch:       w,
+	}
+	if resp.Request != nil {
+		r.final = resp.Request.URL
+	}
+	if r.ContentType == "text/event-stream" {
+		r.sse = newSSEReaderSize(resp.Body, c.max, 32<<10, &c.last)
+	}
 	return r, nil
 }
 
@@ -386,26 +413,6 @@ type Response struct {
 	// final is the URL that gave the answer, after same-origin redirects:
 	// a relative 2024-11-05 endpoint is resolved against it.
 	final *url.URL
-}
-
-func newResponse(resp *http.Response, max int, last *atomic.Int64) *Response {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	r := &Response{
-		Status:      resp.StatusCode,
-		ContentType: strings.ToLower(mt),
-		Header:      resp.Header,
-		body:        resp.Body,
-		max:         max,
-		size:        resp.ContentLength,
-		last:        last,
-	}
-	if resp.Request != nil {
-		r.final = resp.Request.URL
-	}
-	if r.ContentType == "text/event-stream" {
-		r.sse = newSSEReaderSize(resp.Body, max, 32<<10, last)
-	}
-	return r
 }
 
 // IsSSE reports whether the answer is an event stream.

@@ -123,7 +123,10 @@ func (c *Client) endpoint(base *url.URL, raw string) (string, error) {
 	origin, _ := url.Parse(c.url)
 	ref, err := url.Parse(raw)
 	if raw == "" || err != nil {
-		return "", &EndpointError{URL: c.URL(), Endpoint: fmt.Sprintf("%q", capString(raw)), Reason: "which is not a URL"}
+		if len(raw) > 200 {
+			raw = raw[:200] + "…"
+		}
+		return "", &EndpointError{URL: c.URL(), Endpoint: fmt.Sprintf("%q", raw), Reason: "which is not a URL"}
 	}
 	u := base.ResolveReference(ref)
 	if !sameOrigin(origin, u) {
@@ -131,13 +134,6 @@ func (c *Client) endpoint(base *url.URL, raw string) (string, error) {
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u.String(), nil
-}
-
-func capString(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }
 
 // SendTo POSTs one 2024-11-05 message to endpoint, a URL OpenLegacy

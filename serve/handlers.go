@@ -348,7 +348,12 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	sess.begin()
 	defer sess.finish()
 	writing(w)
-	if startSSE(w, getPrimingID(cursor, &sess.nextID)) != nil {
+	// The priming id names the stream's position, cursor (the last event
+	// before what this connection sends), then a new id of the session that
+	// keeps it unique: "12.40". A GET with it as Last-Event-ID resumes after
+	// cursor, so that the events the connection had yet to send are not
+	// skipped (their ids are below the new one).
+	if startSSE(w, strconv.FormatInt(cursor, 10)+"."+strconv.FormatInt(sess.nextID.Add(1), 10)) != nil {
 		return
 	}
 	flush(w)
@@ -434,7 +439,9 @@ func writing(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(ioTimeout))
 }
 
-// startSSE answers with an event stream primed with id (writePriming); ""
+// startSSE answers with an event stream primed as 2025-11-25 asks
+// (SEP-1699): an event with id and empty data, so that the client holds an
+// id to resume from before any frame comes, and the retry field; id ""
 // for a stream that ends at once, with nothing to resume.
 func startSSE(w http.ResponseWriter, id string) error {
 	h := w.Header()
@@ -445,7 +452,8 @@ func startSSE(w http.ResponseWriter, id string) error {
 	if id == "" {
 		return nil
 	}
-	return writePriming(w, id)
+	_, err := fmt.Fprintf(w, "id: %s\nretry: %d\ndata:\n\n", id, retryMillis)
+	return err
 }
 
 func flush(w http.ResponseWriter) { _ = http.NewResponseController(w).Flush() }

@@ -175,24 +175,6 @@ func writeEvent(w io.Writer, prefix string, id int64, frame []byte) error {
 // announces: how long a client that lost a stream waits to resume it.
 const retryMillis = 1000
 
-// writePriming starts an event stream as 2025-11-25 asks (SEP-1699): an
-// event with an id and empty data, so that the client holds an id to
-// resume from before any frame comes, and the retry field.
-func writePriming(w io.Writer, id string) error {
-	_, err := fmt.Fprintf(w, "id: %s\nretry: %d\ndata:\n\n", id, retryMillis)
-	return err
-}
-
-// getPrimingID is the id of the GET stream's priming event. It names the
-// stream's position, cursor (the last event before what this connection
-// sends), then a new id of the session that keeps it unique: "12.40". A
-// GET with it as Last-Event-ID resumes after cursor, so that the events
-// the connection had yet to send are not skipped (their ids are below the
-// new one).
-func getPrimingID(cursor int64, ids *atomic.Int64) string {
-	return strconv.FormatInt(cursor, 10) + "." + strconv.FormatInt(ids.Add(1), 10)
-}
-
 // lastEventID reads a GET's Last-Event-ID: the GET stream's position it
 // names (an event's id, or a priming id: resume), or a POST stream's event
 // (post). Anything else, or none, is a GET that does not resume.

@@ -128,7 +128,7 @@ func parseHeader(v, where string, lookup func(string) (string, bool)) (string, s
 		return "", "", fmt.Errorf("%s: there is no name before the colon; %s", where, notShown)
 	}
 	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
+		if c := name[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
 			return "", "", fmt.Errorf("%s: the name before the colon has %s as character %d, which HTTP header names cannot hold (letters, digits and !#$%%&'*+-.^_`|~); %s",
 				where, describeByte(name[i]), i+1, notShown)
 		}
@@ -197,11 +197,6 @@ func expandVars(v string, lookup func(string) (string, bool)) (out, missing stri
 		return val
 	})
 	return out, missing
-}
-
-func isTokenChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // byteSize is a size flag that takes 1048576, 1MiB, 64KiB or 2GiB.

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -289,11 +288,7 @@ func (c *configCmd) addVar(name string) {
 
 // secretHeader reports whether a header's value is a credential.
 func secretHeader(name string) bool {
-	switch http.CanonicalHeaderKey(name) {
-	case "Authorization", "Proxy-Authorization", "Cookie":
-		return true
-	}
-	return rewrite.SensitiveKey(name)
+	return rewrite.CredentialHeader(name) || rewrite.SensitiveKey(name)
 }
 
 // envName is the variable a literal secret header moves to:

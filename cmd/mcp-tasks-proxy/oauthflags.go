@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/oauth"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
 // oauthFlags are the OAuth flags, shared by the proxy and `auth` (their
@@ -114,30 +112,14 @@ func jsonProblem(err error) string {
 }
 
 // oauthHTTPClient carries the authorization server's traffic with the
-// upstream's TLS settings (--ca-file, --insecure) and proxies from the
-// environment.
+// upstream's TLS settings (--ca-file, --insecure) and proxies.
 func oauthHTTPClient(caPEM []byte, insecure bool, connectTimeout time.Duration) (*http.Client, error) {
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} // --insecure: the user's explicit, loudly logged choice
-	if len(caPEM) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(caPEM) {
-			return nil, errors.New("the CA file holds no PEM certificate")
-		}
-		tlsCfg.RootCAs = pool
+	t, err := routing.NewTransport(caPEM, insecure, connectTimeout)
+	if err != nil {
+		return nil, err
 	}
-	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   connectTimeout,
-		ResponseHeaderTimeout: time.Minute,
-		IdleConnTimeout:       90 * time.Second,
-		TLSClientConfig:       tlsCfg,
-	}}, nil
+	t.ResponseHeaderTimeout = time.Minute
+	return &http.Client{Transport: t}, nil
 }
 
 // userLines is where the OAuth client's lines for the person go (the

@@ -142,15 +142,15 @@ func (e Entry) ClaudeCode() string {
 	for _, v := range e.Vars {
 		parts = append(parts, "--env", v+`="$`+v+`"`)
 	}
-	parts = append(parts, shellQuote(e.Name), "--", shellQuote(e.Command))
+	parts = append(parts, ShellQuote(e.Name), "--", ShellQuote(e.Command))
 	for _, a := range e.Args {
-		parts = append(parts, shellQuote(a))
+		parts = append(parts, ShellQuote(a))
 	}
 	return strings.Join(parts, " ")
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+%", r))
 	}) < 0 {

@@ -479,8 +479,10 @@ func (s *taskBridge) taskList(ctx context.Context, c *link.Call, f *rewrite.Fram
 	})
 	off := 0
 	if cur := f.Params.Get("cursor"); cur.Exists() {
-		n, ok := decodeCursor(cur.String())
-		if !ok || n > len(recs) {
+		b, err := base64.RawURLEncoding.DecodeString(cur.String())
+		digits, ok := strings.CutPrefix(string(b), cursorPrefix)
+		n, nerr := strconv.Atoi(digits)
+		if err != nil || !ok || nerr != nil || n < 0 || n > len(recs) {
 			return rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Invalid params: unknown tasks/list cursor", nil)
 		}
 		off = n
@@ -545,15 +547,6 @@ func (s *taskBridge) refresh(ctx context.Context, page []record) {
 }
 
 const cursorPrefix = "mtp-tasks:"
-
-func decodeCursor(c string) (int, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
-		return 0, false
-	}
-	n, err := strconv.Atoi(string(b[len(cursorPrefix):]))
-	return n, err == nil && n >= 0
-}
 
 // inputKey is what the proxy did with one input request key of a task
 // (under taskBridge.mu). Keys are unique for a task's life: the client is
