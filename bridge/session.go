@@ -87,7 +87,8 @@ const (
 	DefaultIdleTimeout     = 10 * time.Minute
 	DefaultRequestTimeout  = 2 * time.Hour
 	// DefaultPollTimeout: a healthy server answers a poll in milliseconds;
-	// 10 s is five default poll intervals, and room for a slow network.
+	// the bound is several of rewrite.DefaultPollInterval, and room for a
+	// slow network.
 	DefaultPollTimeout = 10 * time.Second
 	// DefaultMaxSubscriptions: each costs its URI in memory and in the
 	// shared stream's filter; 256 is far more than a client watches.

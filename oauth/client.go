@@ -20,6 +20,10 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
 
+// refreshAheadQuiet is how long after a failed refresh ahead of expiry the
+// stored token is used as it is, without trying again.
+const refreshAheadQuiet = 30 * time.Second
+
 // Client is the OAuth client toward one MCP server. It implements
 // routing.Auth. It is safe for concurrent use; see the package comment.
 type Client struct {
@@ -155,9 +159,10 @@ func (c *Client) Authorization(ctx context.Context) (string, error) {
 	if t == nil || t.AccessToken == "" {
 		return "", nil
 	}
-	// Refreshed ahead when due, unless a refresh ahead failed in the last 30s.
+	// Refreshed ahead when due, unless a refresh ahead failed within
+	// refreshAheadQuiet.
 	now, quiet := c.now(), false
-	c.ren.note(func(r *renewals) { quiet = r.lastProbe.IsZero() || now.Sub(r.lastProbe) > 30*time.Second })
+	c.ren.note(func(r *renewals) { quiet = r.lastProbe.IsZero() || now.Sub(r.lastProbe) > refreshAheadQuiet })
 	if due(t, now) && quiet {
 		held := t.AccessToken
 		_ = c.fl.fly(ctx, keyProactive, func(fctx context.Context) error { return c.refreshAhead(fctx, held) })

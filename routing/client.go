@@ -49,11 +49,13 @@ type Config struct {
 	URL string
 	// Header holds the user's extra headers (--header), sent on every POST.
 	Header http.Header
-	// ConnectTimeout bounds dialing and the TLS handshake. Default 10s.
+	// ConnectTimeout bounds dialing and the TLS handshake. Default
+	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 	// MaxIdleConnsPerHost is the keep-alive pool size. Default 128.
 	MaxIdleConnsPerHost int
-	// MaxMessageBytes bounds one upstream message. Default 128 MiB.
+	// MaxMessageBytes bounds one upstream message. Default
+	// DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// ResponseHeaderTimeout bounds the wait for the response headers after
 	// the request is sent. Default 10m: a server that answers a long tool

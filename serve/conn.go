@@ -14,7 +14,7 @@ import (
 // net/http bounds a request's headers (ReadHeaderTimeout) and an idle
 // keep-alive connection (IdleTimeout); the command sets both. It leaves
 // the body to the handler: read for as long as the client takes, and
-// drained (up to 256 KiB, as long again) after a refusal that did not read
+// drained (net/http reads a little of it) after a refusal that did not read
 // it, so a client that declares a body and sends none would hold the
 // connection for good; http.Server.ReadTimeout would still make the
 // refusals wait. So ServeHTTP bounds each request itself (bound): a body

@@ -31,7 +31,8 @@ const (
 	DefaultMaxSessions = 256
 	// DefaultEventLogBytes keeps thousands of the GET stream's
 	// notifications (some hundred bytes) and server requests (a few KiB)
-	// for a reconnecting client, while 256 sessions hold at most 256 MiB.
+	// for a reconnecting client, while DefaultMaxSessions sessions hold at
+	// most DefaultMaxSessions × DefaultEventLogBytes.
 	DefaultEventLogBytes = 1 << 20
 	// RetryAfter is what a refused client is told to wait, in seconds.
 	RetryAfter = 5

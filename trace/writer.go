@@ -52,12 +52,12 @@ type Options struct {
 	Buffer int
 	// BufferBytes bounds the memory of the buffered records, their JSONL
 	// lines: a record that would take them past it is dropped and counted
-	// (default 8 MiB); a record larger than BufferBytes on its own is always
+	// (default DefaultBufferBytes); a record larger than BufferBytes on its own is always
 	// dropped.
 	BufferBytes int
 	// FlushInterval is how long a record may wait in memory before it is
-	// written out (default 100 ms; sooner once 64 KiB or a quarter of
-	// Buffer is buffered): what a crash may lose.
+	// written out (default DefaultFlushInterval; sooner once wakeSize bytes
+	// or a quarter of Buffer are buffered): what a crash may lose.
 	FlushInterval time.Duration
 	// SecretHeaders names headers whose values are always redacted, in
 	// addition to Authorization, Proxy-Authorization, Cookie and Set-Cookie

@@ -29,15 +29,17 @@ type Config struct {
 	Client *routing.Client
 	// Logger receives diagnostics; never stdout. Default: no logs.
 	Logger *zap.Logger
-	// MaxInFlight bounds concurrently forwarded requests. Default 64.
+	// MaxInFlight bounds concurrently forwarded requests. Default bridge.DefaultMaxInFlight.
 	MaxInFlight int
 	// MaxQueued bounds the requests read but waiting for an in-flight
 	// slot; one more is refused at once. Default 16 per slot, at least
 	// 1024. Their bytes are bounded by MaxMessageBytes.
 	MaxQueued int
-	// MaxMessageBytes bounds one stdin line. Default 128 MiB.
+	// MaxMessageBytes bounds one stdin line. Default
+	// routing.DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	// DiscoverTimeout bounds the server/discover probe. Default 30s.
+	// DiscoverTimeout bounds the server/discover probe. Default
+	// bridge.DefaultDiscoverTimeout.
 	DiscoverTimeout time.Duration
 	// Tasks holds the task mapping choices (--task-iserror,
 	// --legacy-ttl-unit).
@@ -45,7 +47,7 @@ type Config struct {
 	// StatePath is the task registry's state file; "" keeps the registry
 	// in memory (--no-state).
 	StatePath string
-	// MaxRounds bounds MRTR rounds per request. Default 16.
+	// MaxRounds bounds MRTR rounds per request. Default bridge.DefaultMaxRounds.
 	MaxRounds int
 	// MaxSubscriptions bounds the resource subscriptions (distinct URIs)
 	// a session holds; one more resources/subscribe is refused with an
@@ -60,18 +62,18 @@ type Config struct {
 	Redact   func(key string) bool
 	NoRedact bool
 	// IdleTimeout ends an upstream exchange that sends nothing for this
-	// long; every message (progress, logs) restarts it. Default 10m.
+	// long; every message (progress, logs) restarts it. Default bridge.DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// RequestTimeout is the hard maximum of one request, 0 for none,
 	// counted from when it was read: its upstream exchanges and the waits
 	// for the client's answers to what the server asked (MRTR, and a
-	// task's input requests) included. Default 2h. Following a task is
+	// task's input requests) included. Default bridge.DefaultRequestTimeout. Following a task is
 	// governed by the task instead (each poll has its own bound).
 	RequestTimeout time.Duration
 	// PollTimeout bounds each tasks/get and tasks/update the proxy makes of
 	// its own (following a task, waiting in tasks/result, the client's
 	// tasks/get): a poll that gets no answer in time is given up and made
-	// again under the retry rules (both are safe to repeat). Default 10s
+	// again under the retry rules (both are safe to repeat). Default bridge.DefaultPollTimeout
 	// (--poll-timeout); never longer than IdleTimeout.
 	PollTimeout time.Duration
 	// Protocol forces the upstream era (--protocol): ProtocolAuto (the

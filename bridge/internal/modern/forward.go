@@ -18,6 +18,10 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/routing"
 )
 
+// outOfBandDoublings bounds how often the wait between retries of a round
+// that carries only requestState doubles.
+const outOfBandDoublings = 4
+
 // forward sends one client request upstream and returns its one answer for
 // the client, or nil when the client cancelled it or the session is ending.
 //
@@ -302,8 +306,9 @@ func (s *modern) mrtrRound(ctx context.Context, c *link.Call, f *rewrite.Frame, 
 			fmt.Sprintf("invalid upstream result for %s: input_required without inputRequests or requestState", f.Method), nil)
 	case len(reqs) == 0:
 		// requestState only: an out-of-band step is still running. Pace
-		// the retries (250 ms, doubling, at most 4 s).
-		if !link.Sleep(wctx, 250*time.Millisecond<<min(round, 4)) {
+		// the retries: link.BackoffMin, doubling, outOfBandDoublings times
+		// at most.
+		if !link.Sleep(wctx, link.BackoffMin<<min(round, outOfBandDoublings)) {
 			return nil, timedOut()
 		}
 	default:
