@@ -71,7 +71,7 @@ func (s *Session) drain(ctx context.Context) {
 // drainedLocked closes drainWait once the input has ended and no request
 // is left unanswered. s.mu is held.
 func (s *Session) drainedLocked() {
-	if s.drainWait == nil || len(s.inflight) > 0 {
+	if s.drainWait == nil || len(s.inflight) > 0 || s.finishing.Load() > 0 {
 		return
 	}
 	select {

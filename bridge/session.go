@@ -119,6 +119,10 @@ type Session struct {
 	// request read has been answered (nil until the end of input).
 	drainWait chan struct{}
 	draining  atomic.Bool // drain has started (set before drainWait)
+	// finishing counts the finish calls under way: one has taken its
+	// request out of the in-flight map but may not have queued its answer,
+	// so the drain may not end yet.
+	finishing atomic.Int32
 
 	ignore []*regexp.Regexp // Config.IgnoreTools, compiled
 }
@@ -274,9 +278,8 @@ func (s *Session) run(c *link.Call) {
 func (s *Session) read(ctx context.Context, conn Conn) error {
 	for {
 		in, err := conn.Read()
-		var tooLarge *TooLargeError
-		switch {
-		case errors.As(err, &tooLarge):
+		switch tooLarge, isTooLarge := errors.AsType[*TooLargeError](err); {
+		case isTooLarge:
 			s.env.Warn("message over the size limit discarded", zap.Int("limit", tooLarge.Limit))
 			s.reply(s.env.ErrorFrame(nil, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
 				"message larger than %d bytes discarded; raise %s", tooLarge.Limit, rewrite.HintMaxMessageSize)), "", tooLarge.Stream, nil)
@@ -444,7 +447,9 @@ func (s *Session) register(ctx context.Context, c *link.Call) bool {
 // finish delivers a request's one answer, unless the client cancelled it or
 // the session is ending.
 func (s *Session) finish(c *link.Call, frame []byte, rewrites []string) {
+	s.finishing.Add(1)
 	defer func() {
+		s.finishing.Add(-1)
 		// Only once the answer is queued may the requests read behind an
 		// initialize go, and the drain end the session: told before, Run
 		// could stop the writer and drop it. Outside a drain this costs

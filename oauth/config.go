@@ -49,7 +49,7 @@ type Config struct {
 	NoBrowser bool
 
 	// AuthTimeout (--auth-timeout) bounds a sign-in, a refresh and the wait
-	// for another process's. Default 2m.
+	// for another process's. Default DefaultAuthTimeout.
 	AuthTimeout time.Duration
 
 	// ClientInfo (--static-oauth-client-info) is a pre-registered client,

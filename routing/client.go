@@ -52,13 +52,13 @@ type Config struct {
 	// ConnectTimeout bounds dialing and the TLS handshake. Default
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
-	// MaxIdleConnsPerHost is the keep-alive pool size. Default 128.
+	// MaxIdleConnsPerHost is the keep-alive pool size. Default DefaultMaxIdleConnsPerHost.
 	MaxIdleConnsPerHost int
 	// MaxMessageBytes bounds one upstream message. Default
 	// DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// ResponseHeaderTimeout bounds the wait for the response headers after
-	// the request is sent. Default 10m: a server that answers a long tool
+	// the request is sent. Default DefaultResponseHeaderTimeout, long: a server that answers a long tool
 	// call with plain JSON sends its headers only at the end.
 	ResponseHeaderTimeout time.Duration
 	// RootCAs adds PEM certificates to the system roots (--ca-file).

@@ -55,8 +55,10 @@ func (c *chunks) spare(want int) []byte {
 	}
 	if c.last != nil && !c.hinted && c.n >= largeMin {
 		c.hinted = true
+		// At most four times what has come: memory follows the bytes
+		// that arrive, whatever size an earlier message had.
 		if last := int(c.last.Load()); last > c.n {
-			return c.regather(last)
+			return c.regather(min(last, 4*c.n))
 		}
 	}
 	size, room := max(c.n, want, minChunk), 0

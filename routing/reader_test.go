@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 )
@@ -194,4 +195,23 @@ func FuzzLineReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLargeHintBounded: the size an earlier large message had does not
+// make a smaller one reserve it: memory follows the bytes that arrive.
+func TestLargeHintBounded(t *testing.T) {
+	var last atomic.Int64
+	last.Store(128 << 20)
+	c := chunks{last: &last}
+	c.add(make([]byte, largeMin+1))
+	if err := c.readFrom(bytes.NewReader(make([]byte, 10)), 256<<20); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, b := range c.bufs {
+		total += cap(b)
+	}
+	if limit := 5 * (largeMin + 11); total > limit {
+		t.Errorf("a %d-byte message reserved %d bytes after a 128 MiB one, want at most %d", c.n, total, limit)
+	}
 }

@@ -43,7 +43,7 @@ const (
 	// first races with the client's next POST, which is not retried.
 	ConnIdleTimeout = 2 * time.Minute
 	// BodyMemoryMessages is Config.MaxBodyMemory's default, in maximum
-	// messages (Bridge.MaxMessageBytes): 512 MiB at the default 128 MiB.
+	// messages (Bridge.MaxMessageBytes).
 	BodyMemoryMessages = 4
 )
 

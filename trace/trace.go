@@ -9,8 +9,8 @@
 // goroutine, appends it to a bounded buffer and returns, keeping nothing of
 // the caller's; a record that does not fit is dropped and counted, and
 // Close reports the count. The writer goroutine writes the buffer out in
-// batches: every Options.FlushInterval (100 ms by default), whenever 64 KiB
-// is buffered, and on Close. Until then a line is only in memory.
+// batches: every Options.FlushInterval, sooner once a share of the buffer
+// is filled, and on Close. Until then a line is only in memory.
 package trace
 
 import (

@@ -43,12 +43,12 @@ const (
 
 // Options configures a Writer. The zero value is usable.
 type Options struct {
-	// FrameCap is the number of frame bytes kept per record (default 64
-	// KiB). A longer frame is replaced by
+	// FrameCap is the number of frame bytes kept per record (default
+	// DefaultFrameCap). A longer frame is replaced by
 	// {"truncated":true,"bytes":N,"head":"<first FrameCap bytes>"} and the
 	// record is marked Truncated. The cut happens after redaction.
 	FrameCap int
-	// Buffer is the number of records buffered before dropping (default 4096).
+	// Buffer is the number of records buffered before dropping (default DefaultBuffer).
 	Buffer int
 	// BufferBytes bounds the memory of the buffered records, their JSONL
 	// lines: a record that would take them past it is dropped and counted

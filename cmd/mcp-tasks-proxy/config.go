@@ -64,8 +64,8 @@ type config struct {
 }
 
 // DefaultDrainTimeout is --drain-timeout's default: short enough that the
-// process still exits within 5 s of the end of input (docs/reliability.md,
-// clean exit), long enough for a piped tools/call to be answered.
+// process still exits within exitGrace of the end of input
+// (docs/reliability.md, clean exit), long enough for a piped tools/call to be answered.
 const DefaultDrainTimeout = 3 * time.Second
 
 // usageError is a command-line mistake: one line on stderr, exit status 2.

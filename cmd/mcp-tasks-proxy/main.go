@@ -366,10 +366,10 @@ func newAuth(cfg *config, url string, caPEM []byte, logger *zap.Logger, stderr i
 }
 
 // The stdio bridge's one static garbage-collector setting, made once at
-// start. One session's live heap is a megabyte or two and it allocates for
-// every frame, so at Go's default pace it collects many times a second with
-// calls in flight; a pace of 400 lets that small heap grow to five times its
-// size between collections, and a soft memory limit brings the default
+// start. One session's live heap is small and it allocates for every frame,
+// so at Go's default pace it collects often with calls in flight; a pace of
+// stdioGOGC lets that small heap grow to (1 + stdioGOGC/100) times its size
+// between collections, and a soft memory limit brings the default
 // pace back as soon as a large result would take the heap past it. Each is
 // set only when the environment does not set it (GOGC, GOMEMLIMIT), and
 // serve, whose heap grows with its sessions, keeps Go's defaults. The

@@ -23,6 +23,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/safefile"
 )
 
 // Hosts are the hosts known, in the order messages list them.
@@ -302,15 +304,19 @@ func (e Entry) Write(path string, now time.Time) (backup string, changed, replac
 		return "", false, false, err
 	}
 	if old != nil {
+		// A new file only, never through a link planted under the name.
 		stamp := now.Format("20060102-150405")
 		backup = path + "." + stamp + ".bak"
-		for n := 2; ; n++ {
-			if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) {
-				break
-			}
+		f, err := os.OpenFile(backup, os.O_WRONLY|os.O_CREATE|os.O_EXCL|safefile.NoFollow, mode)
+		for n := 2; errors.Is(err, os.ErrExist); n++ {
 			backup = fmt.Sprintf("%s.%s-%d.bak", path, stamp, n)
+			f, err = os.OpenFile(backup, os.O_WRONLY|os.O_CREATE|os.O_EXCL|safefile.NoFollow, mode)
 		}
-		if err := os.WriteFile(backup, old, mode); err != nil {
+		if err == nil {
+			_, err = f.Write(old)
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
 			return "", false, false, fmt.Errorf("cannot make the backup %s: %w", backup, err)
 		}
 	}
