@@ -231,9 +231,11 @@ func (s *Session) work(c *link.Call) {
 	defer s.queue.workers.Done()
 	for {
 		for ; c != nil; c = s.queue.next() {
-			// Cancelled while queued, or the session ended: the session's
-			// cancel reaches each request's context in turn, not at once.
-			if c.Ctx.Err() != nil || s.env.Ctx.Err() != nil {
+			// Cancelled while queued (in passthrough its context ends only
+			// once the cancel is POSTed, so the mark decides), or the
+			// session ended: its cancel reaches each request's context in
+			// turn, not at once.
+			if c.Cancelled.Load() || c.Ctx.Err() != nil || s.env.Ctx.Err() != nil {
 				s.finish(c, nil, nil)
 				continue
 			}
