@@ -71,6 +71,13 @@ const (
 	ProtocolLegacy = link.ProtocolLegacy
 )
 
+// The --client-era choices (see link.Config.ClientEra).
+const (
+	ClientEraAuto   = link.ClientEraAuto
+	ClientEraLegacy = link.ClientEraLegacy
+	ClientEraModern = link.ClientEraModern
+)
+
 // The --transport choices (see link.TransportHTTPFirst).
 const (
 	TransportHTTPFirst = link.TransportHTTPFirst
@@ -151,6 +158,7 @@ func New(cfg Config) *Session {
 	cfg.PollTimeout = min(cfg.PollTimeout, cfg.IdleTimeout)
 	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
 	cfg.Protocol = cmp.Or(cfg.Protocol, ProtocolAuto)
+	cfg.ClientEra = cmp.Or(cfg.ClientEra, ClientEraAuto)
 	switch {
 	case cfg.NoRedact:
 		cfg.Redact = nil

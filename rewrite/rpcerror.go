@@ -23,6 +23,7 @@ const (
 	HintMaxInFlight           Hint = "max-in-flight"
 	HintMaxMRTRRounds         Hint = "max-mrtr-rounds"
 	HintProtocol              Hint = "protocol"
+	HintClientEra             Hint = "client-era"
 	HintTransport             Hint = "transport"
 	HintIgnoreTool            Hint = "ignore-tool"
 	HintStateFile             Hint = "state-file"
@@ -47,7 +48,7 @@ const (
 // Hints lists every Hint the proxy's messages may use.
 func Hints() []Hint {
 	return []Hint{HintRequestTimeout, HintIdleTimeout, HintPollTimeout, HintResponseHeaderTimeout, HintDrainTimeout, HintAuthTimeout,
-		HintMaxMessageSize, HintMaxInFlight, HintMaxMRTRRounds, HintProtocol, HintTransport, HintIgnoreTool,
+		HintMaxMessageSize, HintMaxInFlight, HintMaxMRTRRounds, HintProtocol, HintClientEra, HintTransport, HintIgnoreTool,
 		HintStateFile, HintNoState, HintAllowHTTP, HintHeader, HintHeaderFile, HintResource, HintOAuthStore, HintOAuthCallbackPort,
 		HintStaticClientInfo, HintClientMetadataURL, HintAllowOrigin, HintMaxSessions, HintAuthTokenFile,
 		HintMaxSubscriptions, HintReadTimeout, HintMaxBodyMemory, HintEventLogBytes}

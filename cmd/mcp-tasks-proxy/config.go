@@ -337,6 +337,8 @@ func (c *config) checkChoices() error {
 	}{
 		{c.sess.Protocol, "--protocol %q: use auto (detect the server's era), modern (2026-07-28 only) or legacy (2025 passthrough)",
 			[]string{bridge.ProtocolAuto, bridge.ProtocolModern, bridge.ProtocolLegacy}},
+		{c.sess.ClientEra, "--client-era %q: use auto (serve each client in its own era), legacy (2025-11-25 clients only) or modern (2026-07-28 clients only)",
+			[]string{bridge.ClientEraAuto, bridge.ClientEraLegacy, bridge.ClientEraModern}},
 		{c.sess.Transport, "--transport %q: use http-first (the default: Streamable HTTP, then the old HTTP+SSE transport when the server refuses the POST), http-only, sse-first or sse-only",
 			[]string{bridge.TransportHTTPFirst, bridge.TransportHTTPOnly, bridge.TransportSSEFirst, bridge.TransportSSEOnly}},
 		{c.logLevel, "--log-level %q: use debug, info, warn or error", []string{"debug", "info", "warn", "error"}},
@@ -528,7 +530,9 @@ const helpIntro = `mcp-tasks-proxy bridges a legacy MCP client (protocol 2025-11
 modern MCP server (protocol 2026-07-28, Streamable HTTP). The client launches it
 as its stdio server; it forwards every request to the server over HTTP and
 rewrites frames in flight, so neither side sees the gap. A server that still
-speaks 2025 is detected at initialize and passed through unchanged.
+speaks 2025 is detected at initialize and passed through unchanged. A client
+that already speaks 2026-07-28 (it opens with server/discover) gets the 2026
+server as it is, over stdio.
 
 Usage:
   mcp-tasks-proxy [flags] URL

@@ -21,6 +21,10 @@ const (
 // the 2025 lifecycle allows.
 var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
+// IsModernVersion reports whether v names a protocol version after the
+// 2025 era (versions are dates, YYYY-MM-DD, and compare as strings).
+func IsModernVersion(v string) bool { return len(v) == len(ModernVersion) && v > LegacyVersions[0] }
+
 // The request and result _meta keys of 2026-07-28 and of the tasks
 // extension.
 const (

@@ -81,6 +81,12 @@ type Config struct {
 	// refuses a legacy server, ProtocolLegacy passes 2025 through without
 	// probing.
 	Protocol string
+	// ClientEra is the --client-era choice: ClientEraAuto (the default)
+	// serves each client in the era its first request shows,
+	// ClientEraLegacy serves 2025-11-25 clients only (a server/discover is
+	// refused, so that a client of both eras falls back to initialize),
+	// ClientEraModern serves 2026-07-28 clients only.
+	ClientEra string
 	// DrainTimeout is how long, once stdin ends, the requests already read
 	// (in flight or waiting for a slot) may take to be answered before the
 	// session ends (--drain-timeout). A request still unanswered then gets
@@ -127,6 +133,13 @@ const (
 	ProtocolAuto   = "auto"
 	ProtocolModern = "modern"
 	ProtocolLegacy = "legacy"
+)
+
+// The --client-era choices.
+const (
+	ClientEraAuto   = "auto"
+	ClientEraLegacy = "legacy"
+	ClientEraModern = "modern"
 )
 
 // The --transport choices (mcp-remote's values): which upstream transport

@@ -43,7 +43,6 @@ func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 	}
 	var t tries
 	r := s.env.Attempt(ctx, c, f.Method, func() link.Result { return s.exchange(ctx, c, f, &t) })
-	recovered := false
 	for round := 0; ; {
 		switch {
 		case r.Input != nil:
@@ -61,20 +60,9 @@ func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 			t.retry = retry
 		case ctx.Err() != nil:
 			return r.Outcome()
-		case r.Code == protocol.CodeHeaderMismatch && t.sentBase64 && !t.rawHeaders:
-			t.rawHeaders = true
-			s.rawHeadersNoted.Do(func() {
-				s.env.Info("the server refused a header in the Base64 form the spec asks for (-32020 header mismatch); such a request is retried once with the raw UTF-8 value",
-					zap.String("method", f.Method), zap.ByteString("id", c.ID))
-			})
-		case recovered:
-			return r.Outcome()
-		case r.Code == protocol.CodeHeaderMismatch && f.Method == "tools/call":
-			recovered = true
-			s.env.Info("header mismatch: refreshing tools/list and retrying once", zap.ByteString("id", c.ID))
-			_ = s.tools.fetch(ctx) // a failure leaves the annotations as they were
-		case r.Code == protocol.CodeUnsupportedProtocolVersion:
-			recovered = true
+		case r.Code == protocol.CodeHeaderMismatch && s.tools.headerRetry(ctx, c, f, &t):
+		case r.Code == protocol.CodeUnsupportedProtocolVersion && !t.recovered:
+			t.recovered = true
 			if s.probe(ctx, s.srv.state.Load().meta).Era != capabilities.Modern {
 				return link.FrameOnly(s.versionGone(c, f.Method, r.Frame))
 			}
@@ -83,7 +71,7 @@ func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 			return r.Outcome()
 		}
 		r = s.env.Attempt(ctx, c, f.Method, func() link.Result { return s.exchange(ctx, c, f, &t) })
-		if recovered && r.Code == protocol.CodeUnsupportedProtocolVersion && r.Input == nil {
+		if t.recovered && r.Code == protocol.CodeUnsupportedProtocolVersion && r.Input == nil {
 			return link.FrameOnly(s.versionGone(c, f.Method, r.Frame))
 		}
 	}
@@ -95,6 +83,9 @@ type tries struct {
 	// sentBase64: the server refused headers that carried a value in the
 	// Base64 form (-32020); rawHeaders: retried with raw UTF-8 values (for good).
 	sentBase64, rawHeaders bool
+	// recovered: the one retry after refreshing the tools' annotations
+	// (-32020) or probing the server again (-32022) was made.
+	recovered bool
 }
 
 // probe runs the server/discover probe, bounded by --discover-timeout.
@@ -129,47 +120,63 @@ func (s *modern) exchange(ctx context.Context, c *link.Call, f *rewrite.Frame, t
 	if err != nil {
 		return link.Failed(rewrite.ErrorFrame(c.ID, rewrite.Code(err), link.InvalidMessage(err), nil), link.RetryNone)
 	}
-	actx, dl := s.env.Deadlines(ctx, c)
-	defer dl.Stop()
-	if t.rawHeaders {
-		actx = routing.WithRawUTF8Headers(actx)
-	}
-
-	params := s.tools.headers(f)
+	var rw []string
 	if s.env.Cfg.Observer != nil {
-		rw := slices.Clip(link.RwForward) // shared: an append below copies it first
+		rw = slices.Clip(link.RwForward) // shared: an append below copies it first
 		if c.Task.Exists() {
 			rw = append(rw, "task.drop")
 		}
 		if t.retry != nil {
 			rw = append(rw, "mrtr.retry")
 		}
-		if t.rawHeaders {
-			rw = append(rw, "headers.raw")
-		}
-		actx = s.env.Observed(actx, c.Op, rw)
+	}
+	return post(ctx, s.env, c, body, upID, s.tools.headers(f), rw, t, func(actx context.Context, resp *routing.Response, touch func()) link.Result {
+		return readAnswer(actx, s.env, c, f.Method, upID, resp, touch, func(m *rewrite.Frame) { s.streamNotification(c, m) },
+			func(m *rewrite.Frame, status int, room []byte) link.Result { return s.down(actx, c, f.Method, m, status, room) })
+	})
+}
+
+// post sends body, the request of c under the upstream id upID, and reads
+// its answer with read: the part of an exchange that both faces of the
+// modern bridge share (the exchange's deadlines, raw header values once a
+// server refused the Base64 form, the Observer's hop, the answers for a
+// failure and a timeout, and the log line). rw names the request's
+// rewrites for the Observer.
+func post(ctx context.Context, e *link.Env, c *link.Call, body, upID []byte, params []protocol.ParamHeader, rw []string, t *tries,
+	read func(actx context.Context, resp *routing.Response, touch func()) link.Result) link.Result {
+	actx, dl := e.Deadlines(ctx, c)
+	defer dl.Stop()
+	if t.rawHeaders {
+		actx = routing.WithRawUTF8Headers(actx)
+		rw = append(rw, "headers.raw")
+	}
+	if e.Cfg.Observer != nil {
+		actx = e.Observed(actx, c.Op, rw)
 	}
 	start := time.Now()
-	resp, err := s.env.Client.Post(actx, body, params)
+	resp, err := e.Client.Post(actx, body, params)
 	if err != nil {
-		return link.Failed(s.env.SendFailed(ctx, actx, c, err))
+		return link.Failed(e.SendFailed(ctx, actx, c, err))
 	}
 	defer resp.Close()
-	r := s.answer(actx, c, f, upID, resp, dl.Touch)
+	r := read(actx, resp, dl.Touch)
 	if r.Frame == nil && r.Input == nil && ctx.Err() == nil {
-		r.Frame = s.env.TimedOut(actx, c)
+		r.Frame = e.TimedOut(actx, c)
 	}
 	if r.Code == protocol.CodeHeaderMismatch && !t.rawHeaders {
 		// Read only on the rare refusal: may a raw retry change anything?
 		t.sentBase64 = routing.UsesBase64(body, params)
 	}
-	s.env.LogExchange(c, upID, resp.Status, start, len(body), len(r.Frame))
+	e.LogExchange(c, upID, resp.Status, start, len(body), len(r.Frame))
 	return r
 }
 
-// answer reads the upstream messages of one request: notifications go to the
-// client as they come, and the response for upID becomes the client's answer.
-func (s *modern) answer(ctx context.Context, c *link.Call, f *rewrite.Frame, upID []byte, resp *routing.Response, touch func()) link.Result {
+// readAnswer reads the upstream messages of one request of c: each
+// notification goes to note as it comes, and the response for upID to
+// done, whose result is the answer. Every way the answer can fail to come
+// is an error answer of its own.
+func readAnswer(ctx context.Context, e *link.Env, c *link.Call, method string, upID []byte, resp *routing.Response, touch func(),
+	note func(m *rewrite.Frame), done func(m *rewrite.Frame, status int, room []byte) link.Result) link.Result {
 	var skipped string // why the last unusable stream event was skipped
 	for {
 		msg, err := resp.Next()
@@ -183,13 +190,13 @@ func (s *modern) answer(ctx context.Context, c *link.Call, f *rewrite.Frame, upI
 				if resp.IsSSE() && resp.Status < 300 {
 					again = link.RetryBroken // the stream ended before the response
 				}
-				return link.Failed(link.NoAnswer(s.env.URL(), c, resp, skipped), again)
+				return link.Failed(link.NoAnswer(e.URL(), c, resp, skipped), again)
 			case errors.Is(err, routing.ErrContentType):
-				return link.Failed(link.HTTPFailure(s.env.URL(), c.ID, f.Method, resp, msg), link.RetryNone)
+				return link.Failed(link.HTTPFailure(e.URL(), c.ID, method, resp, msg), link.RetryNone)
 			case errors.Is(err, routing.ErrTooLarge):
-				return link.Failed(s.env.TooLargeAnswer(c, resp.Status), link.RetryNone)
+				return link.Failed(e.TooLargeAnswer(c, resp.Status), link.RetryNone)
 			}
-			return link.Failed(link.BrokenRead(s.env.URL(), c, resp.Status, err), link.RetryBroken)
+			return link.Failed(link.BrokenRead(e.URL(), c, resp.Status, err), link.RetryBroken)
 		}
 		touch()
 		raw := rewrite.TrimFrame(msg)
@@ -197,32 +204,32 @@ func (s *modern) answer(ctx context.Context, c *link.Call, f *rewrite.Frame, upI
 		if perr != nil {
 			if !resp.IsSSE() {
 				if resp.Status < 300 {
-					return link.Failed(link.InvalidBody(s.env.URL(), c, resp, msg, perr), link.RetryNone)
+					return link.Failed(link.InvalidBody(e.URL(), c, resp, msg, perr), link.RetryNone)
 				}
-				return link.Failed(link.HTTPFailure(s.env.URL(), c.ID, f.Method, resp, msg), link.RetryNone)
+				return link.Failed(link.HTTPFailure(e.URL(), c.ID, method, resp, msg), link.RetryNone)
 			}
 			skipped = "an event that is not a JSON-RPC message (" + perr.Error() + ")"
-			s.env.Warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", s.env.LogFrame(msg)))
+			e.Warn("upstream stream event skipped", zap.Error(perr), zap.ByteString("event", e.LogFrame(msg)))
 			continue
 		}
 		switch m.Kind {
 		case rewrite.KindNotification:
-			s.streamNotification(c, &m)
+			note(&m)
 			continue
 		case rewrite.KindRequest:
 			// 2026-07-28 forbids server requests on a response stream.
-			s.env.Warn("upstream sent a request on a response stream; ignored", zap.String("method", m.Method))
+			e.Warn("upstream sent a request on a response stream; ignored", zap.String("method", m.Method))
 			continue
 		}
 		if m.ID.Raw != string(upID) && m.ID.Type != gjson.Null { // a null id: an error about an unreadable request
 			skipped = "a response for another id (" + m.ID.Raw + ")"
-			s.env.Warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", upID))
+			e.Warn("upstream response with an unexpected id", zap.String("got", m.ID.Raw), zap.ByteString("want", upID))
 			if resp.IsSSE() {
 				continue
 			}
-			return link.Failed(link.WrongID(s.env.URL(), c, resp.Status, m.ID.Raw, upID), link.RetryNone)
+			return link.Failed(link.WrongID(e.URL(), c, resp.Status, m.ID.Raw, upID), link.RetryNone)
 		}
-		r := s.down(ctx, c, f.Method, &m, resp.Status, resp.Room())
+		r := done(&m, resp.Status, resp.Room())
 		if m.Error.Exists() {
 			r.Code = int(m.Error.Get("code").Int())
 		}

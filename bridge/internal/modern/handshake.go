@@ -25,6 +25,10 @@ func (s *modern) initialize(ctx context.Context, c *link.Call, f *rewrite.Frame)
 		return link.FrameOnly(rewrite.ErrorFrame(id, protocol.CodeInvalidParams,
 			"Invalid params: initialize needs params with protocolVersion, capabilities and clientInfo", nil))
 	}
+	if s.env.Cfg.ClientEra == link.ClientEraModern {
+		return link.FrameOnly(s.env.ErrorFrame(id, rewrite.Errorf(protocol.CodeInvalidRequest, nil,
+			"initialize is not served: the proxy serves %s clients only (%s modern); connect with server/discover, or drop %[2]s modern to serve 2025 clients too", protocol.ModernVersion, rewrite.HintClientEra)))
+	}
 	s.initMu.Lock()
 	defer s.initMu.Unlock()
 	if out, done := passthrough.SSEFirst(ctx, s.env, c, f); done {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
@@ -36,8 +37,10 @@ type modern struct {
 	listen *listens
 	tools  *toolAnnotations
 
-	initMu          sync.Mutex // one initialize at a time
-	rawHeadersNoted sync.Once  // the first raw UTF-8 header retry is logged
+	initMu sync.Mutex // one initialize (or first modern request) at a time
+	// relay serves the session once its client showed it is modern (see
+	// modernClient).
+	relay atomic.Pointer[relay]
 }
 
 // server is what the parts of the modern bridge share: the session's Env
@@ -71,6 +74,10 @@ func New(e *link.Env) link.Upstream {
 		listen: &listens{env: e, srv: srv, want: map[string]*subEntry{}, changed: make(chan struct{}, 1), appliedCh: make(chan struct{})},
 	}
 }
+
+// metaVersionPath is the gjson path, from params, of a request's 2026
+// protocol version.
+var metaVersionPath = "_meta." + gjson.Escape(protocol.MetaProtocolVersion)
 
 func (s *server) ready() bool { return s.state.Load() != nil }
 
@@ -111,6 +118,9 @@ func (s *modern) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 		return s.initialize(ctx, c, f)
 	}
 	if !s.srv.ready() {
+		if f.Method == "server/discover" || protocol.IsModernVersion(f.Params.Get(metaVersionPath).String()) {
+			return s.modernClient(ctx, c, f)
+		}
 		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInvalidRequest,
 			fmt.Sprintf("the session is not initialized: send initialize and wait for its answer before %s", f.Method), nil))
 	}

@@ -35,6 +35,33 @@ type toolAnnotations struct {
 	fetched  int
 	fetchErr error
 	fetchMu  sync.Mutex // one lazy tools/list fetch at a time
+
+	rawHeadersNoted sync.Once // the first raw UTF-8 header retry is logged
+}
+
+// headerRetry prepares the one more try a request refused with -32020
+// (header mismatch) is worth, and reports false when there is none. First,
+// when the headers carried a value in the Base64 form the spec asks for,
+// with raw UTF-8 values: some servers (go-sdk v1.8.0) compare the header
+// with the body without decoding it. Then, for tools/call, once, with the
+// annotations refreshed from tools/list. The server refused before it ran
+// anything, so the retry is safe.
+func (s *toolAnnotations) headerRetry(ctx context.Context, c *link.Call, f *rewrite.Frame, t *tries) bool {
+	switch {
+	case t.sentBase64 && !t.rawHeaders:
+		t.rawHeaders = true
+		s.rawHeadersNoted.Do(func() {
+			s.env.Info("the server refused a header in the Base64 form the spec asks for (-32020 header mismatch); such a request is retried once with the raw UTF-8 value",
+				zap.String("method", f.Method), zap.ByteString("id", c.ID))
+		})
+	case f.Method == "tools/call" && !t.recovered:
+		t.recovered = true
+		s.env.Info("header mismatch: refreshing tools/list and retrying once", zap.ByteString("id", c.ID))
+		_ = s.fetch(ctx) // a failure leaves the annotations as they were
+	default:
+		return false
+	}
+	return true
 }
 
 // remember keeps the annotations of a tools/list page the client asked
@@ -43,10 +70,15 @@ func (s *toolAnnotations) remember(d rewrite.Downed) {
 	for _, r := range d.Rejected {
 		s.env.Warn("tool removed from tools/list: invalid x-mcp-header annotation", zap.String("tool", r.Tool), zap.String("reason", r.Reason))
 	}
+	s.keep(d.Tools)
+}
+
+// keep records the annotations of one tools/list page.
+func (s *toolAnnotations) keep(tools []rewrite.ToolHeaders) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.listed = true
-	for _, t := range d.Tools {
+	for _, t := range tools {
 		s.params[t.Tool] = t.Params
 	}
 }
