@@ -132,7 +132,9 @@ func (s *modern) exchange(ctx context.Context, c *link.Call, f *rewrite.Frame, t
 	}
 	return post(ctx, s.env, c, body, upID, s.tools.headers(f), rw, t, func(actx context.Context, resp *routing.Response, touch func()) link.Result {
 		return readAnswer(actx, s.env, c, f.Method, upID, resp, touch, func(m *rewrite.Frame) { s.streamNotification(c, m) },
-			func(m *rewrite.Frame, status int, room []byte) link.Result { return s.down(actx, c, f.Method, m, status, room) })
+			func(m *rewrite.Frame, status int, room []byte) link.Result {
+				return s.down(actx, c, f.Method, m, status, room)
+			})
 	})
 }
 
