@@ -68,6 +68,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	isRequest := f.Kind == rewrite.KindRequest || perr != nil && f.Kind != rewrite.KindNotification
+	if r.Header.Get("Mcp-Session-Id") == "" && protocol.IsModernVersion(r.Header.Get("Mcp-Protocol-Version")) {
+		s.postModern(w, r, body, &f, isRequest, jsonOK, sseOK)
+		return
+	}
 	isInit := perr == nil && isRequest && f.Method == "initialize"
 	sess, ok := s.postSession(w, r, isInit)
 	if !ok {
@@ -157,26 +161,68 @@ func tooLarge(w http.ResponseWriter, limit int) {
 func (s *Server) postSession(w http.ResponseWriter, r *http.Request, isInit bool) (*session, bool) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" && isInit {
-		sess, err := s.newSession()
-		switch {
-		case errors.Is(err, errFull):
-			s.metrics.refused.WithLabelValues("full").Inc()
-			w.Header().Set("Retry-After", retryAfter)
-			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("Service Unavailable: the proxy holds its maximum of %d sessions (%v); retry later", s.cfg.MaxSessions, rewrite.HintMaxSessions))
-			return nil, false
-		case err != nil:
-			w.Header().Set("Retry-After", retryAfter)
-			httpError(w, http.StatusServiceUnavailable, "Service Unavailable: "+err.Error())
-			return nil, false
+		sess, ok := s.startSession(w)
+		if ok {
+			w.Header().Set("Mcp-Session-Id", sess.id)
 		}
-		w.Header().Set("Mcp-Session-Id", sess.id)
-		return sess, true
+		return sess, ok
 	}
 	if isInit {
 		httpError(w, http.StatusBadRequest, "Bad Request: initialize starts a session and must not carry Mcp-Session-Id")
 		return nil, false
 	}
 	return s.session(w, r)
+}
+
+// startSession starts a session, or answers 503 when the proxy is full or
+// closing.
+func (s *Server) startSession(w http.ResponseWriter) (*session, bool) {
+	sess, err := s.newSession()
+	switch {
+	case errors.Is(err, errFull):
+		s.metrics.refused.WithLabelValues("full").Inc()
+		w.Header().Set("Retry-After", retryAfter)
+		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("Service Unavailable: the proxy holds its maximum of %d sessions (%v); retry later", s.cfg.MaxSessions, rewrite.HintMaxSessions))
+		return nil, false
+	case err != nil:
+		w.Header().Set("Retry-After", retryAfter)
+		httpError(w, http.StatusServiceUnavailable, "Service Unavailable: "+err.Error())
+		return nil, false
+	}
+	return sess, true
+}
+
+// postModern serves a POST of a 2026-07-28 client (MCP-Protocol-Version
+// 2026-07-28, no Mcp-Session-Id): stateless, each request in a session of
+// its own that ends with its answer, where the bridge relays it to a 2026
+// server as it is (a 2025 server gets it refused with an error that says
+// so). The POST's end before the answer is the request's cancellation. A
+// notification is accepted and dropped: a 2026 client sends none over HTTP.
+func (s *Server) postModern(w http.ResponseWriter, r *http.Request, body []byte, f *rewrite.Frame, isRequest, jsonOK, sseOK bool) {
+	if !isRequest {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	sess, ok := s.startSession(w)
+	if !ok {
+		return
+	}
+	defer func() {
+		s.forget(sess)
+		sess.end("")
+	}()
+	sess.begin()
+	defer sess.finish()
+	st := newPostStream([]byte(cmp.Or(f.ID.Raw, "null")), f.Method, sseOK)
+	defer sess.track(st)()
+	if !sess.deliver(bridge.In{Frame: body, Stream: st}, r.Context().Done()) {
+		return // the client went away first
+	}
+	s.answer(w, r, sess, st, jsonOK)
+	if _, _, done := st.take(); !done && f.ID.Exists() {
+		sess.deliver(bridge.In{Frame: rewrite.NotificationFrame("notifications/cancelled",
+			rewrite.CancelledParams(st.id, "the client closed its POST"))}, nil)
+	}
 }
 
 // session is the session a request after initialize names, checked; or it

@@ -95,6 +95,8 @@ type Server struct {
 	probing atomic.Bool    // a health probe runs
 	probes  sync.WaitGroup // those started for a failed initialize
 	upIDs   atomic.Int64   // upstream ids, unique in the process
+	// knownModern: a session found the upstream modern (link.Config.KnownModern)
+	knownModern atomic.Bool
 }
 
 // health is the last verdict on the upstream, for /healthz.

@@ -59,6 +59,7 @@ func (sess *session) run() {
 	cfg.StateOwner = sess.owner
 	cfg.Logger = sess.log
 	cfg.UpstreamIDs = &sess.srv.upIDs
+	cfg.KnownModern = &sess.srv.knownModern
 	b := bridge.New(cfg)
 	sess.log.Info("session started")
 	ctx := routing.WithObserver(sess.srv.ctx, sess.srv.metrics.observer)

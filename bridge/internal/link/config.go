@@ -87,6 +87,11 @@ type Config struct {
 	// refused, so that a client of both eras falls back to initialize),
 	// ClientEraModern serves 2026-07-28 clients only.
 	ClientEra string
+	// KnownModern, when set, is shared by the sessions of one process
+	// (serve): set once a probe found the server modern, so that a 2026
+	// client's request in a later session is relayed without a probe of
+	// its own. Nil: each session probes.
+	KnownModern *atomic.Bool
 	// DrainTimeout is how long, once stdin ends, the requests already read
 	// (in flight or waiting for a slot) may take to be answered before the
 	// session ends (--drain-timeout). A request still unanswered then gets

@@ -54,19 +54,28 @@ func (s *modern) modernClient(ctx context.Context, c *link.Call, f *rewrite.Fram
 		return out
 	}
 	// The client's discover is the probe, sent as the client wrote it;
-	// any other first request is preceded by one in its name. A probe
+	// any other first request is preceded by one in its name (unless
+	// another session of the process found the server modern). A probe
 	// never starts a sign-in that waits for a person: a dual client's
 	// short-lived probe process would leave one half done (a stored or
 	// refreshed token is used; the client's next request signs in).
-	meta := clientMeta(f, true)
-	v := s.probe(routing.Unattended(ctx), meta)
+	var v capabilities.Verdict
+	if known := s.env.Cfg.KnownModern; f.Method != "server/discover" && known != nil && known.Load() {
+		v.Era = capabilities.Modern // another session of the process found it so
+	} else {
+		v = s.probe(routing.Unattended(ctx), clientMeta(f, true))
+	}
 	if ctx.Err() != nil {
 		return link.Outcome{}
 	}
 	url := s.env.URL()
 	switch {
+	case v.Era == capabilities.Modern && v.Discover == nil:
 	case v.Era == capabilities.Modern:
 		s.env.Verdict(link.OpOf(ctx), "modern", "a 2026-07-28 client, relayed: "+v.Reason)
+		if known := s.env.Cfg.KnownModern; known != nil {
+			known.Store(true)
+		}
 	case v.Era == capabilities.Legacy:
 		s.env.Warn("a 2026-07-28 client met a 2025 server", zap.String("url", url), zap.String("reason", v.Reason))
 		return link.FrameOnly(s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeMethodNotFound, link.ErrorData(url, v.Status, "upstreamEra", "legacy"),
