@@ -18,7 +18,8 @@ import (
 // answers: a client that stopped reading must not hold the exit.
 const drainSendGrace = time.Second
 
-// drain runs at the end of input: the requests already read, in flight or
+// drain runs at the end of input: a standing request (a listen) ends,
+// unanswered; the requests already read, in flight or
 // still waiting for a slot, keep running and are answered as usual, for at
 // most DrainTimeout. Whatever is still unanswered then gets one error
 // answer naming the bound (every request id gets exactly one answer), and Run
@@ -30,6 +31,13 @@ func (s *Session) drain(ctx context.Context) {
 	}
 	s.draining.Store(true)
 	s.mu.Lock()
+	for _, c := range s.inflight {
+		if protocol.Standing(c.Method) {
+			// Open until its client ends it, and the client has gone.
+			c.Cancelled.Store(true)
+			c.Cancel()
+		}
+	}
 	s.drainWait = make(chan struct{})
 	s.drainedLocked()
 	wait, n := s.drainWait, len(s.inflight)

@@ -159,3 +159,43 @@ func Meta(clientCaps, clientInfo []byte, logLevel string) rewrite.MetaBlock {
 	}
 	return rewrite.NewMetaBlock(pairs...)
 }
+
+// The reverse bridge: a modern client, a 2025 server.
+
+// LegacyClientCapabilities maps a modern client's per-request
+// clientCapabilities to the 2025 initialize params.capabilities: the
+// extensions member goes (2025 has none); the rest is the same shape.
+func LegacyClientCapabilities(modern []byte) []byte {
+	out := []byte(`{}`)
+	gjson.ParseBytes(modern).ForEach(func(k, v gjson.Result) bool {
+		if k.Str != "extensions" {
+			out, _ = sjson.SetRawBytes(out, gjson.Escape(k.Str), []byte(v.Raw))
+		}
+		return true
+	})
+	return out
+}
+
+// DiscoverResult answers a modern client's server/discover from a 2025
+// server's InitializeResult: the one version the proxy speaks to it, the
+// server's capabilities without the 2025 tasks capability (not bridged to
+// the extension: the proxy does not offer it), its instructions, its
+// serverInfo in _meta, and cache fields that forbid caching.
+func DiscoverResult(initialize gjson.Result) []byte {
+	caps := []byte(`{}`)
+	initialize.Get("capabilities").ForEach(func(k, v gjson.Result) bool {
+		if k.Str != "tasks" {
+			caps, _ = sjson.SetRawBytes(caps, gjson.Escape(k.Str), []byte(v.Raw))
+		}
+		return true
+	})
+	out := []byte(`{"resultType":"complete","supportedVersions":["` + protocol.ModernVersion + `"],"ttlMs":0,"cacheScope":"private"}`)
+	out, _ = sjson.SetRawBytes(out, "capabilities", caps)
+	if ins := initialize.Get("instructions"); ins.Type == gjson.String {
+		out, _ = sjson.SetRawBytes(out, "instructions", []byte(ins.Raw))
+	}
+	if info := initialize.Get("serverInfo"); validImplementation(info) {
+		out, _ = sjson.SetRawBytes(out, "_meta", append(append(rewrite.AppendString([]byte(`{`), protocol.MetaServerInfo), ':'), info.Raw+"}"...))
+	}
+	return out
+}

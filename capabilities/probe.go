@@ -63,6 +63,10 @@ type Prober struct {
 	Client *routing.Client
 	// NextID mints upstream request ids.
 	NextID func() []byte
+	// Body, when set, is the probe's request under an id: a modern
+	// client's own server/discover, sent as it wrote it. Default:
+	// DiscoverBody with the meta given to Probe.
+	Body func(id []byte) []byte
 }
 
 // Probe POSTs server/discover with the given _meta block and classifies the
@@ -113,6 +117,9 @@ func DiscoverBody(id []byte, meta rewrite.MetaBlock) []byte {
 func (p *Prober) once(ctx context.Context, meta rewrite.MetaBlock) Verdict {
 	id := p.NextID()
 	body := DiscoverBody(id, meta)
+	if p.Body != nil {
+		body = p.Body(id)
+	}
 	resp, err := p.Client.Post(ctx, body, nil)
 	if err != nil {
 		if re, ok := errors.AsType[*routing.RedirectError](err); ok {

@@ -103,11 +103,24 @@ func StartLegacy(ctx context.Context) (url string, l *Legacy, stop func(), err e
 // ServeHTTP serves the MCP endpoint.
 func (l *Legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) { l.handler.ServeHTTP(w, r) }
 
+// expireWait bounds the wait for a session's handlers as Expire closes it:
+// go-sdk's Close waits for them, and one may wait for a client's answer
+// that will never come (the client has gone).
+const expireWait = time.Second
+
 // Expire ends every session; the next request that names one gets 404.
 func (l *Legacy) Expire() int {
 	n := 0
 	for ss := range l.server.Sessions() {
-		ss.Close()
+		closed := make(chan struct{})
+		go func() {
+			ss.Close()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(expireWait):
+		}
 		n++
 	}
 	return n

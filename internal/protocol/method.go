@@ -88,6 +88,9 @@ type Method struct {
 	// MayBecomeTask: the server may answer it with a task (in the tasks
 	// extension, only tools/call).
 	MayBecomeTask bool
+	// Standing: the request stays open until its client ends it (a
+	// listen); the end of the client's input ends it, unanswered.
+	Standing bool
 }
 
 // methods is the method table.
@@ -122,7 +125,7 @@ var methods = [...]Method{
 
 	// Modern only, originated by the proxy.
 	{Name: "server/discover", Eras: Modern, Repeatable: true, Answer: AnswerCacheable},
-	{Name: "subscriptions/listen", Eras: Modern},
+	{Name: "subscriptions/listen", Eras: Modern, Standing: true},
 
 	// 2025 requests the proxy sends the client for the MRTR input
 	// requests, as a 2025 server would send them.
@@ -185,6 +188,10 @@ func LocalOf(method string) Local { m, _ := Lookup(method); return m.Local }
 // InputRequired reports whether the server may answer method with
 // input_required.
 func InputRequired(method string) bool { m, _ := Lookup(method); return m.InputRequired }
+
+// Standing reports whether a request of method stays open until its client
+// ends it.
+func Standing(method string) bool { m, _ := Lookup(method); return m.Standing }
 
 // MayBecomeTask reports whether the server may answer method with a task.
 func MayBecomeTask(method string) bool { m, _ := Lookup(method); return m.MayBecomeTask }

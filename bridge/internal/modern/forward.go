@@ -63,7 +63,7 @@ func (s *modern) forward(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 		case r.Code == protocol.CodeHeaderMismatch && s.tools.headerRetry(ctx, c, f, &t):
 		case r.Code == protocol.CodeUnsupportedProtocolVersion && !t.recovered:
 			t.recovered = true
-			if s.probe(ctx, s.srv.state.Load().meta).Era != capabilities.Modern {
+			if s.probe(ctx, s.srv.state.Load().meta, nil).Era != capabilities.Modern {
 				return link.FrameOnly(s.versionGone(c, f.Method, r.Frame))
 			}
 			s.env.Info("unsupported protocol version on a request; the server is still modern, retrying once", zap.ByteString("id", c.ID))
@@ -89,10 +89,11 @@ type tries struct {
 }
 
 // probe runs the server/discover probe, bounded by --discover-timeout.
-func (s *modern) probe(ctx context.Context, meta rewrite.MetaBlock) capabilities.Verdict {
+// body, when set, makes the probe's request (see capabilities.Prober).
+func (s *modern) probe(ctx context.Context, meta rewrite.MetaBlock, body func(id []byte) []byte) capabilities.Verdict {
 	pctx, cancel := context.WithTimeout(ctx, s.env.Cfg.DiscoverTimeout)
 	defer cancel()
-	return (&capabilities.Prober{Client: s.env.Client, NextID: s.env.NextUpstreamID}).Probe(s.env.Observed(pctx, "", link.RwOwn), meta)
+	return (&capabilities.Prober{Client: s.env.Client, NextID: s.env.NextUpstreamID, Body: body}).Probe(s.env.Observed(pctx, "", link.RwOwn), meta)
 }
 
 // versionGone answers a request the server rejected with -32022 for good:

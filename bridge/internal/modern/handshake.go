@@ -48,7 +48,7 @@ func (s *modern) initialize(ctx context.Context, c *link.Call, f *rewrite.Frame)
 	s.srv.metaMu.Lock()
 	meta := capabilities.Meta(st.caps, st.clientInfo, s.srv.level)
 	s.srv.metaMu.Unlock()
-	v := s.probe(ctx, meta)
+	v := s.probe(ctx, meta, nil)
 	if ctx.Err() != nil {
 		return link.Outcome{} // the session is ending
 	}

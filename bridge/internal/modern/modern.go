@@ -38,9 +38,9 @@ type modern struct {
 	tools  *toolAnnotations
 
 	initMu sync.Mutex // one initialize (or first modern request) at a time
-	// relay serves the session once its client showed it is modern (see
-	// modernClient).
-	relay atomic.Pointer[relay]
+	// front (under initMu) serves the session once its client showed it
+	// is modern (see modernClient): the relay, or the reverse bridge.
+	front link.Upstream
 }
 
 // server is what the parts of the modern bridge share: the session's Env

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/link"
+	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/bridge/internal/reverse"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/capabilities"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
@@ -37,68 +38,90 @@ func newRelay(e *link.Env, meta rewrite.MetaBlock) *relay {
 }
 
 // modernClient serves a request that shows a modern client (see
-// protocol.IsModernVersion) before any initialize: once a probe with the
-// client's own _meta found a modern server, the relay answers it and every
-// later message of the session.
+// protocol.IsModernVersion) before any initialize: the session's front
+// (the relay to a modern server, the reverse bridge to a 2025 one) answers
+// it and every later message of the session.
 func (s *modern) modernClient(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
 	if s.env.Cfg.ClientEra == link.ClientEraLegacy {
 		// So that a client of both eras falls back to initialize.
 		return link.FrameOnly(s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeMethodNotFound, nil,
 			"%s is not served: the proxy serves %s clients only (%s legacy); send initialize", f.Method, protocol.LegacyVersion, rewrite.HintClientEra)))
 	}
+	front, answer := s.frontFor(ctx, c, f)
+	switch {
+	case front == nil || answer != nil:
+		return link.Outcome{Frame: answer, Next: front}
+	}
+	// Outside initMu: a first request that lasts (a listen) holds nobody.
+	out := front.Request(ctx, c, f)
+	out.Next = front
+	return out
+}
+
+// frontFor is the session's front, chosen once, by the first request of a
+// modern client: with answer, when choosing it answered f (the probe was
+// the client's discover), or nil and the client's error.
+func (s *modern) frontFor(ctx context.Context, c *link.Call, f *rewrite.Frame) (front link.Upstream, answer []byte) {
 	s.initMu.Lock()
 	defer s.initMu.Unlock()
-	if r := s.relay.Load(); r != nil {
-		out := r.Request(ctx, c, f)
-		out.Next = r
-		return out
+	if s.front != nil {
+		return s.front, nil
 	}
 	// The client's discover is the probe, sent as the client wrote it;
 	// any other first request is preceded by one in its name (unless
-	// another session of the process found the server modern). A probe
-	// never starts a sign-in that waits for a person: a dual client's
-	// short-lived probe process would leave one half done (a stored or
-	// refreshed token is used; the client's next request signs in).
+	// another session of the process found the server modern). A
+	// discover never starts a sign-in that waits for a person: a dual
+	// client's short-lived probe process would leave one half done (a
+	// stored or refreshed token is used). Any other request signs in.
 	var v capabilities.Verdict
-	if known := s.env.Cfg.KnownModern; f.Method != "server/discover" && known != nil && known.Load() {
+	switch known := s.env.Cfg.KnownModern; {
+	case s.env.Cfg.Protocol == link.ProtocolLegacy:
+		v.Era, v.Reason = capabilities.Legacy, "forced by "+rewrite.HintProtocol.String()+" legacy; no probe"
+	case f.Method != "server/discover" && known != nil && known.Load():
 		v.Era = capabilities.Modern // another session of the process found it so
-	} else {
-		v = s.probe(routing.Unattended(ctx), clientMeta(f, true))
+	case f.Method == "server/discover":
+		v = s.probe(routing.Unattended(ctx), clientMeta(f, true), func(id []byte) []byte { return rewrite.WithID(f, id) })
+	default:
+		v = s.probe(ctx, clientMeta(f, true), nil)
 	}
 	if ctx.Err() != nil {
-		return link.Outcome{}
+		return nil, nil
 	}
 	url := s.env.URL()
 	switch {
-	case v.Era == capabilities.Modern && v.Discover == nil:
 	case v.Era == capabilities.Modern:
-		s.env.Verdict(link.OpOf(ctx), "modern", "a 2026-07-28 client, relayed: "+v.Reason)
-		if known := s.env.Cfg.KnownModern; known != nil {
-			known.Store(true)
+		if v.Discover != nil {
+			s.env.Verdict(link.OpOf(ctx), "modern", "a 2026-07-28 client, relayed: "+v.Reason)
+			if known := s.env.Cfg.KnownModern; known != nil {
+				known.Store(true)
+			}
 		}
+		s.front = newRelay(s.env, clientMeta(f, false))
+		if f.Method == "server/discover" {
+			return s.front, rewrite.ResultFrame(c.ID, v.Discover)
+		}
+		return s.front, nil
+	case v.Era == capabilities.Legacy && s.env.Cfg.Protocol == link.ProtocolModern:
+		s.env.Warn("upstream era detected", zap.String("era", "legacy"), zap.String("url", url), zap.String("reason", v.Reason))
+		return nil, s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInternalError, link.ErrorData(url, v.Status, "upstreamEra", "legacy"),
+			"the upstream server at %s speaks MCP 2025 (%s), but %s modern demands a 2026-07-28 server; drop %[3]s modern (or use %[3]s auto) to serve this client from it", url, v.Reason, rewrite.HintProtocol))
 	case v.Era == capabilities.Legacy:
-		s.env.Warn("a 2026-07-28 client met a 2025 server", zap.String("url", url), zap.String("reason", v.Reason))
-		return link.FrameOnly(s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeMethodNotFound, link.ErrorData(url, v.Status, "upstreamEra", "legacy"),
-			"the upstream server at %s speaks MCP 2025 (%s); the proxy serves a 2026-07-28 client from a 2026-07-28 server only: connect with initialize (2025-11-25)", url, v.Reason)))
+		s.env.Verdict(link.OpOf(ctx), "legacy", "a 2026-07-28 client, served by the reverse bridge: "+v.Reason)
+		front, refused := reverse.Start(ctx, s.env, c, f)
+		s.front = front
+		return front, refused
 	case capabilities.IsAuthError(v.Err):
 		s.env.Warn("server/discover for a 2026-07-28 client not authorized", zap.String("url", url), zap.Error(v.Err))
-		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-			fmt.Sprintf("cannot reach the server: %v; %s does not sign in (a client's probe process would leave the sign-in half done): sign in with `mcp-tasks-proxy auth login %s`, or connect with initialize, which does", v.Err, f.Method, url),
-			link.ErrorData(url, 0, "cause", "auth")))
-	default:
-		s.env.Warn("server/discover for a 2026-07-28 client failed", zap.String("url", url), zap.Int("httpStatus", v.Status), zap.Error(v.Err))
-		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
-			fmt.Sprintf("cannot reach the server: %v (%s); the next request will try again", v.Err, capabilities.StatusText(v.Status)),
-			link.ErrorData(url, v.Status, "", "")))
+		msg := fmt.Sprintf("cannot reach the server: %v; the next request will try again", v.Err)
+		if f.Method == "server/discover" {
+			msg = fmt.Sprintf("cannot reach the server: %v; server/discover does not start a sign-in (a client's short-lived probe process would leave it half done): sign in with `mcp-tasks-proxy auth login %s`, or send any other request, which does", v.Err, url)
+		}
+		return nil, rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, msg, link.ErrorData(url, 0, "cause", "auth"))
 	}
-	r := newRelay(s.env, clientMeta(f, false))
-	s.relay.Store(r)
-	if f.Method == "server/discover" {
-		return link.Outcome{Frame: rewrite.ResultFrame(c.ID, v.Discover), Next: r, Era: protocol.ModernVersion}
-	}
-	out := r.Request(ctx, c, f)
-	out.Next, out.Era = r, protocol.ModernVersion
-	return out
+	s.env.Warn("server/discover for a 2026-07-28 client failed", zap.String("url", url), zap.Int("httpStatus", v.Status), zap.Error(v.Err))
+	return nil, rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
+		fmt.Sprintf("cannot reach the server: %v (%s); the next request will try again", v.Err, capabilities.StatusText(v.Status)),
+		link.ErrorData(url, v.Status, "", ""))
 }
 
 // clientMeta is the _meta block of a request of the proxy's own in the

@@ -79,6 +79,10 @@ type passthrough struct {
 
 	lastPost chan struct{} // the reader's own: closed when the last queued client message is POSTed
 
+	// deliver, when set, takes the server's requests and notifications
+	// instead of the client (see Open).
+	deliver func(frame []byte, op string)
+
 	reinitMu sync.Mutex // one re-initialization at a time
 }
 
@@ -108,7 +112,7 @@ func SSEFirst(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) 
 		return link.FrameOnly(e.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInvalidRequest, link.ErrorData(url, 0, "", ""),
 			"%s sse-only reaches only old HTTP+SSE servers (MCP 2024-11-05), but %s modern demands a 2026-07-28 server; drop one of them", rewrite.HintTransport, rewrite.HintProtocol))), true
 	}
-	out, err := sseInit(ctx, e, c, f)
+	out, err := sseInit(ctx, e, c, f, nil)
 	switch {
 	case err == nil:
 		return out, true
@@ -133,7 +137,16 @@ func SSEFirst(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) 
 // error of a refused POST says so in its data (cause "not streamable
 // http"), and, when the old transport failed too, why.
 func Init(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) link.Outcome {
-	out, refused := start(ctx, e, c, f, func(p *passthrough) carrier { return &streamable{p: p} })
+	return Open(ctx, e, c, f, nil)
+}
+
+// Open is Init for the reverse bridge, which speaks 2025 to the server in
+// a modern client's name: f is the proxy's own initialize, and the
+// server's requests and notifications go to deliver (with the op of the
+// request whose stream carried them, "" for none) instead of the client.
+// The passthrough is the outcome's Next.
+func Open(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, deliver func(frame []byte, op string)) link.Outcome {
+	out, refused := start(ctx, e, c, f, deliver, func(p *passthrough) carrier { return &streamable{p: p} })
 	if !refused {
 		return out
 	}
@@ -147,7 +160,7 @@ func Init(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) link
 		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, msg, data))
 	}
 	e.Info("the upstream server refused the initialize POST; trying the HTTP+SSE transport (2024-11-05)", zap.Int("httpStatus", int(gjson.GetBytes(data, "httpStatus").Int())))
-	sout, err := sseInit(ctx, e, c, f)
+	sout, err := sseInit(ctx, e, c, f, deliver)
 	if err == nil {
 		return sout
 	}
@@ -159,8 +172,8 @@ func Init(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) link
 // when it succeeds, returns the passthrough as the outcome's Next. refused
 // reports a POST refused the way a 2024-11-05 server refuses it (the frame
 // is then the proxy's error for it).
-func start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, mk func(*passthrough) carrier) (out link.Outcome, refused bool) {
-	p := &passthrough{s: e, sess: e.Client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw}
+func start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, deliver func([]byte, string), mk func(*passthrough) carrier) (out link.Outcome, refused bool) {
+	p := &passthrough{s: e, sess: e.Client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw, deliver: deliver}
 	p.car = mk(p)
 	res := p.car.exchange(ctx, c, f.Raw, p.sess.Stamp())
 	frame := res.frame
@@ -379,9 +392,19 @@ func (t *streamable) read(ctx context.Context, c *link.Call, resp *routing.Respo
 				return link.WrongID(s.URL(), c, resp.Status, m.ID.Raw, c.ID), true, false
 			}
 		default:
-			s.Send(link.Clone(m.Raw), c.Op, nil) // a server request or notification
+			p.toClient(m.Raw, c.Op) // a server request or notification
 		}
 	}
+}
+
+// toClient delivers a server request or notification (a copy: the stream
+// reader reuses its buffer).
+func (p *passthrough) toClient(raw []byte, op string) {
+	if p.deliver != nil {
+		p.deliver(link.Clone(raw), op)
+		return
+	}
+	p.s.Send(link.Clone(raw), op, nil)
 }
 
 // Notified POSTs a client notification, in order with the others.
@@ -418,7 +441,14 @@ func (p *passthrough) Close()                           { p.car.end() }
 // only, so the queue is in the client's order.
 func (p *passthrough) enqueue(j clientPost) {
 	j.done = make(chan struct{})
-	p.lastPost = j.done
+	if p.deliver == nil {
+		p.lastPost = j.done // the reader's (the reverse bridge posts from several goroutines, and needs no barrier)
+	}
+	select {
+	case p.posts <- j: // while there is room, even at the end: the poster sends what is queued
+		return
+	default:
+	}
 	select {
 	case p.posts <- j:
 	case <-p.s.Ctx.Done():
@@ -535,7 +565,7 @@ func (t *streamable) relay(ctx context.Context, op string, resp *routing.Respons
 		case m.Kind == rewrite.KindResponse:
 			s.Debug("upstream response on a stream without a request dropped", zap.String("id", m.ID.Raw))
 		case ctx.Err() == nil:
-			s.Send(link.Clone(m.Raw), op, nil)
+			p.toClient(m.Raw, op)
 		}
 	}
 }

@@ -63,7 +63,7 @@ type sseWaiter struct {
 // endpoint event, forwards the client's initialize over it. err says why
 // the server is not an HTTP+SSE server (the handshake's own failure, or
 // an endpoint on another origin, is in the frame).
-func sseInit(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (link.Outcome, error) {
+func sseInit(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, deliver func([]byte, string)) (link.Outcome, error) {
 	t := &sseCarrier{s: e, waiters: map[string]*sseWaiter{}, up: make(chan struct{})}
 	if err := t.open(ctx, false); err != nil {
 		var ee *routing.EndpointError
@@ -78,7 +78,7 @@ func sseInit(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (
 			link.ErrorData(e.URL(), 0, "cause", "endpoint origin"))), nil
 	}
 	e.Verdict(link.OpOf(ctx), capabilities.LegacySSE.String(), "a GET opened an event stream with an endpoint event")
-	out, _ := start(ctx, e, c, f, func(p *passthrough) carrier {
+	out, _ := start(ctx, e, c, f, deliver, func(p *passthrough) carrier {
 		t.p = p
 		return t
 	})
@@ -162,7 +162,7 @@ func (t *sseCarrier) run(st *routing.LegacyStream, gen int) {
 			}
 			w.ch <- link.Clone(m.Raw)
 		default:
-			s.Send(link.Clone(m.Raw), sseStreamOp, nil)
+			t.p.toClient(m.Raw, sseStreamOp)
 		}
 	}
 }
