@@ -194,6 +194,25 @@ func TestModernClientDiscoverAndList(t *testing.T) {
 	}
 }
 
+// TestModernClientDiscoverVerbatim: the client's discover goes upstream as
+// the client wrote it, like every other request: its params (the _meta
+// whitespace and number spelling too) byte for byte.
+func TestModernClientDiscoverVerbatim(t *testing.T) {
+	t.Parallel()
+	up := newDemoUpstream(t)
+	p := startModernProxy(t, up.URL)
+	params := `{"_meta": { "io.modelcontextprotocol/protocolVersion" : "` + mcVersion + `", ` +
+		`"io.modelcontextprotocol/clientInfo":` + mcClientInfo + `, "io.modelcontextprotocol/clientCapabilities":{ }, "` + mcTraceKey + `": 1.50 } }`
+	resultOf(t, p.call("1", "server/discover", params))
+	discovers := up.requests("server/discover")
+	if len(discovers) != 1 {
+		t.Fatalf("the upstream saw %d server/discover, want 1", len(discovers))
+	}
+	if got := gjson.GetBytes(discovers[0].Body, "params").Raw; got != params {
+		t.Errorf("the upstream discover's params are not the client's byte for byte:\n client: %s\n server: %s", params, got)
+	}
+}
+
 // TestModernClientMetaFirst: a first request that is not a discover but
 // carries a 2026 _meta version is a modern client too: a probe goes first
 // in its name (its _meta, its identity), then the request as it is.
