@@ -24,9 +24,10 @@ import (
 // rawProc is the binary driven by a raw NDJSON client: the test writes exact
 // bytes to stdin and sees exact bytes from stdout. It checks every line the
 // proxy writes: a complete line holding one JSON object, valid against the
-// 2025-11-25 schema for the request it answers, free of modern fields. At the
-// end of the test it checks that no id was answered more often than it was
-// sent.
+// 2025-11-25 schema for the request it answers, free of modern fields (a
+// modern client's, see modernClient: valid against 2026-07-28, and every
+// line the test writes too). At the end of the test it checks that no id was
+// answered more often than it was sent.
 //
 // Its methods fail the test they are bound to; a subtest uses p.bind(t).
 type rawProc struct {
@@ -57,6 +58,8 @@ type procState struct {
 	// reach the client unchanged; they are schema-checked, but fields a
 	// 2025 server chose to add are its own, not a leak of the bridge.
 	verbatim bool
+	// modern: the client speaks 2026-07-28 (see modernClient).
+	modern bool
 }
 
 // passthrough marks the process as bridging to a 2025 server (see
@@ -64,6 +67,19 @@ type procState struct {
 func (p *rawProc) passthrough() *rawProc {
 	p.mu.Lock()
 	p.verbatim = true
+	p.mu.Unlock()
+	return p
+}
+
+// modernClient makes p a 2026-07-28 client: every line the proxy writes is
+// validated as what a 2026-07-28 server sends (ValidateUpstreamResult), with
+// no legacy check, and every line the test writes must be a valid
+// 2026-07-28 request (ValidateUpstream) or client notification. on false
+// makes it a legacy client again (a client of both eras falling back);
+// call it before the lines it concerns.
+func (p *rawProc) modernClient(on bool) *rawProc {
+	p.mu.Lock()
+	p.modern = on
 	p.mu.Unlock()
 	return p
 }
@@ -176,8 +192,14 @@ func (p *procState) check(line []byte) outLine {
 	if ol.resp {
 		method = p.methods[ol.id]
 	}
-	verbatim := p.verbatim
+	verbatim, modern := p.verbatim, p.modern
 	p.mu.Unlock()
+	if modern {
+		if err := p.v.ValidateUpstreamResult(schemaID(line), method); err != nil {
+			p.addProblem("stdout line does not validate against 2026-07-28 (request method %q): %v", method, err)
+		}
+		return ol
+	}
 	if err := p.v.ValidateClientBound(schemaID(line), method); err != nil {
 		p.addProblem("stdout line does not validate against 2025-11-25 (request method %q): %v", method, err)
 	}
@@ -286,12 +308,24 @@ func (p *rawProc) writeRaw(b []byte) {
 func (p *rawProc) send(frame string) {
 	p.t.Helper()
 	r := gjson.Parse(frame)
+	p.mu.Lock()
+	modern := p.modern
 	if r.IsObject() && r.Get("method").Exists() && r.Get("id").Exists() {
-		p.mu.Lock()
 		id := r.Get("id").Raw
 		p.methods[id] = r.Get("method").String()
 		p.sent[id]++
-		p.mu.Unlock()
+	}
+	p.mu.Unlock()
+	if modern {
+		var err error
+		if r.Get("id").Exists() {
+			err = p.v.ValidateUpstream([]byte(frame))
+		} else {
+			err = p.v.Validate(schematest.Schema2026, "ClientNotification", []byte(frame))
+		}
+		if err != nil {
+			p.t.Errorf("the test's own frame is not a valid 2026-07-28 client message: %v", err)
+		}
 	}
 	p.writeRaw([]byte(frame + "\n"))
 }
