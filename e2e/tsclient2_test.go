@@ -234,7 +234,7 @@ func installTSClient() (dir, node string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
-	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+	for _, f := range []string{"package.json", "package-lock.json", "client.mjs", "stdio-relay.mjs"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "tsclient2", f))
 		if err != nil {
 			return "", "", err
@@ -659,6 +659,38 @@ func TestTSClientDirectToDemo(t *testing.T) {
 			// value is echoed, the literal (\/ and \u00e9 escapes) is not.
 			if restored != 1 {
 				t.Errorf("re-encoded requestState literals = %d, want 1 (the ask_name retry)", restored)
+			}
+		})
+	}
+}
+
+// The TypeScript SDK client drives a stdio server, pinned and in auto mode:
+// testdata/tsclient2/stdio-relay.mjs, which relays to the demo over HTTP.
+// This is the stdio path of client.mjs (the disposable probe sibling
+// included) that TestTSClientThroughProxy takes, without the proxy.
+func TestTSClientStdioRelayToDemo(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"pin", "auto"} {
+		t.Run(mode, func(t *testing.T) {
+			dir, node := tsClientDir(t)
+			w, url := startTSDemo(t)
+			r := runTSClient(t, mode, tsDemoScenario(), node, filepath.Join(dir, "stdio-relay.mjs"), url)
+			if r.Mode != mode || r.Transport != "stdio" {
+				t.Errorf("report mode %q transport %q", r.Mode, r.Transport)
+			}
+			checkTSDemoReport(t, r, false)
+			checkTSWire(t, w)
+			posts, _ := w.snapshot()
+			// server/discover went to the probe sibling only: the session
+			// process never sends it.
+			discovers := 0
+			for _, p := range posts {
+				if p.Method == "server/discover" {
+					discovers++
+				}
+			}
+			if discovers != 1 {
+				t.Errorf("server/discover POSTs = %d, want 1 (the probe sibling's)", discovers)
 			}
 		})
 	}
