@@ -741,35 +741,26 @@ func TestModernClientEraModern(t *testing.T) {
 	}
 }
 
-// TestModernClientLegacyServer: a modern client against a 2025 server gets
-// -32601 naming 2025 and initialize, and nothing switches: the client's
-// fallback initialize is passed through as for any 2025 client.
+// TestModernClientLegacyServer: a modern client against a 2025 server is
+// served by the reverse bridge: its discover is answered from the proxy's
+// own initialize, and a call comes back in the 2026 shape.
 func TestModernClientLegacyServer(t *testing.T) {
 	t.Parallel()
 	up := newLegacyUpstream(t, demo.NewLegacy())
 	p := startModernProxy(t, up.URL)
-	e := errorOf(t, p.call("1", "server/discover", mcParams("", mcMeta(mcNoCaps, ""))))
-	if code := e.Get("code").Int(); code != -32601 {
-		t.Errorf("discover against a 2025 server answered %d, want -32601: %s", code, e.Raw)
+	res := resultOf(t, p.call("1", "server/discover", mcParams("", mcMeta(mcNoCaps, ""))))
+	if got := res.Get("supportedVersions").Raw; got != `["2026-07-28"]` {
+		t.Errorf("discover from a 2025 server: supportedVersions %s, want [\"2026-07-28\"]", got)
 	}
-	msg := e.Get("message").Str
-	if !strings.Contains(msg, "2025") || !strings.Contains(msg, "initialize") {
-		t.Errorf("the message %q should name 2025 and tell the client to connect with initialize", msg)
-	}
-	if n := len(up.seen(isPost("initialize"))); n != 0 {
-		t.Errorf("the 2025 server saw %d initialize for a modern client's discover, want none", n)
-	}
-
-	p.modernClient(false).passthrough()
-	res := resultOf(t, p.initialize())
-	if got := res.Get("serverInfo.name").Str; got != "mcp-tasks-proxy-legacy-demo" {
-		t.Errorf("initialize after the fallback: serverInfo.name %q, want the 2025 server's own", got)
-	}
-	if got := resultOf(t, p.call("2", "tools/call", `{"name":"echo","arguments":{"text":"passed"}}`)).Get("content.0.text").Str; got != "passed" {
-		t.Errorf("echo after the fallback = %q", got)
+	if got := res.Get(`_meta.io\.modelcontextprotocol/serverInfo.name`).Str; got != "mcp-tasks-proxy-legacy-demo" {
+		t.Errorf("discover from a 2025 server: serverInfo.name %q, want the 2025 server's own", got)
 	}
 	if n := len(up.seen(isPost("initialize"))); n != 1 {
-		t.Errorf("the 2025 server saw %d initialize, want the client's 1", n)
+		t.Errorf("the 2025 server saw %d initialize for a modern client's discover, want the proxy's 1", n)
+	}
+	got := resultOf(t, p.call("2", "tools/call", mcParams(`"name":"echo","arguments":{"text":"reversed"}`, mcMeta(mcNoCaps, ""))))
+	if got.Get("content.0.text").Str != "reversed" || got.Get("resultType").Str != "complete" {
+		t.Errorf("echo through the reverse bridge = %s", got.Raw)
 	}
 }
 

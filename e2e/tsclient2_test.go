@@ -696,17 +696,10 @@ func TestTSClientStdioRelayToDemo(t *testing.T) {
 	}
 }
 
-// proxyRestoresRequestState says whether the proxy, in front of a modern
-// client, gives the upstream back the requestState literal it issued when
-// the client re-encoded it (the TypeScript SDK always does). When it does
-// not, the demo refuses the ask_name retry with -32602.
-const proxyRestoresRequestState = false
-
 // The TypeScript SDK client drives the built proxy over stdio, pinned to
 // 2026-07-28 and in auto mode: in front of the embedded demo (--demo) and of
 // the demo at an upstream URL, where the wire is checked too.
 func TestTSClientThroughProxy(t *testing.T) {
-	t.Skip("enabled once the stdio modern-client mode lands")
 	t.Parallel()
 	for _, mode := range []string{"pin", "auto"} {
 		t.Run(mode+"/upstream", func(t *testing.T) {
@@ -721,7 +714,9 @@ func TestTSClientThroughProxy(t *testing.T) {
 		})
 		t.Run(mode+"/demo", func(t *testing.T) {
 			r := runTSClient(t, mode, tsDemoScenario(), binPath, "--demo")
-			checkTSDemoReport(t, r, !proxyRestoresRequestState)
+			// The proxy gives the server back the requestState literal it
+			// wrote when the client re-encoded it (the TS SDK does).
+			checkTSDemoReport(t, r, false)
 		})
 	}
 }

@@ -53,3 +53,20 @@ func ToolHeadersOf(result gjson.Result) []ToolHeaders {
 	headers, _ := toolsList(&e, result.Get("tools"), true)
 	return headers
 }
+
+// WithParam returns the request f with the value of its params member key
+// replaced by raw (a JSON value), or f as it is when it has no such
+// member.
+func WithParam(f *Frame, key string, raw []byte) []byte {
+	if !f.Params.IsObject() {
+		return f.Raw
+	}
+	var buf [16]member
+	m := memberNamed(members(f.Params, buf[:0]), key)
+	if m == nil {
+		return f.Raw
+	}
+	var e edits
+	e.replace(m.value.Index, m.value.Index+len(m.value.Raw), raw)
+	return e.apply(f.Raw)
+}

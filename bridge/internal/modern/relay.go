@@ -3,6 +3,8 @@ package modern
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -26,7 +28,15 @@ import (
 type relay struct {
 	env   *link.Env
 	tools *toolAnnotations
+	// states are the requestStates the server wrote with escapes, by the
+	// string they decode to (see restoreState).
+	statesMu sync.Mutex
+	states   map[string]string
 }
+
+// maxStates bounds the requestStates a relay remembers; past it, the
+// oldest are forgotten all at once.
+const maxStates = 256
 
 // newRelay is the relay of a session whose client is modern. meta is the
 // _meta block of the proxy's own requests (the tools/list that finds the
@@ -34,7 +44,7 @@ type relay struct {
 func newRelay(e *link.Env, meta rewrite.MetaBlock) *relay {
 	srv := &server{env: e}
 	srv.state.Store(&modernState{meta: meta})
-	return &relay{env: e, tools: &toolAnnotations{env: e, srv: srv, params: map[string][]protocol.ParamHeader{}}}
+	return &relay{env: e, tools: &toolAnnotations{env: e, srv: srv, params: map[string][]protocol.ParamHeader{}}, states: map[string]string{}}
 }
 
 // modernClient serves a request that shows a modern client (see
@@ -193,6 +203,7 @@ func (r *relay) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) lin
 			return link.FrameOnly(r.env.TransportError(c.ID, f.Method, err))
 		}
 	}
+	f = r.restoreState(f)
 	var t tries
 	for {
 		res := r.env.Attempt(ctx, c, f.Method, func() link.Result { return r.exchange(ctx, c, f, &t, nil) })
@@ -218,12 +229,50 @@ func (r *relay) exchange(ctx context.Context, c *link.Call, f *rewrite.Frame, t 
 			if f.Method == "tools/list" && m.Result.IsObject() {
 				r.tools.keep(rewrite.ToolHeadersOf(m.Result))
 			}
+			if st := m.Result.Get("requestState"); st.Type == gjson.String && strings.ContainsRune(st.Raw, '\\') {
+				r.keepState(st)
+			}
 			if f.Method == "subscriptions/listen" {
 				return link.Result{Frame: rewrite.WithSubscriptionID(m, c.ID)}
 			}
 			return link.Result{Frame: rewrite.WithID(m, c.ID)}
 		})
 	})
+}
+
+// keepState remembers a requestState the server wrote with escapes.
+func (r *relay) keepState(st gjson.Result) {
+	r.statesMu.Lock()
+	defer r.statesMu.Unlock()
+	if len(r.states) >= maxStates {
+		clear(r.states)
+	}
+	r.states[st.Str] = st.Raw
+}
+
+// restoreState gives a retry back the requestState bytes the server wrote,
+// when the client echoed the same string with other escapes: a client
+// that decodes the result and encodes its retry anew (the TS SDK does)
+// turns "\/" into "/" and "\u00e9" into "é", and a server may compare the
+// bytes, as the protocol says it may.
+func (r *relay) restoreState(f *rewrite.Frame) *rewrite.Frame {
+	st := f.Params.Get("requestState")
+	if st.Type != gjson.String {
+		return f
+	}
+	r.statesMu.Lock()
+	raw, ok := r.states[st.Str]
+	delete(r.states, st.Str)
+	r.statesMu.Unlock()
+	if !ok || raw == st.Raw {
+		return f
+	}
+	g, err := rewrite.Parse(rewrite.WithParam(f, "requestState", []byte(raw)))
+	if err != nil {
+		return f
+	}
+	r.env.Debug("the client's requestState given back the server's escapes", zap.ByteString("id", []byte(f.ID.Raw)))
+	return &g
 }
 
 // rwRelay names what the relay changes in a request, for the Observer.
