@@ -6,7 +6,9 @@
 // Base64 form of Mcp-Name), and reports from the answers: the era and
 // transport the session chose (bridge.Session.Reached), what the server
 // said over HTTP (a routing.Observer sees it), and the sign-in it wants.
-// It never opens a browser: the session runs unattended.
+// A second session opens as a 2026-07-28 client does (server/discover,
+// tools/list), to say what such a client gets. It never opens a browser:
+// the sessions run unattended.
 package check
 
 import (
@@ -54,9 +56,58 @@ func Run(ctx context.Context, cfg Config) *Report {
 		defer close(cl.done)
 		_ = sess.Serve(routing.Unattended(routing.WithObserver(ctx, c.wire)), cl)
 	}()
-	defer cl.end(endBound)
 	c.run(ctx, cl, sess)
+	cl.end(endBound)
+	c.rep.Clients = []ClientEra{c.legacyClient(), c.modernClient(ctx, bcfg)}
 	return c.rep
+}
+
+// legacyClient is what a 2025-11-25 client gets: the session above.
+func (c *checker) legacyClient() ClientEra {
+	r := c.rep
+	ce := ClientEra{Client: protocol.LegacyVersion}
+	switch {
+	case !r.Usable:
+		ce.Error = r.Reason
+	case r.Era == protocol.ModernVersion:
+		ce.Gets = "the 2026-07-28 server, bridged to 2025-11-25"
+	default:
+		ce.Gets = "the " + r.Era + " server, passed through"
+	}
+	return ce
+}
+
+// modernClient runs a second session as a 2026-07-28 client would open it
+// (server/discover, then tools/list) and says what that client gets.
+func (c *checker) modernClient(ctx context.Context, bcfg bridge.Config) ClientEra {
+	ce := ClientEra{Client: protocol.ModernVersion}
+	sess := bridge.New(bcfg)
+	cl := &client{in: make(chan []byte), out: make(chan []byte), inEnd: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(cl.done)
+		_ = sess.Serve(routing.Unattended(ctx), cl)
+	}()
+	defer cl.end(endBound)
+	meta := fmt.Appendf(nil, `{"_meta":{%q:%q,%q:{"name":"mcp-tasks-proxy-check","version":%q},%q:{}}}`,
+		protocol.MetaProtocolVersion, protocol.ModernVersion, protocol.MetaClientInfo, c.cfg.Version, protocol.MetaClientCapabilities)
+	for _, method := range []string{"server/discover", "tools/list"} {
+		ans, err := cl.call(ctx, method, meta)
+		switch {
+		case err != nil:
+			ce.Error = c.describeErr(err)
+			return ce
+		case ans.Get("error").Exists():
+			ce.Error = fmt.Sprintf("%s: error %d: %s", method, ans.Get("error.code").Int(), ans.Get("error.message").String())
+			return ce
+		}
+	}
+	switch era, _ := sess.Reached(); {
+	case era == protocol.ModernVersion:
+		ce.Gets = "the 2026-07-28 server, relayed as it is"
+	case era != "":
+		ce.Gets = "the " + era + " server, served in 2026-07-28 by the reverse bridge"
+	}
+	return ce
 }
 
 // checker is one check.

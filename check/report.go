@@ -53,6 +53,16 @@ type Report struct {
 	HTTPStatus  int     `json:"httpStatus,omitempty"`
 	// Next is what to do next, when there is something.
 	Next string `json:"next,omitempty"`
+	// Clients says what a client of each era gets through the proxy.
+	Clients []ClientEra `json:"clients,omitempty"`
+}
+
+// ClientEra is what a client of one era gets through the proxy: Gets, or
+// the Error its session answered.
+type ClientEra struct {
+	Client string `json:"client"` // the client's protocol version
+	Gets   string `json:"gets,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // ListCount is how many items a list has (every page), counting the tools
@@ -95,6 +105,9 @@ func (r *Report) Write(w io.Writer, color bool) {
 	lines.identity(r, color)
 	lines.contents(r)
 	lines.auth(r)
+	for _, ce := range r.Clients {
+		lines.add(ce.Client+" client", cmp.Or(ce.Gets, "refused: "+ce.Error))
+	}
 	if r.RoundTripMs > 0 {
 		lines.add("round trip", fmt.Sprintf("%.1f ms", r.RoundTripMs))
 	}

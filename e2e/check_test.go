@@ -64,7 +64,23 @@ type checkReport struct {
 		Required            bool   `json:"required"`
 		AuthorizationServer string `json:"authorizationServer"`
 	} `json:"auth"`
-	Next string `json:"next"`
+	Next    string `json:"next"`
+	Clients []struct {
+		Client string `json:"client"`
+		Gets   string `json:"gets"`
+		Error  string `json:"error"`
+	} `json:"clients"`
+}
+
+// gets is what the report says a client of version v gets ("" when it is
+// refused, or not reported).
+func (r checkReport) gets(v string) string {
+	for _, c := range r.Clients {
+		if c.Client == v {
+			return c.Gets
+		}
+	}
+	return ""
 }
 
 // runCheckJSON runs the binary's check --json and returns its exit status
@@ -97,6 +113,17 @@ func TestCheckCommandEras(t *testing.T) {
 	code, r := runCheckJSON(t, ctx, "--demo-legacy")
 	if code != 0 || !r.Usable || r.Era != "2025-11-25" || r.Transport != "streamable-http" || r.Tools == nil || r.Tools.Count == 0 {
 		t.Errorf("legacy demo: exit %d report %+v", code, r)
+	}
+	if !strings.Contains(r.gets("2025-11-25"), "passed through") || !strings.Contains(r.gets("2026-07-28"), "reverse bridge") {
+		t.Errorf("legacy demo: what each client era gets: %+v", r.Clients)
+	}
+	_, r = runCheckJSON(t, ctx, "--demo")
+	if !strings.Contains(r.gets("2025-11-25"), "bridged to 2025-11-25") || !strings.Contains(r.gets("2026-07-28"), "relayed as it is") {
+		t.Errorf("demo: what each client era gets: %+v", r.Clients)
+	}
+	_, r = runCheckJSON(t, ctx, "--demo", "--client-era", "legacy")
+	if len(r.Clients) != 2 || r.gets("2026-07-28") != "" || !strings.Contains(r.Clients[1].Error, "--client-era legacy") {
+		t.Errorf("demo, --client-era legacy: a 2026 client should be refused, naming the flag: %+v", r.Clients)
 	}
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "go-sdk-sse", Version: "1.8.0"}, nil)

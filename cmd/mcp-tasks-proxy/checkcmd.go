@@ -26,7 +26,8 @@ const checkHelpIntro = `mcp-tasks-proxy check looks at an MCP server from the sh
 its era and transport (Streamable HTTP, or the old HTTP+SSE transport of MCP
 2024-11-05, which the proxy passes through), versions, identity, capabilities and extensions, how
 many tools, prompts and resources it has (and any tool the proxy would hide),
-whether it takes Base64-encoded Mcp-Name headers, what sign-in it wants, and
+whether it takes Base64-encoded Mcp-Name headers, what sign-in it wants, what
+a 2025-11-25 client and a 2026-07-28 client each get through the proxy, and
 the round-trip time.
 
 Usage:
