@@ -161,7 +161,7 @@ func tooLarge(w http.ResponseWriter, limit int) {
 func (s *Server) postSession(w http.ResponseWriter, r *http.Request, isInit bool) (*session, bool) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" && isInit {
-		sess, ok := s.startSession(w)
+		sess, ok := s.startSession(w, false)
 		if ok {
 			w.Header().Set("Mcp-Session-Id", sess.id)
 		}
@@ -176,8 +176,8 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request, isInit bool
 
 // startSession starts a session, or answers 503 when the proxy is full or
 // closing.
-func (s *Server) startSession(w http.ResponseWriter) (*session, bool) {
-	sess, err := s.newSession()
+func (s *Server) startSession(w http.ResponseWriter, stateless bool) (*session, bool) {
+	sess, err := s.newSession(stateless)
 	switch {
 	case errors.Is(err, errFull):
 		s.metrics.refused.WithLabelValues("full").Inc()
@@ -195,15 +195,15 @@ func (s *Server) startSession(w http.ResponseWriter) (*session, bool) {
 // postModern serves a POST of a 2026-07-28 client (MCP-Protocol-Version
 // 2026-07-28, no Mcp-Session-Id): stateless, each request in a session of
 // its own that ends with its answer, where the bridge relays it to a 2026
-// server as it is (a 2025 server gets it refused with an error that says
-// so). The POST's end before the answer is the request's cancellation. A
+// server as it is (against a 2025 server it is refused with an error that
+// says so: the reverse bridge's input rounds need a session). The POST's end before the answer is the request's cancellation. A
 // notification is accepted and dropped: a 2026 client sends none over HTTP.
 func (s *Server) postModern(w http.ResponseWriter, r *http.Request, body []byte, f *rewrite.Frame, isRequest, jsonOK, sseOK bool) {
 	if !isRequest {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	sess, ok := s.startSession(w)
+	sess, ok := s.startSession(w, true)
 	if !ok {
 		return
 	}

@@ -269,7 +269,8 @@ var (
 
 // newSession creates and starts a session, unless the server is closing
 // or full.
-func (s *Server) newSession() (*session, error) {
+// A stateless session serves one request of a 2026-07-28 client.
+func (s *Server) newSession(stateless bool) (*session, error) {
 	b := make([]byte, 16) // 128 random bits, in hex
 	_, _ = rand.Read(b)   // never fails (crypto/rand)
 	id := hex.EncodeToString(b)
@@ -285,6 +286,7 @@ func (s *Server) newSession() (*session, error) {
 		return nil, errFull
 	}
 	sess := newSession(s, id)
+	sess.stateless = stateless
 	s.sessions[id] = sess
 	s.metrics.sessions.Inc()
 	s.wg.Go(sess.run)

@@ -30,6 +30,8 @@ type session struct {
 	getKick chan struct{}          // the open GET stream's: closed to take it over
 	posts   map[string]*postStream // the requests' POSTs open, by raw id
 	ended   bool                   // end has run: the idle timer stays stopped
+
+	stateless bool // one request of a 2026-07-28 client (link.Config.Stateless)
 	active  int                    // HTTP requests open on the session
 	idle    *time.Timer            // ends the session once idle for IdleTimeout
 }
@@ -60,6 +62,7 @@ func (sess *session) run() {
 	cfg.Logger = sess.log
 	cfg.UpstreamIDs = &sess.srv.upIDs
 	cfg.KnownModern = &sess.srv.knownModern
+	cfg.Stateless = sess.stateless
 	b := bridge.New(cfg)
 	sess.log.Info("session started")
 	ctx := routing.WithObserver(sess.srv.ctx, sess.srv.metrics.observer)

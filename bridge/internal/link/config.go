@@ -92,6 +92,10 @@ type Config struct {
 	// client's request in a later session is relayed without a probe of
 	// its own. Nil: each session probes.
 	KnownModern *atomic.Bool
+	// Stateless: the session serves one request of a 2026-07-28 client
+	// (serve): what needs a session across requests, the reverse bridge to
+	// a 2025 server, is refused with an error that says so.
+	Stateless bool
 	// DrainTimeout is how long, once stdin ends, the requests already read
 	// (in flight or waiting for a slot) may take to be answered before the
 	// session ends (--drain-timeout). A request still unanswered then gets

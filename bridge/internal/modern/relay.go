@@ -115,6 +115,10 @@ func (s *modern) frontFor(ctx context.Context, c *link.Call, f *rewrite.Frame) (
 		s.env.Warn("upstream era detected", zap.String("era", "legacy"), zap.String("url", url), zap.String("reason", v.Reason))
 		return nil, s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeInternalError, link.ErrorData(url, v.Status, "upstreamEra", "legacy"),
 			"the upstream server at %s speaks MCP 2025 (%s), but %s modern demands a 2026-07-28 server; drop %[3]s modern (or use %[3]s auto) to serve this client from it", url, v.Reason, rewrite.HintProtocol))
+	case v.Era == capabilities.Legacy && s.env.Cfg.Stateless:
+		s.env.Warn("a stateless 2026-07-28 request met a 2025 server", zap.String("url", url), zap.String("reason", v.Reason))
+		return nil, s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeMethodNotFound, link.ErrorData(url, v.Status, "upstreamEra", "legacy"),
+			"the upstream server at %s speaks MCP 2025 (%s): serve relays a 2026-07-28 client's stateless requests to a 2026-07-28 server only; open a session with initialize (2025-11-25), or run the proxy on stdio, whose reverse bridge serves a 2026-07-28 client from a 2025 server", url, v.Reason))
 	case v.Era == capabilities.Legacy:
 		s.env.Verdict(link.OpOf(ctx), "legacy", "a 2026-07-28 client, served by the reverse bridge: "+v.Reason)
 		front, refused := reverse.Start(ctx, s.env, c, f)
