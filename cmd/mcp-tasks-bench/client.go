@@ -53,13 +53,17 @@ type stdioSession struct {
 	done    chan struct{}
 	stderr  *tailBuffer
 	procPID int
+	// modern: the client speaks 2026-07-28 (server/discover, _meta on
+	// every request), as a 2.x SDK client does.
+	modern bool
 }
 
 // startStdio spawns argv, with env added to this process's environment,
 // sends initialize and waits for its answer, then sends
-// notifications/initialized. It returns the time from just before the spawn
-// to the initialize answer.
-func startStdio(ctx context.Context, argv, env []string) (*stdioSession, time.Duration, error) {
+// notifications/initialized (a modern client: server/discover, and
+// nothing after it). It returns the time from just before the spawn to the
+// answer.
+func startStdio(ctx context.Context, argv, env []string, modern bool) (*stdioSession, time.Duration, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
@@ -73,7 +77,7 @@ func startStdio(ctx context.Context, argv, env []string) (*stdioSession, time.Du
 	if err != nil {
 		return nil, 0, err
 	}
-	s := &stdioSession{cmd: cmd, stdin: stdin, pending: map[string]chan []byte{}, done: make(chan struct{}), stderr: &tailBuffer{max: 8 << 10}}
+	s := &stdioSession{cmd: cmd, stdin: stdin, pending: map[string]chan []byte{}, done: make(chan struct{}), stderr: &tailBuffer{max: 8 << 10}, modern: modern}
 	cmd.Stderr = s.stderr
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -81,6 +85,18 @@ func startStdio(ctx context.Context, argv, env []string) (*stdioSession, time.Du
 	}
 	s.procPID = cmd.Process.Pid
 	go s.read(stdout)
+	if modern {
+		raw, err := s.request(ctx, "server/discover", `{"_meta":`+directMeta+`}`)
+		startup := time.Since(t0)
+		if err == nil && gjson.GetBytes(raw, "supportedVersions.0").String() != modernVersion {
+			err = fmt.Errorf("discover answer lists no %s: %.300s", modernVersion, raw)
+		}
+		if err != nil {
+			_ = s.close()
+			return nil, 0, fmt.Errorf("server/discover: %w", err)
+		}
+		return s, startup, nil
+	}
 
 	init := `{"protocolVersion":"` + legacyVersion + `","capabilities":{},"clientInfo":{"name":"mcp-tasks-bench","version":"1"}}`
 	raw, err := s.request(ctx, "initialize", init)
@@ -198,6 +214,9 @@ func (s *stdioSession) request(ctx context.Context, method, params string) ([]by
 }
 
 func (s *stdioSession) call(ctx context.Context, tool, args string) ([]byte, error) {
+	if s.modern {
+		return s.request(ctx, "tools/call", `{"_meta":`+directMeta+`,"name":"`+tool+`","arguments":`+args+`}`)
+	}
 	return s.request(ctx, "tools/call", `{"name":"`+tool+`","arguments":`+args+`}`)
 }
 

@@ -141,6 +141,7 @@ type config struct {
 	compareName string
 	trace       bool
 	serve       bool
+	modern      bool
 	floor       bool
 	inProcess   bool
 	rounds      int
@@ -218,6 +219,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.compareName, "compare-name", "compare", "the name of the --compare target in the report")
 	fs.BoolVar(&cfg.floor, "floor", true, "also run the floor target: this binary re-executed as the smallest correct stdio bridge")
 	fs.BoolVar(&cfg.trace, "trace", false, "also run the proxy with --trace FILE (a temporary file), as target proxy+trace")
+	fs.BoolVar(&cfg.modern, "modern-client", false, "also run a 2026-07-28 stdio client through the proxy (relayed to the 2026 server), as target proxy/2026-client; its ratios are to direct (the same client over HTTP) and to the stdio proxy with its 2025 client")
 	fs.BoolVar(&cfg.serve, "serve", false, "also run the proxy in serve mode (mcp-tasks-proxy serve, one process per session), reached by a 2025-11-25 Streamable HTTP client, as target serve; its ratios are to direct and to the stdio proxy")
 	server := fs.String("server", "process", "where the bench server runs: process (its own, as users run) or inprocess (the bench's)")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; each runs every workload on every target, interleaved")
@@ -458,6 +460,9 @@ func makeTargets(cfg config, url, proxy, proxyB, tmp string) ([]*target, error) 
 	if cfg.trace {
 		argv := append(proxyArgv(proxy), "--trace", filepath.Join(tmp, "proxy.trace"))
 		targets = append(targets, &target{name: "proxy+trace", argv: argv, legacy: true, tasks: true, proxy: true, traceOf: cfg.proxyName, profileDir: cfg.profileDir})
+	}
+	if cfg.modern {
+		targets = append(targets, &target{name: "proxy/2026-client", argv: proxyArgv(proxy), modern: true, proxy: true, vs: []string{"direct", cfg.proxyName}})
 	}
 	if cfg.serve {
 		argv := append([]string{proxy, "serve", "--listen", "127.0.0.1:0", "--url", url, "--no-state", "--log-level", "error"}, cfg.proxyArgs...)

@@ -36,6 +36,8 @@ type target struct {
 	proxy bool
 	// traceOf: for proxy+trace, the target it is the traced twin of.
 	traceOf string
+	// modern: a 2026-07-28 client speaks to the stdio bridge (relayed).
+	modern bool
 	// serve: argv runs the proxy in serve mode, reached over HTTP by a
 	// legacy Streamable HTTP client (startServe) instead of over stdio.
 	serve bool
@@ -80,7 +82,7 @@ func (t *target) open(ctx context.Context, url, wl string) (session, time.Durati
 			env = append(append([]string(nil), env...), floorProfileEnv+"="+f)
 		}
 	}
-	return startStdio(ctx, argv, env)
+	return startStdio(ctx, argv, env, t.modern)
 }
 
 // metric is one row of the report; wl is the workload (--workloads) that
