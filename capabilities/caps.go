@@ -178,10 +178,11 @@ func LegacyClientCapabilities(modern []byte) []byte {
 
 // DiscoverResult answers a modern client's server/discover from a 2025
 // server's InitializeResult: the one version the proxy speaks to it, the
-// server's capabilities without the 2025 tasks capability (not bridged to
-// the extension: the proxy does not offer it), its instructions, its
-// serverInfo in _meta, and cache fields that forbid caching.
-func DiscoverResult(initialize gjson.Result) []byte {
+// server's capabilities without the 2025 tasks capability, its
+// instructions, its
+// serverInfo in _meta, and cache fields that forbid caching. With tasks,
+// the tasks extension is declared in its place.
+func DiscoverResult(initialize gjson.Result, tasks bool) []byte {
 	caps := []byte(`{}`)
 	initialize.Get("capabilities").ForEach(func(k, v gjson.Result) bool {
 		if k.Str != "tasks" {
@@ -190,6 +191,9 @@ func DiscoverResult(initialize gjson.Result) []byte {
 		return true
 	})
 	out := []byte(`{"resultType":"complete","supportedVersions":["` + protocol.ModernVersion + `"],"ttlMs":0,"cacheScope":"private"}`)
+	if tasks {
+		caps, _ = sjson.SetRawBytes(caps, "extensions", append(append(rewrite.AppendString([]byte(`{`), protocol.TasksExtension), ':'), "{}}"...))
+	}
 	out, _ = sjson.SetRawBytes(out, "capabilities", caps)
 	if ins := initialize.Get("instructions"); ins.Type == gjson.String {
 		out, _ = sjson.SetRawBytes(out, "instructions", []byte(ins.Raw))

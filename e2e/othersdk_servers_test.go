@@ -200,6 +200,22 @@ func newGoSDKServer(t *testing.T) *osdkServer {
 func newMCPGoServer(t *testing.T, withTasksExt bool) *osdkServer {
 	t.Helper()
 	s := newOSDKServer()
+	s.serve(t, mcpgoserver.NewStreamableHTTPServer(s.mcpGo(withTasksExt)))
+	return s
+}
+
+// newMCPGoLegacy is the same mcp-go server behind the 2025 recorder, for a
+// proxy that reaches it in 2025 (it speaks both eras): every body the proxy
+// POSTs is validated against 2025.
+func newMCPGoLegacy(t *testing.T) *legacyUpstream {
+	t.Helper()
+	s := newOSDKServer()
+	t.Cleanup(func() { close(s.release) })
+	return newLegacyUpstream(t, mcpgoserver.NewStreamableHTTPServer(s.mcpGo(false)))
+}
+
+// mcpGo is the mcp-go server of the tests (see newMCPGoServer).
+func (s *osdkServer) mcpGo(withTasksExt bool) *mcpgoserver.MCPServer {
 	opts := []mcpgoserver.ServerOption{
 		mcpgoserver.WithToolCapabilities(false),
 		mcpgoserver.WithPromptCapabilities(false),
@@ -273,9 +289,7 @@ func newMCPGoServer(t *testing.T, withTasksExt bool) *osdkServer {
 		func(_ context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
 			return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: osdkNotesText}}, nil
 		})
-
-	s.serve(t, mcpgoserver.NewStreamableHTTPServer(srv))
-	return s
+	return srv
 }
 
 // --- reading the servers' answers ---

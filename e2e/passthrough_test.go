@@ -67,6 +67,10 @@ type legacyUpstream struct {
 	clientMethods map[string]string // raw id → method, of requests POSTed
 	serverMethods map[string]string // raw id → method, of server requests sent
 	problems      []string
+	// quirks are the server's own notifications the test knows it gets
+	// wrong (by method): not validated, since they are the server's fault,
+	// not the proxy's. Set before the first request.
+	quirks map[string]string
 }
 
 func newLegacyUpstream(t testing.TB, h http.Handler) *legacyUpstream {
@@ -226,7 +230,9 @@ func (u *legacyUpstream) serverFrameLocked(ex *legacyExchange, frame []byte) {
 	case method == "":
 		requestMethod = u.clientMethods[id.Raw]
 	}
-	if err := u.v.ValidateClientBound(frame, requestMethod); err != nil {
+	if why, ok := u.quirks[method]; ok && !id.Exists() {
+		u.t.Logf("the server's %s is not validated: %s", method, why)
+	} else if err := u.v.ValidateClientBound(frame, requestMethod); err != nil {
 		u.problems = append(u.problems, fmt.Sprintf("the server's message %s (on %s %s) does not validate against 2025-11-25 (request method %q): %v",
 			shortBytes(frame), ex.HTTPMethod, ex.RPCMethod, requestMethod, err))
 	}

@@ -112,7 +112,14 @@ type InputRequest struct {
 // requests have not, and state is the requestState the client's retry
 // echoes.
 func InputRequired(id []byte, reqs []InputRequest, state string) []byte {
-	b := []byte(`{"resultType":"input_required","inputRequests":{`)
+	b := append([]byte(`{"resultType":"input_required","inputRequests":`), InputRequests(reqs)...)
+	b = append(AppendString(append(b, `,"requestState":`...), state), '}')
+	return ResultFrame(id, b)
+}
+
+// InputRequests is the inputRequests object of reqs (see InputRequired).
+func InputRequests(reqs []InputRequest) []byte {
+	b := []byte{'{'}
 	for i, r := range reqs {
 		if i > 0 {
 			b = append(b, ',')
@@ -124,8 +131,7 @@ func InputRequired(id []byte, reqs []InputRequest, state string) []byte {
 		}
 		b = append(b, '}')
 	}
-	b = append(AppendString(append(b, `},"requestState":`...), state), '}')
-	return ResultFrame(id, b)
+	return append(b, '}')
 }
 
 func inputParams(params gjson.Result) []byte {
@@ -148,4 +154,45 @@ func ListenNotice(method string, uri gjson.Result, subscriptionID []byte) []byte
 		p = append(append(p, `,"uri":`...), uri.Raw...)
 	}
 	return NotificationFrame(method, append(p, '}'))
+}
+
+// ModernTask is a 2025 Task object (a CreateTaskResult's task, a tasks/get
+// result) as a 2026 tasks-extension result object: resultType ("task" for
+// a CreateTaskResult, "complete" for tasks/get), the Task fields with ttl
+// renamed ttlMs and pollInterval pollIntervalMs (milliseconds in both
+// eras), status shown as status, and payload, raw members (`"result":…`,
+// `"error":…` or `"inputRequests":…`) or nothing.
+func ModernTask(task gjson.Result, resultType, status string, payload []byte) []byte {
+	b := AppendString(append(make([]byte, 0, 256), `{"resultType":`...), resultType)
+	b = AppendString(append(b, `,"taskId":`...), task.Get("taskId").String())
+	b = AppendString(append(b, `,"status":`...), status)
+	for _, m := range [...][2]string{{"statusMessage", "statusMessage"}, {"createdAt", "createdAt"}, {"lastUpdatedAt", "lastUpdatedAt"}, {"ttl", "ttlMs"}, {"pollInterval", "pollIntervalMs"}} {
+		if v := task.Get(m[0]); v.Exists() {
+			b = append(append(AppendString(append(b, ','), m[1]), ':'), v.Raw...)
+		}
+	}
+	if !task.Get("ttl").Exists() {
+		b = append(b, `,"ttlMs":null`...) // required in 2026; absent reads as unlimited
+	}
+	if len(payload) > 0 {
+		b = append(append(b, ','), payload...)
+	}
+	return append(b, '}')
+}
+
+// WithTask returns the request f (a modern tools/call, rewritten for a
+// 2025 server by LegacyRequest) with params.task {} added: a 2025 server
+// makes a task only when the request asks for one.
+func WithTask(f *Frame) []byte {
+	if !f.Params.IsObject() {
+		return f.Raw
+	}
+	var e edits
+	end := lastBrace(f.Params)
+	if objectIsEmpty(f.Params.Raw) {
+		e.replace(end, end, []byte(`"task":{}`))
+	} else {
+		e.replace(end, end, []byte(`,"task":{}`))
+	}
+	return e.apply(f.Raw)
 }

@@ -65,6 +65,9 @@ func (h *held) round() []rewrite.InputRequest {
 func (r *reverse) call(ctx context.Context, c *link.Call, f *rewrite.Frame) []byte {
 	uc := r.upCall(c, f.Method)
 	uf, err := rewrite.Parse(rewrite.LegacyRequest(f, uc.ID))
+	if err == nil && f.Method == "tools/call" && r.augment(ctx, c, f) {
+		uf, err = rewrite.Parse(rewrite.WithTask(&uf))
+	}
 	if err != nil {
 		return rewrite.ErrorFrame(c.ID, rewrite.Code(err), link.InvalidMessage(err), nil)
 	}
@@ -134,24 +137,37 @@ func (r *reverse) resume(ctx context.Context, c *link.Call, f *rewrite.Frame, st
 	}
 	h.mu.Lock()
 	h.timer.Stop()
-	given := h.given
-	h.given = map[string]rewrite.Frame{}
 	h.mu.Unlock()
-	responses := f.Params.Get("inputResponses")
-	for key, ask := range given {
+	r.answerAsks(h, f.Params.Get("inputResponses"), true)
+	return r.wait(ctx, c, f.Method, h)
+}
+
+// answerAsks answers the server's requests put to the client with its
+// responses, by key. With all, every one is answered (an MRTR retry ends
+// its round): one the client left out as a user who did not go on would,
+// or with an error; else only those it answered (tasks/update), and the
+// others stay outstanding.
+func (r *reverse) answerAsks(h *held, responses gjson.Result, all bool) {
+	h.mu.Lock()
+	var results [][]byte
+	for key, ask := range h.given {
 		id := []byte(ask.ID.Raw)
-		var frame []byte
 		switch resp := responses.Get(gjson.Escape(key)); {
 		case resp.IsObject():
-			frame = rewrite.ResultFrame(id, []byte(resp.Raw))
+			results = append(results, rewrite.ResultFrame(id, []byte(resp.Raw)))
+		case !all:
+			continue
 		case ask.Method == "elicitation/create":
-			frame = rewrite.ResultFrame(id, []byte(`{"action":"cancel"}`)) // unanswered: the user did not go on
+			results = append(results, rewrite.ResultFrame(id, []byte(`{"action":"cancel"}`)))
 		default:
-			frame = rewrite.ErrorFrame(id, protocol.CodeInternalError, "the client gave no answer to "+ask.Method, nil)
+			results = append(results, rewrite.ErrorFrame(id, protocol.CodeInternalError, "the client gave no answer to "+ask.Method, nil))
 		}
+		delete(h.given, key)
+	}
+	h.mu.Unlock()
+	for _, frame := range results {
 		r.answerServer(h.uc.Op, frame)
 	}
-	return r.wait(ctx, c, f.Method, h)
 }
 
 // abandon ends a held call: the server is told with the 2025 cancel, its

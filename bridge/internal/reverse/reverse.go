@@ -49,6 +49,15 @@ type reverse struct {
 
 	levelMu sync.Mutex // one logging/setLevel at a time
 	level   string     // the log level set upstream
+
+	// The server's tasks (tasks.go): whether it makes them for tools/call,
+	// the tasks/result calls open for tasks that need input (under mu),
+	// and the tools' taskSupport (under toolsMu).
+	serverTasks bool
+	inputs      map[string]*held
+	toolsMu     sync.Mutex
+	toolsListed bool
+	toolTasks   map[string]string
 }
 
 // metaPath is the gjson path, from params, of a request _meta member.
@@ -70,13 +79,16 @@ func Start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (li
 	if err != nil {
 		return nil, rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Invalid params: the client's clientInfo or clientCapabilities: "+err.Error(), nil)
 	}
-	r := &reverse{env: e, held: map[string]*held{}, byOp: map[string]*held{}, listens: map[*listen]bool{}, subs: map[string]int{}}
+	r := &reverse{env: e, held: map[string]*held{}, byOp: map[string]*held{}, listens: map[*listen]bool{}, subs: map[string]int{},
+		inputs: map[string]*held{}, toolTasks: map[string]string{}}
 	out := passthrough.Open(ctx, e, uc, &init, r.fromServer)
 	if out.Next == nil {
 		return nil, r.down(c, "initialize", out.Frame) // the server refused the session: the client sees why
 	}
 	res := gjson.GetBytes(out.Frame, "result")
-	r.up, r.serverCaps, r.discover = out.Next, res.Get("capabilities"), capabilities.DiscoverResult(res)
+	r.up, r.serverCaps = out.Next, res.Get("capabilities")
+	r.serverTasks = r.serverCaps.Get("tasks.requests.tools.call").Exists()
+	r.discover = capabilities.DiscoverResult(res, r.serverTasks)
 	initialized, _ := rewrite.Parse(rewrite.NotificationFrame("notifications/initialized", nil))
 	r.up.Notified(&initialized, c.Op, nil) // and the GET stream opens
 	e.Info("serving a 2026-07-28 client from a 2025 server", zap.String("protocolVersion", out.Era))
@@ -121,6 +133,10 @@ func (r *reverse) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) l
 			"this session speaks 2026-07-28, as its client's first request did, and a client keeps its era: a 2025-11-25 client starts a new session with initialize", nil))
 	case "subscriptions/listen":
 		return r.listen(ctx, c, f)
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		if r.serverTasks {
+			return link.FrameOnly(r.taskMethod(ctx, c, f))
+		}
 	}
 	r.setLevel(ctx, c, f.Params.Get(metaPath(protocol.MetaLogLevel)).String())
 	if state := f.Params.Get("requestState"); state.Exists() {
@@ -134,7 +150,13 @@ func (r *reverse) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) l
 	if err != nil {
 		return link.FrameOnly(rewrite.ErrorFrame(c.ID, rewrite.Code(err), link.InvalidMessage(err), nil))
 	}
-	return link.FrameOnly(r.down(c, f.Method, r.up.Request(ctx, uc, &uf).Frame))
+	ans := r.up.Request(ctx, uc, &uf).Frame
+	if f.Method == "tools/list" && ans != nil {
+		r.toolsMu.Lock()
+		r.keepTools(gjson.GetBytes(ans, "result"))
+		r.toolsMu.Unlock()
+	}
+	return link.FrameOnly(r.down(c, f.Method, ans))
 }
 
 // upCall is the upstream request that serves c: an id of the proxy's (the
@@ -153,6 +175,10 @@ func (r *reverse) down(c *link.Call, method string, frame []byte) []byte {
 	m, err := rewrite.Parse(frame)
 	if err != nil || m.Kind != rewrite.KindResponse {
 		return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError, fmt.Sprintf("invalid upstream answer for %s", method), nil)
+	}
+	if task := m.Result.Get("task"); method == "tools/call" && task.IsObject() {
+		// A 2025 CreateTaskResult: the extension's is flat.
+		return rewrite.ResultFrame(c.ID, rewrite.ModernTask(task, protocol.ResultTask, task.Get("status").String(), nil))
 	}
 	return rewrite.ResultUp(&m, c.ID, method)
 }
@@ -193,6 +219,9 @@ func (r *reverse) fromServer(frame []byte, op string) {
 		}
 		r.mu.Lock()
 		h := r.byOp[op]
+		if h == nil { // on another stream, but about a task that needs input
+			h = r.inputs[m.Params.Get(metaPath(protocol.MetaRelatedTask)+".taskId").String()]
+		}
 		r.mu.Unlock()
 		if h == nil || !inputMethod(m.Method) {
 			r.env.Warn("a server request outside a call refused: a 2026-07-28 client is asked for input only in a call's answer", zap.String("method", m.Method))
