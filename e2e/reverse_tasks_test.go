@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"fmt"
+	"io"
+	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,5 +57,124 @@ func TestReverseTasks(t *testing.T) {
 	plain := resultOf(t, p.call("100", "tools/call", mcParams(`"name":"count","arguments":{"text":"four"}`, meta)))
 	if plain.Get("resultType").Str != "complete" || plain.Get("content.0.text").Str != "4" {
 		t.Errorf("a tool that forbids tasks: want a plain result, got %s", plain.Raw)
+	}
+}
+
+// taskAsker is a small 2025 server with one tool, "ask", that runs as a
+// task which needs input: while it is input_required, its tasks/result
+// stream asks the client to confirm (elicitation/create, related to the
+// task), and the task completes with the answer's action.
+type taskAsker struct {
+	answered chan string // the action of the client's answer, once
+	mu       sync.Mutex
+	action   string
+}
+
+func (a *taskAsker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	m := gjson.ParseBytes(body)
+	id := m.Get("id").Raw
+	const task = `"taskId":"t-1","createdAt":"2026-12-07T10:00:00Z","lastUpdatedAt":"2026-12-07T10:00:00Z","ttl":60000`
+	related := `"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t-1"}}`
+	a.mu.Lock()
+	action := a.action
+	a.mu.Unlock()
+	reply := func(result string) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+	}
+	switch m.Get("method").Str {
+	case "initialize":
+		w.Header().Set("Mcp-Session-Id", "s-1")
+		reply(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"task-asker","version":"1"}}`)
+	case "tools/list":
+		reply(`{"tools":[{"name":"ask","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}]}`)
+	case "tools/call":
+		reply(`{"task":{` + task + `,"status":"working"}}`)
+	case "tasks/get":
+		if action == "" {
+			reply(`{` + task + `,"status":"input_required"}`)
+		} else {
+			reply(`{` + task + `,"status":"completed"}`)
+		}
+	case "tasks/result":
+		if action == "" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"e-1\",\"method\":\"elicitation/create\",\"params\":{\"message\":\"Go on?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":{}},%s}}\n\n", related)
+			w.(http.Flusher).Flush()
+			select {
+			case action = <-a.answered:
+			case <-r.Context().Done():
+				return
+			case <-time.After(waitTimeout):
+				return
+			}
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"got %s\"}],%s}}\n\n", id, action, related)
+			return
+		}
+		reply(`{"content":[{"type":"text","text":"got ` + action + `"}],` + related + `}`)
+	case "":
+		if m.Get("id").Str == "e-1" { // the client's answer to the elicitation
+			a.mu.Lock()
+			a.action = m.Get("result.action").Str
+			a.mu.Unlock()
+			a.answered <- m.Get("result.action").Str
+		}
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+// TestReverseTaskInput: a 2025 task that needs input is shown to the
+// modern client as input_required with the server's request as one of its
+// inputRequests (no _meta), tasks/update answers it, and the task
+// completes with the answer.
+func TestReverseTaskInput(t *testing.T) {
+	t.Parallel()
+	a := &taskAsker{answered: make(chan string, 1)}
+	up := newLegacyUpstream(t, a)
+	p := startModernProxy(t, "--protocol", "legacy", up.URL)
+	meta := mcMeta(`{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`, "")
+	created := resultOf(t, p.call("1", "tools/call", mcParams(`"name":"ask","arguments":{}`, meta)))
+	if created.Get("resultType").Str != "task" || created.Get("taskId").Str != "t-1" || created.Get("ttlMs").Int() != 60000 {
+		t.Fatalf("want a flat CreateTaskResult for t-1 with ttlMs, got %s", created.Raw)
+	}
+	poll := func(n *int, want string) gjson.Result {
+		t.Helper()
+		deadline := time.Now().Add(waitTimeout)
+		for {
+			*n++
+			got := resultOf(t, p.call(strconv.Itoa(*n), "tasks/get", mcParams(`"taskId":"t-1"`, meta)))
+			if got.Get("status").Str == want || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	n := 1
+	got := poll(&n, "input_required")
+	var key string
+	got.Get("inputRequests").ForEach(func(k, v gjson.Result) bool {
+		if v.Get("method").Str == "elicitation/create" && v.Get("params.message").Str == "Go on?" && !v.Get("params._meta").Exists() {
+			key = k.Str
+		}
+		return true
+	})
+	if key == "" {
+		t.Fatalf("want the server's elicitation among the task's inputRequests, without its _meta; got %s", got.Raw)
+	}
+	n++
+	ack := resultOf(t, p.call(strconv.Itoa(n), "tasks/update", mcParams(`"taskId":"t-1","inputResponses":{"`+key+`":{"action":"accept","content":{}}}`, meta)))
+	if ack.Get("resultType").Str != "complete" {
+		t.Errorf("tasks/update: want an empty ack, got %s", ack.Raw)
+	}
+	got = poll(&n, "completed")
+	if got.Get("result.content.0.text").Str != "got accept" || got.Get(`result._meta`).Exists() {
+		t.Errorf("the completed task: want the server's result for the answer, without the related-task _meta; got %s", got.Raw)
 	}
 }
