@@ -2,6 +2,7 @@ package reverse
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -11,6 +12,16 @@ import (
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/internal/protocol"
 	"github.com/mcp-tasks-proxy/mcp-tasks-proxy/rewrite"
 )
+
+// listens are the modern client's subscriptions/listen requests, served
+// from the 2025 session, and the resources subscribed upstream for them.
+type listens struct {
+	r *reverse
+
+	mu   sync.Mutex
+	open map[*listen]bool
+	subs map[string]int // resources subscribed upstream, by URI: how many listens want each
+}
 
 // listen is one subscriptions/listen of the modern client, served from the
 // 2025 session: its list_changed notifications, and resources/updated for
@@ -36,7 +47,8 @@ const unsubscribeBound = 5 * time.Second
 // listen acknowledges what the 2025 server can honour of the filter,
 // subscribing to its resources, and then delivers until the client
 // cancels it (no answer: the client ended it).
-func (r *reverse) listen(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
+func (ls *listens) listen(ctx context.Context, c *link.Call, f *rewrite.Frame) link.Outcome {
+	r := ls.r
 	want := f.Params.Get("notifications")
 	l := &listen{id: c.ID, op: c.Op, kinds: map[string]bool{}, uris: map[string]bool{}}
 	ack := []byte(`{`)
@@ -49,7 +61,7 @@ func (r *reverse) listen(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 	if uris := want.Get("resourceSubscriptions"); uris.IsArray() && r.serverCaps.Get("resources.subscribe").Bool() {
 		var accepted []byte
 		for _, u := range uris.Array() {
-			if u.Type == gjson.String && r.subscribe(ctx, c, u.Str) {
+			if u.Type == gjson.String && ls.subscribe(ctx, c, u.Str) {
 				l.uris[u.Str] = true
 				accepted = append(append(accepted, ','), u.Raw...)
 			}
@@ -64,18 +76,18 @@ func (r *reverse) listen(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 	}
 	params := append(append(append(rewrite.AppendString([]byte(`{"_meta":{`), protocol.MetaSubscriptionID), ':'), c.ID...), `},"notifications":`...)
 	r.env.Send(rewrite.NotificationFrame("notifications/subscriptions/acknowledged", append(append(params, ack...), "}}"...)), c.Op, nil)
-	r.mu.Lock()
-	r.listens[l] = true
-	r.mu.Unlock()
+	ls.mu.Lock()
+	ls.open[l] = true
+	ls.mu.Unlock()
 	<-ctx.Done()
-	r.mu.Lock()
-	delete(r.listens, l)
-	r.mu.Unlock()
+	ls.mu.Lock()
+	delete(ls.open, l)
+	ls.mu.Unlock()
 	if r.env.Ctx.Err() == nil {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeBound)
 		defer cancel()
 		for u := range l.uris {
-			r.unsubscribe(uctx, c, u)
+			ls.unsubscribe(uctx, c, u)
 		}
 	}
 	return link.Outcome{}
@@ -83,48 +95,43 @@ func (r *reverse) listen(ctx context.Context, c *link.Call, f *rewrite.Frame) li
 
 // subscribe subscribes to uri upstream for a listen, unless another listen
 // has already, and reports whether the server accepted it.
-func (r *reverse) subscribe(ctx context.Context, c *link.Call, uri string) bool {
-	r.mu.Lock()
-	n := r.subs[uri]
-	r.subs[uri] = n + 1
-	r.mu.Unlock()
-	if n > 0 || r.own(ctx, c, "resources/subscribe", uri) {
+func (ls *listens) subscribe(ctx context.Context, c *link.Call, uri string) bool {
+	ls.mu.Lock()
+	n := ls.subs[uri]
+	ls.subs[uri] = n + 1
+	ls.mu.Unlock()
+	if n > 0 || ls.own(ctx, c, "resources/subscribe", uri) {
 		return true
 	}
-	r.mu.Lock()
-	if r.subs[uri]--; r.subs[uri] == 0 {
-		delete(r.subs, uri)
+	ls.mu.Lock()
+	if ls.subs[uri]--; ls.subs[uri] == 0 {
+		delete(ls.subs, uri)
 	}
-	r.mu.Unlock()
+	ls.mu.Unlock()
 	return false
 }
 
 // unsubscribe ends a listen's subscription to uri, upstream once no listen
 // wants it.
-func (r *reverse) unsubscribe(ctx context.Context, c *link.Call, uri string) {
-	r.mu.Lock()
-	r.subs[uri]--
-	last := r.subs[uri] == 0
+func (ls *listens) unsubscribe(ctx context.Context, c *link.Call, uri string) {
+	ls.mu.Lock()
+	ls.subs[uri]--
+	last := ls.subs[uri] == 0
 	if last {
-		delete(r.subs, uri)
+		delete(ls.subs, uri)
 	}
-	r.mu.Unlock()
+	ls.mu.Unlock()
 	if last {
-		r.own(ctx, c, "resources/unsubscribe", uri)
+		ls.own(ctx, c, "resources/unsubscribe", uri)
 	}
 }
 
 // own makes a resources/(un)subscribe request of the proxy's own, and
 // reports whether the server accepted it.
-func (r *reverse) own(ctx context.Context, c *link.Call, method, uri string) bool {
-	uc := r.upCall(c, method)
-	f, err := rewrite.Parse(rewrite.RequestFrame(uc.ID, method, append(rewrite.AppendString([]byte(`{"uri":`), uri), '}')))
-	if err != nil {
-		return false
-	}
-	out := r.up.Request(ctx, uc, &f)
-	if out.Frame == nil || rewrite.IsError(out.Frame) {
-		r.env.Warn("the 2025 server refused a subscription of a 2026-07-28 client's listen", zap.String("method", method), zap.String("uri", uri), zap.ByteString("answer", r.env.LogFrame(out.Frame)))
+func (ls *listens) own(ctx context.Context, c *link.Call, method, uri string) bool {
+	ans := ls.r.ownCall(ctx, c, method, append(rewrite.AppendString([]byte(`{"uri":`), uri), '}'))
+	if ans == nil || rewrite.IsError(ans) {
+		ls.r.env.Warn("the 2025 server refused a subscription of a 2026-07-28 client's listen", zap.String("method", method), zap.String("uri", uri), zap.ByteString("answer", ls.r.env.LogFrame(ans)))
 		return false
 	}
 	return true
@@ -132,13 +139,13 @@ func (r *reverse) own(ctx context.Context, c *link.Call, method, uri string) boo
 
 // notifyListens delivers a list change or resource update to every listen
 // that asked for it.
-func (r *reverse) notifyListens(m *rewrite.Frame) {
+func (ls *listens) notify(m *rewrite.Frame) {
 	uri := m.Params.Get("uri")
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for l := range r.listens {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for l := range ls.open {
 		if l.kinds[m.Method] && (m.Method != "notifications/resources/updated" || l.uris[uri.Str]) {
-			r.env.Send(rewrite.ListenNotice(m.Method, uri, l.id), l.op, nil)
+			ls.r.env.Send(rewrite.ListenNotice(m.Method, uri, l.id), l.op, nil)
 		}
 	}
 }

@@ -44,8 +44,7 @@ type reverse struct {
 	mu      sync.Mutex
 	held    map[string]*held // calls waiting for the client's retry, by requestState
 	byOp    map[string]*held // calls open upstream, by the op their stream carries
-	listens map[*listen]bool
-	subs    map[string]int // resources subscribed upstream, by URI: how many listens want each
+	listens *listens
 
 	levelMu sync.Mutex // one logging/setLevel at a time
 	level   string     // the log level set upstream
@@ -79,8 +78,8 @@ func Start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (li
 	if err != nil {
 		return nil, rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Invalid params: the client's clientInfo or clientCapabilities: "+err.Error(), nil)
 	}
-	r := &reverse{env: e, held: map[string]*held{}, byOp: map[string]*held{}, listens: map[*listen]bool{}, subs: map[string]int{},
-		inputs: map[string]*held{}, toolTasks: map[string]string{}}
+	r := &reverse{env: e, held: map[string]*held{}, byOp: map[string]*held{}, inputs: map[string]*held{}, toolTasks: map[string]string{}}
+	r.listens = &listens{r: r, open: map[*listen]bool{}, subs: map[string]int{}}
 	out := passthrough.Open(ctx, e, uc, &init, r.fromServer)
 	if out.Next == nil {
 		return nil, r.down(c, "initialize", out.Frame) // the server refused the session: the client sees why
@@ -132,7 +131,7 @@ func (r *reverse) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) l
 		return link.FrameOnly(rewrite.ErrorFrame(c.ID, protocol.CodeInvalidRequest,
 			"this session speaks 2026-07-28, as its client's first request did, and a client keeps its era: a 2025-11-25 client starts a new session with initialize", nil))
 	case "subscriptions/listen":
-		return r.listen(ctx, c, f)
+		return r.listens.listen(ctx, c, f)
 	case "tasks/get", "tasks/update", "tasks/cancel":
 		if r.serverTasks {
 			return link.FrameOnly(r.taskMethod(ctx, c, f))
@@ -237,7 +236,7 @@ func (r *reverse) fromServer(frame []byte, op string) {
 				r.env.Send(frame, op, nil)
 			}
 		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed", "notifications/resources/updated":
-			r.notifyListens(&m)
+			r.listens.notify(&m)
 		default:
 			r.env.Debug("server notification dropped", zap.String("method", m.Method))
 		}
