@@ -58,8 +58,7 @@ func (s *modern) modernClient(ctx context.Context, c *link.Call, f *rewrite.Fram
 			"%s is not served: the proxy serves %s clients only (%s legacy); send initialize", f.Method, protocol.LegacyVersion, rewrite.HintClientEra)))
 	}
 	front, answer := s.frontFor(ctx, c, f)
-	switch {
-	case front == nil || answer != nil:
+	if front == nil || answer != nil {
 		return link.Outcome{Frame: answer, Next: front}
 	}
 	// Outside initMu: a first request that lasts (a listen) holds nobody.

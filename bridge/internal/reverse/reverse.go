@@ -85,7 +85,10 @@ func Start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (li
 		return nil, r.down(c, "initialize", out.Frame) // the server refused the session: the client sees why
 	}
 	res := gjson.GetBytes(out.Frame, "result")
-	r.up, r.serverCaps = out.Next, res.Get("capabilities")
+	r.mu.Lock() // an HTTP+SSE stream may deliver before Start returns
+	r.up = out.Next
+	r.mu.Unlock()
+	r.serverCaps = res.Get("capabilities")
 	r.serverTasks = r.serverCaps.Get("tasks.requests.tools.call").Exists()
 	r.discover = capabilities.DiscoverResult(res, r.serverTasks)
 	initialized, _ := rewrite.Parse(rewrite.NotificationFrame("notifications/initialized", nil))
@@ -206,8 +209,11 @@ func (r *reverse) setLevel(ctx context.Context, c *link.Call, level string) {
 // and log messages go to the client; list changes and resource updates to
 // the listens that asked for them).
 func (r *reverse) fromServer(frame []byte, op string) {
+	r.mu.Lock()
+	started := r.up != nil
+	r.mu.Unlock()
 	m, err := rewrite.Parse(frame)
-	if err != nil || r.up == nil {
+	if err != nil || !started {
 		return
 	}
 	switch m.Kind {
