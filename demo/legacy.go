@@ -32,7 +32,9 @@ var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 //   - tool "drop_stream": sends one progress notification, closes its SSE
 //     stream with retry 50 ms, then answers "resumed" once the client
 //     resumes the stream with GET and Last-Event-ID;
-//   - tool "slow": answers after "ms" milliseconds, or when cancelled;
+//   - tool "slow": answers after "ms" milliseconds, or when cancelled; one
+//     progress notification first when the client asked for progress;
+//   - prompt "greeting": the demo's "Hello, NAME!";
 //   - resource "legacy://note", subscribable.
 //
 // Expire ends every session, so the next request with an old session id
@@ -73,6 +75,7 @@ func NewLegacy() *Legacy {
 		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
 	})
 	l.addTools()
+	l.server.AddPrompt(greetingPromptDef, greetingPrompt)
 	l.server.AddResource(&mcp.Resource{URI: "legacy://note", Name: "note", MIMEType: "text/plain"},
 		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/plain", Text: "a legacy note"}}}, nil
@@ -224,8 +227,11 @@ func (l *Legacy) addTools() {
 			}
 			return textResult("resumed"), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Answers after ms milliseconds (default 1000), or stops when cancelled."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in msArg) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Answers after ms milliseconds (default 1000), or stops when cancelled; reports progress once at the start."},
+		func(ctx context.Context, r *mcp.CallToolRequest, in msArg) (*mcp.CallToolResult, any, error) {
+			if tok := r.Params.GetProgressToken(); tok != nil {
+				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 0, Message: "started"})
+			}
 			d := time.Duration(in.MS) * time.Millisecond
 			if in.MS <= 0 {
 				d = time.Second

@@ -720,3 +720,154 @@ func TestTSClientThroughProxy(t *testing.T) {
 		})
 	}
 }
+
+// tsLegacyScenario exercises the 2025 demo (demo.NewLegacy) through the
+// reverse bridge: echo, the legacy://note resource, the greeting prompt,
+// confirm (the server's elicitation as one input_required round), a tools
+// list_changed triggered by add_tool, and slow aborted after its first
+// progress notification.
+func tsLegacyScenario() tsScenario {
+	return tsScenario{
+		ListTools: true,
+		Echo:      &tsToolCall{Tool: "echo", Args: map[string]any{"text": "hello from the TS SDK"}},
+		Resource:  &tsResourceStep{URI: "legacy://note"},
+		Prompt:    &tsPromptStep{Name: "greeting", Args: map[string]string{"name": "Ada"}},
+		InputRequired: &tsInputStep{Tool: "confirm",
+			Reply: map[string]any{"action": "accept", "content": map[string]any{"ok": true}}},
+		Listen: &tsListenStep{
+			Filter:  map[string]any{"toolsListChanged": true},
+			Trigger: &tsToolCall{Tool: "add_tool", Args: map[string]any{"name": "added_by_ts"}},
+			Expect:  "notifications/tools/list_changed",
+		},
+		Cancel: &tsCancelStep{Tool: "slow", Args: map[string]any{"ms": 600000},
+			AbortAfterProgress: true,
+			After:              &tsToolCall{Tool: "echo", Args: map[string]any{"text": "after the cancel"}}},
+	}
+}
+
+// checkTSLegacyReport checks a report of tsLegacyScenario: the client is
+// in the 2026 era, served from the 2025 demo.
+func checkTSLegacyReport(t *testing.T, r tsReport) {
+	t.Helper()
+	if r.Error != nil {
+		t.Fatalf("scenario error %v\nreport: %s", r.Error, r.Raw)
+	}
+	c := r.Connect
+	if !c.OK || c.Era != "modern" || c.ProtocolVersion != mcVersion || !c.Discovered {
+		t.Fatalf("connect = ok %v era %q version %q discovered %v error %v, want modern %s via server/discover\nreport: %s",
+			c.OK, c.Era, c.ProtocolVersion, c.Discovered, c.Error, mcVersion, r.Raw)
+	}
+	if len(c.SupportedVersions) != 1 || c.SupportedVersions[0] != mcVersion {
+		t.Errorf("supportedVersions = %v, want [%s]", c.SupportedVersions, mcVersion)
+	}
+	if c.ServerInfo == nil || c.ServerInfo.Name != "mcp-tasks-proxy-legacy-demo" {
+		t.Errorf("serverInfo = %+v, want the 2025 demo's", c.ServerInfo)
+	}
+	s := r.Steps
+	if st := s.ListTools; st == nil || !st.OK {
+		t.Errorf("listTools: %+v", st)
+	} else {
+		for _, want := range []string{"echo", "confirm", "add_tool", "slow"} {
+			if !containsString(st.Names, want) {
+				t.Errorf("tools/list = %v, want %s in it", st.Names, want)
+			}
+		}
+	}
+	if st := s.Echo; st == nil || !st.OK || st.IsError || len(st.Texts) != 1 || st.Texts[0] != "hello from the TS SDK" {
+		t.Errorf("echo: %+v", st)
+	}
+	if st := s.Resource; st == nil || !st.OK || len(st.Contents) != 1 || st.Contents[0].URI != "legacy://note" || st.Contents[0].Text != "a legacy note" {
+		t.Errorf("resources/read: %+v", st)
+	}
+	if st := s.Prompt; st == nil || !st.OK || len(st.Messages) != 1 || st.Messages[0].Text != "Hello, Ada!" {
+		t.Errorf("prompts/get: %+v", st)
+	}
+	if st := s.InputRequired; st == nil {
+		t.Error("inputRequired: no report")
+	} else {
+		if st.HandlerCalls != 1 || len(st.Requests) != 1 || st.Requests[0].Message != "Proceed?" {
+			t.Errorf("inputRequired: elicitation handler calls %d %+v, want one request \"Proceed?\"", st.HandlerCalls, st.Requests)
+		}
+		if !st.OK || len(st.Texts) != 1 || st.Texts[0] != "confirmed: accept true" {
+			t.Errorf("inputRequired = ok %v texts %v error %v, want \"confirmed: accept true\"", st.OK, st.Texts, st.Error)
+		}
+	}
+	if st := s.Listen; st == nil || !st.OK || !st.Acknowledged || st.HonoredFilter["toolsListChanged"] != true ||
+		!st.Arrived || !containsString(st.Notifications, "notifications/tools/list_changed") || st.Closed != "local" {
+		t.Errorf("listen: %+v", st)
+	}
+	if st := s.Cancel; st == nil || !st.OK {
+		t.Errorf("cancel: %+v", st)
+	} else {
+		if st.ProgressSeen < 1 || !st.Aborted || !st.Rejected || st.Rejection == nil || st.Result != nil {
+			t.Errorf("cancel: progress %d aborted %v rejected %v rejection %v result %+v, want the call rejected after its first progress",
+				st.ProgressSeen, st.Aborted, st.Rejected, st.Rejection, st.Result)
+		}
+		if st.After == nil || !st.After.OK || len(st.After.Texts) != 1 || st.After.Texts[0] != "after the cancel" {
+			t.Errorf("call after the cancel: %+v", st.After)
+		}
+	}
+}
+
+// checkTSLegacyWire checks what the 2025 demo got from the proxies (the
+// client's probe sibling's and its session's; the recorder validated each
+// body against 2025-11-25): no 2026 envelope in any _meta, the confirm
+// call made once and its elicitation answered with the client's reply, and
+// the aborted slow call cancelled with the 2025 notification.
+func checkTSLegacyWire(t *testing.T, up *legacyUpstream) {
+	t.Helper()
+	slow := up.wait(t, "tools/call slow", isToolCall("slow"))
+	rvCancelledUpstream(t, up, slow.ID, "the aborted slow call")
+	confirms := up.seen(isToolCall("confirm"))
+	if len(confirms) != 1 {
+		t.Fatalf("the 2025 demo saw %d confirm calls, want 1 (the client's retry answers the held call)", len(confirms))
+	}
+	asks := rvServerRequests(confirms[0])
+	if len(asks) != 1 || asks[0].Get("method").Str != "elicitation/create" {
+		t.Fatalf("the server's requests on the confirm call's stream: %v", asks)
+	}
+	if got := rvPostedAnswer(t, up, asks[0].Get("id").Raw, "the elicitation").Get("result").Raw; !erJSONEqual(got, `{"action":"accept","content":{"ok":true}}`) {
+		t.Errorf("the elicitation was answered %s, want the client's reply", got)
+	}
+	inits := up.seen(isPost("initialize"))
+	for _, s := range up.seen(func(s legacySeen) bool { return s.HTTPMethod == http.MethodPost && s.RPCMethod != "server/discover" }) {
+		rvCheckNoEnvelope(t, s)
+	}
+	for _, in := range inits {
+		if got := gjson.GetBytes(in.Body, "params.clientInfo.name").Str; got != "mcp-tasks-proxy-e2e-tsclient2" {
+			t.Errorf("an initialize carries clientInfo.name %q, want the client's", got)
+		}
+		if !gjson.GetBytes(in.Body, "params.capabilities.elicitation").Exists() {
+			t.Errorf("an initialize lacks the client's elicitation capability: %s", shortBytes(in.Body))
+		}
+	}
+	// Each process (the probe sibling too) ends the session it opened.
+	if len(inits) != 2 {
+		t.Errorf("the 2025 demo saw %d initialize, want 2 (the probe sibling's and the session's)", len(inits))
+	}
+	up.waitN(t, "a DELETE of each session", len(inits), func(s legacySeen) bool { return s.HTTPMethod == http.MethodDelete })
+}
+
+// The TypeScript SDK client drives the built proxy over stdio against a
+// 2025 server, pinned to 2026-07-28 and in auto mode: the reverse bridge
+// serves it in the 2026 era in both, in front of the embedded 2025 demo
+// (--demo-legacy) and of the 2025 demo at an upstream URL, whose wire is
+// checked too.
+func TestTSClientThroughProxyLegacyServer(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"pin", "auto"} {
+		t.Run(mode+"/upstream", func(t *testing.T) {
+			up := newLegacyUpstream(t, demo.NewLegacy())
+			r := runTSClient(t, mode, tsLegacyScenario(), binPath, up.URL)
+			if r.Mode != mode || r.Transport != "stdio" {
+				t.Errorf("report mode %q transport %q", r.Mode, r.Transport)
+			}
+			checkTSLegacyReport(t, r)
+			checkTSLegacyWire(t, up)
+		})
+		t.Run(mode+"/demo-legacy", func(t *testing.T) {
+			r := runTSClient(t, mode, tsLegacyScenario(), binPath, "--demo-legacy")
+			checkTSLegacyReport(t, r)
+		})
+	}
+}
