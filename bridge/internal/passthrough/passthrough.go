@@ -437,6 +437,26 @@ func (p *passthrough) Local(*rewrite.Frame) ([]byte, []string, bool) { return ni
 func (p *passthrough) Reached() (era, transport string) { return p.sess.Version(), p.car.name() }
 func (p *passthrough) Close()                           { p.car.end() }
 
+// Flush sends, now, the client messages still queued, within
+// drainTimeout: the reverse bridge's last answers and cancels, queued as
+// the session ends, when the poster may have stopped already.
+func (p *passthrough) Flush() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.s.Ctx), drainTimeout)
+	defer cancel()
+	for {
+		select {
+		case j := <-p.posts:
+			p.send(ctx, j)
+			close(j.done)
+			if j.after != nil {
+				j.after()
+			}
+		default:
+			return
+		}
+	}
+}
+
 // enqueue queues a client message for the poster. Called by the reader
 // only, so the queue is in the client's order.
 func (p *passthrough) enqueue(j clientPost) {

@@ -80,12 +80,14 @@ func (r *reverse) call(ctx context.Context, c *link.Call, f *rewrite.Frame) []by
 		r.release(h)
 		return nil // the session is ending
 	}
-	return r.wait(ctx, c, f.Method, h)
+	return r.wait(ctx, c, f, h)
 }
 
-// wait answers c, a request of the held call h: with its result, or with
-// the server's requests as one input round.
-func (r *reverse) wait(ctx context.Context, c *link.Call, method string, h *held) []byte {
+// wait answers c, the request f of the held call h: with its result, or
+// with the server's requests as one input round.
+func (r *reverse) wait(ctx context.Context, c *link.Call, f *rewrite.Frame, h *held) []byte {
+	defer r.await(h.uc.Op, c, f)()
+	method := f.Method
 	for {
 		select {
 		case frame := <-h.done:
@@ -139,7 +141,7 @@ func (r *reverse) resume(ctx context.Context, c *link.Call, f *rewrite.Frame, st
 	h.timer.Stop()
 	h.mu.Unlock()
 	r.answerAsks(h, f.Params.Get("inputResponses"), true)
-	return r.wait(ctx, c, f.Method, h)
+	return r.wait(ctx, c, f, h)
 }
 
 // answerAsks answers the server's requests put to the client with its
@@ -184,11 +186,13 @@ func (r *reverse) abandon(h *held, why string) {
 	for _, a := range open {
 		r.answerServer(h.uc.Op, rewrite.ErrorFrame([]byte(a.ID.Raw), protocol.CodeInternalError, "the request it belongs to was cancelled", nil))
 	}
-	if n, err := rewrite.Parse(rewrite.NotificationFrame("notifications/cancelled", rewrite.CancelledParams(h.uc.ID, why))); err == nil && r.env.Ctx.Err() == nil {
+	if n, err := rewrite.Parse(rewrite.NotificationFrame("notifications/cancelled", rewrite.CancelledParams(h.uc.ID, why))); err == nil {
 		r.up.Notified(&n, h.uc.Op, h.cancel) // the stream closes once the server has the cancel
-		return
+		if r.env.Ctx.Err() == nil {
+			return
+		}
 	}
-	h.cancel()
+	h.cancel() // the session is ending: at once
 }
 
 // release forgets h.

@@ -22,6 +22,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/tidwall/gjson"
@@ -42,8 +44,9 @@ type reverse struct {
 	serverCaps gjson.Result  // the InitializeResult's capabilities
 
 	mu      sync.Mutex
-	held    map[string]*held // calls waiting for the client's retry, by requestState
-	byOp    map[string]*held // calls open upstream, by the op their stream carries
+	held    map[string]*held   // calls waiting for the client's retry, by requestState
+	byOp    map[string]*held   // calls open upstream, by the op their stream carries
+	waiters map[string]*waiter // the client's requests waiting on an exchange, by the op its stream carries
 	listens *listens
 
 	levelMu sync.Mutex // one logging/setLevel at a time
@@ -78,7 +81,7 @@ func Start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (li
 	if err != nil {
 		return nil, rewrite.ErrorFrame(c.ID, protocol.CodeInvalidParams, "Invalid params: the client's clientInfo or clientCapabilities: "+err.Error(), nil)
 	}
-	r := &reverse{env: e, held: map[string]*held{}, byOp: map[string]*held{}, inputs: map[string]*held{}, toolTasks: map[string]string{}}
+	r := &reverse{env: e, held: map[string]*held{}, byOp: map[string]*held{}, waiters: map[string]*waiter{}, inputs: map[string]*held{}, toolTasks: map[string]string{}}
 	r.listens = &listens{r: r, open: map[*listen]bool{}, subs: map[string]int{}}
 	out := passthrough.Open(ctx, e, uc, &init, r.fromServer)
 	if out.Next == nil {
@@ -99,7 +102,23 @@ func Start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (li
 
 func (r *reverse) Open()                    {}
 func (r *reverse) Barrier() <-chan struct{} { return nil }
-func (r *reverse) Close()                   { r.up.Close() }
+
+// Close ends the calls still open upstream (their server requests are
+// answered and their cancels sent, before the session's DELETE: a server
+// whose handler waits for an answer may not end its session otherwise),
+// then the 2025 session.
+func (r *reverse) Close() {
+	r.mu.Lock()
+	open := slices.Collect(maps.Values(r.byOp))
+	r.mu.Unlock()
+	for _, h := range open {
+		r.abandon(h, "the client's session ended")
+	}
+	if f, ok := r.up.(interface{ Flush() }); ok {
+		f.Flush()
+	}
+	r.up.Close()
+}
 
 func (r *reverse) Reached() (era, transport string) { return r.up.Reached() }
 
@@ -152,6 +171,7 @@ func (r *reverse) Request(ctx context.Context, c *link.Call, f *rewrite.Frame) l
 	if err != nil {
 		return link.FrameOnly(rewrite.ErrorFrame(c.ID, rewrite.Code(err), link.InvalidMessage(err), nil))
 	}
+	defer r.await(uc.Op, c, f)()
 	ans := r.up.Request(ctx, uc, &uf).Frame
 	if f.Method == "tools/list" && ans != nil {
 		r.toolsMu.Lock()
@@ -238,14 +258,65 @@ func (r *reverse) fromServer(frame []byte, op string) {
 	case rewrite.KindNotification:
 		switch m.Method {
 		case "notifications/progress", "notifications/message":
-			if op != "" {
-				r.env.Send(frame, op, nil)
-			}
+			r.requestNotification(&m, op)
 		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed", "notifications/resources/updated":
 			r.listens.notify(&m)
 		default:
 			r.env.Debug("server notification dropped", zap.String("method", m.Method))
 		}
+	}
+}
+
+// waiter is a modern client's request that an upstream exchange's
+// messages belong to: the op they go to, the progressToken they carry,
+// and the log level the request asked for (2026 logs only for a request
+// that asks).
+type waiter struct {
+	op, level string
+	token     []byte // raw JSON; nil: no progress
+}
+
+// levels are the log levels, least severe first.
+var levels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// await makes c, the request f, the one the messages of the exchange on op
+// belong to, until the returned func runs.
+func (r *reverse) await(op string, c *link.Call, f *rewrite.Frame) func() {
+	w := &waiter{op: c.Op, level: f.Params.Get(metaPath(protocol.MetaLogLevel)).String()}
+	if t := f.Params.Get("_meta.progressToken"); t.Exists() {
+		w.token = []byte(t.Raw)
+	}
+	r.mu.Lock()
+	r.waiters[op] = w
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		if r.waiters[op] == w {
+			delete(r.waiters, op)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// requestNotification delivers a server's progress or log message on the
+// stream of op to the client's request waiting on it: progress under that
+// request's own progressToken (a call's retry has its own), a log message
+// only at or above the level it asked for. Nothing goes to a request that
+// did not ask, or when none waits.
+func (r *reverse) requestNotification(m *rewrite.Frame, op string) {
+	r.mu.Lock()
+	w := r.waiters[op]
+	r.mu.Unlock()
+	switch {
+	case w == nil:
+		return
+	case m.Method == "notifications/progress":
+		if w.token == nil {
+			return
+		}
+		r.env.Send(rewrite.WithParam(m, "progressToken", w.token), w.op, nil)
+	case w.level != "" && slices.Index(levels, m.Params.Get("level").String()) >= slices.Index(levels, w.level):
+		r.env.Send(m.Raw, w.op, nil)
 	}
 }
 
