@@ -111,15 +111,23 @@ func (e *Env) LogFrame(b []byte) []byte {
 	return append(b[:debugFrameCap:debugFrameCap], "…(truncated)"...)
 }
 
-// Verdict logs the upstream era once per initialize, at info, and tells
-// the Observer.
+// Verdict logs the upstream era once per initialize (or first request of a
+// 2026-07-28 client), at info, and tells the Observer.
 func (e *Env) Verdict(op, era, reason string) {
-	mode := "bridge to 2026-07-28"
-	switch era {
-	case capabilities.Legacy.String():
+	e.VerdictMode(op, era, "", reason)
+}
+
+// VerdictMode is Verdict with the mode said (default: the one a 2025
+// client's session takes for era).
+func (e *Env) VerdictMode(op, era, mode, reason string) {
+	switch {
+	case mode != "":
+	case era == capabilities.Legacy.String():
 		mode = "passthrough (2025 on both sides)"
-	case capabilities.LegacySSE.String():
+	case era == capabilities.LegacySSE.String():
 		mode = "passthrough over the HTTP+SSE transport (2024-11-05)"
+	default:
+		mode = "bridge to 2026-07-28"
 	}
 	e.Info("upstream era detected", zap.String("era", era), zap.String("mode", mode), zap.String("url", e.URL()), zap.String("reason", reason))
 	if o := e.Cfg.Observer; o != nil {

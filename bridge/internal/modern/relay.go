@@ -100,7 +100,7 @@ func (s *modern) frontFor(ctx context.Context, c *link.Call, f *rewrite.Frame) (
 	switch {
 	case v.Era == capabilities.Modern:
 		if v.Discover != nil {
-			s.env.Verdict(link.OpOf(ctx), "modern", "a 2026-07-28 client, relayed: "+v.Reason)
+			s.env.VerdictMode(link.OpOf(ctx), "modern", "relay (2026-07-28 on both sides)", v.Reason)
 			if known := s.env.Cfg.KnownModern; known != nil {
 				known.Store(true)
 			}
@@ -119,7 +119,7 @@ func (s *modern) frontFor(ctx context.Context, c *link.Call, f *rewrite.Frame) (
 		return nil, s.env.ErrorFrame(c.ID, rewrite.Errorf(protocol.CodeMethodNotFound, link.ErrorData(url, v.Status, "upstreamEra", "legacy"),
 			"the upstream server at %s speaks MCP 2025 (%s): serve relays a 2026-07-28 client's stateless requests to a 2026-07-28 server only; open a session with initialize (2025-11-25), or run the proxy on stdio, whose reverse bridge serves a 2026-07-28 client from a 2025 server", url, v.Reason))
 	case v.Era == capabilities.Legacy:
-		s.env.Verdict(link.OpOf(ctx), "legacy", "a 2026-07-28 client, served by the reverse bridge: "+v.Reason)
+		s.env.VerdictMode(link.OpOf(ctx), "legacy", "reverse bridge (a 2026-07-28 client, a 2025 server)", v.Reason)
 		front, refused := reverse.Start(ctx, s.env, c, f)
 		s.front = front
 		return front, refused
