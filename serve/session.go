@@ -31,9 +31,9 @@ type session struct {
 	posts   map[string]*postStream // the requests' POSTs open, by raw id
 	ended   bool                   // end has run: the idle timer stays stopped
 
-	stateless bool // one request of a 2026-07-28 client (link.Config.Stateless)
-	active  int                    // HTTP requests open on the session
-	idle    *time.Timer            // ends the session once idle for IdleTimeout
+	stateless bool        // one request of a 2026-07-28 client (link.Config.Stateless)
+	active    int         // HTTP requests open on the session
+	idle      *time.Timer // ends the session once idle for IdleTimeout
 }
 
 func newSession(srv *Server, id string) *session {
