@@ -25,15 +25,15 @@ type session struct {
 	done   chan struct{} // closed when the bridge session has returned
 	events *eventLog
 	nextID atomic.Int64 // SSE event ids, unique in the session
+	// stateless: one request of a 2026-07-28 client (link.Config.Stateless)
+	stateless bool
 
 	mu      sync.Mutex
 	getKick chan struct{}          // the open GET stream's: closed to take it over
 	posts   map[string]*postStream // the requests' POSTs open, by raw id
 	ended   bool                   // end has run: the idle timer stays stopped
-
-	stateless bool        // one request of a 2026-07-28 client (link.Config.Stateless)
-	active    int         // HTTP requests open on the session
-	idle      *time.Timer // ends the session once idle for IdleTimeout
+	active  int                    // HTTP requests open on the session
+	idle    *time.Timer            // ends the session once idle for IdleTimeout
 }
 
 func newSession(srv *Server, id string) *session {
