@@ -232,8 +232,10 @@ func (r *relay) exchange(ctx context.Context, c *link.Call, f *rewrite.Frame, t 
 			if f.Method == "tools/list" && m.Result.IsObject() {
 				r.tools.keep(rewrite.ToolHeadersOf(m.Result))
 			}
-			if st := m.Result.Get("requestState"); st.Type == gjson.String && strings.ContainsRune(st.Raw, '\\') {
-				r.keepState(st)
+			if protocol.InputRequired(f.Method) && m.Result.Get("resultType").Str == protocol.ResultInputRequired {
+				if st := m.Result.Get("requestState"); st.Type == gjson.String && strings.ContainsRune(st.Raw, '\\') {
+					r.keepState(st)
+				}
 			}
 			if f.Method == "subscriptions/listen" {
 				return link.Result{Frame: rewrite.WithSubscriptionID(m, c.ID)}
