@@ -63,7 +63,9 @@ func (rp *reporter) ratioCols(t *target) [][2]string {
 	ps := rp.proxies()
 	if len(ps) > 1 && t == ps[len(ps)-1] {
 		for _, p := range ps[:len(ps)-1] {
-			cols = append(cols, [2]string{t.name, p.name})
+			if !slices.Contains(cols, [2]string{t.name, p.name}) {
+				cols = append(cols, [2]string{t.name, p.name})
+			}
 		}
 	}
 	return cols
