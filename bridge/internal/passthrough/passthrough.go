@@ -74,6 +74,10 @@ type passthrough struct {
 	level       []byte // the params of the last logging/setLevel that succeeded
 	subs        map[string]bool
 	getCancel   context.CancelFunc // the GET stream of the current session
+	// getReady is closed once the first GET stream is open, refused or
+	// given up (or at once, for a carrier without one): see GetReady.
+	getReady     chan struct{}
+	getReadyOnce sync.Once
 	ownID       int64
 	car         carrier // how messages travel: Streamable HTTP or HTTP+SSE
 
@@ -173,7 +177,8 @@ func Open(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, deli
 // reports a POST refused the way a 2024-11-05 server refuses it (the frame
 // is then the proxy's error for it).
 func start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame, deliver func([]byte, string), mk func(*passthrough) carrier) (out link.Outcome, refused bool) {
-	p := &passthrough{s: e, sess: e.Client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw, deliver: deliver}
+	p := &passthrough{s: e, sess: e.Client.LegacySession(), posts: make(chan clientPost, 64), subs: map[string]bool{}, initFrame: f.Raw, deliver: deliver,
+		getReady: make(chan struct{})}
 	p.car = mk(p)
 	res := p.car.exchange(ctx, c, f.Raw, p.sess.Stamp())
 	frame := res.frame
@@ -437,6 +442,16 @@ func (p *passthrough) Local(*rewrite.Frame) ([]byte, []string, bool) { return ni
 func (p *passthrough) Reached() (era, transport string) { return p.sess.Version(), p.car.name() }
 func (p *passthrough) Close()                           { p.car.end() }
 
+// GetReady is closed once the server can reach the session outside any
+// request: the first GET stream is open, or the server offers none (a 405,
+// or the HTTP+SSE transport, whose stream is the session), or its first
+// try failed. The reverse bridge waits for it before it answers, so that
+// what its client does next cannot outrun the stream its notifications
+// come on.
+func (p *passthrough) GetReady() <-chan struct{} { return p.getReady }
+
+func (p *passthrough) getSettled() { p.getReadyOnce.Do(func() { close(p.getReady) }) }
+
 // Flush sends, now, the client messages still queued, within
 // drainTimeout: the reverse bridge's last answers and cancels, queued as
 // the session ends, when the poster may have stopped already.
@@ -613,11 +628,15 @@ func (t *streamable) get(ctx context.Context) {
 	op := "get-stream"
 	last := ""
 	backoff := link.BackoffMin
+	defer p.getSettled()
 	for ctx.Err() == nil {
 		st := p.sess.Stamp()
 		// No sign-in for a stream the client did not ask for.
 		resp, err := p.sess.Stream(routing.Unattended(s.Observed(ctx, op, nil)), st, last)
 		var delay time.Duration
+		if err != nil || resp.Status != http.StatusOK || !resp.IsSSE() {
+			p.getSettled() // its first try failed, or it is refused: nothing to wait for
+		}
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -638,6 +657,7 @@ func (t *streamable) get(ctx context.Context) {
 			resp.Close()
 			s.Warn("the upstream GET stream was refused; retrying", zap.Int("httpStatus", resp.Status), zap.String("contentType", resp.ContentType), zap.Duration("after", backoff))
 		default:
+			p.getSettled()
 			t.relay(ctx, op, resp)
 			resp.Close()
 			if id := resp.LastEventID(); id != "" {

@@ -357,7 +357,7 @@ func (t *sseCarrier) fire(ctx context.Context, op string, body []byte, _ routing
 }
 
 // openGet has nothing to do: the stream is the session.
-func (t *sseCarrier) openGet(context.Context) {}
+func (t *sseCarrier) openGet(context.Context) { t.p.getSettled() }
 
 func (t *sseCarrier) end() {
 	t.mu.Lock()

@@ -25,6 +25,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -62,6 +63,10 @@ type reverse struct {
 	toolTasks   map[string]string
 }
 
+// getReadyBound bounds the wait, at the start, for the 2025 session's GET
+// stream (see passthrough's GetReady): it opens in a round trip.
+const getReadyBound = 5 * time.Second
+
 // metaPath is the gjson path, from params, of a request _meta member.
 func metaPath(key string) string { return "_meta." + gjson.Escape(key) }
 
@@ -96,6 +101,16 @@ func Start(ctx context.Context, e *link.Env, c *link.Call, f *rewrite.Frame) (li
 	r.discover = capabilities.DiscoverResult(res, r.serverTasks)
 	initialized, _ := rewrite.Parse(rewrite.NotificationFrame("notifications/initialized", nil))
 	r.up.Notified(&initialized, c.Op, nil) // and the GET stream opens
+	if g, ok := r.up.(interface{ GetReady() <-chan struct{} }); ok {
+		// Before the client can act: a list change or resource update
+		// the server sends on the GET stream must find it open.
+		select {
+		case <-g.GetReady():
+		case <-ctx.Done():
+		case <-time.After(getReadyBound):
+			e.Warn("the 2025 server's GET stream did not open in time; its notifications may come late", zap.Duration("bound", getReadyBound))
+		}
+	}
 	e.Info("serving a 2026-07-28 client from a 2025 server", zap.String("protocolVersion", out.Era))
 	return r, nil
 }
