@@ -78,8 +78,8 @@ type passthrough struct {
 	// given up (or at once, for a carrier without one): see GetReady.
 	getReady     chan struct{}
 	getReadyOnce sync.Once
-	ownID       int64
-	car         carrier // how messages travel: Streamable HTTP or HTTP+SSE
+	ownID        int64
+	car          carrier // how messages travel: Streamable HTTP or HTTP+SSE
 
 	lastPost chan struct{} // the reader's own: closed when the last queued client message is POSTed
 
