@@ -390,23 +390,7 @@ func checkTSDemoReport(t *testing.T, r tsReport, stateAltered bool) {
 			t.Errorf("inputRequired = ok %v texts %v error %v, want \"hello, Grace\"", st.OK, st.Texts, st.Error)
 		}
 	}
-	if st := s.Listen; st == nil || !st.OK || !st.Acknowledged || st.HonoredFilter["toolsListChanged"] != true ||
-		!st.Arrived || !containsString(st.Notifications, "notifications/tools/list_changed") || st.Closed != "local" {
-		t.Errorf("listen: %+v", st)
-	}
-	if st := s.Cancel; st == nil || !st.OK {
-		t.Errorf("cancel: %+v", st)
-	} else {
-		if st.ProgressSeen < 1 || !st.Aborted || !st.Rejected || st.Rejection == nil || st.Result != nil {
-			t.Errorf("cancel: progress %d aborted %v rejected %v rejection %v result %+v, want the call rejected after its first progress",
-				st.ProgressSeen, st.Aborted, st.Rejected, st.Rejection, st.Result)
-		} else if !strings.Contains(st.Rejection.Message, "cancelled by the e2e scenario") {
-			t.Errorf("cancel rejection = %v, want the abort reason", st.Rejection)
-		}
-		if st.After == nil || !st.After.OK || len(st.After.Texts) != 1 || st.After.Texts[0] != "after the cancel" {
-			t.Errorf("call after the cancel: %+v", st.After)
-		}
-	}
+	checkTSListenCancel(t, r)
 	if st := s.Whoami; st == nil || !st.OK {
 		t.Errorf("whoami: %+v", st)
 	} else {
@@ -792,6 +776,16 @@ func checkTSLegacyReport(t *testing.T, r tsReport) {
 			t.Errorf("inputRequired = ok %v texts %v error %v, want \"confirmed: accept true\"", st.OK, st.Texts, st.Error)
 		}
 	}
+	checkTSListenCancel(t, r)
+}
+
+// checkTSListenCancel checks the report's listen (acknowledged, a tools
+// list change arrived, closed by the client) and cancel steps (the call
+// rejected after its first progress with the abort reason, and a call
+// after it answered).
+func checkTSListenCancel(t *testing.T, r tsReport) {
+	t.Helper()
+	s := r.Steps
 	if st := s.Listen; st == nil || !st.OK || !st.Acknowledged || st.HonoredFilter["toolsListChanged"] != true ||
 		!st.Arrived || !containsString(st.Notifications, "notifications/tools/list_changed") || st.Closed != "local" {
 		t.Errorf("listen: %+v", st)
@@ -802,6 +796,8 @@ func checkTSLegacyReport(t *testing.T, r tsReport) {
 		if st.ProgressSeen < 1 || !st.Aborted || !st.Rejected || st.Rejection == nil || st.Result != nil {
 			t.Errorf("cancel: progress %d aborted %v rejected %v rejection %v result %+v, want the call rejected after its first progress",
 				st.ProgressSeen, st.Aborted, st.Rejected, st.Rejection, st.Result)
+		} else if !strings.Contains(st.Rejection.Message, "cancelled by the e2e scenario") {
+			t.Errorf("cancel rejection = %v, want the abort reason", st.Rejection)
 		}
 		if st.After == nil || !st.After.OK || len(st.After.Texts) != 1 || st.After.Texts[0] != "after the cancel" {
 			t.Errorf("call after the cancel: %+v", st.After)
