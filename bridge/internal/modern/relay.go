@@ -261,6 +261,9 @@ func (r *relay) keepState(st gjson.Result) {
 // turns "\/" into "/" and "\u00e9" into "é", and a server may compare the
 // bytes, as the protocol says it may.
 func (r *relay) restoreState(f *rewrite.Frame) *rewrite.Frame {
+	if !protocol.InputRequired(f.Method) {
+		return f // only a retry carries one: no scan of every request's params
+	}
 	st := f.Params.Get("requestState")
 	if st.Type != gjson.String {
 		return f

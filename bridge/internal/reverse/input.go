@@ -94,9 +94,17 @@ func (r *reverse) wait(ctx context.Context, c *link.Call, f *rewrite.Frame, h *h
 			r.release(h)
 			return r.down(c, method, frame) // nil: the session is ending
 		case <-h.wake:
-			if reqs := h.round(); len(reqs) > 0 {
-				return rewrite.InputRequired(c.ID, reqs, r.park(h))
+			reqs := h.round()
+			if len(reqs) == 0 {
+				continue
 			}
+			t, ok := r.park(h)
+			if !ok {
+				r.abandon(h, "too many input rounds wait for the client")
+				return rewrite.ErrorFrame(c.ID, protocol.CodeInternalError,
+					fmt.Sprintf("%s needs input, but %d input rounds already wait for this client's retry; answer or cancel those first", method, r.env.Cfg.MaxQueued), nil)
+			}
+			return rewrite.InputRequired(c.ID, reqs, t)
 		case <-ctx.Done():
 			r.abandon(h, "the client cancelled it")
 			return nil
@@ -105,10 +113,16 @@ func (r *reverse) wait(ctx context.Context, c *link.Call, f *rewrite.Frame, h *h
 }
 
 // park holds h for the client's retry under a new requestState; a retry
-// that does not come within the idle timeout abandons it.
-func (r *reverse) park(h *held) string {
+// that does not come within the idle timeout abandons it. Parked rounds
+// hold no in-flight slot, so their number is bounded on its own (by the
+// queue's bound): ok is false past it.
+func (r *reverse) park(h *held) (state string, ok bool) {
 	t := token()
 	r.mu.Lock()
+	if len(r.held) >= r.env.Cfg.MaxQueued {
+		r.mu.Unlock()
+		return "", false
+	}
 	r.held[t] = h
 	r.mu.Unlock()
 	h.mu.Lock()
@@ -123,7 +137,7 @@ func (r *reverse) park(h *held) string {
 		}
 	})
 	h.mu.Unlock()
-	return t
+	return t, true
 }
 
 // resume answers the retry c of a held call: the server's requests get
